@@ -1,0 +1,89 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { ApiError, type ErrorBody, type ErrorCode, errorBody } from './errors.js';
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+const CODE_BY_STATUS: Record<number, ErrorCode> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  408: 'request_timeout',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  502: 'upstream_unavailable',
+  503: 'service_unavailable',
+  504: 'upstream_timeout',
+};
+
+/** Turns any error fastify or a handler raises into the spec's Error shape, without leaking internals. */
+export function toErrorBody(err: FastifyError | ApiError | Error): ErrorBody {
+  if (err instanceof ApiError) return err.toBody();
+  const fe = err as FastifyError;
+  if (fe.validation) {
+    const where = fe.validationContext ?? 'request';
+    const first = fe.validation[0];
+    const path = first?.instancePath ? first.instancePath.slice(1).replaceAll('/', '.') : '';
+    const field =
+      first?.keyword === 'required'
+        ? String((first.params as { missingProperty?: string }).missingProperty)
+        : path;
+    const detail = first?.message ?? 'is invalid';
+    return errorBody(400, 'invalid_request', `${where}${field ? `.${field}` : ''} ${detail}`);
+  }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return errorBody(415, 'unsupported_media_type', 'Content-Type must be application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return errorBody(413, 'payload_too_large', 'Request body is larger than the limit');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return errorBody(400, 'invalid_request', 'Request body is empty; a JSON body is required');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return errorBody(400, 'invalid_request', 'Request body is not valid JSON');
+    default:
+      break;
+  }
+  const status = fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 600 ? fe.statusCode : 500;
+  if (status >= 500) {
+    return errorBody(status === 500 ? 500 : status, CODE_BY_STATUS[status] ?? 'internal_error', 'Internal server error');
+  }
+  if (fe instanceof SyntaxError) return errorBody(400, 'invalid_request', 'Request body is not valid JSON');
+  return errorBody(status, CODE_BY_STATUS[status] ?? 'invalid_request', fe.message || 'Bad request');
+}
+
+export function sendError(reply: FastifyReply, body: ErrorBody, headers: Record<string, string> = {}): FastifyReply {
+  return reply.code(body.status).type('application/json; charset=utf-8').headers(headers).send(body);
+}
+
+function allowedMethods(app: FastifyInstance, url: string): string[] {
+  const path = url.split('?', 1)[0] ?? url;
+  return METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
+}
+
+/**
+ * One error handler and one not-found handler per service. A known path asked with another
+ * method answers 405 with Allow, an unknown path 404; both in the Error shape.
+ */
+export const errorHandling = fp(
+  async (app: FastifyInstance) => {
+    app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const body = toErrorBody(err);
+      if (body.status >= 500) request.log.error({ err }, 'request failed');
+      else request.log.info({ code: body.code, reason: err.message }, 'request refused');
+      return sendError(reply, body, err instanceof ApiError ? err.headers : {});
+    });
+    app.setNotFoundHandler((request, reply) => {
+      const allowed = allowedMethods(app, request.url);
+      if (allowed.length > 0) {
+        return sendError(
+          reply,
+          errorBody(405, 'method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(', ')}`),
+          { allow: allowed.join(', ') },
+        );
+      }
+      return sendError(reply, errorBody(404, 'not_found', `No route for ${request.method} ${request.url.split('?', 1)[0]}`));
+    });
+  },
+  { name: 'error-handling' },
+);

@@ -1,0 +1,52 @@
+import { type Static, Type } from '@sinclair/typebox';
+
+/** The codes design.md fixes; clients switch on these, so the set only grows. */
+export type ErrorCode =
+  | 'missing_api_key'
+  | 'invalid_api_key'
+  | 'rate_limit_exceeded'
+  | 'api_key_banned'
+  | 'invalid_request'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'request_timeout'
+  | 'upstream_unavailable'
+  | 'upstream_timeout'
+  | 'rate_limiter_unavailable'
+  | 'service_unavailable'
+  | 'unauthorized'
+  | 'conflict'
+  | 'internal_error';
+
+export const ErrorSchema = Type.Object(
+  {
+    code: Type.String({ description: 'Machine-readable error code.' }),
+    message: Type.String({ description: 'Human-readable description of the error.' }),
+    status: Type.Integer({ description: 'The HTTP status code of the response.' }),
+  },
+  { $id: 'Error', additionalProperties: false },
+);
+export type ErrorBody = Static<typeof ErrorSchema>;
+
+/** An error whose status, code and message are safe to show to the client as they are. */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: ErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  toBody(): ErrorBody {
+    return { code: this.code, message: this.message, status: this.statusCode };
+  }
+}
+
+export function errorBody(status: number, code: ErrorCode, message: string): ErrorBody {
+  return { code, message, status };
+}

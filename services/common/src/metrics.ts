@@ -1,0 +1,52 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: Registry;
+  }
+}
+
+/** A registry per app, never prom-client's global one, so several apps can live in one process. */
+export function createRegistry(service: string, defaults = true): Registry {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  if (defaults) collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+/** Request count and latency by route and status, served at GET /metrics. */
+export const httpMetrics = fp(
+  async (app: FastifyInstance, opts: { registry: Registry }) => {
+    const { registry } = opts;
+    const requests = new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests by route, method and status',
+      labelNames: ['route', 'method', 'status'],
+      registers: [registry],
+    });
+    const duration = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request latency by route, method and status',
+      labelNames: ['route', 'method', 'status'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    });
+    app.decorate('metrics', registry);
+    app.addHook('onResponse', async (request, reply) => {
+      const labels = {
+        route: request.routeOptions.url ?? 'unmatched',
+        method: request.method,
+        status: String(reply.statusCode),
+      };
+      requests.inc(labels);
+      duration.observe(labels, reply.elapsedTime / 1000);
+    });
+    app.get('/metrics', { config: { public: true }, schema: { hide: true } as object }, async (_request, reply) => {
+      reply.type(registry.contentType);
+      return registry.metrics();
+    });
+  },
+  { name: 'http-metrics' },
+);

@@ -1,0 +1,117 @@
+import { ApiError } from '@animal-store/common/errors.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { isWellFormedApiKey } from './keys/api-key.js';
+import type { KeyRecord } from './keys/key-store.js';
+import type { KeyResolver } from './keys/key-resolver.js';
+import type { AnonymousLimiter } from './limits/anonymous-limiter.js';
+import { MINUTE_MS, windowsFor } from './limits/decision.js';
+import type { GuardedLimiter } from './limits/guarded-limiter.js';
+import { setRateLimitHeaders } from './limits/headers.js';
+import type { GatewayMetrics } from './metrics.js';
+import { limitsFor } from './plans.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated key, set by the gate for every request it admits. */
+    apiKey: KeyRecord | null;
+  }
+  interface FastifyContextConfig {
+    /** Routes anyone may call without a key and without counting against a limit. */
+    public?: boolean;
+  }
+}
+
+export interface GateOptions {
+  keys: KeyResolver;
+  limiter: GuardedLimiter;
+  anonymous: AnonymousLimiter;
+  metrics: GatewayMetrics;
+  now: () => number;
+}
+
+/** Seconds a client is told to wait when the limiter is unavailable in closed mode. */
+const UNAVAILABLE_RETRY_SECONDS = 5;
+const BEARER = /^Bearer +(\S+) *$/i;
+
+type AuthFailure = 'missing' | 'malformed' | 'unknown';
+
+/**
+ * The gate in front of every non-public route: authenticate the bearer key, then take the
+ * rate-limit decision, and put the rate-limit headers on the reply whatever happens next.
+ */
+export const gate = fp(
+  async (app: FastifyInstance, opts: GateOptions) => {
+    const { keys, limiter, anonymous, metrics, now } = opts;
+    app.decorateRequest('apiKey', null);
+
+    async function refuseAnonymous(request: FastifyRequest, reply: FastifyReply, reason: AuthFailure): Promise<never> {
+      const decision = await anonymous.consume(request.ip);
+      setRateLimitHeaders(reply, [decision.window], now());
+      metrics.anonymous.inc({ reason, decision: decision.allowed ? 'allowed' : 'limited' });
+      if (!decision.allowed) {
+        const retryAfter = Math.max(1, Math.ceil((decision.window.resetAt - now()) / 1000));
+        throw new ApiError(429, 'rate_limit_exceeded', 'Too many requests without a valid API key from this address', {
+          'retry-after': String(retryAfter),
+        });
+      }
+      if (reason === 'missing') {
+        throw new ApiError(401, 'missing_api_key', 'Send your API key as "Authorization: Bearer <API_KEY>"');
+      }
+      throw new ApiError(401, 'invalid_api_key', 'The API key is not valid');
+    }
+
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.routeOptions.config.public) return;
+      const header = request.headers.authorization;
+      if (header === undefined || header === '') return refuseAnonymous(request, reply, 'missing');
+      const match = header.length <= 256 ? BEARER.exec(header) : null;
+      const presented = match?.[1];
+      // Shape and checksum first: garbage never reaches the key store or the key's limiter.
+      if (presented === undefined || !isWellFormedApiKey(presented)) {
+        return refuseAnonymous(request, reply, match ? 'malformed' : 'missing');
+      }
+      let record: KeyRecord | null;
+      try {
+        record = await keys.resolve(presented);
+      } catch (err) {
+        request.log.error({ err }, 'key store unavailable');
+        throw new ApiError(503, 'service_unavailable', 'Cannot verify API keys right now; retry shortly', {
+          'retry-after': String(UNAVAILABLE_RETRY_SECONDS),
+        });
+      }
+      if (record === null) return refuseAnonymous(request, reply, 'unknown');
+      request.apiKey = record;
+
+      const limits = limitsFor(record.plan, record.limits);
+      const decision = await limiter.consume(record.id, limits);
+      const at = now();
+      metrics.decisions.inc({ decision: decision.outcome, source: decision.source });
+      switch (decision.outcome) {
+        case 'admitted':
+          setRateLimitHeaders(reply, decision.windows, at);
+          return;
+        case 'limited': {
+          setRateLimitHeaders(reply, decision.windows, at);
+          throw new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded for the ${record.plan} plan`, {
+            'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)),
+          });
+        }
+        case 'banned': {
+          setRateLimitHeaders(reply, decision.windows, at, decision.banEndsAt);
+          throw new ApiError(429, 'api_key_banned', 'This API key is temporarily banned for ignoring rate limits', {
+            'retry-after': String(Math.max(1, Math.ceil((decision.banEndsAt - at) / 1000))),
+          });
+        }
+        case 'unavailable': {
+          const until = at + UNAVAILABLE_RETRY_SECONDS * 1000;
+          setRateLimitHeaders(reply, windowsFor(limits, 0, MINUTE_MS, 0, 0, at), at, until);
+          throw new ApiError(503, 'rate_limiter_unavailable', 'Rate limiting is unavailable; retry shortly', {
+            'retry-after': String(UNAVAILABLE_RETRY_SECONDS),
+          });
+        }
+      }
+    });
+  },
+  { name: 'gate' },
+);

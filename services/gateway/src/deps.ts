@@ -1,0 +1,99 @@
+import { createRegistry } from '@animal-store/common/metrics.js';
+import type { Redis } from 'ioredis';
+import type { Db } from 'mongodb';
+import type { Registry } from 'prom-client';
+import type { GatewayConfig } from './config.js';
+import { type EventBus, LocalEventBus, RedisEventBus } from './events.js';
+import { KeyResolver } from './keys/key-resolver.js';
+import type { KeyStore } from './keys/key-store.js';
+import { readKeysFile, toKeyRecord } from './keys/keys-file.js';
+import { MemoryKeyStore } from './keys/memory-key-store.js';
+import { MongoKeyStore } from './keys/mongo-key-store.js';
+import { AnonymousLimiter } from './limits/anonymous-limiter.js';
+import { GuardedLimiter } from './limits/guarded-limiter.js';
+import { MemoryKeyLimiter } from './limits/memory-key-limiter.js';
+import { RedisKeyLimiter } from './limits/redis-key-limiter.js';
+import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
+
+/** Connections made by server.ts (or a test); the gateway never opens its own. */
+export interface GatewayClients {
+  redis?: Redis | null;
+  /** A second connection for pub/sub, which blocks a connection for anything else. */
+  subscriber?: Redis | null;
+  mongo?: Db | null;
+}
+
+export interface GatewayDeps {
+  registry: Registry;
+  metrics: GatewayMetrics;
+  keyStore: KeyStore;
+  keys: KeyResolver;
+  limiter: GuardedLimiter;
+  anonymous: AnonymousLimiter;
+  events: EventBus;
+  redis: Redis | null;
+  now: () => number;
+  /** One line per store saying which backend it uses, for the start-up log. */
+  backends: { keyStore: string; limiter: string; events: string };
+}
+
+/** Builds every collaborator of the gateway from its config and clients: the one composition root. */
+export async function createDeps(
+  config: GatewayConfig,
+  clients: GatewayClients = {},
+  options: { now?: () => number; defaultMetrics?: boolean } = {},
+): Promise<GatewayDeps> {
+  const now = options.now ?? Date.now;
+  const registry = createRegistry('gateway', options.defaultMetrics ?? true);
+  const metrics = createGatewayMetrics(registry);
+  const redis = clients.redis ?? null;
+
+  let keyStore: KeyStore;
+  if (clients.mongo) {
+    const mongoStore = new MongoKeyStore(clients.mongo);
+    await mongoStore.init();
+    keyStore = mongoStore;
+  } else {
+    keyStore = new MemoryKeyStore();
+  }
+  const loadedAt = new Date(now());
+  const fileRecords = config.apiKeysFile
+    ? (await readKeysFile(config.apiKeysFile)).map((e) => toKeyRecord(e, loadedAt))
+    : [];
+  const keys = new KeyResolver(keyStore, fileRecords, {
+    maxEntries: config.keyCacheMax,
+    positiveTtlMs: config.keyCacheTtlMs,
+    negativeTtlMs: Math.min(config.keyCacheTtlMs, 60_000),
+    onStoreCall: (operation, seconds, ok) =>
+      metrics.keyStore.observe({ operation, outcome: ok ? 'ok' : 'error' }, seconds),
+  });
+
+  const memoryLimiter = new MemoryKeyLimiter(config.ban, now);
+  const limiter = redis
+    ? new GuardedLimiter(new RedisKeyLimiter(redis, config.redisPrefix, config.ban, now), memoryLimiter, config.failureMode, now)
+    : new GuardedLimiter(memoryLimiter, null, config.failureMode, now);
+  const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
+
+  const subscriber = clients.subscriber ?? null;
+  const events: EventBus =
+    redis && subscriber
+      ? new RedisEventBus(redis, subscriber, `${config.redisPrefix}events`, () => {})
+      : new LocalEventBus();
+
+  return {
+    registry,
+    metrics,
+    keyStore,
+    keys,
+    limiter,
+    anonymous,
+    events,
+    redis,
+    now,
+    backends: {
+      keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}`,
+      limiter: redis ? `redis (failure mode ${config.failureMode})` : 'memory (embedded: limits are per process)',
+      events: redis && subscriber ? 'redis pub/sub' : 'in-process',
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { isPlan, type Limits, planProblem } from '../plans.js';
+import type { KeyRecord } from './key-store.js';
+
+/** One record of API_KEYS_FILE: hashes only, never a key. */
+export interface KeyFileEntry {
+  id: string;
+  name: string;
+  plan: KeyRecord['plan'];
+  limits?: Limits;
+  sha256: string;
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+function entryProblem(entry: unknown, index: number): string | null {
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return `entry ${index} is not an object`;
+  const e = entry as Record<string, unknown>;
+  if (typeof e.id !== 'string' || e.id.length === 0) return `entry ${index}: id must be a non-empty string`;
+  if (e.name !== undefined && typeof e.name !== 'string') return `entry ${index}: name must be a string`;
+  if (typeof e.sha256 !== 'string' || !SHA256_HEX.test(e.sha256)) return `entry ${index}: sha256 must be 64 lowercase hex characters`;
+  const problem = planProblem(e.plan, e.limits);
+  return problem ? `entry ${index}: ${problem}` : null;
+}
+
+/** Parses and validates the file's text; throws one error naming every bad entry. */
+export function parseKeysFile(text: string, source: string): KeyFileEntry[] {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    throw new Error(`${source} is not valid JSON`);
+  }
+  if (!Array.isArray(data)) throw new Error(`${source} must hold a JSON array of key records`);
+  const problems = data.map(entryProblem).filter((p): p is string => p !== null);
+  const ids = new Set<string>();
+  const hashes = new Set<string>();
+  for (const e of data as KeyFileEntry[]) {
+    if (ids.has(e.id)) problems.push(`duplicate id ${e.id}`);
+    if (hashes.has(e.sha256)) problems.push(`duplicate sha256 for id ${e.id}`);
+    ids.add(e.id);
+    hashes.add(e.sha256);
+  }
+  if (problems.length > 0) throw new Error(`${source}: ${problems.join('; ')}`);
+  return (data as KeyFileEntry[]).map((e) => ({
+    id: e.id,
+    name: e.name ?? e.id,
+    plan: e.plan,
+    ...(e.limits ? { limits: { perMinute: e.limits.perMinute, perDay: e.limits.perDay } } : {}),
+    sha256: e.sha256,
+  }));
+}
+
+export async function readKeysFile(path: string): Promise<KeyFileEntry[]> {
+  return parseKeysFile(await readFile(path, 'utf8'), path);
+}
+
+export function toKeyRecord(entry: KeyFileEntry, loadedAt: Date): KeyRecord {
+  if (!isPlan(entry.plan)) throw new Error(`bad plan for ${entry.id}`);
+  return { ...entry, createdAt: loadedAt.toISOString() };
+}
+
+/** Appends an entry, creating the file if needed; writes a temporary file and renames it so readers never see half a file. */
+export async function appendToKeysFile(path: string, entry: KeyFileEntry): Promise<void> {
+  let entries: KeyFileEntry[] = [];
+  try {
+    entries = parseKeysFile(await readFile(path, 'utf8'), path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  entries.push(entry);
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, `${JSON.stringify(entries, null, 2)}\n`, { mode: 0o600 });
+  await rename(tmp, path);
+}

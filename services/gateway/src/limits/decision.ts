@@ -1,0 +1,68 @@
+import type { Limits } from '../plans.js';
+
+/** One window's state after a decision; `resetAt` is epoch milliseconds. */
+export interface WindowState {
+  name: 'minute' | 'day' | 'anonymous';
+  limit: number;
+  remaining: number;
+  windowSeconds: number;
+  resetAt: number;
+}
+
+export type Decision =
+  | { outcome: 'admitted'; windows: WindowState[] }
+  | { outcome: 'limited'; windows: WindowState[]; retryAfterMs: number }
+  | { outcome: 'banned'; windows: WindowState[]; banEndsAt: number };
+
+/** Ban policy: more than `threshold` refusals within `windowMs` bans the key for `durationMs`. */
+export interface BanPolicy {
+  threshold: number;
+  windowMs: number;
+  durationMs: number;
+}
+
+/** Decides whether a key may make one more request; shared by all replicas when backed by Redis. */
+export interface KeyLimiter {
+  readonly kind: 'redis' | 'memory';
+  consume(keyId: string, limits: Limits): Promise<Decision>;
+  /** Lifts a ban and forgets the key's refusals. */
+  liftBan(keyId: string): Promise<void>;
+  /** When the key's ban ends (epoch ms), or null when not banned. */
+  banEndsAt(keyId: string): Promise<number | null>;
+}
+
+export const MINUTE_MS = 60_000;
+export const DAY_MS = 86_400_000;
+
+export function windowsFor(
+  limits: Limits,
+  minuteCount: number,
+  minuteTtlMs: number,
+  dayCount: number,
+  dayTtlMs: number,
+  now: number,
+): WindowState[] {
+  return [
+    {
+      name: 'minute',
+      limit: limits.perMinute,
+      remaining: Math.max(0, limits.perMinute - minuteCount),
+      windowSeconds: 60,
+      resetAt: now + (minuteTtlMs > 0 ? minuteTtlMs : MINUTE_MS),
+    },
+    {
+      name: 'day',
+      limit: limits.perDay,
+      remaining: Math.max(0, limits.perDay - dayCount),
+      windowSeconds: 86_400,
+      resetAt: now + (dayTtlMs > 0 ? dayTtlMs : DAY_MS),
+    },
+  ];
+}
+
+/** How long until every exhausted window has reset: the earliest moment a retry can succeed. */
+export function retryAfterMs(windows: WindowState[], now: number): number {
+  let wait = 0;
+  for (const w of windows) if (w.remaining === 0) wait = Math.max(wait, w.resetAt - now);
+  return Math.max(wait, 1);
+}

@@ -1,0 +1,77 @@
+import type { Limits } from '../plans.js';
+import type { Decision, KeyLimiter, WindowState } from './decision.js';
+
+export type FailureMode = 'open' | 'closed';
+
+export type GuardedDecision =
+  | (Decision & { source: 'shared' | 'local-ban' | 'fallback' })
+  | { outcome: 'unavailable'; source: 'shared' };
+
+interface KnownBan {
+  endsAt: number;
+  windows: WindowState[];
+}
+
+export interface GuardHooks {
+  /** Called on each failure of the shared limiter; `first` when it was healthy until now. */
+  onPrimaryError?: (err: unknown, first: boolean) => void;
+  onRecovered?: () => void;
+}
+
+/**
+ * Puts a replica's knowledge of bans in front of the shared limiter (a banned key costs no
+ * Redis call once this replica has seen the ban) and decides what happens when the shared
+ * limiter fails: `open` uses the per-replica fallback, `closed` reports unavailable.
+ */
+export class GuardedLimiter {
+  private readonly bans = new Map<string, KnownBan>();
+  private failing = false;
+
+  constructor(
+    readonly primary: KeyLimiter,
+    private readonly fallback: KeyLimiter | null,
+    private readonly mode: FailureMode,
+    private readonly now: () => number,
+    /** Set by the app once it has a logger and metrics. */
+    public hooks: GuardHooks = {},
+  ) {}
+
+  get degraded(): boolean {
+    return this.failing;
+  }
+
+  async consume(keyId: string, limits: Limits): Promise<GuardedDecision> {
+    const known = this.bans.get(keyId);
+    if (known) {
+      if (known.endsAt > this.now()) {
+        return { outcome: 'banned', windows: known.windows, banEndsAt: known.endsAt, source: 'local-ban' };
+      }
+      this.bans.delete(keyId);
+    }
+    let decision: Decision;
+    try {
+      decision = await this.primary.consume(keyId, limits);
+    } catch (err) {
+      this.hooks.onPrimaryError?.(err, !this.failing);
+      this.failing = true;
+      if (this.mode === 'closed' || !this.fallback) return { outcome: 'unavailable', source: 'shared' };
+      return { ...(await this.fallback.consume(keyId, limits)), source: 'fallback' };
+    }
+    if (this.failing) {
+      this.failing = false;
+      this.hooks.onRecovered?.();
+    }
+    if (decision.outcome === 'banned') this.bans.set(keyId, { endsAt: decision.banEndsAt, windows: decision.windows });
+    return { ...decision, source: 'shared' };
+  }
+
+  /** Forgets what this replica knows of a key's ban (after an admin lifted it anywhere). */
+  forgetBan(keyId: string): void {
+    this.bans.delete(keyId);
+  }
+
+  async liftBan(keyId: string): Promise<void> {
+    this.bans.delete(keyId);
+    await Promise.all([this.primary.liftBan(keyId), this.fallback?.liftBan(keyId)]);
+  }
+}

@@ -1,0 +1,63 @@
+import type { FastifyReply } from 'fastify';
+import type { WindowState } from './decision.js';
+
+/** The window a client should watch: fewest remaining, and on a tie the one that resets later. */
+export function bindingWindow(windows: readonly WindowState[]): WindowState {
+  let binding = windows[0] as WindowState;
+  for (const w of windows) {
+    if (w.remaining < binding.remaining || (w.remaining === binding.remaining && w.resetAt > binding.resetAt)) {
+      binding = w;
+    }
+  }
+  return binding;
+}
+
+const policyCache = new Map<string, string>();
+
+/** `"minute";q=60;w=60, "day";q=1000;w=86400`; a handful of distinct plans, so built once each. */
+function policyHeader(windows: readonly WindowState[]): string {
+  let cacheKey = '';
+  for (const w of windows) cacheKey += `${w.name}:${w.limit}:${w.windowSeconds},`;
+  let policy = policyCache.get(cacheKey);
+  if (policy === undefined) {
+    policy = windows.map((w) => `"${w.name}";q=${w.limit};w=${w.windowSeconds}`).join(', ');
+    if (policyCache.size < 10_000) policyCache.set(cacheKey, policy);
+  }
+  return policy;
+}
+
+function secondsUntil(at: number, now: number): number {
+  return Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+/**
+ * Sets X-RateLimit-* for the binding window and the IETF RateLimit / RateLimit-Policy fields
+ * for every window. `until` overrides every window as exhausted until that moment (a ban, or the
+ * limiter being unavailable).
+ */
+export function setRateLimitHeaders(
+  reply: FastifyReply,
+  windows: readonly WindowState[],
+  now: number,
+  until?: number,
+): void {
+  const binding = bindingWindow(windows);
+  const remaining = until === undefined ? binding.remaining : 0;
+  const resetAt = until ?? binding.resetAt;
+  let state = '';
+  for (const w of windows) {
+    if (state) state += ', ';
+    state +=
+      until === undefined
+        ? `"${w.name}";r=${w.remaining};t=${secondsUntil(w.resetAt, now)}`
+        : `"${w.name}";r=0;t=${secondsUntil(until, now)}`;
+  }
+  reply.header('x-ratelimit-limit', binding.limit);
+  reply.header('x-ratelimit-remaining', remaining);
+  reply.header('x-ratelimit-reset', Math.ceil(resetAt / 1000));
+  reply.header('ratelimit-policy', policyHeader(windows));
+  reply.header('ratelimit', state);
+}
+
+/** Header names a client could confuse with ours; never passed through from upstream. */
+export const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy'];

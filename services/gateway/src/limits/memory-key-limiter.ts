@@ -1,0 +1,106 @@
+import type { Limits } from '../plans.js';
+import {
+  type BanPolicy,
+  DAY_MS,
+  type Decision,
+  type KeyLimiter,
+  MINUTE_MS,
+  retryAfterMs,
+  windowsFor,
+} from './decision.js';
+
+interface Counter {
+  count: number;
+  expiresAt: number;
+}
+
+/**
+ * The same decision as RedisKeyLimiter's script, in one process: the embedded default and the
+ * per-replica fallback while Redis is unreachable. Time comes from `now` so tests drive it.
+ */
+export class MemoryKeyLimiter implements KeyLimiter {
+  readonly kind = 'memory' as const;
+  private readonly counters = new Map<string, Counter>();
+  private lastSweep = 0;
+
+  constructor(
+    private readonly ban: BanPolicy,
+    private readonly now: () => number = Date.now,
+    private readonly maxCounters = 200_000,
+  ) {}
+
+  private read(key: string, now: number): Counter | undefined {
+    const c = this.counters.get(key);
+    if (c && c.expiresAt <= now) {
+      this.counters.delete(key);
+      return undefined;
+    }
+    return c;
+  }
+
+  private incr(key: string, ttlMs: number, now: number): Counter {
+    const c = this.read(key, now);
+    if (c) {
+      c.count++;
+      return c;
+    }
+    const fresh = { count: 1, expiresAt: now + ttlMs };
+    this.counters.set(key, fresh);
+    return fresh;
+  }
+
+  /** Expired counters are dropped lazily; a sweep bounds memory when many keys go quiet. */
+  private sweep(now: number): void {
+    if (this.counters.size < this.maxCounters && now - this.lastSweep < MINUTE_MS) return;
+    this.lastSweep = now;
+    for (const [key, c] of this.counters) if (c.expiresAt <= now) this.counters.delete(key);
+    // Still too many live keys: forget the oldest, as a bounded cache would.
+    for (const key of this.counters.keys()) {
+      if (this.counters.size < this.maxCounters) break;
+      this.counters.delete(key);
+    }
+  }
+
+  async consume(keyId: string, limits: Limits): Promise<Decision> {
+    return this.consumeNow(keyId, limits);
+  }
+
+  consumeNow(keyId: string, limits: Limits): Decision {
+    const now = this.now();
+    this.sweep(now);
+    const m = this.read(`${keyId}:m`, now);
+    const d = this.read(`${keyId}:d`, now);
+    const ttl = (c: Counter | undefined) => (c ? c.expiresAt - now : 0);
+    const ban = this.read(`${keyId}:ban`, now);
+    if (ban) {
+      return {
+        outcome: 'banned',
+        windows: windowsFor(limits, m?.count ?? 0, ttl(m), d?.count ?? 0, ttl(d), now),
+        banEndsAt: ban.expiresAt,
+      };
+    }
+    if ((m?.count ?? 0) < limits.perMinute && (d?.count ?? 0) < limits.perDay) {
+      const m2 = this.incr(`${keyId}:m`, MINUTE_MS, now);
+      const d2 = this.incr(`${keyId}:d`, DAY_MS, now);
+      return { outcome: 'admitted', windows: windowsFor(limits, m2.count, ttl(m2), d2.count, ttl(d2), now) };
+    }
+    const windows = windowsFor(limits, m?.count ?? 0, ttl(m), d?.count ?? 0, ttl(d), now);
+    const strikes = this.incr(`${keyId}:strikes`, this.ban.windowMs, now);
+    if (strikes.count > this.ban.threshold) {
+      this.counters.delete(`${keyId}:strikes`);
+      const banned = { count: 1, expiresAt: now + this.ban.durationMs };
+      this.counters.set(`${keyId}:ban`, banned);
+      return { outcome: 'banned', windows, banEndsAt: banned.expiresAt };
+    }
+    return { outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) };
+  }
+
+  async liftBan(keyId: string): Promise<void> {
+    this.counters.delete(`${keyId}:ban`);
+    this.counters.delete(`${keyId}:strikes`);
+  }
+
+  async banEndsAt(keyId: string): Promise<number | null> {
+    return this.read(`${keyId}:ban`, this.now())?.expiresAt ?? null;
+  }
+}

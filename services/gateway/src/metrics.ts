@@ -1,0 +1,39 @@
+import { Counter, Histogram, type Registry } from 'prom-client';
+
+/** The gateway's own series, beside the request metrics every service has. */
+export function createGatewayMetrics(registry: Registry) {
+  return {
+    decisions: new Counter({
+      name: 'gateway_rate_limit_decisions_total',
+      help: 'Rate-limit decisions for keyed requests: admitted, limited, banned, unavailable; by where they were taken',
+      labelNames: ['decision', 'source'],
+      registers: [registry],
+    }),
+    anonymous: new Counter({
+      name: 'gateway_anonymous_requests_total',
+      help: 'Requests without a valid key, by reason and by whether the per-IP limit let them through',
+      labelNames: ['reason', 'decision'],
+      registers: [registry],
+    }),
+    upstreamErrors: new Counter({
+      name: 'gateway_upstream_errors_total',
+      help: 'Proxied requests that got no usable answer from upstream, by kind',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    redisErrors: new Counter({
+      name: 'gateway_redis_errors_total',
+      help: 'Rate-limit calls to Redis that failed (each one answered by the fallback or refused, per failure mode)',
+      registers: [registry],
+    }),
+    keyStore: new Histogram({
+      name: 'gateway_key_store_duration_seconds',
+      help: 'Key store call latency, by operation and outcome',
+      labelNames: ['operation', 'outcome'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+  };
+}
+
+export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

@@ -1,0 +1,25 @@
+import { sendError } from '@animal-store/common/error-handler.js';
+import { errorBody } from '@animal-store/common/errors.js';
+import type { FastifyInstance } from 'fastify';
+import type { KeyStore } from '../keys/key-store.js';
+
+/**
+ * Liveness says the process answers. Readiness says this replica can serve: the key store
+ * answers. Redis is deliberately not part of it: in open mode a Redis outage is served from the
+ * fallback, and taking every replica out of rotation would turn a degraded limiter into an outage.
+ */
+export async function healthRoutes(app: FastifyInstance, opts: { keyStore: KeyStore; timeoutMs: number }) {
+  app.get('/healthz', { config: { public: true }, schema: { hide: true } as object }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { config: { public: true }, schema: { hide: true } as object }, async (request, reply) => {
+    try {
+      await Promise.race([
+        opts.keyStore.ping(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('key store ping timed out')), opts.timeoutMs).unref()),
+      ]);
+      return { status: 'ready' };
+    } catch (err) {
+      request.log.warn({ err }, 'not ready');
+      return sendError(reply, errorBody(503, 'service_unavailable', 'The key store is unreachable'));
+    }
+  });
+}

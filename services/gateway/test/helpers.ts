@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { buildAdminApp } from '../src/admin/app.js';
+import { buildApp } from '../src/app.js';
+import { type GatewayConfig, loadConfig } from '../src/config.js';
+import { createDeps, type GatewayDeps } from '../src/deps.js';
+import { generateApiKey, hashApiKey, keyPrefix, newKeyId } from '../src/keys/api-key.js';
+import type { Limits, Plan } from '../src/plans.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export interface TestGateway {
+  app: FastifyInstance;
+  admin: FastifyInstance;
+  deps: GatewayDeps;
+  config: GatewayConfig;
+  redis: Redis | null;
+  /** Base URL once `listen()` was called. */
+  url: string;
+  listen(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  redisUrl?: string | null;
+  upstream?: string;
+  env?: Record<string, string>;
+  /** Shared by gateways that act as replicas of one deployment. */
+  prefix?: string;
+  now?: () => number;
+}
+
+/** Redis client options as server.ts sets them, so tests see the production failure behaviour. */
+export function redisClient(url: string, commandTimeoutMs = 250): Redis {
+  const client = new Redis(url, {
+    commandTimeout: commandTimeoutMs,
+    connectTimeout: 2_000,
+    enableOfflineQueue: false,
+    enableAutoPipelining: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: (attempt) => Math.min(1_000, 50 * 2 ** Math.min(attempt, 5)),
+  });
+  client.on('error', () => {});
+  return client;
+}
+
+/** Waits until an ioredis client is connected (its offline queue is off, so commands before that fail). */
+export async function connected(client: Redis): Promise<Redis> {
+  if (client.status === 'ready') return client;
+  await new Promise<void>((resolve, reject) => {
+    client.once('ready', resolve);
+    client.once('end', () => reject(new Error('redis connection ended')));
+  });
+  return client;
+}
+
+/** A gateway built the way server.ts builds it, on a real Redis when given one. */
+export async function startGateway(options: GatewayOptions = {}): Promise<TestGateway> {
+  const prefix = options.prefix ?? `t${randomUUID().slice(0, 8)}:`;
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    PETS_URL: options.upstream ?? 'http://127.0.0.1:9',
+    ADMIN_TOKEN,
+    REDIS_PREFIX: prefix,
+    UPSTREAM_TIMEOUT_MS: '2000',
+    ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
+    ...options.env,
+  });
+  const redis = options.redisUrl ? await connected(redisClient(options.redisUrl, config.redisCommandTimeoutMs)) : null;
+  const subscriber = redis ? redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined }) : null;
+  subscriber?.on('error', () => {});
+  const deps = await createDeps(config, { redis, subscriber }, { defaultMetrics: false, ...(options.now ? { now: options.now } : {}) });
+  const app = await buildApp(config, deps);
+  const admin = await buildAdminApp(config, deps);
+  await app.ready();
+  await admin.ready();
+  const gateway: TestGateway = {
+    app,
+    admin,
+    deps,
+    config,
+    redis,
+    url: '',
+    async listen() {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      gateway.url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+      return gateway.url;
+    },
+    async close() {
+      await admin.close();
+      await app.close();
+      subscriber?.disconnect();
+      redis?.disconnect();
+    },
+  };
+  return gateway;
+}
+
+/** Puts a key straight into the gateway's store and returns its plaintext. */
+export async function addKey(deps: GatewayDeps, plan: Plan, limits?: Limits): Promise<{ id: string; key: string }> {
+  const key = generateApiKey();
+  const id = newKeyId();
+  await deps.keyStore.insert({
+    id,
+    name: `test-${plan}`,
+    plan,
+    ...(limits ? { limits } : {}),
+    sha256: hashApiKey(key),
+    prefix: keyPrefix(key),
+    createdAt: new Date().toISOString(),
+  });
+  return { id, key };
+}
+
+export function bearer(key: string): { authorization: string } {
+  return { authorization: `Bearer ${key}` };
+}
+
+/**
+ * A stand-in upstream that reports what it received. It also sends rate-limit headers of its
+ * own, which the gateway must never pass through.
+ */
+export async function startEchoUpstream(): Promise<{ url: string; app: FastifyInstance; close(): Promise<void> }> {
+  const app = Fastify();
+  app.all('/v1/*', async (request, reply) => {
+    reply.header('x-ratelimit-limit', '999999');
+    reply.header('x-ratelimit-remaining', '999999');
+    reply.header('ratelimit', '"upstream";r=1;t=1');
+    reply.header('ratelimit-policy', '"upstream";q=1;w=1');
+    if (request.url.startsWith('/v1/missing')) {
+      return reply.code(404).send({ code: 'not_found', message: 'No route', status: 404 });
+    }
+    return { method: request.method, url: request.url, headers: request.headers };
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return {
+    url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+    app,
+    close: () => app.close(),
+  };
+}
