@@ -21,6 +21,8 @@ export interface GatewayClients {
   /** A second connection for pub/sub, which blocks a connection for anything else. */
   subscriber?: Redis | null;
   mongo?: Db | null;
+  /** A store to use as it is: several in-process replicas sharing one, as they would share MongoDB. */
+  keyStore?: KeyStore;
 }
 
 export interface GatewayDeps {
@@ -49,7 +51,9 @@ export async function createDeps(
   const redis = clients.redis ?? null;
 
   let keyStore: KeyStore;
-  if (clients.mongo) {
+  if (clients.keyStore) {
+    keyStore = clients.keyStore;
+  } else if (clients.mongo) {
     const mongoStore = new MongoKeyStore(clients.mongo);
     await mongoStore.init();
     keyStore = mongoStore;

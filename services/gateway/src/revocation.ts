@@ -47,8 +47,6 @@ export const revocationSync = fp(
       }
     };
     app.addHook('onReady', async () => {
-      // An in-memory store lives in this process: revocations reach the cache directly.
-      if (keyStore.kind === 'memory') return;
       timer = setInterval(poll, pollMs);
       timer.unref();
     });

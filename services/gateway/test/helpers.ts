@@ -7,6 +7,7 @@ import { buildApp } from '../src/app.js';
 import { type GatewayConfig, loadConfig } from '../src/config.js';
 import { createDeps, type GatewayDeps } from '../src/deps.js';
 import { generateApiKey, hashApiKey, keyPrefix, newKeyId } from '../src/keys/api-key.js';
+import type { KeyStore } from '../src/keys/key-store.js';
 import type { Limits, Plan } from '../src/plans.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -30,6 +31,10 @@ export interface GatewayOptions {
   /** Shared by gateways that act as replicas of one deployment. */
   prefix?: string;
   now?: () => number;
+  /** A key store shared with other gateways, standing in for MongoDB. */
+  keyStore?: KeyStore;
+  /** Whether to connect the pub/sub subscriber (default true with Redis). */
+  pubsub?: boolean;
 }
 
 /** Redis client options as server.ts sets them, so tests see the production failure behaviour. */
@@ -69,9 +74,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     ...options.env,
   });
   const redis = options.redisUrl ? await connected(redisClient(options.redisUrl, config.redisCommandTimeoutMs)) : null;
-  const subscriber = redis ? redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined }) : null;
+  const subscriber = redis && options.pubsub !== false ? redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined }) : null;
   subscriber?.on('error', () => {});
-  const deps = await createDeps(config, { redis, subscriber }, { defaultMetrics: false, ...(options.now ? { now: options.now } : {}) });
+  const deps = await createDeps(config, { redis, subscriber, ...(options.keyStore ? { keyStore: options.keyStore } : {}) }, { defaultMetrics: false, ...(options.now ? { now: options.now } : {}) });
   const app = await buildApp(config, deps);
   const admin = await buildAdminApp(config, deps);
   await app.ready();

@@ -54,10 +54,14 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
-/** Constant-time comparison of two hex SHA-256 digests. */
+/**
+ * Constant-time comparison of two hex SHA-256 digests. Compares the text itself: decoding as hex
+ * would stop at the first non-hex character, making different strings equal (or lengths differ).
+ */
 export function sameHash(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  return timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /** The first characters of a key, safe to log and show: enough to tell keys apart, useless to an attacker. */

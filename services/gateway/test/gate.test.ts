@@ -1,0 +1,292 @@
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { generateApiKey } from '../src/keys/api-key.js';
+import { addKey, bearer, startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
+
+let redis: TestRedis;
+let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
+const gateways: TestGateway[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  upstream = await startEchoUpstream();
+});
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((g) => g.close()));
+});
+afterAll(async () => {
+  await upstream.close();
+  await redis.stop();
+});
+
+async function gateway(env: Record<string, string> = {}, upstreamUrl = upstream.url): Promise<TestGateway> {
+  const gw = await startGateway({ redisUrl: redis.url, upstream: upstreamUrl, env });
+  gateways.push(gw);
+  return gw;
+}
+
+const RATELIMIT = /^"minute";r=\d+;t=\d+, "day";r=\d+;t=\d+$/;
+
+function expectError(res: { statusCode: number; headers: Record<string, unknown>; json(): unknown; body: string }, status: number, code: string) {
+  expect(res.statusCode).toBe(status);
+  expect(String(res.headers['content-type'])).toMatch(/^application\/json/);
+  const body = res.json() as Record<string, unknown>;
+  expect(body).toEqual({ code, message: expect.any(String), status });
+  expect(res.body).not.toMatch(/at .*\.(ts|js):\d+/);
+}
+
+function expectRateLimitHeaders(headers: Record<string, unknown>, limit: number, remaining: number) {
+  expect(headers['x-ratelimit-limit']).toBe(String(limit));
+  expect(headers['x-ratelimit-remaining']).toBe(String(remaining));
+  const reset = Number(headers['x-ratelimit-reset']);
+  expect(Number.isInteger(reset)).toBe(true);
+  expect(reset).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000));
+}
+
+describe('authentication', () => {
+  it('answers 401 missing_api_key without an Authorization header, with the per-IP limiter headers', async () => {
+    const gw = await gateway();
+    const res = await gw.app.inject({ url: '/v1/pets' });
+    expectError(res, 401, 'missing_api_key');
+    expectRateLimitHeaders(res.headers, 60, 59);
+    expect(res.headers['ratelimit-policy']).toBe('"anonymous";q=60;w=60');
+    expect(res.headers.ratelimit).toMatch(/^"anonymous";r=59;t=\d+$/);
+  });
+
+  it.each([
+    ['another scheme', 'Basic dXNlcjpwYXNz', 'missing_api_key'],
+    ['an empty bearer', 'Bearer ', 'missing_api_key'],
+    ['garbage', 'Bearer not-a-key', 'invalid_api_key'],
+    ['a key with a bad checksum', `Bearer ${generateApiKey().slice(0, -1)}0`, 'invalid_api_key'],
+    ['a key with a wrong prefix', `Bearer xyz_${generateApiKey().slice(4)}`, 'invalid_api_key'],
+    ['a well-formed key nobody issued', `Bearer ${generateApiKey()}`, 'invalid_api_key'],
+    ['an oversized key', `Bearer ${'a'.repeat(5000)}`, 'invalid_api_key'],
+  ])('answers 401 for %s', async (_label, authorization, code) => {
+    const gw = await gateway();
+    const res = await gw.app.inject({ url: '/v1/pets', headers: { authorization } });
+    expectError(res, 401, code);
+    expect(res.headers['x-ratelimit-limit']).toBe('60');
+  });
+
+  it('refuses malformed keys without asking the key store', async () => {
+    const gw = await gateway();
+    for (const key of ['nope', generateApiKey().replace(/.$/, '!'), `${generateApiKey()}x`]) {
+      await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    }
+    const metrics = (await gw.app.inject({ url: '/metrics' })).body;
+    expect(metrics).not.toMatch(/gateway_key_store_duration_seconds_count\{[^}]*\} [1-9]/);
+    await gw.app.inject({ url: '/v1/pets', headers: bearer(generateApiKey()) });
+    const after = (await gw.app.inject({ url: '/metrics' })).body;
+    expect(after).toMatch(/gateway_key_store_duration_seconds_count\{[^}]*operation="findByHash"[^}]*\} 1/);
+  });
+
+  it('limits requests without a valid key per client IP, with Retry-After', async () => {
+    const gw = await gateway({ ANON_PER_MINUTE: '3' });
+    for (let i = 0; i < 3; i++) expectError(await gw.app.inject({ url: '/v1/pets' }), 401, 'missing_api_key');
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer('garbage') });
+    expectError(res, 429, 'rate_limit_exceeded');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(60);
+    expectRateLimitHeaders(res.headers, 3, 0);
+    // Another address is not affected.
+    const other = await gw.app.inject({ url: '/v1/pets', remoteAddress: '10.9.8.7' });
+    expectError(other, 401, 'missing_api_key');
+  });
+
+  it('does not let a spoofed X-Forwarded-For from an untrusted peer pick the limiter key', async () => {
+    const gw = await gateway({ ANON_PER_MINUTE: '2' });
+    for (let i = 0; i < 2; i++) {
+      await gw.app.inject({ url: '/v1/pets', headers: { 'x-forwarded-for': `203.0.113.${i}` } });
+    }
+    const res = await gw.app.inject({ url: '/v1/pets', headers: { 'x-forwarded-for': '203.0.113.99' } });
+    expectError(res, 429, 'rate_limit_exceeded');
+  });
+
+  it('refuses a revoked key', async () => {
+    const gw = await gateway();
+    const { id, key } = await addKey(gw.deps, 'pro');
+    expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+    const revoke = await gw.admin.inject({
+      method: 'DELETE',
+      url: `/admin/keys/${id}`,
+      headers: bearer('test-admin-token-0123456789'),
+    });
+    expect(revoke.statusCode).toBe(204);
+    expectError(await gw.app.inject({ url: '/v1/pets', headers: bearer(key) }), 401, 'invalid_api_key');
+  });
+});
+
+describe('proxying an admitted request', () => {
+  it('forwards to the upstream with identity headers and without the caller credentials', async () => {
+    const gw = await gateway();
+    const { id, key } = await addKey(gw.deps, 'pro');
+    const res = await gw.app.inject({
+      url: '/v1/pets?limit=5&status=sold',
+      headers: { ...bearer(key), 'x-request-id': 'trace-abc.123', 'x-api-key-id': 'spoofed', 'x-api-plan': 'enterprise' },
+    });
+    expect(res.statusCode).toBe(200);
+    const seen = res.json() as { url: string; headers: Record<string, string> };
+    expect(seen.url).toBe('/v1/pets?limit=5&status=sold');
+    expect(seen.headers.authorization).toBeUndefined();
+    expect(seen.headers['x-api-key-id']).toBe(id);
+    expect(seen.headers['x-api-plan']).toBe('pro');
+    expect(seen.headers['x-request-id']).toBe('trace-abc.123');
+    expect(res.headers['x-request-id']).toBe('trace-abc.123');
+  });
+
+  it('generates a request id when the caller sends none or an unsafe one', async () => {
+    const gw = await gateway();
+    const { key } = await addKey(gw.deps, 'pro');
+    const res = await gw.app.inject({ url: '/v1/pets', headers: { ...bearer(key), 'x-request-id': 'bad id\twith spaces' } });
+    const seen = res.json() as { headers: Record<string, string> };
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(seen.headers['x-request-id']).toBe(res.headers['x-request-id']);
+  });
+
+  it('puts its own rate-limit headers on proxied responses and never the upstream ones', async () => {
+    const gw = await gateway();
+    const { key } = await addKey(gw.deps, 'free');
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expectRateLimitHeaders(res.headers, 60, 59);
+    expect(res.headers['ratelimit-policy']).toBe('"minute";q=60;w=60, "day";q=1000;w=86400');
+    expect(res.headers.ratelimit).toMatch(RATELIMIT);
+    expect(String(res.headers.ratelimit)).toContain('"minute";r=59;');
+    expect(String(res.headers.ratelimit)).toContain('"day";r=999;');
+    expect(JSON.stringify(res.headers)).not.toContain('upstream');
+    expect(JSON.stringify(res.headers)).not.toContain('999999');
+  });
+
+  it('keeps the headers on upstream 404s and on gateway 404s', async () => {
+    const gw = await gateway();
+    const { key } = await addKey(gw.deps, 'free');
+    const upstream404 = await gw.app.inject({ url: '/v1/missing', headers: bearer(key) });
+    expectError(upstream404, 404, 'not_found');
+    expectRateLimitHeaders(upstream404.headers, 60, 59);
+    const gateway404 = await gw.app.inject({ url: '/nowhere', headers: bearer(key) });
+    expectError(gateway404, 404, 'not_found');
+    expectRateLimitHeaders(gateway404.headers, 60, 58);
+  });
+
+  it('answers 503 upstream_unavailable with the headers when the upstream refuses connections', async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const gw = await gateway({}, `http://127.0.0.1:${port}`);
+    const { key } = await addKey(gw.deps, 'free');
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expectError(res, 503, 'upstream_unavailable');
+    expectRateLimitHeaders(res.headers, 60, 59);
+  });
+
+  it('serves a real client over a socket', async () => {
+    const gw = await gateway();
+    const { key } = await addKey(gw.deps, 'business');
+    const url = await gw.listen();
+    const res = await fetch(`${url}/v1/pets`, { headers: bearer(key) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-ratelimit-limit')).toBe('1000');
+    expect(res.headers.get('x-ratelimit-remaining')).toBe('999');
+  });
+});
+
+describe('limits', () => {
+  it('admits 60 requests of a free key in a minute, then 429 with Retry-After', async () => {
+    const gw = await gateway();
+    const { key } = await addKey(gw.deps, 'free');
+    for (let i = 0; i < 60; i++) {
+      const ok = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      expect(ok.statusCode).toBe(200);
+      expect(ok.headers['x-ratelimit-remaining']).toBe(String(59 - i));
+    }
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expectError(res, 429, 'rate_limit_exceeded');
+    const retryAfter = Number(res.headers['retry-after']);
+    expect(Number.isInteger(retryAfter)).toBe(true);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expectRateLimitHeaders(res.headers, 60, 0);
+    expect(Number(res.headers['x-ratelimit-reset'])).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 60);
+    // The refusal consumed nothing from the day window.
+    expect(String(res.headers.ratelimit)).toContain('"day";r=940;');
+  });
+
+  it('shows the day window as binding for an enterprise key with perDay 5', async () => {
+    const gw = await gateway();
+    const { key } = await addKey(gw.deps, 'enterprise', { perMinute: 100, perDay: 5 });
+    for (let i = 0; i < 5; i++) {
+      const ok = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      expect(ok.statusCode).toBe(200);
+      expectRateLimitHeaders(ok.headers, 5, 4 - i);
+      expect(Number(ok.headers['x-ratelimit-reset'])).toBeGreaterThan(Date.now() / 1000 + 86_000);
+      expect(ok.headers['ratelimit-policy']).toBe('"minute";q=100;w=60, "day";q=5;w=86400');
+    }
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expectError(res, 429, 'rate_limit_exceeded');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(86_000);
+    expect(String(res.headers.ratelimit)).toContain('"minute";r=95;');
+  });
+
+  it('bans a key that keeps going after 429, then answers api_key_banned until the ban ends', async () => {
+    const gw = await gateway({ BAN_THRESHOLD: '2', BAN_SECONDS: '600' });
+    const { key } = await addKey(gw.deps, 'enterprise', { perMinute: 1, perDay: 50 });
+    expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      expectError(await gw.app.inject({ url: '/v1/pets', headers: bearer(key) }), 429, 'rate_limit_exceeded');
+    }
+    const banned = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expectError(banned, 429, 'api_key_banned');
+    const retryAfter = Number(banned.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThan(590);
+    expect(retryAfter).toBeLessThanOrEqual(600);
+    expectRateLimitHeaders(banned.headers, 1, 0);
+    expect(Number(banned.headers['x-ratelimit-reset'])).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000) + 590);
+    expect(banned.headers.ratelimit).toMatch(/^"minute";r=0;t=(59\d|600), "day";r=0;t=(59\d|600)$/);
+  });
+
+  it('does not count public routes or put limits on them', async () => {
+    const gw = await gateway();
+    for (const url of ['/healthz', '/readyz', '/metrics']) {
+      const res = await gw.app.inject({ url });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+    }
+  });
+});
+
+describe('when Redis is unreachable', () => {
+  async function deadRedisGateway(mode: 'open' | 'closed') {
+    const { RedisProcess } = await import('../../../tests/support/redis.js');
+    const own = await RedisProcess.start();
+    const gw = await startGateway({ redisUrl: own.url, upstream: upstream.url, env: { RATE_LIMIT_FAILURE_MODE: mode } });
+    gateways.push(gw);
+    await own.kill();
+    return gw;
+  }
+
+  it('serves from the per-replica fallback in open mode and counts it', async () => {
+    const gw = await deadRedisGateway('open');
+    const { key } = await addKey(gw.deps, 'free');
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expect(res.statusCode).toBe(200);
+    expectRateLimitHeaders(res.headers, 60, 59);
+    const metrics = (await gw.app.inject({ url: '/metrics' })).body;
+    expect(metrics).toMatch(/gateway_rate_limit_decisions_total\{decision="admitted",source="fallback"[^}]*\} 1/);
+    expect(metrics).toMatch(/gateway_redis_errors_total\{[^}]*\} 1/);
+    expect((await gw.app.inject({ url: '/readyz' })).statusCode).toBe(200);
+  });
+
+  it('answers 503 rate_limiter_unavailable in closed mode, with the plan minute limit and Retry-After', async () => {
+    const gw = await deadRedisGateway('closed');
+    const { key } = await addKey(gw.deps, 'pro');
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expectError(res, 503, 'rate_limiter_unavailable');
+    const retryAfter = Number(res.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expectRateLimitHeaders(res.headers, 300, 0);
+    const reset = Number(res.headers['x-ratelimit-reset']);
+    expect(Math.abs(reset - (Math.ceil(Date.now() / 1000) + retryAfter))).toBeLessThanOrEqual(1);
+  });
+});

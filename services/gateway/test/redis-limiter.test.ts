@@ -1,0 +1,28 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
+import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { RedisKeyLimiter } from '../src/limits/redis-key-limiter.js';
+import { connected, redisClient } from './helpers.js';
+import { limiterContract } from './limiter.contract.js';
+
+let redis: TestRedis;
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+limiterContract('redis', async (ban) => {
+  const client = await connected(redisClient(redis.url));
+  const limiter = new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, ban);
+  return {
+    limiter,
+    endMinuteWindow: async (keyId) => {
+      await client.del(limiter.keys(keyId)[0]);
+    },
+    cleanup: async () => {
+      client.disconnect();
+    },
+  };
+});

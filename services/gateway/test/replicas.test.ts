@@ -1,0 +1,119 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { RedisProcess } from '../../../tests/support/redis.js';
+import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
+import { ADMIN_TOKEN, addKey, bearer, connected, redisClient, startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
+
+/**
+ * Two gateway instances on real sockets, sharing one Redis (and one key store, standing in for
+ * MongoDB), as two replicas of one deployment would. This suite owns its redis-server so it can
+ * read Redis's own command counts.
+ */
+let redis: RedisProcess;
+let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
+const open: TestGateway[] = [];
+
+beforeAll(async () => {
+  redis = await RedisProcess.start();
+  upstream = await startEchoUpstream();
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((g) => g.close()));
+});
+afterAll(async () => {
+  await upstream.close();
+  await redis.stop();
+});
+
+async function replicas(env: Record<string, string> = {}, options: { pubsub?: boolean } = {}) {
+  const keyStore = new MemoryKeyStore();
+  const prefix = `r${Date.now()}${Math.random().toString(36).slice(2, 6)}:`;
+  const make = async () => {
+    const gw = await startGateway({ redisUrl: redis.url, upstream: upstream.url, prefix, env, keyStore, pubsub: options.pubsub ?? true });
+    open.push(gw);
+    await gw.listen();
+    return gw;
+  };
+  const a = await make();
+  const b = await make();
+  return { a, b, keyStore };
+}
+
+async function get(gw: TestGateway, key: string) {
+  const res = await fetch(`${gw.url}/v1/pets`, { headers: bearer(key) });
+  const body = (await res.json()) as { code?: string };
+  return { status: res.status, code: body.code, headers: res.headers };
+}
+
+async function evalshaCalls(): Promise<number> {
+  const client = await connected(redisClient(redis.url));
+  const stats = await client.info('commandstats');
+  client.disconnect();
+  const match = /cmdstat_evalsha:calls=(\d+)/.exec(stats);
+  return match ? Number(match[1]) : 0;
+}
+
+describe('two gateway replicas sharing one Redis', () => {
+  it('admit exactly 60 of 150 concurrent requests on one free key, and count only those against the day', async () => {
+    const { a, b } = await replicas({ BAN_THRESHOLD: '1000' });
+    const { key } = await addKey(a.deps, 'free');
+    const results = await Promise.all(Array.from({ length: 150 }, (_, i) => get(i % 2 ? a : b, key)));
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(60);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(90);
+    expect(results.filter((r) => r.status === 429).every((r) => r.code === 'rate_limit_exceeded')).toBe(true);
+    // Both replicas took part.
+    const after = await get(a, key);
+    expect(after.status).toBe(429);
+    expect(after.headers.get('ratelimit')).toContain('"day";r=940;');
+  });
+
+  it('share a ban: once banned on one, the other refuses too, then answers from memory with no Redis call', async () => {
+    const { a, b } = await replicas({ BAN_THRESHOLD: '3', BAN_SECONDS: '900' });
+    const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 1, perDay: 100 });
+    expect((await get(a, key)).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await get(a, key)).code).toBe('rate_limit_exceeded');
+    expect((await get(a, key)).code).toBe('api_key_banned');
+
+    const first = await get(b, key);
+    expect(first.code).toBe('api_key_banned');
+    expect(Number(first.headers.get('retry-after'))).toBeGreaterThan(880);
+
+    const before = await evalshaCalls();
+    for (let i = 0; i < 20; i++) expect((await get(b, key)).code).toBe('api_key_banned');
+    for (let i = 0; i < 20; i++) expect((await get(a, key)).code).toBe('api_key_banned');
+    expect(await evalshaCalls()).toBe(before);
+
+    // Lifting the ban on one replica's admin API frees the key on both.
+    const lift = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}/ban`, headers: bearer(ADMIN_TOKEN) });
+    expect(lift.statusCode).toBe(204);
+    await vi.waitFor(async () => expect((await get(b, key)).code).toBe('rate_limit_exceeded'), { timeout: 5_000 });
+    expect((await get(a, key)).code).toBe('rate_limit_exceeded');
+  });
+
+  it.each([
+    ['pub/sub', true],
+    ['the store poll alone', false],
+  ])('revoke a key on every replica within 5 s (through %s)', async (_label, pubsub) => {
+    const { a, b } = await replicas({ REVOCATION_POLL_MS: '1000' }, { pubsub });
+    const { id, key } = await addKey(a.deps, 'pro');
+    expect((await get(a, key)).status).toBe(200);
+    expect((await get(b, key)).status).toBe(200);
+    const revoke = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
+    expect(revoke.statusCode).toBe(204);
+    expect((await get(a, key)).code).toBe('invalid_api_key');
+    await vi.waitFor(async () => expect((await get(b, key)).code).toBe('invalid_api_key'), { timeout: 5_000, interval: 100 });
+  });
+
+  it('look a known key up in the store once per replica, not once per request', async () => {
+    const { a, b } = await replicas();
+    const { key } = await addKey(a.deps, 'business');
+    for (let i = 0; i < 25; i++) {
+      expect((await get(a, key)).status).toBe(200);
+      expect((await get(b, key)).status).toBe(200);
+    }
+    for (const gw of [a, b]) {
+      const metrics = (await gw.app.inject({ url: '/metrics' })).body;
+      expect(metrics).toMatch(/gateway_key_store_duration_seconds_count\{[^}]*operation="findByHash",outcome="ok"[^}]*\} 1\n/);
+    }
+  });
+});
