@@ -24,7 +24,13 @@ if (embedded && !keysFile) {
   for (const [plan, limits] of plans) {
     const key = generateApiKey();
     const id = newKeyId();
-    await appendToKeysFile(keysFile, { id, name: `demo-${plan}`, plan, ...(limits ? { limits } : {}), sha256: hashApiKey(key) });
+    await appendToKeysFile(keysFile, {
+      id,
+      name: `demo-${plan}`,
+      plan,
+      ...(limits ? { limits } : {}),
+      sha256: hashApiKey(key),
+    });
     demoKeys.push({ plan, id, key });
   }
 }
@@ -33,7 +39,10 @@ const children = [];
 let stopping = false;
 
 function start(name, script, extraEnv) {
-  const child = spawn(process.execPath, [script], { env: { ...env, ...extraEnv }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [script], {
+    env: { ...env, ...extraEnv },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   child.on('exit', (code, signal) => {
     if (!stopping) {
       process.stderr.write(`\n${name} exited (${signal ?? code}); stopping the stack\n`);
@@ -88,7 +97,11 @@ const lines = [
 if (demoKeys.length > 0) {
   lines.push('  Demo keys (embedded mode; they last until you stop the stack):');
   for (const k of demoKeys) lines.push(`    ${k.plan.padEnd(10)} ${k.key}`);
-  lines.push('', '  Try:', `    curl -i -H "Authorization: Bearer ${demoKeys[0].key}" http://127.0.0.1:${gatewayPort}/v1/pets`);
+  lines.push(
+    '',
+    '  Try:',
+    `    curl -i -H "Authorization: Bearer ${demoKeys[0].key}" http://127.0.0.1:${gatewayPort}/v1/pets`,
+  );
 }
 lines.push('  Ctrl-C stops the stack.', '');
 process.stdout.write(`${lines.join('\n')}\n`);

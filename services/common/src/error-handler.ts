@@ -26,9 +26,7 @@ export function toErrorBody(err: FastifyError | ApiError | Error): ErrorBody {
     const first = fe.validation[0];
     const path = first?.instancePath ? first.instancePath.slice(1).replaceAll('/', '.') : '';
     const field =
-      first?.keyword === 'required'
-        ? String((first.params as { missingProperty?: string }).missingProperty)
-        : path;
+      first?.keyword === 'required' ? String((first.params as { missingProperty?: string }).missingProperty) : path;
     const detail = first?.message ?? 'is invalid';
     return errorBody(400, 'invalid_request', `${where}${field ? `.${field}` : ''} ${detail}`);
   }
@@ -46,7 +44,11 @@ export function toErrorBody(err: FastifyError | ApiError | Error): ErrorBody {
   }
   const status = fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 600 ? fe.statusCode : 500;
   if (status >= 500) {
-    return errorBody(status === 500 ? 500 : status, CODE_BY_STATUS[status] ?? 'internal_error', 'Internal server error');
+    return errorBody(
+      status === 500 ? 500 : status,
+      CODE_BY_STATUS[status] ?? 'internal_error',
+      'Internal server error',
+    );
   }
   if (fe instanceof SyntaxError) return errorBody(400, 'invalid_request', 'Request body is not valid JSON');
   return errorBody(status, CODE_BY_STATUS[status] ?? 'invalid_request', fe.message || 'Bad request');
@@ -82,7 +84,10 @@ export const errorHandling = fp(
           { allow: allowed.join(', ') },
         );
       }
-      return sendError(reply, errorBody(404, 'not_found', `No route for ${request.method} ${request.url.split('?', 1)[0]}`));
+      return sendError(
+        reply,
+        errorBody(404, 'not_found', `No route for ${request.method} ${request.url.split('?', 1)[0]}`),
+      );
     });
   },
   { name: 'error-handling' },

@@ -1,5 +1,5 @@
-import type { FastifySchemaCompiler } from 'fastify';
 import { Ajv, type ErrorObject, type Options } from 'ajv';
+import type { FastifySchemaCompiler } from 'fastify';
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;

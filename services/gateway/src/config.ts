@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { type Env, EnvReader } from '@animal-store/common/env.js';
 import type { FastifyServerOptions } from 'fastify';
 import type { BanPolicy } from './limits/decision.js';
@@ -39,10 +40,19 @@ function parseTrustProxy(raw: string | undefined, reader: EnvReader): FastifySer
   if (raw === 'false') return false;
   // A hop count is valid for proxy-addr though fastify's types omit it.
   if (/^\d+$/.test(raw)) return Number(raw) as unknown as string;
-  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
-  const ipOrCidr = /^[0-9a-fA-F:.]+(\/\d{1,3})?$/;
+  const entries = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  // Checked as proxy-addr will: anything it cannot parse would crash fastify's start instead.
+  const ipOrCidr = (entry: string) => {
+    const [address = '', bits, ...rest] = entry.split('/');
+    const version = isIP(address);
+    if (version === 0 || rest.length > 0) return false;
+    return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (version === 4 ? 32 : 128));
+  };
   for (const entry of entries) {
-    if (!ipOrCidr.test(entry) && !['loopback', 'linklocal', 'uniquelocal'].includes(entry)) {
+    if (!ipOrCidr(entry) && !['loopback', 'linklocal', 'uniquelocal'].includes(entry)) {
       reader.problems.push(`TRUST_PROXY entry "${entry}" is not an IP, CIDR, hop count or true/false`);
     }
   }

@@ -74,7 +74,12 @@ export async function createDeps(
 
   const memoryLimiter = new MemoryKeyLimiter(config.ban, now);
   const limiter = redis
-    ? new GuardedLimiter(new RedisKeyLimiter(redis, config.redisPrefix, config.ban, now), memoryLimiter, config.failureMode, now)
+    ? new GuardedLimiter(
+        new RedisKeyLimiter(redis, config.redisPrefix, config.ban, now),
+        memoryLimiter,
+        config.failureMode,
+        now,
+      )
     : new GuardedLimiter(memoryLimiter, null, config.failureMode, now);
   const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
 

@@ -45,7 +45,7 @@ export class RedisEventBus implements EventBus {
 
   constructor(
     private readonly publisher: Redis,
-    private readonly subscriber: Redis,
+    subscriber: Redis,
     private readonly channel: string,
     onError: (err: unknown) => void,
   ) {

@@ -27,10 +27,19 @@ function causeCode(error: unknown): string | undefined {
 export function upstreamFailure(error: unknown): { kind: string; body: ErrorBody } {
   const code = (error as { code?: string }).code;
   const cause = causeCode(error);
-  if (code === 'FST_REPLY_FROM_GATEWAY_TIMEOUT' || cause === 'UND_ERR_HEADERS_TIMEOUT' || cause === 'UND_ERR_CONNECT_TIMEOUT') {
+  if (
+    code === 'FST_REPLY_FROM_GATEWAY_TIMEOUT' ||
+    cause === 'UND_ERR_HEADERS_TIMEOUT' ||
+    cause === 'UND_ERR_CONNECT_TIMEOUT'
+  ) {
     return { kind: 'timeout', body: errorBody(504, 'upstream_timeout', 'The pets service did not answer in time') };
   }
-  if (cause === 'ECONNREFUSED' || cause === 'ENOTFOUND' || cause === 'EAI_AGAIN' || code === 'FST_REPLY_FROM_SERVICE_UNAVAILABLE') {
+  if (
+    cause === 'ECONNREFUSED' ||
+    cause === 'ENOTFOUND' ||
+    cause === 'EAI_AGAIN' ||
+    code === 'FST_REPLY_FROM_SERVICE_UNAVAILABLE'
+  ) {
     return { kind: 'refused', body: errorBody(503, 'upstream_unavailable', 'The pets service is unavailable') };
   }
   if (cause === 'ECONNRESET' || cause === 'UND_ERR_SOCKET' || cause === 'EPIPE') {

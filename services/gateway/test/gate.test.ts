@@ -29,7 +29,11 @@ async function gateway(env: Record<string, string> = {}, upstreamUrl = upstream.
 
 const RATELIMIT = /^"minute";r=\d+;t=\d+, "day";r=\d+;t=\d+$/;
 
-function expectError(res: { statusCode: number; headers: Record<string, unknown>; json(): unknown; body: string }, status: number, code: string) {
+function expectError(
+  res: { statusCode: number; headers: Record<string, unknown>; json(): unknown; body: string },
+  status: number,
+  code: string,
+) {
   expect(res.statusCode).toBe(status);
   expect(String(res.headers['content-type'])).toMatch(/^application\/json/);
   const body = res.json() as Record<string, unknown>;
@@ -124,7 +128,12 @@ describe('proxying an admitted request', () => {
     const { id, key } = await addKey(gw.deps, 'pro');
     const res = await gw.app.inject({
       url: '/v1/pets?limit=5&status=sold',
-      headers: { ...bearer(key), 'x-request-id': 'trace-abc.123', 'x-api-key-id': 'spoofed', 'x-api-plan': 'enterprise' },
+      headers: {
+        ...bearer(key),
+        'x-request-id': 'trace-abc.123',
+        'x-api-key-id': 'spoofed',
+        'x-api-plan': 'enterprise',
+      },
     });
     expect(res.statusCode).toBe(200);
     const seen = res.json() as { url: string; headers: Record<string, string> };
@@ -139,7 +148,10 @@ describe('proxying an admitted request', () => {
   it('generates a request id when the caller sends none or an unsafe one', async () => {
     const gw = await gateway();
     const { key } = await addKey(gw.deps, 'pro');
-    const res = await gw.app.inject({ url: '/v1/pets', headers: { ...bearer(key), 'x-request-id': 'bad id\twith spaces' } });
+    const res = await gw.app.inject({
+      url: '/v1/pets',
+      headers: { ...bearer(key), 'x-request-id': 'bad id\twith spaces' },
+    });
     const seen = res.json() as { headers: Record<string, string> };
     expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(seen.headers['x-request-id']).toBe(res.headers['x-request-id']);
@@ -260,7 +272,11 @@ describe('when Redis is unreachable', () => {
   async function deadRedisGateway(mode: 'open' | 'closed') {
     const { RedisProcess } = await import('../../../tests/support/redis.js');
     const own = await RedisProcess.start();
-    const gw = await startGateway({ redisUrl: own.url, upstream: upstream.url, env: { RATE_LIMIT_FAILURE_MODE: mode } });
+    const gw = await startGateway({
+      redisUrl: own.url,
+      upstream: upstream.url,
+      env: { RATE_LIMIT_FAILURE_MODE: mode },
+    });
     gateways.push(gw);
     await own.kill();
     return gw;

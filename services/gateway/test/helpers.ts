@@ -74,9 +74,14 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     ...options.env,
   });
   const redis = options.redisUrl ? await connected(redisClient(options.redisUrl, config.redisCommandTimeoutMs)) : null;
-  const subscriber = redis && options.pubsub !== false ? redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined }) : null;
+  const subscriber =
+    redis && options.pubsub !== false ? redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined }) : null;
   subscriber?.on('error', () => {});
-  const deps = await createDeps(config, { redis, subscriber, ...(options.keyStore ? { keyStore: options.keyStore } : {}) }, { defaultMetrics: false, ...(options.now ? { now: options.now } : {}) });
+  const deps = await createDeps(
+    config,
+    { redis, subscriber, ...(options.keyStore ? { keyStore: options.keyStore } : {}) },
+    { defaultMetrics: false, ...(options.now ? { now: options.now } : {}) },
+  );
   const app = await buildApp(config, deps);
   const admin = await buildAdminApp(config, deps);
   await app.ready();

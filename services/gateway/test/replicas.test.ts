@@ -1,7 +1,16 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisProcess } from '../../../tests/support/redis.js';
 import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
-import { ADMIN_TOKEN, addKey, bearer, connected, redisClient, startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
+import {
+  ADMIN_TOKEN,
+  addKey,
+  bearer,
+  connected,
+  redisClient,
+  startEchoUpstream,
+  startGateway,
+  type TestGateway,
+} from './helpers.js';
 
 /**
  * Two gateway instances on real sockets, sharing one Redis (and one key store, standing in for
@@ -28,7 +37,14 @@ async function replicas(env: Record<string, string> = {}, options: { pubsub?: bo
   const keyStore = new MemoryKeyStore();
   const prefix = `r${Date.now()}${Math.random().toString(36).slice(2, 6)}:`;
   const make = async () => {
-    const gw = await startGateway({ redisUrl: redis.url, upstream: upstream.url, prefix, env, keyStore, pubsub: options.pubsub ?? true });
+    const gw = await startGateway({
+      redisUrl: redis.url,
+      upstream: upstream.url,
+      prefix,
+      env,
+      keyStore,
+      pubsub: options.pubsub ?? true,
+    });
     open.push(gw);
     await gw.listen();
     return gw;
@@ -101,7 +117,10 @@ describe('two gateway replicas sharing one Redis', () => {
     const revoke = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
     expect(revoke.statusCode).toBe(204);
     expect((await get(a, key)).code).toBe('invalid_api_key');
-    await vi.waitFor(async () => expect((await get(b, key)).code).toBe('invalid_api_key'), { timeout: 5_000, interval: 100 });
+    await vi.waitFor(async () => expect((await get(b, key)).code).toBe('invalid_api_key'), {
+      timeout: 5_000,
+      interval: 100,
+    });
   });
 
   it('look a known key up in the store once per replica, not once per request', async () => {
@@ -113,7 +132,9 @@ describe('two gateway replicas sharing one Redis', () => {
     }
     for (const gw of [a, b]) {
       const metrics = (await gw.app.inject({ url: '/metrics' })).body;
-      expect(metrics).toMatch(/gateway_key_store_duration_seconds_count\{[^}]*operation="findByHash",outcome="ok"[^}]*\} 1\n/);
+      expect(metrics).toMatch(
+        /gateway_key_store_duration_seconds_count\{[^}]*operation="findByHash",outcome="ok"[^}]*\} 1\n/,
+      );
     }
   });
 });

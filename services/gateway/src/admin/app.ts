@@ -29,6 +29,8 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
   if (!token) throw new Error('the admin API needs ADMIN_TOKEN');
   const app = Fastify(serverOptions({ serviceName: 'gateway-admin', logLevel: config.logLevel }));
   app.setValidatorCompiler(createValidatorCompiler());
+  // Bodies are JSON only (415 otherwise); fastify would also accept text/plain, then fail validation with a 400.
+  app.removeContentTypeParser('text/plain');
   await app.register(httpBasics);
   await app.register(errorHandling);
 
@@ -123,7 +125,11 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
     async (request, reply) => {
       const { record, source } = await findKey((request.params as { id: string }).id);
       if (source === 'file') {
-        throw new ApiError(409, 'conflict', `Key ${record.id} comes from API_KEYS_FILE; remove it there and roll the gateway`);
+        throw new ApiError(
+          409,
+          'conflict',
+          `Key ${record.id} comes from API_KEYS_FILE; remove it there and roll the gateway`,
+        );
       }
       if (!record.revokedAt) {
         await deps.keyStore.revoke(record.id, new Date(deps.now()));

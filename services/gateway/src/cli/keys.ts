@@ -69,7 +69,11 @@ async function create(values: Record<string, string | boolean | undefined>): Pro
     });
     created = { id, key, plan: typedPlan, limits: limitsFor(typedPlan, limits) };
   } else {
-    created = (await admin('POST', '/admin/keys', { plan, ...(name ? { name } : {}), ...(limits ? { limits } : {}) })) as typeof created;
+    created = (await admin('POST', '/admin/keys', {
+      plan,
+      ...(name ? { name } : {}),
+      ...(limits ? { limits } : {}),
+    })) as typeof created;
   }
   const out = { id: created.id, key: created.key, plan: created.plan, limits: created.limits };
   if (values.json) {

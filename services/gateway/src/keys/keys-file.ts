@@ -18,7 +18,8 @@ function entryProblem(entry: unknown, index: number): string | null {
   const e = entry as Record<string, unknown>;
   if (typeof e.id !== 'string' || e.id.length === 0) return `entry ${index}: id must be a non-empty string`;
   if (e.name !== undefined && typeof e.name !== 'string') return `entry ${index}: name must be a string`;
-  if (typeof e.sha256 !== 'string' || !SHA256_HEX.test(e.sha256)) return `entry ${index}: sha256 must be 64 lowercase hex characters`;
+  if (typeof e.sha256 !== 'string' || !SHA256_HEX.test(e.sha256))
+    return `entry ${index}: sha256 must be 64 lowercase hex characters`;
   const problem = planProblem(e.plan, e.limits);
   return problem ? `entry ${index}: ${problem}` : null;
 }

@@ -63,7 +63,10 @@ export class MongoKeyStore implements KeyStore {
   }
 
   async revoke(id: string, at: Date): Promise<boolean> {
-    const result = await this.keys.updateOne({ id: { $eq: id }, revokedAt: { $exists: false } }, { $set: { revokedAt: at } });
+    const result = await this.keys.updateOne(
+      { id: { $eq: id }, revokedAt: { $exists: false } },
+      { $set: { revokedAt: at } },
+    );
     return result.modifiedCount === 1;
   }
 

@@ -60,4 +60,10 @@ export function setRateLimitHeaders(
 }
 
 /** Header names a client could confuse with ours; never passed through from upstream. */
-export const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy'];
+export const RATE_LIMIT_HEADERS = [
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'ratelimit',
+  'ratelimit-policy',
+];

@@ -14,7 +14,9 @@ export async function healthRoutes(app: FastifyInstance, opts: { keyStore: KeySt
     try {
       await Promise.race([
         opts.keyStore.ping(),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('key store ping timed out')), opts.timeoutMs).unref()),
+        new Promise((_, reject) =>
+          setTimeout(() => reject(new Error('key store ping timed out')), opts.timeoutMs).unref(),
+        ),
       ]);
       return { status: 'ready' };
     } catch (err) {
