@@ -1,0 +1,195 @@
+// Validates docker-compose.yml and the staging override (alone and merged) against the Compose
+// Specification JSON schema, as shipped by the dclint package, and asserts the stack's invariants.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv } from 'ajv';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BASE = 'docker-compose.yml';
+const STAGING = 'deploy/compose/staging.yml';
+
+interface Service {
+  image?: string;
+  command?: string | string[];
+  ports?: (string | number | { target: number | string; published?: number | string; host_ip?: string })[];
+  environment?: Record<string, string | number | boolean | null> | string[];
+  depends_on?: string[] | Record<string, { condition?: string }>;
+  healthcheck?: { test?: string | string[]; disable?: boolean };
+  volumes?: (string | { type?: string; source?: string; target: string })[];
+}
+interface ComposeFile {
+  name?: string;
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+  secrets?: Record<string, unknown>;
+}
+
+const load = (file: string): ComposeFile =>
+  parse(readFileSync(join(repoRoot, file), 'utf8'), { merge: true }) as ComposeFile;
+
+/** The compose-spec schema. dclint keeps an up-to-date copy of compose-spec/schema/compose-spec.json. */
+function composeSchema(): Record<string, unknown> {
+  const require = createRequire(import.meta.url);
+  const dir = dirname(require.resolve('dclint/package.json'));
+  const schema = JSON.parse(readFileSync(join(dir, 'schemas', 'compose.schema.json'), 'utf8'));
+  // Ajv knows draft-07 under its canonical id only.
+  schema.$schema = 'http://json-schema.org/draft-07/schema#';
+  return schema;
+}
+const validate = new Ajv({ allErrors: true, strict: false, allowUnionTypes: true }).compile(composeSchema());
+
+function expectValid(file: string, config: unknown) {
+  const ok = validate(config);
+  expect(validate.errors ?? [], `${file} against the compose spec`).toEqual([]);
+  expect(ok).toBe(true);
+}
+
+/** Compose's merge of an override file: maps merge, `ports` append, any other value is replaced. */
+function merge(base: unknown, override: unknown, key = ''): unknown {
+  if (Array.isArray(base) && Array.isArray(override) && key === 'ports') return [...base, ...override];
+  if (isMap(base) && isMap(override)) {
+    const out: Record<string, unknown> = { ...base };
+    for (const [k, v] of Object.entries(override)) out[k] = k in base ? merge(base[k], v, k) : v;
+    return out;
+  }
+  return override;
+}
+const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Resolves `${VAR:-default}` to its default and other references to a marker, like an unset environment. */
+const interpolate = (s: string) =>
+  s.replace(/\$\{([A-Za-z0-9_]+)(?::?([-?])([^}]*))?\}/g, (_m, name, op, arg) => (op === '-' ? arg : `<${name}>`));
+
+/** host_ip, published and target of a port entry (short or long syntax). */
+function parsePort(port: NonNullable<Service['ports']>[number]) {
+  if (typeof port === 'object') {
+    return { hostIp: port.host_ip, published: port.published?.toString(), target: port.target.toString() };
+  }
+  const parts = interpolate(String(port)).split(':');
+  const target = parts.pop() ?? '';
+  const published = parts.pop();
+  return { hostIp: parts.pop(), published, target: target.replace(/\/(tcp|udp)$/, '') };
+}
+
+function environment(service: Service): Record<string, string> {
+  const env = service.environment ?? {};
+  if (Array.isArray(env)) {
+    return Object.fromEntries(env.map((e) => [e.split('=')[0] ?? '', e.slice(e.indexOf('=') + 1)]));
+  }
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v == null ? '' : String(v)]));
+}
+
+const base = load(BASE);
+const staging = load(STAGING);
+const merged = merge(base, staging) as ComposeFile;
+const SERVICES = ['mongo', 'redis', 'pets', 'gateway'];
+
+describe('compose files against the compose spec', () => {
+  it(`${BASE} is valid`, () => expectValid(BASE, base));
+  it(`${STAGING} is valid`, () => expectValid(STAGING, staging));
+  it(`${BASE} + ${STAGING} merged is valid`, () => expectValid('merged', merged));
+});
+
+describe(BASE, () => {
+  it('defines mongo, redis, pets and gateway, each with a healthcheck', () => {
+    expect(Object.keys(base.services).sort()).toEqual([...SERVICES].sort());
+    for (const name of SERVICES) {
+      const healthcheck = base.services[name]?.healthcheck;
+      expect(healthcheck?.test, `${name} healthcheck`).toBeDefined();
+      expect(healthcheck?.disable ?? false).toBe(false);
+    }
+  });
+
+  it('publishes only the gateway: 8080 publicly and the admin API on 127.0.0.1', () => {
+    for (const [name, service] of Object.entries(base.services)) {
+      if (name !== 'gateway') expect(service.ports ?? [], `${name} ports`).toEqual([]);
+    }
+    const ports = (base.services.gateway?.ports ?? []).map(parsePort);
+    expect(ports.filter((p) => p.hostIp !== '127.0.0.1').map((p) => p.target)).toEqual(['8080']);
+    expect(ports.find((p) => p.target === '8081')?.hostIp).toBe('127.0.0.1');
+  });
+
+  it('starts each service only after its dependencies are healthy', () => {
+    const conditions = (name: string) => base.services[name]?.depends_on as Record<string, { condition?: string }>;
+    expect(conditions('gateway')).toEqual({
+      pets: { condition: 'service_healthy' },
+      redis: { condition: 'service_healthy' },
+      mongo: { condition: 'service_healthy' },
+    });
+    expect(conditions('pets')).toEqual({ mongo: { condition: 'service_healthy' } });
+  });
+
+  it('persists Redis (append-only file) and MongoDB in named volumes', () => {
+    const command = base.services.redis?.command;
+    const redisArgs = Array.isArray(command) ? command.join(' ') : (command ?? '');
+    expect(redisArgs).toMatch(/--appendonly\s+yes/);
+    const mount = (name: string, target: string) =>
+      (base.services[name]?.volumes ?? [])
+        .map((v) => (typeof v === 'string' ? v.split(':') : [v.source, v.target]))
+        .find(([, t]) => t === target)?.[0];
+    const mongoVolume = mount('mongo', '/data/db');
+    const redisVolume = mount('redis', '/data');
+    expect(mongoVolume && mongoVolume in (base.volumes ?? {})).toBe(true);
+    expect(redisVolume && redisVolume in (base.volumes ?? {})).toBe(true);
+  });
+
+  it('wires the gateway to pets, Redis and MongoDB, in production mode', () => {
+    const gateway = environment(base.services.gateway!);
+    expect(gateway.PETS_URL).toBe('http://pets:8090');
+    expect(gateway.REDIS_URL).toMatch(/^redis:\/\/redis:6379/);
+    expect(gateway.MONGO_URL).toMatch(/^mongodb:\/\/mongo:27017/);
+    expect(gateway.NODE_ENV).toBe('production');
+    expect(environment(base.services.pets!).MONGO_URL).toMatch(/^mongodb:\/\/mongo:27017/);
+    expect(environment(base.services.pets!).NODE_ENV).toBe('production');
+  });
+
+  it('holds no admin token or credential literally', () => {
+    const gateway = environment(base.services.gateway!);
+    const token = gateway.ADMIN_TOKEN;
+    if (token !== undefined) {
+      // Interpolated from the operator's environment, and required: no default value.
+      expect(token).toMatch(/^\$\{ADMIN_TOKEN:?\?[^}]*\}$/);
+    } else {
+      expect(gateway.ADMIN_TOKEN_FILE, 'ADMIN_TOKEN or ADMIN_TOKEN_FILE').toBeDefined();
+    }
+    for (const [name, service] of Object.entries(merged.services)) {
+      for (const [key, value] of Object.entries(environment(service))) {
+        expect(value, `${name} ${key}`).not.toMatch(/:\/\/[^/\s:@]+:[^/\s@]+@/);
+        if (/TOKEN|PASSWORD|SECRET/.test(key) && key !== 'ADMIN_TOKEN_FILE') expect(value).toMatch(/^\$\{/);
+      }
+    }
+  });
+
+  it('pins the data-store images to a tag', () => {
+    for (const name of ['mongo', 'redis']) {
+      expect(base.services[name]?.image, name).toMatch(/^[^:]+:(?!latest$)[\w.-]+$/);
+    }
+  });
+});
+
+describe(`${BASE} + ${STAGING}`, () => {
+  it('runs as its own project, so containers and volumes stay apart', () => {
+    expect(merged.name).toBeDefined();
+    expect(merged.name).not.toBe(base.name);
+  });
+
+  it('publishes nothing beyond the gateway except on 127.0.0.1', () => {
+    for (const [name, service] of Object.entries(merged.services)) {
+      const exposed = (service.ports ?? []).map(parsePort).filter((p) => p.hostIp !== '127.0.0.1');
+      expect(
+        exposed.map((p) => p.target),
+        `${name} ports not bound to 127.0.0.1`,
+      ).toEqual(name === 'gateway' ? ['8080'] : []);
+    }
+  });
+
+  it('logs at debug level and fails closed when Redis is unreachable', () => {
+    expect(environment(merged.services.gateway!).LOG_LEVEL).toBe('debug');
+    expect(environment(merged.services.gateway!).RATE_LIMIT_FAILURE_MODE).toBe('closed');
+    expect(environment(merged.services.pets!).LOG_LEVEL).toBe('debug');
+  });
+});

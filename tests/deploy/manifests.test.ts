@@ -1,0 +1,377 @@
+// Renders every kustomize overlay under deploy/k8s/overlays, validates each object against the
+// Kubernetes OpenAPI schemas shipped by kubernetes-models (offline), and asserts the deployment
+// invariants operators rely on (probes, restricted pods, secrets by reference, network isolation).
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as k8s from 'kubernetes-models';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const overlaysDir = join(repoRoot, 'deploy', 'k8s', 'overlays');
+const overlays = readdirSync(overlaysDir, { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && existsSync(join(overlaysDir, entry.name, 'kustomization.yaml')))
+  .map((entry) => entry.name)
+  .sort();
+const APPS = ['gateway', 'pets'] as const;
+
+// Only the fields these tests read; everything else is checked by the schemas.
+interface Probe {
+  httpGet?: { path?: string; port: number | string };
+  tcpSocket?: { port: number | string };
+  exec?: { command?: string[] };
+}
+interface SecurityContext {
+  runAsNonRoot?: boolean;
+  runAsUser?: number;
+  readOnlyRootFilesystem?: boolean;
+  allowPrivilegeEscalation?: boolean;
+  privileged?: boolean;
+  capabilities?: { drop?: string[]; add?: string[] };
+  seccompProfile?: { type: string };
+}
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name: string; key: string }; configMapKeyRef?: unknown };
+}
+interface Container {
+  name: string;
+  image?: string;
+  env?: EnvVar[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: SecurityContext;
+}
+interface PodSpec {
+  containers: Container[];
+  initContainers?: Container[];
+  securityContext?: SecurityContext;
+  automountServiceAccountToken?: boolean;
+  topologySpreadConstraints?: unknown[];
+  affinity?: { podAntiAffinity?: unknown };
+}
+interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: unknown[];
+}
+interface NetworkPolicyPeer {
+  podSelector?: LabelSelector;
+  namespaceSelector?: LabelSelector;
+  ipBlock?: unknown;
+}
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+  spec?: {
+    replicas?: number;
+    selector?: LabelSelector;
+    template?: { metadata?: { labels?: Record<string, string> }; spec: PodSpec };
+    scaleTargetRef?: { kind: string; name: string };
+    minReplicas?: number;
+    maxReplicas?: number;
+    minAvailable?: number | string;
+    maxUnavailable?: number | string;
+    podSelector?: LabelSelector;
+    policyTypes?: string[];
+    ingress?: { from?: NetworkPolicyPeer[]; ports?: { port?: number | string }[] }[];
+    type?: string;
+    tls?: { hosts?: string[]; secretName?: string }[];
+    rules?: {
+      host?: string;
+      http?: { paths: { path?: string; backend: { service?: { name: string } } }[] };
+    }[];
+  };
+}
+
+function findBinary(name: string): string | null {
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    if (dir && existsSync(join(dir, name))) return join(dir, name);
+  }
+  return null;
+}
+
+const renders = new Map<string, K8sObject[]>();
+
+/** `kubectl kustomize <overlay>` (or a standalone `kustomize build`), parsed into objects. */
+function render(overlay: string): K8sObject[] {
+  const cached = renders.get(overlay);
+  if (cached) return cached;
+  const dir = join(overlaysDir, overlay);
+  const kubectl = findBinary('kubectl');
+  const kustomize = findBinary('kustomize');
+  if (!kubectl && !kustomize) {
+    throw new Error(
+      'Neither kubectl (with built-in kustomize v5) nor kustomize is on PATH: install one to render deploy/k8s overlays',
+    );
+  }
+  const [command, args] = kubectl ? [kubectl, ['kustomize', dir]] : [kustomize as string, ['build', dir]];
+  const output = execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const objects: K8sObject[] = [];
+  for (const doc of parseAllDocuments(output)) {
+    if (doc.errors.length > 0) throw doc.errors[0];
+    const value = doc.toJS() as K8sObject | null;
+    if (value) objects.push(value);
+  }
+  renders.set(overlay, objects);
+  return objects;
+}
+
+type ModelClass = new (data: unknown) => { validate(): void };
+type ModelGroup = Record<string, ModelClass>;
+
+/** The kubernetes-models class for an apiVersion and kind: `apps/v1` -> k8s.apps.v1, `v1` -> k8s.v1. */
+function modelFor(apiVersion: string, kind: string): ModelClass | undefined {
+  const registry = k8s as unknown as Record<string, Record<string, ModelGroup> | ModelGroup>;
+  const slash = apiVersion.indexOf('/');
+  if (slash < 0) return (registry[apiVersion] as ModelGroup | undefined)?.[kind];
+  const group = apiVersion
+    .slice(0, slash)
+    .split('.')
+    .map((part, i) => (i === 0 ? part : part.charAt(0).toUpperCase() + part.slice(1)))
+    .join('');
+  const versions = registry[group] as Record<string, ModelGroup> | undefined;
+  return versions?.[apiVersion.slice(slash + 1)]?.[kind];
+}
+
+const workloadKinds = new Set(['Deployment', 'StatefulSet', 'DaemonSet']);
+const workloads = (objects: K8sObject[]) => objects.filter((o) => workloadKinds.has(o.kind));
+const byKind = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind);
+function one(objects: K8sObject[], kind: string, name: string): K8sObject {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) throw new Error(`no ${kind}/${name} in the rendered output`);
+  return found;
+}
+function podSpec(workload: K8sObject): PodSpec {
+  const spec = workload.spec?.template?.spec;
+  if (!spec) throw new Error(`${workload.kind}/${workload.metadata.name} has no pod template`);
+  return spec;
+}
+const allContainers = (spec: PodSpec) => [...spec.containers, ...(spec.initContainers ?? [])];
+function selects(selector: LabelSelector | undefined, labels: Record<string, string>): boolean {
+  if (!selector) return false;
+  return Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+}
+/** A URL carrying credentials (`scheme://user:pass@host`). */
+const credentialUrl = /:\/\/[^/\s:@]+:[^/\s@]+@/;
+const secretLikeName = /TOKEN|PASSWORD|SECRET|_URL$/;
+
+it('finds the staging and production overlays', () => {
+  expect(overlays).toEqual(expect.arrayContaining(['production', 'staging']));
+});
+
+describe.each(overlays)('overlay %s', (overlay) => {
+  it('renders and every object is valid against the Kubernetes schemas', () => {
+    const objects = render(overlay);
+    expect(objects.length).toBeGreaterThan(0);
+    for (const object of objects) {
+      const id = `${object.apiVersion} ${object.kind}/${object.metadata?.name}`;
+      const Model = modelFor(object.apiVersion, object.kind);
+      expect(Model, `no schema for ${id}`).toBeDefined();
+      expect(() => new (Model as ModelClass)(object).validate(), id).not.toThrow();
+    }
+  });
+
+  it('puts every object in one namespace, which enforces the restricted Pod Security Standard', () => {
+    const objects = render(overlay);
+    const namespaces = byKind(objects, 'Namespace');
+    expect(namespaces).toHaveLength(1);
+    const ns = namespaces[0]!;
+    expect(ns.metadata.labels?.['pod-security.kubernetes.io/enforce']).toBe('restricted');
+    for (const object of objects.filter((o) => o.kind !== 'Namespace')) {
+      expect(object.metadata.namespace, `${object.kind}/${object.metadata.name}`).toBe(ns.metadata.name);
+    }
+  });
+
+  it('gives every container liveness and readiness probes; the apps probe /healthz and /readyz', () => {
+    for (const workload of workloads(render(overlay))) {
+      for (const container of podSpec(workload).containers) {
+        const id = `${workload.metadata.name}/${container.name}`;
+        expect(container.livenessProbe, `${id} livenessProbe`).toBeDefined();
+        expect(container.readinessProbe, `${id} readinessProbe`).toBeDefined();
+      }
+    }
+    for (const app of APPS) {
+      const container = podSpec(one(render(overlay), 'Deployment', app)).containers[0]!;
+      expect(container.livenessProbe?.httpGet?.path).toBe('/healthz');
+      expect(container.readinessProbe?.httpGet?.path).toBe('/readyz');
+    }
+  });
+
+  it('runs every pod restricted: non-root, read-only root, no privilege escalation, no capabilities, seccomp', () => {
+    for (const workload of workloads(render(overlay))) {
+      const spec = podSpec(workload);
+      const pod = spec.securityContext ?? {};
+      expect(spec.automountServiceAccountToken, `${workload.metadata.name} automountServiceAccountToken`).toBe(false);
+      for (const container of allContainers(spec)) {
+        const id = `${workload.metadata.name}/${container.name}`;
+        const sc = container.securityContext ?? {};
+        expect(sc.runAsNonRoot ?? pod.runAsNonRoot, `${id} runAsNonRoot`).toBe(true);
+        expect(sc.runAsUser ?? pod.runAsUser, `${id} runAsUser`).toBeGreaterThan(0);
+        expect((sc.seccompProfile ?? pod.seccompProfile)?.type, `${id} seccompProfile`).toBe('RuntimeDefault');
+        expect(sc.readOnlyRootFilesystem, `${id} readOnlyRootFilesystem`).toBe(true);
+        expect(sc.allowPrivilegeEscalation, `${id} allowPrivilegeEscalation`).toBe(false);
+        expect(sc.privileged ?? false, `${id} privileged`).toBe(false);
+        expect(sc.capabilities?.drop, `${id} capabilities.drop`).toContain('ALL');
+        expect(sc.capabilities?.add ?? [], `${id} capabilities.add`).toEqual([]);
+      }
+      // The app images run as the node user (uid 1000).
+      if ((APPS as readonly string[]).includes(workload.metadata.name)) expect(pod.runAsUser).toBe(1000);
+    }
+  });
+
+  it('sets cpu and memory requests and limits on every container', () => {
+    for (const workload of workloads(render(overlay))) {
+      for (const container of allContainers(podSpec(workload))) {
+        const id = `${workload.metadata.name}/${container.name}`;
+        for (const kind of ['requests', 'limits'] as const) {
+          expect(container.resources?.[kind]?.cpu, `${id} ${kind}.cpu`).toBeTruthy();
+          expect(container.resources?.[kind]?.memory, `${id} ${kind}.memory`).toBeTruthy();
+        }
+      }
+    }
+  });
+
+  it('pins every image to a tag other than latest', () => {
+    for (const workload of workloads(render(overlay))) {
+      for (const container of allContainers(podSpec(workload))) {
+        const image = container.image ?? '';
+        const ref = image.slice(image.lastIndexOf('/') + 1);
+        const pinned = ref.includes('@sha256:') || (ref.includes(':') && !ref.endsWith(':latest'));
+        expect(pinned, `${workload.metadata.name}/${container.name} image ${image}`).toBe(true);
+      }
+    }
+  });
+
+  it('denies ingress by default and admits pets traffic from gateway pods only, on 8090', () => {
+    const policies = byKind(render(overlay), 'NetworkPolicy');
+    const isIngress = (p: K8sObject) => (p.spec?.policyTypes ?? ['Ingress']).includes('Ingress');
+    const defaultDeny = policies.find(
+      (p) => isIngress(p) && Object.keys(p.spec?.podSelector ?? {}).length === 0 && !p.spec?.ingress?.length,
+    );
+    expect(defaultDeny, 'a default-deny ingress NetworkPolicy').toBeDefined();
+
+    const petsLabels = one(render(overlay), 'Deployment', 'pets').spec?.template?.metadata?.labels ?? {};
+    const forPets = policies.filter((p) => isIngress(p) && selects(p.spec?.podSelector, petsLabels));
+    const rules = forPets.flatMap((p) => p.spec?.ingress ?? []);
+    expect(rules.length).toBeGreaterThan(0);
+    for (const rule of rules) {
+      expect(rule.from, 'every pets ingress rule names its sources').toBeDefined();
+      for (const peer of rule.from ?? []) {
+        expect(peer).toEqual({ podSelector: { matchLabels: { app: 'gateway' } } });
+      }
+      expect(rule.ports?.map((p) => p.port)).toEqual([8090]);
+    }
+  });
+
+  it('exposes only the gateway: pets is a ClusterIP Service and every Ingress routes to the gateway', () => {
+    const objects = render(overlay);
+    expect(one(objects, 'Service', 'pets').spec?.type ?? 'ClusterIP').toBe('ClusterIP');
+    for (const service of byKind(objects, 'Service')) {
+      expect(service.spec?.type ?? 'ClusterIP', `Service/${service.metadata.name}`).toBe('ClusterIP');
+    }
+    const ingresses = byKind(objects, 'Ingress');
+    expect(ingresses.length).toBeGreaterThan(0);
+    for (const ingress of ingresses) {
+      const hosts = (ingress.spec?.rules ?? []).map((r) => r.host);
+      const tlsHosts = (ingress.spec?.tls ?? []).flatMap((t) => t.hosts ?? []);
+      expect(tlsHosts).toEqual(expect.arrayContaining(hosts));
+      for (const tls of ingress.spec?.tls ?? []) expect(tls.secretName).toBeTruthy();
+      for (const rule of ingress.spec?.rules ?? []) {
+        for (const path of rule.http?.paths ?? []) expect(path.backend.service?.name).toBe('gateway');
+      }
+    }
+  });
+
+  it('keeps secrets out of the manifests: no Secret data, no credentials in env values or ConfigMaps', () => {
+    const objects = render(overlay);
+    for (const secret of byKind(objects, 'Secret')) {
+      expect(secret.data ?? {}, `Secret/${secret.metadata.name} data`).toEqual({});
+      expect(secret.stringData ?? {}, `Secret/${secret.metadata.name} stringData`).toEqual({});
+    }
+    for (const configMap of byKind(objects, 'ConfigMap')) {
+      for (const [key, value] of Object.entries(configMap.data ?? {})) {
+        expect(key, `ConfigMap/${configMap.metadata.name}`).not.toMatch(/TOKEN|PASSWORD|SECRET|REDIS_URL|MONGO_URL/);
+        expect(value, `ConfigMap/${configMap.metadata.name} ${key}`).not.toMatch(credentialUrl);
+      }
+    }
+    for (const workload of workloads(objects)) {
+      for (const container of allContainers(podSpec(workload))) {
+        for (const env of container.env ?? []) {
+          if (env.value === undefined) continue;
+          const id = `${workload.metadata.name}/${container.name} env ${env.name}`;
+          expect(env.value, id).not.toMatch(credentialUrl);
+          if (secretLikeName.test(env.name) && !env.name.endsWith('_URL')) expect.fail(`${id} is a literal value`);
+        }
+      }
+    }
+  });
+
+  it('takes the data-store URLs and the admin token from Secrets', () => {
+    const fromSecret = (app: string, name: string) =>
+      podSpec(one(render(overlay), 'Deployment', app)).containers[0]!.env?.find((e) => e.name === name)?.valueFrom
+        ?.secretKeyRef?.name;
+    expect(fromSecret('gateway', 'REDIS_URL')).toBe('gateway-secrets');
+    expect(fromSecret('gateway', 'MONGO_URL')).toBe('gateway-secrets');
+    expect(fromSecret('gateway', 'ADMIN_TOKEN')).toBe('gateway-secrets');
+    expect(fromSecret('pets', 'MONGO_URL')).toBe('pets-secrets');
+  });
+
+  it('gives each service an HPA (autoscaling/v2) and a PodDisruptionBudget that match its pods', () => {
+    const objects = render(overlay);
+    for (const app of APPS) {
+      const deployment = one(objects, 'Deployment', app);
+      const labels = deployment.spec?.template?.metadata?.labels ?? {};
+      const hpa = byKind(objects, 'HorizontalPodAutoscaler').find(
+        (h) => h.spec?.scaleTargetRef?.kind === 'Deployment' && h.spec.scaleTargetRef.name === app,
+      );
+      expect(hpa, `HPA for ${app}`).toBeDefined();
+      expect(hpa?.apiVersion).toBe('autoscaling/v2');
+      expect(hpa?.spec?.maxReplicas).toBeGreaterThanOrEqual(hpa?.spec?.minReplicas ?? 1);
+      const pdb = byKind(objects, 'PodDisruptionBudget').find((p) => selects(p.spec?.selector, labels));
+      expect(pdb, `PodDisruptionBudget for ${app}`).toBeDefined();
+    }
+  });
+});
+
+describe('production against staging', () => {
+  const has = (name: string) => overlays.includes(name);
+
+  it.runIf(has('production') && has('staging'))('runs more replicas and a higher HPA floor in production', () => {
+    for (const app of APPS) {
+      const prod = render('production');
+      const staging = render('staging');
+      expect(one(prod, 'Deployment', app).spec?.replicas).toBeGreaterThan(
+        one(staging, 'Deployment', app).spec?.replicas ?? 1,
+      );
+      expect(one(prod, 'HorizontalPodAutoscaler', app).spec?.minReplicas).toBeGreaterThan(
+        one(staging, 'HorizontalPodAutoscaler', app).spec?.minReplicas ?? 1,
+      );
+      expect(one(prod, 'HorizontalPodAutoscaler', app).spec?.maxReplicas).toBeGreaterThan(
+        one(staging, 'HorizontalPodAutoscaler', app).spec?.maxReplicas ?? 1,
+      );
+    }
+  });
+
+  it.runIf(has('production'))('runs at least 3 gateways, spread across nodes, with a minAvailable budget', () => {
+    const prod = render('production');
+    expect(one(prod, 'Deployment', 'gateway').spec?.replicas).toBeGreaterThanOrEqual(3);
+    for (const app of APPS) {
+      const spec = podSpec(one(prod, 'Deployment', app));
+      expect(spec.topologySpreadConstraints?.length || spec.affinity?.podAntiAffinity, `${app} spread`).toBeTruthy();
+      expect(one(prod, 'PodDisruptionBudget', app).spec?.minAvailable).toBeGreaterThanOrEqual(2);
+    }
+  });
+
+  it.runIf(has('production') && has('staging'))('serves each environment on its own host', () => {
+    const host = (overlay: string) => one(render(overlay), 'Ingress', 'gateway').spec?.rules?.[0]?.host;
+    expect(host('production')).toBe('api.animal-store.example');
+    expect(host('staging')).toBe('staging-api.animal-store.example');
+  });
+});
