@@ -43,13 +43,20 @@ export class EnvReader {
   url(name: string, protocols: string[], fallback?: string): string | undefined {
     const raw = this.string(name) ?? fallback;
     if (raw === undefined) return undefined;
-    try {
-      const parsed = new URL(raw);
-      if (!protocols.includes(parsed.protocol)) {
-        this.problems.push(`${name} must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
+    const protocol = /^[a-z][a-z0-9+.-]*:/i.exec(raw)?.[0].toLowerCase();
+    if (!protocol || !protocols.includes(protocol)) {
+      this.problems.push(`${name} must use ${protocols.join(' or ')}, got "${protocol ?? raw.slice(0, 12)}"`);
+      return raw;
+    }
+    // MongoDB URLs may list several hosts (h1:27017,h2:27017), which WHATWG URL parsing rejects.
+    if (!MULTI_HOST.has(protocol)) {
+      try {
+        new URL(raw);
+      } catch {
+        this.problems.push(`${name} is not a valid URL`);
       }
-    } catch {
-      this.problems.push(`${name} is not a valid URL`);
+    } else if (!/^[a-z+]+:\/\/[^/?#]+/i.test(raw)) {
+      this.problems.push(`${name} has no host`);
     }
     return raw;
   }
@@ -63,13 +70,12 @@ export class EnvReader {
   }
 }
 
-/** Strips credentials from a connection URL before it is logged. */
+const MULTI_HOST = new Set(['mongodb:', 'mongodb+srv:']);
+
+/** Strips the password and the query (which may carry secrets) from a connection URL before it is logged. */
 export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '[unparseable url]';
-  }
+  const match = /^([a-z][a-z0-9+.-]*:\/\/)(([^:@/]*)(:[^@/]*)?@)?([^/?#]*)([^?#]*)/i.exec(url);
+  if (!match) return '[unparseable url]';
+  const [, scheme, userinfo, user, , hosts, path] = match;
+  return `${scheme}${userinfo ? `${user}:***@` : ''}${hosts}${path}`;
 }

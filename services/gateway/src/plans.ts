@@ -32,6 +32,8 @@ export function planProblem(plan: unknown, limits: unknown): string | null {
     return limits === undefined ? null : `limits are fixed by the ${plan} plan; only enterprise keys take limits`;
   }
   if (limits === undefined) return 'enterprise keys need limits { perMinute, perDay }';
+  // From a keys file limits can be anything JSON holds; null would throw below.
+  if (typeof limits !== 'object' || limits === null) return 'limits must be an object { perMinute, perDay }';
   const l = limits as Partial<Limits>;
   for (const name of ['perMinute', 'perDay'] as const) {
     const n = l[name];

@@ -36,11 +36,17 @@ export function parseKeysFile(text: string, source: string): KeyFileEntry[] {
   const problems = data.map(entryProblem).filter((p): p is string => p !== null);
   const ids = new Set<string>();
   const hashes = new Set<string>();
-  for (const e of data as KeyFileEntry[]) {
-    if (ids.has(e.id)) problems.push(`duplicate id ${e.id}`);
-    if (hashes.has(e.sha256)) problems.push(`duplicate sha256 for id ${e.id}`);
-    ids.add(e.id);
-    hashes.add(e.sha256);
+  for (const e of data as Array<Partial<KeyFileEntry> | null>) {
+    // Entries that are not objects were reported above; `null.id` would throw instead.
+    if (typeof e !== 'object' || e === null) continue;
+    if (typeof e.id === 'string') {
+      if (ids.has(e.id)) problems.push(`duplicate id ${e.id}`);
+      ids.add(e.id);
+    }
+    if (typeof e.sha256 === 'string') {
+      if (hashes.has(e.sha256)) problems.push(`duplicate sha256 for id ${e.id}`);
+      hashes.add(e.sha256);
+    }
   }
   if (problems.length > 0) throw new Error(`${source}: ${problems.join('; ')}`);
   return (data as KeyFileEntry[]).map((e) => ({

@@ -1,0 +1,231 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { createDeps } from '../src/deps.js';
+import { generateApiKey, hashApiKey } from '../src/keys/api-key.js';
+import { appendToKeysFile, parseKeysFile, toKeyRecord } from '../src/keys/keys-file.js';
+import { ADMIN_TOKEN, bearer, startGateway } from './helpers.js';
+
+const HASH_A = hashApiKey('a');
+const HASH_B = hashApiKey('b');
+
+/** The message parseKeysFile throws for `data`; fails the test when it accepts it. */
+function problemsOf(data: unknown): string {
+  const text = typeof data === 'string' ? data : JSON.stringify(data);
+  try {
+    parseKeysFile(text, 'keys.json');
+  } catch (err) {
+    expect(err).toBeInstanceOf(Error);
+    expect(err).not.toBeInstanceOf(TypeError);
+    return (err as Error).message;
+  }
+  throw new Error(`parseKeysFile accepted ${text}`);
+}
+
+describe('parseKeysFile', () => {
+  it('reads valid records, defaulting the name to the id and dropping unknown fields', () => {
+    const entries = parseKeysFile(
+      JSON.stringify([
+        { id: 'key_a', name: 'Team A', plan: 'free', sha256: HASH_A, comment: 'ignored' },
+        { id: 'key_b', plan: 'enterprise', limits: { perMinute: 5, perDay: 50 }, sha256: HASH_B },
+      ]),
+      'keys.json',
+    );
+    expect(entries).toStrictEqual([
+      { id: 'key_a', name: 'Team A', plan: 'free', sha256: HASH_A },
+      { id: 'key_b', name: 'key_b', plan: 'enterprise', limits: { perMinute: 5, perDay: 50 }, sha256: HASH_B },
+    ]);
+  });
+
+  it('reads an empty array', () => {
+    expect(parseKeysFile('[]', 'keys.json')).toEqual([]);
+  });
+
+  it('refuses text that is not JSON, naming the file', () => {
+    expect(problemsOf('[{"id": ')).toMatch(/^keys\.json is not valid JSON/);
+  });
+
+  it.each([[{}], ['"keys"'], [null], [42]])('refuses %j: the file must hold an array', (data) => {
+    expect(problemsOf(data)).toMatch(/keys\.json must hold a JSON array/);
+  });
+
+  it('refuses entries that are not objects, without crashing on null', () => {
+    const message = problemsOf([null, 'x', 42, []]);
+    for (const i of [0, 1, 2, 3]) expect(message).toContain(`entry ${i} is not an object`);
+    expect(message).not.toContain('duplicate');
+  });
+
+  it('refuses a bad sha256', () => {
+    for (const sha256 of [undefined, '', 'abc', HASH_A.toUpperCase(), `${HASH_A}0`, `${HASH_A.slice(0, 63)}g`, 42]) {
+      expect(problemsOf([{ id: 'key_a', plan: 'free', sha256 }])).toMatch(/entry 0: sha256 must be 64 lowercase hex/);
+    }
+  });
+
+  it('refuses a plaintext key where the hash belongs', () => {
+    expect(problemsOf([{ id: 'key_a', plan: 'free', sha256: generateApiKey() }])).toMatch(/sha256/);
+  });
+
+  it('refuses a missing id, a bad name, a bad plan, limits on a plan key, enterprise without limits', () => {
+    expect(problemsOf([{ plan: 'free', sha256: HASH_A }])).toMatch(/entry 0: id must be a non-empty string/);
+    expect(problemsOf([{ id: '', plan: 'free', sha256: HASH_A }])).toMatch(/entry 0: id must be a non-empty string/);
+    expect(problemsOf([{ id: 'k', name: 3, plan: 'free', sha256: HASH_A }])).toMatch(/entry 0: name must be a string/);
+    expect(problemsOf([{ id: 'k', plan: 'gold', sha256: HASH_A }])).toMatch(/entry 0: plan must be one of/);
+    expect(problemsOf([{ id: 'k', sha256: HASH_A }])).toMatch(/entry 0: plan must be one of/);
+    expect(problemsOf([{ id: 'k', plan: 'pro', limits: { perMinute: 1, perDay: 2 }, sha256: HASH_A }])).toMatch(
+      /entry 0: limits are fixed by the pro plan/,
+    );
+    expect(problemsOf([{ id: 'k', plan: 'enterprise', sha256: HASH_A }])).toMatch(
+      /entry 0: enterprise keys need limits/,
+    );
+  });
+
+  it('refuses enterprise limits that are not positive integers or not ordered', () => {
+    const bad = [
+      { perMinute: 0, perDay: 10 },
+      { perMinute: 1.5, perDay: 10 },
+      { perMinute: '5', perDay: 10 },
+      { perMinute: 5 },
+      { perMinute: 11, perDay: 10 },
+      null,
+      'lots',
+      [5, 50],
+    ];
+    for (const limits of bad) {
+      expect(problemsOf([{ id: 'k', plan: 'enterprise', limits, sha256: HASH_A }]), JSON.stringify(limits)).toMatch(
+        /entry 0: limits/,
+      );
+    }
+  });
+
+  it('refuses duplicate ids and duplicate hashes', () => {
+    expect(
+      problemsOf([
+        { id: 'key_a', plan: 'free', sha256: HASH_A },
+        { id: 'key_a', plan: 'pro', sha256: HASH_B },
+      ]),
+    ).toMatch(/duplicate id key_a/);
+    expect(
+      problemsOf([
+        { id: 'key_a', plan: 'free', sha256: HASH_A },
+        { id: 'key_b', plan: 'pro', sha256: HASH_A },
+      ]),
+    ).toMatch(/duplicate sha256 for id key_b/);
+  });
+
+  it('names every problem in one error', () => {
+    const message = problemsOf([
+      { id: 'key_ok', plan: 'free', sha256: HASH_A },
+      { id: 'key_1', plan: 'free', sha256: 'nope' },
+      { id: 'key_2', plan: 'platinum', sha256: HASH_B },
+      { id: 'key_3', plan: 'enterprise', sha256: hashApiKey('c') },
+      { id: 'key_ok', plan: 'pro', sha256: hashApiKey('d') },
+      null,
+    ]);
+    expect(message).toMatch(/^keys\.json: /);
+    expect(message).toContain('entry 1: sha256');
+    expect(message).toContain('entry 2: plan must be one of');
+    expect(message).toContain('entry 3: enterprise keys need limits');
+    expect(message).toContain('duplicate id key_ok');
+    expect(message).toContain('entry 5 is not an object');
+    expect(message).not.toContain('entry 0');
+    expect(message).not.toContain('entry 4');
+  });
+});
+
+describe('toKeyRecord', () => {
+  it('stamps the load time as createdAt and keeps no prefix', () => {
+    const [entry] = parseKeysFile(JSON.stringify([{ id: 'key_a', plan: 'business', sha256: HASH_A }]), 'keys.json');
+    const record = toKeyRecord(entry as NonNullable<typeof entry>, new Date('2025-03-04T05:06:07.000Z'));
+    expect(record).toStrictEqual({
+      id: 'key_a',
+      name: 'key_a',
+      plan: 'business',
+      sha256: HASH_A,
+      createdAt: '2025-03-04T05:06:07.000Z',
+    });
+  });
+});
+
+describe('API_KEYS_FILE on disk', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gateway-keys-file-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('appendToKeysFile creates the file, then appends; what it writes parses back', async () => {
+    const path = join(dir, 'append.json');
+    await appendToKeysFile(path, { id: 'key_a', name: 'A', plan: 'free', sha256: HASH_A });
+    await appendToKeysFile(path, {
+      id: 'key_b',
+      name: 'B',
+      plan: 'enterprise',
+      limits: { perMinute: 1, perDay: 1 },
+      sha256: HASH_B,
+    });
+    const text = await readFile(path, 'utf8');
+    expect(parseKeysFile(text, path)).toStrictEqual([
+      { id: 'key_a', name: 'A', plan: 'free', sha256: HASH_A },
+      { id: 'key_b', name: 'B', plan: 'enterprise', limits: { perMinute: 1, perDay: 1 }, sha256: HASH_B },
+    ]);
+  });
+
+  it('appendToKeysFile refuses to add to an invalid file and leaves it untouched', async () => {
+    const path = join(dir, 'invalid.json');
+    const original = JSON.stringify([{ id: 'key_a', plan: 'free', sha256: 'short' }]);
+    await writeFile(path, original);
+    await expect(appendToKeysFile(path, { id: 'key_b', name: 'B', plan: 'free', sha256: HASH_B })).rejects.toThrow(
+      /sha256/,
+    );
+    expect(await readFile(path, 'utf8')).toBe(original);
+  });
+
+  it('a gateway refuses to start with an invalid API_KEYS_FILE, naming the problems', async () => {
+    const path = join(dir, 'bad.json');
+    await writeFile(
+      path,
+      JSON.stringify([
+        { id: 'key_a', plan: 'free', sha256: 'not-a-hash' },
+        { id: 'key_b', plan: 'enterprise', sha256: HASH_B },
+      ]),
+    );
+    const config = loadConfig({ LOG_LEVEL: 'silent', API_KEYS_FILE: path });
+    await expect(createDeps(config, {}, { defaultMetrics: false })).rejects.toThrow(
+      /entry 0: sha256 must be 64 lowercase hex.*entry 1: enterprise keys need limits/,
+    );
+    await expect(startGateway({ env: { API_KEYS_FILE: path } })).rejects.toThrow(path);
+  });
+
+  it('a gateway refuses to start when API_KEYS_FILE is missing or not JSON', async () => {
+    const missing = join(dir, 'missing.json');
+    await expect(createDeps(loadConfig({ API_KEYS_FILE: missing }), {}, { defaultMetrics: false })).rejects.toThrow(
+      /ENOENT/,
+    );
+    const garbled = join(dir, 'garbled.json');
+    await writeFile(garbled, '[{');
+    await expect(createDeps(loadConfig({ API_KEYS_FILE: garbled }), {}, { defaultMetrics: false })).rejects.toThrow(
+      /not valid JSON/,
+    );
+  });
+
+  it('a gateway started on a valid file serves its keys and lists them', async () => {
+    const path = join(dir, 'good.json');
+    const key = generateApiKey();
+    await writeFile(path, JSON.stringify([{ id: 'key_good', plan: 'pro', sha256: hashApiKey(key) }]));
+    const gw = await startGateway({ env: { API_KEYS_FILE: path } });
+    try {
+      // No upstream here: a known key passes the gate and reaches the (absent) upstream, a 503, not a 401.
+      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      expect(res.json().code).toBe('upstream_unavailable');
+      expect(res.headers['x-ratelimit-limit']).toBe('300');
+      const list = await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) });
+      expect(list.json()).toEqual([expect.objectContaining({ id: 'key_good', source: 'file', plan: 'pro' })]);
+    } finally {
+      await gw.close();
+    }
+  });
+});

@@ -1,0 +1,128 @@
+import { ApiError } from '@animal-store/common/errors.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { getPetDeprecationHeaders } from '../deprecation.js';
+import {
+  DEFAULT_PAGE_SIZE,
+  ListPetsQuerySchema,
+  NewPetSchema,
+  NoQuerySchema,
+  PetParamsSchema,
+  PetRef,
+  type PetStatus,
+  PetsRef,
+} from '../schemas.js';
+import type { PetStore } from '../store/pet-store.js';
+import { error, gatewayResponses, json, unavailable } from './responses.js';
+
+export interface PetRoutesOptions {
+  store: PetStore;
+}
+
+function nextPageLink(limit: number, status: PetStatus | undefined, after: number): string {
+  const query = new URLSearchParams({ limit: String(limit) });
+  if (status !== undefined) query.set('status', status);
+  query.set('after', String(after));
+  return `</v1/pets?${query}>; rel="next"`;
+}
+
+const deprecationHeaderDocs = {
+  Deprecation: { type: 'string', description: 'RFC 9745: when the deprecation was announced.' },
+  Sunset: { type: 'string', description: 'RFC 8594: when the operation is removed.' },
+  Link: { type: 'string', description: 'The successor operation (GET /v1/pets) and the deprecation notice.' },
+} as const;
+
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { store }) => {
+  app.get(
+    '/v1/pets',
+    {
+      schema: {
+        operationId: 'listPets',
+        summary: 'List animals',
+        description:
+          'Animals ordered by id ascending, at most `limit`, optionally with one status. When more exist, a ' +
+          '`Link: <...>; rel="next"` header points at the next page (cursor `after`).',
+        tags: ['pets'],
+        querystring: ListPetsQuerySchema,
+        response: {
+          200: json('The list, at most `limit` animals.', PetsRef, {
+            Link: { type: 'string', description: 'rel="next": the next page, present only when more animals exist.' },
+          }),
+          400: error('A query parameter is invalid, unknown or repeated.'),
+          ...gatewayResponses,
+          503: unavailable,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { status, after } = request.query;
+      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
+      // One more than asked tells whether a next page exists without a count.
+      const pets = await store.list({ limit: limit + 1, status, after });
+      const page = pets.slice(0, limit);
+      const last = page.at(-1);
+      if (pets.length > limit && last) reply.header('link', nextPageLink(limit, status, last.id));
+      return page;
+    },
+  );
+
+  app.post(
+    '/v1/pets',
+    {
+      schema: {
+        operationId: 'createPet',
+        summary: 'Add an animal',
+        tags: ['pets'],
+        body: NewPetSchema,
+        response: {
+          201: json('The animal is added; the body carries the assigned id.', PetRef, {
+            Location: { type: 'string', description: 'Path of the new animal: /v1/pets/{id}.' },
+          }),
+          400: error('The body is not JSON, lacks name or categoryId, or holds an invalid value.'),
+          ...gatewayResponses,
+          413: error('The body is larger than 1 MiB.'),
+          415: error('The body is not application/json.'),
+          503: unavailable,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { name, categoryId, status } = request.body;
+      const pet = await store.create({ name, categoryId, status });
+      reply.code(201).header('location', `/v1/pets/${pet.id}`);
+      return pet;
+    },
+  );
+
+  app.get(
+    '/v1/pets/:petId',
+    {
+      onRequest: async (_request, reply) => {
+        reply.headers(getPetDeprecationHeaders);
+      },
+      schema: {
+        operationId: 'getPet',
+        summary: 'Get an animal (deprecated)',
+        description:
+          'Deprecated: removed on 5 December 2030. Use `GET /v1/pets?status=` instead. Every response ' +
+          'carries Deprecation, Sunset and Link headers.',
+        tags: ['pets'],
+        deprecated: true,
+        params: PetParamsSchema,
+        querystring: NoQuerySchema,
+        response: {
+          200: json('The animal exists.', PetRef, deprecationHeaderDocs),
+          400: error('petId is not a 64-bit integer, or a query parameter was given.', deprecationHeaderDocs),
+          ...gatewayResponses,
+          404: error('No animal with that identifier exists.', deprecationHeaderDocs),
+          503: unavailable,
+        },
+      },
+    },
+    async (request) => {
+      // Any int64 is a fair question; ids beyond 2^53 (parsed inexactly) or below 1 simply do not exist.
+      const pet = await store.get(request.params.petId);
+      if (!pet) throw new ApiError(404, 'not_found', 'No pet with that id');
+      return pet;
+    },
+  );
+};

@@ -1,0 +1,91 @@
+import { ErrorSchema } from '@animal-store/common/errors.js';
+import { type Static, Type } from '@sinclair/typebox';
+
+export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
+export type PetStatus = (typeof PET_STATUSES)[number];
+
+/** Largest integer a JSON number carries exactly; ids and categoryIds stay within it. */
+export const MAX_EXACT_INTEGER = Number.MAX_SAFE_INTEGER;
+
+export const DEFAULT_PAGE_SIZE = 20;
+export const MAX_PAGE_SIZE = 100;
+
+// A plain `enum` rather than a union of literals: one readable rule in the OpenAPI document and
+// one clear validation message ("must be equal to one of the allowed values").
+export const PetStatusSchema = Type.Unsafe<PetStatus>({
+  type: 'string',
+  enum: [...PET_STATUSES],
+  description: 'Availability of the animal.',
+});
+
+const name = Type.String({ minLength: 1, maxLength: 200, description: "The animal's name." });
+const categoryId = Type.Integer({
+  format: 'int64',
+  minimum: -MAX_EXACT_INTEGER,
+  maximum: MAX_EXACT_INTEGER,
+  description: 'Identifier of the category the animal belongs to (within ±(2^53−1), so JSON numbers stay exact).',
+});
+
+// No additionalProperties: false here: unknown fields are allowed and ignored (the handler
+// copies only the declared ones), and the document should not claim they are refused.
+export const NewPetSchema = Type.Object(
+  { name, categoryId, status: Type.Optional(PetStatusSchema) },
+  { description: 'An animal to add. Unknown fields are ignored. `status` has no default.' },
+);
+export type NewPet = Static<typeof NewPetSchema>;
+
+export const PetSchema = Type.Object(
+  {
+    id: Type.Integer({
+      format: 'int64',
+      minimum: 1,
+      maximum: MAX_EXACT_INTEGER,
+      description: 'Unique identifier assigned by the service on creation.',
+    }),
+    name,
+    categoryId,
+    status: Type.Optional(PetStatusSchema),
+  },
+  { $id: 'Pet', additionalProperties: false },
+);
+export type Pet = Static<typeof PetSchema>;
+
+// Routes point at the shared schemas by $ref so the OpenAPI document names them as components;
+// Unsafe keeps the static type for the type provider.
+export const PetRef = Type.Unsafe<Pet>(Type.Ref('Pet'));
+export const PetsSchema = Type.Array(PetRef, { $id: 'Pets', description: 'A list of animals, ordered by id.' });
+export const PetsRef = Type.Unsafe<Pet[]>(Type.Ref('Pets'));
+export const ErrorRef = Type.Unsafe<Static<typeof ErrorSchema>>(Type.Ref('Error'));
+
+/** Schemas registered with app.addSchema, in dependency order. */
+export const sharedSchemas = [ErrorSchema, PetSchema, PetsSchema];
+
+export const ListPetsQuerySchema = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_PAGE_SIZE,
+        default: DEFAULT_PAGE_SIZE,
+        description: 'Maximum number of animals returned.',
+      }),
+    ),
+    status: Type.Optional(PetStatusSchema),
+    after: Type.Optional(
+      Type.Integer({
+        format: 'int64',
+        minimum: 0,
+        description: 'Cursor: return only animals whose id is greater than this. Taken from the `next` Link.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** For operations that take no query parameters: a stray one is a 400, as on the list. */
+export const NoQuerySchema = Type.Object({}, { additionalProperties: false });
+
+export const PetParamsSchema = Type.Object(
+  { petId: Type.Integer({ format: 'int64', description: 'Identifier of the animal.' }) },
+  { additionalProperties: false },
+);

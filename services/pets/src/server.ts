@@ -1,0 +1,57 @@
+import { ConfigError, redactUrl } from '@animal-store/common/env.js';
+import { serve } from '@animal-store/common/serve.js';
+import { MongoClient } from 'mongodb';
+import { buildApp } from './app.js';
+import { type Config, loadConfig } from './config.js';
+import { MemoryPetStore } from './store/memory-pet-store.js';
+import { MongoPetStore, mongoClientOptions, PETS_DB } from './store/mongo-pet-store.js';
+
+// The only file that reads process.env, connects clients and listens.
+
+/** Before the app exists there is no logger; still write one JSON line like the rest. */
+function fatalBeforeLogger(message: string): never {
+  process.stderr.write(`${JSON.stringify({ level: 60, time: Date.now(), service: 'pets', msg: message })}\n`);
+  process.exit(1);
+}
+
+function readConfig(): Config {
+  try {
+    return loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) fatalBeforeLogger(err.message);
+    throw err;
+  }
+}
+
+async function main(): Promise<void> {
+  const config = readConfig();
+  const mongo = config.store.kind === 'mongo' ? new MongoClient(config.store.url, mongoClientOptions) : undefined;
+  const mongoStore = mongo ? new MongoPetStore(mongo.db(PETS_DB)) : undefined;
+  const app = buildApp(config, { store: mongoStore ?? new MemoryPetStore() });
+  if (mongo) {
+    // onClose runs after in-flight requests finish, so the client closes last.
+    app.addHook('onClose', async () => {
+      await mongo.close();
+    });
+  }
+
+  try {
+    if (config.store.kind === 'mongo' && mongo && mongoStore) {
+      app.log.info({ store: 'mongodb', url: redactUrl(config.store.url), db: PETS_DB }, 'PET STORE: MongoDB');
+      await mongo.connect();
+      await mongoStore.ensureIndexes();
+    } else {
+      app.log.warn(
+        { store: 'memory' },
+        'PET STORE: in-memory, every pet is lost on restart and replicas do not share pets; set MONGO_URL for MongoDB',
+      );
+    }
+    await serve([{ app, host: config.host, port: config.port }], config.shutdownGraceMs);
+  } catch (err) {
+    app.log.fatal({ err }, 'pets service failed to start');
+    await app.close().catch(() => {});
+    process.exit(1);
+  }
+}
+
+await main();

@@ -1,0 +1,95 @@
+import { type Collection, type Db, type Filter, type MongoClientOptions, MongoServerError } from 'mongodb';
+import type { NewPet, Pet } from '../schemas.js';
+import { withStoreErrors } from './errors.js';
+import { type ListOptions, type PetStore, toPet } from './pet-store.js';
+
+export const PETS_DB = 'pets';
+
+/**
+ * The driver's defaults wait 30 s to find a server; with MongoDB down a request should fail
+ * within about two seconds with a 503, so the gateway and the client can move on.
+ */
+export const mongoClientOptions: MongoClientOptions = {
+  appName: 'animal-store-pets',
+  serverSelectionTimeoutMS: 2_000,
+  connectTimeoutMS: 2_000,
+  socketTimeoutMS: 10_000,
+  waitQueueTimeoutMS: 2_000,
+};
+
+interface Counter {
+  _id: string;
+  seq: number;
+}
+
+const DUPLICATE_KEY = 11000;
+
+/**
+ * Pets in MongoDB: collection `pets` with a unique index on `id`, ids from a counter document
+ * in `counters`. Ids can have gaps (a failed insert burns one) but never repeat or go back.
+ */
+export class MongoPetStore implements PetStore {
+  private readonly pets: Collection<Pet>;
+  private readonly counters: Collection<Counter>;
+
+  constructor(private readonly db: Db) {
+    this.pets = db.collection<Pet>('pets');
+    this.counters = db.collection<Counter>('counters');
+  }
+
+  /** Idempotent; run at start, before serving. */
+  async ensureIndexes(): Promise<void> {
+    await withStoreErrors(() =>
+      this.pets.createIndexes([
+        { key: { id: 1 }, name: 'id_unique', unique: true },
+        // Serves the status filter in id order without a sort in memory.
+        { key: { status: 1, id: 1 }, name: 'status_id' },
+      ]),
+    );
+  }
+
+  create(newPet: NewPet): Promise<Pet> {
+    return withStoreErrors(async () => {
+      const pet = toPet(await this.nextId(), newPet);
+      // A copy: insertOne adds an _id to the object it is given.
+      await this.pets.insertOne({ ...pet });
+      return pet;
+    });
+  }
+
+  get(id: number): Promise<Pet | null> {
+    return withStoreErrors(() => this.pets.findOne<Pet>({ id }, { projection: { _id: 0 } }));
+  }
+
+  list({ limit, status, after }: ListOptions): Promise<Pet[]> {
+    const filter: Filter<Pet> = {};
+    if (status !== undefined) filter.status = status;
+    if (after !== undefined) filter.id = { $gt: after };
+    return withStoreErrors(() =>
+      this.pets.find(filter).project<Pet>({ _id: 0 }).sort({ id: 1 }).limit(limit).toArray(),
+    );
+  }
+
+  async ping(): Promise<void> {
+    await withStoreErrors(() => this.db.command({ ping: 1 }));
+  }
+
+  private async nextId(): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const counter = await this.counters.findOneAndUpdate(
+          { _id: 'pets' },
+          { $inc: { seq: 1 } },
+          { upsert: true, returnDocument: 'after' },
+        );
+        if (!counter) throw new Error('the pets counter upsert returned no document');
+        return counter.seq;
+      } catch (err) {
+        // Two first-ever upserts can race to insert the counter; the loser may see a duplicate
+        // key (servers retry this themselves since 4.2, older ones do not). Once is enough.
+        if (attempt === 1 && err instanceof MongoServerError && err.code === DUPLICATE_KEY) continue;
+        throw err;
+      }
+    }
+  }
+}

@@ -1,0 +1,74 @@
+import { ConfigError } from '@animal-store/common/env.js';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('defaults to 0.0.0.0:8090, info, 10 s grace and the in-memory store', () => {
+    expect(loadConfig({})).toEqual({
+      host: '0.0.0.0',
+      port: 8090,
+      logLevel: 'info',
+      shutdownGraceMs: 10_000,
+      store: { kind: 'memory' },
+    });
+  });
+
+  it('reads every variable', () => {
+    expect(
+      loadConfig({
+        HOST: '127.0.0.1',
+        PORT: '9000',
+        LOG_LEVEL: 'debug',
+        SHUTDOWN_GRACE_MS: '2500',
+        MONGO_URL: 'mongodb://db:27017',
+      }),
+    ).toEqual({
+      host: '127.0.0.1',
+      port: 9000,
+      logLevel: 'debug',
+      shutdownGraceMs: 2500,
+      store: { kind: 'mongo', url: 'mongodb://db:27017' },
+    });
+  });
+
+  it('treats empty values as unset', () => {
+    expect(loadConfig({ PORT: '', MONGO_URL: '  ' })).toMatchObject({ port: 8090, store: { kind: 'memory' } });
+  });
+
+  it.each(['abc', '70000', '-1', '80.5', '8o8o'])('refuses PORT=%s', (port) => {
+    expect(problemsOf({ PORT: port }).join()).toMatch(/^PORT must be an integer from 0 to 65535/);
+  });
+
+  it('refuses an unknown LOG_LEVEL and a bad SHUTDOWN_GRACE_MS', () => {
+    expect(problemsOf({ LOG_LEVEL: 'loud' }).join()).toContain('LOG_LEVEL');
+    expect(problemsOf({ SHUTDOWN_GRACE_MS: 'soon' }).join()).toContain('SHUTDOWN_GRACE_MS');
+  });
+
+  it('refuses to run in production without MONGO_URL', () => {
+    expect(problemsOf({ NODE_ENV: 'production' }).join()).toContain('MONGO_URL is required when NODE_ENV=production');
+  });
+
+  it('runs in production with MONGO_URL, including a replica-set URL with several hosts', () => {
+    const url = 'mongodb://user:secret@h1:27017,h2:27017/?replicaSet=rs0';
+    expect(loadConfig({ NODE_ENV: 'production', MONGO_URL: url }).store).toEqual({ kind: 'mongo', url });
+    expect(loadConfig({ MONGO_URL: 'mongodb+srv://cluster.example.net' }).store.kind).toBe('mongo');
+  });
+
+  it('refuses a MONGO_URL that is not mongodb:// or mongodb+srv://', () => {
+    expect(problemsOf({ MONGO_URL: 'http://db:27017' }).join()).toContain('MONGO_URL must use');
+  });
+
+  it('reports every problem at once', () => {
+    expect(problemsOf({ NODE_ENV: 'production', PORT: 'x', LOG_LEVEL: 'y' })).toHaveLength(3);
+  });
+});
