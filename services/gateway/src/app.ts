@@ -8,6 +8,7 @@ import type { GatewayConfig } from './config.js';
 import type { GatewayDeps } from './deps.js';
 import { registerProxy } from './proxy.js';
 import { revocationSync } from './revocation.js';
+import { docsRoutes } from './routes/docs.js';
 import { healthRoutes } from './routes/health.js';
 
 /** The public gateway: health, metrics, then the gate and the proxy to the pets service. Does not listen. */
@@ -55,6 +56,7 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     metrics: deps.metrics,
     now: deps.now,
   });
+  await app.register(docsRoutes, { upstream: config.petsUrl, timeoutMs: config.upstreamTimeoutMs });
   await registerProxy(app, { upstream: config.petsUrl, timeoutMs: config.upstreamTimeoutMs, metrics: deps.metrics });
   return app;
 }

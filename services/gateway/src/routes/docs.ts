@@ -1,0 +1,111 @@
+import { sendError } from '@animal-store/common/error-handler.js';
+import { errorBody } from '@animal-store/common/errors.js';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type OpenApiDocument, OpenApiSource, OpenApiUnavailable } from '../openapi.js';
+
+export interface DocsOptions {
+  /** Base URL of the pets service, whose /v1/openapi.json the public document is made from. */
+  upstream: string;
+  timeoutMs: number;
+  /** How long the transformed document is kept (default 60 s). */
+  ttlMs?: number;
+}
+
+/**
+ * The reference page loads only from this origin: swagger-ui's script, style and images are served
+ * here, the document comes from ./json. No inline script, nothing from another host.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** What @fastify/swagger holds: never served, every answer is the cached public document instead. */
+const PLACEHOLDER: OpenApiDocument = {
+  openapi: '3.1.0',
+  info: { title: 'Animal store API', version: '1.0.0' },
+  paths: {},
+};
+
+function unavailable(err: unknown) {
+  return err instanceof OpenApiUnavailable
+    ? err.body
+    : errorBody(503, 'upstream_unavailable', 'The API description is unavailable');
+}
+
+/**
+ * The public API reference, open to anyone (no key, no rate limit): the OpenAPI document at
+ * GET /v1/openapi.json, and swagger-ui at /docs rendering the same document, served from the
+ * package's own assets. Encapsulated: the hooks and decorators here touch only these routes.
+ */
+export async function docsRoutes(app: FastifyInstance, opts: DocsOptions): Promise<void> {
+  const source = new OpenApiSource({
+    upstream: opts.upstream,
+    timeoutMs: opts.timeoutMs,
+    ...(opts.ttlMs !== undefined ? { ttlMs: opts.ttlMs } : {}),
+    onRefreshError: (err, servingStale) =>
+      app.log.warn(
+        { err },
+        servingStale
+          ? 'cannot refresh the API description from the pets service; serving the last one'
+          : 'cannot fetch the API description from the pets service',
+      ),
+  });
+
+  // Every route of this plugin, swagger-ui's and its static assets' included, is public.
+  app.addHook('onRoute', (route) => {
+    route.config = { ...route.config, public: true };
+  });
+
+  // A static route: wins over the proxy's /v1/* wildcard.
+  app.get('/v1/openapi.json', async (_request, reply) => {
+    try {
+      const doc = await source.get();
+      return reply.header('cache-control', 'public, max-age=60').send(doc);
+    } catch (err) {
+      return sendError(reply, unavailable(err));
+    }
+  });
+
+  // swagger-ui needs @fastify/swagger and always loads its document from <prefix>/json. In static
+  // mode @fastify/swagger holds a placeholder; the hook below fetches (or takes from the cache)
+  // the public document and transformSpecification answers with it.
+  const documents = new WeakMap<FastifyRequest, OpenApiDocument>();
+  await app.register(swagger, { mode: 'static', specification: { document: PLACEHOLDER as never } });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: CONTENT_SECURITY_POLICY,
+    theme: { title: 'Animal store API reference' },
+    uiConfig: {
+      // No top bar: it only offers to explore other documents, and its logo needs an inline style.
+      layout: 'BaseLayout',
+      deepLinking: true,
+      displayOperationId: true,
+      docExpansion: 'list',
+      defaultModelsExpandDepth: 1,
+      tryItOutEnabled: false,
+    },
+    uiHooks: {
+      preHandler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const url = request.routeOptions.url;
+        if (url !== '/docs/json' && url !== '/docs/yaml') return;
+        try {
+          documents.set(request, await source.get());
+        } catch (err) {
+          return sendError(reply, unavailable(err));
+        }
+      },
+    },
+    transformSpecification: (placeholder, request) => documents.get(request) ?? placeholder,
+    transformSpecificationClone: false,
+  });
+}

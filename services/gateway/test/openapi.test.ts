@@ -1,0 +1,380 @@
+import type { AddressInfo } from 'node:net';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  isOpenApi31,
+  type OpenApiDocument,
+  OpenApiSource,
+  OpenApiUnavailable,
+  publicDocument,
+  RATE_LIMIT_HEADER_NAMES,
+} from '../src/openapi.js';
+import { startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
+
+type Response = { description: string; headers?: Record<string, Record<string, unknown>>; content?: unknown };
+type Operation = { operationId: string; responses: Record<string, Response> };
+
+const errorJson = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
+
+/** A small document shaped like the one the pets service generates. */
+function petsLikeDoc(): OpenApiDocument {
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Animal store: pets', version: '1.0.0', description: 'The pets service.' },
+    servers: [{ url: 'http://pets.internal:8090' }],
+    components: {
+      schemas: {
+        Error: {
+          type: 'object',
+          required: ['code', 'message', 'status'],
+          additionalProperties: false,
+          properties: { code: { type: 'string' }, message: { type: 'string' }, status: { type: 'integer' } },
+        },
+        Pet: {
+          type: 'object',
+          required: ['id', 'name', 'categoryId'],
+          properties: {
+            id: { type: 'integer', format: 'int64', minimum: 1 },
+            name: { type: 'string', minLength: 1 },
+            categoryId: { type: 'integer', format: 'int64' },
+            status: { type: 'string', enum: ['available', 'pending', 'sold'] },
+          },
+        },
+        Pets: { type: 'array', items: { $ref: '#/components/schemas/Pet' } },
+      },
+      responses: {
+        NotFound: { description: 'No animal with that identifier exists.', content: errorJson },
+      },
+    },
+    paths: {
+      '/v1/pets': {
+        get: {
+          operationId: 'listPets',
+          summary: 'List animals',
+          parameters: [{ in: 'query', name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 100 } }],
+          responses: {
+            '200': {
+              description: 'The list.',
+              headers: { Link: { schema: { type: 'string' }, description: 'The next page.' } },
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Pets' } } },
+            },
+            '400': { description: 'Bad query.', content: errorJson },
+          },
+        },
+        post: {
+          operationId: 'createPet',
+          summary: 'Add an animal',
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['name', 'categoryId'],
+                  properties: { name: { type: 'string' }, categoryId: { type: 'integer' } },
+                },
+              },
+            },
+          },
+          responses: {
+            '201': {
+              description: 'Added.',
+              headers: { Location: { schema: { type: 'string' } } },
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Pet' } } },
+            },
+            '401': { description: 'Answered by the gateway.', content: errorJson },
+          },
+        },
+      },
+      '/v1/pets/{petId}': {
+        get: {
+          operationId: 'getPet',
+          deprecated: true,
+          parameters: [{ in: 'path', name: 'petId', required: true, schema: { type: 'integer', format: 'int64' } }],
+          responses: {
+            '200': {
+              description: 'The animal.',
+              headers: { Deprecation: { schema: { type: 'string' } }, Sunset: { schema: { type: 'string' } } },
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Pet' } } },
+            },
+            '404': { $ref: '#/components/responses/NotFound' },
+            '429': {
+              description: 'Too many.',
+              headers: { 'Retry-After': { schema: { type: 'string' } } },
+              content: errorJson,
+            },
+          },
+        },
+      },
+    },
+  } as OpenApiDocument;
+}
+
+function operations(doc: OpenApiDocument): Operation[] {
+  return Object.values(doc.paths ?? {}).flatMap((item) => Object.values(item) as Operation[]);
+}
+
+describe('publicDocument', () => {
+  const upstream = petsLikeDoc();
+  const doc = publicDocument(upstream);
+
+  it('declares the bearer scheme for every operation and is served from the gateway', () => {
+    expect(doc.components?.securitySchemes?.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.security).toEqual([{ bearerAuth: [] }]);
+    expect(doc.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+    expect(JSON.stringify(doc)).not.toContain('pets.internal');
+    expect(doc.info).toMatchObject({ title: 'Animal store API', version: '1.0.0' });
+    expect(doc.info.description).toContain('| Free | 60 | 1,000 |');
+    expect(doc.info.description).toContain('| Business | 1,000 | 100,000 |');
+  });
+
+  it('gives every operation 401, 429 (with Retry-After), 502, 503 and 504 in the Error shape', () => {
+    const ops = operations(doc);
+    expect(ops.map((op) => op.operationId).sort()).toEqual(['createPet', 'getPet', 'listPets']);
+    for (const op of ops) {
+      for (const status of ['401', '429', '502', '503', '504']) {
+        expect(op.responses[status], `${op.operationId} ${status}`).toMatchObject({
+          description: expect.any(String),
+          content: errorJson,
+        });
+      }
+      expect(op.responses['429']?.headers?.['Retry-After']).toEqual({
+        $ref: '#/components/headers/Retry-After',
+        required: true,
+      });
+      expect(op.responses['401']?.description).toContain('missing_api_key');
+      expect(op.responses['503']?.description).toContain('rate_limiter_unavailable');
+    }
+  });
+
+  it('puts the rate-limit headers on every response of every operation, by reference', () => {
+    const headers = doc.components?.headers ?? {};
+    for (const name of [...RATE_LIMIT_HEADER_NAMES, 'Retry-After']) {
+      expect(headers[name], name).toMatchObject({ description: expect.any(String), schema: expect.any(Object) });
+    }
+    let responses = 0;
+    for (const op of operations(doc)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        responses++;
+        for (const name of RATE_LIMIT_HEADER_NAMES) {
+          expect(response.headers?.[name], `${op.operationId} ${status} ${name}`).toEqual({
+            $ref: `#/components/headers/${name}`,
+          });
+        }
+      }
+    }
+    // Five gateway responses each, plus the pets service's own: 200 and 400, 201, 200 and 404.
+    expect(responses).toBe(3 * 5 + 2 + 1 + 2);
+  });
+
+  it('keeps what the pets service documents: schemas, its own responses and their headers', () => {
+    expect(doc.components?.schemas).toEqual(upstream.components?.schemas);
+    const [list, create, get] = [
+      doc.paths?.['/v1/pets']?.get,
+      doc.paths?.['/v1/pets']?.post,
+      doc.paths?.['/v1/pets/{petId}']?.get,
+    ] as Operation[];
+    expect(list?.responses['200']?.headers?.Link).toEqual({
+      schema: { type: 'string' },
+      description: 'The next page.',
+    });
+    expect(list?.responses['400']?.description).toBe('Bad query.');
+    expect(create?.responses['201']?.headers?.Location).toEqual({ schema: { type: 'string' } });
+    expect(get?.responses['200']?.headers?.Sunset).toEqual({ schema: { type: 'string' } });
+    // A response by reference is copied in, so the headers added here belong to this operation.
+    expect(get?.responses['404']).toMatchObject({ description: 'No animal with that identifier exists.' });
+    expect(get?.responses['404']?.headers?.['X-RateLimit-Limit']).toBeDefined();
+    expect(Object.keys(get?.responses ?? {})).toEqual(['200', '401', '404', '429', '502', '503', '504']);
+  });
+
+  it('does not modify its input and gives the same document when applied twice', () => {
+    expect(upstream).toEqual(petsLikeDoc());
+    expect(publicDocument(doc)).toEqual(doc);
+  });
+
+  it('is a valid OpenAPI 3.1 document', async () => {
+    await expect(SwaggerParser.validate(structuredClone(petsLikeDoc()) as never)).resolves.toBeDefined();
+    await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeDefined();
+  });
+
+  it('recognises an OpenAPI 3.1 document and nothing else', () => {
+    expect(isOpenApi31(petsLikeDoc())).toBe(true);
+    expect(isOpenApi31({ ...petsLikeDoc(), openapi: '3.0.3' })).toBe(false);
+    expect(isOpenApi31({ openapi: '3.1.0', info: {} })).toBe(false);
+    expect(isOpenApi31([])).toBe(false);
+  });
+});
+
+/** An upstream serving a fixed document, counting requests; `mode` changes how it answers. */
+async function startDocUpstream() {
+  const state = { hits: 0, mode: 'ok' as 'ok' | 'error' | 'slow' };
+  const app: FastifyInstance = Fastify();
+  app.get('/v1/openapi.json', async (_request, reply) => {
+    state.hits++;
+    if (state.mode === 'error') return reply.code(500).send({ code: 'internal_error', message: 'x', status: 500 });
+    if (state.mode === 'slow') await new Promise((resolve) => setTimeout(resolve, 1_000));
+    return petsLikeDoc();
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, state, close: () => app.close() };
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function docUpstream() {
+  const upstream = await startDocUpstream();
+  cleanups.push(upstream.close);
+  return upstream;
+}
+
+async function gateway(upstream: string, env: Record<string, string> = {}): Promise<TestGateway> {
+  const gw = await startGateway({ upstream, env });
+  cleanups.push(() => gw.close());
+  return gw;
+}
+
+function expectError(res: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number) {
+  expect(res.statusCode, res.body).toBe(status);
+  expect(String(res.headers['content-type'])).toMatch(/^application\/json/);
+  const body = JSON.parse(res.body);
+  expect(body).toEqual({ code: expect.any(String), message: expect.any(String), status });
+  return body.code as string;
+}
+
+describe('OpenApiSource', () => {
+  it('keeps the document for the TTL, shares one fetch between callers, and serves the last one when the upstream fails', async () => {
+    const upstream = await docUpstream();
+    let now = 1_000_000;
+    const errors: boolean[] = [];
+    const source = new OpenApiSource({
+      upstream: upstream.url,
+      timeoutMs: 2_000,
+      ttlMs: 60_000,
+      now: () => now,
+      onRefreshError: (_err, stale) => errors.push(stale),
+    });
+    const [a, b] = await Promise.all([source.get(), source.get()]);
+    expect(a).toBe(b);
+    expect(upstream.state.hits).toBe(1);
+    now += 59_000;
+    expect(await source.get()).toBe(a);
+    expect(upstream.state.hits).toBe(1);
+    now += 2_000;
+    upstream.state.mode = 'error';
+    expect(await source.get()).toBe(a);
+    expect(upstream.state.hits).toBe(2);
+    expect(errors).toEqual([true]);
+    upstream.state.mode = 'ok';
+    const fresh = await source.get();
+    expect(fresh).not.toBe(a);
+    expect(fresh).toEqual(a);
+    expect(upstream.state.hits).toBe(3);
+  });
+
+  it('fails with the Error body when nothing is cached', async () => {
+    const source = new OpenApiSource({ upstream: 'http://127.0.0.1:9', timeoutMs: 2_000 });
+    const err = await source.get().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenApiUnavailable);
+    expect((err as OpenApiUnavailable).body).toMatchObject({ status: 503, code: 'upstream_unavailable' });
+  });
+});
+
+describe('GET /v1/openapi.json on the gateway', () => {
+  it('serves the public document without a key and without counting against a limit', async () => {
+    const upstream = await docUpstream();
+    const gw = await gateway(upstream.url);
+    const res = await gw.app.inject({ url: '/v1/openapi.json' });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+    const doc = res.json() as OpenApiDocument;
+    expect(
+      operations(doc)
+        .map((op) => op.operationId)
+        .sort(),
+    ).toEqual(['createPet', 'getPet', 'listPets']);
+    expect(doc.components?.securitySchemes?.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+    await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeDefined();
+    // The proxy still owns the rest of /v1.
+    expect((await gw.app.inject({ url: '/v1/pets' })).statusCode).toBe(401);
+  });
+
+  it('answers from its cache while the upstream is down', async () => {
+    const upstream = await docUpstream();
+    const gw = await gateway(upstream.url);
+    const first = await gw.app.inject({ url: '/v1/openapi.json' });
+    expect(first.statusCode).toBe(200);
+    await upstream.close();
+    const second = await gw.app.inject({ url: '/v1/openapi.json' });
+    expect(second.statusCode).toBe(200);
+    expect(second.body).toBe(first.body);
+    expect(upstream.state.hits).toBe(1);
+  });
+
+  it('answers 503 upstream_unavailable in the Error shape when the upstream is unreachable', async () => {
+    const gw = await gateway('http://127.0.0.1:9');
+    const res = await gw.app.inject({ url: '/v1/openapi.json' });
+    expect(expectError(res, 503)).toBe('upstream_unavailable');
+    expectError(await gw.app.inject({ url: '/docs/json' }), 503);
+    // The page itself does not depend on the upstream.
+    expect((await gw.app.inject({ url: '/docs' })).statusCode).toBe(200);
+  });
+
+  it('answers 502 when the upstream sends something that is not an OpenAPI 3.1 document', async () => {
+    const echo = await startEchoUpstream();
+    cleanups.push(echo.close);
+    const gw = await gateway(echo.url);
+    expect(expectError(await gw.app.inject({ url: '/v1/openapi.json' }), 502)).toBe('upstream_unavailable');
+  });
+
+  it('answers 504 upstream_timeout when the upstream is too slow', async () => {
+    const upstream = await docUpstream();
+    upstream.state.mode = 'slow';
+    const gw = await gateway(upstream.url, { UPSTREAM_TIMEOUT_MS: '200' });
+    expect(expectError(await gw.app.inject({ url: '/v1/openapi.json' }), 504)).toBe('upstream_timeout');
+  });
+});
+
+describe('/docs on the gateway', () => {
+  it('serves the reference page and every asset it names without a key, from this origin only', async () => {
+    const upstream = await docUpstream();
+    const gw = await gateway(upstream.url);
+    const page = await gw.app.inject({ url: '/docs' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    const csp = String(page.headers['content-security-policy']);
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toMatch(/https?:|unsafe/);
+    // No CDN, no other host: every script, style and icon is a path on this gateway.
+    expect(page.body).not.toMatch(/https?:\/\/|\/\/[a-z]/i);
+    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
+    expect(assets).toEqual(
+      expect.arrayContaining([
+        '/docs/static/swagger-ui.css',
+        '/docs/static/swagger-ui-bundle.js',
+        '/docs/static/swagger-ui-standalone-preset.js',
+        '/docs/static/swagger-initializer.js',
+      ]),
+    );
+    for (const asset of assets) {
+      expect(asset).toMatch(/^\/docs\//);
+      const res = await gw.app.inject({ url: asset });
+      expect(res.statusCode, asset).toBe(200);
+      expect(res.headers['x-ratelimit-limit'], asset).toBeUndefined();
+    }
+    const initializer = await gw.app.inject({ url: '/docs/static/swagger-initializer.js' });
+    expect(initializer.body).toContain("resolveUrl('./json')");
+    expect(initializer.body).toContain('validatorUrl: null');
+
+    // The page loads the same document /v1/openapi.json serves.
+    const json = await gw.app.inject({ url: '/docs/json' });
+    expect(json.statusCode).toBe(200);
+    expect(json.json()).toEqual((await gw.app.inject({ url: '/v1/openapi.json' })).json());
+    expect(upstream.state.hits).toBe(1);
+  });
+});
