@@ -34,14 +34,21 @@ export const httpMetrics = fp(
       registers: [registry],
     });
     app.decorate('metrics', registry);
-    app.addHook('onResponse', async (request, reply) => {
-      const labels = {
-        route: request.routeOptions.url ?? 'unmatched',
-        method: request.method,
-        status: String(reply.statusCode),
-      };
-      requests.inc(labels);
-      duration.observe(labels, reply.elapsedTime / 1000);
+    // Label children are looked up once per route, method and status instead of hashing the
+    // labels on every request; routes are a fixed set, so the map stays small.
+    const children = new Map<string, { count: Counter.Internal; latency: Histogram.Internal<string> }>();
+    app.addHook('onResponse', (request, reply, done) => {
+      const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched');
+      const id = `${route} ${request.method} ${reply.statusCode}`;
+      let child = children.get(id);
+      if (!child) {
+        const labels = { route, method: request.method, status: String(reply.statusCode) };
+        child = { count: requests.labels(labels), latency: duration.labels(labels) };
+        children.set(id, child);
+      }
+      child.count.inc();
+      child.latency.observe(reply.elapsedTime / 1000);
+      done();
     });
     app.get('/metrics', { config: { public: true }, schema: { hide: true } as object }, async (_request, reply) => {
       reply.type(registry.contentType);

@@ -6,10 +6,10 @@ import type { KeyResolver } from './keys/key-resolver.js';
 import type { KeyRecord } from './keys/key-store.js';
 import type { AnonymousLimiter } from './limits/anonymous-limiter.js';
 import { MINUTE_MS, windowsFor } from './limits/decision.js';
-import type { GuardedLimiter } from './limits/guarded-limiter.js';
+import type { GuardedDecision, GuardedLimiter } from './limits/guarded-limiter.js';
 import { setRateLimitHeaders } from './limits/headers.js';
 import type { GatewayMetrics } from './metrics.js';
-import { limitsFor } from './plans.js';
+import { type Limits, limitsFor } from './plans.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -61,56 +61,72 @@ export const gate = fp(
       throw new ApiError(401, 'invalid_api_key', 'The API key is not valid');
     }
 
-    app.addHook('onRequest', async (request, reply) => {
-      if (request.routeOptions.config.public) return;
-      const header = request.headers.authorization;
-      if (header === undefined || header === '') return refuseAnonymous(request, reply, 'missing');
-      const match = BEARER.exec(header);
-      const presented = match?.[1];
-      // Shape and checksum first: garbage never reaches the key store or the key's limiter.
-      if (presented === undefined || !isWellFormedApiKey(presented)) {
-        return refuseAnonymous(request, reply, match ? 'malformed' : 'missing');
-      }
-      let record: KeyRecord | null;
-      try {
-        record = await keys.resolve(presented);
-      } catch (err) {
-        request.log.error({ err }, 'key store unavailable');
-        throw new ApiError(503, 'service_unavailable', 'Cannot verify API keys right now; retry shortly', {
-          'retry-after': String(UNAVAILABLE_RETRY_SECONDS),
-        });
-      }
-      if (record === null) return refuseAnonymous(request, reply, 'unknown');
-      request.apiKey = record;
-
-      const limits = limitsFor(record.plan, record.limits);
-      const decision = await limiter.consume(record.id, limits);
+    /** The refusal (429, 503) for a limiter decision, or undefined when the request may go on. */
+    function decide(
+      reply: FastifyReply,
+      record: KeyRecord,
+      limits: Limits,
+      decision: GuardedDecision,
+    ): ApiError | undefined {
       const at = now();
       metrics.decisions.inc({ decision: decision.outcome, source: decision.source });
       switch (decision.outcome) {
         case 'admitted':
           setRateLimitHeaders(reply, decision.windows, at);
-          return;
-        case 'limited': {
+          return undefined;
+        case 'limited':
           setRateLimitHeaders(reply, decision.windows, at);
-          throw new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded for the ${record.plan} plan`, {
+          return new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded for the ${record.plan} plan`, {
             'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)),
           });
-        }
-        case 'banned': {
+        case 'banned':
           setRateLimitHeaders(reply, decision.windows, at, decision.banEndsAt);
-          throw new ApiError(429, 'api_key_banned', 'This API key is temporarily banned for ignoring rate limits', {
+          return new ApiError(429, 'api_key_banned', 'This API key is temporarily banned for ignoring rate limits', {
             'retry-after': String(Math.max(1, Math.ceil((decision.banEndsAt - at) / 1000))),
           });
-        }
-        case 'unavailable': {
-          const until = at + UNAVAILABLE_RETRY_SECONDS * 1000;
-          setRateLimitHeaders(reply, windowsFor(limits, 0, MINUTE_MS, 0, 0, at), at, until);
-          throw new ApiError(503, 'rate_limiter_unavailable', 'Rate limiting is unavailable; retry shortly', {
+        case 'unavailable':
+          setRateLimitHeaders(
+            reply,
+            windowsFor(limits, 0, MINUTE_MS, 0, 0, at),
+            at,
+            at + UNAVAILABLE_RETRY_SECONDS * 1000,
+          );
+          return new ApiError(503, 'rate_limiter_unavailable', 'Rate limiting is unavailable; retry shortly', {
             'retry-after': String(UNAVAILABLE_RETRY_SECONDS),
           });
-        }
       }
+    }
+
+    function keyStoreUnavailable(request: FastifyRequest, err: unknown): ApiError {
+      request.log.error({ err }, 'key store unavailable');
+      return new ApiError(503, 'service_unavailable', 'Cannot verify API keys right now; retry shortly', {
+        'retry-after': String(UNAVAILABLE_RETRY_SECONDS),
+      });
+    }
+
+    // Callback style with a synchronous path up to the limiter: this runs on every request, and
+    // each await would cost a promise and a microtask.
+    app.addHook('onRequest', (request, reply, done) => {
+      if (request.routeOptions.config.public) return done();
+      const header = request.headers.authorization;
+      if (header === undefined || header === '') return void refuseAnonymous(request, reply, 'missing').catch(done);
+      const match = BEARER.exec(header);
+      const presented = match?.[1];
+      // Shape and checksum first: garbage never reaches the key store or the key's limiter.
+      if (presented === undefined || !isWellFormedApiKey(presented)) {
+        return void refuseAnonymous(request, reply, match ? 'malformed' : 'missing').catch(done);
+      }
+      const withRecord = (record: KeyRecord | null) => {
+        if (record === null) return void refuseAnonymous(request, reply, 'unknown').catch(done);
+        request.apiKey = record;
+        // Every later line for this request (refusals, upstream errors, completion) names the key.
+        request.log = reply.log = request.log.child({ keyId: record.id });
+        const limits = limitsFor(record.plan, record.limits);
+        limiter.consume(record.id, limits).then((decision) => done(decide(reply, record, limits, decision)), done);
+      };
+      const found = keys.resolve(presented);
+      if (found instanceof Promise) found.then(withRecord, (err) => done(keyStoreUnavailable(request, err)));
+      else withRecord(found);
     });
   },
   { name: 'gate' },

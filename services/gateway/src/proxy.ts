@@ -68,8 +68,9 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
     replyOptions: {
       // Retrying would replay non-idempotent work and multiply load on a struggling upstream.
       retryDelay: () => null,
+      // reply-from hands over its own copy of the request headers, so they are edited in place.
       rewriteRequestHeaders: (request, headers) => {
-        const out = { ...headers };
+        const out = headers;
         delete out.authorization;
         for (const name of IDENTITY_HEADERS) delete out[name];
         out['x-request-id'] = request.id;
@@ -81,6 +82,10 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
       },
       rewriteHeaders: (headers) => {
         for (const name of RATE_LIMIT_HEADERS) delete headers[name];
+        // Hop-by-hop: the upstream's keep-alive terms are not the client's (reply-from copies them,
+        // and Node then keeps a connection open that the client asked to close).
+        delete headers.connection;
+        delete headers['keep-alive'];
         delete headers['x-request-id'];
         return headers;
       },

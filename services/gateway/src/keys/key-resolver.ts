@@ -39,13 +39,20 @@ export class KeyResolver {
     return this.fromFile.size;
   }
 
-  /** The live record for a well-formed key, or null when unknown or revoked. */
-  async resolve(key: string): Promise<KeyRecord | null> {
+  /**
+   * The live record for a well-formed key, or null when unknown or revoked. Answers without a
+   * promise when the key is known in process (the steady state), with one on a cache miss.
+   */
+  resolve(key: string): KeyRecord | null | Promise<KeyRecord | null> {
     const sha256 = hashApiKey(key);
     const fromFile = this.fromFile.get(sha256);
     if (fromFile) return fromFile;
     const cached = this.cache.get(sha256);
     if (cached) return cached.record;
+    return this.miss(sha256);
+  }
+
+  private async miss(sha256: string): Promise<KeyRecord | null> {
     let lookup = this.pending.get(sha256);
     if (!lookup) {
       lookup = this.lookup(sha256).finally(() => this.pending.delete(sha256));

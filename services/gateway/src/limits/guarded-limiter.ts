@@ -40,29 +40,41 @@ export class GuardedLimiter {
     return this.failing;
   }
 
-  async consume(keyId: string, limits: Limits): Promise<GuardedDecision> {
+  consume(keyId: string, limits: Limits): Promise<GuardedDecision> {
     const known = this.bans.get(keyId);
     if (known) {
       if (known.endsAt > this.now()) {
-        return { outcome: 'banned', windows: known.windows, banEndsAt: known.endsAt, source: 'local-ban' };
+        return Promise.resolve({
+          outcome: 'banned',
+          windows: known.windows,
+          banEndsAt: known.endsAt,
+          source: 'local-ban',
+        });
       }
       this.bans.delete(keyId);
     }
-    let decision: Decision;
-    try {
-      decision = await this.primary.consume(keyId, limits);
-    } catch (err) {
-      this.hooks.onPrimaryError?.(err, !this.failing);
-      this.failing = true;
-      if (this.mode === 'closed' || !this.fallback) return { outcome: 'unavailable', source: 'shared' };
-      return { ...(await this.fallback.consume(keyId, limits)), source: 'fallback' };
-    }
+    // A plain promise chain, not async/await: this runs once per request.
+    return this.primary.consume(keyId, limits).then(
+      (decision) => this.fromPrimary(keyId, decision),
+      (err) => this.afterFailure(err, keyId, limits),
+    );
+  }
+
+  private fromPrimary(keyId: string, decision: Decision): GuardedDecision {
     if (this.failing) {
       this.failing = false;
       this.hooks.onRecovered?.();
     }
     if (decision.outcome === 'banned') this.bans.set(keyId, { endsAt: decision.banEndsAt, windows: decision.windows });
-    return { ...decision, source: 'shared' };
+    // The decision is freshly made for this call, so tagging it in place is safe and saves a copy.
+    return Object.assign(decision, { source: 'shared' as const });
+  }
+
+  private async afterFailure(err: unknown, keyId: string, limits: Limits): Promise<GuardedDecision> {
+    this.hooks.onPrimaryError?.(err, !this.failing);
+    this.failing = true;
+    if (this.mode === 'closed' || !this.fallback) return { outcome: 'unavailable', source: 'shared' };
+    return Object.assign(await this.fallback.consume(keyId, limits), { source: 'fallback' as const });
   }
 
   /** Forgets what this replica knows of a key's ban (after an admin lifted it anywhere). */

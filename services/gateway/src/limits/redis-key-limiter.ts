@@ -22,11 +22,11 @@ import {
  * minuteTtl, dayCount, dayTtl, banTtl}.
  */
 const LIMIT_SCRIPT = `
-local banTtl = redis.call('PTTL', KEYS[3])
-local m = tonumber(redis.call('GET', KEYS[1]) or '0')
-local d = tonumber(redis.call('GET', KEYS[2]) or '0')
-if banTtl > 0 then
-  return {2, m, redis.call('PTTL', KEYS[1]), d, redis.call('PTTL', KEYS[2]), banTtl}
+local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+local m = tonumber(v[1] or '0')
+local d = tonumber(v[2] or '0')
+if v[3] then
+  return {2, m, redis.call('PTTL', KEYS[1]), d, redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[3])}
 end
 if m < tonumber(ARGV[1]) and d < tonumber(ARGV[2]) then
   local mttl = tonumber(ARGV[3])
