@@ -1,0 +1,483 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { constants } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { StartedTestContainer } from 'testcontainers';
+import { findMongo, type TestMongo } from './mongo.js';
+import { startRedis, type TestRedis } from './redis.js';
+import { containerRuntime, freePort } from './runtime.js';
+
+/**
+ * The whole animal store for cross-service tests, reached only over HTTP: MongoDB, Redis, the pets
+ * service and the gateway (with its admin API).
+ *
+ * - `containers`: with a container runtime, both images are built from this repository's
+ *   Dockerfiles (build context = repository root) and run with mongo:7 and redis:7-alpine on one
+ *   network, configured as docker-compose.yml configures them (NODE_ENV=production).
+ * - `processes`: without one, what can run for real does: Redis from REDIS_URL or a local
+ *   redis-server, MongoDB from MONGO_URL or a mongod on PATH (else the in-memory stores), and both
+ *   services as `node services/<name>/dist/server.js` processes from the build. One line says what
+ *   was skipped.
+ */
+
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const PETS_SERVER = 'services/pets/dist/server.js';
+const GATEWAY_SERVER = 'services/gateway/dist/server.js';
+/** Where the containers mode puts `apiKeysFile` inside the gateway container. */
+const CONTAINER_KEYS_FILE = '/etc/animal-store/keys/api-keys.json';
+
+export interface StackOptions {
+  /** API_KEYS_FILE for the gateway (hash-only records, e.g. from `keys create --file`); read at start. */
+  apiKeysFile?: string;
+  /** Extra gateway environment, in both modes (and for replicas started with `startGatewayReplica`). */
+  gatewayEnv?: Record<string, string>;
+  /** Admin token (16+ characters); generated when omitted. */
+  adminToken?: string;
+  /** How long to wait for each service's /readyz (default 60 s; image builds are not counted). */
+  readyTimeoutMs?: number;
+}
+
+export interface GatewayReplica {
+  url: string;
+  adminUrl: string;
+  stop(): Promise<void>;
+}
+
+export interface Stack {
+  /** Public gateway base URL (no trailing slash); the API is under /v1. */
+  gatewayUrl: string;
+  /** Admin API base URL; send `Authorization: Bearer ${adminToken}`. */
+  adminUrl: string;
+  adminToken: string;
+  /** The pets service as reachable from this host (tests go through the gateway; replicas need it). */
+  petsUrl: string;
+  /** The Redis the gateway uses, by a URL reachable from this host. */
+  redis: TestRedis;
+  /** The gateway's Redis key prefix; replicas of one deployment share it. */
+  redisPrefix: string;
+  /** MongoDB reachable from this host, or null where the in-memory stores run. */
+  mongoUrl: string | null;
+  mode: 'containers' | 'processes';
+  /** What this run could not exercise for real (empty in containers mode). */
+  skipped: string[];
+  /**
+   * Starts one more gateway, as a process on this host, sharing this stack's Redis (and MongoDB,
+   * when there is one) and upstream: a second replica of the same deployment. Stopped by stop().
+   */
+  startGatewayReplica(options?: { apiKeysFile?: string; env?: Record<string, string> }): Promise<GatewayReplica>;
+  stop(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes: output captured for error messages, stopped with SIGTERM then SIGKILL, and
+// killed when this process exits however it exits.
+
+const OUTPUT_LIMIT = 64 * 1024;
+const STOP_GRACE_MS = 5_000;
+const running = new Set<ServiceProcess>();
+let exitHooksInstalled = false;
+
+function installExitHooks(): void {
+  if (exitHooksInstalled) return;
+  exitHooksInstalled = true;
+  process.on('exit', () => {
+    for (const child of running) child.killNow();
+  });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    const onSignal = () => {
+      for (const child of running) child.killNow();
+      // Only ours: the default action (exit) would otherwise be lost by listening at all.
+      if (process.listenerCount(signal) === 1) process.exit(128 + constants.signals[signal]);
+    };
+    process.on(signal, onSignal);
+  }
+}
+
+class ServiceProcess {
+  private output = '';
+  private readonly child: ChildProcess;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(
+    readonly name: string,
+    script: string,
+    env: Record<string, string>,
+  ) {
+    installExitHooks();
+    const path = `${REPO_ROOT}${script}`;
+    if (!existsSync(path)) throw new Error(`${path} is missing: build first (npx tsc -b; npm test does it)`);
+    this.child = spawn(process.execPath, [path], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-OUTPUT_LIMIT);
+    };
+    this.child.stdout?.on('data', keep);
+    this.child.stderr?.on('data', keep);
+    running.add(this);
+    this.exited = new Promise((resolve) => {
+      this.child.once('exit', (code, signal) => {
+        running.delete(this);
+        resolve({ code, signal });
+      });
+      this.child.once('error', (err) => {
+        keep(Buffer.from(`spawn failed: ${err.message}\n`));
+        running.delete(this);
+        resolve({ code: null, signal: null });
+      });
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null && running.has(this);
+  }
+
+  describe(reason: string): Error {
+    const output = this.output.trim() || '(no output)';
+    return new Error(`${this.name} (pid ${this.pid}) ${reason}. Its output:\n${output}`);
+  }
+
+  /** Polls `${url}/readyz` until it answers 200; fails at once, with the output, if the process dies. */
+  async waitReady(url: string, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let died = false;
+    void this.exited.then(() => {
+      died = true;
+    });
+    let last = 'no answer';
+    while (Date.now() < deadline) {
+      if (died) {
+        const { code, signal } = await this.exited;
+        throw this.describe(`exited (${signal ?? code}) before it was ready at ${url}/readyz`);
+      }
+      try {
+        const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) });
+        last = `${response.status} ${await response.text()}`;
+        if (response.status === 200) return;
+      } catch (err) {
+        last = err instanceof Error ? err.message : String(err);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw this.describe(`was not ready at ${url}/readyz within ${timeoutMs} ms (last: ${last})`);
+  }
+
+  /** SIGTERM (graceful shutdown), then SIGKILL if it is still there after the grace period. */
+  async stop(): Promise<void> {
+    if (!this.alive) return;
+    this.child.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), STOP_GRACE_MS);
+    });
+    const outcome = await Promise.race([this.exited, late]);
+    clearTimeout(timer);
+    if (outcome === 'late') {
+      this.child.kill('SIGKILL');
+      await this.exited;
+    }
+  }
+
+  /** Synchronous, for process exit. */
+  killNow(): void {
+    if (this.alive) this.child.kill('SIGKILL');
+  }
+}
+
+/** Only what a service needs from this environment: nothing of the test run's own config leaks in. */
+function baseEnv(): Record<string, string> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+  if (process.env.HOME) env.HOME = process.env.HOME;
+  if (process.env.TMPDIR) env.TMPDIR = process.env.TMPDIR;
+  return env;
+}
+
+interface GatewayProcessOptions {
+  name: string;
+  redisUrl: string;
+  redisPrefix: string;
+  petsUrl: string;
+  mongoUrl: string | null;
+  adminToken: string;
+  apiKeysFile: string | undefined;
+  env: Record<string, string> | undefined;
+  readyTimeoutMs: number;
+}
+
+async function startGatewayProcess(
+  options: GatewayProcessOptions,
+): Promise<{ process: ServiceProcess; url: string; adminUrl: string }> {
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const gateway = new ServiceProcess(options.name, GATEWAY_SERVER, {
+    ...baseEnv(),
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    ADMIN_HOST: '127.0.0.1',
+    ADMIN_PORT: String(adminPort),
+    ADMIN_TOKEN: options.adminToken,
+    PETS_URL: options.petsUrl,
+    REDIS_URL: options.redisUrl,
+    REDIS_PREFIX: options.redisPrefix,
+    LOG_LEVEL: 'warn',
+    SHUTDOWN_GRACE_MS: '2000',
+    ...(options.mongoUrl ? { MONGO_URL: options.mongoUrl } : {}),
+    ...(options.apiKeysFile ? { API_KEYS_FILE: options.apiKeysFile } : {}),
+    ...options.env,
+  });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await gateway.waitReady(url, options.readyTimeoutMs);
+  } catch (err) {
+    await gateway.stop();
+    throw err;
+  }
+  return { process: gateway, url, adminUrl: `http://127.0.0.1:${adminPort}` };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const adminToken = options.adminToken ?? `it-${randomBytes(18).toString('base64url')}`;
+  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  return (await containerRuntime())
+    ? startContainers(options, adminToken, readyTimeoutMs)
+    : startProcesses(options, adminToken, readyTimeoutMs);
+}
+
+/** Runs cleanup steps in order, all of them even when some fail; throws the first failure. */
+async function runAll(steps: Array<() => Promise<unknown>>): Promise<void> {
+  let first: unknown;
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (err) {
+      first ??= err;
+    }
+  }
+  if (first !== undefined) throw first;
+}
+
+function replicaStarter(
+  base: Omit<GatewayProcessOptions, 'name' | 'apiKeysFile' | 'env'>,
+  gatewayEnv: Record<string, string> | undefined,
+  replicas: ServiceProcess[],
+): Stack['startGatewayReplica'] {
+  return async (replicaOptions = {}) => {
+    const started = await startGatewayProcess({
+      ...base,
+      name: `gateway replica ${replicas.length + 2}`,
+      apiKeysFile: replicaOptions.apiKeysFile,
+      env: { ...gatewayEnv, ...replicaOptions.env },
+    });
+    replicas.push(started.process);
+    return { url: started.url, adminUrl: started.adminUrl, stop: () => started.process.stop() };
+  };
+}
+
+async function startProcesses(options: StackOptions, adminToken: string, readyTimeoutMs: number): Promise<Stack> {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  const replicas: ServiceProcess[] = [];
+  try {
+    const redis = await startRedis();
+    cleanup.unshift(() => redis.stop());
+    const lookup = await findMongo();
+    const mongo: TestMongo | null = lookup.mongo;
+    if (mongo) cleanup.unshift(() => mongo.stop());
+
+    const petsPort = await freePort();
+    const pets = new ServiceProcess('pets', PETS_SERVER, {
+      ...baseEnv(),
+      HOST: '127.0.0.1',
+      PORT: String(petsPort),
+      LOG_LEVEL: 'warn',
+      SHUTDOWN_GRACE_MS: '2000',
+      ...(mongo ? { MONGO_URL: mongo.url } : {}),
+    });
+    cleanup.unshift(() => pets.stop());
+    const petsUrl = `http://127.0.0.1:${petsPort}`;
+    await pets.waitReady(petsUrl, readyTimeoutMs);
+
+    // Its own prefix, so a Redis shared through REDIS_URL never mixes this stack's counters with another's.
+    const redisPrefix = `it${randomUUID().slice(0, 8)}:`;
+    const base = {
+      redisUrl: redis.url,
+      redisPrefix,
+      petsUrl,
+      mongoUrl: mongo?.url ?? null,
+      adminToken,
+      readyTimeoutMs,
+    };
+    const gateway = await startGatewayProcess({
+      ...base,
+      name: 'gateway',
+      apiKeysFile: options.apiKeysFile,
+      env: options.gatewayEnv,
+    });
+    cleanup.unshift(() => gateway.process.stop());
+    cleanup.unshift(() => Promise.all(replicas.map((r) => r.stop())));
+
+    const skipped = ['container images'];
+    if (!mongo) skipped.push('MongoDB');
+    const redisSource = redis.source === 'env' ? 'Redis from REDIS_URL' : 'local redis-server';
+    const store = mongo
+      ? `MongoDB from ${mongo.source === 'env' ? 'MONGO_URL' : 'a local mongod'}`
+      : 'the in-memory pet store';
+    console.warn(
+      `[integration] no container runtime: running services as processes with ${redisSource} and ${store}; skipped: ${skipped.join(', ')}`,
+    );
+
+    return {
+      gatewayUrl: gateway.url,
+      adminUrl: gateway.adminUrl,
+      adminToken,
+      petsUrl,
+      redis,
+      redisPrefix,
+      mongoUrl: mongo?.url ?? null,
+      mode: 'processes',
+      skipped,
+      startGatewayReplica: replicaStarter(base, options.gatewayEnv, replicas),
+      stop: () => runAll(cleanup.splice(0)),
+    };
+  } catch (err) {
+    await runAll(cleanup.splice(0)).catch(() => {});
+    throw err;
+  }
+}
+
+async function startContainers(options: StackOptions, adminToken: string, readyTimeoutMs: number): Promise<Stack> {
+  const { GenericContainer, Network, Wait } = await import('testcontainers');
+  type Started = StartedTestContainer;
+  const cleanup: Array<() => Promise<unknown>> = [];
+  const replicas: ServiceProcess[] = [];
+  const logs = new Map<string, string>();
+  const collect = (name: string) => (stream: NodeJS.ReadableStream) => {
+    stream.on('data', (chunk: Buffer | string) => {
+      logs.set(name, ((logs.get(name) ?? '') + chunk.toString()).slice(-OUTPUT_LIMIT));
+    });
+  };
+  const started = async (name: string, start: () => Promise<Started>): Promise<Started> => {
+    try {
+      const container = await start();
+      cleanup.unshift(() => container.stop());
+      return container;
+    } catch (err) {
+      const output = logs.get(name)?.trim();
+      const message = err instanceof Error ? err.message : String(err);
+      throw new Error(`${name} container did not start: ${message}${output ? `\nIts output:\n${output}` : ''}`);
+    }
+  };
+
+  try {
+    const network = await new Network().start();
+    cleanup.unshift(() => network.stop());
+
+    // Both images from this repository, as `docker build -f services/<name>/Dockerfile .` builds them.
+    const [petsImage, gatewayImage] = await Promise.all([
+      GenericContainer.fromDockerfile(REPO_ROOT, 'services/pets/Dockerfile').build(),
+      GenericContainer.fromDockerfile(REPO_ROOT, 'services/gateway/Dockerfile').build(),
+    ]);
+
+    const [mongo, redisContainer] = await Promise.all([
+      started('mongo', () =>
+        new GenericContainer('mongo:7')
+          .withNetwork(network)
+          .withNetworkAliases('mongo')
+          .withExposedPorts(27017)
+          .withLogConsumer(collect('mongo'))
+          .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
+          .start(),
+      ),
+      started('redis', () =>
+        new GenericContainer('redis:7-alpine')
+          .withNetwork(network)
+          .withNetworkAliases('redis')
+          .withExposedPorts(6379)
+          .withLogConsumer(collect('redis'))
+          .withWaitStrategy(Wait.forLogMessage(/Ready to accept connections/))
+          .start(),
+      ),
+    ]);
+
+    const pets = await started('pets', () =>
+      petsImage
+        .withNetwork(network)
+        .withNetworkAliases('pets')
+        .withEnvironment({
+          NODE_ENV: 'production',
+          PORT: '8090',
+          MONGO_URL: 'mongodb://mongo:27017',
+          LOG_LEVEL: 'warn',
+        })
+        .withExposedPorts(8090)
+        .withLogConsumer(collect('pets'))
+        .withWaitStrategy(Wait.forHttp('/readyz', 8090).forStatusCode(200))
+        .withStartupTimeout(readyTimeoutMs)
+        .start(),
+    );
+
+    let gatewayContainer = gatewayImage
+      .withNetwork(network)
+      .withNetworkAliases('gateway')
+      .withEnvironment({
+        NODE_ENV: 'production',
+        PORT: '8080',
+        PETS_URL: 'http://pets:8090',
+        REDIS_URL: 'redis://redis:6379/0',
+        MONGO_URL: 'mongodb://mongo:27017',
+        ADMIN_HOST: '0.0.0.0',
+        ADMIN_PORT: '8081',
+        ADMIN_TOKEN: adminToken,
+        LOG_LEVEL: 'warn',
+        ...(options.apiKeysFile ? { API_KEYS_FILE: CONTAINER_KEYS_FILE } : {}),
+        ...options.gatewayEnv,
+      })
+      .withExposedPorts(8080, 8081)
+      .withLogConsumer(collect('gateway'))
+      .withWaitStrategy(Wait.forHttp('/readyz', 8080).forStatusCode(200))
+      .withStartupTimeout(readyTimeoutMs);
+    if (options.apiKeysFile) {
+      // Root-owned and world-readable: the image runs as `node` and must only read it.
+      gatewayContainer = gatewayContainer.withCopyFilesToContainer([
+        { source: options.apiKeysFile, target: CONTAINER_KEYS_FILE, mode: 0o444 },
+      ]);
+    }
+    const gateway = await started('gateway', () => gatewayContainer.start());
+
+    const url = (container: Started, port: number) => `http://${container.getHost()}:${container.getMappedPort(port)}`;
+    const redis: TestRedis = {
+      url: `redis://${redisContainer.getHost()}:${redisContainer.getMappedPort(6379)}`,
+      source: 'container',
+      // The container is stopped with the rest of the stack.
+      stop: async () => {},
+    };
+    const mongoUrl = `mongodb://${mongo.getHost()}:${mongo.getMappedPort(27017)}`;
+    const petsUrl = url(pets, 8090);
+    cleanup.unshift(() => Promise.all(replicas.map((r) => r.stop())));
+
+    return {
+      gatewayUrl: url(gateway, 8080),
+      adminUrl: url(gateway, 8081),
+      adminToken,
+      petsUrl,
+      redis,
+      // The gateway's default prefix: this Redis belongs to this stack alone.
+      redisPrefix: 'gw:',
+      mongoUrl,
+      mode: 'containers',
+      skipped: [],
+      startGatewayReplica: replicaStarter(
+        { redisUrl: redis.url, redisPrefix: 'gw:', petsUrl, mongoUrl, adminToken, readyTimeoutMs },
+        options.gatewayEnv,
+        replicas,
+      ),
+      stop: () => runAll(cleanup.splice(0)),
+    };
+  } catch (err) {
+    await runAll(cleanup.splice(0)).catch(() => {});
+    throw err;
+  }
+}
