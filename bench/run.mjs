@@ -3,7 +3,7 @@
 // in front of it, and the real gateway (real Redis) in front of it. Prints a table and ratios.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,6 +43,16 @@ function freePort() {
   });
 }
 
+/** CPU time (user + system) of a process in microseconds, from /proc (Linux). */
+function cpuMicros(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 function start(name, command, argv, env = {}) {
   const child = spawn(command, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -67,9 +77,9 @@ async function waitFor(url) {
 }
 
 async function startRedis() {
-  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL };
+  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, pid: null };
   const port = await freePort();
-  start('redis-server', 'redis-server', [
+  const child = start('redis-server', 'redis-server', [
     '--port',
     String(port),
     '--bind',
@@ -85,7 +95,7 @@ async function startRedis() {
   await probe.connect().catch(() => {});
   for (let i = 0; i < 100 && probe.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
   probe.disconnect();
-  return { url };
+  return { url, pid: child.pid };
 }
 
 function cannon(opts) {
@@ -149,7 +159,7 @@ async function main() {
   const admin = new Redis(redis.url);
   const [petsPort, proxyPort, gatewayPort] = [await freePort(), await freePort(), await freePort()];
   const petsUrl = `http://127.0.0.1:${petsPort}`;
-  start('pets', process.execPath, ['services/pets/dist/server.js'], {
+  const petsProcess = start('pets', process.execPath, ['services/pets/dist/server.js'], {
     PORT: String(petsPort),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
@@ -163,7 +173,10 @@ async function main() {
     });
   }
 
-  start('bare-proxy', process.execPath, ['bench/bare-proxy.mjs'], { PORT: String(proxyPort), PETS_URL: petsUrl });
+  const bareProcess = start('bare-proxy', process.execPath, ['bench/bare-proxy.mjs'], {
+    PORT: String(proxyPort),
+    PETS_URL: petsUrl,
+  });
   await waitFor(`http://127.0.0.1:${proxyPort}/v1/pets`);
 
   const dir = mkdtempSync(join(tmpdir(), 'bench-'));
@@ -189,7 +202,7 @@ async function main() {
       { id: 'bench_banned', name: 'banned', plan: 'free', sha256: hashApiKey(keys.banned) },
     ]),
   );
-  start('gateway', process.execPath, ['services/gateway/dist/server.js'], {
+  const gatewayProcess = start('gateway', process.execPath, ['services/gateway/dist/server.js'], {
     PORT: String(gatewayPort),
     HOST: '127.0.0.1',
     PETS_URL: petsUrl,
@@ -285,6 +298,27 @@ async function main() {
     addedP99Ms: gatewayHalf.p99Ms - directHalf.p99Ms,
   };
 
+  // CPU per request at a fixed, moderate rate: steadier than throughput on a shared machine, and
+  // it shows where the time goes (the gateway process itself, and Redis on its behalf).
+  const cpuRate = Math.min(2000, Math.round(results.scenarios['get.direct'].requestsPerSecond / 4));
+  const cpuPer = async (pid, base, headers) => {
+    await cannon({ url: `${base}/v1/pets?limit=20`, headers, duration: 1, overallRate: cpuRate });
+    const before = cpuMicros(pid);
+    const redisBefore = redis.pid ? cpuMicros(redis.pid) : Number.NaN;
+    const r = await cannon({ url: `${base}/v1/pets?limit=20`, headers, duration: DURATION, overallRate: cpuRate });
+    const n = r.requests.total;
+    return {
+      process: Number(((cpuMicros(pid) - before) / n).toFixed(1)),
+      redis: redis.pid ? Number(((cpuMicros(redis.pid) - redisBefore) / n).toFixed(1)) : null,
+    };
+  };
+  results.cpuMicrosPerRequest = {
+    rate: cpuRate,
+    direct: await cpuPer(petsProcess.pid, targets.direct, {}),
+    bareProxy: await cpuPer(bareProcess.pid, targets.bareProxy, {}),
+    gateway: await cpuPer(gatewayProcess.pid, targets.gateway, auth(keys.open)),
+  };
+
   const s = results.scenarios;
   const ratio = (a, b) => Number((a / b).toFixed(3));
   results.ratios = {
@@ -308,6 +342,11 @@ async function main() {
   const a = results.addedLatencyAtHalfLoad;
   process.stdout.write(
     `latency added at ${a.rate} req/s (50% of gateway max): p50 +${a.addedP50Ms} ms, p99 +${a.addedP99Ms} ms\n`,
+  );
+  const c = results.cpuMicrosPerRequest;
+  process.stdout.write(
+    `CPU µs per request at ${c.rate} req/s: pets ${c.direct.process}, bare proxy ${c.bareProxy.process}, ` +
+      `gateway ${c.gateway.process} (+ Redis ${c.gateway.redis ?? 'n/a'})\n`,
   );
   if (args.out) {
     writeFileSync(args.out, `${JSON.stringify(results, null, 2)}\n`);
