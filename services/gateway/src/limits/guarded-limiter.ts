@@ -12,6 +12,13 @@ interface KnownBan {
   windows: WindowState[];
 }
 
+/**
+ * After the shared limiter fails, requests skip it for this long and go straight to the failure
+ * mode's answer, so an outage costs clients no waiting on timeouts and a recovering Redis no
+ * burst of queued commands; then requests try it again.
+ */
+export const RETRY_SHARED_AFTER_MS = 500;
+
 export interface GuardHooks {
   /** Called on each failure of the shared limiter; `first` when it was healthy until now. */
   onPrimaryError?: (err: unknown, first: boolean) => void;
@@ -26,6 +33,7 @@ export interface GuardHooks {
 export class GuardedLimiter {
   private readonly bans = new Map<string, KnownBan>();
   private failing = false;
+  private retrySharedAt = 0;
 
   constructor(
     readonly primary: KeyLimiter,
@@ -53,6 +61,7 @@ export class GuardedLimiter {
       }
       this.bans.delete(keyId);
     }
+    if (this.failing && this.now() < this.retrySharedAt) return this.withoutShared(keyId, limits);
     // A plain promise chain, not async/await: this runs once per request.
     return this.primary.consume(keyId, limits).then(
       (decision) => this.fromPrimary(keyId, decision),
@@ -70,9 +79,14 @@ export class GuardedLimiter {
     return Object.assign(decision, { source: 'shared' as const });
   }
 
-  private async afterFailure(err: unknown, keyId: string, limits: Limits): Promise<GuardedDecision> {
+  private afterFailure(err: unknown, keyId: string, limits: Limits): Promise<GuardedDecision> {
     this.hooks.onPrimaryError?.(err, !this.failing);
     this.failing = true;
+    this.retrySharedAt = this.now() + RETRY_SHARED_AFTER_MS;
+    return this.withoutShared(keyId, limits);
+  }
+
+  private async withoutShared(keyId: string, limits: Limits): Promise<GuardedDecision> {
     if (this.mode === 'closed' || !this.fallback) return { outcome: 'unavailable', source: 'shared' };
     return Object.assign(await this.fallback.consume(keyId, limits), { source: 'fallback' as const });
   }
