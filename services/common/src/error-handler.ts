@@ -71,7 +71,11 @@ export const errorHandling = fp(
   async (app: FastifyInstance) => {
     app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       const body = toErrorBody(err);
-      if (body.status >= 500) request.log.error({ err }, 'request failed');
+      // A 5xx ApiError without a cause is a deliberate answer (limiter unavailable, key store down)
+      // whose reason was logged once where it was detected: logging it again with a stack for
+      // every refused request would flood the logs at error level for as long as an outage lasts.
+      const deliberate = err instanceof ApiError && err.cause === undefined;
+      if (body.status >= 500 && !deliberate) request.log.error({ err }, 'request failed');
       else request.log.info({ code: body.code, reason: err.message }, 'request refused');
       return sendError(reply, body, err instanceof ApiError ? err.headers : {});
     });

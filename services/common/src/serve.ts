@@ -19,7 +19,18 @@ export async function serve(listeners: Listener[], graceMs: number): Promise<voi
     if (err) first.app.log.error({ err }, 'shutting down after an error');
     else first.app.log.info({ signal }, 'shutting down');
     // Reverse order: the first listener owns the clients and closes them in its onClose, last.
-    for (const l of [...listeners].reverse()) await l.app.close();
+    for (const l of [...listeners].reverse()) {
+      // Node closes the keep-alive connections that are idle when closing starts, but not those
+      // busy then: once their response is done they sit idle, holding close() open until the
+      // client sends again or keepAliveTimeout passes, and the grace period runs out (exit 1).
+      // Closing idle connections until the listener has closed lets the process exit promptly.
+      const sweep = setInterval(() => l.app.server.closeIdleConnections(), 50);
+      try {
+        await l.app.close();
+      } finally {
+        clearInterval(sweep);
+      }
+    }
   });
   for (const l of listeners) {
     await l.app.listen({ host: l.host, port: l.port });

@@ -1,4 +1,5 @@
 import { errorHandling } from '@animal-store/common/error-handler.js';
+import { ApiError } from '@animal-store/common/errors.js';
 import { httpBasics, serverOptions } from '@animal-store/common/http.js';
 import { httpMetrics } from '@animal-store/common/metrics.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
@@ -18,6 +19,8 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
       serviceName: 'gateway',
       logLevel: config.logLevel,
       trustProxy: config.trustProxy,
+      requestTimeoutMs: config.requestTimeoutMs,
+      logStream: deps.logStream,
     }),
   );
   app.setValidatorCompiler(createValidatorCompiler());
@@ -55,6 +58,19 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     anonymous: deps.anonymous,
     metrics: deps.metrics,
     now: deps.now,
+  });
+  // The proxy streams bodies through unread, so fastify's bodyLimit never applies here. Refuse a
+  // declared length over it before proxying: the upstream's early 413 would otherwise race the
+  // body still being sent, and the client would get a 502. (Chunked bodies: the upstream's 413.)
+  const bodyLimit = app.initialConfig.bodyLimit ?? 1024 * 1024;
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const declared = request.headers['content-length'];
+    if (declared !== undefined && Number(declared) > bodyLimit) {
+      return done(
+        new ApiError(413, 'payload_too_large', 'Request body is larger than the limit', { connection: 'close' }),
+      );
+    }
+    done(null, payload);
   });
   await app.register(docsRoutes, { upstream: config.petsUrl, timeoutMs: config.upstreamTimeoutMs });
   await registerProxy(app, { upstream: config.petsUrl, timeoutMs: config.upstreamTimeoutMs, metrics: deps.metrics });

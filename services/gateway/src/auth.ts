@@ -1,6 +1,7 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import type { Counter } from 'prom-client';
 import { isWellFormedApiKey } from './keys/api-key.js';
 import type { KeyResolver } from './keys/key-resolver.js';
 import type { KeyRecord } from './keys/key-store.js';
@@ -61,6 +62,18 @@ export const gate = fp(
       throw new ApiError(401, 'invalid_api_key', 'The API key is not valid');
     }
 
+    // One counter child per outcome and source, found without hashing labels on every request.
+    const decisionCounters = new Map<string, Counter.Internal>();
+    function decisionCounter(decision: GuardedDecision): Counter.Internal {
+      const id = `${decision.outcome}/${decision.source}`;
+      let child = decisionCounters.get(id);
+      if (!child) {
+        child = metrics.decisions.labels({ decision: decision.outcome, source: decision.source });
+        decisionCounters.set(id, child);
+      }
+      return child;
+    }
+
     /** The refusal (429, 503) for a limiter decision, or undefined when the request may go on. */
     function decide(
       reply: FastifyReply,
@@ -69,7 +82,7 @@ export const gate = fp(
       decision: GuardedDecision,
     ): ApiError | undefined {
       const at = now();
-      metrics.decisions.inc({ decision: decision.outcome, source: decision.source });
+      decisionCounter(decision).inc();
       switch (decision.outcome) {
         case 'admitted':
           setRateLimitHeaders(reply, decision.windows, at);

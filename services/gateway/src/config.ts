@@ -22,6 +22,8 @@ export interface GatewayConfig {
   anonPerMinute: number;
   apiKeysFile: string | undefined;
   logLevel: string;
+  /** Longest a client may take to send a whole request (headers and body); 408 after it. */
+  requestTimeoutMs: number;
   /** Upper bound for the upstream to send response headers, and between body chunks. */
   upstreamTimeoutMs: number;
   /** No request waits on Redis longer than this. */
@@ -109,6 +111,7 @@ export function loadConfig(env: Env): GatewayConfig {
     anonPerMinute: r.int('ANON_PER_MINUTE', 60, 1, 1_000_000),
     apiKeysFile: r.string('API_KEYS_FILE'),
     logLevel: r.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    requestTimeoutMs: r.int('REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
     upstreamTimeoutMs: r.int('UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000),
     redisCommandTimeoutMs: r.int('REDIS_COMMAND_TIMEOUT_MS', 250, 10, 10_000),
     redisPrefix: r.string('REDIS_PREFIX', 'gw:'),

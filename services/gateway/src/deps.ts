@@ -35,6 +35,8 @@ export interface GatewayDeps {
   events: EventBus;
   redis: Redis | null;
   now: () => number;
+  /** Where the gateway's log lines go instead of stdout (tests capture them); set before buildApp. */
+  logStream?: { write(line: string): void };
   /** One line per store saying which backend it uses, for the start-up log. */
   backends: { keyStore: string; limiter: string; events: string };
 }

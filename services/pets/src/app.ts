@@ -19,12 +19,14 @@ export interface AppDeps {
   store: PetStore;
   /** Defaults to a fresh registry, so apps built side by side in tests do not share metrics. */
   registry?: Registry;
+  /** Where log lines go instead of stdout (tests capture them). */
+  logStream?: { write(line: string): void };
 }
 
 /** Builds the pets service without listening; server.ts listens, tests inject. */
 export function buildApp(config: AppConfig, deps: AppDeps) {
   const app = Fastify(
-    serverOptions({ logLevel: config.logLevel, serviceName: 'pets' }),
+    serverOptions({ logLevel: config.logLevel, serviceName: 'pets', logStream: deps.logStream }),
   ).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(createValidatorCompiler());
   // Bodies are JSON only; fastify would otherwise also accept text/plain.

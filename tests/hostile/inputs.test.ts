@@ -1,0 +1,1056 @@
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import { createRegistry } from '@animal-store/common/metrics.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateApiKey } from '../../services/gateway/src/keys/api-key.js';
+import { addKey, bearer, startGateway, type TestGateway } from '../../services/gateway/test/helpers.js';
+import { buildApp as buildPets } from '../../services/pets/src/app.js';
+import { MemoryPetStore } from '../../services/pets/src/store/memory-pet-store.js';
+import { startRedis, type TestRedis } from '../support/redis.js';
+
+/**
+ * Hostile input through the gateway to the real pets service, on real sockets: every answer is
+ * the Error shape with the HTTP status in it, JSON, never a 500, and nothing internal in it.
+ */
+
+type Pets = ReturnType<typeof buildPets>;
+type Body = NonNullable<Parameters<typeof fetch>[1]>['body'];
+
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  text: string;
+  /** The raw exchange ended because our own socket timeout fired (the server hung). */
+  timedOut?: boolean;
+}
+
+let redis: TestRedis;
+let pets: Pets;
+let petsPort: number;
+let gw: TestGateway;
+let key: string;
+/** 201s seen, to check that the store holds exactly the pets that were answered as created. */
+let created = 0;
+const extraGateways: TestGateway[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  pets = buildPets({ logLevel: 'silent' }, { store: new MemoryPetStore(), registry: createRegistry('pets', false) });
+  await pets.listen({ host: '127.0.0.1', port: 0 });
+  petsPort = (pets.server.address() as AddressInfo).port;
+  gw = await startGateway({
+    redisUrl: redis.url,
+    upstream: `http://127.0.0.1:${petsPort}`,
+    // Many of these requests are keyless on purpose; the per-IP budget is tested on its own below.
+    env: { ANON_PER_MINUTE: '100000' },
+  });
+  await gw.listen();
+  key = (await addKey(gw.deps, 'enterprise', { perMinute: 100_000, perDay: 1_000_000 })).key;
+});
+
+afterAll(async () => {
+  for (const g of extraGateways) await g.close();
+  await gw?.close();
+  await pets?.close();
+  await redis?.stop();
+});
+
+function port(g: TestGateway): number {
+  return Number(new URL(g.url).port);
+}
+
+async function call(
+  path: string,
+  init: { method?: string; headers?: Record<string, string>; body?: Body; auth?: boolean } = {},
+  base = gw.url,
+): Promise<Answer> {
+  const headers = { ...(init.auth === false ? {} : bearer(key)), ...init.headers };
+  const res = await fetch(`${base}${path}`, {
+    method: init.method ?? 'GET',
+    headers,
+    ...(init.body !== undefined ? { body: init.body } : {}),
+  });
+  const text = await res.text();
+  if (res.status === 201) created += 1;
+  return { status: res.status, headers: Object.fromEntries(res.headers), text };
+}
+
+function decodeChunked(body: string): string {
+  let out = '';
+  let rest = body;
+  for (;;) {
+    const eol = rest.indexOf('\r\n');
+    if (eol < 0) return out;
+    const size = Number.parseInt(rest.slice(0, eol), 16);
+    if (!size) return out;
+    out += rest.slice(eol + 2, eol + 2 + size);
+    rest = rest.slice(eol + 2 + size + 2);
+  }
+}
+
+/** Parses the first response off a raw socket's bytes. */
+function parseRaw(raw: string, timedOut: boolean): Answer {
+  const split = raw.indexOf('\r\n\r\n');
+  const head = split < 0 ? raw : raw.slice(0, split);
+  const [statusLine = '', ...lines] = head.split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  let text = split < 0 ? '' : raw.slice(split + 4);
+  if (headers['transfer-encoding'] === 'chunked') text = decodeChunked(text);
+  else if (headers['content-length'] !== undefined) text = text.slice(0, Number(headers['content-length']));
+  return { status: Number(statusLine.split(' ')[1] ?? 0), headers, text, timedOut };
+}
+
+/** Whether the bytes hold one whole response (by Content-Length or the last chunk). */
+function complete(raw: string): boolean {
+  const split = raw.indexOf('\r\n\r\n');
+  if (split < 0) return false;
+  const head = raw.slice(0, split).toLowerCase();
+  const length = /\r\ncontent-length: *(\d+)/.exec(head)?.[1];
+  if (length !== undefined) return Buffer.byteLength(raw.slice(split + 4), 'latin1') >= Number(length);
+  if (/\r\ntransfer-encoding: *chunked/.test(head)) return raw.endsWith('0\r\n\r\n');
+  return false;
+}
+
+/**
+ * Writes bytes on a fresh TCP connection, optionally dribbles more, and reads one response (or,
+ * with `untilClose`, until the server closes). The socket's own idle timeout bounds the wait: a
+ * server that hangs fails the test through `timedOut`, never through a sleep.
+ */
+function rawExchange(
+  to: number,
+  first: string | Buffer,
+  options: { idleTimeoutMs?: number; untilClose?: boolean; dribble?: { bytes: string; everyMs: number } } = {},
+): Promise<Answer & { closedAfterMs: number; closedByServer: boolean }> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const socket = connect(to, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let timedOut = false;
+    let closedByServer = true;
+    let timer: NodeJS.Timeout | undefined;
+    socket.setTimeout(options.idleTimeoutMs ?? 5_000, () => {
+      timedOut = true;
+      closedByServer = false;
+      socket.destroy();
+    });
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      if (!options.untilClose && complete(Buffer.concat(chunks).toString('latin1'))) {
+        closedByServer = false;
+        socket.destroy();
+      }
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearInterval(timer);
+      const answer = parseRaw(Buffer.concat(chunks).toString('latin1'), timedOut);
+      resolve({ ...answer, closedAfterMs: Date.now() - started, closedByServer });
+    });
+    socket.write(first);
+    const dribble = options.dribble;
+    if (dribble) {
+      let at = 0;
+      timer = setInterval(() => {
+        if (at >= dribble.bytes.length || socket.destroyed) return clearInterval(timer);
+        socket.write(dribble.bytes[at] ?? '');
+        at += 1;
+      }, dribble.everyMs);
+    }
+  });
+}
+
+function rawRequest(lines: string[], body = ''): string {
+  return `${lines.join('\r\n')}\r\n\r\n${body}`;
+}
+
+const INTERNAL =
+  /\bat \S+ \(|\bat (?:async )?\S+:\d+:\d+|\.(?:js|ts|mjs|cjs):\d+|node_modules|\/work\/|file:\/\/|stack/;
+
+/** The Error shape, status in the body equal to the HTTP status, JSON, nothing internal. */
+function expectError(res: Answer, status: number, code?: string): void {
+  const context = `${res.status} ${res.text.slice(0, 300)}`;
+  expect(res.timedOut ?? false, 'the server did not answer before our socket timeout').toBe(false);
+  expect(res.status, context).toBe(status);
+  expect(res.status, context).not.toBe(500);
+  expect(res.headers['content-type'], context).toMatch(/^application\/json\b/);
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(res.text) as Record<string, unknown>;
+  } catch {
+    throw new Error(`not JSON: ${context}`);
+  }
+  expect(Object.keys(body).sort(), context).toEqual(['code', 'message', 'status']);
+  expect(body.status, context).toBe(status);
+  expect(typeof body.code, context).toBe('string');
+  expect(typeof body.message, context).toBe('string');
+  if (code) expect(body.code, context).toBe(code);
+  expect(res.text, context).not.toMatch(INTERNAL);
+  expect(res.text, context).not.toContain('127.0.0.1');
+  expect(res.text, context).not.toContain('localhost');
+  expect(res.text, context).not.toContain(`:${petsPort}`);
+}
+
+function expectRateLimitHeaders(res: Answer): void {
+  expect(res.headers['x-ratelimit-limit']).toMatch(/^\d+$/);
+  expect(res.headers['x-ratelimit-remaining']).toMatch(/^\d+$/);
+  expect(res.headers['x-ratelimit-reset']).toMatch(/^\d+$/);
+}
+
+describe('Authorization header', () => {
+  const valid = () => key;
+  const tamper = (k: string) => `${k.slice(0, -1)}${k.endsWith('A') ? 'B' : 'A'}`;
+  const cases: { name: string; header: (() => string) | undefined; status: number; code?: string }[] = [
+    { name: 'missing', header: undefined, status: 401, code: 'missing_api_key' },
+    { name: 'empty', header: () => '', status: 401, code: 'missing_api_key' },
+    { name: '"Bearer" alone', header: () => 'Bearer', status: 401, code: 'missing_api_key' },
+    {
+      name: '"Bearer  " (trailing spaces, trimmed as OWS)',
+      header: () => 'Bearer  ',
+      status: 401,
+      code: 'missing_api_key',
+    },
+    // RFC 7235: the auth scheme is case-insensitive.
+    { name: 'lowercase "bearer <valid key>"', header: () => `bearer ${valid()}`, status: 200 },
+    { name: 'uppercase "BEARER <valid key>"', header: () => `BEARER ${valid()}`, status: 200 },
+    { name: 'several spaces after Bearer', header: () => `Bearer    ${valid()}`, status: 200 },
+    { name: 'Basic credentials', header: () => 'Basic dXNlcjpwYXNzd29yZA==', status: 401, code: 'missing_api_key' },
+    {
+      name: 'Basic scheme carrying the valid key',
+      header: () => `Basic ${valid()}`,
+      status: 401,
+      code: 'missing_api_key',
+    },
+    { name: 'the key without a scheme', header: () => valid(), status: 401, code: 'missing_api_key' },
+    { name: 'bad checksum', header: () => `Bearer ${tamper(valid())}`, status: 401, code: 'invalid_api_key' },
+    { name: 'wrong prefix', header: () => `Bearer xsk_${valid().slice(4)}`, status: 401, code: 'invalid_api_key' },
+    {
+      name: 'right length, invalid characters',
+      header: () => `Bearer ask_${'!-._~+/='.repeat(6).slice(0, 46)}`,
+      status: 401,
+      code: 'invalid_api_key',
+    },
+    {
+      name: 'well-formed key that does not exist',
+      header: () => `Bearer ${generateApiKey()}`,
+      status: 401,
+      code: 'invalid_api_key',
+    },
+    { name: '10 KB credential', header: () => `Bearer ${'a'.repeat(10 * 1024)}`, status: 401, code: 'invalid_api_key' },
+    {
+      name: 'key twice, space-separated',
+      header: () => `Bearer ${valid()} ${valid()}`,
+      status: 401,
+      code: 'missing_api_key',
+    },
+    {
+      name: 'key twice, concatenated',
+      header: () => `Bearer ${valid()}${valid()}`,
+      status: 401,
+      code: 'invalid_api_key',
+    },
+    { name: 'key with a trailing comma', header: () => `Bearer ${valid()},`, status: 401, code: 'invalid_api_key' },
+  ];
+
+  it.each(cases)('$name → $status', async ({ header, status, code }) => {
+    const res = await call('/v1/pets', { auth: false, headers: header ? { authorization: header() } : {} });
+    if (status === 200) {
+      expect(res.status, res.text).toBe(200);
+      expect(JSON.parse(res.text)).toBeInstanceOf(Array);
+    } else {
+      expectError(res, status, code);
+    }
+    expectRateLimitHeaders(res);
+  });
+
+  it('non-ASCII bytes in the key → 401 invalid_api_key (raw socket)', async () => {
+    const nonAscii = Buffer.concat([
+      Buffer.from(`GET /v1/pets HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nAuthorization: Bearer ask_`),
+      Buffer.from('é€🐕'.repeat(6), 'utf8'),
+      Buffer.from([0xff, 0xfe, 0x80]),
+      Buffer.from('\r\n\r\n'),
+    ]);
+    expectError(await rawExchange(port(gw), nonAscii), 401, 'invalid_api_key');
+  });
+
+  it('control characters in the header → 400 from the client error handler (raw socket)', async () => {
+    const res = await rawExchange(
+      port(gw),
+      rawRequest(['GET /v1/pets HTTP/1.1', 'Host: gw', 'Connection: close', `Authorization: Bearer a\x01b\x7f`]),
+    );
+    expectError(res, 400, 'invalid_request');
+  });
+
+  it('a header over node’s 16 KB limit → 431 in the Error shape (raw socket)', async () => {
+    const res = await rawExchange(
+      port(gw),
+      rawRequest(['GET /v1/pets HTTP/1.1', 'Host: gw', `Authorization: Bearer ${'a'.repeat(20 * 1024)}`]),
+    );
+    expectError(res, 431);
+    expect(res.timedOut).toBe(false);
+  });
+
+  it('a 20 KB query string also counts against the header limit → 431', async () => {
+    const res = await rawExchange(
+      port(gw),
+      rawRequest([`GET /v1/pets?limit=${'1'.repeat(20 * 1024)} HTTP/1.1`, 'Host: gw', `Authorization: Bearer ${key}`]),
+    );
+    expectError(res, 431);
+  });
+
+  it('two Authorization headers: node keeps the first, so a second valid key is not smuggled in', async () => {
+    const smuggled = await rawExchange(
+      port(gw),
+      rawRequest([
+        'GET /v1/pets HTTP/1.1',
+        'Host: gw',
+        'Connection: close',
+        'Authorization: Bearer nope',
+        `Authorization: Bearer ${key}`,
+      ]),
+    );
+    expectError(smuggled, 401, 'invalid_api_key');
+    const firstValid = await rawExchange(
+      port(gw),
+      rawRequest([
+        'GET /v1/pets HTTP/1.1',
+        'Host: gw',
+        'Connection: close',
+        `Authorization: Bearer ${key}`,
+        'Authorization: Bearer nope',
+      ]),
+    );
+    expect(firstValid.status, firstValid.text).toBe(200);
+  });
+});
+
+describe('query parameters on GET /v1/pets', () => {
+  const invalid = [
+    'limit=0',
+    'limit=101',
+    'limit=-1',
+    'limit=1.5',
+    'limit=abc',
+    'limit=',
+    'limit=1e1',
+    'limit=%205',
+    'limit=5%20',
+    'limit=05',
+    'limit=0x10',
+    'limit=99999999999999999999999',
+    'limit=5&limit=6',
+    'limit[]=5',
+    'status=a',
+    'status=AVAILABLE',
+    'status=available&status=sold',
+    'status[$ne]=x',
+    'status[]=available',
+    'status=',
+    'after=-1',
+    'after=abc',
+    'after=1.5',
+    'after=9223372036854775808',
+    'unknown=1',
+    'Limit=5',
+    '__proto__=1',
+    '__proto__[admin]=1',
+    'constructor=x',
+    'limit=5&unknown=1',
+  ];
+  it.each(invalid)('?%s → 400 invalid_request', async (query) => {
+    const res = await call(`/v1/pets?${query}`);
+    expectError(res, 400, 'invalid_request');
+    expectRateLimitHeaders(res);
+    expect(({} as Record<string, unknown>).admin).toBeUndefined();
+  });
+
+  const valid = [
+    '',
+    'limit=1',
+    'limit=100',
+    'limit=20&status=available',
+    'status=sold',
+    'after=0',
+    'after=9223372036854775807',
+    'limit=5&status=pending&after=3',
+  ];
+  it.each(valid)('?%s → 200', async (query) => {
+    const res = await call(`/v1/pets?${query}`);
+    expect(res.status, res.text).toBe(200);
+    expect(JSON.parse(res.text)).toBeInstanceOf(Array);
+    expectRateLimitHeaders(res);
+  });
+});
+
+describe('bodies on POST /v1/pets', () => {
+  const json = 'application/json';
+  const nestedArrays = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+  const nestedObjects = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+  const MiB = 1024 * 1024;
+  /** A valid pet whose JSON text is exactly `size` bytes, padded with an ignored field. */
+  const petOfSize = (size: number) => {
+    const head = '{"name":"x","categoryId":1,"pad":"';
+    return `${head}${'p'.repeat(size - head.length - 2)}"}`;
+  };
+
+  type BodyCase = { name: string; body: () => Body; type?: string; status: number; code?: string };
+  const cases: BodyCase[] = [
+    {
+      name: 'operator object as name',
+      body: () => '{"name":{"$gt":""},"categoryId":1}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'operator object as categoryId',
+      body: () => '{"name":"x","categoryId":{"$gt":0}}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'operator object as status',
+      body: () => '{"name":"x","categoryId":1,"status":{"$ne":null}}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: '$where as an extra field (ignored)',
+      body: () => '{"name":"x","categoryId":1,"$where":"sleep(1000)"}',
+      type: json,
+      status: 201,
+    },
+    {
+      name: '__proto__ payload',
+      body: () => '{"name":"x","categoryId":1,"__proto__":{"admin":true}}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: '__proto__ escaped as \\u005f_proto__',
+      body: () => '{"name":"x","categoryId":1,"\\u005f_proto__":{"admin":true}}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'nested __proto__',
+      body: () => '{"name":"x","categoryId":1,"extra":{"__proto__":{"admin":true}}}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'constructor.prototype payload',
+      body: () => '{"name":"x","categoryId":1,"constructor":{"prototype":{"admin":true}}}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'plain "constructor" field (ignored)',
+      body: () => '{"name":"x","categoryId":1,"constructor":"y"}',
+      type: json,
+      status: 201,
+    },
+    {
+      name: '"prototype" field (ignored)',
+      body: () => '{"name":"x","categoryId":1,"prototype":{"admin":true}}',
+      type: json,
+      status: 201,
+    },
+    {
+      name: '10 000 nested arrays as an extra field (ignored)',
+      body: () => `{"name":"x","categoryId":1,"extra":${nestedArrays(10_000)}}`,
+      type: json,
+      status: 201,
+    },
+    {
+      name: '10 000 nested arrays as name',
+      body: () => `{"name":${nestedArrays(10_000)},"categoryId":1}`,
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: '100 000 nested objects as categoryId',
+      body: () => `{"name":"x","categoryId":${nestedObjects(100_000)}}`,
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: '100 000 nested arrays as the body',
+      body: () => nestedArrays(100_000),
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'name of 200 characters',
+      body: () => JSON.stringify({ name: 'n'.repeat(200), categoryId: 1 }),
+      type: json,
+      status: 201,
+    },
+    {
+      name: 'name of 201 characters',
+      body: () => JSON.stringify({ name: 'n'.repeat(201), categoryId: 1 }),
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: '~900 KB name (under the body limit)',
+      body: () => JSON.stringify({ name: 'n'.repeat(900 * 1024), categoryId: 1 }),
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    { name: 'exactly 1 MiB body', body: () => petOfSize(MiB), type: json, status: 201 },
+    { name: '1 MiB + 1 body', body: () => petOfSize(MiB + 1), type: json, status: 413, code: 'payload_too_large' },
+    { name: '5 MiB body', body: () => 'x'.repeat(5 * MiB), type: json, status: 413, code: 'payload_too_large' },
+    {
+      name: 'text/plain',
+      body: () => '{"name":"x","categoryId":1}',
+      type: 'text/plain',
+      status: 415,
+      code: 'unsupported_media_type',
+    },
+    {
+      name: 'form-urlencoded',
+      body: () => 'name=x&categoryId=1',
+      type: 'application/x-www-form-urlencoded',
+      status: 415,
+      code: 'unsupported_media_type',
+    },
+    {
+      name: 'multipart/form-data',
+      body: () => {
+        const form = new FormData();
+        form.set('name', 'x');
+        form.set('categoryId', '1');
+        return form;
+      },
+      status: 415,
+      code: 'unsupported_media_type',
+    },
+    {
+      name: 'missing content-type',
+      body: () => new TextEncoder().encode('{"name":"x","categoryId":1}'),
+      status: 415,
+      code: 'unsupported_media_type',
+    },
+    {
+      name: 'application/jsonx',
+      body: () => '{"name":"x","categoryId":1}',
+      type: 'application/jsonx',
+      status: 415,
+      code: 'unsupported_media_type',
+    },
+    {
+      name: 'application/json with charset',
+      body: () => '{"name":"x","categoryId":1}',
+      type: 'application/json; charset=utf-8',
+      status: 201,
+    },
+    { name: 'malformed JSON', body: () => '{"name":"x",', type: json, status: 400, code: 'invalid_request' },
+    {
+      name: 'JSON with a trailing comma',
+      body: () => '{"name":"x","categoryId":1,}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    { name: 'empty body', body: () => '', type: json, status: 400, code: 'invalid_request' },
+    { name: 'no body at all', body: () => undefined, type: json, status: 400, code: 'invalid_request' },
+    {
+      name: 'JSON array',
+      body: () => '[{"name":"x","categoryId":1}]',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    { name: 'JSON number', body: () => '42', type: json, status: 400, code: 'invalid_request' },
+    { name: 'JSON string', body: () => '"x"', type: json, status: 400, code: 'invalid_request' },
+    { name: 'JSON null', body: () => 'null', type: json, status: 400, code: 'invalid_request' },
+    { name: 'JSON true', body: () => 'true', type: json, status: 400, code: 'invalid_request' },
+    { name: 'empty object', body: () => '{}', type: json, status: 400, code: 'invalid_request' },
+    { name: 'empty name', body: () => '{"name":"","categoryId":1}', type: json, status: 400, code: 'invalid_request' },
+    { name: 'name null', body: () => '{"name":null,"categoryId":1}', type: json, status: 400, code: 'invalid_request' },
+    {
+      name: 'categoryId "5"',
+      body: () => '{"name":"x","categoryId":"5"}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'categoryId 5.5',
+      body: () => '{"name":"x","categoryId":5.5}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'categoryId 2**53',
+      body: () => `{"name":"x","categoryId":${2 ** 53}}`,
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'categoryId -(2**53)',
+      body: () => `{"name":"x","categoryId":${-(2 ** 53)}}`,
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'categoryId 1e400 (Infinity)',
+      body: () => '{"name":"x","categoryId":1e400}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'categoryId true',
+      body: () => '{"name":"x","categoryId":true}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    { name: 'categoryId 2**53-1', body: () => `{"name":"x","categoryId":${2 ** 53 - 1}}`, type: json, status: 201 },
+    {
+      name: 'status "AVAILABLE"',
+      body: () => '{"name":"x","categoryId":1,"status":"AVAILABLE"}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'status null',
+      body: () => '{"name":"x","categoryId":1,"status":null}',
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'duplicate keys (last wins, as JSON.parse)',
+      body: () => '{"name":{"$gt":""},"name":"x","categoryId":1}',
+      type: json,
+      status: 201,
+    },
+  ];
+
+  it.each(cases)('$name → $status', async ({ body, type, status, code }) => {
+    const res = await call('/v1/pets', { method: 'POST', headers: type ? { 'content-type': type } : {}, body: body() });
+    if (status === 201) {
+      expect(res.status, res.text.slice(0, 300)).toBe(201);
+      const pet = JSON.parse(res.text) as Record<string, unknown>;
+      expect(Object.keys(pet).sort()).toEqual(expect.arrayContaining(['categoryId', 'id', 'name']));
+      for (const field of Object.keys(pet)) expect(['id', 'name', 'categoryId', 'status']).toContain(field);
+      expect(res.headers.location).toBe(`/v1/pets/${pet.id}`);
+    } else {
+      expectError(res, status, code);
+    }
+    expectRateLimitHeaders(res);
+    // pets runs in this very process: a prototype pollution would show here.
+    expect(({} as Record<string, unknown>).admin).toBeUndefined();
+    expect((Object.prototype as Record<string, unknown>).admin).toBeUndefined();
+  });
+
+  it('1 MiB + 1 sent chunked (no Content-Length) → 413 from pets, passed through', async () => {
+    const size = MiB + 1;
+    const res = await rawExchange(
+      port(gw),
+      rawRequest(
+        [
+          'POST /v1/pets HTTP/1.1',
+          'Host: gw',
+          `Authorization: Bearer ${key}`,
+          'Content-Type: application/json',
+          'Transfer-Encoding: chunked',
+        ],
+        `${size.toString(16)}\r\n${'x'.repeat(size)}\r\n0\r\n\r\n`,
+      ),
+    );
+    expectError(res, 413, 'payload_too_large');
+  });
+
+  it('a declared Content-Length over 1 MiB is refused before the body arrives', async () => {
+    const res = await rawExchange(
+      port(gw),
+      rawRequest(
+        [
+          'POST /v1/pets HTTP/1.1',
+          'Host: gw',
+          `Authorization: Bearer ${key}`,
+          'Content-Type: application/json',
+          `Content-Length: ${10 * 1024 ** 3}`,
+        ],
+        '{"name":',
+      ),
+    );
+    expectError(res, 413, 'payload_too_large');
+    expectRateLimitHeaders(res);
+  });
+
+  it('afterwards a valid POST works, and the store holds exactly the pets answered 201', async () => {
+    const res = await call('/v1/pets', {
+      method: 'POST',
+      headers: { 'content-type': json },
+      body: JSON.stringify({ name: 'Rex', categoryId: 7, status: 'available' }),
+    });
+    expect(res.status, res.text).toBe(201);
+    expect(JSON.parse(res.text)).toMatchObject({ name: 'Rex', categoryId: 7, status: 'available' });
+
+    const ids: number[] = [];
+    let next: string | undefined = '/v1/pets?limit=100';
+    while (next) {
+      const page = await call(next);
+      expect(page.status).toBe(200);
+      ids.push(...(JSON.parse(page.text) as { id: number }[]).map((p) => p.id));
+      next = /^<([^>]+)>; rel="next"$/.exec(page.headers.link ?? '')?.[1];
+    }
+    expect(created).toBeGreaterThan(0);
+    expect(ids).toHaveLength(created);
+    // Nothing lost, nothing extra: ids 1..n, each once.
+    expect(ids).toEqual(Array.from({ length: created }, (_, i) => i + 1));
+  });
+});
+
+describe('malformed and unusual requests (raw sockets)', () => {
+  const auth = () => `Authorization: Bearer ${key}`;
+  const cases: { name: string; request: () => string; status: number; code?: string }[] = [
+    { name: 'garbage instead of a request line', request: () => 'HELLO\r\n\r\n', status: 400, code: 'invalid_request' },
+    {
+      name: 'Content-Length and Transfer-Encoding together',
+      request: () =>
+        rawRequest(
+          [
+            'POST /v1/pets HTTP/1.1',
+            'Host: gw',
+            auth(),
+            'Content-Type: application/json',
+            'Content-Length: 5',
+            'Transfer-Encoding: chunked',
+          ],
+          '0\r\n\r\n',
+        ),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'two different Content-Lengths',
+      request: () =>
+        rawRequest(
+          [
+            'POST /v1/pets HTTP/1.1',
+            'Host: gw',
+            auth(),
+            'Content-Type: application/json',
+            'Content-Length: 2',
+            'Content-Length: 3',
+          ],
+          '{}',
+        ),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'invalid chunk size',
+      request: () =>
+        rawRequest(
+          [
+            'POST /v1/pets HTTP/1.1',
+            'Host: gw',
+            auth(),
+            'Content-Type: application/json',
+            'Transfer-Encoding: chunked',
+          ],
+          'zz\r\n{}\r\n0\r\n\r\n',
+        ),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'HTTP/1.1 without Host',
+      request: () => rawRequest(['GET /v1/pets HTTP/1.1', auth()]),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'Expect other than 100-continue',
+      request: () => rawRequest(['GET /v1/pets HTTP/1.1', 'Host: gw', 'Connection: close', 'Expect: teapot', auth()]),
+      status: 417,
+      code: 'invalid_request',
+    },
+    {
+      name: 'bad percent-encoding in the path',
+      request: () => rawRequest(['GET /v1/pets/%E0%A4%A HTTP/1.1', 'Host: gw', 'Connection: close', auth()]),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: '%zz in the path',
+      request: () => rawRequest(['GET /v1/%zz HTTP/1.1', 'Host: gw', 'Connection: close', auth()]),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'absolute-form target to another host',
+      request: () => rawRequest(['GET http://evil.example/v1/pets HTTP/1.1', 'Host: gw', 'Connection: close', auth()]),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: '/v1/../metrics',
+      request: () => rawRequest(['GET /v1/../metrics HTTP/1.1', 'Host: gw', 'Connection: close', auth()]),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: '/v1/pets/..%2f..%2fmetrics',
+      request: () => rawRequest(['GET /v1/pets/..%2f..%2fmetrics HTTP/1.1', 'Host: gw', 'Connection: close', auth()]),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: '/v1/%2e%2e/metrics',
+      request: () => rawRequest(['GET /v1/%2e%2e/metrics HTTP/1.1', 'Host: gw', 'Connection: close', auth()]),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'an unknown method token',
+      request: () => rawRequest(['FOO /v1/pets HTTP/1.1', 'Host: gw', 'Connection: close', auth()]),
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'an HTTP/2 prior-knowledge preface',
+      request: () => 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n',
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      // The gateway's own 405: its proxy route takes every method it forwards.
+      name: 'TRACE',
+      request: () => rawRequest(['TRACE /v1/pets HTTP/1.1', 'Host: gw', 'Connection: close', auth()]),
+      status: 405,
+      code: 'method_not_allowed',
+    },
+  ];
+
+  it.each(cases)('$name → $status', async ({ request, status, code }) => {
+    const res = await rawExchange(port(gw), request());
+    expectError(res, status, code);
+    expect(res.text).not.toContain('http_requests_total');
+  });
+
+  it('Connection: close from the client is honoured on proxied answers (the upstream’s keep-alive does not leak)', async () => {
+    const res = await rawExchange(
+      port(gw),
+      rawRequest(['GET /v1/pets HTTP/1.1', 'Host: gw', 'Connection: close', auth()]),
+      {
+        idleTimeoutMs: 3_000,
+        untilClose: true,
+      },
+    );
+    expect(res.status).toBe(200);
+    expect(res.timedOut).toBe(false);
+    expect(res.closedByServer).toBe(true);
+    expect(res.headers['keep-alive']).toBeUndefined();
+    expect(res.headers.connection).toBe('close');
+  });
+
+  it('CONNECT (no tunnels here) gets a clean close at once, not a hang', async () => {
+    const res = await rawExchange(
+      port(gw),
+      rawRequest(['CONNECT example.com:443 HTTP/1.1', 'Host: example.com:443', auth()]),
+      {
+        idleTimeoutMs: 3_000,
+        untilClose: true,
+      },
+    );
+    expect(res.timedOut).toBe(false);
+    expect(res.closedByServer).toBe(true);
+    expect(res.status).toBe(0);
+  });
+
+  it('HTTP/1.0 without Host is served and the connection closed', async () => {
+    const res = await rawExchange(port(gw), rawRequest(['GET /v1/pets HTTP/1.0', auth()]), {
+      idleTimeoutMs: 3_000,
+      untilClose: true,
+    });
+    expect(res.status).toBe(200);
+    expect(res.timedOut).toBe(false);
+    expect(res.closedByServer).toBe(true);
+  });
+});
+
+describe('slow clients', () => {
+  let slow: TestGateway;
+  let slowKey: string;
+
+  beforeAll(async () => {
+    slow = await startGateway({
+      redisUrl: redis.url,
+      upstream: `http://127.0.0.1:${petsPort}`,
+      env: { REQUEST_TIMEOUT_MS: '1000', UPSTREAM_TIMEOUT_MS: '10000' },
+    });
+    extraGateways.push(slow);
+    await slow.listen();
+    slowKey = (await addKey(slow.deps, 'enterprise', { perMinute: 100_000, perDay: 1_000_000 })).key;
+  });
+
+  it('a body dribbled slower than the request timeout → 408 request_timeout, then the socket closes', async () => {
+    const body = JSON.stringify({ name: 'slow', categoryId: 1 });
+    const res = await rawExchange(
+      port(slow),
+      rawRequest([
+        'POST /v1/pets HTTP/1.1',
+        'Host: gw',
+        `Authorization: Bearer ${slowKey}`,
+        'Content-Type: application/json',
+        `Content-Length: ${body.length}`,
+      ]),
+      { idleTimeoutMs: 5_000, untilClose: true, dribble: { bytes: body, everyMs: 200 } },
+    );
+    expectError(res, 408, 'request_timeout');
+    expect(res.closedByServer).toBe(true);
+    // requestTimeout 1 s, checked every 250 ms: well before the 10 s upstream timeout.
+    expect(res.closedAfterMs).toBeLessThan(3_000);
+  });
+
+  it('headers dribbled slower than the request timeout (slowloris) → 408', async () => {
+    const res = await rawExchange(port(slow), 'GET /v1/pets HTTP/1.1\r\nHost: gw\r\n', {
+      idleTimeoutMs: 5_000,
+      untilClose: true,
+      dribble: { bytes: `X-Slow: ${'s'.repeat(100)}\r\n`, everyMs: 200 },
+    });
+    expectError(res, 408, 'request_timeout');
+    expect(res.closedByServer).toBe(true);
+    expect(res.closedAfterMs).toBeLessThan(3_000);
+  });
+
+  it('the slow request created nothing, and a prompt request on the same gateway is served', async () => {
+    const list = await call('/v1/pets?limit=100', { headers: bearer(slowKey) }, slow.url);
+    expect(list.status).toBe(200);
+    expect((JSON.parse(list.text) as { name: string }[]).some((p) => p.name === 'slow')).toBe(false);
+  });
+});
+
+describe('path ids on GET /v1/pets/{petId}', () => {
+  const cases: [string, number][] = [
+    ['9007199254740993', 404],
+    ['9223372036854775807', 404],
+    ['-9223372036854775808', 404],
+    ['9223372036854775808', 400],
+    ['-9223372036854775809', 400],
+    ['-1', 404],
+    ['0', 404],
+    ['1e3', 400],
+    ['12abc', 400],
+    ['0x10', 400],
+    ['05', 400],
+    ['1.0', 400],
+    ['+5', 400],
+    ['%205', 400],
+    ['%00', 400],
+    ['abc', 400],
+    ['9'.repeat(100), 400],
+    ['9'.repeat(300), 400],
+    ['9'.repeat(5000), 400],
+  ];
+  it.each(cases)('/v1/pets/%s → %i', async (id, status) => {
+    const res = await call(`/v1/pets/${id}`);
+    expectError(res, status, status === 404 ? 'not_found' : 'invalid_request');
+    expectRateLimitHeaders(res);
+  });
+
+  it('a query string on GET /v1/pets/{petId} → 400', async () => {
+    expectError(await call('/v1/pets/1?x=1'), 400, 'invalid_request');
+  });
+});
+
+describe('X-Forwarded-For', () => {
+  async function anonGateway(env: Record<string, string>): Promise<TestGateway> {
+    const g = await startGateway({
+      redisUrl: redis.url,
+      upstream: `http://127.0.0.1:${petsPort}`,
+      env: { ANON_PER_MINUTE: '3', ...env },
+    });
+    extraGateways.push(g);
+    await g.listen();
+    return g;
+  }
+
+  it('from an untrusted peer it does not change the per-IP key: the 4th keyless request is 429', async () => {
+    const g = await anonGateway({});
+    const statuses: number[] = [];
+    for (let i = 1; i <= 4; i++) {
+      const res = await call('/v1/pets', { auth: false, headers: { 'x-forwarded-for': `203.0.113.${i}` } }, g.url);
+      statuses.push(res.status);
+      if (i === 4) {
+        expectError(res, 429, 'rate_limit_exceeded');
+        expect(res.headers['retry-after']).toMatch(/^[1-9]\d*$/);
+        expect(res.headers['x-ratelimit-remaining']).toBe('0');
+      }
+    }
+    expect(statuses).toEqual([401, 401, 401, 429]);
+  });
+
+  it('with TRUST_PROXY=127.0.0.1 it is used: each forwarded address has its own budget', async () => {
+    const g = await anonGateway({ TRUST_PROXY: '127.0.0.1' });
+    for (let i = 1; i <= 4; i++) {
+      const res = await call('/v1/pets', { auth: false, headers: { 'x-forwarded-for': `203.0.113.${i}` } }, g.url);
+      expectError(res, 401, 'missing_api_key');
+      expect(res.headers['x-ratelimit-remaining']).toBe('2');
+    }
+    const same: number[] = [];
+    for (let i = 1; i <= 4; i++) {
+      same.push(
+        (await call('/v1/pets', { auth: false, headers: { 'x-forwarded-for': '198.51.100.7' } }, g.url)).status,
+      );
+    }
+    expect(same).toEqual([401, 401, 401, 429]);
+  });
+});
+
+describe('methods and unknown paths', () => {
+  const methods = ['PUT', 'DELETE', 'PATCH'];
+  const cases = methods.flatMap((method) => [
+    { method, path: '/v1/pets', allow: 'GET, HEAD, POST' },
+    { method, path: '/v1/pets/1', allow: 'GET, HEAD' },
+  ]);
+  it.each(cases)('$method $path → 405 with Allow: $allow', async ({ method, path, allow }) => {
+    const res = await call(path, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: '{"name":"x","categoryId":1}',
+    });
+    expectError(res, 405, 'method_not_allowed');
+    expect(res.headers.allow).toBe(allow);
+    expectRateLimitHeaders(res);
+  });
+
+  it('OPTIONS /v1/pets → 405 with Allow', async () => {
+    const res = await call('/v1/pets', { method: 'OPTIONS' });
+    expectError(res, 405, 'method_not_allowed');
+    expect(res.headers.allow).toBe('GET, HEAD, POST');
+  });
+
+  const unknown = ['/v1/unknown', '/v1', '/v1/', '/v1/pets/1/extra', '/V1/PETS', '/unknown', '/v2/pets', '/v1/pets/1/'];
+  it.each(unknown)('GET %s → 404', async (path) => {
+    const res = await call(path);
+    expectError(res, 404, 'not_found');
+    expectRateLimitHeaders(res);
+  });
+});

@@ -1,0 +1,217 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { freePort } from './runtime.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The built entry points (`npm test` and `npx tsc -b` build them). */
+export const SERVERS = {
+  gateway: join(ROOT, 'services/gateway/dist/server.js'),
+  pets: join(ROOT, 'services/pets/dist/server.js'),
+} as const;
+export const KEYS_CLI = join(ROOT, 'services/gateway/dist/cli/keys.js');
+
+export interface LogLine {
+  /** When the test process read the line. */
+  at: number;
+  raw: string;
+  /** The pino record, or null for a line that is not JSON (stderr text, close-with-grace). */
+  json: Record<string, unknown> | null;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  at: number;
+}
+
+/** Every child this module started and that has not exited yet; killed when the test process exits. */
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function track(child: ChildProcess): void {
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    // Last resort when a test run is cut short: no service outlives the worker that started it.
+    process.once('exit', () => {
+      for (const c of running) c.kill('SIGKILL');
+    });
+  }
+}
+
+function collectLines(child: ChildProcess, into: LogLine[]): void {
+  for (const stream of [child.stdout, child.stderr]) {
+    let pending = '';
+    stream?.on('data', (chunk: Buffer) => {
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const raw of lines) {
+        if (raw === '') continue;
+        let json: Record<string, unknown> | null = null;
+        try {
+          const parsed = JSON.parse(raw);
+          if (parsed && typeof parsed === 'object') json = parsed as Record<string, unknown>;
+        } catch {
+          // Not a pino line; kept raw.
+        }
+        into.push({ at: Date.now(), raw, json });
+      }
+    });
+  }
+}
+
+function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  // Nothing inherited but PATH: a REDIS_URL or MONGO_URL of the test run must not leak into a service.
+  return { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env };
+}
+
+/**
+ * A service (`node services/<name>/dist/server.js`) as its own process, as it runs in production:
+ * its logs captured line by line, its exit observable, killable by signal.
+ */
+export class ServiceProcess {
+  readonly logs: LogLine[] = [];
+  readonly exited: Promise<Exit>;
+  private exit: Exit | null = null;
+
+  private constructor(
+    readonly name: keyof typeof SERVERS,
+    readonly child: ChildProcess,
+    readonly port: number,
+  ) {
+    collectLines(child, this.logs);
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        this.exit = { code, signal, at: Date.now() };
+        resolve(this.exit);
+      });
+    });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get alive(): boolean {
+    return this.exit === null;
+  }
+
+  get pid(): number {
+    if (this.child.pid === undefined) throw new Error(`${this.name} has no pid`);
+    return this.child.pid;
+  }
+
+  /** Starts the service on a free port (unless env has PORT) and resolves once it listens. */
+  static async start(name: keyof typeof SERVERS, env: Record<string, string> = {}): Promise<ServiceProcess> {
+    const port = env.PORT ? Number(env.PORT) : await freePort();
+    const child = spawn(process.execPath, [SERVERS[name]], {
+      env: baseEnv({ ...env, PORT: String(port) }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    track(child);
+    const service = new ServiceProcess(name, child, port);
+    const listening = `Server listening at http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 20_000;
+    while (!service.logs.some((l) => l.json?.msg === listening)) {
+      if (!service.alive) throw new Error(`${name} exited before listening:\n${service.output()}`);
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`${name} did not listen on ${port} within 20 s:\n${service.output()}`);
+      }
+      await Promise.race([
+        once(child.stdout ?? child, 'data'),
+        service.exited,
+        new Promise((r) => setTimeout(r, 250).unref()),
+      ]);
+    }
+    return service;
+  }
+
+  /** Log records whose message contains `text`, optionally only those read at or after index `from`. */
+  messages(text: string, from = 0): LogLine[] {
+    return this.logs.slice(from).filter((l) => typeof l.json?.msg === 'string' && l.json.msg.includes(text));
+  }
+
+  output(): string {
+    return this.logs.map((l) => l.raw).join('\n');
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
+  }
+
+  /** SIGKILL unless it already exited; resolves once it has. */
+  async kill(): Promise<void> {
+    if (!this.alive) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+}
+
+/** Kills every service process still running (afterEach/afterAll, whatever the tests did). */
+export async function killAllServices(): Promise<void> {
+  await Promise.all(
+    [...running].map(async (child) => {
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      await exited;
+    }),
+  );
+}
+
+/** Runs a service that is expected to exit on its own, with a hard bound; reports how it ended. */
+export async function runToExit(
+  name: keyof typeof SERVERS,
+  env: Record<string, string>,
+  boundMs: number,
+): Promise<Exit & { elapsedMs: number; logs: LogLine[]; killedByBound: boolean }> {
+  const started = Date.now();
+  const child = spawn(process.execPath, [SERVERS[name]], { env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  track(child);
+  const logs: LogLine[] = [];
+  collectLines(child, logs);
+  let killedByBound = false;
+  const timer = setTimeout(() => {
+    killedByBound = true;
+    child.kill('SIGKILL');
+  }, boundMs);
+  const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+  clearTimeout(timer);
+  // Let the pipes drain: the last log line may arrive after 'exit'.
+  await Promise.all([child.stdout, child.stderr].map((s) => (s && !s.readableEnded ? once(s, 'end') : null)));
+  return { code, signal, at: Date.now(), elapsedMs: Date.now() - started, logs, killedByBound };
+}
+
+/** Creates an API key with the keys CLI into an API_KEYS_FILE (hash only), returning the plaintext key. */
+export async function createKeyInFile(
+  file: string,
+  plan = 'enterprise',
+  limits: { perMinute: number; perDay: number } | null = { perMinute: 100_000, perDay: 1_000_000 },
+): Promise<{ id: string; key: string }> {
+  const args = [KEYS_CLI, 'create', '--plan', plan, '--file', file, '--json'];
+  if (limits) args.push('--per-minute', String(limits.perMinute), '--per-day', String(limits.perDay));
+  const { stdout } = await promisify(execFile)(process.execPath, args, { env: { PATH: process.env.PATH ?? '' } });
+  const created = JSON.parse(stdout) as { id: string; key: string };
+  return { id: created.id, key: created.key };
+}
+
+/** The sum of a Prometheus counter's series whose labels include `labels`. */
+export function metricValue(exposition: string, name: string, labels: Record<string, string> = {}): number {
+  let total = 0;
+  for (const line of exposition.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const present = new Map<string, string>();
+    for (const pair of (match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g))
+      present.set(pair[1] ?? '', pair[2] ?? '');
+    if (Object.entries(labels).every(([k, v]) => present.get(k) === v)) total += Number(match[3]);
+  }
+  return total;
+}
