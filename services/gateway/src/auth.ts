@@ -35,6 +35,9 @@ export interface GateOptions {
 const UNAVAILABLE_RETRY_SECONDS = 5;
 const BEARER = /^Bearer +(\S+) *$/i;
 
+/** fastify's request logger is a pino child, which can extend its own bindings. */
+type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
+
 type AuthFailure = 'missing' | 'malformed' | 'unknown';
 
 /**
@@ -133,7 +136,9 @@ export const gate = fp(
         if (record === null) return void refuseAnonymous(request, reply, 'unknown').catch(done);
         request.apiKey = record;
         // Every later line for this request (refusals, upstream errors, completion) names the key.
-        request.log = reply.log = request.log.child({ keyId: record.id });
+        // The request's logger is already its own child: extending its bindings costs far less
+        // than a second child per request.
+        (request.log as RequestLogger).setBindings?.({ keyId: record.id });
         const limits = limitsFor(record.plan, record.limits);
         limiter.consume(record.id, limits).then((decision) => done(decide(reply, record, limits, decision)), done);
       };

@@ -11,45 +11,49 @@ import {
 } from './decision.js';
 
 /**
- * Both windows, the refusal count and the ban in one script, so a request costs one Redis
- * command in one write and the decision is atomic across replicas: a request is admitted only
- * when both windows have room, and only admitted requests are counted. rate-limiter-flexible
- * counts every attempt per limiter and needs one command per window, so it cannot keep the
- * windows independent of each other's refusals in a single round trip.
+ * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
+ * would: both windows, the refusal count and the ban in one script. A request is admitted only
+ * while both windows have room, and only admitted requests are counted; once a window is full
+ * every later request is refused, and the refusal that crosses the ban threshold and all after
+ * it are banned. rate-limiter-flexible counts every attempt per limiter and needs a command per
+ * window, so it cannot keep each window free of the other's refusals in a single round trip.
  *
  * KEYS: minute, day, ban, strikes. ARGV: perMinute, perDay, minuteMs, dayMs, banThreshold,
- * banWindowMs, banMs. Returns {outcome (0 admitted, 1 limited, 2 banned), minuteCount,
- * minuteTtl, dayCount, dayTtl, banTtl}.
+ * banWindowMs, banMs, n. Returns {minuteBefore, minuteTtl, dayBefore, dayTtl, admitted, limited,
+ * banTtl}; the requests after admitted + limited are banned.
  */
 const LIMIT_SCRIPT = `
 local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
-local m = tonumber(v[1] or '0')
-local d = tonumber(v[2] or '0')
+local m0 = tonumber(v[1] or '0')
+local d0 = tonumber(v[2] or '0')
+local n = tonumber(ARGV[8])
 if v[3] then
-  return {2, m, redis.call('PTTL', KEYS[1]), d, redis.call('PTTL', KEYS[2]), redis.call('PTTL', KEYS[3])}
+  return {m0, redis.call('PTTL', KEYS[1]), d0, redis.call('PTTL', KEYS[2]), 0, 0, redis.call('PTTL', KEYS[3])}
 end
-if m < tonumber(ARGV[1]) and d < tonumber(ARGV[2]) then
-  local mttl = tonumber(ARGV[3])
-  local dttl = tonumber(ARGV[4])
-  m = redis.call('INCR', KEYS[1])
-  if m == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) else mttl = redis.call('PTTL', KEYS[1]) end
-  d = redis.call('INCR', KEYS[2])
-  if d == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) else dttl = redis.call('PTTL', KEYS[2]) end
-  return {0, m, mttl, d, dttl, 0}
+local a = math.max(0, math.min(n, tonumber(ARGV[1]) - m0, tonumber(ARGV[2]) - d0))
+local mttl
+local dttl
+if a > 0 then
+  mttl = tonumber(ARGV[3])
+  dttl = tonumber(ARGV[4])
+  if redis.call('INCRBY', KEYS[1], a) == a then redis.call('PEXPIRE', KEYS[1], ARGV[3]) else mttl = redis.call('PTTL', KEYS[1]) end
+  if redis.call('INCRBY', KEYS[2], a) == a then redis.call('PEXPIRE', KEYS[2], ARGV[4]) else dttl = redis.call('PTTL', KEYS[2]) end
+else
+  mttl = redis.call('PTTL', KEYS[1])
+  dttl = redis.call('PTTL', KEYS[2])
 end
-local strikes = redis.call('INCR', KEYS[4])
-if strikes == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[6]) end
-local mttl = redis.call('PTTL', KEYS[1])
-local dttl = redis.call('PTTL', KEYS[2])
-if strikes > tonumber(ARGV[5]) then
-  redis.call('SET', KEYS[3], '1', 'PX', ARGV[7])
-  redis.call('DEL', KEYS[4])
-  return {2, m, mttl, d, dttl, tonumber(ARGV[7])}
-end
-return {1, m, mttl, d, dttl, 0}
+local refused = n - a
+if refused == 0 then return {m0, mttl, d0, dttl, a, 0, 0} end
+local strikes = redis.call('INCRBY', KEYS[4], refused)
+if strikes == refused then redis.call('PEXPIRE', KEYS[4], ARGV[6]) end
+local threshold = tonumber(ARGV[5])
+if strikes <= threshold then return {m0, mttl, d0, dttl, a, refused, 0} end
+redis.call('SET', KEYS[3], '1', 'PX', ARGV[7])
+redis.call('DEL', KEYS[4])
+return {m0, mttl, d0, dttl, a, math.max(0, threshold - (strikes - refused)), tonumber(ARGV[7])}
 `;
 
-type ScriptResult = [number, number, number, number, number, number];
+type ScriptResult = [number, number, number, number, number, number, number];
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -63,9 +67,26 @@ declare module 'ioredis' {
   }
 }
 
+interface Waiter {
+  resolve(decision: Decision): void;
+  reject(err: unknown): void;
+}
+
+interface Batch {
+  limits: Limits;
+  waiters: Waiter[];
+}
+
+/**
+ * The shared limiter. Requests that arrive within one turn of the event loop are decided
+ * together: one script call per key, all of them sent in one write. Under load that is a
+ * fraction of a Redis command per request, and never more than one.
+ */
 export class RedisKeyLimiter implements KeyLimiter {
   readonly kind = 'redis' as const;
   private readonly banArgs: [number, number, number];
+  private pending = new Map<string, Batch>();
+  private flushScheduled = false;
 
   constructor(
     private readonly redis: Redis,
@@ -85,24 +106,65 @@ export class RedisKeyLimiter implements KeyLimiter {
     return [`${base}:m`, `${base}:d`, `${base}:ban`, `${base}:strikes`];
   }
 
-  async consume(keyId: string, limits: Limits): Promise<Decision> {
+  consume(keyId: string, limits: Limits): Promise<Decision> {
+    return new Promise<Decision>((resolve, reject) => {
+      const batch = this.pending.get(keyId);
+      if (batch) batch.waiters.push({ resolve, reject });
+      else this.pending.set(keyId, { limits, waiters: [{ resolve, reject }] });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        // After this turn's I/O callbacks: every request read in this turn joins the batch.
+        setImmediate(this.flush);
+      }
+    });
+  }
+
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    const batches = this.pending;
+    this.pending = new Map();
+    for (const [keyId, batch] of batches) this.decide(keyId, batch);
+  };
+
+  private decide(keyId: string, { limits, waiters }: Batch): void {
     const [minuteKey, dayKey, banKey, strikesKey] = this.keys(keyId);
-    const [outcome, m, mttl, d, dttl, banTtl] = await this.redis.gatewayLimit(
-      minuteKey,
-      dayKey,
-      banKey,
-      strikesKey,
-      limits.perMinute,
-      limits.perDay,
-      MINUTE_MS,
-      DAY_MS,
-      ...this.banArgs,
-    );
-    const now = this.now();
-    const windows = windowsFor(limits, m, mttl, d, dttl, now);
-    if (outcome === 0) return { outcome: 'admitted', windows };
-    if (outcome === 2) return { outcome: 'banned', windows, banEndsAt: now + banTtl };
-    return { outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) };
+    this.redis
+      .gatewayLimit(
+        minuteKey,
+        dayKey,
+        banKey,
+        strikesKey,
+        limits.perMinute,
+        limits.perDay,
+        MINUTE_MS,
+        DAY_MS,
+        ...this.banArgs,
+        waiters.length,
+      )
+      .then(
+        ([m0, mttl, d0, dttl, admitted, limited, banTtl]) => {
+          const now = this.now();
+          for (let i = 0; i < waiters.length; i++) {
+            const waiter = waiters[i] as Waiter;
+            if (i < admitted) {
+              waiter.resolve({
+                outcome: 'admitted',
+                windows: windowsFor(limits, m0 + i + 1, mttl, d0 + i + 1, dttl, now),
+              });
+              continue;
+            }
+            const windows = windowsFor(limits, m0 + admitted, mttl, d0 + admitted, dttl, now);
+            if (i < admitted + limited) {
+              waiter.resolve({ outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) });
+            } else {
+              waiter.resolve({ outcome: 'banned', windows, banEndsAt: now + banTtl });
+            }
+          }
+        },
+        (err: unknown) => {
+          for (const waiter of waiters) waiter.reject(err);
+        },
+      );
   }
 
   async liftBan(keyId: string): Promise<void> {
