@@ -145,7 +145,7 @@ function delta(before, after) {
 
 /** Requests the gateway sent to Redis itself (EVALSHA counts once; the script's inner calls are listed apart). */
 function clientCommands(d) {
-  const scriptInner = ['get', 'incr', 'pttl', 'pexpire', 'set', 'del'];
+  const scriptInner = ['get', 'mget', 'incr', 'incrby', 'pttl', 'pexpire', 'set', 'del'];
   let total = 0;
   for (const [k, v] of Object.entries(d)) {
     if (k === 'info' || k.startsWith('client') || k === 'config|resetstat') continue;
