@@ -76,17 +76,24 @@ async function waitReady(url, name) {
   throw new Error(`${name} did not become ready at ${url}`);
 }
 
-start('pets', 'services/pets/dist/server.js', { PORT: String(petsPort), HOST: env.HOST ?? '127.0.0.1' });
-await waitReady(`http://127.0.0.1:${petsPort}/readyz`, 'pets');
-start('gateway', 'services/gateway/dist/server.js', {
-  PORT: String(gatewayPort),
-  HOST: env.HOST ?? '0.0.0.0',
-  ADMIN_PORT: String(adminPort),
-  ADMIN_TOKEN: adminToken,
-  PETS_URL: env.PETS_URL ?? `http://127.0.0.1:${petsPort}`,
-  ...(keysFile ? { API_KEYS_FILE: keysFile } : {}),
-});
-await waitReady(`http://127.0.0.1:${gatewayPort}/readyz`, 'gateway');
+try {
+  start('pets', 'services/pets/dist/server.js', { PORT: String(petsPort), HOST: env.HOST ?? '127.0.0.1' });
+  await waitReady(`http://127.0.0.1:${petsPort}/readyz`, 'pets');
+  start('gateway', 'services/gateway/dist/server.js', {
+    PORT: String(gatewayPort),
+    HOST: env.HOST ?? '0.0.0.0',
+    ADMIN_PORT: String(adminPort),
+    ADMIN_TOKEN: adminToken,
+    PETS_URL: env.PETS_URL ?? `http://127.0.0.1:${petsPort}`,
+    ...(keysFile ? { API_KEYS_FILE: keysFile } : {}),
+  });
+  await waitReady(`http://127.0.0.1:${gatewayPort}/readyz`, 'gateway');
+} catch (err) {
+  // Never leave a half-started stack holding the ports.
+  process.stderr.write(`${err.message}; stopping the stack\n`);
+  stop(1);
+  await new Promise(() => {});
+}
 
 const lines = [
   '',

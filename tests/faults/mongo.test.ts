@@ -28,7 +28,7 @@ function expectUnavailable(o: Outcome): void {
   expect(o.error, JSON.stringify(o)).toBeUndefined();
   expect(o.status, o.body).toBe(503);
   expect(o.headers?.['content-type']).toMatch(/^application\/json/);
-  expect(JSON.parse(o.body ?? '')).toEqual({ code: 'service_unavailable', message: expect.any(String), status: 503 });
+  expect(JSON.parse(o.body ?? '')).toEqual({ code: 'upstream_unavailable', message: expect.any(String), status: 503 });
   expect(o.body).not.toMatch(/Mongo|ECONNREFUSED|127\.0\.0\.1|stack/);
   expect(o.end - o.start).toBeLessThan(REQUEST_BOUND_MS);
 }
@@ -99,7 +99,7 @@ describe('pets with MongoDB unreachable while serving', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('answers every operation 503 service_unavailable in the Error shape, each within 5 s, several at once', async () => {
+  it('answers every operation 503 upstream_unavailable in the Error shape, each within 5 s, several at once', async () => {
     const outcomes = await Promise.all([...everyOperation(petsUrl), ...everyOperation(petsUrl)]);
     for (const o of outcomes) expectUnavailable(o);
   });

@@ -75,7 +75,7 @@ function slowPost(url: string, headers: Record<string, string>, body: string): S
 function isDrainingRefusal(o: Outcome): boolean {
   if (o.status !== 503 || o.error !== undefined) return false;
   const body = JSON.parse(o.body ?? '{}') as { code?: string; status?: number };
-  return body.code === 'service_unavailable' && body.status === 503 && o.headers?.connection === 'close';
+  return body.code === 'upstream_unavailable' && body.status === 503 && o.headers?.connection === 'close';
 }
 
 /** Where the log shows the process began to shut down (close-with-grace's handler ran). */

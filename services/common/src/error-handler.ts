@@ -13,7 +13,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   502: 'upstream_unavailable',
-  503: 'service_unavailable',
+  503: 'upstream_unavailable',
   504: 'upstream_timeout',
 };
 

@@ -15,7 +15,6 @@ export type ErrorCode =
   | 'upstream_unavailable'
   | 'upstream_timeout'
   | 'rate_limiter_unavailable'
-  | 'service_unavailable'
   | 'unauthorized'
   | 'conflict'
   | 'internal_error';

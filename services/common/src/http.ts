@@ -125,7 +125,7 @@ export const httpBasics = fp(
       if (!draining && request.headers.host !== undefined) return done();
       if (draining) {
         reply.header('connection', 'close');
-        sendError(reply, errorBody(503, 'service_unavailable', 'The server is shutting down; retry'));
+        sendError(reply, errorBody(503, 'upstream_unavailable', 'The server is shutting down; retry'));
       } else if (request.raw.httpVersion === '1.1') {
         // requireHostHeader is off so that this answer, not Node's bare 400, is the one sent.
         reply.header('connection', 'close');

@@ -2,11 +2,11 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Counter } from 'prom-client';
-import { isWellFormedApiKey } from './keys/api-key.js';
+import { hashApiKey, isWellFormedApiKey } from './keys/api-key.js';
 import type { KeyResolver } from './keys/key-resolver.js';
 import type { KeyRecord } from './keys/key-store.js';
 import type { AnonymousLimiter } from './limits/anonymous-limiter.js';
-import { MINUTE_MS, windowsFor } from './limits/decision.js';
+import { MINUTE_MS, type WindowState, windowsFor } from './limits/decision.js';
 import type { GuardedDecision, GuardedLimiter } from './limits/guarded-limiter.js';
 import { setRateLimitHeaders } from './limits/headers.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -113,11 +113,19 @@ export const gate = fp(
       }
     }
 
-    function keyStoreUnavailable(request: FastifyRequest, err: unknown): ApiError {
+    function keyStoreUnavailable(request: FastifyRequest, reply: FastifyReply, err: unknown): ApiError {
       request.log.error({ err }, 'key store unavailable');
-      return new ApiError(503, 'service_unavailable', 'Cannot verify API keys right now; retry shortly', {
+      const at = now();
+      const until = at + UNAVAILABLE_RETRY_SECONDS * 1000;
+      // The key's plan is unknown here: report the per-address limit as exhausted until the retry.
+      setRateLimitHeaders(reply, [anonymousWindow(until)], at, until);
+      return new ApiError(503, 'upstream_unavailable', 'Cannot verify API keys right now; retry shortly', {
         'retry-after': String(UNAVAILABLE_RETRY_SECONDS),
       });
+    }
+
+    function anonymousWindow(resetAt: number): WindowState {
+      return { name: 'anonymous', limit: anonymous.perMinute, remaining: 0, windowSeconds: 60, resetAt };
     }
 
     // Callback style with a synchronous path up to the limiter: this runs on every request, and
@@ -142,9 +150,22 @@ export const gate = fp(
         const limits = limitsFor(record.plan, record.limits);
         limiter.consume(record.id, limits).then((decision) => done(decide(reply, record, limits, decision)), done);
       };
-      const found = keys.resolve(presented);
-      if (found instanceof Promise) found.then(withRecord, (err) => done(keyStoreUnavailable(request, err)));
-      else withRecord(found);
+      const guarded = (record: KeyRecord | null) => {
+        try {
+          withRecord(record);
+        } catch (err) {
+          // A record the code cannot use (say, an enterprise key stored without limits) fails
+          // this request, not the process.
+          done(err as Error);
+        }
+      };
+      const sha256 = hashApiKey(presented);
+      const cached = keys.cached(sha256);
+      if (cached !== undefined) return guarded(cached);
+      // An address already over its limit gets no store lookups: random well-formed keys cost
+      // the key store nothing once their sender is refused.
+      if (anonymous.isRefused(request.ip)) return void refuseAnonymous(request, reply, 'unknown').catch(done);
+      keys.fetch(sha256).then(guarded, (err) => done(keyStoreUnavailable(request, reply, err)));
     });
   },
   { name: 'gate' },

@@ -83,10 +83,7 @@ export function loadConfig(env: Env): GatewayConfig {
   const adminToken = readSecret(r, 'ADMIN_TOKEN', env);
   if (production) {
     r.require(redisUrl !== undefined, 'REDIS_URL is required when NODE_ENV=production (limits must be shared)');
-    r.require(
-      mongoUrl !== undefined || r.string('API_KEYS_FILE') !== undefined,
-      'MONGO_URL or API_KEYS_FILE is required when NODE_ENV=production (keys must survive restarts)',
-    );
+    r.require(mongoUrl !== undefined, 'MONGO_URL is required when NODE_ENV=production (keys must survive restarts)');
   }
   if (adminToken !== undefined) {
     r.require(adminToken.length >= 16, 'ADMIN_TOKEN must be at least 16 characters');

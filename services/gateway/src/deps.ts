@@ -45,7 +45,12 @@ export interface GatewayDeps {
 export async function createDeps(
   config: GatewayConfig,
   clients: GatewayClients = {},
-  options: { now?: () => number; defaultMetrics?: boolean } = {},
+  options: {
+    now?: () => number;
+    defaultMetrics?: boolean;
+    /** Told when the pub/sub subscription fails; revocations then rely on the store poll. */
+    onEventsError?: (err: unknown) => void;
+  } = {},
 ): Promise<GatewayDeps> {
   const now = options.now ?? Date.now;
   const registry = createRegistry('gateway', options.defaultMetrics ?? true);
@@ -88,7 +93,7 @@ export async function createDeps(
   const subscriber = clients.subscriber ?? null;
   const events: EventBus =
     redis && subscriber
-      ? new RedisEventBus(redis, subscriber, `${config.redisPrefix}events`, () => {})
+      ? new RedisEventBus(redis, subscriber, `${config.redisPrefix}events`, (err) => options.onEventsError?.(err))
       : new LocalEventBus();
 
   return {

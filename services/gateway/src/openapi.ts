@@ -94,8 +94,8 @@ function gatewayResponses(): Record<string, ResponseObject> {
     '503': {
       description:
         'Temporarily unavailable: rate limiting is down and the gateway refuses rather than serve unlimited ' +
-        '(`rate_limiter_unavailable`), the pets service is unreachable (`upstream_unavailable`), or its ' +
-        'database or the API key store is (`service_unavailable`). Retry later; ' +
+        '(`rate_limiter_unavailable`), or the pets service, its database or the API key store is ' +
+        'unreachable, or the gateway is shutting down (`upstream_unavailable`). Retry later; ' +
         '`Retry-After`, when present, says how long to wait.',
       headers: { 'Retry-After': headerRef('Retry-After') },
       content: errorContent(),

@@ -11,8 +11,21 @@ export interface ProxyOptions {
   metrics: GatewayMetrics;
 }
 
-/** Headers only the gateway may set towards the upstream; a client sending them is ignored. */
-const IDENTITY_HEADERS = ['x-api-key-id', 'x-api-plan'];
+/**
+ * Request headers never forwarded: the ones only the gateway may set (a client sending them is
+ * ignored), and hop-by-hop ones that concern the client's connection, not ours (undici refuses
+ * a request carrying them, which would turn an ordinary `Expect: 100-continue` into a 502).
+ */
+const DROPPED_REQUEST_HEADERS = [
+  'x-api-key-id',
+  'x-api-plan',
+  'expect',
+  'keep-alive',
+  'upgrade',
+  'proxy-connection',
+  'te',
+  'trailer',
+];
 
 function causeCode(error: unknown): string | undefined {
   let current = error as { code?: string; cause?: unknown } | undefined;
@@ -72,7 +85,7 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
       rewriteRequestHeaders: (request, headers) => {
         const out = headers;
         delete out.authorization;
-        for (const name of IDENTITY_HEADERS) delete out[name];
+        for (const name of DROPPED_REQUEST_HEADERS) delete out[name];
         out['x-request-id'] = request.id;
         if (request.apiKey) {
           out['x-api-key-id'] = request.apiKey.id;

@@ -39,12 +39,29 @@ async function main(): Promise<void> {
   // Subscribing must wait for a connection rather than fail, so this one queues while offline.
   const subscriber = redis?.duplicate({ enableOfflineQueue: true, commandTimeout: undefined }) ?? null;
   const mongo = config.mongoUrl
-    ? new MongoClient(config.mongoUrl, { serverSelectionTimeoutMS: 2_000, connectTimeoutMS: 2_000, appName: 'gateway' })
+    ? new MongoClient(config.mongoUrl, {
+        appName: 'animal-store-gateway',
+        // A stalled MongoDB must fail a key lookup or a revocation poll in seconds, not hang it.
+        serverSelectionTimeoutMS: 2_000,
+        connectTimeoutMS: 2_000,
+        socketTimeoutMS: 5_000,
+        waitQueueTimeoutMS: 2_000,
+      })
     : null;
   for (const client of [redis, subscriber]) client?.on('error', () => {});
 
-  const deps = await createDeps(config, { redis, subscriber, mongo: mongo?.db('gateway') ?? null });
+  // The subscription is made before the app (and its logger) exists; failures are reported once it does.
+  let reportEventsError = (err: unknown): void => {
+    process.stderr.write(`gateway: pub/sub subscription failed: ${err}\n`);
+  };
+  const deps = await createDeps(
+    config,
+    { redis, subscriber, mongo: mongo?.db('gateway') ?? null },
+    { onEventsError: (err) => reportEventsError(err) },
+  );
   const app = await buildApp(config, deps);
+  reportEventsError = (err) =>
+    app.log.warn({ err }, 'pub/sub subscription failed: replicas learn of revocations by polling the key store');
   const listeners: Listener[] = [{ app, host: config.host, port: config.port }];
   if (config.adminToken) {
     const admin = await buildAdminApp(config, deps);

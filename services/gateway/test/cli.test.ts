@@ -224,6 +224,25 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
   });
 });
 
+describe('keys CLI writers on one file', () => {
+  it('keep every record when several append at once', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gateway-cli-race-'));
+    try {
+      const file = join(dir, 'keys.json');
+      const runs = await Promise.all(
+        Array.from({ length: 8 }, () => cli(['create', '--plan', 'free', '--file', file, '--json'])),
+      );
+      const printed = runs.map(oneJsonLine);
+      const records = JSON.parse(await readFile(file, 'utf8')) as Array<{ id: string; sha256: string }>;
+      expect(records).toHaveLength(8);
+      expect(new Set(records.map((r) => r.sha256))).toEqual(new Set(printed.map((p) => hashApiKey(p.key))));
+      expect(existsSync(`${file}.lock`)).toBe(false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('keys CLI through the admin API', () => {
   let gw: TestGateway;
   let env: Record<string, string>;

@@ -32,24 +32,24 @@ describe('MongoPetStore with MongoDB unreachable', () => {
     await client.close();
   });
 
-  it('answers list, create and get with 503 service_unavailable in the Error shape', async () => {
+  it('answers list, create and get with 503 upstream_unavailable in the Error shape', async () => {
     const list = await app.inject({ url: '/v1/pets' });
-    expectError(list, 503, 'service_unavailable');
+    expectError(list, 503, 'upstream_unavailable');
     conforms(list, '/v1/pets', 'get');
 
     const create = await app.inject({ method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } });
-    expectError(create, 503, 'service_unavailable');
+    expectError(create, 503, 'upstream_unavailable');
     conforms(create, '/v1/pets', 'post');
 
     const get = await app.inject({ url: '/v1/pets/1' });
-    expectError(get, 503, 'service_unavailable');
+    expectError(get, 503, 'upstream_unavailable');
     expect(get.headers.deprecation).toBe('@1767225600');
     conforms(get, '/v1/pets/{petId}', 'get');
     expect(get.body).not.toMatch(/127\.0\.0\.1|ECONNREFUSED|Mongo/);
   });
 
   it('is not ready, but alive', async () => {
-    expectError(await app.inject({ url: '/readyz' }), 503, 'service_unavailable');
+    expectError(await app.inject({ url: '/readyz' }), 503, 'upstream_unavailable');
     expect((await app.inject({ url: '/healthz' })).statusCode).toBe(200);
   });
 

@@ -13,8 +13,6 @@ export interface KeyResolverOptions {
   onStoreCall?: (operation: string, seconds: number, ok: boolean) => void;
 }
 
-type Entry = { record: KeyRecord } | { record: null };
-
 /**
  * Maps a presented key to its record. Hits stay in process (no store call in steady state);
  * keys from API_KEYS_FILE are consulted first; concurrent misses for one key share one store
@@ -22,8 +20,13 @@ type Entry = { record: KeyRecord } | { record: null };
  * events or the revocation watcher.
  */
 export class KeyResolver {
-  private readonly cache: LRUCache<string, Entry>;
-  private readonly pending = new Map<string, Promise<Entry>>();
+  private readonly known: LRUCache<string, KeyRecord>;
+  /**
+   * Unknown keys live apart and in fewer slots: anyone can make well-formed keys (the checksum
+   * is public), and a flood of them must not push the real keys out of the cache.
+   */
+  private readonly unknown: LRUCache<string, true>;
+  private readonly pending = new Map<string, Promise<KeyRecord | null>>();
   private readonly fromFile = new Map<string, KeyRecord>();
 
   constructor(
@@ -32,7 +35,11 @@ export class KeyResolver {
     private readonly options: KeyResolverOptions,
   ) {
     for (const record of fileRecords) this.fromFile.set(record.sha256, record);
-    this.cache = new LRUCache<string, Entry>({ max: options.maxEntries, ttl: options.positiveTtlMs });
+    this.known = new LRUCache<string, KeyRecord>({ max: options.maxEntries, ttl: options.positiveTtlMs });
+    this.unknown = new LRUCache<string, true>({
+      max: Math.max(1, Math.min(options.maxEntries, 10_000)),
+      ttl: options.negativeTtlMs,
+    });
   }
 
   get fileRecordCount(): number {
@@ -40,28 +47,35 @@ export class KeyResolver {
   }
 
   /**
-   * The live record for a well-formed key, or null when unknown or revoked. Answers without a
-   * promise when the key is known in process (the steady state), with one on a cache miss.
+   * What this replica knows of a key without asking the store: its record, null when known to be
+   * unknown or revoked, undefined when only the store can tell.
    */
-  resolve(key: string): KeyRecord | null | Promise<KeyRecord | null> {
-    const sha256 = hashApiKey(key);
+  cached(sha256: string): KeyRecord | null | undefined {
     const fromFile = this.fromFile.get(sha256);
     if (fromFile) return fromFile;
-    const cached = this.cache.get(sha256);
-    if (cached) return cached.record;
-    return this.miss(sha256);
+    const known = this.known.get(sha256);
+    if (known) return known;
+    return this.unknown.has(sha256) ? null : undefined;
   }
 
-  private async miss(sha256: string): Promise<KeyRecord | null> {
+  /** Asks the store (one call for concurrent misses of one key) and remembers the answer. */
+  fetch(sha256: string): Promise<KeyRecord | null> {
     let lookup = this.pending.get(sha256);
     if (!lookup) {
       lookup = this.lookup(sha256).finally(() => this.pending.delete(sha256));
       this.pending.set(sha256, lookup);
     }
-    return (await lookup).record;
+    return lookup;
   }
 
-  private async lookup(sha256: string): Promise<Entry> {
+  /** The live record for a key, or null when unknown or revoked. */
+  async resolve(key: string): Promise<KeyRecord | null> {
+    const sha256 = hashApiKey(key);
+    const cached = this.cached(sha256);
+    return cached === undefined ? this.fetch(sha256) : cached;
+  }
+
+  private async lookup(sha256: string): Promise<KeyRecord | null> {
     const started = performance.now();
     let record: KeyRecord | null;
     try {
@@ -72,16 +86,20 @@ export class KeyResolver {
       throw err;
     }
     const live = record && !record.revokedAt && sameHash(record.sha256, sha256) ? record : null;
-    const entry: Entry = { record: live };
-    this.cache.set(sha256, entry, live ? {} : { ttl: this.options.negativeTtlMs });
-    return entry;
+    if (live) this.known.set(sha256, live);
+    else this.unknown.set(sha256, true);
+    return live;
   }
 
-  /** Drops every cached entry for a key id (after revocation). */
+  /** Drops what is cached for a revoked key: by its hash when known, else by scanning for its id. */
   evict(id: string, sha256?: string): void {
-    if (sha256) this.cache.delete(sha256);
-    for (const [hash, entry] of this.cache.entries()) {
-      if (entry.record?.id === id) this.cache.delete(hash);
+    if (sha256) {
+      this.known.delete(sha256);
+      this.unknown.delete(sha256);
+      return;
+    }
+    for (const [hash, record] of this.known.entries()) {
+      if (record.id === id) this.known.delete(hash);
     }
   }
 

@@ -1,4 +1,4 @@
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { isPlan, type Limits, planProblem } from '../plans.js';
 import type { KeyRecord } from './key-store.js';
 
@@ -67,16 +67,54 @@ export function toKeyRecord(entry: KeyFileEntry, loadedAt: Date): KeyRecord {
   return { ...entry, createdAt: loadedAt.toISOString() };
 }
 
-/** Appends an entry, creating the file if needed; writes a temporary file and renames it so readers never see half a file. */
-export async function appendToKeysFile(path: string, entry: KeyFileEntry): Promise<void> {
-  let entries: KeyFileEntry[] = [];
-  try {
-    entries = parseKeysFile(await readFile(path, 'utf8'), path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+const LOCK_WAIT_MS = 10_000;
+const STALE_LOCK_MS = 30_000;
+
+/** Holds `${path}.lock` (created exclusively) while `work` runs, so concurrent writers take turns. */
+async function withFileLock<T>(path: string, work: () => Promise<T>): Promise<T> {
+  const lock = `${path}.lock`;
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      const handle = await open(lock, 'wx');
+      await handle.close();
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // A writer that died holding the lock leaves it behind; after a while it is taken over.
+      const age = await stat(lock).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
+      if (age > STALE_LOCK_MS) await rm(lock, { force: true });
+      else if (Date.now() > deadline)
+        throw new Error(`${lock} is held by another writer; retry, or remove it if stale`);
+      else await new Promise((r) => setTimeout(r, 20));
+    }
   }
-  entries.push(entry);
-  const tmp = `${path}.${process.pid}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(entries, null, 2)}\n`, { mode: 0o600 });
-  await rename(tmp, path);
+  try {
+    return await work();
+  } finally {
+    await rm(lock, { force: true });
+  }
+}
+
+/**
+ * Appends an entry, creating the file if needed. Writers take turns through a lock file (two
+ * CLIs appending at once would otherwise each drop the other's record), and each write goes to
+ * a temporary file that is renamed over the old one, so readers never see half a file.
+ */
+export async function appendToKeysFile(path: string, entry: KeyFileEntry): Promise<void> {
+  await withFileLock(path, async () => {
+    let entries: KeyFileEntry[] = [];
+    try {
+      entries = parseKeysFile(await readFile(path, 'utf8'), path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    entries.push(entry);
+    const tmp = `${path}.${process.pid}.tmp`;
+    await writeFile(tmp, `${JSON.stringify(entries, null, 2)}\n`, { mode: 0o600 });
+    await rename(tmp, path);
+  });
 }

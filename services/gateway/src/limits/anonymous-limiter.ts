@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { LRUCache } from 'lru-cache';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { WindowState } from './decision.js';
 
@@ -14,9 +15,11 @@ export interface AnonymousDecision {
  */
 export class AnonymousLimiter {
   private readonly limiter: RateLimiterRedis | RateLimiterMemory;
+  /** Addresses this replica has seen refused, until their window resets (bounded: a flood of addresses evicts the oldest). */
+  private readonly refusedUntil = new LRUCache<string, number>({ max: 100_000 });
 
   constructor(
-    private readonly perMinute: number,
+    readonly perMinute: number,
     redis: Redis | null,
     prefix: string,
     private readonly now: () => number = Date.now,
@@ -33,6 +36,12 @@ export class AnonymousLimiter {
       : new RateLimiterMemory(base);
   }
 
+  /** True while this address is known to be over its limit: its requests need no further lookups. */
+  isRefused(ip: string): boolean {
+    const until = this.refusedUntil.get(ip);
+    return until !== undefined && until > this.now();
+  }
+
   async consume(ip: string): Promise<AnonymousDecision> {
     let res: RateLimiterRes;
     let allowed = true;
@@ -43,6 +52,8 @@ export class AnonymousLimiter {
       res = rejection;
       allowed = false;
     }
+    const resetAt = this.now() + res.msBeforeNext;
+    if (!allowed) this.refusedUntil.set(ip, resetAt);
     return {
       allowed,
       window: {
@@ -50,7 +61,7 @@ export class AnonymousLimiter {
         limit: this.perMinute,
         remaining: allowed ? res.remainingPoints : 0,
         windowSeconds: 60,
-        resetAt: this.now() + res.msBeforeNext,
+        resetAt,
       },
     };
   }

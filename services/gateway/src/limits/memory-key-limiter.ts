@@ -54,9 +54,11 @@ export class MemoryKeyLimiter implements KeyLimiter {
     if (this.counters.size < this.maxCounters && now - this.lastSweep < MINUTE_MS) return;
     this.lastSweep = now;
     for (const [key, c] of this.counters) if (c.expiresAt <= now) this.counters.delete(key);
-    // Still too many live keys: forget the oldest, as a bounded cache would.
+    // Still too many live keys: forget the oldest, as a bounded cache would, down to 90% so the
+    // next new key does not pay for another full sweep.
+    const target = Math.floor(this.maxCounters * 0.9);
     for (const key of this.counters.keys()) {
-      if (this.counters.size < this.maxCounters) break;
+      if (this.counters.size <= target) break;
       this.counters.delete(key);
     }
   }

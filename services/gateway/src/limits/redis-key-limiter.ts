@@ -142,29 +142,39 @@ export class RedisKeyLimiter implements KeyLimiter {
         waiters.length,
       )
       .then(
-        ([m0, mttl, d0, dttl, admitted, limited, banTtl]) => {
-          const now = this.now();
-          for (let i = 0; i < waiters.length; i++) {
-            const waiter = waiters[i] as Waiter;
-            if (i < admitted) {
-              waiter.resolve({
-                outcome: 'admitted',
-                windows: windowsFor(limits, m0 + i + 1, mttl, d0 + i + 1, dttl, now),
-              });
-              continue;
-            }
-            const windows = windowsFor(limits, m0 + admitted, mttl, d0 + admitted, dttl, now);
-            if (i < admitted + limited) {
-              waiter.resolve({ outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) });
-            } else {
-              waiter.resolve({ outcome: 'banned', windows, banEndsAt: now + banTtl });
-            }
+        (result) => {
+          // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
+          try {
+            this.settle(waiters, limits, result);
+          } catch (err) {
+            for (const waiter of waiters) waiter.reject(err);
           }
         },
         (err: unknown) => {
           for (const waiter of waiters) waiter.reject(err);
         },
       );
+  }
+
+  private settle(waiters: Waiter[], limits: Limits, result: ScriptResult): void {
+    const [m0, mttl, d0, dttl, admitted, limited, banTtl] = result;
+    const now = this.now();
+    for (let i = 0; i < waiters.length; i++) {
+      const waiter = waiters[i] as Waiter;
+      if (i < admitted) {
+        waiter.resolve({
+          outcome: 'admitted',
+          windows: windowsFor(limits, m0 + i + 1, mttl, d0 + i + 1, dttl, now),
+        });
+        continue;
+      }
+      const windows = windowsFor(limits, m0 + admitted, mttl, d0 + admitted, dttl, now);
+      if (i < admitted + limited) {
+        waiter.resolve({ outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) });
+      } else {
+        waiter.resolve({ outcome: 'banned', windows, banEndsAt: now + banTtl });
+      }
+    }
   }
 
   async liftBan(keyId: string): Promise<void> {

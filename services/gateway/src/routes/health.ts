@@ -21,7 +21,7 @@ export async function healthRoutes(app: FastifyInstance, opts: { keyStore: KeySt
       return { status: 'ready' };
     } catch (err) {
       request.log.warn({ err }, 'not ready');
-      return sendError(reply, errorBody(503, 'service_unavailable', 'The key store is unreachable'));
+      return sendError(reply, errorBody(503, 'upstream_unavailable', 'The key store is unreachable'));
     }
   });
 }

@@ -18,7 +18,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       await store.ping();
     } catch (err) {
       request.log.warn({ err }, 'not ready: pet store unreachable');
-      throw new ApiError(503, 'service_unavailable', 'The pet store is unreachable');
+      throw new ApiError(503, 'upstream_unavailable', 'The pet store is unreachable');
     }
     return { status: 'ok' as const };
   });

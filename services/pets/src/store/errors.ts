@@ -27,7 +27,7 @@ export function isStoreUnreachable(err: unknown): boolean {
 }
 
 export function storeUnavailable(cause?: unknown): ApiError {
-  const error = new ApiError(503, 'service_unavailable', 'The pet store is unavailable; retry later');
+  const error = new ApiError(503, 'upstream_unavailable', 'The pet store is unavailable; retry later');
   // Kept for the log line only; the client sees the message above.
   if (cause !== undefined) error.cause = cause;
   return error;
