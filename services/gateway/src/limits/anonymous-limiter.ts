@@ -13,6 +13,24 @@ export interface AnonymousDecision {
  * window exactly: Redis-backed and shared, an in-memory insurance limiter while Redis is down,
  * and an in-memory block once an IP is over its limit, so a flood costs no Redis calls.
  */
+/**
+ * The limiter's key for a client address. IPv6 clients usually hold a whole /64, so they are
+ * counted per /64; otherwise one host could take a fresh budget (and a fresh counter) per
+ * address. IPv4-mapped IPv6 addresses count as the IPv4 address.
+ */
+export function addressKey(ip: string): string {
+  if (!ip.includes(':')) return ip;
+  if (ip.startsWith('::ffff:') && ip.includes('.')) return ip.slice(7);
+  const [head = '', tail = ''] = ip.split('::', 2);
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = ip.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g || '0', 16).toString(16))
+    .join(':')}::/64`;
+}
+
 export class AnonymousLimiter {
   private readonly limiter: RateLimiterRedis | RateLimiterMemory;
   /** Addresses this replica has seen refused, until their window resets (bounded: a flood of addresses evicts the oldest). */
@@ -38,22 +56,23 @@ export class AnonymousLimiter {
 
   /** True while this address is known to be over its limit: its requests need no further lookups. */
   isRefused(ip: string): boolean {
-    const until = this.refusedUntil.get(ip);
+    const until = this.refusedUntil.get(addressKey(ip));
     return until !== undefined && until > this.now();
   }
 
   async consume(ip: string): Promise<AnonymousDecision> {
+    const key = addressKey(ip);
     let res: RateLimiterRes;
     let allowed = true;
     try {
-      res = await this.limiter.consume(ip);
+      res = await this.limiter.consume(key);
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
       res = rejection;
       allowed = false;
     }
     const resetAt = this.now() + res.msBeforeNext;
-    if (!allowed) this.refusedUntil.set(ip, resetAt);
+    if (!allowed) this.refusedUntil.set(key, resetAt);
     return {
       allowed,
       window: {

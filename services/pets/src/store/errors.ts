@@ -5,6 +5,7 @@ import {
   MongoNetworkError,
   MongoNotConnectedError,
   MongoOperationTimeoutError,
+  MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
 } from 'mongodb';
@@ -13,8 +14,38 @@ import {
  * Errors that mean "MongoDB cannot be reached right now" rather than "this request is wrong":
  * the client should retry later, and another replica may already be fine.
  */
+/**
+ * Server answers that say "not now" rather than "never": an election in progress or a primary
+ * stepping down (the driver labels these retryable), or an operation that ran out of time.
+ */
+const TRANSIENT_SERVER_CODES = new Set([
+  6, // HostUnreachable
+  7, // HostNotFound
+  89, // NetworkTimeout
+  91, // ShutdownInProgress
+  189, // PrimarySteppedDown
+  262, // ExceededTimeLimit
+  50, // MaxTimeMSExpired
+  9001, // SocketException
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+  13436, // NotPrimaryOrSecondary
+]);
+
+function isTransientServerError(err: unknown): boolean {
+  if (!(err instanceof MongoServerError)) return false;
+  return (
+    err.hasErrorLabel('RetryableWriteError') ||
+    err.hasErrorLabel('TransientTransactionError') ||
+    (typeof err.code === 'number' && TRANSIENT_SERVER_CODES.has(err.code))
+  );
+}
+
 export function isStoreUnreachable(err: unknown): boolean {
   return (
+    isTransientServerError(err) ||
     err instanceof MongoServerSelectionError ||
     err instanceof MongoNetworkError ||
     err instanceof MongoTopologyClosedError ||
