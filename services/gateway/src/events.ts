@@ -1,8 +1,14 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 
-/** What one replica tells the others: a key was revoked, or a key's ban was lifted. */
-export type GatewayEvent = { type: 'key-revoked'; id: string; sha256?: string } | { type: 'ban-lifted'; id: string };
+/**
+ * What one replica tells the others: a key was revoked, or a key's ban was lifted. `missed-events`
+ * is local only: this replica's subscription was down, so it may have missed some of them.
+ */
+export type GatewayEvent =
+  | { type: 'key-revoked'; id: string; sha256?: string }
+  | { type: 'ban-lifted'; id: string }
+  | { type: 'missed-events' };
 
 export interface EventBus {
   publish(event: GatewayEvent): Promise<void>;
@@ -55,6 +61,14 @@ export class RedisEventBus implements EventBus {
       if (event) for (const handler of this.handlers) handler(event);
     });
     subscriber.subscribe(channel).catch(onError);
+    // Pub/sub keeps nothing for a disconnected subscriber. After a reconnect (ioredis subscribes
+    // again by itself) this replica may have missed lifted bans: say so, so it drops what it
+    // remembers and asks Redis again. Revocations are covered by the key store poll too.
+    let connectedBefore = false;
+    subscriber.on('ready', () => {
+      if (connectedBefore) for (const handler of this.handlers) handler({ type: 'missed-events' });
+      connectedBefore = true;
+    });
   }
 
   async publish(event: GatewayEvent): Promise<void> {

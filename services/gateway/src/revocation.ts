@@ -27,7 +27,8 @@ export const revocationSync = fp(
     const { events, keys, keyStore, limiter, pollMs, now } = opts;
     events.subscribe((event) => {
       if (event.type === 'key-revoked') keys.evict(event.id, event.sha256);
-      else limiter.forgetBan(event.id);
+      else if (event.type === 'ban-lifted') limiter.forgetBan(event.id);
+      else limiter.forgetBans();
     });
 
     let since = new Date(now() - CLOCK_SLACK_MS);

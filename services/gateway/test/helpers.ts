@@ -18,6 +18,8 @@ export interface TestGateway {
   deps: GatewayDeps;
   config: GatewayConfig;
   redis: Redis | null;
+  /** The pub/sub connection, when there is one. */
+  subscriber: Redis | null;
   /** Base URL once `listen()` was called. */
   url: string;
   listen(): Promise<string>;
@@ -92,6 +94,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     deps,
     config,
     redis,
+    subscriber,
     url: '',
     async listen() {
       await app.listen({ host: '127.0.0.1', port: 0 });

@@ -106,6 +106,26 @@ describe('two gateway replicas sharing one Redis', () => {
     expect((await get(a, key)).code).toBe('rate_limit_exceeded');
   });
 
+  it('drop what they remember of bans after their subscription was down, so a lift they missed still frees the key', async () => {
+    const { a, b } = await replicas({ BAN_THRESHOLD: '1', BAN_SECONDS: '900' });
+    const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 1, perDay: 100 });
+    expect((await get(a, key)).status).toBe(200);
+    expect((await get(a, key)).code).toBe('rate_limit_exceeded');
+    expect((await get(a, key)).code).toBe('api_key_banned');
+    expect((await get(b, key)).code).toBe('api_key_banned');
+
+    // B's subscription drops; the lift published meanwhile never reaches it.
+    const subscriber = b.subscriber;
+    if (!subscriber) throw new Error('replica b has no subscriber');
+    subscriber.disconnect();
+    const lift = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}/ban`, headers: bearer(ADMIN_TOKEN) });
+    expect(lift.statusCode).toBe(204);
+    expect((await get(b, key)).code).toBe('api_key_banned');
+
+    await subscriber.connect();
+    await vi.waitFor(async () => expect((await get(b, key)).code).toBe('rate_limit_exceeded'), { timeout: 5_000 });
+  });
+
   it.each([
     ['pub/sub', true],
     ['the store poll alone', false],

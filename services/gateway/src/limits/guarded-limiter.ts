@@ -96,6 +96,11 @@ export class GuardedLimiter {
     this.bans.delete(keyId);
   }
 
+  /** Forgets every ban this replica knows of; each banned key costs one Redis call to relearn. */
+  forgetBans(): void {
+    this.bans.clear();
+  }
+
   async liftBan(keyId: string): Promise<void> {
     this.bans.delete(keyId);
     await Promise.all([this.primary.liftBan(keyId), this.fallback?.liftBan(keyId)]);
