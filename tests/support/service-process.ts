@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { constants } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -35,11 +36,18 @@ let exitHookInstalled = false;
 function track(child: ChildProcess): void {
   running.add(child);
   child.once('exit', () => running.delete(child));
-  if (!exitHookInstalled) {
-    exitHookInstalled = true;
-    // Last resort when a test run is cut short: no service outlives the worker that started it.
-    process.once('exit', () => {
-      for (const c of running) c.kill('SIGKILL');
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // Last resort when a test run is cut short: no service outlives the worker that started it.
+  const killAll = () => {
+    for (const c of running) c.kill('SIGKILL');
+  };
+  process.once('exit', killAll);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      killAll();
+      // Listening at all cancels the default action (exit); keep it when nobody else handles the signal.
+      if (process.listenerCount(signal) === 1) process.exit(128 + constants.signals[signal]);
     });
   }
 }
@@ -68,7 +76,14 @@ function collectLines(child: ChildProcess, into: LogLine[]): void {
 
 function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   // Nothing inherited but PATH: a REDIS_URL or MONGO_URL of the test run must not leak into a service.
-  return { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env };
+  return {
+    PATH: process.env.PATH ?? '',
+    ...(process.env.HOME ? { HOME: process.env.HOME } : {}),
+    ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    ...env,
+  };
 }
 
 /**
@@ -107,8 +122,16 @@ export class ServiceProcess {
     return this.child.pid;
   }
 
-  /** Starts the service on a free port (unless env has PORT) and resolves once it listens. */
-  static async start(name: keyof typeof SERVERS, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  /**
+   * Starts the service on a free port (unless env has PORT) and resolves once it is up: by default
+   * when it logs that it listens (LOG_LEVEL info), or with `ready: '/readyz'` when that path
+   * answers 200 (any log level). Fails at once, with the output, if the process dies first.
+   */
+  static async start(
+    name: keyof typeof SERVERS,
+    env: Record<string, string> = {},
+    options: { ready?: '/readyz'; timeoutMs?: number } = {},
+  ): Promise<ServiceProcess> {
     const port = env.PORT ? Number(env.PORT) : await freePort();
     const child = spawn(process.execPath, [SERVERS[name]], {
       env: baseEnv({ ...env, PORT: String(port) }),
@@ -116,21 +139,47 @@ export class ServiceProcess {
     });
     track(child);
     const service = new ServiceProcess(name, child, port);
-    const listening = `Server listening at http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 20_000;
-    while (!service.logs.some((l) => l.json?.msg === listening)) {
-      if (!service.alive) throw new Error(`${name} exited before listening:\n${service.output()}`);
-      if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`${name} did not listen on ${port} within 20 s:\n${service.output()}`);
-      }
+    const timeoutMs = options.timeoutMs ?? 20_000;
+    try {
+      if (options.ready) await service.pollReady(options.ready, timeoutMs);
+      else await service.waitListening(timeoutMs);
+    } catch (err) {
+      await service.kill();
+      throw err;
+    }
+    return service;
+  }
+
+  private async waitListening(timeoutMs: number): Promise<void> {
+    const listening = `Server listening at http://127.0.0.1:${this.port}`;
+    const deadline = Date.now() + timeoutMs;
+    while (!this.logs.some((l) => l.json?.msg === listening)) {
+      if (!this.alive) throw new Error(`${this.name} exited before listening:\n${this.output()}`);
+      if (Date.now() > deadline)
+        throw new Error(`${this.name} did not listen on ${this.port} in time:\n${this.output()}`);
       await Promise.race([
-        once(child.stdout ?? child, 'data'),
-        service.exited,
+        once(this.child.stdout ?? this.child, 'data'),
+        this.exited,
         new Promise((r) => setTimeout(r, 250).unref()),
       ]);
     }
-    return service;
+  }
+
+  private async pollReady(path: string, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = 'no answer';
+    while (Date.now() < deadline) {
+      if (!this.alive) throw new Error(`${this.name} exited before ${path} was ready:\n${this.output()}`);
+      try {
+        const response = await fetch(`${this.url}${path}`, { signal: AbortSignal.timeout(2_000) });
+        last = `${response.status} ${await response.text()}`;
+        if (response.status === 200) return;
+      } catch (err) {
+        last = err instanceof Error ? err.message : String(err);
+      }
+      await Promise.race([this.exited, new Promise((r) => setTimeout(r, 50))]);
+    }
+    throw new Error(`${this.name} was not ready at ${path} in time (last: ${last}):\n${this.output()}`);
   }
 
   /** Log records whose message contains `text`, optionally only those read at or after index `from`. */
@@ -144,6 +193,19 @@ export class ServiceProcess {
 
   signal(signal: NodeJS.Signals): void {
     this.child.kill(signal);
+  }
+
+  /** SIGTERM (graceful shutdown), then SIGKILL if it is still there after `graceMs`. */
+  async stop(graceMs = 5_000): Promise<void> {
+    if (!this.alive) return;
+    this.child.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), graceMs);
+    });
+    const outcome = await Promise.race([this.exited, late]);
+    clearTimeout(timer);
+    if (outcome === 'late') await this.kill();
   }
 
   /** SIGKILL unless it already exited; resolves once it has. */

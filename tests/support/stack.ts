@@ -1,12 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { constants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { StartedTestContainer } from 'testcontainers';
 import { findMongo, type TestMongo } from './mongo.js';
 import { startRedis, type TestRedis } from './redis.js';
 import { containerRuntime, freePort } from './runtime.js';
+import { ServiceProcess } from './service-process.js';
 
 /**
  * The whole animal store for cross-service tests, reached only over HTTP: MongoDB, Redis, the pets
@@ -22,8 +20,8 @@ import { containerRuntime, freePort } from './runtime.js';
  */
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const PETS_SERVER = 'services/pets/dist/server.js';
-const GATEWAY_SERVER = 'services/gateway/dist/server.js';
+/** How much of a container's output is kept for error messages. */
+const OUTPUT_LIMIT = 64 * 1024;
 /** Where the containers mode puts `apiKeysFile` inside the gateway container. */
 const CONTAINER_KEYS_FILE = '/etc/animal-store/keys/api-keys.json';
 
@@ -69,134 +67,7 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Child processes: output captured for error messages, stopped with SIGTERM then SIGKILL, and
-// killed when this process exits however it exits.
-
-const OUTPUT_LIMIT = 64 * 1024;
-const STOP_GRACE_MS = 5_000;
-const running = new Set<ServiceProcess>();
-let exitHooksInstalled = false;
-
-function installExitHooks(): void {
-  if (exitHooksInstalled) return;
-  exitHooksInstalled = true;
-  process.on('exit', () => {
-    for (const child of running) child.killNow();
-  });
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    const onSignal = () => {
-      for (const child of running) child.killNow();
-      // Only ours: the default action (exit) would otherwise be lost by listening at all.
-      if (process.listenerCount(signal) === 1) process.exit(128 + constants.signals[signal]);
-    };
-    process.on(signal, onSignal);
-  }
-}
-
-class ServiceProcess {
-  private output = '';
-  private readonly child: ChildProcess;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-
-  constructor(
-    readonly name: string,
-    script: string,
-    env: Record<string, string>,
-  ) {
-    installExitHooks();
-    const path = `${REPO_ROOT}${script}`;
-    if (!existsSync(path)) throw new Error(`${path} is missing: build first (npx tsc -b; npm test does it)`);
-    this.child = spawn(process.execPath, [path], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const keep = (chunk: Buffer) => {
-      this.output = (this.output + chunk.toString()).slice(-OUTPUT_LIMIT);
-    };
-    this.child.stdout?.on('data', keep);
-    this.child.stderr?.on('data', keep);
-    running.add(this);
-    this.exited = new Promise((resolve) => {
-      this.child.once('exit', (code, signal) => {
-        running.delete(this);
-        resolve({ code, signal });
-      });
-      this.child.once('error', (err) => {
-        keep(Buffer.from(`spawn failed: ${err.message}\n`));
-        running.delete(this);
-        resolve({ code: null, signal: null });
-      });
-    });
-  }
-
-  get pid(): number | undefined {
-    return this.child.pid;
-  }
-
-  get alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null && running.has(this);
-  }
-
-  describe(reason: string): Error {
-    const output = this.output.trim() || '(no output)';
-    return new Error(`${this.name} (pid ${this.pid}) ${reason}. Its output:\n${output}`);
-  }
-
-  /** Polls `${url}/readyz` until it answers 200; fails at once, with the output, if the process dies. */
-  async waitReady(url: string, timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    let died = false;
-    void this.exited.then(() => {
-      died = true;
-    });
-    let last = 'no answer';
-    while (Date.now() < deadline) {
-      if (died) {
-        const { code, signal } = await this.exited;
-        throw this.describe(`exited (${signal ?? code}) before it was ready at ${url}/readyz`);
-      }
-      try {
-        const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) });
-        last = `${response.status} ${await response.text()}`;
-        if (response.status === 200) return;
-      } catch (err) {
-        last = err instanceof Error ? err.message : String(err);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw this.describe(`was not ready at ${url}/readyz within ${timeoutMs} ms (last: ${last})`);
-  }
-
-  /** SIGTERM (graceful shutdown), then SIGKILL if it is still there after the grace period. */
-  async stop(): Promise<void> {
-    if (!this.alive) return;
-    this.child.kill('SIGTERM');
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => {
-      timer = setTimeout(() => resolve('late'), STOP_GRACE_MS);
-    });
-    const outcome = await Promise.race([this.exited, late]);
-    clearTimeout(timer);
-    if (outcome === 'late') {
-      this.child.kill('SIGKILL');
-      await this.exited;
-    }
-  }
-
-  /** Synchronous, for process exit. */
-  killNow(): void {
-    if (this.alive) this.child.kill('SIGKILL');
-  }
-}
-
-/** Only what a service needs from this environment: nothing of the test run's own config leaks in. */
-function baseEnv(): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-  if (process.env.HOME) env.HOME = process.env.HOME;
-  if (process.env.TMPDIR) env.TMPDIR = process.env.TMPDIR;
-  return env;
-}
-
 interface GatewayProcessOptions {
-  name: string;
   redisUrl: string;
   redisPrefix: string;
   petsUrl: string;
@@ -210,31 +81,25 @@ interface GatewayProcessOptions {
 async function startGatewayProcess(
   options: GatewayProcessOptions,
 ): Promise<{ process: ServiceProcess; url: string; adminUrl: string }> {
-  const [port, adminPort] = [await freePort(), await freePort()];
-  const gateway = new ServiceProcess(options.name, GATEWAY_SERVER, {
-    ...baseEnv(),
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    ADMIN_HOST: '127.0.0.1',
-    ADMIN_PORT: String(adminPort),
-    ADMIN_TOKEN: options.adminToken,
-    PETS_URL: options.petsUrl,
-    REDIS_URL: options.redisUrl,
-    REDIS_PREFIX: options.redisPrefix,
-    LOG_LEVEL: 'warn',
-    SHUTDOWN_GRACE_MS: '2000',
-    ...(options.mongoUrl ? { MONGO_URL: options.mongoUrl } : {}),
-    ...(options.apiKeysFile ? { API_KEYS_FILE: options.apiKeysFile } : {}),
-    ...options.env,
-  });
-  const url = `http://127.0.0.1:${port}`;
-  try {
-    await gateway.waitReady(url, options.readyTimeoutMs);
-  } catch (err) {
-    await gateway.stop();
-    throw err;
-  }
-  return { process: gateway, url, adminUrl: `http://127.0.0.1:${adminPort}` };
+  const adminPort = await freePort();
+  const gateway = await ServiceProcess.start(
+    'gateway',
+    {
+      ADMIN_HOST: '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
+      ADMIN_TOKEN: options.adminToken,
+      PETS_URL: options.petsUrl,
+      REDIS_URL: options.redisUrl,
+      REDIS_PREFIX: options.redisPrefix,
+      LOG_LEVEL: 'warn',
+      SHUTDOWN_GRACE_MS: '2000',
+      ...(options.mongoUrl ? { MONGO_URL: options.mongoUrl } : {}),
+      ...(options.apiKeysFile ? { API_KEYS_FILE: options.apiKeysFile } : {}),
+      ...options.env,
+    },
+    { ready: '/readyz', timeoutMs: options.readyTimeoutMs },
+  );
+  return { process: gateway, url: gateway.url, adminUrl: `http://127.0.0.1:${adminPort}` };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -261,14 +126,13 @@ async function runAll(steps: Array<() => Promise<unknown>>): Promise<void> {
 }
 
 function replicaStarter(
-  base: Omit<GatewayProcessOptions, 'name' | 'apiKeysFile' | 'env'>,
+  base: Omit<GatewayProcessOptions, 'apiKeysFile' | 'env'>,
   gatewayEnv: Record<string, string> | undefined,
   replicas: ServiceProcess[],
 ): Stack['startGatewayReplica'] {
   return async (replicaOptions = {}) => {
     const started = await startGatewayProcess({
       ...base,
-      name: `gateway replica ${replicas.length + 2}`,
       apiKeysFile: replicaOptions.apiKeysFile,
       env: { ...gatewayEnv, ...replicaOptions.env },
     });
@@ -287,18 +151,13 @@ async function startProcesses(options: StackOptions, adminToken: string, readyTi
     const mongo: TestMongo | null = lookup.mongo;
     if (mongo) cleanup.unshift(() => mongo.stop());
 
-    const petsPort = await freePort();
-    const pets = new ServiceProcess('pets', PETS_SERVER, {
-      ...baseEnv(),
-      HOST: '127.0.0.1',
-      PORT: String(petsPort),
-      LOG_LEVEL: 'warn',
-      SHUTDOWN_GRACE_MS: '2000',
-      ...(mongo ? { MONGO_URL: mongo.url } : {}),
-    });
+    const pets = await ServiceProcess.start(
+      'pets',
+      { LOG_LEVEL: 'warn', SHUTDOWN_GRACE_MS: '2000', ...(mongo ? { MONGO_URL: mongo.url } : {}) },
+      { ready: '/readyz', timeoutMs: readyTimeoutMs },
+    );
     cleanup.unshift(() => pets.stop());
-    const petsUrl = `http://127.0.0.1:${petsPort}`;
-    await pets.waitReady(petsUrl, readyTimeoutMs);
+    const petsUrl = pets.url;
 
     // Its own prefix, so a Redis shared through REDIS_URL never mixes this stack's counters with another's.
     const redisPrefix = `it${randomUUID().slice(0, 8)}:`;
@@ -312,7 +171,6 @@ async function startProcesses(options: StackOptions, adminToken: string, readyTi
     };
     const gateway = await startGatewayProcess({
       ...base,
-      name: 'gateway',
       apiKeysFile: options.apiKeysFile,
       env: options.gatewayEnv,
     });
