@@ -42,10 +42,6 @@ export class KeyResolver {
     });
   }
 
-  get fileRecordCount(): number {
-    return this.fromFile.size;
-  }
-
   /**
    * What this replica knows of a key without asking the store: its record, null when known to be
    * unknown or revoked, undefined when only the store can tell.

@@ -44,10 +44,6 @@ export class GuardedLimiter {
     public hooks: GuardHooks = {},
   ) {}
 
-  get degraded(): boolean {
-    return this.failing;
-  }
-
   consume(keyId: string, limits: Limits): Promise<GuardedDecision> {
     const known = this.bans.get(keyId);
     if (known) {
