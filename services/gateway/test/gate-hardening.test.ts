@@ -1,31 +1,14 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey } from '../src/keys/api-key.js';
 import { KeyResolver } from '../src/keys/key-resolver.js';
 import type { KeyRecord, KeyStore } from '../src/keys/key-store.js';
 import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
-import { addKey, bearer, startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
+import { addKey, bearer, type TestGateway, useGateways } from './helpers.js';
 
-let redis: TestRedis;
-let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
-const gateways: TestGateway[] = [];
+const gateways = useGateways();
 
-beforeAll(async () => {
-  redis = await startRedis();
-  upstream = await startEchoUpstream();
-});
-afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.close()));
-});
-afterAll(async () => {
-  await upstream.close();
-  await redis.stop();
-});
-
-async function gateway(options: { env?: Record<string, string>; keyStore?: KeyStore } = {}): Promise<TestGateway> {
-  const gw = await startGateway({ redisUrl: redis.url, upstream: upstream.url, ...options });
-  gateways.push(gw);
-  return gw;
+function gateway(options: { env?: Record<string, string>; keyStore?: KeyStore } = {}): Promise<TestGateway> {
+  return gateways.start(options);
 }
 
 function storeLookups(metrics: string): number {

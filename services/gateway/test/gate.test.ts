@@ -1,30 +1,13 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
+import { describe, expect, it } from 'vitest';
 import { generateApiKey } from '../src/keys/api-key.js';
-import { addKey, bearer, startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
+import { addKey, bearer, type TestGateway, useGateways } from './helpers.js';
 
-let redis: TestRedis;
-let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
-const gateways: TestGateway[] = [];
+const gateways = useGateways();
 
-beforeAll(async () => {
-  redis = await startRedis();
-  upstream = await startEchoUpstream();
-});
-afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.close()));
-});
-afterAll(async () => {
-  await upstream.close();
-  await redis.stop();
-});
-
-async function gateway(env: Record<string, string> = {}, upstreamUrl = upstream.url): Promise<TestGateway> {
-  const gw = await startGateway({ redisUrl: redis.url, upstream: upstreamUrl, env });
-  gateways.push(gw);
-  return gw;
+function gateway(env: Record<string, string> = {}, upstream?: string): Promise<TestGateway> {
+  return gateways.start({ env, ...(upstream ? { upstream } : {}) });
 }
 
 const RATELIMIT = /^"minute";r=\d+;t=\d+, "day";r=\d+;t=\d+$/;
@@ -272,12 +255,7 @@ describe('when Redis is unreachable', () => {
   async function deadRedisGateway(mode: 'open' | 'closed') {
     const { RedisProcess } = await import('../../../tests/support/redis.js');
     const own = await RedisProcess.start();
-    const gw = await startGateway({
-      redisUrl: own.url,
-      upstream: upstream.url,
-      env: { RATE_LIMIT_FAILURE_MODE: mode },
-    });
-    gateways.push(gw);
+    const gw = await gateways.start({ redisUrl: own.url, env: { RATE_LIMIT_FAILURE_MODE: mode } });
     await own.kill();
     return gw;
   }

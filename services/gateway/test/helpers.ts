@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
 import { buildAdminApp } from '../src/admin/app.js';
 import { buildApp } from '../src/app.js';
 import { type GatewayConfig, loadConfig } from '../src/config.js';
@@ -152,5 +154,35 @@ export async function startEchoUpstream(): Promise<{ url: string; app: FastifyIn
     url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
     app,
     close: () => app.close(),
+  };
+}
+
+/**
+ * A test file's gateways: one Redis and one echo upstream for the whole file, and every gateway
+ * started through `start` closed after its test. Call at the top level of the file.
+ */
+export function useGateways() {
+  let redis: TestRedis | undefined;
+  let upstream: Awaited<ReturnType<typeof startEchoUpstream>> | undefined;
+  const open: TestGateway[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+    upstream = await startEchoUpstream();
+  });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((g) => g.close()));
+  });
+  afterAll(async () => {
+    await upstream?.close();
+    await redis?.stop();
+  });
+  return {
+    /** A gateway on the file's Redis in front of the echo upstream; options override either. */
+    async start(options: GatewayOptions = {}): Promise<TestGateway> {
+      if (!redis || !upstream) throw new Error('useGateways: start gateways inside tests');
+      const gw = await startGateway({ redisUrl: redis.url, upstream: upstream.url, ...options });
+      open.push(gw);
+      return gw;
+    },
   };
 }
