@@ -7,7 +7,7 @@ import { createRegistry } from '@animal-store/common/metrics.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp as buildPets } from '../../services/pets/src/app.js';
 import { MemoryPetStore } from '../../services/pets/src/store/memory-pet-store.js';
-import { type Outcome, startLoops, tally } from '../support/request-loop.js';
+import { type Outcome, type RequestLoops, startLoops, tally } from '../support/request-loop.js';
 import { freePort } from '../support/runtime.js';
 import { createKeyInFile, killAllServices, ServiceProcess } from '../support/service-process.js';
 
@@ -81,6 +81,36 @@ function isDrainingRefusal(o: Outcome): boolean {
 /** Where the log shows the process began to shut down (close-with-grace's handler ran). */
 async function shuttingDown(service: ServiceProcess): Promise<void> {
   await vi.waitFor(() => expect(service.messages('shutting down')).not.toHaveLength(0), { timeout: GRACE_MS });
+}
+
+/**
+ * SIGTERM while `loops` and the half-sent `slow` POST are in flight, then what every shutdown
+ * must show: exit 0 before the grace period, the half-sent POST served (201), no request left
+ * hanging, and every outcome either answered with `okStatus`, refused as the server drains, or
+ * refused at the TCP level.
+ */
+async function terminateUnderLoad(service: ServiceProcess, slow: SlowPost, loops: RequestLoops, okStatus: number) {
+  const signalledAt = Date.now();
+  service.signal('SIGTERM');
+  await shuttingDown(service);
+  const slowResult = await slow.finish();
+  const exit = await service.exited;
+  const outcomes = await loops.stop();
+
+  expect(exit.code, service.output().slice(-2_000)).toBe(0);
+  expect(exit.at - signalledAt).toBeLessThan(GRACE_MS);
+  expect(slowResult.status, slowResult.body).toBe(201);
+
+  const summary = JSON.stringify(tally(outcomes));
+  expect(
+    outcomes.filter((o) => o.error === 'TIMEOUT'),
+    summary,
+  ).toEqual([]);
+  const ok = outcomes.filter((o) => o.status === okStatus && o.error === undefined);
+  const draining = outcomes.filter(isDrainingRefusal);
+  const atTcp = outcomes.filter((o) => o.status === undefined && REFUSED_AT_TCP.has(o.error ?? ''));
+  expect(ok.length + draining.length + atTcp.length, summary).toBe(outcomes.length);
+  return { slowResult, ok, draining, atTcp };
 }
 
 afterEach(async () => {
@@ -168,27 +198,7 @@ describe('gateway SIGTERM under POST load, pets staying up', () => {
     );
     await vi.waitFor(() => expect(received.has('gw-slow')).toBe(true));
 
-    const signalledAt = Date.now();
-    gateway.signal('SIGTERM');
-    await shuttingDown(gateway);
-    const slowResult = await slow.finish();
-    const exit = await gateway.exited;
-    const outcomes = await loops.stop();
-
-    expect(exit.code, gateway.output().slice(-2_000)).toBe(0);
-    expect(exit.at - signalledAt).toBeLessThan(GRACE_MS);
-    expect(slowResult.status, slowResult.body).toBe(201);
-
-    // Every request ended: with an answer, a clean refusal, or a refused/reset connection. No hangs.
-    const summary = JSON.stringify(tally(outcomes));
-    expect(
-      outcomes.filter((o) => o.error === 'TIMEOUT'),
-      summary,
-    ).toEqual([]);
-    const created = outcomes.filter((o) => o.status === 201 && o.error === undefined);
-    const draining = outcomes.filter(isDrainingRefusal);
-    const atTcp = outcomes.filter((o) => o.status === undefined && REFUSED_AT_TCP.has(o.error ?? ''));
-    expect(created.length + draining.length + atTcp.length, summary).toBe(outcomes.length);
+    const { slowResult, ok: created, draining, atTcp } = await terminateUnderLoad(gateway, slow, loops, 201);
 
     // Refused requests never reached pets: refused means nothing happened.
     for (const o of [...draining, ...atTcp]) expect(received.has(`gw-${o.tag}`), o.tag).toBe(false);
@@ -235,26 +245,7 @@ describe('pets SIGTERM under GET load', () => {
       expect(pets.logs.some((l) => l.json?.reqId === 'pg-slow' && l.json?.msg === 'incoming request')).toBe(true),
     );
 
-    const signalledAt = Date.now();
-    pets.signal('SIGTERM');
-    await shuttingDown(pets);
-    const slowResult = await slow.finish();
-    const exit = await pets.exited;
-    const outcomes = await loops.stop();
-
-    expect(exit.code, pets.output().slice(-2_000)).toBe(0);
-    expect(exit.at - signalledAt).toBeLessThan(GRACE_MS);
-    expect(slowResult.status, slowResult.body).toBe(201);
-
-    const summary = JSON.stringify(tally(outcomes));
-    expect(
-      outcomes.filter((o) => o.error === 'TIMEOUT'),
-      summary,
-    ).toEqual([]);
-    const served = outcomes.filter((o) => o.status === 200 && o.error === undefined);
-    const draining = outcomes.filter(isDrainingRefusal);
-    const atTcp = outcomes.filter((o) => o.status === undefined && REFUSED_AT_TCP.has(o.error ?? ''));
-    expect(served.length + draining.length + atTcp.length, summary).toBe(outcomes.length);
+    const { ok: served, atTcp } = await terminateUnderLoad(pets, slow, loops, 200);
     for (const o of served) expect((JSON.parse(o.body ?? '') as unknown[]).length).toBe(3);
 
     // The server's own account (fastify's request log): every request it started, it completed,
