@@ -1,17 +1,109 @@
-// Starts the whole stack from the build: pets, then the gateway in front of it. With no
-// MONGO_URL it runs embedded (in-memory stores) and seeds one demo key per plan.
+// Starts the whole stack from the build (`npm start` builds first, in its prestart script): pets,
+// then the gateway in front of it. With no MONGO_URL it runs embedded (in-memory stores) and
+// seeds one demo key per plan.
+//
+// `npm start` runs this as `exec node scripts/start.mjs`, so this process is npm's direct child:
+// npm forwards SIGINT and SIGTERM to its child, and a `sh -c` in between would die of them
+// without passing them on, orphaning the stack.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateApiKey, hashApiKey, newKeyId } from '../services/gateway/dist/keys/api-key.js';
-import { appendToKeysFile } from '../services/gateway/dist/keys/keys-file.js';
+import { createKey } from '../services/gateway/dist/keys/create-key.js';
+import { appendToKeysFile, toKeyFileEntry } from '../services/gateway/dist/keys/keys-file.js';
+
+/** A stopping child gets this long (SHUTDOWN_GRACE_MS) to close, then SIGKILL: the stack is down within 5 s. */
+const CHILD_GRACE_MS = 3_000;
+const KILL_AFTER_MS = 4_000;
 
 const env = process.env;
-const gatewayPort = Number(env.PORT ?? 8080);
-const petsPort = Number(env.PETS_PORT ?? 8090);
-const adminPort = Number(env.ADMIN_PORT ?? 8081);
+const host = env.HOST ?? '127.0.0.1';
+const adminHost = env.ADMIN_HOST ?? '127.0.0.1';
+
+function fail(message) {
+  process.stderr.write(`npm start: ${message}\n`);
+  process.exit(1);
+}
+
+function portFrom(variable, fallback) {
+  const text = env[variable] ?? String(fallback);
+  const port = Number(text);
+  if (!/^[0-9]+$/.test(text) || port < 1 || port > 65_535) fail(`${variable}=${text} is not a port (1-65535)`);
+  return port;
+}
+
+const listeners = [
+  { variable: 'PORT', what: 'the gateway', host, port: portFrom('PORT', 8080) },
+  { variable: 'ADMIN_PORT', what: 'the admin API', host: adminHost, port: portFrom('ADMIN_PORT', 8081) },
+  // Pets only needs to be reachable by the gateway.
+  { variable: 'PETS_PORT', what: 'the pets service', host: '127.0.0.1', port: portFrom('PETS_PORT', 8090) },
+  // Prometheus scrapes these; on loopback under npm start.
+  { variable: 'METRICS_PORT', what: "the gateway's metrics", host: '127.0.0.1', port: portFrom('METRICS_PORT', 9464) },
+  {
+    variable: 'PETS_METRICS_PORT',
+    what: "the pets service's metrics",
+    host: '127.0.0.1',
+    port: portFrom('PETS_METRICS_PORT', 9465),
+  },
+];
+const [gateway, admin, pets, gatewayMetrics, petsMetrics] = listeners;
+
+for (const [i, a] of listeners.entries()) {
+  const clash = listeners.slice(i + 1).find((b) => b.port === a.port);
+  if (clash) fail(`${a.variable} and ${clash.variable} are both ${a.port}; give each its own port`);
+}
+
+/** Whether something already listens there; the stack would otherwise die half-started with EADDRINUSE. */
+function portProblem({ host: h, port }) {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', (err) => resolve(err.code ?? String(err)));
+    probe.listen({ host: h, port, exclusive: true }, () => probe.close(() => resolve(null)));
+  });
+}
+
+for (const l of listeners) {
+  const problem = await portProblem(l);
+  if (problem === 'EADDRINUSE') {
+    fail(`port ${l.port} (${l.what}) is already in use on ${l.host}; set ${l.variable} to a free port`);
+  } else if (problem) {
+    fail(`cannot listen on ${l.host}:${l.port} (${l.what}): ${problem}; set ${l.variable} to another port`);
+  }
+}
+
+const children = [];
+let stopping = false;
+let tempDir;
+
+function removeTempFiles() {
+  if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+  tempDir = undefined;
+}
+
+const running = () => children.filter((c) => c.exitCode === null && c.signalCode === null);
+
+function stop(code) {
+  if (stopping) return;
+  stopping = true;
+  for (const child of running()) child.kill('SIGTERM');
+  const killer = setTimeout(() => {
+    for (const child of running()) child.kill('SIGKILL');
+  }, KILL_AFTER_MS);
+  Promise.all(running().map((c) => new Promise((r) => c.once('exit', r)))).then(() => {
+    clearTimeout(killer);
+    removeTempFiles();
+    process.exit(code);
+  });
+}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => stop(0));
+// Whatever ends this process (an uncaught error included) ends the stack with it.
+process.on('exit', () => {
+  for (const child of running()) child.kill('SIGKILL');
+  removeTempFiles();
+});
+
 const embedded = !env.MONGO_URL;
 const generatedToken = env.ADMIN_TOKEN ? undefined : randomBytes(24).toString('base64url');
 const adminToken = env.ADMIN_TOKEN ?? generatedToken;
@@ -19,30 +111,44 @@ const adminToken = env.ADMIN_TOKEN ?? generatedToken;
 const demoKeys = [];
 let keysFile = env.API_KEYS_FILE;
 if (embedded && !keysFile) {
-  keysFile = join(mkdtempSync(join(tmpdir(), 'animal-store-')), 'demo-keys.json');
+  tempDir = mkdtempSync(join(tmpdir(), 'animal-store-'));
+  keysFile = join(tempDir, 'demo-keys.json');
   const plans = [['free'], ['pro'], ['business'], ['enterprise', { perMinute: 5_000, perDay: 1_000_000 }]];
   for (const [plan, limits] of plans) {
-    const key = generateApiKey();
-    const id = newKeyId();
-    await appendToKeysFile(keysFile, {
-      id,
-      name: `demo-${plan}`,
-      plan,
-      ...(limits ? { limits } : {}),
-      sha256: hashApiKey(key),
-    });
-    demoKeys.push({ plan, id, key });
+    const { key, record } = createKey({ plan, name: `demo-${plan}`, limits });
+    await appendToKeysFile(keysFile, toKeyFileEntry(record));
+    demoKeys.push({ plan, id: record.id, key });
   }
 }
 
-const children = [];
-let stopping = false;
+// In a terminal the JSON log lines are hard to read: one pretty line each instead. Piped
+// (CI, a log collector) they stay JSON; so they do without pino-pretty (a dev dependency).
+const pretty = process.stdout.isTTY
+  ? await import('pino-pretty').then(
+      (m) => m.default,
+      () => null,
+    )
+  : null;
 
 function start(name, script, extraEnv) {
   const child = spawn(process.execPath, [script], {
-    env: { ...env, ...extraEnv },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...env, SHUTDOWN_GRACE_MS: env.SHUTDOWN_GRACE_MS ?? String(CHILD_GRACE_MS), ...extraEnv },
+    stdio: ['ignore', pretty ? 'pipe' : 'inherit', 'inherit'],
+    // Its own process group: Ctrl-C reaches only this process, which then stops each child once.
+    // (A second signal would make a child skip its graceful close.)
+    detached: true,
   });
+  if (pretty && child.stdout) {
+    child.stdout.pipe(
+      pretty({
+        singleLine: true,
+        translateTime: 'SYS:HH:MM:ss.l',
+        ignore: 'pid,hostname,service',
+        messageFormat: `${name.padEnd(7)} {msg}`,
+        sync: true,
+      }),
+    );
+  }
   child.on('exit', (code, signal) => {
     if (!stopping) {
       process.stderr.write(`\n${name} exited (${signal ?? code}); stopping the stack\n`);
@@ -52,16 +158,6 @@ function start(name, script, extraEnv) {
   children.push(child);
   return child;
 }
-
-function stop(code = 0) {
-  stopping = true;
-  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
-  Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : null))).then(() =>
-    process.exit(code),
-  );
-}
-process.on('SIGINT', () => stop(0));
-process.on('SIGTERM', () => stop(0));
 
 async function waitReady(url, name) {
   for (let attempt = 0; attempt < 300 && !stopping; attempt++) {
@@ -76,18 +172,30 @@ async function waitReady(url, name) {
   throw new Error(`${name} did not become ready at ${url}`);
 }
 
+const local = (h) => (h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h.includes(':') ? `[${h}]` : h);
+const gatewayUrl = `http://${local(host)}:${gateway.port}`;
+const adminUrl = `http://${local(adminHost)}:${admin.port}`;
+
 try {
-  start('pets', 'services/pets/dist/server.js', { PORT: String(petsPort), HOST: env.HOST ?? '127.0.0.1' });
-  await waitReady(`http://127.0.0.1:${petsPort}/readyz`, 'pets');
+  start('pets', 'services/pets/dist/server.js', {
+    PORT: String(pets.port),
+    HOST: pets.host,
+    METRICS_HOST: petsMetrics.host,
+    METRICS_PORT: String(petsMetrics.port),
+  });
+  await waitReady(`http://127.0.0.1:${pets.port}/readyz`, 'pets');
   start('gateway', 'services/gateway/dist/server.js', {
-    PORT: String(gatewayPort),
-    HOST: env.HOST ?? '0.0.0.0',
-    ADMIN_PORT: String(adminPort),
+    PORT: String(gateway.port),
+    HOST: host,
+    ADMIN_HOST: adminHost,
+    ADMIN_PORT: String(admin.port),
+    METRICS_HOST: gatewayMetrics.host,
+    METRICS_PORT: String(gatewayMetrics.port),
     ADMIN_TOKEN: adminToken,
-    PETS_URL: env.PETS_URL ?? `http://127.0.0.1:${petsPort}`,
+    PETS_URL: env.PETS_URL ?? `http://127.0.0.1:${pets.port}`,
     ...(keysFile ? { API_KEYS_FILE: keysFile } : {}),
   });
-  await waitReady(`http://127.0.0.1:${gatewayPort}/readyz`, 'gateway');
+  await waitReady(`${gatewayUrl}/readyz`, 'gateway');
 } catch (err) {
   // Never leave a half-started stack holding the ports.
   process.stderr.write(`${err.message}; stopping the stack\n`);
@@ -97,18 +205,24 @@ try {
 
 const lines = [
   '',
-  `  Animal store API is up: http://127.0.0.1:${gatewayPort}/v1  (docs: http://127.0.0.1:${gatewayPort}/docs)`,
-  `  Admin API: http://127.0.0.1:${adminPort}/admin/keys`,
-  generatedToken ? `  Admin token (generated for this run): ${generatedToken}` : '  Admin token: from ADMIN_TOKEN',
+  `  Animal store API is up: ${gatewayUrl}/v1  (docs: ${gatewayUrl}/docs)`,
+  `  Admin API: ${adminUrl}/admin/keys`,
+  generatedToken ? '  Admin token: generated for this run (below)' : '  Admin token: from ADMIN_TOKEN',
 ];
 if (demoKeys.length > 0) {
   lines.push('  Demo keys (embedded mode; they last until you stop the stack):');
-  for (const k of demoKeys) lines.push(`    ${k.plan.padEnd(10)} ${k.key}`);
-  lines.push(
-    '',
-    '  Try:',
-    `    curl -i -H "Authorization: Bearer ${demoKeys[0].key}" http://127.0.0.1:${gatewayPort}/v1/pets`,
-  );
+  lines.push(`    ${'plan'.padEnd(10)} ${'id'.padEnd(20)} key`);
+  for (const k of demoKeys) lines.push(`    ${k.plan.padEnd(10)} ${k.id.padEnd(20)} ${k.key}`);
+  lines.push('', '  Try:', `    curl -i -H "Authorization: Bearer ${demoKeys[0].key}" ${gatewayUrl}/v1/pets`);
 }
-lines.push('  Ctrl-C stops the stack.', '');
+lines.push(
+  '',
+  '  For the keys CLI (npm run keys -- list) and the admin API, in another shell:',
+  generatedToken
+    ? `    export ADMIN_URL=${adminUrl} ADMIN_TOKEN=${generatedToken}`
+    : `    export ADMIN_URL=${adminUrl}   # ADMIN_TOKEN: the one you set`,
+  '',
+  '  Ctrl-C stops the stack.',
+  '',
+);
 process.stdout.write(`${lines.join('\n')}\n`);

@@ -90,7 +90,10 @@ describe('the public API reference', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     const doc = (await res.json()) as Doc;
-    const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
+    const all = Object.values(doc.paths).flatMap((item) => Object.values(item));
+    // GET /v1, the index, needs no key: the gateway's refusals and limit headers are not its own.
+    expect(doc.paths['/v1']?.get).toMatchObject({ operationId: 'apiIndex', security: [] });
+    const operations = all.filter((op) => op.operationId !== 'apiIndex');
     expect(operations.map((op) => op.operationId).sort()).toEqual(['createPet', 'getPet', 'listPets']);
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const op of operations) {
@@ -102,7 +105,7 @@ describe('the public API reference', () => {
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeDefined();
   });
 
-  it('renders the three operations at /docs in headless Chromium, from local assets only', {
+  it('renders the index and the three pets operations at /docs in headless Chromium, from local assets only', {
     timeout: 90_000,
   }, async () => {
     const dom = await dumpDom(`${gateway.url}/docs`);
@@ -114,6 +117,7 @@ describe('the public API reference', () => {
     ].map((m) => ({ id: m[1], method: m[2], path: m[3], operationId: m[4] }));
     const text = dom.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ');
     expect(blocks, `page text: ${text.slice(0, 2_000)}`).toEqual([
+      { id: 'apiIndex', method: 'GET', path: '/v1', operationId: 'apiIndex' },
       { id: 'listPets', method: 'GET', path: '/v1/pets', operationId: 'listPets' },
       { id: 'createPet', method: 'POST', path: '/v1/pets', operationId: 'createPet' },
       { id: 'getPet', method: 'GET', path: '/v1/pets/{petId}', operationId: 'getPet' },

@@ -113,6 +113,16 @@ describe(BASE, () => {
     expect(ports.find((p) => p.target === '8081')?.hostIp).toBe('127.0.0.1');
   });
 
+  it('serves metrics on their own port: the gateway 9464 on 127.0.0.1 only, pets 9465 unpublished', () => {
+    const gateway = environment(base.services.gateway!);
+    const pets = environment(base.services.pets!);
+    expect([gateway.METRICS_HOST, gateway.METRICS_PORT]).toEqual(['0.0.0.0', '9464']);
+    expect([pets.METRICS_HOST, pets.METRICS_PORT]).toEqual(['0.0.0.0', '9465']);
+    const ports = (base.services.gateway?.ports ?? []).map(parsePort);
+    expect(ports.find((p) => p.target === '9464')?.hostIp).toBe('127.0.0.1');
+    expect(ports.map((p) => p.target)).not.toContain('9465');
+  });
+
   it('starts each service only after its dependencies are healthy', () => {
     const conditions = (name: string) => base.services[name]?.depends_on as Record<string, { condition?: string }>;
     expect(conditions('gateway')).toEqual({

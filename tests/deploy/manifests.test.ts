@@ -2,12 +2,14 @@
 // Kubernetes OpenAPI schemas shipped by kubernetes-models (offline), and asserts the deployment
 // invariants operators rely on (probes, restricted pods, secrets by reference, network isolation).
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from 'kubernetes-models';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { loadConfig } from '../../services/gateway/src/config.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const overlaysDir = join(repoRoot, 'deploy', 'k8s', 'overlays');
@@ -103,7 +105,27 @@ const renders = new Map<string, K8sObject[]>();
 function render(overlay: string): K8sObject[] {
   const cached = renders.get(overlay);
   if (cached) return cached;
-  const dir = join(overlaysDir, overlay);
+  const objects = renderDir(join(overlaysDir, overlay));
+  renders.set(overlay, objects);
+  return objects;
+}
+
+/** An overlay with a component added, as an operator enables one (kustomize wants relative paths). */
+function renderWithComponent(overlay: string, component: string): K8sObject[] {
+  const dir = mkdtempSync(join(tmpdir(), 'kustomize-'));
+  try {
+    const k8sDir = relative(dir, join(repoRoot, 'deploy', 'k8s'));
+    writeFileSync(
+      join(dir, 'kustomization.yaml'),
+      `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [${k8sDir}/overlays/${overlay}]\ncomponents: [${k8sDir}/components/${component}]\n`,
+    );
+    return renderDir(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function renderDir(dir: string): K8sObject[] {
   const kubectl = findBinary('kubectl');
   const kustomize = findBinary('kustomize');
   if (!kubectl && !kustomize) {
@@ -119,7 +141,6 @@ function render(overlay: string): K8sObject[] {
     const value = doc.toJS() as K8sObject | null;
     if (value) objects.push(value);
   }
-  renders.set(overlay, objects);
   return objects;
 }
 
@@ -249,7 +270,7 @@ describe.each(overlays)('overlay %s', (overlay) => {
     }
   });
 
-  it('denies ingress by default and admits pets traffic from gateway pods only, on 8090', () => {
+  it('denies ingress by default and admits pets traffic from gateway pods only, on 8090 (metrics: monitoring, 9465)', () => {
     const policies = byKind(render(overlay), 'NetworkPolicy');
     const isIngress = (p: K8sObject) => (p.spec?.policyTypes ?? ['Ingress']).includes('Ingress');
     const defaultDeny = policies.find(
@@ -263,11 +284,46 @@ describe.each(overlays)('overlay %s', (overlay) => {
     expect(rules.length).toBeGreaterThan(0);
     for (const rule of rules) {
       expect(rule.from, 'every pets ingress rule names its sources').toBeDefined();
-      for (const peer of rule.from ?? []) {
-        expect(peer).toEqual({ podSelector: { matchLabels: { app: 'gateway' } } });
-      }
-      expect(rule.ports?.map((p) => p.port)).toEqual([8090]);
+      const ports = rule.ports?.map((p) => p.port);
+      // The API from gateway pods, the metrics from the monitoring namespace; nothing else.
+      const [peer, port] =
+        ports?.[0] === 9465
+          ? [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }, 9465]
+          : [{ podSelector: { matchLabels: { app: 'gateway' } } }, 8090];
+      for (const from of rule.from ?? []) expect(from).toEqual(peer);
+      expect(ports).toEqual([port]);
     }
+  });
+
+  it.each([
+    { app: 'gateway', port: 9464 },
+    { app: 'pets', port: 9465 },
+  ])('serves $app metrics on a named port $port, admitted from the monitoring namespace only', ({ app, port }) => {
+    const objects = render(overlay);
+    const deployment = one(objects, 'Deployment', app);
+    const container = podSpec(deployment).containers[0] as Container & {
+      ports?: { name?: string; containerPort: number }[];
+      envFrom?: { configMapRef?: { name: string } }[];
+    };
+    expect(container.ports).toEqual(expect.arrayContaining([{ name: 'metrics', containerPort: port }]));
+    const service = one(objects, 'Service', app) as K8sObject & {
+      spec: { ports?: { name?: string; port: number; targetPort?: string | number }[] };
+    };
+    expect(service.spec.ports).toEqual(expect.arrayContaining([{ name: 'metrics', port, targetPort: 'metrics' }]));
+    const configName = container.envFrom?.[0]?.configMapRef?.name ?? '';
+    expect(one(objects, 'ConfigMap', configName).data).toMatchObject({
+      METRICS_HOST: '0.0.0.0',
+      METRICS_PORT: String(port),
+    });
+    const labels = deployment.spec?.template?.metadata?.labels ?? {};
+    const rules = byKind(objects, 'NetworkPolicy')
+      .filter((p) => selects(p.spec?.podSelector, labels))
+      .flatMap((p) => p.spec?.ingress ?? []);
+    const admitting = rules.filter((r) => !r.ports || r.ports.some((p) => p.port === port || p.port === 'metrics'));
+    expect(admitting).toHaveLength(1);
+    expect(admitting[0]?.from).toEqual([
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+    ]);
   });
 
   it('exposes only the gateway: pets is a ClusterIP Service and every Ingress routes to the gateway', () => {
@@ -374,4 +430,43 @@ describe('production against staging', () => {
     expect(host('production')).toBe('api.animal-store.example');
     expect(host('staging')).toBe('staging-api.animal-store.example');
   });
+});
+
+describe.runIf(overlays.includes('production'))('production on Redis Sentinel or Cluster (components)', () => {
+  /** The gateway's environment once Kubernetes resolved it, with `secrets` as gateway-secrets' data. */
+  function gatewayEnv(objects: K8sObject[], secrets: Record<string, string>): Record<string, string> {
+    const env: Record<string, string> = { NODE_ENV: 'production' };
+    for (const e of podSpec(one(objects, 'Deployment', 'gateway')).containers[0]?.env ?? []) {
+      const ref = e.valueFrom?.secretKeyRef;
+      const value = ref ? (ref.name === 'gateway-secrets' ? secrets[ref.key] : undefined) : e.value;
+      if (value !== undefined) env[e.name] = value;
+    }
+    return env;
+  }
+
+  it.each([
+    [
+      'redis-sentinel',
+      'sentinel',
+      { 'redis-sentinels': 's1:26379,s2:26379,s3:26379', 'redis-sentinel-master': 'limits' },
+    ],
+    ['redis-cluster', 'cluster', { 'redis-cluster-nodes': 'redis.example:6379' }],
+  ] as const)(
+    '%s replaces REDIS_URL with the %s settings from gateway-secrets, with TLS and optional credentials',
+    (component, mode, keys) => {
+      const objects = renderWithComponent('production', component);
+      for (const object of objects) {
+        const Model = modelFor(object.apiVersion, object.kind);
+        if (Model) new Model(object).validate();
+      }
+      const secrets = { 'mongo-url': 'mongodb://m:27017', 'admin-token': 'x'.repeat(32), ...keys };
+      const env = gatewayEnv(objects, secrets);
+      expect(env.REDIS_URL).toBeUndefined();
+      expect(env.REDIS_TLS).toBe('true');
+      // The gateway starts on it: exactly one Redis mode, and without credentials (they are optional).
+      expect(loadConfig(env).redis?.mode).toBe(mode);
+      const withAuth = loadConfig(gatewayEnv(objects, { ...secrets, 'redis-username': 'gw', 'redis-password': 'pw' }));
+      expect(withAuth.redis).toMatchObject({ auth: { username: 'gw', password: 'pw', tls: true } });
+    },
+  );
 });

@@ -223,7 +223,8 @@ describe('gateway SIGTERM under POST load, pets staying up', () => {
 
 describe('pets SIGTERM under GET load', () => {
   it('answers every request it took, refuses the rest cleanly, and exits 0 before the grace period', async () => {
-    const pets = await ServiceProcess.start('pets', { SHUTDOWN_GRACE_MS: String(GRACE_MS), LOG_LEVEL: 'info' });
+    // debug: pets then logs each request as it arrives ("request received") besides its access line.
+    const pets = await ServiceProcess.start('pets', { SHUTDOWN_GRACE_MS: String(GRACE_MS), LOG_LEVEL: 'debug' });
     for (const name of ['Rex', 'Tom', 'Kitty']) {
       const res = await fetch(`${pets.url}/v1/pets`, {
         method: 'POST',
@@ -242,22 +243,65 @@ describe('pets SIGTERM under GET load', () => {
 
     const slow = slowPost(`${pets.url}/v1/pets`, { 'x-request-id': 'pg-slow' }, '{"name":"Slow","categoryId":2}');
     await vi.waitFor(() =>
-      expect(pets.logs.some((l) => l.json?.reqId === 'pg-slow' && l.json?.msg === 'incoming request')).toBe(true),
+      expect(pets.logs.some((l) => l.json?.reqId === 'pg-slow' && l.json?.msg === 'request received')).toBe(true),
     );
 
     const { ok: served, atTcp } = await terminateUnderLoad(pets, slow, loops, 200);
     for (const o of served) expect((JSON.parse(o.body ?? '') as unknown[]).length).toBe(3);
 
-    // The server's own account (fastify's request log): every request it started, it completed,
-    // and none of the requests the client saw refused at the TCP level had reached it.
+    // The server's own account (its log): every request it started, it completed (its access
+    // line, written asynchronously and flushed before exit), and none of the requests the client
+    // saw refused at the TCP level had reached it.
     const started = new Set(
-      pets.logs.filter((l) => l.json?.msg === 'incoming request').map((l) => String(l.json?.reqId)),
+      pets.logs.filter((l) => l.json?.msg === 'request received').map((l) => String(l.json?.reqId)),
     );
-    const completed = new Set(
-      pets.logs.filter((l) => l.json?.msg === 'request completed').map((l) => String(l.json?.reqId)),
-    );
+    const completed = new Set(pets.logs.filter((l) => l.json?.msg === 'request').map((l) => String(l.json?.reqId)));
     expect(started.size).toBeGreaterThanOrEqual(served.length);
     expect([...started].filter((id) => !completed.has(id))).toEqual([]);
     for (const o of atTcp) expect(started.has(`pg-${o.tag}`), o.tag).toBe(false);
   });
+});
+
+describe('access lines at SIGTERM', () => {
+  // Log lines are written asynchronously: the ones still buffered when the signal comes must be
+  // written before the process exits, not lost with it.
+  const services: { name: 'gateway' | 'pets'; env: Record<string, string>; status: number }[] = [
+    { name: 'gateway', env: { ANON_PER_MINUTE: '1000000', PETS_URL: 'http://127.0.0.1:9' }, status: 401 },
+    { name: 'pets', env: {}, status: 200 },
+  ];
+  it.each(services)(
+    '$name: every answered request has its access line after SIGTERM',
+    async ({ name, env, status }) => {
+      const service = await ServiceProcess.start(name, {
+        ...env,
+        LOG_LEVEL: 'info',
+        SHUTDOWN_GRACE_MS: String(GRACE_MS),
+      });
+      const ids: string[] = [];
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, loop) => {
+          for (let i = 0; i < 50; i++) {
+            const id = `flush-${loop}-${i}`;
+            const res = await fetch(`${service.url}/v1/pets?limit=${i + 1}`, { headers: { 'x-request-id': id } });
+            await res.arrayBuffer();
+            expect(res.status).toBe(status);
+            ids.push(id);
+          }
+        }),
+      );
+      // At once after the last answer: lines may still be in the asynchronous destination.
+      service.signal('SIGTERM');
+      const exit = await service.exited;
+      expect(exit.code).toBe(0);
+      // The pipes may deliver the last lines after 'exit'.
+      await vi.waitFor(() => expect(service.messages('shutting down')).toHaveLength(1));
+      const access = service.logs.filter((l) => l.json?.msg === 'request' && String(l.json.reqId).startsWith('flush-'));
+      expect(access.map((l) => String(l.json?.reqId)).sort()).toEqual([...ids].sort());
+      for (const line of access) expect(line.json).toMatchObject({ path: '/v1/pets', status, method: 'GET' });
+      // In the order they were logged: every one of them before the shutdown began.
+      const shutdownAt = service.logs.findIndex((l) => l.json?.msg === 'shutting down');
+      expect(service.logs.indexOf(access.at(-1) as (typeof access)[number])).toBeLessThan(shutdownAt);
+      expect(service.output()).not.toContain('limit=');
+    },
+  );
 });

@@ -223,7 +223,7 @@ describe('gateway with a misbehaving pets upstream', () => {
   });
 
   it('never answered 500, counted every upstream failure by kind, and is still running', async () => {
-    const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
+    const metrics = await (await fetch(`${gateway.metricsUrl}/metrics`)).text();
     expect(metricValue(metrics, 'http_requests_total')).toBeGreaterThanOrEqual(20);
     expect(metricValue(metrics, 'http_requests_total', { status: '502' })).toBeGreaterThanOrEqual(4);
     expect(metricValue(metrics, 'http_requests_total', { status: '500' })).toBe(0);

@@ -192,6 +192,7 @@ function expectError(res: Answer, status: number, code?: string): void {
   expect(res.text, context).not.toContain('127.0.0.1');
   expect(res.text, context).not.toContain('localhost');
   expect(res.text, context).not.toContain(`:${petsPort}`);
+  expect(res.headers['x-content-type-options'], context).toBe('nosniff');
 }
 
 function expectRateLimitHeaders(res: Answer): void {
@@ -218,13 +219,14 @@ describe('Authorization header', () => {
     { name: 'uppercase "BEARER <valid key>"', header: () => `BEARER ${valid()}`, status: 200 },
     { name: 'several spaces after Bearer', header: () => `Bearer    ${valid()}`, status: 200 },
     { name: 'Basic credentials', header: () => 'Basic dXNlcjpwYXNzd29yZA==', status: 401, code: 'missing_api_key' },
+    // A key sent without the Bearer scheme: invalid_api_key, whose message says to use Bearer.
     {
       name: 'Basic scheme carrying the valid key',
       header: () => `Basic ${valid()}`,
       status: 401,
-      code: 'missing_api_key',
+      code: 'invalid_api_key',
     },
-    { name: 'the key without a scheme', header: () => valid(), status: 401, code: 'missing_api_key' },
+    { name: 'the key without a scheme', header: () => valid(), status: 401, code: 'invalid_api_key' },
     { name: 'bad checksum', header: () => `Bearer ${tamper(valid())}`, status: 401, code: 'invalid_api_key' },
     { name: 'wrong prefix', header: () => `Bearer xsk_${valid().slice(4)}`, status: 401, code: 'invalid_api_key' },
     {
@@ -301,30 +303,42 @@ describe('Authorization header', () => {
     expectError(res, 431);
   });
 
-  it('two Authorization headers: node keeps the first, so a second valid key is not smuggled in', async () => {
-    const smuggled = await rawExchange(
-      port(gw),
-      rawRequest([
-        'GET /v1/pets HTTP/1.1',
-        'Host: gw',
-        'Connection: close',
-        'Authorization: Bearer nope',
-        `Authorization: Bearer ${key}`,
-      ]),
-    );
-    expectError(smuggled, 401, 'invalid_api_key');
-    const firstValid = await rawExchange(
-      port(gw),
-      rawRequest([
-        'GET /v1/pets HTTP/1.1',
-        'Host: gw',
-        'Connection: close',
-        `Authorization: Bearer ${key}`,
-        'Authorization: Bearer nope',
-      ]),
-    );
-    expect(firstValid.status, firstValid.text).toBe(200);
+  // Node keeps the first of two fields: what a proxy in front checked and what the gateway used
+  // could differ. Either order, either field: 400 (RFC 9112 §3.2 for Host).
+  const ambiguous: { name: string; lines: () => string[] }[] = [
+    {
+      name: 'junk, then the valid key',
+      lines: () => ['Host: gw', 'Authorization: Bearer nope', `Authorization: Bearer ${key}`],
+    },
+    {
+      name: 'the valid key, then junk',
+      lines: () => ['Host: gw', `Authorization: Bearer ${key}`, 'Authorization: Bearer nope'],
+    },
+    {
+      name: 'the valid key twice',
+      lines: () => ['Host: gw', `Authorization: Bearer ${key}`, `Authorization: Bearer ${key}`],
+    },
+    { name: 'two Host headers', lines: () => ['Host: gw', 'Host: other.example', `Authorization: Bearer ${key}`] },
+    { name: 'two equal Host headers', lines: () => ['Host: gw', 'Host: gw', `Authorization: Bearer ${key}`] },
+    { name: '"Host: a b"', lines: () => ['Host: a b', `Authorization: Bearer ${key}`] },
+    { name: '"Host: gw/x"', lines: () => ['Host: gw/x', `Authorization: Bearer ${key}`] },
+    { name: '"Host: gw:80:80"', lines: () => ['Host: gw:80:80', `Authorization: Bearer ${key}`] },
+  ];
+  it.each(ambiguous)('$name → 400 invalid_request (raw socket)', async ({ lines }) => {
+    const res = await rawExchange(port(gw), rawRequest(['GET /v1/pets HTTP/1.1', ...lines(), 'Connection: close']));
+    expectError(res, 400, 'invalid_request');
   });
+
+  it.each(['gw', 'gw:8080', '127.0.0.1:80', '[::1]:8080', 'api.animal-store.example'])(
+    '"Host: %s" is a valid host → 200',
+    async (host) => {
+      const res = await rawExchange(
+        port(gw),
+        rawRequest(['GET /v1/pets HTTP/1.1', `Host: ${host}`, `Authorization: Bearer ${key}`, 'Connection: close']),
+      );
+      expect(res.status, res.text).toBe(200);
+    },
+  );
 });
 
 describe('query parameters on GET /v1/pets', () => {
@@ -870,7 +884,7 @@ describe('malformed and unusual requests (raw sockets)', () => {
     expect(res.headers.connection).toBe('close');
   });
 
-  it('CONNECT (no tunnels here) gets a clean close at once, not a hang', async () => {
+  it('CONNECT (no tunnels here) → 405 in the Error shape with an empty Allow, then the server closes', async () => {
     const res = await rawExchange(
       port(gw),
       rawRequest(['CONNECT example.com:443 HTTP/1.1', 'Host: example.com:443', auth()]),
@@ -879,9 +893,9 @@ describe('malformed and unusual requests (raw sockets)', () => {
         untilClose: true,
       },
     );
-    expect(res.timedOut).toBe(false);
+    expectError(res, 405, 'method_not_allowed');
+    expect(res.headers.allow).toBe('');
     expect(res.closedByServer).toBe(true);
-    expect(res.status).toBe(0);
   });
 
   it('HTTP/1.0 without Host is served and the connection closed', async () => {
@@ -892,6 +906,137 @@ describe('malformed and unusual requests (raw sockets)', () => {
     expect(res.status).toBe(200);
     expect(res.timedOut).toBe(false);
     expect(res.closedByServer).toBe(true);
+  });
+});
+
+describe('refusals before the body close the connection (Content-Length: 52428800)', () => {
+  // What the attack run sent: a 50 MiB declared body. Kept alive, Node would read and discard
+  // all of it after the refusal; the answer must come with Connection: close and the socket end.
+  const FIFTY_MIB = 52_428_800;
+  let limitedKey: string;
+  beforeAll(async () => {
+    limitedKey = (await addKey(gw.deps, 'enterprise', { perMinute: 1, perDay: 1_000 })).key;
+    expect((await call('/v1/pets', { headers: bearer(limitedKey) })).status).toBe(200);
+  });
+
+  const cases: { name: string; auth: () => string[]; status: number; code: string }[] = [
+    { name: 'no key', auth: () => [], status: 401, code: 'missing_api_key' },
+    {
+      name: 'an unknown key',
+      auth: () => [`Authorization: Bearer ${generateApiKey()}`],
+      status: 401,
+      code: 'invalid_api_key',
+    },
+    {
+      name: 'a key over its minute limit',
+      auth: () => [`Authorization: Bearer ${limitedKey}`],
+      status: 429,
+      code: 'rate_limit_exceeded',
+    },
+    {
+      name: 'a valid key, over the 1 MiB body limit',
+      auth: () => [`Authorization: Bearer ${key}`],
+      status: 413,
+      code: 'payload_too_large',
+    },
+  ];
+  it.each(cases)(
+    '$name → $status, Connection: close, and the server closes the socket',
+    async ({ auth, status, code }) => {
+      const res = await rawExchange(
+        port(gw),
+        rawRequest(
+          [
+            'POST /v1/pets HTTP/1.1',
+            'Host: gw',
+            ...auth(),
+            'Content-Type: application/json',
+            `Content-Length: ${FIFTY_MIB}`,
+          ],
+          `{"name":"${'x'.repeat(64 * 1024)}`,
+        ),
+        { idleTimeoutMs: 3_000, untilClose: true },
+      );
+      expectError(res, status, code);
+      expect(res.headers.connection).toBe('close');
+      expect(res.closedByServer, 'the server kept reading the declared body').toBe(true);
+    },
+  );
+});
+
+// Regression guards beside item 1: a chunked body has no declared length to refuse up front.
+describe('a chunked body pets refuses before its end', () => {
+  it('→ 413 from pets with Connection: close, and the gateway stops reading (the rest never comes)', async () => {
+    const size = 1024 * 1024 + 64 * 1024;
+    const res = await rawExchange(
+      port(gw),
+      rawRequest(
+        [
+          'POST /v1/pets HTTP/1.1',
+          'Host: gw',
+          `Authorization: Bearer ${key}`,
+          'Content-Type: application/json',
+          'Transfer-Encoding: chunked',
+        ],
+        // One chunk over the limit and no last chunk: a client that would go on sending.
+        `${size.toString(16)}\r\n${'x'.repeat(size)}\r\n`,
+      ),
+      { idleTimeoutMs: 3_000, untilClose: true },
+    );
+    expectError(res, 413, 'payload_too_large');
+    expect(res.headers.connection).toBe('close');
+    expect(res.closedByServer, 'the gateway kept reading the body').toBe(true);
+  });
+
+  it('a POST pets read in full keeps its keep-alive connection', async () => {
+    const body = JSON.stringify({ name: 'KeptAlive', categoryId: 1 });
+    const res = await rawExchange(
+      port(gw),
+      rawRequest(
+        [
+          'POST /v1/pets HTTP/1.1',
+          'Host: gw',
+          `Authorization: Bearer ${key}`,
+          'Content-Type: application/json',
+          `Content-Length: ${body.length}`,
+        ],
+        body,
+      ),
+    );
+    expect(res.status, res.text).toBe(201);
+    created += 1;
+    expect(res.headers.connection).not.toBe('close');
+  });
+});
+
+describe('requests refused before the gate count against their address', () => {
+  const malformed = [
+    { name: 'GET /v1/pets/%zz', lines: ['GET /v1/pets/%zz HTTP/1.1', 'Host: gw'] },
+    { name: 'two Host headers', lines: ['GET /v1/pets HTTP/1.1', 'Host: gw', 'Host: gw2'] },
+  ];
+
+  it.each(malformed)('$name → 400 with the per-address headers, and the 4th is 429', async ({ lines }) => {
+    // A gateway of its own (own Redis prefix): a fresh per-address window for each case.
+    const g = await startGateway({
+      redisUrl: redis.url,
+      upstream: `http://127.0.0.1:${petsPort}`,
+      env: { ANON_PER_MINUTE: '3' },
+    });
+    extraGateways.push(g);
+    await g.listen();
+    const answers = [];
+    for (let i = 0; i < 4; i++) {
+      answers.push(await rawExchange(port(g), rawRequest([...lines, 'Connection: close'])));
+    }
+    for (const [i, res] of answers.slice(0, 3).entries()) {
+      expectError(res, 400, 'invalid_request');
+      expect(res.headers['x-ratelimit-limit']).toBe('3');
+      expect(res.headers['x-ratelimit-remaining']).toBe(String(2 - i));
+    }
+    const refused = answers[3] as Answer;
+    expectError(refused, 429, 'rate_limit_exceeded');
+    expect(refused.headers['retry-after']).toMatch(/^[1-9]\d*$/);
+    expect(refused.headers['x-ratelimit-remaining']).toBe('0');
   });
 });
 
@@ -1047,7 +1192,48 @@ describe('methods and unknown paths', () => {
     expect(res.headers.allow).toBe('GET, HEAD, POST');
   });
 
-  const unknown = ['/v1/unknown', '/v1', '/v1/', '/v1/pets/1/extra', '/V1/PETS', '/unknown', '/v2/pets', '/v1/pets/1/'];
+  // Allow lists exactly what works there, and a method outside it is 405 everywhere.
+  const traced = [
+    { path: '/v1/pets', allow: 'GET, HEAD, POST' },
+    { path: '/v1/pets/1', allow: 'GET, HEAD' },
+  ];
+  it.each(traced)('TRACE $path with a key → 405 with Allow: $allow, each of which works', async ({ path, allow }) => {
+    const res = await rawExchange(
+      port(gw),
+      rawRequest([`TRACE ${path} HTTP/1.1`, 'Host: gw', 'Connection: close', `Authorization: Bearer ${key}`]),
+    );
+    expectError(res, 405, 'method_not_allowed');
+    expect(res.headers.allow).toBe(allow);
+    for (const method of allow.split(', ')) {
+      const answer = await call(path, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        ...(method === 'POST' ? { body: JSON.stringify({ name: 'Allowed', categoryId: 1 }) } : {}),
+      });
+      expect(answer.status, `${method} ${path}: ${answer.text}`).not.toBe(405);
+      expect(answer.status, `${method} ${path}: ${answer.text}`).toBeLessThan(500);
+    }
+  });
+
+  it.each([
+    ['TRACE', '/v1/unknown'],
+    ['GET', '/docs/static/nope.js'],
+    ['HEAD', '/docs/static/nope.js'],
+  ])('%s %s → 404, not a 405 naming the method that was used', async (method, path) => {
+    const res = await rawExchange(
+      port(gw),
+      rawRequest([`${method} ${path} HTTP/1.1`, 'Host: gw', 'Connection: close', `Authorization: Bearer ${key}`]),
+    );
+    if (method === 'HEAD') {
+      expect(res.status).toBe(404);
+      expect(res.headers.allow).toBeUndefined();
+    } else {
+      expectError(res, 404, 'not_found');
+    }
+  });
+
+  // GET /v1 itself is the index (services/gateway/test/openapi.test.ts).
+  const unknown = ['/v1/unknown', '/v1/', '/v1/pets/1/extra', '/V1/PETS', '/unknown', '/v2/pets', '/v1/pets/1/'];
   it.each(unknown)('GET %s → 404', async (path) => {
     const res = await call(path);
     expectError(res, 404, 'not_found');

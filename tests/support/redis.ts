@@ -2,6 +2,38 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { containerRuntime, freePort, which } from './runtime.js';
 
+/**
+ * A suite's missing prerequisite: vitest prints just its one line (no stack, no code frame), so
+ * the reader sees what is missing and how to get it, and nothing else.
+ */
+export class MissingPrerequisite extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MissingPrerequisite';
+    this.stack = `${this.name}: ${message}`;
+  }
+}
+
+/** The redis-server binary, or the one-line failure saying how to get it. */
+export function redisServerBinary(): string {
+  const binary = which('redis-server');
+  if (!binary) {
+    throw new MissingPrerequisite(
+      'redis-server is not on PATH: install it (apt-get install redis-server; .ci/run does)',
+    );
+  }
+  return binary;
+}
+
+/** The redis-cli binary (it creates a Redis Cluster), or the one-line failure saying how to get it. */
+export function redisCliBinary(): string {
+  const binary = which('redis-cli');
+  if (!binary) {
+    throw new MissingPrerequisite('redis-cli is not on PATH: install it (apt-get install redis-tools; .ci/run does)');
+  }
+  return binary;
+}
+
 export interface TestRedis {
   url: string;
   /** How this Redis was found: env, container or redis-server. */
@@ -9,31 +41,44 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
+/** A throwaway Redis on loopback: no persistence, warnings only. */
+export const standalone = (port: number): string[] => [
+  '--port',
+  String(port),
+  '--bind',
+  '127.0.0.1',
+  '--save',
+  '',
+  '--appendonly',
+  'no',
+  '--loglevel',
+  'warning',
+];
+
 /** A Redis the test owns: a redis-server process on a free port, which it may kill and restart. */
 export class RedisProcess implements TestRedis {
   readonly source = 'process' as const;
   private child: ChildProcess | undefined;
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    private readonly argv: (port: number) => string[],
+  ) {}
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  static async start(port?: number): Promise<RedisProcess> {
-    const redis = new RedisProcess(port ?? (await freePort()));
+  /** `argv` replaces the default arguments (a node of a Cluster, a Sentinel). */
+  static async start(port?: number, argv: (port: number) => string[] = standalone): Promise<RedisProcess> {
+    const redis = new RedisProcess(port ?? (await freePort()), argv);
     await redis.restart();
     return redis;
   }
 
   /** Starts (again) on the same port; resolves once it accepts connections. */
   async restart(): Promise<void> {
-    const binary = which('redis-server');
-    if (!binary) throw new Error('redis-server is not on PATH; .ci/run installs it (apt-get install redis-server)');
-    const child = spawn(
-      binary,
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const binary = redisServerBinary();
+    const child = spawn(binary, this.argv(this.port), { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let output = '';
     const ready = new Promise<void>((resolve, reject) => {
@@ -68,7 +113,8 @@ export class RedisProcess implements TestRedis {
   /** SIGKILL, like a crash: no clean shutdown for clients to see. */
   async kill(): Promise<void> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
+    // A process ended by a signal keeps exitCode null: check both, or a second kill waits forever.
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = once(child, 'exit');
     child.kill('SIGKILL');
     await exited;

@@ -82,6 +82,8 @@ function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
     ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
+    // Any free port unless a test picks one: several services of one name run side by side.
+    METRICS_PORT: '0',
     ...env,
   };
 }
@@ -99,6 +101,8 @@ export class ServiceProcess {
     readonly name: keyof typeof SERVERS,
     readonly child: ChildProcess,
     readonly port: number,
+    /** The metrics listener's port (METRICS_PORT): GET /metrics is served there only. */
+    readonly metricsPort: number,
   ) {
     collectLines(child, this.logs);
     this.exited = new Promise((resolve) => {
@@ -111,6 +115,10 @@ export class ServiceProcess {
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
+  }
+
+  get metricsUrl(): string {
+    return `http://127.0.0.1:${this.metricsPort}`;
   }
 
   get alive(): boolean {
@@ -133,12 +141,13 @@ export class ServiceProcess {
     options: { ready?: '/readyz'; timeoutMs?: number } = {},
   ): Promise<ServiceProcess> {
     const port = env.PORT ? Number(env.PORT) : await freePort();
+    const metricsPort = env.METRICS_PORT ? Number(env.METRICS_PORT) : await freePort();
     const child = spawn(process.execPath, [SERVERS[name]], {
-      env: baseEnv({ ...env, PORT: String(port) }),
+      env: baseEnv({ ...env, PORT: String(port), METRICS_PORT: String(metricsPort) }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     track(child);
-    const service = new ServiceProcess(name, child, port);
+    const service = new ServiceProcess(name, child, port, metricsPort);
     const timeoutMs = options.timeoutMs ?? 20_000;
     try {
       if (options.ready) await service.pollReady(options.ready, timeoutMs);

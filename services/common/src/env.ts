@@ -8,6 +8,10 @@ export class ConfigError extends Error {
 
 export type Env = Record<string, string | undefined>;
 
+/** pino's levels, as LOG_LEVEL takes them in both services. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 /** Reads typed values from an environment, collecting problems instead of throwing at the first. */
 export class EnvReader {
   readonly problems: string[] = [];

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError, type ErrorBody, type ErrorCode, errorBody } from './errors.js';
+import { validationMessage } from './validation.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
@@ -22,13 +23,7 @@ export function toErrorBody(err: FastifyError | ApiError | Error): ErrorBody {
   if (err instanceof ApiError) return err.toBody();
   const fe = err as FastifyError;
   if (fe.validation) {
-    const where = fe.validationContext ?? 'request';
-    const first = fe.validation[0];
-    const path = first?.instancePath ? first.instancePath.slice(1).replaceAll('/', '.') : '';
-    const field =
-      first?.keyword === 'required' ? String((first.params as { missingProperty?: string }).missingProperty) : path;
-    const detail = first?.message ?? 'is invalid';
-    return errorBody(400, 'invalid_request', `${where}${field ? `.${field}` : ''} ${detail}`);
+    return errorBody(400, 'invalid_request', validationMessage(fe.validationContext ?? 'request', fe.validation));
   }
   switch (fe.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -54,7 +49,20 @@ export function toErrorBody(err: FastifyError | ApiError | Error): ErrorBody {
   return errorBody(status, CODE_BY_STATUS[status] ?? 'invalid_request', fe.message || 'Bad request');
 }
 
+/**
+ * Whether the request declared a body that has not been read. A refusal before the body (401,
+ * 429, 413...) then closes the connection: keeping it alive would make Node read and discard
+ * whatever the client declared, 50 MiB or more, before the next request.
+ */
+function bodyUnread(request: FastifyRequest): boolean {
+  const raw = request.raw;
+  if (raw.readableEnded) return false;
+  const length = raw.headers['content-length'];
+  return (length !== undefined && length !== '0') || raw.headers['transfer-encoding'] !== undefined;
+}
+
 export function sendError(reply: FastifyReply, body: ErrorBody, headers: Record<string, string> = {}): FastifyReply {
+  if (bodyUnread(reply.request)) reply.header('connection', 'close');
   return reply.code(body.status).type('application/json; charset=utf-8').headers(headers).send(body);
 }
 
@@ -76,12 +84,15 @@ export const errorHandling = fp(
       // every refused request would flood the logs at error level for as long as an outage lasts.
       const deliberate = err instanceof ApiError && err.cause === undefined;
       if (body.status >= 500 && !deliberate) request.log.error({ err }, 'request failed');
-      else request.log.info({ code: body.code, reason: err.message }, 'request refused');
+      // The access line already says so at info; the reason is for debugging only.
+      else request.log.debug({ code: body.code, reason: err.message }, 'request refused');
       return sendError(reply, body, err instanceof ApiError ? err.headers : {});
     });
     app.setNotFoundHandler((request, reply) => {
       const allowed = allowedMethods(app, request.url);
-      if (allowed.length > 0) {
+      // A route that takes this method called notFound itself (a static file that is not
+      // there): 404, not a 405 telling the client to use the method it used.
+      if (allowed.length > 0 && !allowed.includes(request.method)) {
         return sendError(
           reply,
           errorBody(405, 'method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(', ')}`),

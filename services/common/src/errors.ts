@@ -4,6 +4,7 @@ import { type Static, Type } from '@sinclair/typebox';
 export type ErrorCode =
   | 'missing_api_key'
   | 'invalid_api_key'
+  | 'expired_api_key'
   | 'rate_limit_exceeded'
   | 'api_key_banned'
   | 'invalid_request'
@@ -15,8 +16,10 @@ export type ErrorCode =
   | 'upstream_unavailable'
   | 'upstream_timeout'
   | 'rate_limiter_unavailable'
+  | 'overloaded'
   | 'unauthorized'
   | 'conflict'
+  | 'admin_rate_limited'
   | 'internal_error';
 
 export const ErrorSchema = Type.Object(

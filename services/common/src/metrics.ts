@@ -1,12 +1,8 @@
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    metrics: Registry;
-  }
-}
+import { errorHandling } from './error-handler.js';
+import { type HttpOptions, httpBasics, serverOptions } from './http.js';
 
 /** A registry per app, never prom-client's global one, so several apps can live in one process. */
 export function createRegistry(service: string, defaults = true): Registry {
@@ -16,7 +12,7 @@ export function createRegistry(service: string, defaults = true): Registry {
   return registry;
 }
 
-/** Request count and latency by route and status, served at GET /metrics. */
+/** Request count and latency by route template and status; served by metricsApp, on its own listener. */
 export const httpMetrics = fp(
   async (app: FastifyInstance, opts: { registry: Registry }) => {
     const { registry } = opts;
@@ -33,7 +29,6 @@ export const httpMetrics = fp(
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     });
-    app.decorate('metrics', registry);
     // Label children are looked up once per route, method and status instead of hashing the
     // labels on every request; routes are a fixed set, so the map stays small.
     const children = new Map<string, { count: Counter.Internal; latency: Histogram.Internal<string> }>();
@@ -50,10 +45,25 @@ export const httpMetrics = fp(
       child.latency.observe(reply.elapsedTime / 1000);
       done();
     });
-    app.get('/metrics', { config: { public: true }, schema: { hide: true } as object }, async (_request, reply) => {
-      reply.type(registry.contentType);
-      return registry.metrics();
-    });
   },
   { name: 'http-metrics' },
 );
+
+/**
+ * GET /metrics on a listener of its own (METRICS_HOST/METRICS_PORT), never the public one: what
+ * the process runs on is for the monitoring system, not for clients. Its requests are neither
+ * counted in the registry nor logged per request: scrapes would drown the traffic they describe.
+ */
+export async function buildMetricsApp(
+  registry: Registry,
+  opts: Pick<HttpOptions, 'serviceName' | 'logLevel' | 'logStream'>,
+): Promise<FastifyInstance> {
+  const app = Fastify(serverOptions({ ...opts, serviceName: `${opts.serviceName}-metrics` }));
+  await app.register(httpBasics);
+  await app.register(errorHandling);
+  app.get('/metrics', async (_request, reply) => {
+    reply.type(registry.contentType);
+    return registry.metrics();
+  });
+  return app;
+}

@@ -1,5 +1,5 @@
 import closeWithGrace from 'close-with-grace';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 
 export interface Listener {
   app: FastifyInstance;
@@ -7,9 +7,17 @@ export interface Listener {
   port: number;
 }
 
+/** Waits until the logger's asynchronous destination has written everything it holds. */
+function flushLog(log: FastifyBaseLogger): Promise<void> {
+  const flush = (log as { flush?: (cb: (err?: Error) => void) => void }).flush;
+  if (!flush) return Promise.resolve();
+  return new Promise((resolve) => flush.call(log, () => resolve()));
+}
+
 /**
  * Listens, then on SIGTERM/SIGINT closes every listener: fastify stops accepting, answers
  * keep-alive stragglers 503, lets in-flight requests finish and runs onClose (clients last).
+ * Then the logs are flushed, so the access lines of the last requests are not lost at exit.
  * A second signal or the grace period running out exits at once.
  */
 export async function serve(listeners: Listener[], graceMs: number): Promise<void> {
@@ -31,6 +39,7 @@ export async function serve(listeners: Listener[], graceMs: number): Promise<voi
         clearInterval(sweep);
       }
     }
+    await Promise.all(listeners.map((l) => flushLog(l.app.log)));
   });
   for (const l of listeners) {
     await l.app.listen({ host: l.host, port: l.port });

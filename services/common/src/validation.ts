@@ -8,25 +8,30 @@ const INTEGER_TEXT = /^-?(0|[1-9][0-9]*)$/;
 type JsonSchema = {
   type?: string | string[];
   format?: string;
+  description?: string;
+  const?: unknown;
   properties?: Record<string, JsonSchema>;
 };
 
 function newAjv(options: Options): Ajv {
-  const ajv = new Ajv({ allErrors: false, strict: false, ...options });
+  // verbose: errors carry their schema, which the messages below need (allowed values, known
+  // parameters, the description of a pattern).
+  const ajv = new Ajv({ allErrors: false, strict: false, verbose: true, ...options });
   // OpenAPI integer formats: range is checked on the raw text below, Ajv only needs to know them.
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
-  ajv.addFormat('int32', { type: 'number', validate: (n: number) => n >= -(2 ** 31) && n < 2 ** 31 });
   return ajv;
 }
 
 function failure(instancePath: string, message: string): { error: Error & { validation: ErrorObject[] } } {
   const error = new Error(message) as Error & { validation: ErrorObject[] };
-  error.validation = [{ instancePath, message, keyword: 'type', schemaPath: '#', params: {} }];
+  // Its own keyword: validationMessage uses the message as it is.
+  error.validation = [{ instancePath, message, keyword: 'text', schemaPath: '#', params: {} }];
   return { error };
 }
 
 /**
- * Bodies are validated without coercion ("5" is not 5) and unknown fields are dropped; query
+ * Bodies are validated without coercion ("5" is not 5); fields a schema closes to (additionalProperties:
+ * false) are dropped rather than refused, and open schemas keep them for the handler to ignore; query
  * strings and path params are coerced from text, but only from strict integer text, never twice
  * (a repeated parameter is an error, not an array) and never unknown (a typo is an error).
  */
@@ -37,9 +42,6 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   return ({ schema, httpPart }) => {
     if (httpPart === 'body' || httpPart === undefined) {
       return bodyAjv.compile(schema as object);
-    }
-    if (httpPart === 'headers') {
-      return newAjv({ coerceTypes: true, removeAdditional: false }).compile(schema as object);
     }
     const validate = textAjv.compile(schema as object);
     const props = (schema as JsonSchema).properties ?? {};
@@ -62,4 +64,86 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
       return { error: Object.assign(new Error('validation failed'), { validation: validate.errors ?? [] }) };
     };
   };
+}
+
+const PLURAL_UNITS: Record<string, string> = { minLength: 'character', maxLength: 'character' };
+
+function list(values: readonly unknown[]): string {
+  return values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ');
+}
+
+function article(type: string): string {
+  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
+}
+
+/**
+ * What a failed schema check says: always the parameter or field (`body.name is required`,
+ * `querystring.status must be one of: available, pending, sold`), never Ajv's wording about
+ * "properties" and "schemas", and never the value that was sent.
+ */
+export function validationMessage(where: string, errors: readonly ErrorObject[] | undefined): string {
+  // A union of literals (say, plan) fails with an error per branch and then anyOf: the anyOf one
+  // is the one to explain.
+  const error = errors?.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf') ?? errors?.[0];
+  const at = `${where}${error?.instancePath ? error.instancePath.replaceAll('/', '.') : ''}`;
+  if (!error) return `${where} is invalid`;
+  const params = error.params as Record<string, unknown>;
+  const parent = (error.parentSchema ?? {}) as JsonSchema;
+  switch (error.keyword) {
+    case 'required':
+      return `${at}.${String(params.missingProperty)} is required`;
+    case 'additionalProperties': {
+      const name = `${at}.${String(params.additionalProperty)}`;
+      const known = Object.keys(parent.properties ?? {});
+      const query = where === 'querystring' && !error.instancePath;
+      const allowed =
+        known.length > 0 ? `known: ${known.join(', ')}` : query ? 'this operation takes none' : 'none is allowed here';
+      return `${name} is not a known ${query ? 'query parameter' : 'field'} (${allowed})`;
+    }
+    case 'enum':
+      return `${at} must be one of: ${list(params.allowedValues as unknown[])}`;
+    case 'const':
+      return `${at} must be ${list([params.allowedValue])}`;
+    case 'anyOf':
+    case 'oneOf': {
+      const branches = Array.isArray(error.schema) ? (error.schema as JsonSchema[]) : [];
+      return branches.length > 0 && branches.every((b) => 'const' in b)
+        ? `${at} must be one of: ${list(branches.map((b) => b.const))}`
+        : `${at} does not have any of the allowed shapes`;
+    }
+    case 'type': {
+      const types = String(params.type).split(',');
+      return `${at} must be ${types.map(article).join(' or ')}`;
+    }
+    case 'minimum':
+    case 'exclusiveMinimum':
+    case 'maximum':
+    case 'exclusiveMaximum': {
+      const bound = String(params.limit);
+      const word = {
+        minimum: 'at least',
+        exclusiveMinimum: 'more than',
+        maximum: 'at most',
+        exclusiveMaximum: 'less than',
+      };
+      return `${at} must be ${word[error.keyword]} ${bound}`;
+    }
+    case 'minLength':
+    case 'maxLength':
+    case 'minItems':
+    case 'maxItems': {
+      const n = Number(params.limit);
+      const unit = PLURAL_UNITS[error.keyword] ?? 'item';
+      const bound = error.keyword.startsWith('min') ? 'at least' : 'at most';
+      return `${at} must have ${bound} ${n} ${unit}${n === 1 ? '' : 's'}`;
+    }
+    case 'pattern':
+      return parent.description
+        ? `${at} must be ${parent.description.replaceAll('`', '')}`
+        : `${at} does not have the expected format`;
+    case 'format':
+      return `${at} must be a valid ${String(params.format)}`;
+    default:
+      return `${at} ${error.message ?? 'is invalid'}`;
+  }
 }

@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { type Env, EnvReader } from '@animal-store/common/env.js';
+import { type Env, EnvReader, LOG_LEVELS } from '@animal-store/common/env.js';
+import { type OverloadConfig, readOverloadConfig } from '@animal-store/common/overload.js';
 import type { FastifyServerOptions } from 'fastify';
-import type { BanPolicy } from './limits/decision.js';
 import type { FailureMode } from './limits/guarded-limiter.js';
+import type { BanPolicy } from './limits/key-limiter.js';
+import type { HostPort, RedisTarget } from './redis/clients.js';
 
 export interface GatewayConfig {
   production: boolean;
@@ -13,8 +15,12 @@ export interface GatewayConfig {
   adminPort: number;
   /** Admin API is off when no token is configured. */
   adminToken: string | undefined;
+  /** The only listener serving GET /metrics; loopback unless the deployment opens it. */
+  metricsHost: string;
+  metricsPort: number;
   petsUrl: string;
-  redisUrl: string | undefined;
+  /** Standalone, Sentinel or Cluster; none runs embedded (limits per process). */
+  redis: RedisTarget | undefined;
   mongoUrl: string | undefined;
   trustProxy: FastifyServerOptions['trustProxy'];
   failureMode: FailureMode;
@@ -34,6 +40,8 @@ export interface GatewayConfig {
   keyCacheTtlMs: number;
   revocationPollMs: number;
   shutdownGraceMs: number;
+  /** Load-shedding thresholds (503 overloaded beyond them). */
+  overload: OverloadConfig;
 }
 
 function parseTrustProxy(raw: string | undefined, reader: EnvReader): FastifyServerOptions['trustProxy'] {
@@ -74,15 +82,77 @@ function readSecret(reader: EnvReader, name: string, env: Env): string | undefin
   }
 }
 
+/** A comma-separated list of host:port, as REDIS_SENTINELS and REDIS_CLUSTER_NODES take it. */
+function parseHostPorts(reader: EnvReader, name: string): HostPort[] | undefined {
+  const raw = reader.string(name);
+  if (raw === undefined) return undefined;
+  const out: HostPort[] = [];
+  for (const entry of raw.split(',').map((s) => s.trim())) {
+    const match = /^(\[[0-9a-f:.]+\]|[^\s:/[\]]+):(\d{1,5})$/i.exec(entry);
+    const port = Number(match?.[2]);
+    if (!match?.[1] || port < 1 || port > 65535) {
+      reader.problems.push(`${name} must be comma-separated host:port entries, got "${entry}"`);
+      continue;
+    }
+    out.push({ host: match[1].replace(/^\[(.*)\]$/, '$1'), port });
+  }
+  return out.length > 0 ? out : undefined;
+}
+
+const REDIS_MODES = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'] as const;
+const REDIS_CREDENTIALS = ['REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_PASSWORD_FILE', 'REDIS_TLS'];
+
+/** Exactly one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES, or none (embedded). */
+function parseRedis(r: EnvReader, env: Env): RedisTarget | undefined {
+  const set = REDIS_MODES.filter((name) => r.string(name) !== undefined);
+  if (set.length > 1) {
+    r.problems.push(`set one of ${REDIS_MODES.join(', ')}, not ${set.join(' and ')}`);
+    return undefined;
+  }
+  const auth = {
+    username: r.string('REDIS_USERNAME'),
+    password: readSecret(r, 'REDIS_PASSWORD', env),
+    tls: r.oneOf('REDIS_TLS', ['true', 'false'] as const, 'false') === 'true',
+  };
+  const sentinels = parseHostPorts(r, 'REDIS_SENTINELS');
+  const nodes = parseHostPorts(r, 'REDIS_CLUSTER_NODES');
+  // Settings of a mode not in use would be ignored without a word: refuse them instead.
+  const [mode] = set;
+  const stray = [
+    ...(mode === 'REDIS_SENTINELS' || mode === 'REDIS_CLUSTER_NODES' ? [] : REDIS_CREDENTIALS),
+    ...(mode === 'REDIS_SENTINELS' ? [] : ['REDIS_SENTINEL_MASTER']),
+  ].filter((name) => r.string(name) !== undefined);
+  if (stray.length > 0) {
+    const names = `${stray.join(', ')} ${stray.length > 1 ? 'are' : 'is'}`;
+    r.problems.push(
+      !mode
+        ? `${names} set, but none of ${REDIS_MODES.join(', ')}`
+        : mode === 'REDIS_URL'
+          ? `${names} not used with REDIS_URL: put credentials in the URL (rediss://user:password@host:port for TLS)`
+          : `${names} not used with ${mode}`,
+    );
+  }
+  const url = r.url('REDIS_URL', ['redis:', 'rediss:']);
+  if (url !== undefined) return { mode: 'standalone', url };
+  if (sentinels) {
+    return { mode: 'sentinel', sentinels, masterName: r.string('REDIS_SENTINEL_MASTER', 'mymaster'), auth };
+  }
+  if (nodes) return { mode: 'cluster', nodes, auth };
+  return undefined;
+}
+
 /** Parses and validates the gateway's environment once, at start; throws ConfigError listing every problem. */
 export function loadConfig(env: Env): GatewayConfig {
   const r = new EnvReader(env);
   const production = env.NODE_ENV === 'production';
-  const redisUrl = r.url('REDIS_URL', ['redis:', 'rediss:']);
+  const redis = parseRedis(r, env);
   const mongoUrl = r.url('MONGO_URL', ['mongodb:', 'mongodb+srv:']);
   const adminToken = readSecret(r, 'ADMIN_TOKEN', env);
   if (production) {
-    r.require(redisUrl !== undefined, 'REDIS_URL is required when NODE_ENV=production (limits must be shared)');
+    r.require(
+      redis !== undefined || REDIS_MODES.some((name) => r.string(name) !== undefined),
+      'REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES is required when NODE_ENV=production (limits must be shared)',
+    );
     r.require(mongoUrl !== undefined, 'MONGO_URL is required when NODE_ENV=production (keys must survive restarts)');
   }
   if (adminToken !== undefined) {
@@ -95,8 +165,10 @@ export function loadConfig(env: Env): GatewayConfig {
     adminHost: r.string('ADMIN_HOST', '127.0.0.1'),
     adminPort: r.int('ADMIN_PORT', 8081, 0, 65535),
     adminToken,
+    metricsHost: r.string('METRICS_HOST', '127.0.0.1'),
+    metricsPort: r.int('METRICS_PORT', 9464, 0, 65535),
     petsUrl: r.url('PETS_URL', ['http:', 'https:'], 'http://127.0.0.1:8090') as string,
-    redisUrl,
+    redis,
     mongoUrl,
     trustProxy: parseTrustProxy(r.string('TRUST_PROXY'), r),
     failureMode: r.oneOf('RATE_LIMIT_FAILURE_MODE', ['open', 'closed'] as const, 'open'),
@@ -107,7 +179,7 @@ export function loadConfig(env: Env): GatewayConfig {
     },
     anonPerMinute: r.int('ANON_PER_MINUTE', 60, 1, 1_000_000),
     apiKeysFile: r.string('API_KEYS_FILE'),
-    logLevel: r.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     requestTimeoutMs: r.int('REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
     upstreamTimeoutMs: r.int('UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000),
     redisCommandTimeoutMs: r.int('REDIS_COMMAND_TIMEOUT_MS', 250, 10, 10_000),
@@ -116,6 +188,7 @@ export function loadConfig(env: Env): GatewayConfig {
     keyCacheTtlMs: r.int('KEY_CACHE_TTL_SECONDS', 600, 1, 86_400) * 1000,
     revocationPollMs: r.int('REVOCATION_POLL_MS', 2_000, 100, 60_000),
     shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    overload: readOverloadConfig(r),
   };
   r.done();
   return config;

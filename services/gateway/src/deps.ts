@@ -1,5 +1,6 @@
+import { createLogger } from '@animal-store/common/http.js';
 import { createRegistry } from '@animal-store/common/metrics.js';
-import type { Redis } from 'ioredis';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config.js';
@@ -10,16 +11,18 @@ import { readKeysFile, toKeyRecord } from './keys/keys-file.js';
 import { MemoryKeyStore } from './keys/memory-key-store.js';
 import { MongoKeyStore } from './keys/mongo-key-store.js';
 import { AnonymousLimiter } from './limits/anonymous-limiter.js';
-import { GuardedLimiter } from './limits/guarded-limiter.js';
+import { GuardedLimiter, limiterHealthLog } from './limits/guarded-limiter.js';
 import { MemoryKeyLimiter } from './limits/memory-key-limiter.js';
 import { RedisKeyLimiter } from './limits/redis-key-limiter.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
+import type { RedisClient } from './redis/clients.js';
 
 /** Connections made by server.ts (or a test); the gateway never opens its own. */
 export interface GatewayClients {
-  redis?: Redis | null;
+  /** Standalone, Sentinel or Cluster (see redis/clients.ts). */
+  redis?: RedisClient | null;
   /** A second connection for pub/sub, which blocks a connection for anything else. */
-  subscriber?: Redis | null;
+  subscriber?: RedisClient | null;
   mongo?: Db | null;
   /** A store to use as it is: several in-process replicas sharing one, as they would share MongoDB. */
   keyStore?: KeyStore;
@@ -29,17 +32,20 @@ export interface GatewayDeps {
   registry: Registry;
   metrics: GatewayMetrics;
   keyStore: KeyStore;
-  keys: KeyResolver;
+  keyResolver: KeyResolver;
   limiter: GuardedLimiter;
   anonymous: AnonymousLimiter;
   events: EventBus;
-  redis: Redis | null;
   now: () => number;
-  /** Where the gateway's log lines go instead of stdout (tests capture them); set before buildApp. */
-  logStream?: { write(line: string): void };
+  /** The public listener's logger, also used by collaborators that log on their own (limiter, events). */
+  logger: FastifyBaseLogger;
+  /** Where every listener's log lines go, when not stdout. */
+  logStream?: LogStream;
   /** One line per store saying which backend it uses, for the start-up log. */
   backends: { keyStore: string; limiter: string; events: string };
 }
+
+type LogStream = { write(line: string): void };
 
 /** Builds every collaborator of the gateway from its config and clients: the one composition root. */
 export async function createDeps(
@@ -48,13 +54,15 @@ export async function createDeps(
   options: {
     now?: () => number;
     defaultMetrics?: boolean;
-    /** Told when the pub/sub subscription fails; revocations then rely on the store poll. */
-    onEventsError?: (err: unknown) => void;
+    /** Where every listener's log lines go (server.ts: logDestination(); tests capture them). */
+    logStream?: LogStream;
   } = {},
 ): Promise<GatewayDeps> {
   const now = options.now ?? Date.now;
   const registry = createRegistry('gateway', options.defaultMetrics ?? true);
   const metrics = createGatewayMetrics(registry);
+  // Made first: the limiter and the event bus log before any listener exists.
+  const logger = createLogger({ serviceName: 'gateway', logLevel: config.logLevel, logStream: options.logStream });
   const redis = clients.redis ?? null;
 
   let keyStore: KeyStore;
@@ -86,29 +94,36 @@ export async function createDeps(
         memoryLimiter,
         config.failureMode,
         now,
+        'shared',
+        limiterHealthLog(logger, metrics, config.failureMode),
       )
-    : new GuardedLimiter(memoryLimiter, null, config.failureMode, now);
+    : new GuardedLimiter(memoryLimiter, null, config.failureMode, now, 'memory');
   const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
 
   const subscriber = clients.subscriber ?? null;
   const events: EventBus =
     redis && subscriber
-      ? new RedisEventBus(redis, subscriber, `${config.redisPrefix}events`, (err) => options.onEventsError?.(err))
+      ? new RedisEventBus(redis, subscriber, `${config.redisPrefix}events`, (err) =>
+          logger.warn({ err }, 'pub/sub subscription failed: replicas learn of key changes by polling the key store'),
+        )
       : new LocalEventBus();
 
   return {
+    logger,
+    ...(options.logStream ? { logStream: options.logStream } : {}),
     registry,
     metrics,
     keyStore,
-    keys,
+    keyResolver: keys,
     limiter,
     anonymous,
     events,
-    redis,
     now,
     backends: {
       keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}`,
-      limiter: redis ? `redis (failure mode ${config.failureMode})` : 'memory (embedded: limits are per process)',
+      limiter: redis
+        ? `redis ${config.redis?.mode ?? ''} (failure mode ${config.failureMode})`
+        : 'memory (embedded: limits are per process)',
       events: redis && subscriber ? 'redis pub/sub' : 'in-process',
     },
   };

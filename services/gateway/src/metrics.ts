@@ -21,9 +21,21 @@ export function createGatewayMetrics(registry: Registry) {
       labelNames: ['kind'],
       registers: [registry],
     }),
+    bans: new Counter({
+      name: 'gateway_bans_total',
+      help: 'API keys banned for ignoring rate limits, counted when the ban starts, by where the decision was taken',
+      labelNames: ['source'],
+      registers: [registry],
+    }),
     redisErrors: new Counter({
       name: 'gateway_redis_errors_total',
       help: 'Rate-limit calls to Redis that failed (each one answered by the fallback or refused, per failure mode)',
+      registers: [registry],
+    }),
+    adminActions: new Counter({
+      name: 'gateway_admin_actions_total',
+      help: 'Changes made through the admin API: create, update, rotate, revoke, unban',
+      labelNames: ['action'],
       registers: [registry],
     }),
     keyStore: new Histogram({

@@ -1,4 +1,5 @@
-import { type ErrorBody, errorBody } from '@animal-store/common/errors.js';
+import { type ErrorBody, ErrorSchema, errorBody } from '@animal-store/common/errors.js';
+import { API_INDEX_OPERATION } from './api-index.js';
 import { PLAN_LIMITS } from './plans.js';
 
 /** The parts of an OpenAPI 3.1 document the gateway touches; everything else passes through as it is. */
@@ -76,7 +77,8 @@ function gatewayResponses(): Record<string, ResponseObject> {
   return {
     '401': {
       description:
-        'The API key is missing (`missing_api_key`) or invalid (`invalid_api_key`). The rate-limit headers ' +
+        'The API key is missing (`missing_api_key`), invalid (`invalid_api_key`), or past its expiry or, after a ' +
+        'rotation, its grace period (`expired_api_key`; the message says when). The rate-limit headers ' +
         'describe the per-address limit for requests without a valid key.',
       content: errorContent(),
     },
@@ -107,17 +109,11 @@ function gatewayResponses(): Record<string, ResponseObject> {
   };
 }
 
-/** The Error shape, for an upstream document that does not define it (the pets service does). */
-const ERROR_SCHEMA = {
-  type: 'object',
-  required: ['code', 'message', 'status'],
-  additionalProperties: false,
-  properties: {
-    code: { type: 'string', description: 'Machine-readable error code.' },
-    message: { type: 'string', description: 'Human-readable description of the error.' },
-    status: { type: 'integer', description: 'The HTTP status code of the response.' },
-  },
-};
+/**
+ * The Error shape, for an upstream document that does not define it (the pets service does):
+ * the one ErrorSchema, as plain JSON Schema (no $id, no TypeBox symbols).
+ */
+const { $id: _id, ...ERROR_SCHEMA } = JSON.parse(JSON.stringify(ErrorSchema)) as typeof ErrorSchema;
 
 function describeApi(): string {
   const n = (value: number) => value.toLocaleString('en-US');
@@ -207,6 +203,8 @@ export function publicDocument(upstream: OpenApiDocument): OpenApiDocument {
     for (const method of HTTP_METHODS) {
       const operation = pathItem[method];
       if (!isObject(operation)) continue;
+      // `security: []` marks a keyless operation: neither the refusals nor the limit headers apply.
+      if (Array.isArray(operation.security) && operation.security.length === 0) continue;
       const responses: Record<string, ResponseObject> = {};
       for (const [status, response] of Object.entries(isObject(operation.responses) ? operation.responses : {})) {
         responses[status] = ownResponse(doc, response);
@@ -228,6 +226,8 @@ export function publicDocument(upstream: OpenApiDocument): OpenApiDocument {
       );
     }
   }
+  // Added after the loop: the gateway answers it itself, keyless, so none of the above applies.
+  doc.paths = { '/v1': { get: structuredClone(API_INDEX_OPERATION) }, ...doc.paths };
   return doc;
 }
 

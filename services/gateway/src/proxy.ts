@@ -1,7 +1,8 @@
 import { sendError } from '@animal-store/common/error-handler.js';
-import { type ErrorBody, errorBody } from '@animal-store/common/errors.js';
-import httpProxy, { type FastifyHttpProxyOptions } from '@fastify/http-proxy';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import { ApiError, type ErrorBody, errorBody } from '@animal-store/common/errors.js';
+import { childTraceparent } from '@animal-store/common/trace-context.js';
+import replyFrom, { type FastifyReplyFromHooks } from '@fastify/reply-from';
+import type { FastifyInstance, FastifyReply, HTTPMethods } from 'fastify';
 import { RATE_LIMIT_HEADERS } from './limits/headers.js';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -12,13 +13,32 @@ export interface ProxyOptions {
 }
 
 /**
+ * What the gateway forwards, by route template: the pets API. Anything else under /v1 is the
+ * gateway's own 404, another method its own 405 whose Allow lists only what works there, and
+ * metrics and logs name the template (`/v1/pets/:petId`), not a wildcard.
+ */
+export const PROXIED_ROUTES: ReadonlyArray<{ url: string; methods: HTTPMethods[] }> = [
+  { url: '/v1/pets', methods: ['GET', 'POST'] },
+  { url: '/v1/pets/:petId', methods: ['GET'] },
+];
+
+/**
  * Request headers never forwarded: the ones only the gateway may set (a client sending them is
- * ignored), and hop-by-hop ones that concern the client's connection, not ours (undici refuses
- * a request carrying them, which would turn an ordinary `Expect: 100-continue` into a 502).
+ * ignored), the client's credentials and forwarding claims (the gateway sends its own view of
+ * the client), and hop-by-hop ones that concern the client's connection, not ours (undici
+ * refuses a request carrying them, which would turn an ordinary `Expect: 100-continue` into a 502).
  */
 const DROPPED_REQUEST_HEADERS = [
   'x-api-key-id',
   'x-api-plan',
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'forwarded',
+  'x-real-ip',
   'expect',
   'keep-alive',
   'upgrade',
@@ -62,53 +82,85 @@ export function upstreamFailure(error: unknown): { kind: string; body: ErrorBody
 }
 
 /**
- * Forwards /v1/* to the pets service over undici, streaming bodies through. The caller's
- * credentials stay here; the upstream learns who called from the key id and plan.
+ * Forwards PROXIED_ROUTES to the pets service over undici (@fastify/reply-from), streaming
+ * bodies through. The caller's credentials stay here; the upstream learns who called from the
+ * key id and plan, from where from X-Forwarded-For (the address the gateway resolved), and the
+ * trace from `traceparent` (this hop as the parent).
  */
 export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): Promise<void> {
-  const options: FastifyHttpProxyOptions = {
-    upstream: opts.upstream,
-    prefix: '/v1',
-    rewritePrefix: '/v1',
-    undici: {
-      connections: 128,
-      pipelining: 1,
-      keepAliveTimeout: 60_000,
-      connectTimeout: Math.min(opts.timeoutMs, 5_000),
-      headersTimeout: opts.timeoutMs,
-      bodyTimeout: opts.timeoutMs,
+  const replyOptions: FastifyReplyFromHooks = {
+    // Retrying would replay non-idempotent work and multiply load on a struggling upstream.
+    retryDelay: () => null,
+    // reply-from hands over its own copy of the request headers, so they are edited in place.
+    rewriteRequestHeaders: (request, headers) => {
+      const out = headers;
+      for (const name of DROPPED_REQUEST_HEADERS) delete out[name];
+      out['x-request-id'] = request.id;
+      out['x-forwarded-for'] = request.ip;
+      out.traceparent = childTraceparent(request.traceId, request.traceFlags);
+      // tracestate belongs to the trace the caller started; it means nothing for one started here.
+      if (!request.traceContinued) delete out.tracestate;
+      if (request.apiKey) {
+        out['x-api-key-id'] = request.apiKey.id;
+        out['x-api-plan'] = request.apiKey.plan;
+      }
+      return out;
     },
-    replyOptions: {
-      // Retrying would replay non-idempotent work and multiply load on a struggling upstream.
-      retryDelay: () => null,
-      // reply-from hands over its own copy of the request headers, so they are edited in place.
-      rewriteRequestHeaders: (request, headers) => {
-        const out = headers;
-        delete out.authorization;
-        for (const name of DROPPED_REQUEST_HEADERS) delete out[name];
-        out['x-request-id'] = request.id;
-        if (request.apiKey) {
-          out['x-api-key-id'] = request.apiKey.id;
-          out['x-api-plan'] = request.apiKey.plan;
-        }
-        return out;
-      },
-      rewriteHeaders: (headers) => {
-        for (const name of RATE_LIMIT_HEADERS) delete headers[name];
-        // Hop-by-hop: the upstream's keep-alive terms are not the client's (reply-from copies them,
-        // and Node then keeps a connection open that the client asked to close).
-        delete headers.connection;
-        delete headers['keep-alive'];
-        delete headers['x-request-id'];
-        return headers;
-      },
-      onError: (reply, { error }) => {
-        const failure = upstreamFailure(error);
-        opts.metrics.upstreamErrors.inc({ kind: failure.kind });
-        reply.log.warn({ err: error, kind: failure.kind }, 'upstream request failed');
-        sendError(reply as FastifyReply, failure.body);
-      },
+    rewriteHeaders: (headers) => {
+      for (const name of RATE_LIMIT_HEADERS) delete headers[name];
+      // Hop-by-hop: the upstream's keep-alive terms are not the client's (reply-from copies them,
+      // and Node then keeps a connection open that the client asked to close).
+      delete headers.connection;
+      delete headers['keep-alive'];
+      delete headers['x-request-id'];
+      // Answers to keyed requests are the caller's own: never stored by a shared cache.
+      headers['cache-control'] = 'no-store';
+      return headers;
+    },
+    onError: (reply, { error }) => {
+      const failure = upstreamFailure(error);
+      opts.metrics.upstreamErrors.inc({ kind: failure.kind });
+      reply.log.warn({ err: error, kind: failure.kind }, 'upstream request failed');
+      sendError(reply as FastifyReply, failure.body);
     },
   };
-  await app.register(httpProxy, options);
+  // Encapsulated: the pass-through body parser and reply.from apply to these routes only.
+  await app.register(async (scope) => {
+    await scope.register(replyFrom, {
+      base: opts.upstream,
+      // The access line says everything about the request; reply-from's two lines would triple it.
+      disableRequestLogging: true,
+      undici: {
+        connections: 128,
+        pipelining: 1,
+        keepAliveTimeout: 60_000,
+        connectTimeout: Math.min(opts.timeoutMs, 5_000),
+        headersTimeout: opts.timeoutMs,
+        bodyTimeout: opts.timeoutMs,
+      },
+    });
+    // Bodies stream through to pets unread: pets parses and validates them.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+    // Streaming through, fastify's bodyLimit never applies. Refuse a declared length over it
+    // before proxying: the upstream's early 413 would otherwise race the body still being sent,
+    // and the client would get a 502. (Chunked bodies: the upstream's 413.)
+    const bodyLimit = app.initialConfig.bodyLimit ?? 1024 * 1024;
+    scope.addHook('preParsing', (request, _reply, payload, done) => {
+      const declared = request.headers['content-length'];
+      if (declared !== undefined && Number(declared) > bodyLimit) {
+        return done(
+          new ApiError(413, 'payload_too_large', 'Request body is larger than the limit', { connection: 'close' }),
+        );
+      }
+      done(null, payload);
+    });
+    for (const route of PROXIED_ROUTES) {
+      scope.route({
+        method: route.methods,
+        url: route.url,
+        handler: (request, reply) => reply.from(request.url, replyOptions),
+      });
+    }
+  });
 }

@@ -285,10 +285,12 @@ describe('admin authentication', () => {
     'an API key instead of the token': { authorization: `Bearer ${generateApiKey()}` },
   };
 
-  for (const [label, headers] of Object.entries(badHeaders)) {
+  for (const [index, [label, headers]] of Object.entries(badHeaders).entries()) {
     it(`answers 401 to ${label} on every route`, async () => {
+      // An address of its own per case: each makes fewer failures than the failed-auth limit.
+      const remoteAddress = `192.0.2.${index + 1}`;
       for (const route of routes()) {
-        const res = await gw.admin.inject({ ...route, headers });
+        const res = await gw.admin.inject({ ...route, headers, remoteAddress });
         expectError(res, 401, 'unauthorized');
         expect(res.body).not.toContain(existing.id);
       }
@@ -318,6 +320,57 @@ describe('admin authentication', () => {
       const res = await gw.app.inject({ ...route, headers: auth });
       expectError(res, 401, 'invalid_api_key');
     }
+  });
+});
+
+describe('failed admin authentication is limited per address', () => {
+  let gw: TestGateway;
+  let clock = Date.parse('2030-01-01T00:00:00Z');
+  beforeAll(async () => {
+    gw = await startGateway({ upstream: upstream.url, now: () => clock });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  const wrong = { authorization: `Bearer ${ADMIN_TOKEN.slice(0, -1)}#` };
+  const send = (remoteAddress: string, headers: Record<string, string>) =>
+    gw.admin.inject({ method: 'GET', url: '/admin/keys', headers, remoteAddress });
+
+  async function fail(remoteAddress: string, times: number): Promise<number[]> {
+    const statuses: number[] = [];
+    for (let i = 0; i < times; i++) statuses.push((await send(remoteAddress, wrong)).statusCode);
+    return statuses;
+  }
+
+  const cases = [
+    { name: 'the 11th wrong token', headers: wrong },
+    { name: 'the right token after 10 wrong ones (not even checked)', headers: auth },
+    { name: 'no token at all', headers: {} },
+  ];
+  it.each(cases.map((c, i) => ({ ...c, address: `198.51.100.${i + 1}` })))(
+    '$name → 429 admin_rate_limited with Retry-After until the minute ends',
+    async ({ headers, address }) => {
+      const started = clock;
+      expect(await fail(address, 10)).toEqual(Array(10).fill(401));
+      clock = started + 15_000;
+      const res = await send(address, headers);
+      expectError(res, 429, 'admin_rate_limited');
+      expect(res.headers['retry-after']).toBe('45');
+      // Other addresses are not affected.
+      expect((await send('203.0.113.50', auth)).statusCode).toBe(200);
+      // Once the minute since the first failure is over, the right token works again.
+      clock = started + 60_000;
+      expect((await send(address, auth)).statusCode).toBe(200);
+    },
+  );
+
+  it('counts failures within one minute only: 9 now and 9 a minute later are all 401', async () => {
+    const address = '198.51.100.99';
+    expect(await fail(address, 9)).toEqual(Array(9).fill(401));
+    clock += 60_000;
+    expect(await fail(address, 9)).toEqual(Array(9).fill(401));
+    expect((await send(address, auth)).statusCode).toBe(200);
   });
 });
 

@@ -8,7 +8,7 @@ import {
   KEY_PREFIX,
   keyPrefix,
   newKeyId,
-  sameHash,
+  sameSecret,
 } from '../src/keys/api-key.js';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -101,24 +101,24 @@ describe('hashApiKey', () => {
   });
 });
 
-describe('sameHash', () => {
+describe('sameSecret', () => {
   it('is true for equal digests and false for different ones', () => {
     const a = hashApiKey(generateApiKey());
     const b = hashApiKey(generateApiKey());
-    expect(sameHash(a, a)).toBe(true);
-    expect(sameHash(a, `${a}`)).toBe(true);
-    expect(sameHash(a, b)).toBe(false);
-    expect(sameHash(a, replaceAt(a, 63, a[63] === '0' ? '1' : '0'))).toBe(false);
-    expect(sameHash(a, a.slice(0, 62))).toBe(false);
-    expect(sameHash(a, '')).toBe(false);
+    expect(sameSecret(a, a)).toBe(true);
+    expect(sameSecret(a, `${a}`)).toBe(true);
+    expect(sameSecret(a, b)).toBe(false);
+    expect(sameSecret(a, replaceAt(a, 63, a[63] === '0' ? '1' : '0'))).toBe(false);
+    expect(sameSecret(a, a.slice(0, 62))).toBe(false);
+    expect(sameSecret(a, '')).toBe(false);
   });
 
   it('is false, and does not throw, when either side is not hex', () => {
     const a = hashApiKey(generateApiKey());
     // Hex decoding stops at the first bad character: these used to compare as equal, or throw.
-    expect(sameHash('z'.repeat(64), 'y'.repeat(64))).toBe(false);
-    expect(sameHash(a, replaceAt(a, 63, 'g'))).toBe(false);
-    expect(sameHash(a, a.toUpperCase())).toBe(false);
+    expect(sameSecret('z'.repeat(64), 'y'.repeat(64))).toBe(false);
+    expect(sameSecret(a, replaceAt(a, 63, 'g'))).toBe(false);
+    expect(sameSecret(a, a.toUpperCase())).toBe(false);
   });
 });
 

@@ -138,7 +138,11 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
   });
 
   const usageErrors: Array<[string, string[], RegExp]> = [
-    ['enterprise without limits', ['create', '--plan', 'enterprise'], /enterprise keys need limits/],
+    [
+      'enterprise without limits',
+      ['create', '--plan', 'enterprise'],
+      /enterprise keys need --per-minute and --per-day/,
+    ],
     [
       '--per-minute without --per-day',
       ['create', '--plan', 'enterprise', '--per-minute', '5'],
@@ -152,7 +156,7 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
     [
       'limits on a free key',
       ['create', '--plan', 'free', '--per-minute', '5', '--per-day', '50'],
-      /only enterprise keys take limits/,
+      /--per-minute and --per-day are fixed by the free plan; only enterprise keys take them/,
     ],
     [
       'perMinute above perDay',
@@ -165,8 +169,18 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
       /positive integer/,
     ],
     ['a zero limit', ['create', '--plan', 'enterprise', '--per-minute', '0', '--per-day', '50'], /positive integer/],
-    ['an unknown plan', ['create', '--plan', 'gold'], /plan must be one of/],
-    ['no plan', ['create'], /plan must be one of/],
+    ['an unknown plan', ['create', '--plan', 'gold'], /--plan must be one of free, pro, business, enterprise/],
+    ['no plan', ['create'], /create needs --plan/],
+    [
+      'an expiry that is not RFC 3339',
+      ['create', '--plan', 'free', '--expires-at', 'tomorrow'],
+      /--expires-at must be an RFC 3339 timestamp/,
+    ],
+    [
+      'an expiry in the past',
+      ['create', '--plan', 'free', '--expires-at', '2020-01-01T00:00:00Z'],
+      /--expires-at must be in the future/,
+    ],
     ['an unknown option', ['create', '--plan', 'free', '--colour', 'red'], /colour/],
   ];
 
@@ -176,16 +190,20 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
       expect(run.code).toBe(2);
       expect(run.stdout).toBe('');
       expect(run.stderr).toMatch(message);
-      expect(run.stderr).toContain('usage:');
+      // The command's own usage line, not the whole manual.
+      expect(run.stderr).toContain('usage: npm run -s keys -- create --plan');
+      expect(run.stderr).not.toContain('unban ID');
       expect(existsSync(file)).toBe(false);
     });
   }
 
   it('exits 2 for an unknown command', async () => {
-    const run = await cli(['rotate', '--plan', 'free']);
+    const run = await cli(['rotat', '--plan', 'free']);
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/unknown command "rotate"/);
+    expect(run.stderr).toMatch(
+      /unknown command "rotat"; commands: create, list, show, update, rotate, usage, revoke, unban/,
+    );
   });
 
   it('refuses to append to a file that is not a valid keys file, and leaves it as it was', async () => {
@@ -221,6 +239,73 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
     } finally {
       await gw.close();
     }
+  });
+
+  it('rotate --file swaps the hash and keeps the old one as previous; a gateway on the file takes both', async () => {
+    const created = oneJsonLine(await cli(['create', '--plan', 'pro', '--file', file, '--json']));
+    const before = Date.now();
+    const run = await cli(['rotate', created.id, '--grace', '3600', '--file', file, '--json']);
+    const rotated = oneJsonLine(run) as Printed & { previousKeyExpiresAt: string };
+    expect(rotated).toMatchObject({ id: created.id, plan: 'pro', limits: { perMinute: 300, perDay: 10000 } });
+    expect(rotated.key).not.toBe(created.key);
+    const ends = Date.parse(rotated.previousKeyExpiresAt);
+    expect(ends).toBeGreaterThanOrEqual(before + 3_600_000);
+    expect(ends).toBeLessThan(before + 3_660_000);
+    const text = await readFile(file, 'utf8');
+    expect(text).not.toContain(rotated.key);
+    expect(JSON.parse(text)).toEqual([
+      {
+        id: created.id,
+        name: created.id,
+        plan: 'pro',
+        sha256: hashApiKey(rotated.key),
+        previous: { sha256: hashApiKey(created.key), expiresAt: rotated.previousKeyExpiresAt },
+      },
+    ]);
+    const gw = await startGateway({ env: { API_KEYS_FILE: file }, upstream: upstream.url });
+    try {
+      for (const key of [created.key, rotated.key]) {
+        const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+        expect(res.statusCode, res.body).toBe(200);
+        expect(res.json().headers['x-api-key-id']).toBe(created.id);
+      }
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('update --file changes plan, limits, name and expiry of one entry, with the same rules as the API', async () => {
+    const a = oneJsonLine(await cli(['create', '--plan', 'free', '--file', file, '--json']));
+    const b = oneJsonLine(await cli(['create', '--plan', 'free', '--file', file, '--json']));
+    const up = await cli([
+      'update',
+      a.id,
+      '--plan',
+      'enterprise',
+      '--per-minute',
+      '9',
+      '--per-day',
+      '90',
+      '--name',
+      'acme',
+      '--expires-at',
+      '2031-01-01T00:00:00Z',
+      '--file',
+      file,
+    ]);
+    expect(up.code, up.stderr).toBe(0);
+    expect(up.stdout).toMatch(/updated .* \(enterprise: 9\/min, 90\/day, expires 2031-01-01 00:00:00Z\)/);
+    const refused = await cli(['update', a.id, '--plan', 'pro', '--per-minute', '1', '--per-day', '2', '--file', file]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/--per-minute and --per-day are fixed by the pro plan/);
+    const down = await cli(['update', a.id, '--plan', 'pro', '--no-expiry', '--file', file, '--json']);
+    expect(down.code, down.stderr).toBe(0);
+    const [first, second] = JSON.parse(await readFile(file, 'utf8'));
+    expect(first).toEqual({ id: a.id, name: 'acme', plan: 'pro', sha256: hashApiKey(a.key) });
+    expect(second).toEqual({ id: b.id, name: b.id, plan: 'free', sha256: hashApiKey(b.key) });
+    const missing = await cli(['update', 'key_nope', '--plan', 'pro', '--file', file]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/has no key with id key_nope/);
   });
 });
 
@@ -268,19 +353,19 @@ describe('keys CLI through the admin API', () => {
     expect(ok.statusCode).toBe(200);
     expect(ok.headers['x-ratelimit-limit']).toBe('300');
 
-    const list = await cli(['list'], env);
+    const list = await cli(['list', '--json'], env);
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).not.toContain(created.key);
     const listed = JSON.parse(list.stdout) as Array<Record<string, unknown>>;
     expect(listed.find((k) => k.id === created.id)).toMatchObject({ name: 'from cli', plan: 'pro', source: 'store' });
 
-    const show = await cli(['show', created.id], env);
+    const show = await cli(['show', created.id, '--json'], env);
     expect(show.code, show.stderr).toBe(0);
     expect(JSON.parse(show.stdout)).toMatchObject({ id: created.id, plan: 'pro' });
 
     const revoke = await cli(['revoke', created.id], env);
     expect(revoke.code, revoke.stderr).toBe(0);
-    expect(revoke.stdout).toContain(created.id);
+    expect(revoke.stdout).toBe(`revoked ${created.id}\n`);
     const refused = await gw.app.inject({ url: '/v1/pets', headers: bearer(created.key) });
     expect(refused.statusCode).toBe(401);
     expect(refused.json().code).toBe('invalid_api_key');
@@ -330,5 +415,138 @@ describe('keys CLI through the admin API', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/404/);
     expect(unknown.stderr).toMatch(/key_0000000000000000/);
+  });
+});
+
+describe('keys CLI lifecycle commands through the admin API', () => {
+  let gw: TestGateway;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    gw = await startGateway({ upstream: upstream.url });
+    await gw.admin.listen({ host: '127.0.0.1', port: 0 });
+    env = { ADMIN_PORT: String((gw.admin.server.address() as AddressInfo).port), ADMIN_TOKEN };
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  const call = (key: string) => gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+
+  it('create --expires-at, update --plan (counts carry over), usage, rotate: text for people, JSON with --json', async () => {
+    const created = oneJsonLine(
+      await cli(['create', '--plan', 'free', '--name', 'trial', '--expires-at', '2031-06-01T00:00:00Z', '--json'], env),
+    );
+    expect(created).toMatchObject({ plan: 'free', expiresAt: '2031-06-01T00:00:00.000Z' });
+    for (let i = 0; i < 50; i++) await call(created.key);
+
+    const updated = await cli(['update', created.id, '--plan', 'pro'], env);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toMatch(/^updated key_\w+\nid: +key_/);
+    expect(updated.stdout).toMatch(/plan: +pro\n/);
+    expect(updated.stdout).toMatch(/expires: +2031-06-01 00:00:00Z/);
+    const next = await call(created.key);
+    expect(next.headers['x-ratelimit-limit']).toBe('300');
+    expect(next.headers['x-ratelimit-remaining']).toBe('249');
+
+    const usage = await cli(['usage', created.id], env);
+    expect(usage.code, usage.stderr).toBe(0);
+    expect(usage.stdout).toMatch(/WINDOW +LIMIT +USED +REMAINING +RESETS/);
+    expect(usage.stdout).toMatch(/minute +300 +51 +249 +\d{4}-/);
+    expect(usage.stdout).toMatch(/day +10000 +51 +9949 +\d{4}-/);
+    expect(usage.stdout).toMatch(/ban: +none/);
+    const usageJson = JSON.parse((await cli(['usage', created.id, '--json'], env)).stdout);
+    expect(usageJson.windows.minute).toMatchObject({ limit: 300, used: 51, remaining: 249 });
+
+    const rotated = await cli(['rotate', created.id, '--grace', '0'], env);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const newKey = /key: (ask_\S+)/.exec(rotated.stdout)?.[1] as string;
+    expect(rotated.stdout).toMatch(/rotated key_\w+: the old key works until/);
+    expect((await call(newKey)).statusCode).toBe(200);
+    expect((await call(created.key)).json().code).toBe('expired_api_key');
+
+    const noExpiry = JSON.parse((await cli(['update', created.id, '--no-expiry', '--json'], env)).stdout);
+    expect(noExpiry).not.toHaveProperty('expiresAt');
+    expect(noExpiry.plan).toBe('pro');
+  });
+
+  it('list and show print tables by default and JSON with --json', async () => {
+    const created = oneJsonLine(await cli(['create', '--plan', 'business', '--name', 'tabled', '--json'], env));
+    const list = await cli(['list'], env);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(/^ID +PLAN +LIMITS +STATUS +EXPIRES +SOURCE +NAME\n/);
+    expect(list.stdout).toMatch(new RegExp(`${created.id} +business +1000/min, 100000/day +active +- +store +tabled`));
+    expect(list.stdout).not.toContain(created.key);
+    const show = await cli(['show', created.id], env);
+    expect(show.stdout).toMatch(new RegExp(`^id: +${created.id}\nname: +tabled\nplan: +business\n`));
+    const listed = JSON.parse((await cli(['list', '--json'], env)).stdout);
+    expect(Array.isArray(listed)).toBe(true);
+    const revoked = JSON.parse((await cli(['revoke', created.id, '--json'], env)).stdout);
+    expect(revoked).toEqual({ id: created.id, revoked: true });
+    expect((await cli(['show', created.id], env)).stdout).toMatch(/status: +revoked/);
+  });
+
+  it('says what the admin API refused, in its words', async () => {
+    const created = oneJsonLine(await cli(['create', '--plan', 'free', '--json'], env));
+    const run = await cli(['update', created.id, '--plan', 'enterprise'], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/admin API answered 400: enterprise keys need limits/);
+    const grace = await cli(['rotate', created.id, '--grace', '604801'], env);
+    expect(grace.code).toBe(2);
+    expect(grace.stderr).toMatch(/--grace must be a whole number of seconds from 0 to 604800/);
+    const nothing = await cli(['update', created.id], env);
+    expect(nothing.code).toBe(2);
+    expect(nothing.stderr).toMatch(/nothing to change/);
+  });
+
+  it.each([
+    ['ADMIN_URL as host:port', (port: string) => ({ ADMIN_URL: `127.0.0.1:${port}` })],
+    ['ADMIN_URL with a scheme and a trailing slash', (port: string) => ({ ADMIN_URL: `http://127.0.0.1:${port}/` })],
+    ['ADMIN_PORT alone', (port: string) => ({ ADMIN_PORT: port })],
+    ['ADMIN_HOST 0.0.0.0 and ADMIN_PORT', (port: string) => ({ ADMIN_HOST: '0.0.0.0', ADMIN_PORT: port })],
+  ])('finds the admin API from %s', async (_label, where) => {
+    const run = await cli(['list', '--json'], { ADMIN_TOKEN, ...where(env.ADMIN_PORT as string) });
+    expect(run.code, run.stderr).toBe(0);
+    expect(Array.isArray(JSON.parse(run.stdout))).toBe(true);
+  });
+
+  it('prefers ADMIN_URL over ADMIN_PORT', async () => {
+    const run = await cli(['list', '--json'], {
+      ADMIN_TOKEN,
+      ADMIN_URL: `127.0.0.1:${env.ADMIN_PORT}`,
+      ADMIN_PORT: '1',
+    });
+    expect(run.code, run.stderr).toBe(0);
+  });
+});
+
+describe('keys CLI when the admin API cannot be reached', () => {
+  it('names the URL it tried and why (connection refused), without the usage', async () => {
+    // A port that was just free: nothing listens there.
+    const probe = await startEchoUpstream();
+    const port = new URL(probe.url).port;
+    await probe.close();
+    const run = await cli(['list'], { ADMIN_TOKEN, ADMIN_PORT: port });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      `keys: cannot reach the admin API at http://127.0.0.1:${port} (connection refused: nothing listens there). ` +
+        'Is the gateway running with ADMIN_TOKEN set? Point ADMIN_URL (or ADMIN_HOST/ADMIN_PORT) at its admin listener.\n',
+    );
+  });
+
+  it.each([
+    ['a URL that does not parse', { ADMIN_URL: 'http://[::1' }, /ADMIN_URL=http:\/\/\[::1 is not a URL or host:port/],
+    [
+      'a scheme that is not http',
+      { ADMIN_URL: 'ftp://127.0.0.1:21' },
+      /ADMIN_URL=ftp:\/\/127\.0\.0\.1:21 must be http/,
+    ],
+    ['a port that is not a number', { ADMIN_PORT: 'eighty' }, /ADMIN_PORT=eighty is not a port number/],
+  ])('exits 2 for %s', async (_label, where, message) => {
+    const run = await cli(['list'], { ADMIN_TOKEN, ...where });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(message);
   });
 });

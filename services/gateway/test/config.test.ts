@@ -27,8 +27,10 @@ describe('loadConfig defaults', () => {
       adminHost: '127.0.0.1',
       adminPort: 8081,
       adminToken: undefined,
+      metricsHost: '127.0.0.1',
+      metricsPort: 9464,
       petsUrl: 'http://127.0.0.1:8090',
-      redisUrl: undefined,
+      redis: undefined,
       mongoUrl: undefined,
       trustProxy: false,
       failureMode: 'open',
@@ -46,6 +48,8 @@ describe('loadConfig defaults', () => {
       ADMIN_HOST: '0.0.0.0',
       ADMIN_PORT: '9001',
       ADMIN_TOKEN: 'a-long-enough-admin-token',
+      METRICS_HOST: '0.0.0.0',
+      METRICS_PORT: '9100',
       PETS_URL: 'http://pets:8090',
       REDIS_URL: 'redis://redis:6379/0',
       MONGO_URL: 'mongodb://mongo:27017',
@@ -62,8 +66,10 @@ describe('loadConfig defaults', () => {
       adminHost: '0.0.0.0',
       adminPort: 9001,
       adminToken: 'a-long-enough-admin-token',
+      metricsHost: '0.0.0.0',
+      metricsPort: 9100,
       petsUrl: 'http://pets:8090',
-      redisUrl: 'redis://redis:6379/0',
+      redis: { mode: 'standalone', url: 'redis://redis:6379/0' },
       mongoUrl: 'mongodb://mongo:27017',
       failureMode: 'closed',
       ban: { threshold: 3, windowMs: 30_000, durationMs: 120_000 },
@@ -75,7 +81,7 @@ describe('loadConfig defaults', () => {
   it('treats empty values as unset', () => {
     const config = loadConfig({ PORT: '', REDIS_URL: '', ADMIN_TOKEN: '', RATE_LIMIT_FAILURE_MODE: '' });
     expect(config.port).toBe(8080);
-    expect(config.redisUrl).toBeUndefined();
+    expect(config.redis).toBeUndefined();
     expect(config.adminToken).toBeUndefined();
     expect(config.failureMode).toBe('open');
   });
@@ -137,7 +143,10 @@ describe('loadConfig problems', () => {
   it('refuses a REDIS_URL that is not a URL or not redis:/rediss:', () => {
     expect(configError({ REDIS_URL: 'not a url' }).problems).toEqual([expect.stringContaining('REDIS_URL')]);
     expect(configError({ REDIS_URL: 'http://redis:6379' }).problems).toEqual([expect.stringContaining('redis:')]);
-    expect(loadConfig({ REDIS_URL: 'rediss://user:pw@redis:6380/1' }).redisUrl).toBe('rediss://user:pw@redis:6380/1');
+    expect(loadConfig({ REDIS_URL: 'rediss://user:pw@redis:6380/1' }).redis).toEqual({
+      mode: 'standalone',
+      url: 'rediss://user:pw@redis:6380/1',
+    });
   });
 
   it('refuses a PETS_URL that is not http(s)', () => {
@@ -147,6 +156,96 @@ describe('loadConfig problems', () => {
   it('refuses an ADMIN_TOKEN shorter than 16 characters and accepts 16', () => {
     expect(configError({ ADMIN_TOKEN: 'x'.repeat(15) }).problems).toEqual([expect.stringContaining('ADMIN_TOKEN')]);
     expect(loadConfig({ ADMIN_TOKEN: 'x'.repeat(16) }).adminToken).toBe('x'.repeat(16));
+  });
+});
+
+describe('Redis deployment: standalone, Sentinel or Cluster', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gateway-redis-config-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reads Sentinel: the sentinels, the master name (default mymaster), credentials and TLS', () => {
+    expect(loadConfig({ REDIS_SENTINELS: 's1:26379, s2:26380,[::1]:26381' }).redis).toEqual({
+      mode: 'sentinel',
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26380 },
+        { host: '::1', port: 26381 },
+      ],
+      masterName: 'mymaster',
+      auth: { username: undefined, password: undefined, tls: false },
+    });
+    expect(
+      loadConfig({
+        REDIS_SENTINELS: 's1:26379',
+        REDIS_SENTINEL_MASTER: 'limits',
+        REDIS_USERNAME: 'gateway',
+        REDIS_PASSWORD: 'pw',
+        REDIS_TLS: 'true',
+      }).redis,
+    ).toMatchObject({ masterName: 'limits', auth: { username: 'gateway', password: 'pw', tls: true } });
+  });
+
+  it('reads Cluster seed nodes, with the password from REDIS_PASSWORD_FILE', async () => {
+    const path = join(dir, 'redis-password');
+    await writeFile(path, 'from-a-secret\n');
+    expect(loadConfig({ REDIS_CLUSTER_NODES: 'c1:6379,c2:6379', REDIS_PASSWORD_FILE: path }).redis).toEqual({
+      mode: 'cluster',
+      nodes: [
+        { host: 'c1', port: 6379 },
+        { host: 'c2', port: 6379 },
+      ],
+      auth: { username: undefined, password: 'from-a-secret', tls: false },
+    });
+  });
+
+  it('refuses more than one mode, naming the variables set', () => {
+    const err = configError({ REDIS_URL: 'redis://r:6379', REDIS_CLUSTER_NODES: 'c1:6379' });
+    expect(err.problems).toEqual([expect.stringContaining('not REDIS_URL and REDIS_CLUSTER_NODES')]);
+    expect(configError({ REDIS_SENTINELS: 's:26379', REDIS_CLUSTER_NODES: 'c:6379' }).problems).toHaveLength(1);
+  });
+
+  it.each([['c1'], ['c1:0'], ['c1:70000'], ['c1:6379,'], ['redis://c1:6379']])(
+    'refuses REDIS_CLUSTER_NODES=%s',
+    (nodes) => {
+      expect(configError({ REDIS_CLUSTER_NODES: nodes }).problems).toEqual([
+        expect.stringMatching(/^REDIS_CLUSTER_NODES must be comma-separated host:port/),
+      ]);
+    },
+  );
+
+  it('refuses settings of a mode not in use (credentials belong in a REDIS_URL), an unreadable password file and a REDIS_TLS that is not true/false', () => {
+    expect(configError({ REDIS_URL: 'redis://r:6379', REDIS_PASSWORD: 'pw' }).problems).toEqual([
+      expect.stringContaining('REDIS_PASSWORD is not used with REDIS_URL: put credentials in the URL'),
+    ]);
+    // Settings of a mode not in use would be ignored without a word.
+    expect(configError({ REDIS_SENTINEL_MASTER: 'limits', REDIS_TLS: 'true' }).problems).toEqual([
+      expect.stringContaining(
+        'REDIS_TLS, REDIS_SENTINEL_MASTER are set, but none of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
+      ),
+    ]);
+    expect(configError({ REDIS_CLUSTER_NODES: 'c:6379', REDIS_SENTINEL_MASTER: 'limits' }).problems).toEqual([
+      'REDIS_SENTINEL_MASTER is not used with REDIS_CLUSTER_NODES',
+    ]);
+    expect(configError({ REDIS_CLUSTER_NODES: 'c:6379', REDIS_PASSWORD_FILE: join(dir, 'missing') }).problems).toEqual([
+      expect.stringContaining('REDIS_PASSWORD_FILE'),
+    ]);
+    expect(configError({ REDIS_SENTINELS: 's:26379', REDIS_TLS: 'yes' }).problems).toEqual([
+      expect.stringMatching(/^REDIS_TLS must be one of true, false/),
+    ]);
+  });
+
+  it('accepts any of the three modes in production, and names all three when none is set', () => {
+    const base = { NODE_ENV: 'production', MONGO_URL: 'mongodb://m:27017' };
+    expect(loadConfig({ ...base, REDIS_SENTINELS: 's:26379' }).redis?.mode).toBe('sentinel');
+    expect(loadConfig({ ...base, REDIS_CLUSTER_NODES: 'c:6379' }).redis?.mode).toBe('cluster');
+    expect(configError(base).problems).toEqual([
+      expect.stringContaining('REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES is required'),
+    ]);
   });
 });
 

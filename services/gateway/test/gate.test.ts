@@ -57,15 +57,28 @@ describe('authentication', () => {
     expect(res.headers['x-ratelimit-limit']).toBe('60');
   });
 
+  it.each([
+    ['alone', (key: string) => key],
+    ['after another scheme', (key: string) => `Token ${key}`],
+  ])('answers 401 invalid_api_key with a hint to use Bearer for a well-formed key sent %s', async (_l, header) => {
+    const gw = await gateway();
+    const { key } = await addKey(gw.deps, 'free');
+    const res = await gw.app.inject({ url: '/v1/pets', headers: { authorization: header(key) } });
+    expectError(res, 401, 'invalid_api_key');
+    expect(res.json().message).toBe(
+      'The API key needs the scheme in front of it: send "Authorization: Bearer <API_KEY>"',
+    );
+  });
+
   it('refuses malformed keys without asking the key store', async () => {
     const gw = await gateway();
     for (const key of ['nope', generateApiKey().replace(/.$/, '!'), `${generateApiKey()}x`]) {
       await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
     }
-    const metrics = (await gw.app.inject({ url: '/metrics' })).body;
+    const metrics = await gw.deps.registry.metrics();
     expect(metrics).not.toMatch(/gateway_key_store_duration_seconds_count\{[^}]*\} [1-9]/);
     await gw.app.inject({ url: '/v1/pets', headers: bearer(generateApiKey()) });
-    const after = (await gw.app.inject({ url: '/metrics' })).body;
+    const after = await gw.deps.registry.metrics();
     expect(after).toMatch(/gateway_key_store_duration_seconds_count\{[^}]*operation="findByHash"[^}]*\} 1/);
   });
 
@@ -156,7 +169,7 @@ describe('proxying an admitted request', () => {
   it('keeps the headers on upstream 404s and on gateway 404s', async () => {
     const gw = await gateway();
     const { key } = await addKey(gw.deps, 'free');
-    const upstream404 = await gw.app.inject({ url: '/v1/missing', headers: bearer(key) });
+    const upstream404 = await gw.app.inject({ url: '/v1/pets/404', headers: bearer(key) });
     expectError(upstream404, 404, 'not_found');
     expectRateLimitHeaders(upstream404.headers, 60, 59);
     const gateway404 = await gw.app.inject({ url: '/nowhere', headers: bearer(key) });
@@ -243,7 +256,7 @@ describe('limits', () => {
 
   it('does not count public routes or put limits on them', async () => {
     const gw = await gateway();
-    for (const url of ['/healthz', '/readyz', '/metrics']) {
+    for (const url of ['/healthz', '/readyz']) {
       const res = await gw.app.inject({ url });
       expect(res.statusCode).toBe(200);
       expect(res.headers['x-ratelimit-limit']).toBeUndefined();
@@ -266,7 +279,7 @@ describe('when Redis is unreachable', () => {
     const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
     expect(res.statusCode).toBe(200);
     expectRateLimitHeaders(res.headers, 60, 59);
-    const metrics = (await gw.app.inject({ url: '/metrics' })).body;
+    const metrics = await gw.deps.registry.metrics();
     expect(metrics).toMatch(/gateway_rate_limit_decisions_total\{decision="admitted",source="fallback"[^}]*\} 1/);
     expect(metrics).toMatch(/gateway_redis_errors_total\{[^}]*\} 1/);
     expect((await gw.app.inject({ url: '/readyz' })).statusCode).toBe(200);

@@ -8,9 +8,10 @@ import { buildAdminApp } from '../src/admin/app.js';
 import { buildApp } from '../src/app.js';
 import { type GatewayConfig, loadConfig } from '../src/config.js';
 import { createDeps, type GatewayDeps } from '../src/deps.js';
-import { generateApiKey, hashApiKey, keyPrefix, newKeyId } from '../src/keys/api-key.js';
+import { createKey } from '../src/keys/create-key.js';
 import type { KeyStore } from '../src/keys/key-store.js';
 import type { Limits, Plan } from '../src/plans.js';
+import { createRedisClients, type RedisClient, redisOptions, whenReady } from '../src/redis/clients.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -19,9 +20,9 @@ export interface TestGateway {
   admin: FastifyInstance;
   deps: GatewayDeps;
   config: GatewayConfig;
-  redis: Redis | null;
+  redis: RedisClient | null;
   /** The pub/sub connection, when there is one. */
-  subscriber: Redis | null;
+  subscriber: RedisClient | null;
   /** Base URL once `listen()` was called. */
   url: string;
   listen(): Promise<string>;
@@ -29,6 +30,7 @@ export interface TestGateway {
 }
 
 export interface GatewayOptions {
+  /** A standalone Redis; Sentinel and Cluster are set through `env` (REDIS_SENTINELS, REDIS_CLUSTER_NODES). */
   redisUrl?: string | null;
   upstream?: string;
   env?: Record<string, string>;
@@ -39,29 +41,20 @@ export interface GatewayOptions {
   keyStore?: KeyStore;
   /** Whether to connect the pub/sub subscriber (default true with Redis). */
   pubsub?: boolean;
+  /** Collects the gateway's log lines (both listeners), parsed, at LOG_LEVEL info unless env says otherwise. */
+  logs?: Record<string, unknown>[];
 }
 
 /** Redis client options as server.ts sets them, so tests see the production failure behaviour. */
 export function redisClient(url: string, commandTimeoutMs = 250): Redis {
-  const client = new Redis(url, {
-    commandTimeout: commandTimeoutMs,
-    connectTimeout: 2_000,
-    enableOfflineQueue: false,
-    enableAutoPipelining: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: (attempt) => Math.min(1_000, 50 * 2 ** Math.min(attempt, 5)),
-  });
+  const client = new Redis(url, redisOptions(commandTimeoutMs));
   client.on('error', () => {});
   return client;
 }
 
 /** Waits until an ioredis client is connected (its offline queue is off, so commands before that fail). */
-export async function connected(client: Redis): Promise<Redis> {
-  if (client.status === 'ready') return client;
-  await new Promise<void>((resolve, reject) => {
-    client.once('ready', resolve);
-    client.once('end', () => reject(new Error('redis connection ended')));
-  });
+export async function connected<C extends RedisClient>(client: C): Promise<C> {
+  await whenReady(client);
   return client;
 }
 
@@ -69,7 +62,7 @@ export async function connected(client: Redis): Promise<Redis> {
 export async function startGateway(options: GatewayOptions = {}): Promise<TestGateway> {
   const prefix = options.prefix ?? `t${randomUUID().slice(0, 8)}:`;
   const config = loadConfig({
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: options.logs ? 'info' : 'silent',
     PETS_URL: options.upstream ?? 'http://127.0.0.1:9',
     ADMIN_TOKEN,
     REDIS_PREFIX: prefix,
@@ -77,14 +70,21 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
     ...options.env,
   });
-  const redis = options.redisUrl ? await connected(redisClient(options.redisUrl, config.redisCommandTimeoutMs)) : null;
-  const subscriber =
-    redis && options.pubsub !== false ? redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined }) : null;
-  subscriber?.on('error', () => {});
+  const clients = config.redis
+    ? createRedisClients(config.redis, config.redisCommandTimeoutMs, { subscriber: options.pubsub !== false })
+    : null;
+  const redis = clients ? await connected(clients.redis) : null;
+  // Subscribed before the gateway answers, or a test's first event could go unheard.
+  const subscriber = clients?.subscriber ? await connected(clients.subscriber) : null;
+  const logs = options.logs;
   const deps = await createDeps(
     config,
     { redis, subscriber, ...(options.keyStore ? { keyStore: options.keyStore } : {}) },
-    { defaultMetrics: false, ...(options.now ? { now: options.now } : {}) },
+    {
+      defaultMetrics: false,
+      ...(options.now ? { now: options.now } : {}),
+      ...(logs ? { logStream: { write: (line: string) => void logs.push(JSON.parse(line)) } } : {}),
+    },
   );
   const app = await buildApp(config, deps);
   const admin = await buildAdminApp(config, deps);
@@ -115,18 +115,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
 
 /** Puts a key straight into the gateway's store and returns its plaintext. */
 export async function addKey(deps: GatewayDeps, plan: Plan, limits?: Limits): Promise<{ id: string; key: string }> {
-  const key = generateApiKey();
-  const id = newKeyId();
-  await deps.keyStore.insert({
-    id,
-    name: `test-${plan}`,
-    plan,
-    ...(limits ? { limits } : {}),
-    sha256: hashApiKey(key),
-    prefix: keyPrefix(key),
-    createdAt: new Date().toISOString(),
-  });
-  return { id, key };
+  const { key, record } = createKey({ plan, name: `test-${plan}`, limits });
+  await deps.keyStore.insert(record);
+  return { id: record.id, key };
 }
 
 export function bearer(key: string): { authorization: string } {
@@ -144,7 +135,7 @@ export async function startEchoUpstream(): Promise<{ url: string; app: FastifyIn
     reply.header('x-ratelimit-remaining', '999999');
     reply.header('ratelimit', '"upstream";r=1;t=1');
     reply.header('ratelimit-policy', '"upstream";q=1;w=1');
-    if (request.url.startsWith('/v1/missing')) {
+    if (request.url.startsWith('/v1/pets/404')) {
       return reply.code(404).send({ code: 'not_found', message: 'No route', status: 404 });
     }
     return { method: request.method, url: request.url, headers: request.headers };

@@ -127,7 +127,7 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       const at = new Date('2025-06-01T10:00:00.123Z');
       expect(await store.revoke(rec.id, at)).toBe(true);
       expect(await store.revoke(rec.id, new Date('2025-06-02T10:00:00.000Z'))).toBe(false);
-      const expected = { ...rec, revokedAt: '2025-06-01T10:00:00.123Z' };
+      const expected = { ...rec, updatedAt: '2025-06-01T10:00:00.123Z', revokedAt: '2025-06-01T10:00:00.123Z' };
       expect(await store.get(rec.id)).toStrictEqual(expected);
       expect(await store.findByHash(rec.sha256)).toStrictEqual(expected);
       expect((await store.list()).find((r) => r.id === rec.id)).toStrictEqual(expected);
@@ -140,32 +140,146 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(await store.revoke(newKeyId(), new Date())).toBe(false);
     });
 
-    it('reports only the keys revoked strictly after the given moment', async (ctx) => {
+    it('reports only the keys changed (updated, rotated, revoked) strictly after the given moment', async (ctx) => {
       const store = await fresh(ctx);
-      const early = record('free');
-      const late = record('pro');
-      const live = record('business');
-      for (const r of [early, late, live]) await store.insert(r);
+      const revoked = record('free');
+      const updated = record('pro');
+      const rotated = record('business');
+      const untouched = record('free');
+      for (const r of [revoked, updated, rotated, untouched]) await store.insert(r);
       const t1 = new Date('2025-06-01T10:00:00.000Z');
       const t2 = new Date('2025-06-01T10:05:00.000Z');
-      await store.revoke(early.id, t1);
-      await store.revoke(late.id, t2);
+      const t3 = new Date('2025-06-01T10:10:00.000Z');
+      await store.revoke(revoked.id, t1);
+      await store.update(updated.id, { name: 'renamed' }, t2);
+      const next = hashApiKey(generateApiKey());
+      await store.rotate(rotated.id, { sha256: next, previousExpiresAt: '2025-06-02T10:10:00.000Z' }, t3);
 
-      const sinceStart = await store.revokedSince(new Date('2025-06-01T09:00:00.000Z'));
-      expect([...sinceStart].sort(byId)).toStrictEqual(
+      const all = await store.changedSince(new Date('2025-06-01T09:00:00.000Z'));
+      expect([...all].sort(byId)).toStrictEqual(
         [
-          { id: early.id, sha256: early.sha256, revokedAt: t1.toISOString() },
-          { id: late.id, sha256: late.sha256, revokedAt: t2.toISOString() },
+          { id: revoked.id, sha256: revoked.sha256, updatedAt: t1.toISOString() },
+          { id: updated.id, sha256: updated.sha256, updatedAt: t2.toISOString() },
+          { id: rotated.id, sha256: next, updatedAt: t3.toISOString() },
         ].sort(byId),
       );
-      expect(await store.revokedSince(new Date('2025-06-01T10:01:00.000Z'))).toStrictEqual([
-        { id: late.id, sha256: late.sha256, revokedAt: t2.toISOString() },
+      expect(await store.changedSince(t1)).toHaveLength(2);
+      expect(await store.changedSince(t2)).toStrictEqual([
+        { id: rotated.id, sha256: next, updatedAt: t3.toISOString() },
       ]);
-      expect(await store.revokedSince(t1)).toStrictEqual([
-        { id: late.id, sha256: late.sha256, revokedAt: t2.toISOString() },
-      ]);
-      expect(await store.revokedSince(t2)).toEqual([]);
-      expect(await store.revokedSince(new Date('2030-01-01T00:00:00.000Z'))).toEqual([]);
+      expect(await store.changedSince(t3)).toEqual([]);
+    });
+
+    it('updates plan, name, limits and expiry of a live key, and clears what is given as null', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('free');
+      await store.insert(rec);
+      const at = new Date('2025-07-01T00:00:00.000Z');
+      const expected: KeyRecord = {
+        ...rec,
+        plan: 'enterprise',
+        name: 'acme',
+        limits: { perMinute: 9, perDay: 90 },
+        expiresAt: '2031-01-01T00:00:00.000Z',
+        updatedAt: at.toISOString(),
+      };
+      const changes = {
+        plan: 'enterprise' as const,
+        name: 'acme',
+        limits: { perMinute: 9, perDay: 90 },
+        expiresAt: '2031-01-01T00:00:00.000Z',
+      };
+      expect(await store.update(rec.id, changes, at)).toStrictEqual(expected);
+      expect(await store.get(rec.id)).toStrictEqual(expected);
+      expect(await store.findByHash(rec.sha256)).toStrictEqual(expected);
+
+      const later = new Date('2025-07-02T00:00:00.000Z');
+      const cleared = await store.update(rec.id, { plan: 'pro', limits: null, expiresAt: null }, later);
+      const { limits: _l, expiresAt: _e, ...rest } = expected;
+      expect(cleared).toStrictEqual({ ...rest, plan: 'pro', updatedAt: later.toISOString() });
+      expect(await store.get(rec.id)).toStrictEqual(cleared);
+      expect(cleared).not.toHaveProperty('limits');
+      expect(cleared).not.toHaveProperty('expiresAt');
+    });
+
+    it('changes nothing and answers null when updating or rotating an unknown or revoked key', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('free');
+      await store.insert(rec);
+      await store.revoke(rec.id, new Date('2025-06-01T00:00:00.000Z'));
+      const before = await store.get(rec.id);
+      const rotation = { sha256: hashApiKey(generateApiKey()), previousExpiresAt: '2025-06-03T00:00:00.000Z' };
+      expect(await store.update(rec.id, { plan: 'pro' }, new Date())).toBeNull();
+      expect(await store.rotate(rec.id, rotation, new Date())).toBeNull();
+      expect(await store.update(newKeyId(), { plan: 'pro' }, new Date())).toBeNull();
+      expect(await store.rotate(newKeyId(), rotation, new Date())).toBeNull();
+      expect(await store.get(rec.id)).toStrictEqual(before);
+      expect(await store.findByHash(rotation.sha256)).toBeNull();
+    });
+
+    it('rotates: the new and the previous secret find one record; a second rotation ends the oldest secret', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('pro');
+      await store.insert(rec);
+      const second = hashApiKey(generateApiKey());
+      const t1 = new Date('2025-08-01T00:00:00.000Z');
+      const once = await store.rotate(
+        rec.id,
+        { sha256: second, prefix: 'ask_abcdef', previousExpiresAt: '2025-08-02T00:00:00.000Z' },
+        t1,
+      );
+      const expected: KeyRecord = {
+        ...rec,
+        sha256: second,
+        prefix: 'ask_abcdef',
+        previous: { sha256: rec.sha256, expiresAt: '2025-08-02T00:00:00.000Z' },
+        updatedAt: t1.toISOString(),
+      };
+      expect(once).toStrictEqual(expected);
+      expect(await store.findByHash(second)).toStrictEqual(expected);
+      expect(await store.findByHash(rec.sha256)).toStrictEqual(expected);
+      expect(await store.get(rec.id)).toStrictEqual(expected);
+
+      const third = hashApiKey(generateApiKey());
+      const t2 = new Date('2025-08-01T01:00:00.000Z');
+      const twice = await store.rotate(rec.id, { sha256: third, previousExpiresAt: '2025-08-01T02:00:00.000Z' }, t2);
+      const { prefix: _p, ...withoutPrefix } = expected;
+      const expected2: KeyRecord = {
+        ...withoutPrefix,
+        sha256: third,
+        previous: { sha256: second, expiresAt: '2025-08-01T02:00:00.000Z' },
+        updatedAt: t2.toISOString(),
+      };
+      expect(twice).toStrictEqual(expected2);
+      expect(await store.findByHash(third)).toStrictEqual(expected2);
+      expect(await store.findByHash(second)).toStrictEqual(expected2);
+      expect(await store.findByHash(rec.sha256)).toBeNull();
+      expect(await store.list()).toStrictEqual([expected2]);
+    });
+
+    it('refuses a rotation to a hash another key holds, changing nothing', async (ctx) => {
+      const store = await fresh(ctx);
+      const a = record('free');
+      const b = record('pro');
+      await store.insert(a);
+      await store.insert(b);
+      await expect(
+        store.rotate(a.id, { sha256: b.sha256, previousExpiresAt: '2025-08-02T00:00:00.000Z' }, new Date()),
+      ).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect(await store.get(a.id)).toStrictEqual(a);
+      expect(await store.findByHash(b.sha256)).toStrictEqual(b);
+    });
+
+    it('keeps an inserted expiry and previous secret (as loaded from a keys file)', async (ctx) => {
+      const store = await fresh(ctx);
+      const old = hashApiKey(generateApiKey());
+      const rec = record('free', {
+        expiresAt: '2031-02-03T04:05:06.007Z',
+        previous: { sha256: old, expiresAt: '2030-01-01T00:00:00.000Z' },
+      });
+      await store.insert(rec);
+      expect(await store.get(rec.id)).toStrictEqual(rec);
+      expect(await store.findByHash(old)).toStrictEqual(rec);
     });
 
     it('answers ping', async (ctx) => {
@@ -198,7 +312,7 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(await store.get(original.id)).toStrictEqual(original);
       expect(await store.findByHash(original.sha256)).toStrictEqual(original);
       expect(await store.list()).toStrictEqual([original]);
-      expect(await store.revokedSince(new Date(0))).toEqual([]);
+      expect(await store.changedSince(new Date(0))).toEqual([]);
     });
   });
 }

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BanPolicy, Decision, KeyLimiter } from '../src/limits/decision.js';
+import type { BanPolicy, Decision, KeyLimiter } from '../src/limits/key-limiter.js';
 
 export interface LimiterHarness {
   limiter: KeyLimiter;

@@ -48,12 +48,16 @@ describe.skipIf(!mongo)('MongoKeyStore', () => {
       expect(byName.get('id_unique')?.unique).toBe(true);
       expect(byName.get('sha256_unique')?.key).toEqual({ sha256: 1 });
       expect(byName.get('sha256_unique')?.unique).toBe(true);
+      // A rotated-out secret is found by its hash too, and no two keys share one.
+      expect(byName.get('previous_sha256_unique')?.key).toEqual({ 'previous.sha256': 1 });
+      expect(byName.get('previous_sha256_unique')?.unique).toBe(true);
+      expect(byName.get('updatedAt')?.key).toEqual({ updatedAt: 1 });
     } finally {
       await cleanup();
     }
   });
 
-  it('stores createdAt and revokedAt as dates, and never a plaintext key', async () => {
+  it('stores every timestamp as a date, and never a plaintext key', async () => {
     const { db, store, cleanup } = await freshDb();
     try {
       const key = generateApiKey();
@@ -64,7 +68,11 @@ describe.skipIf(!mongo)('MongoKeyStore', () => {
         plan: 'free',
         sha256: hashApiKey(key),
         createdAt: '2025-01-01T00:00:00.000Z',
+        expiresAt: '2030-01-01T00:00:00.000Z',
       });
+      const next = generateApiKey();
+      const rotation = { sha256: hashApiKey(next), previousExpiresAt: '2025-01-20T00:00:00.000Z' };
+      await store.rotate(id, rotation, new Date('2025-01-19T00:00:00.000Z'));
       await store.revoke(id, new Date('2025-02-01T00:00:00.000Z'));
       const doc = await db.collection('keys').findOne({ id }, { projection: { _id: 0 } });
       expect(doc?.createdAt).toBeInstanceOf(Date);
@@ -73,11 +81,15 @@ describe.skipIf(!mongo)('MongoKeyStore', () => {
         id,
         name: 'n',
         plan: 'free',
-        sha256: hashApiKey(key),
+        sha256: hashApiKey(next),
+        previous: { sha256: hashApiKey(key), expiresAt: new Date('2025-01-20T00:00:00.000Z') },
         createdAt: new Date('2025-01-01T00:00:00.000Z'),
+        expiresAt: new Date('2030-01-01T00:00:00.000Z'),
+        updatedAt: new Date('2025-02-01T00:00:00.000Z'),
         revokedAt: new Date('2025-02-01T00:00:00.000Z'),
       });
       expect(JSON.stringify(doc)).not.toContain(key);
+      expect(JSON.stringify(doc)).not.toContain(next);
     } finally {
       await cleanup();
     }

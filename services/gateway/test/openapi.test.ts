@@ -13,7 +13,7 @@ import {
 import { startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
 
 type Response = { description: string; headers?: Record<string, Record<string, unknown>>; content?: unknown };
-type Operation = { operationId: string; responses: Record<string, Response> };
+type Operation = { operationId: string; security?: unknown[]; responses: Record<string, Response> };
 
 const errorJson = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
 
@@ -111,8 +111,11 @@ function petsLikeDoc(): OpenApiDocument {
   } as OpenApiDocument;
 }
 
+/** The operations that need a key: all but the keyless index (GET /v1). */
 function operations(doc: OpenApiDocument): Operation[] {
-  return Object.values(doc.paths ?? {}).flatMap((item) => Object.values(item) as Operation[]);
+  return Object.values(doc.paths ?? {})
+    .flatMap((item) => Object.values(item) as Operation[])
+    .filter((op) => op.operationId !== 'apiIndex');
 }
 
 describe('publicDocument', () => {
@@ -186,6 +189,13 @@ describe('publicDocument', () => {
     expect(get?.responses['404']).toMatchObject({ description: 'No animal with that identifier exists.' });
     expect(get?.responses['404']?.headers?.['X-RateLimit-Limit']).toBeDefined();
     expect(Object.keys(get?.responses ?? {})).toEqual(['200', '401', '404', '429', '502', '503', '504']);
+  });
+
+  it('documents GET /v1, the index, as keyless and without the gateway refusals', () => {
+    const index = doc.paths?.['/v1']?.get as Operation;
+    expect(index.operationId).toBe('apiIndex');
+    expect(index.security).toEqual([]);
+    expect(Object.keys(index.responses)).toEqual(['200']);
   });
 
   it('does not modify its input and gives the same document when applied twice', () => {
@@ -301,6 +311,18 @@ describe('GET /v1/openapi.json on the gateway', () => {
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeDefined();
     // The proxy still owns the rest of /v1.
     expect((await gw.app.inject({ url: '/v1/pets' })).statusCode).toBe(401);
+  });
+
+  it('answers GET /v1 without a key with an index pointing at /docs and /v1/pets', async () => {
+    const upstream = await docUpstream();
+    const gw = await gateway(upstream.url);
+    const res = await gw.app.inject({ url: '/v1' });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+    expect(res.json()).toMatchObject({ links: { docs: '/docs', openapi: '/v1/openapi.json', pets: '/v1/pets' } });
+    // Listed in the public document it serves.
+    const doc = (await gw.app.inject({ url: '/v1/openapi.json' })).json() as OpenApiDocument;
+    expect(doc.paths?.['/v1']?.get).toMatchObject({ operationId: 'apiIndex', security: [] });
   });
 
   it('answers from its cache while the upstream is down', async () => {

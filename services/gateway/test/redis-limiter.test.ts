@@ -10,7 +10,8 @@ beforeAll(async () => {
   redis = await startRedis();
 });
 afterAll(async () => {
-  await redis.stop();
+  // Unset when beforeAll failed: that failure is the one to report, not a TypeError here.
+  await redis?.stop();
 });
 
 limiterContract('redis', async (ban) => {

@@ -29,8 +29,9 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((g) => g.close()));
 });
 afterAll(async () => {
-  await upstream.close();
-  await redis.stop();
+  // Unset when beforeAll failed: that failure is the one to report, not a TypeError here.
+  await upstream?.close();
+  await redis?.stop();
 });
 
 async function replicas(env: Record<string, string> = {}, options: { pubsub?: boolean } = {}) {
@@ -143,6 +144,57 @@ describe('two gateway replicas sharing one Redis', () => {
     });
   });
 
+  it.each([
+    ['pub/sub', true],
+    ['the store poll alone', false],
+  ])('apply a plan change on every replica within 5 s, counts carried over (through %s)', async (_label, pubsub) => {
+    const { a, b } = await replicas({ REVOCATION_POLL_MS: '1000' }, { pubsub });
+    const { id, key } = await addKey(a.deps, 'free');
+    for (let i = 0; i < 25; i++) {
+      expect((await get(a, key)).status).toBe(200);
+      expect((await get(b, key)).status).toBe(200);
+    }
+    const change = await a.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { plan: 'pro' },
+    });
+    expect(change.statusCode).toBe(200);
+    expect((await get(a, key)).headers.get('x-ratelimit-remaining')).toBe('249');
+    await vi.waitFor(async () => expect((await get(b, key)).headers.get('x-ratelimit-limit')).toBe('300'), {
+      timeout: 5_000,
+      interval: 100,
+    });
+    // Still one count for both replicas under the new plan.
+    const onA = Number((await get(a, key)).headers.get('x-ratelimit-remaining'));
+    expect((await get(b, key)).headers.get('x-ratelimit-remaining')).toBe(String(onA - 1));
+  });
+
+  it.each([
+    ['pub/sub', true],
+    ['the store poll alone', false],
+  ])('end a rotated-out secret on every replica within 5 s (through %s)', async (_label, pubsub) => {
+    const { a, b } = await replicas({ REVOCATION_POLL_MS: '1000' }, { pubsub });
+    const { id, key: old } = await addKey(a.deps, 'pro');
+    expect((await get(a, old)).status).toBe(200);
+    expect((await get(b, old)).status).toBe(200);
+    const rotated = await a.admin.inject({
+      method: 'POST',
+      url: `/admin/keys/${id}/rotate`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { gracePeriodSeconds: 0 },
+    });
+    expect(rotated.statusCode).toBe(200);
+    const fresh = rotated.json().key as string;
+    expect((await get(a, old)).code).toBe('expired_api_key');
+    expect((await get(b, fresh)).status).toBe(200);
+    await vi.waitFor(async () => expect((await get(b, old)).code).toBe('expired_api_key'), {
+      timeout: 5_000,
+      interval: 100,
+    });
+  });
+
   it('look a known key up in the store once per replica, not once per request', async () => {
     const { a, b } = await replicas();
     const { key } = await addKey(a.deps, 'business');
@@ -151,7 +203,7 @@ describe('two gateway replicas sharing one Redis', () => {
       expect((await get(b, key)).status).toBe(200);
     }
     for (const gw of [a, b]) {
-      const metrics = (await gw.app.inject({ url: '/metrics' })).body;
+      const metrics = await gw.deps.registry.metrics();
       expect(metrics).toMatch(
         /gateway_key_store_duration_seconds_count\{[^}]*operation="findByHash",outcome="ok"[^}]*\} 1\n/,
       );

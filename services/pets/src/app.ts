@@ -1,6 +1,10 @@
+import { accessLog } from '@animal-store/common/access-log.js';
+import { EnvReader } from '@animal-store/common/env.js';
 import { errorHandling } from '@animal-store/common/error-handler.js';
 import { httpBasics, serverOptions } from '@animal-store/common/http.js';
 import { createRegistry, httpMetrics } from '@animal-store/common/metrics.js';
+import { loadShedding, readOverloadConfig } from '@animal-store/common/overload.js';
+import { traceContext } from '@animal-store/common/trace-context.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
@@ -13,7 +17,8 @@ import { sharedSchemas } from './schemas.js';
 import { instrumentStore } from './store/instrumented-pet-store.js';
 import type { PetStore } from './store/pet-store.js';
 
-export type AppConfig = Pick<Config, 'logLevel'>;
+/** Without `overload`, the service sheds at the defaults (OVERLOAD_* unset). */
+export type AppConfig = Pick<Config, 'logLevel'> & Partial<Pick<Config, 'overload'>>;
 
 export interface AppDeps {
   store: PetStore;
@@ -36,8 +41,12 @@ export function buildApp(config: AppConfig, deps: AppDeps) {
   const registry = deps.registry ?? createRegistry('pets');
   const store = instrumentStore(deps.store, registry);
 
+  app.register(traceContext);
+  // The caller's key, as the gateway forwarded it; absent on requests that did not come through it.
+  app.register(accessLog, { fields: (request) => ({ keyId: request.headers['x-api-key-id'] }) });
   app.register(httpBasics);
   app.register(errorHandling);
+  app.register(loadShedding, config.overload ?? readOverloadConfig(new EnvReader({})));
   app.register(httpMetrics, { registry });
   registerOpenApi(app);
   app.register(healthRoutes, { store });

@@ -1,16 +1,19 @@
-import { type Env, EnvReader } from '@animal-store/common/env.js';
-
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+import { type Env, EnvReader, LOG_LEVELS, type LogLevel } from '@animal-store/common/env.js';
+import { type OverloadConfig, readOverloadConfig } from '@animal-store/common/overload.js';
 
 export type StoreConfig = { kind: 'memory' } | { kind: 'mongo'; url: string };
 
 export interface Config {
   host: string;
   port: number;
+  /** The only listener serving GET /metrics; loopback unless the deployment opens it. */
+  metricsHost: string;
+  metricsPort: number;
   logLevel: LogLevel;
   shutdownGraceMs: number;
   store: StoreConfig;
+  /** Load-shedding thresholds (503 overloaded beyond them). */
+  overload: OverloadConfig;
 }
 
 /** Reads and checks the whole environment once, reporting every problem together. */
@@ -25,9 +28,12 @@ export function loadConfig(env: Env): Config {
   const config: Config = {
     host: read.string('HOST', '0.0.0.0'),
     port: read.int('PORT', 8090, 0, 65_535),
+    metricsHost: read.string('METRICS_HOST', '127.0.0.1'),
+    metricsPort: read.int('METRICS_PORT', 9465, 0, 65_535),
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     shutdownGraceMs: read.int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     store: mongoUrl === undefined ? { kind: 'memory' } : { kind: 'mongo', url: mongoUrl },
+    overload: readOverloadConfig(read),
   };
   read.done();
   return config;

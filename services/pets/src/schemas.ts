@@ -9,6 +9,10 @@ export const MAX_EXACT_INTEGER = Number.MAX_SAFE_INTEGER;
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
+/** Most ids one `id` filter may name. */
+export const MAX_IDS = 100;
+// Up to 15 digits keeps every id below 2^53, so it parses exactly.
+const ID_LIST_PATTERN = `^[1-9][0-9]{0,14}(,[1-9][0-9]{0,14}){0,${MAX_IDS - 1}}$`;
 
 // A plain `enum` rather than a union of literals: one readable rule in the OpenAPI document and
 // one clear validation message ("must be equal to one of the allowed values").
@@ -76,6 +80,13 @@ export const ListPetsQuerySchema = Type.Object(
         format: 'int64',
         minimum: 0,
         description: 'Cursor: return only animals whose id is greater than this. Taken from the `next` Link.',
+      }),
+    ),
+    id: Type.Optional(
+      Type.String({
+        pattern: ID_LIST_PATTERN,
+        description: `1 to ${MAX_IDS} comma-separated animal ids (positive integers), e.g. \`3,7,9\``,
+        examples: ['3', '3,7,9'],
       }),
     ),
   },

@@ -1,4 +1,6 @@
 import { ConfigError, redactUrl } from '@animal-store/common/env.js';
+import { logDestination } from '@animal-store/common/log-destination.js';
+import { buildMetricsApp, createRegistry } from '@animal-store/common/metrics.js';
 import { serve } from '@animal-store/common/serve.js';
 import { MongoClient } from 'mongodb';
 import { buildApp } from './app.js';
@@ -27,7 +29,11 @@ async function main(): Promise<void> {
   const config = readConfig();
   const mongo = config.store.kind === 'mongo' ? new MongoClient(config.store.url, mongoClientOptions) : undefined;
   const mongoStore = mongo ? new MongoPetStore(mongo.db(PETS_DB)) : undefined;
-  const app = buildApp(config, { store: mongoStore ?? new MemoryPetStore() });
+  // One asynchronous stdout for both listeners, flushed by serve() at shutdown.
+  const logStream = logDestination();
+  const registry = createRegistry('pets');
+  const app = buildApp(config, { store: mongoStore ?? new MemoryPetStore(), registry, logStream });
+  const metrics = await buildMetricsApp(registry, { serviceName: 'pets', logLevel: config.logLevel, logStream });
   if (mongo) {
     // onClose runs after in-flight requests finish, so the client closes last.
     app.addHook('onClose', async () => {
@@ -46,7 +52,13 @@ async function main(): Promise<void> {
         'PET STORE: in-memory, every pet is lost on restart and replicas do not share pets; set MONGO_URL for MongoDB',
       );
     }
-    await serve([{ app, host: config.host, port: config.port }], config.shutdownGraceMs);
+    await serve(
+      [
+        { app, host: config.host, port: config.port },
+        { app: metrics, host: config.metricsHost, port: config.metricsPort },
+      ],
+      config.shutdownGraceMs,
+    );
   } catch (err) {
     app.log.fatal({ err }, 'pets service failed to start');
     await app.close().catch(() => {});

@@ -13,13 +13,16 @@ function problemsOf(env: Record<string, string>): string[] {
 }
 
 describe('loadConfig', () => {
-  it('defaults to 0.0.0.0:8090, info, 10 s grace and the in-memory store', () => {
+  it('defaults to 0.0.0.0:8090, metrics on 127.0.0.1:9465, info, 10 s grace and the in-memory store', () => {
     expect(loadConfig({})).toEqual({
       host: '0.0.0.0',
       port: 8090,
+      metricsHost: '127.0.0.1',
+      metricsPort: 9465,
       logLevel: 'info',
       shutdownGraceMs: 10_000,
       store: { kind: 'memory' },
+      overload: { maxEventLoopDelayMs: 1000, maxHeapUsedBytes: expect.any(Number) },
     });
   });
 
@@ -28,16 +31,23 @@ describe('loadConfig', () => {
       loadConfig({
         HOST: '127.0.0.1',
         PORT: '9000',
+        METRICS_HOST: '0.0.0.0',
+        METRICS_PORT: '9100',
         LOG_LEVEL: 'debug',
         SHUTDOWN_GRACE_MS: '2500',
         MONGO_URL: 'mongodb://db:27017',
+        OVERLOAD_EVENT_LOOP_DELAY_MS: '250',
+        OVERLOAD_HEAP_USED_MB: '512',
       }),
     ).toEqual({
       host: '127.0.0.1',
       port: 9000,
+      metricsHost: '0.0.0.0',
+      metricsPort: 9100,
       logLevel: 'debug',
       shutdownGraceMs: 2500,
       store: { kind: 'mongo', url: 'mongodb://db:27017' },
+      overload: { maxEventLoopDelayMs: 250, maxHeapUsedBytes: 512 * 1024 * 1024 },
     });
   });
 

@@ -14,8 +14,8 @@ interface InjectResult {
   json(): unknown;
 }
 
-export function newApp(store: PetStore = new MemoryPetStore()): App {
-  return buildApp({ logLevel: 'silent' }, { store, registry: createRegistry('pets', false) });
+export function newApp(store: PetStore = new MemoryPetStore(), registry = createRegistry('pets', false)): App {
+  return buildApp({ logLevel: 'silent' }, { store, registry });
 }
 
 export async function createPet(app: App, body: Record<string, unknown>): Promise<{ id: number; status?: string }> {

@@ -284,6 +284,17 @@ describe('GET /v1/pets', () => {
     'after=-1',
     'after=1.5',
     'after=9223372036854775808',
+    'id=',
+    'id=0',
+    'id=-3',
+    'id=abc',
+    'id=3,,7',
+    'id=3,',
+    'id=1.5',
+    'id=03',
+    'id=1234567890123456',
+    `id=${Array.from({ length: 101 }, (_, i) => i + 1).join(',')}`,
+    'id=3&id=7',
   ];
 
   it.each(badQueries)('400 for ?%s', async (query) => {
@@ -291,6 +302,37 @@ describe('GET /v1/pets', () => {
     const res = await app.inject({ url: `/v1/pets?${query}` });
     expectError(res, 400, 'invalid_request');
     conforms(res, '/v1/pets', 'get');
+    if (query.startsWith('id=')) expect(res.json().message).toMatch(/^querystring\.id /);
+  });
+
+  it('?id=N returns that pet, and ?id= a list returns those pets in id order, once each', async () => {
+    const pets = await seed(10);
+    const ids = pets.map((p) => p.id);
+    const one = await app.inject({ url: `/v1/pets?id=${ids[2]}` });
+    expect(one.statusCode).toBe(200);
+    conforms(one, '/v1/pets', 'get');
+    expect(one.json()).toEqual([pets[2]]);
+    const many = await app.inject({ url: `/v1/pets?id=${ids[8]},${ids[2]},${ids[6]},${ids[2]}` });
+    expect(many.json()).toEqual([pets[2], pets[6], pets[8]]);
+    // An id that does not exist is simply left out.
+    expect((await app.inject({ url: `/v1/pets?id=${ids[9]! + 1000},${ids[0]}` })).json()).toEqual([pets[0]]);
+    // 100 ids are allowed.
+    const hundred = Array.from({ length: 100 }, (_, i) => i + 1).join(',');
+    expect((await app.inject({ url: `/v1/pets?id=${hundred}` })).statusCode).toBe(200);
+  });
+
+  it('?id= combines with status, after and limit, and its next Link keeps the ids', async () => {
+    const statuses = ['available', 'sold'];
+    const pets = await seed(8, (i) => statuses[i % 2]);
+    const ids = pets.map((p) => p.id);
+    const list = ids.join(',');
+    const sold = pets.filter((p) => p.status === 'sold');
+    expect((await app.inject({ url: `/v1/pets?id=${list}&status=sold` })).json()).toEqual(sold);
+    expect((await app.inject({ url: `/v1/pets?id=${list}&after=${ids[5]}` })).json()).toEqual(pets.slice(6));
+    const page = await app.inject({ url: `/v1/pets?id=${ids[1]},${ids[3]},${ids[5]}&limit=2` });
+    expect(page.json()).toEqual([pets[1], pets[3]]);
+    expect(nextLink(page)).toBe(`/v1/pets?limit=2&id=${ids[1]},${ids[3]},${ids[5]}&after=${ids[3]}`);
+    expect((await app.inject({ url: nextLink(page)! })).json()).toEqual([pets[5]]);
   });
 });
 
@@ -298,7 +340,7 @@ describe('GET /v1/pets/{petId} (deprecated)', () => {
   function expectDeprecationHeaders(res: { headers: Record<string, unknown> }) {
     expect(res.headers.deprecation).toBe('@1767225600');
     expect(res.headers.sunset).toBe('Thu, 05 Dec 2030 00:00:00 GMT');
-    expect(String(res.headers.link)).toContain('</v1/pets>; rel="successor-version"');
+    expect(String(res.headers.link)).toMatch(/^<\/v1\/pets(\?id=[1-9][0-9]*)?>; rel="successor-version"/);
   }
 
   it('200: the Pet, with Deprecation, Sunset and Link', async () => {
@@ -308,6 +350,10 @@ describe('GET /v1/pets/{petId} (deprecated)', () => {
     expect(res.json()).toEqual({ id: pet.id, name: 'Rex', categoryId: 9, status: 'pending' });
     expectDeprecationHeaders(res);
     conforms(res, '/v1/pets/{petId}', 'get');
+    // The successor answers the same pet: a client can migrate by following the Link.
+    const successor = String(res.headers.link).match(/^<([^>]+)>; rel="successor-version"/)?.[1];
+    expect(successor).toBe(`/v1/pets?id=${pet.id}`);
+    expect((await app.inject({ url: successor! })).json()).toEqual([res.json()]);
   });
 
   it.each(['999', '-1', '0', '9007199254740992', '9007199254740993', '9223372036854775807', '-9223372036854775808'])(
@@ -337,6 +383,54 @@ describe('GET /v1/pets/{petId} (deprecated)', () => {
     expectError(res, 400, 'invalid_request');
     expectDeprecationHeaders(res);
     conforms(res, '/v1/pets/{petId}', 'get');
+  });
+});
+
+describe('validation messages', () => {
+  // Each names the parameter or field, lists allowed values, and never speaks Ajv ("properties").
+  const cases: [string, string, unknown, string][] = [
+    ['POST', '/v1/pets', {}, 'body.name is required'],
+    ['POST', '/v1/pets', { name: 'Rex' }, 'body.categoryId is required'],
+    ['POST', '/v1/pets', { name: '', categoryId: 1 }, 'body.name must have at least 1 character'],
+    ['POST', '/v1/pets', { name: 'x'.repeat(201), categoryId: 1 }, 'body.name must have at most 200 characters'],
+    ['POST', '/v1/pets', { name: 'Rex', categoryId: '5' }, 'body.categoryId must be an integer'],
+    ['POST', '/v1/pets', { name: 'Rex', categoryId: 2 ** 60 }, `body.categoryId must be at most ${MAX_EXACT}`],
+    [
+      'POST',
+      '/v1/pets',
+      { name: 'Rex', categoryId: 1, status: 'gone' },
+      'body.status must be one of: available, pending, sold',
+    ],
+    ['POST', '/v1/pets', [1], 'body must be an object'],
+    ['GET', '/v1/pets?status=gone', undefined, 'querystring.status must be one of: available, pending, sold'],
+    [
+      'GET',
+      '/v1/pets?colour=red',
+      undefined,
+      'querystring.colour is not a known query parameter (known: limit, status, after, id)',
+    ],
+    ['GET', '/v1/pets?limit=0', undefined, 'querystring.limit must be at least 1'],
+    ['GET', '/v1/pets?limit=101', undefined, 'querystring.limit must be at most 100'],
+    ['GET', '/v1/pets?limit=ten', undefined, 'querystring.limit must be an integer'],
+    ['GET', '/v1/pets?limit=1&limit=2', undefined, 'querystring.limit must be given at most once'],
+    [
+      'GET',
+      '/v1/pets?id=3,x',
+      undefined,
+      'querystring.id must be 1 to 100 comma-separated animal ids (positive integers), e.g. 3,7,9',
+    ],
+    ['GET', '/v1/pets/1?x=1', undefined, 'querystring.x is not a known query parameter (this operation takes none)'],
+    ['GET', '/v1/pets/abc', undefined, 'params.petId must be an integer'],
+  ];
+
+  it.each(cases)('%s %s %j: "%s"', async (method, url, payload, message) => {
+    const res = await app.inject({
+      method: method as 'GET' | 'POST',
+      url,
+      ...(payload === undefined ? {} : { payload: payload as object, headers: JSON_HEADERS }),
+    });
+    expectError(res, 400, 'invalid_request');
+    expect(res.json().message).toBe(message);
   });
 });
 

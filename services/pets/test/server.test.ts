@@ -38,7 +38,7 @@ describe('on a real socket', () => {
 /** Starts dist/server.js and resolves with its address once it logs that it listens. */
 async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; logs: string[] }> {
   const child = spawn(process.execPath, [SERVER], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', ...env },
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];
@@ -60,7 +60,7 @@ async function startServer(env: Record<string, string>): Promise<{ child: ChildP
 }
 
 async function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [SERVER], { env: { PATH: process.env.PATH ?? '', ...env } });
+  const child = spawn(process.execPath, [SERVER], { env: { PATH: process.env.PATH ?? '', METRICS_PORT: '0', ...env } });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => {
     output += chunk.toString();

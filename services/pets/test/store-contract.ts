@@ -102,6 +102,22 @@ export function petStoreContract(name: string, makeStore: () => Promise<PetStore
       expect(soldAfterFirst.map((p) => p.id)).toEqual([ids[2], ids[3]]);
     });
 
+    it('lists only the given ids, in id order, once each, with status, after and limit still applied', async () => {
+      const ids = await seed(['sold', 'available', 'sold', 'pending', 'sold', 'available']);
+      const pick = [ids[4]!, ids[0]!, ids[2]!, ids[1]!, ids[4]!];
+      expect((await store.list({ limit: 100, ids: pick })).map((p) => p.id)).toEqual([ids[0], ids[1], ids[2], ids[4]]);
+      expect((await store.list({ limit: 100, ids: [ids[3]!] })).map((p) => p.id)).toEqual([ids[3]]);
+      expect(await store.list({ limit: 100, ids: [ids.at(-1)! + 100] })).toEqual([]);
+      expect(await store.list({ limit: 100, ids: [] })).toEqual([]);
+      expect((await store.list({ limit: 100, ids: pick, status: 'sold' })).map((p) => p.id)).toEqual([
+        ids[0],
+        ids[2],
+        ids[4],
+      ]);
+      expect((await store.list({ limit: 100, ids: pick, after: ids[1] })).map((p) => p.id)).toEqual([ids[2], ids[4]]);
+      expect((await store.list({ limit: 2, ids: pick })).map((p) => p.id)).toEqual([ids[0], ids[1]]);
+    });
+
     it('gives 200 concurrent creates 200 distinct ids, all listed', async () => {
       const created = await Promise.all(
         Array.from({ length: 200 }, (_, i) => store.create({ name: `pet ${i}`, categoryId: i })),

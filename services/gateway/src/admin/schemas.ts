@@ -1,6 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { PLANS } from '../plans.js';
 
+const PlanSchema = Type.Union(PLANS.map((p) => Type.Literal(p)));
+const Timestamp = Type.String({ format: 'date-time' });
+
 export const LimitsSchema = Type.Object(
   {
     perMinute: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }),
@@ -9,31 +12,76 @@ export const LimitsSchema = Type.Object(
   { additionalProperties: false },
 );
 
+const NameSchema = Type.String({ minLength: 1, maxLength: 100 });
+
+/** RFC 3339 text, checked by parseExpiry (real date, in the future) rather than by a format. */
+const ExpiryInput = Type.String({ minLength: 1, maxLength: 64 });
+
 export const CreateKeySchema = Type.Object(
   {
-    plan: Type.Union(PLANS.map((p) => Type.Literal(p))),
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    plan: PlanSchema,
+    name: Type.Optional(NameSchema),
     limits: Type.Optional(LimitsSchema),
+    expiresAt: Type.Optional(ExpiryInput),
   },
+  { additionalProperties: false },
+);
+
+export const UpdateKeySchema = Type.Object(
+  {
+    plan: Type.Optional(PlanSchema),
+    name: Type.Optional(NameSchema),
+    limits: Type.Optional(LimitsSchema),
+    expiresAt: Type.Optional(Type.Union([ExpiryInput, Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+
+export const MAX_GRACE_SECONDS = 604_800;
+export const DEFAULT_GRACE_SECONDS = 86_400;
+
+export const RotateKeySchema = Type.Object(
+  { gracePeriodSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_GRACE_SECONDS })) },
   { additionalProperties: false },
 );
 
 const KeyFields = {
   id: Type.String(),
   name: Type.String(),
-  plan: Type.Union(PLANS.map((p) => Type.Literal(p))),
+  plan: PlanSchema,
   limits: LimitsSchema,
-  createdAt: Type.String({ format: 'date-time' }),
+  createdAt: Timestamp,
 };
 
-export const CreatedKeySchema = Type.Object({ ...KeyFields, key: Type.String() });
+export const CreatedKeySchema = Type.Object({ ...KeyFields, key: Type.String(), expiresAt: Type.Optional(Timestamp) });
+
+export const RotatedKeySchema = Type.Object({ ...KeyFields, key: Type.String(), previousKeyExpiresAt: Timestamp });
 
 export const KeyViewSchema = Type.Object({
   ...KeyFields,
   prefix: Type.Optional(Type.String()),
   source: Type.Union([Type.Literal('store'), Type.Literal('file')]),
-  revokedAt: Type.Optional(Type.String({ format: 'date-time' })),
-  bannedUntil: Type.Optional(Type.String({ format: 'date-time' })),
+  expiresAt: Type.Optional(Timestamp),
+  previousKeyExpiresAt: Type.Optional(Timestamp),
+  updatedAt: Type.Optional(Timestamp),
+  revokedAt: Type.Optional(Timestamp),
+  bannedUntil: Type.Optional(Timestamp),
+});
+
+const WindowUsageSchema = Type.Object({
+  limit: Type.Integer(),
+  used: Type.Integer(),
+  remaining: Type.Integer(),
+  resetAt: Type.Union([Timestamp, Type.Null()]),
+});
+
+export const UsageSchema = Type.Object({
+  id: Type.String(),
+  plan: PlanSchema,
+  limits: LimitsSchema,
+  windows: Type.Object({ minute: WindowUsageSchema, day: WindowUsageSchema }),
+  ban: Type.Union([Type.Object({ until: Timestamp }), Type.Null()]),
+  refusals: Type.Integer(),
 });
 
 export const KeyIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });

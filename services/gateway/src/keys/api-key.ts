@@ -55,10 +55,11 @@ export function hashApiKey(key: string): string {
 }
 
 /**
- * Constant-time comparison of two hex SHA-256 digests. Compares the text itself: decoding as hex
- * would stop at the first non-hex character, making different strings equal (or lengths differ).
+ * Constant-time comparison of two secrets as text (hex SHA-256 digests, the admin token). Compares
+ * the text itself: decoding as hex would stop at the first non-hex character, making different
+ * strings equal (or lengths differ).
  */
-export function sameHash(a: string, b: string): boolean {
+export function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);

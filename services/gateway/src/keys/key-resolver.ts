@@ -1,6 +1,30 @@
 import { LRUCache } from 'lru-cache';
-import { hashApiKey, sameHash } from './api-key.js';
+import { hashApiKey, sameSecret } from './api-key.js';
 import type { KeyRecord, KeyStore } from './key-store.js';
+
+/** A presented secret, matched to its key record. */
+export interface ResolvedKey {
+  record: KeyRecord;
+  /**
+   * Epoch ms from which this secret is refused with `expired_api_key` (the key's expiry, or for a
+   * rotated-out secret the end of its grace); Infinity when it never expires. Parsed once when
+   * cached, so the gate's per-request check is one comparison.
+   */
+  endsAt: number;
+  /** Which of the record's secrets was presented. */
+  secret: 'current' | 'previous';
+}
+
+/** Matches a hash to a record's current or previous secret; null when it is neither, or the key is revoked. */
+export function resolveSecret(record: KeyRecord | null, sha256: string): ResolvedKey | null {
+  if (!record || record.revokedAt) return null;
+  const keyEnds = record.expiresAt ? Date.parse(record.expiresAt) : Number.POSITIVE_INFINITY;
+  if (sameSecret(record.sha256, sha256)) return { record, endsAt: keyEnds, secret: 'current' };
+  if (record.previous && sameSecret(record.previous.sha256, sha256)) {
+    return { record, endsAt: Math.min(keyEnds, Date.parse(record.previous.expiresAt)), secret: 'previous' };
+  }
+  return null;
+}
 
 export interface KeyResolverOptions {
   /** Most keys cached per replica; the least recently used fall out first. */
@@ -16,26 +40,43 @@ export interface KeyResolverOptions {
 /**
  * Maps a presented key to its record. Hits stay in process (no store call in steady state);
  * keys from API_KEYS_FILE are consulted first; concurrent misses for one key share one store
- * call. Revocation evicts by id: locally at once, on other replicas through `evict` driven by
- * events or the revocation watcher.
+ * call. A changed key (updated, rotated, revoked) is evicted by id: locally at once, on other
+ * replicas through `evict` driven by events or by keySync's poll of the store.
  */
 export class KeyResolver {
-  private readonly known: LRUCache<string, KeyRecord>;
+  private readonly known: LRUCache<string, ResolvedKey>;
+  /** The cached hashes of each key id (a key has up to two secrets), so eviction by id needs no scan. */
+  private readonly hashesById = new Map<string, Set<string>>();
   /**
    * Unknown keys live apart and in fewer slots: anyone can make well-formed keys (the checksum
    * is public), and a flood of them must not push the real keys out of the cache.
    */
   private readonly unknown: LRUCache<string, true>;
-  private readonly pending = new Map<string, Promise<KeyRecord | null>>();
-  private readonly fromFile = new Map<string, KeyRecord>();
+  private readonly pending = new Map<string, Promise<ResolvedKey | null>>();
+  private readonly fromFile = new Map<string, ResolvedKey>();
+  private readonly fileById = new Map<string, KeyRecord>();
 
   constructor(
     private readonly store: KeyStore,
     fileRecords: KeyRecord[],
     private readonly options: KeyResolverOptions,
   ) {
-    for (const record of fileRecords) this.fromFile.set(record.sha256, record);
-    this.known = new LRUCache<string, KeyRecord>({ max: options.maxEntries, ttl: options.positiveTtlMs });
+    for (const record of fileRecords) {
+      this.fileById.set(record.id, record);
+      for (const sha256 of [record.sha256, record.previous?.sha256]) {
+        const resolved = sha256 ? resolveSecret(record, sha256) : null;
+        if (sha256 && resolved) this.fromFile.set(sha256, resolved);
+      }
+    }
+    this.known = new LRUCache<string, ResolvedKey>({
+      max: options.maxEntries,
+      ttl: options.positiveTtlMs,
+      dispose: (value, sha256) => {
+        const hashes = this.hashesById.get(value.record.id);
+        hashes?.delete(sha256);
+        if (hashes?.size === 0) this.hashesById.delete(value.record.id);
+      },
+    });
     this.unknown = new LRUCache<string, true>({
       max: Math.max(1, Math.min(options.maxEntries, 10_000)),
       ttl: options.negativeTtlMs,
@@ -43,10 +84,10 @@ export class KeyResolver {
   }
 
   /**
-   * What this replica knows of a key without asking the store: its record, null when known to be
-   * unknown or revoked, undefined when only the store can tell.
+   * What this replica knows of a key without asking the store: its resolution, null when known
+   * to be unknown or revoked, undefined when only the store can tell.
    */
-  cached(sha256: string): KeyRecord | null | undefined {
+  cached(sha256: string): ResolvedKey | null | undefined {
     const fromFile = this.fromFile.get(sha256);
     if (fromFile) return fromFile;
     const known = this.known.get(sha256);
@@ -55,7 +96,7 @@ export class KeyResolver {
   }
 
   /** Asks the store (one call for concurrent misses of one key) and remembers the answer. */
-  fetch(sha256: string): Promise<KeyRecord | null> {
+  fetch(sha256: string): Promise<ResolvedKey | null> {
     let lookup = this.pending.get(sha256);
     if (!lookup) {
       lookup = this.lookup(sha256).finally(() => this.pending.delete(sha256));
@@ -64,14 +105,14 @@ export class KeyResolver {
     return lookup;
   }
 
-  /** The live record for a key, or null when unknown or revoked. */
-  async resolve(key: string): Promise<KeyRecord | null> {
+  /** The key a presented secret belongs to, or null when unknown or revoked. */
+  async resolve(key: string): Promise<ResolvedKey | null> {
     const sha256 = hashApiKey(key);
     const cached = this.cached(sha256);
     return cached === undefined ? this.fetch(sha256) : cached;
   }
 
-  private async lookup(sha256: string): Promise<KeyRecord | null> {
+  private async lookup(sha256: string): Promise<ResolvedKey | null> {
     const started = performance.now();
     let record: KeyRecord | null;
     try {
@@ -81,31 +122,33 @@ export class KeyResolver {
       this.options.onStoreCall?.('findByHash', (performance.now() - started) / 1000, false);
       throw err;
     }
-    const live = record && !record.revokedAt && sameHash(record.sha256, sha256) ? record : null;
-    if (live) this.known.set(sha256, live);
-    else this.unknown.set(sha256, true);
-    return live;
+    const resolved = resolveSecret(record, sha256);
+    if (resolved) {
+      // Expired keys are cached too: their refusals then cost the store nothing.
+      this.known.set(sha256, resolved);
+      const hashes = this.hashesById.get(resolved.record.id);
+      if (hashes) hashes.add(sha256);
+      else this.hashesById.set(resolved.record.id, new Set([sha256]));
+    } else {
+      this.unknown.set(sha256, true);
+    }
+    return resolved;
   }
 
-  /** Drops what is cached for a revoked key: by its hash when known, else by scanning for its id. */
-  evict(id: string, sha256?: string): void {
-    if (sha256) {
-      this.known.delete(sha256);
-      this.unknown.delete(sha256);
-      return;
-    }
-    for (const [hash, record] of this.known.entries()) {
-      if (record.id === id) this.known.delete(hash);
-    }
+  /** Drops every cached secret of a key that changed (plan, limits, expiry, rotation, revocation). */
+  evict(id: string): void {
+    const hashes = this.hashesById.get(id);
+    if (!hashes) return;
+    for (const sha256 of [...hashes]) this.known.delete(sha256);
+    this.hashesById.delete(id);
   }
 
   /** Keys from API_KEYS_FILE are declarative: the file, not the admin API, says whether they exist. */
   fileRecord(id: string): KeyRecord | undefined {
-    for (const record of this.fromFile.values()) if (record.id === id) return record;
-    return undefined;
+    return this.fileById.get(id);
   }
 
   fileRecords(): KeyRecord[] {
-    return [...this.fromFile.values()];
+    return [...this.fileById.values()];
   }
 }

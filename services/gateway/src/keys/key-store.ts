@@ -1,5 +1,11 @@
 import type { Limits, Plan } from '../plans.js';
 
+/** A secret replaced by a rotation, still accepted until `expiresAt`. */
+export interface PreviousSecret {
+  sha256: string;
+  expiresAt: string;
+}
+
 export interface KeyRecord {
   id: string;
   name: string;
@@ -11,20 +17,71 @@ export interface KeyRecord {
   /** First characters of the key, for people to recognise it (absent for keys from API_KEYS_FILE). */
   prefix?: string;
   createdAt: string;
+  /** After this moment the key (and any previous secret) is refused with `expired_api_key`. */
+  expiresAt?: string;
+  /** The secret the last rotation replaced; at most one. */
+  previous?: PreviousSecret;
+  /** Last update, rotation or revocation: what replicas poll for to refresh their caches. */
+  updatedAt?: string;
   revokedAt?: string;
 }
+
+/**
+ * A change to a live key. `limits: null` and `expiresAt: null` remove the field; absent fields
+ * stay as they are. Callers validate the resulting plan and limits (planProblem) first.
+ */
+export interface KeyChanges {
+  plan?: Plan;
+  limits?: Limits | null;
+  name?: string;
+  expiresAt?: string | null;
+}
+
+/**
+ * Applies a change in place to a record (or a keys-file entry): the one place, besides the Mongo
+ * update it mirrors, that knows what `null` means for each field.
+ */
+export function applyChanges(
+  record: Pick<KeyRecord, 'plan' | 'name' | 'limits' | 'expiresAt'>,
+  changes: KeyChanges,
+): void {
+  if (changes.plan !== undefined) record.plan = changes.plan;
+  if (changes.name !== undefined) record.name = changes.name;
+  if (changes.limits === null) delete record.limits;
+  else if (changes.limits !== undefined) record.limits = { ...changes.limits };
+  if (changes.expiresAt === null) delete record.expiresAt;
+  else if (changes.expiresAt !== undefined) record.expiresAt = changes.expiresAt;
+}
+
+/** A new secret for a key: the current one becomes `previous` until `previousExpiresAt`. */
+export interface Rotation {
+  sha256: string;
+  prefix?: string;
+  previousExpiresAt: string;
+}
+
+/** What a replica needs to drop a changed key from its cache. */
+export type ChangedKey = Pick<KeyRecord, 'id' | 'sha256' | 'updatedAt'>;
 
 /** Where key records live. Revocation keeps the record (with revokedAt) so replicas can learn of it. */
 export interface KeyStore {
   readonly kind: 'memory' | 'mongo';
   insert(record: KeyRecord): Promise<void>;
+  /** The record whose current or previous secret has this hash. */
   findByHash(sha256: string): Promise<KeyRecord | null>;
   get(id: string): Promise<KeyRecord | null>;
   list(): Promise<KeyRecord[]>;
+  /** Applies changes to a live key; null when there is no such live (unrevoked) key. */
+  update(id: string, changes: KeyChanges, at: Date): Promise<KeyRecord | null>;
+  /**
+   * Gives a live key a new secret; the current one becomes `previous`, replacing (and so ending)
+   * any older previous secret. Null when there is no such live key.
+   */
+  rotate(id: string, rotation: Rotation, at: Date): Promise<KeyRecord | null>;
   /** Marks the key revoked; false when there is no such live key. */
   revoke(id: string, at: Date): Promise<boolean>;
-  /** Ids and hashes of keys revoked after `since`, for replicas to evict from their caches. */
-  revokedSince(since: Date): Promise<Array<Pick<KeyRecord, 'id' | 'sha256' | 'revokedAt'>>>;
+  /** Keys updated, rotated or revoked after `since`, for replicas to evict from their caches. */
+  changedSince(since: Date): Promise<ChangedKey[]>;
   ping(): Promise<void>;
 }
 

@@ -1,6 +1,7 @@
 import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { isPlan, type Limits, planProblem } from '../plans.js';
-import type { KeyRecord } from './key-store.js';
+import { parseExpiry } from './expiry.js';
+import type { KeyRecord, PreviousSecret } from './key-store.js';
 
 /** One record of API_KEYS_FILE: hashes only, never a key. */
 export interface KeyFileEntry {
@@ -9,9 +10,23 @@ export interface KeyFileEntry {
   plan: KeyRecord['plan'];
   limits?: Limits;
   sha256: string;
+  expiresAt?: string;
+  /** The secret a rotation replaced, accepted until its expiresAt. */
+  previous?: PreviousSecret;
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+function previousProblem(previous: unknown, at: string): string | null {
+  if (typeof previous !== 'object' || previous === null || Array.isArray(previous)) {
+    return `${at}: previous must be an object { sha256, expiresAt }`;
+  }
+  const p = previous as Record<string, unknown>;
+  if (typeof p.sha256 !== 'string' || !SHA256_HEX.test(p.sha256)) {
+    return `${at}: previous.sha256 must be 64 lowercase hex characters`;
+  }
+  return parseExpiry(p.expiresAt, `${at}: previous.expiresAt`).problem ?? null;
+}
 
 function entryProblem(entry: unknown, index: number): string | null {
   if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return `entry ${index} is not an object`;
@@ -20,6 +35,14 @@ function entryProblem(entry: unknown, index: number): string | null {
   if (e.name !== undefined && typeof e.name !== 'string') return `entry ${index}: name must be a string`;
   if (typeof e.sha256 !== 'string' || !SHA256_HEX.test(e.sha256))
     return `entry ${index}: sha256 must be 64 lowercase hex characters`;
+  if (e.expiresAt !== undefined) {
+    const expiry = parseExpiry(e.expiresAt, `entry ${index}: expiresAt`);
+    if (expiry.problem) return expiry.problem;
+  }
+  if (e.previous !== undefined) {
+    const problem = previousProblem(e.previous, `entry ${index}`);
+    if (problem) return problem;
+  }
   const problem = planProblem(e.plan, e.limits);
   return problem ? `entry ${index}: ${problem}` : null;
 }
@@ -43,19 +66,30 @@ export function parseKeysFile(text: string, source: string): KeyFileEntry[] {
       if (ids.has(e.id)) problems.push(`duplicate id ${e.id}`);
       ids.add(e.id);
     }
-    if (typeof e.sha256 === 'string') {
-      if (hashes.has(e.sha256)) problems.push(`duplicate sha256 for id ${e.id}`);
-      hashes.add(e.sha256);
+    for (const sha256 of [e.sha256, e.previous?.sha256]) {
+      if (typeof sha256 !== 'string') continue;
+      if (hashes.has(sha256)) problems.push(`duplicate sha256 for id ${e.id}`);
+      hashes.add(sha256);
     }
   }
   if (problems.length > 0) throw new Error(`${source}: ${problems.join('; ')}`);
-  return (data as KeyFileEntry[]).map((e) => ({
-    id: e.id,
-    name: e.name ?? e.id,
-    plan: e.plan,
-    ...(e.limits ? { limits: { perMinute: e.limits.perMinute, perDay: e.limits.perDay } } : {}),
-    sha256: e.sha256,
-  }));
+  return (data as KeyFileEntry[]).map((e) => toKeyFileEntry({ ...e, name: e.name ?? e.id }));
+}
+
+/** What the file keeps of a record: only known fields, timestamps as UTC ISO text, never a secret. */
+export function toKeyFileEntry(record: Omit<KeyFileEntry, 'name'> & { name?: string }): KeyFileEntry {
+  const iso = (text: string) => new Date(text).toISOString();
+  return {
+    id: record.id,
+    name: record.name ?? record.id,
+    plan: record.plan,
+    ...(record.limits ? { limits: { perMinute: record.limits.perMinute, perDay: record.limits.perDay } } : {}),
+    sha256: record.sha256,
+    ...(record.expiresAt ? { expiresAt: iso(record.expiresAt) } : {}),
+    ...(record.previous
+      ? { previous: { sha256: record.previous.sha256, expiresAt: iso(record.previous.expiresAt) } }
+      : {}),
+  };
 }
 
 export async function readKeysFile(path: string): Promise<KeyFileEntry[]> {
@@ -100,11 +134,11 @@ async function withFileLock<T>(path: string, work: () => Promise<T>): Promise<T>
 }
 
 /**
- * Appends an entry, creating the file if needed. Writers take turns through a lock file (two
- * CLIs appending at once would otherwise each drop the other's record), and each write goes to
- * a temporary file that is renamed over the old one, so readers never see half a file.
+ * Rewrites the file through `change`, creating it if needed. Writers take turns through a lock
+ * file (two CLIs writing at once would otherwise each drop the other's change), and each write
+ * goes to a temporary file that is renamed over the old one, so readers never see half a file.
  */
-export async function appendToKeysFile(path: string, entry: KeyFileEntry): Promise<void> {
+async function rewriteKeysFile(path: string, change: (entries: KeyFileEntry[]) => KeyFileEntry[]): Promise<void> {
   await withFileLock(path, async () => {
     let entries: KeyFileEntry[] = [];
     try {
@@ -112,9 +146,30 @@ export async function appendToKeysFile(path: string, entry: KeyFileEntry): Promi
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
-    entries.push(entry);
+    const next = change(entries);
     const tmp = `${path}.${process.pid}.tmp`;
-    await writeFile(tmp, `${JSON.stringify(entries, null, 2)}\n`, { mode: 0o600 });
+    await writeFile(tmp, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
     await rename(tmp, path);
   });
+}
+
+export async function appendToKeysFile(path: string, entry: KeyFileEntry): Promise<void> {
+  await rewriteKeysFile(path, (entries) => [...entries, entry]);
+}
+
+/** Replaces one entry by id with what `change` makes of it; throws when the file has no such id. */
+export async function updateKeysFileEntry(
+  path: string,
+  id: string,
+  change: (entry: KeyFileEntry) => KeyFileEntry,
+): Promise<KeyFileEntry> {
+  let updated: KeyFileEntry | undefined;
+  await rewriteKeysFile(path, (entries) => {
+    const index = entries.findIndex((entry) => entry.id === id);
+    // Thrown before the write: the file stays as it was.
+    if (index < 0) throw new Error(`${path} has no key with id ${id}`);
+    updated = change(entries[index] as KeyFileEntry);
+    return entries.with(index, updated);
+  });
+  return updated as KeyFileEntry;
 }

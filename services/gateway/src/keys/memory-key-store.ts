@@ -1,4 +1,12 @@
-import { DuplicateKeyError, type KeyRecord, type KeyStore } from './key-store.js';
+import {
+  applyChanges,
+  type ChangedKey,
+  DuplicateKeyError,
+  type KeyChanges,
+  type KeyRecord,
+  type KeyStore,
+  type Rotation,
+} from './key-store.js';
 
 /** Key records in process memory: the embedded default, and what API_KEYS_FILE records load into. */
 export class MemoryKeyStore implements KeyStore {
@@ -8,9 +16,11 @@ export class MemoryKeyStore implements KeyStore {
 
   async insert(record: KeyRecord): Promise<void> {
     if (this.byId.has(record.id) || this.byHash.has(record.sha256)) throw new DuplicateKeyError();
+    if (record.previous && this.byHash.has(record.previous.sha256)) throw new DuplicateKeyError();
     const copy = structuredClone(record);
     this.byId.set(copy.id, copy);
     this.byHash.set(copy.sha256, copy);
+    if (copy.previous) this.byHash.set(copy.previous.sha256, copy);
   }
 
   async findByHash(sha256: string): Promise<KeyRecord | null> {
@@ -27,18 +37,46 @@ export class MemoryKeyStore implements KeyStore {
     return [...this.byId.values()].map((r) => structuredClone(r));
   }
 
-  async revoke(id: string, at: Date): Promise<boolean> {
+  private live(id: string): KeyRecord | null {
     const record = this.byId.get(id);
-    if (!record || record.revokedAt) return false;
+    return record && !record.revokedAt ? record : null;
+  }
+
+  async update(id: string, changes: KeyChanges, at: Date): Promise<KeyRecord | null> {
+    const record = this.live(id);
+    if (!record) return null;
+    applyChanges(record, changes);
+    record.updatedAt = at.toISOString();
+    return structuredClone(record);
+  }
+
+  async rotate(id: string, rotation: Rotation, at: Date): Promise<KeyRecord | null> {
+    const record = this.live(id);
+    if (!record) return null;
+    if (this.byHash.has(rotation.sha256)) throw new DuplicateKeyError();
+    if (record.previous) this.byHash.delete(record.previous.sha256);
+    record.previous = { sha256: record.sha256, expiresAt: rotation.previousExpiresAt };
+    record.sha256 = rotation.sha256;
+    if (rotation.prefix === undefined) delete record.prefix;
+    else record.prefix = rotation.prefix;
+    record.updatedAt = at.toISOString();
+    this.byHash.set(rotation.sha256, record);
+    return structuredClone(record);
+  }
+
+  async revoke(id: string, at: Date): Promise<boolean> {
+    const record = this.live(id);
+    if (!record) return false;
     record.revokedAt = at.toISOString();
+    record.updatedAt = record.revokedAt;
     return true;
   }
 
-  async revokedSince(since: Date): Promise<Array<Pick<KeyRecord, 'id' | 'sha256' | 'revokedAt'>>> {
+  async changedSince(since: Date): Promise<ChangedKey[]> {
     const after = since.toISOString();
     return [...this.byId.values()]
-      .filter((r) => r.revokedAt !== undefined && r.revokedAt > after)
-      .map(({ id, sha256, revokedAt }) => ({ id, sha256, revokedAt }));
+      .filter((r) => r.updatedAt !== undefined && r.updatedAt > after)
+      .map(({ id, sha256, updatedAt }) => ({ id, sha256, updatedAt }));
   }
 
   async ping(): Promise<void> {}

@@ -1,21 +1,54 @@
 import type { Collection, Db } from 'mongodb';
 import { MongoServerError } from 'mongodb';
-import { DuplicateKeyError, type KeyRecord, type KeyStore } from './key-store.js';
+import {
+  type ChangedKey,
+  DuplicateKeyError,
+  type KeyChanges,
+  type KeyRecord,
+  type KeyStore,
+  type Rotation,
+} from './key-store.js';
 
-type KeyDocument = Omit<KeyRecord, 'createdAt' | 'revokedAt'> & { createdAt: Date; revokedAt?: Date };
+/** Timestamps are BSON dates in MongoDB (sortable, TTL-able); ISO text everywhere else. */
+type KeyDocument = Omit<KeyRecord, 'createdAt' | 'revokedAt' | 'updatedAt' | 'expiresAt' | 'previous'> & {
+  createdAt: Date;
+  revokedAt?: Date;
+  updatedAt?: Date;
+  expiresAt?: Date;
+  previous?: { sha256: string; expiresAt: Date };
+};
 
 const PROJECTION = { _id: 0 } as const;
 
 function toRecord(doc: KeyDocument): KeyRecord {
-  const { createdAt, revokedAt, ...rest } = doc;
+  const { createdAt, revokedAt, updatedAt, expiresAt, previous, ...rest } = doc;
   return {
     ...rest,
     createdAt: createdAt.toISOString(),
+    ...(expiresAt ? { expiresAt: expiresAt.toISOString() } : {}),
+    ...(previous ? { previous: { sha256: previous.sha256, expiresAt: previous.expiresAt.toISOString() } } : {}),
+    ...(updatedAt ? { updatedAt: updatedAt.toISOString() } : {}),
     ...(revokedAt ? { revokedAt: revokedAt.toISOString() } : {}),
   };
 }
 
-/** Key records in MongoDB (db "gateway", collection "keys"), unique on id and on hash. */
+function toDocument(record: KeyRecord): KeyDocument {
+  const { createdAt, revokedAt, updatedAt, expiresAt, previous, ...rest } = record;
+  return {
+    ...rest,
+    createdAt: new Date(createdAt),
+    ...(expiresAt ? { expiresAt: new Date(expiresAt) } : {}),
+    ...(previous ? { previous: { sha256: previous.sha256, expiresAt: new Date(previous.expiresAt) } } : {}),
+    ...(updatedAt ? { updatedAt: new Date(updatedAt) } : {}),
+    ...(revokedAt ? { revokedAt: new Date(revokedAt) } : {}),
+  };
+}
+
+function isDuplicate(err: unknown): boolean {
+  return err instanceof MongoServerError && err.code === 11000;
+}
+
+/** Key records in MongoDB (db "gateway", collection "keys"), unique on id and on each secret's hash. */
 export class MongoKeyStore implements KeyStore {
   readonly kind = 'mongo' as const;
   private readonly keys: Collection<KeyDocument>;
@@ -29,26 +62,30 @@ export class MongoKeyStore implements KeyStore {
     await this.keys.createIndexes([
       { key: { id: 1 }, name: 'id_unique', unique: true },
       { key: { sha256: 1 }, name: 'sha256_unique', unique: true },
-      { key: { revokedAt: 1 }, name: 'revokedAt', sparse: true },
+      {
+        key: { 'previous.sha256': 1 },
+        name: 'previous_sha256_unique',
+        unique: true,
+        partialFilterExpression: { 'previous.sha256': { $exists: true } },
+      },
+      { key: { updatedAt: 1 }, name: 'updatedAt', sparse: true },
     ]);
   }
 
   async insert(record: KeyRecord): Promise<void> {
-    const { createdAt, revokedAt, ...rest } = record;
     try {
-      await this.keys.insertOne({
-        ...rest,
-        createdAt: new Date(createdAt),
-        ...(revokedAt ? { revokedAt: new Date(revokedAt) } : {}),
-      });
+      await this.keys.insertOne(toDocument(record));
     } catch (err) {
-      if (err instanceof MongoServerError && err.code === 11000) throw new DuplicateKeyError();
+      if (isDuplicate(err)) throw new DuplicateKeyError();
       throw err;
     }
   }
 
   async findByHash(sha256: string): Promise<KeyRecord | null> {
-    const doc = await this.keys.findOne({ sha256: { $eq: sha256 } }, { projection: PROJECTION });
+    const doc = await this.keys.findOne(
+      { $or: [{ sha256: { $eq: sha256 } }, { 'previous.sha256': { $eq: sha256 } }] },
+      { projection: PROJECTION },
+    );
     return doc ? toRecord(doc) : null;
   }
 
@@ -62,19 +99,63 @@ export class MongoKeyStore implements KeyStore {
     return docs.map(toRecord);
   }
 
+  async update(id: string, changes: KeyChanges, at: Date): Promise<KeyRecord | null> {
+    const $set: Record<string, unknown> = { updatedAt: at };
+    const $unset: Record<string, ''> = {};
+    if (changes.plan !== undefined) $set.plan = changes.plan;
+    if (changes.name !== undefined) $set.name = changes.name;
+    if (changes.limits === null) $unset.limits = '';
+    else if (changes.limits !== undefined) {
+      $set.limits = { perMinute: changes.limits.perMinute, perDay: changes.limits.perDay };
+    }
+    if (changes.expiresAt === null) $unset.expiresAt = '';
+    else if (changes.expiresAt !== undefined) $set.expiresAt = new Date(changes.expiresAt);
+    const doc = await this.keys.findOneAndUpdate(
+      { id: { $eq: id }, revokedAt: { $exists: false } },
+      Object.keys($unset).length > 0 ? { $set, $unset } : { $set },
+      { returnDocument: 'after', projection: PROJECTION },
+    );
+    return doc ? toRecord(doc) : null;
+  }
+
+  async rotate(id: string, rotation: Rotation, at: Date): Promise<KeyRecord | null> {
+    try {
+      // A pipeline update reads the current hash and writes the new one in one atomic step, so
+      // two rotations at once cannot both keep the same secret as "previous".
+      const doc = await this.keys.findOneAndUpdate(
+        { id: { $eq: id }, revokedAt: { $exists: false } },
+        [
+          {
+            $set: {
+              previous: { sha256: '$sha256', expiresAt: new Date(rotation.previousExpiresAt) },
+              sha256: { $literal: rotation.sha256 },
+              prefix: rotation.prefix === undefined ? '$$REMOVE' : { $literal: rotation.prefix },
+              updatedAt: at,
+            },
+          },
+        ],
+        { returnDocument: 'after', projection: PROJECTION },
+      );
+      return doc ? toRecord(doc) : null;
+    } catch (err) {
+      if (isDuplicate(err)) throw new DuplicateKeyError();
+      throw err;
+    }
+  }
+
   async revoke(id: string, at: Date): Promise<boolean> {
     const result = await this.keys.updateOne(
       { id: { $eq: id }, revokedAt: { $exists: false } },
-      { $set: { revokedAt: at } },
+      { $set: { revokedAt: at, updatedAt: at } },
     );
     return result.modifiedCount === 1;
   }
 
-  async revokedSince(since: Date): Promise<Array<Pick<KeyRecord, 'id' | 'sha256' | 'revokedAt'>>> {
+  async changedSince(since: Date): Promise<ChangedKey[]> {
     const docs = await this.keys
-      .find({ revokedAt: { $gt: since } }, { projection: { _id: 0, id: 1, sha256: 1, revokedAt: 1 } })
+      .find({ updatedAt: { $gt: since } }, { projection: { _id: 0, id: 1, sha256: 1, updatedAt: 1 } })
       .toArray();
-    return docs.map((d) => ({ id: d.id, sha256: d.sha256, revokedAt: d.revokedAt?.toISOString() }));
+    return docs.map((d) => ({ id: d.id, sha256: d.sha256, updatedAt: d.updatedAt?.toISOString() }));
   }
 
   async ping(): Promise<void> {

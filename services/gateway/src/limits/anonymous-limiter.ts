@@ -1,18 +1,13 @@
-import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import type { WindowState } from './decision.js';
+import type { RedisClient } from '../redis/clients.js';
+import type { WindowState } from './key-limiter.js';
 
 export interface AnonymousDecision {
   allowed: boolean;
   window: WindowState;
 }
 
-/**
- * Per-client-IP limit for requests without a valid key. rate-limiter-flexible fits this one
- * window exactly: Redis-backed and shared, an in-memory insurance limiter while Redis is down,
- * and an in-memory block once an IP is over its limit, so a flood costs no Redis calls.
- */
 /**
  * The limiter's key for a client address. IPv6 clients usually hold a whole /64, so they are
  * counted per /64; otherwise one host could take a fresh budget (and a fresh counter) per
@@ -31,6 +26,11 @@ export function addressKey(ip: string): string {
     .join(':')}::/64`;
 }
 
+/**
+ * Per-client-IP limit for requests without a valid key. rate-limiter-flexible fits this one
+ * window exactly: Redis-backed and shared, an in-memory insurance limiter while Redis is down,
+ * and an in-memory block once an IP is over its limit, so a flood costs no Redis calls.
+ */
 export class AnonymousLimiter {
   private readonly limiter: RateLimiterRedis | RateLimiterMemory;
   /** Addresses this replica has seen refused, until their window resets (bounded: a flood of addresses evicts the oldest). */
@@ -38,7 +38,7 @@ export class AnonymousLimiter {
 
   constructor(
     readonly perMinute: number,
-    redis: Redis | null,
+    redis: RedisClient | null,
     prefix: string,
     private readonly now: () => number = Date.now,
   ) {

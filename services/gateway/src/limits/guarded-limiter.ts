@@ -1,11 +1,16 @@
 import type { Limits } from '../plans.js';
-import type { Decision, KeyLimiter, WindowState } from './decision.js';
+import type { Decision, KeyLimiter, KeyUsage, WindowState } from './key-limiter.js';
 
 export type FailureMode = 'open' | 'closed';
 
-export type GuardedDecision =
-  | (Decision & { source: 'shared' | 'local-ban' | 'fallback' })
-  | { outcome: 'unavailable'; source: 'shared' };
+/**
+ * Where a decision was taken: `shared` (Redis, all replicas), `memory` (the embedded limiter,
+ * this process only), `local-ban` (this replica's memory of a ban), `fallback` (per replica
+ * while Redis is failing).
+ */
+export type DecisionSource = 'shared' | 'memory' | 'local-ban' | 'fallback';
+
+export type GuardedDecision = (Decision & { source: DecisionSource }) | { outcome: 'unavailable'; source: 'shared' };
 
 interface KnownBan {
   endsAt: number;
@@ -34,14 +39,14 @@ export class GuardedLimiter {
   private readonly bans = new Map<string, KnownBan>();
   private failing = false;
   private retrySharedAt = 0;
-
   constructor(
     readonly primary: KeyLimiter,
     private readonly fallback: KeyLimiter | null,
     private readonly mode: FailureMode,
     private readonly now: () => number,
-    /** Set by the app once it has a logger and metrics. */
-    public hooks: GuardHooks = {},
+    /** What decisions of `primary` are: shared by every replica (Redis), or this process's own (embedded). */
+    private readonly primarySource: 'shared' | 'memory',
+    private readonly hooks: GuardHooks = {},
   ) {}
 
   consume(keyId: string, limits: Limits): Promise<GuardedDecision> {
@@ -72,7 +77,7 @@ export class GuardedLimiter {
     }
     if (decision.outcome === 'banned') this.bans.set(keyId, { endsAt: decision.banEndsAt, windows: decision.windows });
     // The decision is freshly made for this call, so tagging it in place is safe and saves a copy.
-    return Object.assign(decision, { source: 'shared' as const });
+    return Object.assign(decision, { source: this.primarySource });
   }
 
   private afterFailure(err: unknown, keyId: string, limits: Limits): Promise<GuardedDecision> {
@@ -97,8 +102,37 @@ export class GuardedLimiter {
     this.bans.clear();
   }
 
+  /** The key's state in the shared limiter (the fallback's counts are per replica and partial). */
+  usage(keyId: string): Promise<KeyUsage> {
+    return this.primary.usage(keyId);
+  }
+
   async liftBan(keyId: string): Promise<void> {
     this.bans.delete(keyId);
     await Promise.all([this.primary.liftBan(keyId), this.fallback?.liftBan(keyId)]);
   }
+}
+
+/**
+ * What an operator hears about the shared limiter: each failure counted, the first of an outage
+ * logged with what the failure mode does meanwhile, and the recovery.
+ */
+export function limiterHealthLog(
+  log: { error(obj: object, msg: string): void; warn(msg: string): void },
+  metrics: { redisErrors: { inc(): void } },
+  mode: FailureMode,
+): GuardHooks {
+  return {
+    onPrimaryError: (err, first) => {
+      metrics.redisErrors.inc();
+      if (!first) return;
+      log.error(
+        { err },
+        mode === 'open'
+          ? 'Redis rate limiter failing: serving with the per-replica in-memory fallback'
+          : 'Redis rate limiter failing: refusing keyed requests with 503 (RATE_LIMIT_FAILURE_MODE=closed)',
+      );
+    },
+    onRecovered: () => log.warn('Redis rate limiter recovered: shared limits are back'),
+  };
 }

@@ -1,5 +1,14 @@
 import type { FastifyReply } from 'fastify';
-import type { WindowState } from './decision.js';
+import type { WindowState } from './key-limiter.js';
+
+const LIMIT = 'x-ratelimit-limit';
+const REMAINING = 'x-ratelimit-remaining';
+const RESET = 'x-ratelimit-reset';
+const STATE = 'ratelimit';
+const POLICY = 'ratelimit-policy';
+
+/** Every header the gateway sets for limits; upstream ones of these names never pass through. */
+export const RATE_LIMIT_HEADERS = [LIMIT, REMAINING, RESET, STATE, POLICY] as const;
 
 /** The window a client should watch: fewest remaining, and on a tie the one that resets later. */
 export function bindingWindow(windows: readonly WindowState[]): WindowState {
@@ -52,18 +61,22 @@ export function setRateLimitHeaders(
         ? `"${w.name}";r=${w.remaining};t=${secondsUntil(w.resetAt, now)}`
         : `"${w.name}";r=0;t=${secondsUntil(until, now)}`;
   }
-  reply.header('x-ratelimit-limit', binding.limit);
-  reply.header('x-ratelimit-remaining', remaining);
-  reply.header('x-ratelimit-reset', Math.ceil(resetAt / 1000));
-  reply.header('ratelimit-policy', policyHeader(windows));
-  reply.header('ratelimit', state);
+  reply.header(LIMIT, binding.limit);
+  reply.header(REMAINING, remaining);
+  reply.header(RESET, Math.ceil(resetAt / 1000));
+  reply.header(POLICY, policyHeader(windows));
+  reply.header(STATE, state);
 }
 
-/** Header names a client could confuse with ours; never passed through from upstream. */
-export const RATE_LIMIT_HEADERS = [
-  'x-ratelimit-limit',
-  'x-ratelimit-remaining',
-  'x-ratelimit-reset',
-  'ratelimit',
-  'ratelimit-policy',
-];
+/**
+ * Headers for a refusal taken before the key is known (key store down, overload): the per-address
+ * limit reported as exhausted until the client may retry.
+ */
+export function setExhaustedAnonymousHeaders(reply: FastifyReply, perMinute: number, now: number, until: number): void {
+  setRateLimitHeaders(
+    reply,
+    [{ name: 'anonymous', limit: perMinute, remaining: 0, windowSeconds: 60, resetAt: until }],
+    now,
+    until,
+  );
+}

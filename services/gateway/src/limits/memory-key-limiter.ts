@@ -4,10 +4,11 @@ import {
   DAY_MS,
   type Decision,
   type KeyLimiter,
+  type KeyUsage,
   MINUTE_MS,
   retryAfterMs,
   windowsFor,
-} from './decision.js';
+} from './key-limiter.js';
 
 interface Counter {
   count: number;
@@ -19,7 +20,6 @@ interface Counter {
  * per-replica fallback while Redis is unreachable. Time comes from `now` so tests drive it.
  */
 export class MemoryKeyLimiter implements KeyLimiter {
-  readonly kind = 'memory' as const;
   private readonly counters = new Map<string, Counter>();
   private lastSweep = 0;
 
@@ -92,7 +92,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
       this.counters.delete(`${keyId}:strikes`);
       const banned = { count: 1, expiresAt: now + this.ban.durationMs };
       this.counters.set(`${keyId}:ban`, banned);
-      return { outcome: 'banned', windows, banEndsAt: banned.expiresAt };
+      return { outcome: 'banned', windows, banEndsAt: banned.expiresAt, started: { refusals: strikes.count } };
     }
     return { outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) };
   }
@@ -104,5 +104,16 @@ export class MemoryKeyLimiter implements KeyLimiter {
 
   async banEndsAt(keyId: string): Promise<number | null> {
     return this.read(`${keyId}:ban`, this.now())?.expiresAt ?? null;
+  }
+
+  async usage(keyId: string): Promise<KeyUsage> {
+    const now = this.now();
+    const window = (c: Counter | undefined) => ({ used: c?.count ?? 0, resetAt: c ? c.expiresAt : null });
+    return {
+      minute: window(this.read(`${keyId}:m`, now)),
+      day: window(this.read(`${keyId}:d`, now)),
+      banEndsAt: this.read(`${keyId}:ban`, now)?.expiresAt ?? null,
+      refusals: this.read(`${keyId}:strikes`, now)?.count ?? 0,
+    };
   }
 }

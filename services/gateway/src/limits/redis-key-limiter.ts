@@ -1,14 +1,16 @@
 import type { Redis, Result } from 'ioredis';
 import type { Limits } from '../plans.js';
+import type { RedisClient } from '../redis/clients.js';
 import {
   type BanPolicy,
   DAY_MS,
   type Decision,
   type KeyLimiter,
+  type KeyUsage,
   MINUTE_MS,
   retryAfterMs,
   windowsFor,
-} from './decision.js';
+} from './key-limiter.js';
 
 /**
  * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
@@ -55,6 +57,15 @@ return {m0, mttl, d0, dttl, a, math.max(0, threshold - (strikes - refused)), ton
 
 type ScriptResult = [number, number, number, number, number, number, number];
 
+/** Reads without writing: KEYS minute, day, ban, strikes; returns {minute, minuteTtl, day, dayTtl, banTtl, strikes}. */
+const USAGE_SCRIPT = `
+local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[4])
+return {tonumber(v[1] or '0'), redis.call('PTTL', KEYS[1]), tonumber(v[2] or '0'), redis.call('PTTL', KEYS[2]),
+  redis.call('PTTL', KEYS[3]), tonumber(v[3] or '0')}
+`;
+
+type UsageResult = [number, number, number, number, number, number];
+
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     gatewayLimit(
@@ -64,6 +75,7 @@ declare module 'ioredis' {
       strikesKey: string,
       ...args: Array<string | number>
     ): Result<ScriptResult, Context>;
+    gatewayUsage(minuteKey: string, dayKey: string, banKey: string, strikesKey: string): Result<UsageResult, Context>;
   }
 }
 
@@ -83,13 +95,12 @@ interface Batch {
  * fraction of a Redis command per request, and never more than one.
  */
 export class RedisKeyLimiter implements KeyLimiter {
-  readonly kind = 'redis' as const;
   private readonly banArgs: [number, number, number];
   private pending = new Map<string, Batch>();
   private flushScheduled = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     ban: BanPolicy,
     private readonly now: () => number = Date.now,
@@ -97,6 +108,9 @@ export class RedisKeyLimiter implements KeyLimiter {
     this.banArgs = [ban.threshold, ban.windowMs, ban.durationMs];
     if (typeof (redis as Partial<Redis>).gatewayLimit !== 'function') {
       redis.defineCommand('gatewayLimit', { numberOfKeys: 4, lua: LIMIT_SCRIPT });
+    }
+    if (typeof (redis as Partial<Redis>).gatewayUsage !== 'function') {
+      redis.defineCommand('gatewayUsage', { numberOfKeys: 4, lua: USAGE_SCRIPT });
     }
   }
 
@@ -172,7 +186,14 @@ export class RedisKeyLimiter implements KeyLimiter {
       if (i < admitted + limited) {
         waiter.resolve({ outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) });
       } else {
-        waiter.resolve({ outcome: 'banned', windows, banEndsAt: now + banTtl });
+        // The script answers the full ban length only from the call that set the ban.
+        const started = i === admitted + limited && banTtl === this.banArgs[2];
+        waiter.resolve({
+          outcome: 'banned',
+          windows,
+          banEndsAt: now + banTtl,
+          ...(started ? { started: { refusals: this.banArgs[0] + 1 } } : {}),
+        });
       }
     }
   }
@@ -186,5 +207,18 @@ export class RedisKeyLimiter implements KeyLimiter {
     const [, , banKey] = this.keys(keyId);
     const ttl = await this.redis.pttl(banKey);
     return ttl > 0 ? this.now() + ttl : null;
+  }
+
+  async usage(keyId: string): Promise<KeyUsage> {
+    // One script: the four keys are read at one instant, in one round trip (and one Cluster slot).
+    const [minute, minuteTtl, day, dayTtl, banTtl, strikes] = await this.redis.gatewayUsage(...this.keys(keyId));
+    const now = this.now();
+    const at = (count: number, ttl: number) => (count > 0 && ttl > 0 ? now + ttl : null);
+    return {
+      minute: { used: minute, resetAt: at(minute, minuteTtl) },
+      day: { used: day, resetAt: at(day, dayTtl) },
+      banEndsAt: banTtl > 0 ? now + banTtl : null,
+      refusals: strikes,
+    };
   }
 }

@@ -3,6 +3,7 @@ import { errorBody } from '@animal-store/common/errors.js';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { API_INDEX, API_INDEX_SCHEMA } from '../api-index.js';
 import { type OpenApiDocument, OpenApiSource, OpenApiUnavailable } from '../openapi.js';
 
 export interface DocsOptions {
@@ -65,6 +66,8 @@ export async function docsRoutes(app: FastifyInstance, opts: DocsOptions): Promi
   app.addHook('onRoute', (route) => {
     route.config = { ...route.config, public: true };
   });
+
+  app.get('/v1', { schema: { hide: true, response: { 200: API_INDEX_SCHEMA } } }, async () => API_INDEX);
 
   // A static route: wins over the proxy's /v1/* wildcard.
   app.get('/v1/openapi.json', async (_request, reply) => {

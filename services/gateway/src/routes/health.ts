@@ -1,5 +1,6 @@
 import { sendError } from '@animal-store/common/error-handler.js';
 import { errorBody } from '@animal-store/common/errors.js';
+import { neverShed } from '@animal-store/common/overload.js';
 import type { FastifyInstance } from 'fastify';
 import type { KeyStore } from '../keys/key-store.js';
 
@@ -9,7 +10,9 @@ import type { KeyStore } from '../keys/key-store.js';
  * fallback, and taking every replica out of rotation would turn a degraded limiter into an outage.
  */
 export async function healthRoutes(app: FastifyInstance, opts: { keyStore: KeyStore; timeoutMs: number }) {
-  app.get('/healthz', { config: { public: true }, schema: { hide: true } as object }, async () => ({ status: 'ok' }));
+  app.get('/healthz', { config: { public: true, ...neverShed }, schema: { hide: true } as object }, async () => ({
+    status: 'ok',
+  }));
   app.get('/readyz', { config: { public: true }, schema: { hide: true } as object }, async (request, reply) => {
     try {
       await Promise.race([

@@ -18,17 +18,22 @@ export interface PetRoutesOptions {
   store: PetStore;
 }
 
-function nextPageLink(limit: number, status: PetStatus | undefined, after: number): string {
+function nextPageLink(limit: number, status: PetStatus | undefined, id: string | undefined, after: number): string {
   const query = new URLSearchParams({ limit: String(limit) });
   if (status !== undefined) query.set('status', status);
+  if (id !== undefined) query.set('id', id);
   query.set('after', String(after));
-  return `</v1/pets?${query}>; rel="next"`;
+  // Commas need no escaping in a query; `id=3,7,9` stays readable.
+  return `</v1/pets?${query.toString().replaceAll('%2C', ',')}>; rel="next"`;
 }
 
 const deprecationHeaderDocs = {
   Deprecation: { type: 'string', description: 'RFC 9745: when the deprecation was announced.' },
   Sunset: { type: 'string', description: 'RFC 8594: when the operation is removed.' },
-  Link: { type: 'string', description: 'The successor operation (GET /v1/pets) and the deprecation notice.' },
+  Link: {
+    type: 'string',
+    description: 'The successor operation (GET /v1/pets?id={petId}) and the deprecation notice.',
+  },
 } as const;
 
 export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { store }) => {
@@ -39,7 +44,8 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
         operationId: 'listPets',
         summary: 'List animals',
         description:
-          'Animals ordered by id ascending, at most `limit`, optionally with one status. When more exist, a ' +
+          'Animals ordered by id ascending, at most `limit`, optionally only those with the given ids ' +
+          '(`id=3` or `id=3,7,9`; ids that do not exist are left out) and with one status. When more exist, a ' +
           '`Link: <...>; rel="next"` header points at the next page (cursor `after`).',
         tags: ['pets'],
         querystring: ListPetsQuerySchema,
@@ -47,20 +53,22 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
           200: json('The list, at most `limit` animals.', PetsRef, {
             Link: { type: 'string', description: 'rel="next": the next page, present only when more animals exist.' },
           }),
-          400: error('A query parameter is invalid, unknown or repeated.'),
+          400: error('A query parameter is invalid (an id list that is not 1 to 100 ids), unknown or repeated.'),
           ...gatewayResponses,
           503: unavailable,
         },
       },
     },
     async (request, reply) => {
-      const { status, after } = request.query;
+      const { status, after, id } = request.query;
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
+      // The schema's pattern admits only comma-separated integers below 2^53.
+      const ids = id?.split(',').map(Number);
       // One more than asked tells whether a next page exists without a count.
-      const pets = await store.list({ limit: limit + 1, status, after });
+      const pets = await store.list({ limit: limit + 1, status, after, ids });
       const page = pets.slice(0, limit);
       const last = page.at(-1);
-      if (pets.length > limit && last) reply.header('link', nextPageLink(limit, status, last.id));
+      if (pets.length > limit && last) reply.header('link', nextPageLink(limit, status, id, last.id));
       return page;
     },
   );
@@ -96,14 +104,15 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
   app.get(
     '/v1/pets/:petId',
     {
-      onRequest: async (_request, reply) => {
-        reply.headers(getPetDeprecationHeaders);
+      onRequest: async (request, reply) => {
+        // Still the raw text here: onRequest runs before validation.
+        reply.headers(getPetDeprecationHeaders(String(request.params.petId)));
       },
       schema: {
         operationId: 'getPet',
         summary: 'Get an animal (deprecated)',
         description:
-          'Deprecated: removed on 5 December 2030. Use `GET /v1/pets?status=` instead. Every response ' +
+          'Deprecated: removed on 5 December 2030. Use `GET /v1/pets?id={petId}` instead. Every response ' +
           'carries Deprecation, Sunset and Link headers.',
         tags: ['pets'],
         deprecated: true,

@@ -11,10 +11,6 @@ import {
 } from 'mongodb';
 
 /**
- * Errors that mean "MongoDB cannot be reached right now" rather than "this request is wrong":
- * the client should retry later, and another replica may already be fine.
- */
-/**
  * Server answers that say "not now" rather than "never": an election in progress or a primary
  * stepping down (the driver labels these retryable), or an operation that ran out of time.
  */
@@ -43,6 +39,10 @@ function isTransientServerError(err: unknown): boolean {
   );
 }
 
+/**
+ * Errors that mean "MongoDB cannot be reached right now" rather than "this request is wrong":
+ * the client should retry later, and another replica may already be fine.
+ */
 export function isStoreUnreachable(err: unknown): boolean {
   return (
     isTransientServerError(err) ||

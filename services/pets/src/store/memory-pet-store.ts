@@ -19,9 +19,13 @@ export class MemoryPetStore implements PetStore {
     return pet ? { ...pet } : null;
   }
 
-  async list({ limit, status, after }: ListOptions): Promise<Pet[]> {
+  async list({ limit, status, after, ids }: ListOptions): Promise<Pet[]> {
     const page: Pet[] = [];
-    for (const pet of this.pets.values()) {
+    // With ids, look up only those (in id order) instead of walking every pet.
+    const candidates = ids
+      ? [...new Set(ids)].sort((a, b) => a - b).flatMap((id) => this.pets.get(id) ?? [])
+      : this.pets.values();
+    for (const pet of candidates) {
       if (page.length >= limit) break;
       if (after !== undefined && pet.id <= after) continue;
       if (status !== undefined && pet.status !== status) continue;

@@ -61,10 +61,15 @@ export class MongoPetStore implements PetStore {
     return withStoreErrors(() => this.pets.findOne<Pet>({ id }, { projection: { _id: 0 } }));
   }
 
-  list({ limit, status, after }: ListOptions): Promise<Pet[]> {
+  list({ limit, status, after, ids }: ListOptions): Promise<Pet[]> {
     const filter: Filter<Pet> = {};
     if (status !== undefined) filter.status = status;
-    if (after !== undefined) filter.id = { $gt: after };
+    if (after !== undefined || ids !== undefined) {
+      filter.id = {
+        ...(after !== undefined ? { $gt: after } : {}),
+        ...(ids !== undefined ? { $in: [...ids] } : {}),
+      };
+    }
     return withStoreErrors(() =>
       this.pets.find(filter).project<Pet>({ _id: 0 }).sort({ id: 1 }).limit(limit).toArray(),
     );

@@ -6,6 +6,8 @@ export interface ListOptions {
   status?: PetStatus | undefined;
   /** Only pets with a greater id: the pagination cursor. */
   after?: number | undefined;
+  /** Only pets with one of these ids (any order, duplicates allowed). */
+  ids?: readonly number[] | undefined;
 }
 
 /** Where pets live. Every implementation passes test/store-contract.ts. */

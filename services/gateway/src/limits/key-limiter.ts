@@ -12,7 +12,13 @@ export interface WindowState {
 export type Decision =
   | { outcome: 'admitted'; windows: WindowState[] }
   | { outcome: 'limited'; windows: WindowState[]; retryAfterMs: number }
-  | { outcome: 'banned'; windows: WindowState[]; banEndsAt: number };
+  | {
+      outcome: 'banned';
+      windows: WindowState[];
+      banEndsAt: number;
+      /** Set on the one decision that started the ban: how many refusals it took. */
+      started?: { refusals: number };
+    };
 
 /** Ban policy: more than `threshold` refusals within `windowMs` bans the key for `durationMs`. */
 export interface BanPolicy {
@@ -21,14 +27,31 @@ export interface BanPolicy {
   durationMs: number;
 }
 
+/** One window's count as the limiter holds it; `resetAt` (epoch ms) is null until the window starts. */
+export interface WindowUsage {
+  used: number;
+  resetAt: number | null;
+}
+
+/** A key's live limiter state, for support to answer "why do I get 429?". */
+export interface KeyUsage {
+  minute: WindowUsage;
+  day: WindowUsage;
+  /** When the key's ban ends (epoch ms), or null when not banned. */
+  banEndsAt: number | null;
+  /** Refusals counted toward a ban right now. */
+  refusals: number;
+}
+
 /** Decides whether a key may make one more request; shared by all replicas when backed by Redis. */
 export interface KeyLimiter {
-  readonly kind: 'redis' | 'memory';
   consume(keyId: string, limits: Limits): Promise<Decision>;
   /** Lifts a ban and forgets the key's refusals. */
   liftBan(keyId: string): Promise<void>;
   /** When the key's ban ends (epoch ms), or null when not banned. */
   banEndsAt(keyId: string): Promise<number | null>;
+  /** Reads the key's windows, ban and refusals; never counts as a request. */
+  usage(keyId: string): Promise<KeyUsage>;
 }
 
 export const MINUTE_MS = 60_000;

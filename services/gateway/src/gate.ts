@@ -2,13 +2,16 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Counter } from 'prom-client';
+import { parseBearer } from './bearer.js';
 import { hashApiKey, isWellFormedApiKey } from './keys/api-key.js';
-import type { KeyResolver } from './keys/key-resolver.js';
+import type { KeyResolver, ResolvedKey } from './keys/key-resolver.js';
 import type { KeyRecord } from './keys/key-store.js';
+import './access-fields.js';
 import type { AnonymousLimiter } from './limits/anonymous-limiter.js';
-import { MINUTE_MS, type WindowState, windowsFor } from './limits/decision.js';
 import type { GuardedDecision, GuardedLimiter } from './limits/guarded-limiter.js';
-import { setRateLimitHeaders } from './limits/headers.js';
+import { setExhaustedAnonymousHeaders, setRateLimitHeaders } from './limits/headers.js';
+import { MINUTE_MS, windowsFor } from './limits/key-limiter.js';
+import type { KeylessCharge, KeylessReason } from './limits/keyless.js';
 import type { GatewayMetrics } from './metrics.js';
 import { type Limits, limitsFor } from './plans.js';
 
@@ -27,42 +30,62 @@ export interface GateOptions {
   keys: KeyResolver;
   limiter: GuardedLimiter;
   anonymous: AnonymousLimiter;
+  /** Counts keyless requests against their address; shared with the framework-error path. */
+  keyless: KeylessCharge;
   metrics: GatewayMetrics;
   now: () => number;
 }
 
 /** Seconds a client is told to wait when the limiter is unavailable in closed mode. */
 const UNAVAILABLE_RETRY_SECONDS = 5;
-const BEARER = /^Bearer +(\S+) *$/i;
+const BEARER_SCHEME = /^Bearer( |$)/i;
+const NO_BEARER = 'The API key needs the scheme in front of it: send "Authorization: Bearer <API_KEY>"';
 
 /** fastify's request logger is a pino child, which can extend its own bindings. */
 type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
 
-type AuthFailure = 'missing' | 'malformed' | 'unknown';
+/** Why a request has no usable key (the framework-error path adds 'bad_request'). */
+type AuthFailure = Exclude<KeylessReason, 'bad_request'>;
 
 /**
  * The gate in front of every non-public route: authenticate the bearer key, then take the
  * rate-limit decision, and put the rate-limit headers on the reply whatever happens next.
+ * Answers to keyed API requests are personal: never stored by a cache (Cache-Control: no-store).
  */
 export const gate = fp(
   async (app: FastifyInstance, opts: GateOptions) => {
-    const { keys, limiter, anonymous, metrics, now } = opts;
+    const { keys, limiter, anonymous, keyless, metrics, now } = opts;
     app.decorateRequest('apiKey', null);
+    app.decorateRequest('limiterDecision', undefined);
+    app.decorateRequest('limiterSource', undefined);
 
-    async function refuseAnonymous(request: FastifyRequest, reply: FastifyReply, reason: AuthFailure): Promise<never> {
-      const decision = await anonymous.consume(request.ip);
-      setRateLimitHeaders(reply, [decision.window], now());
-      metrics.anonymous.inc({ reason, decision: decision.allowed ? 'allowed' : 'limited' });
-      if (!decision.allowed) {
-        const retryAfter = Math.max(1, Math.ceil((decision.window.resetAt - now()) / 1000));
-        throw new ApiError(429, 'rate_limit_exceeded', 'Too many requests without a valid API key from this address', {
-          'retry-after': String(retryAfter),
-        });
-      }
+    /**
+     * Refuses a request without a usable key; it counts against its address's limit. `refusal`
+     * is the 401 to give when that limit lets it through (default: invalid_api_key).
+     */
+    async function refuseAnonymous(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      reason: AuthFailure,
+      refusal?: ApiError,
+    ): Promise<never> {
+      const limited = await keyless(request, reply, reason);
+      if (limited) throw limited;
       if (reason === 'missing') {
         throw new ApiError(401, 'missing_api_key', 'Send your API key as "Authorization: Bearer <API_KEY>"');
       }
-      throw new ApiError(401, 'invalid_api_key', 'The API key is not valid');
+      throw refusal ?? new ApiError(401, 'invalid_api_key', 'The API key is not valid');
+    }
+
+    function expiredError({ endsAt, secret }: ResolvedKey): ApiError {
+      const when = new Date(endsAt).toISOString();
+      return new ApiError(
+        401,
+        'expired_api_key',
+        secret === 'previous'
+          ? `This API key was replaced by a newer one and stopped working at ${when}`
+          : `This API key expired at ${when}`,
+      );
     }
 
     // One counter child per outcome and source, found without hashing labels on every request.
@@ -79,6 +102,7 @@ export const gate = fp(
 
     /** The refusal (429, 503) for a limiter decision, or undefined when the request may go on. */
     function decide(
+      request: FastifyRequest,
       reply: FastifyReply,
       record: KeyRecord,
       limits: Limits,
@@ -86,6 +110,8 @@ export const gate = fp(
     ): ApiError | undefined {
       const at = now();
       decisionCounter(decision).inc();
+      request.limiterDecision = decision.outcome;
+      request.limiterSource = decision.source;
       switch (decision.outcome) {
         case 'admitted':
           setRateLimitHeaders(reply, decision.windows, at);
@@ -96,6 +122,14 @@ export const gate = fp(
             'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)),
           });
         case 'banned':
+          if (decision.started) {
+            metrics.bans.inc({ source: decision.source });
+            // The key id is in the request logger's bindings.
+            request.log.warn(
+              { refusals: decision.started.refusals, banEndsAt: new Date(decision.banEndsAt).toISOString() },
+              'API key banned for ignoring rate limits',
+            );
+          }
           setRateLimitHeaders(reply, decision.windows, at, decision.banEndsAt);
           return new ApiError(429, 'api_key_banned', 'This API key is temporarily banned for ignoring rate limits', {
             'retry-after': String(Math.max(1, Math.ceil((decision.banEndsAt - at) / 1000))),
@@ -118,41 +152,63 @@ export const gate = fp(
       const at = now();
       const until = at + UNAVAILABLE_RETRY_SECONDS * 1000;
       // The key's plan is unknown here: report the per-address limit as exhausted until the retry.
-      setRateLimitHeaders(reply, [anonymousWindow(until)], at, until);
+      setExhaustedAnonymousHeaders(reply, anonymous.perMinute, at, until);
       return new ApiError(503, 'upstream_unavailable', 'Cannot verify API keys right now; retry shortly', {
         'retry-after': String(UNAVAILABLE_RETRY_SECONDS),
       });
-    }
-
-    function anonymousWindow(resetAt: number): WindowState {
-      return { name: 'anonymous', limit: anonymous.perMinute, remaining: 0, windowSeconds: 60, resetAt };
     }
 
     // Callback style with a synchronous path up to the limiter: this runs on every request, and
     // each await would cost a promise and a microtask.
     app.addHook('onRequest', (request, reply, done) => {
       if (request.routeOptions.config.public) return done();
+      reply.header('cache-control', 'no-store');
       const header = request.headers.authorization;
-      if (header === undefined || header === '') return void refuseAnonymous(request, reply, 'missing').catch(done);
-      const match = BEARER.exec(header);
-      const presented = match?.[1];
+      if (header === undefined || header === '') {
+        // A path nothing serves is a 404 with or without a key (GET /metrics here is not the
+        // metrics listener); it still counts against the address like any keyless request.
+        if (request.is404)
+          return void keyless(request, reply, 'missing').then((refusal) => done(refusal ?? undefined), done);
+        return void refuseAnonymous(request, reply, 'missing').catch(done);
+      }
+      const presented = parseBearer(header);
       // Shape and checksum first: garbage never reaches the key store or the key's limiter.
       if (presented === undefined || !isWellFormedApiKey(presented)) {
-        return void refuseAnonymous(request, reply, match ? 'malformed' : 'missing').catch(done);
+        // A key sent without the Bearer scheme (`Authorization: ask_…`, `Token ask_…`): say how to send it.
+        if (
+          presented === undefined &&
+          !BEARER_SCHEME.test(header) &&
+          isWellFormedApiKey(header.trim().split(/ +/).at(-1) ?? '')
+        ) {
+          return void refuseAnonymous(
+            request,
+            reply,
+            'malformed',
+            new ApiError(401, 'invalid_api_key', NO_BEARER),
+          ).catch(done);
+        }
+        return void refuseAnonymous(request, reply, presented === undefined ? 'missing' : 'malformed').catch(done);
       }
-      const withRecord = (record: KeyRecord | null) => {
-        if (record === null) return void refuseAnonymous(request, reply, 'unknown').catch(done);
+      const withKey = (resolved: ResolvedKey | null) => {
+        if (resolved === null) return void refuseAnonymous(request, reply, 'unknown').catch(done);
+        // Checked per request, not when cached: a key expires at its moment on every replica.
+        if (now() >= resolved.endsAt) {
+          return void refuseAnonymous(request, reply, 'expired', expiredError(resolved)).catch(done);
+        }
+        const record = resolved.record;
         request.apiKey = record;
         // Every later line for this request (refusals, upstream errors, completion) names the key.
         // The request's logger is already its own child: extending its bindings costs far less
         // than a second child per request.
         (request.log as RequestLogger).setBindings?.({ keyId: record.id });
         const limits = limitsFor(record.plan, record.limits);
-        limiter.consume(record.id, limits).then((decision) => done(decide(reply, record, limits, decision)), done);
+        limiter
+          .consume(record.id, limits)
+          .then((decision) => done(decide(request, reply, record, limits, decision)), done);
       };
-      const guarded = (record: KeyRecord | null) => {
+      const guarded = (resolved: ResolvedKey | null) => {
         try {
-          withRecord(record);
+          withKey(resolved);
         } catch (err) {
           // A record the code cannot use (say, an enterprise key stored without limits) fails
           // this request, not the process.

@@ -1,0 +1,107 @@
+// The processes `npm run bench` starts, how it waits for them, and how it ends them.
+//
+// Every child's stdout is a pipe the bench drains: that is where a service's stdout goes in
+// production (a container runtime or a log shipper reads it). A service that logs per request pays
+// for its writes, and the machine for the reading, as it would there; /dev/null would hide the
+// second half. Every subject gets the same pipe, whether it logs or not.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
+
+const children = [];
+process.on('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+process.on('SIGINT', () => process.exit(130));
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** CPU time (user + system) of a process in microseconds, from /proc (Linux). */
+export function cpuMicros(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** An env value of `undefined` removes that variable from the child's environment. The child counts
+ * the bytes its stdout gave (`stdoutBytes`). */
+export function start(name, command, argv, env = {}) {
+  // METRICS_PORT=0: any free port, so subjects never collide with each other or a running `npm start`.
+  const child = spawn(command, argv, {
+    env: { ...process.env, METRICS_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdoutBytes = 0;
+  child.stdout.on('data', (d) => {
+    child.stdoutBytes += d.length;
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  child.on('exit', (code, signal) => {
+    if (!child.stopping)
+      process.stderr.write(`bench: ${name} (pid ${child.pid}) exited ${code ?? signal}: ${stderr}\n`);
+  });
+  children.push(child);
+  return child;
+}
+
+/** SIGTERM to every child, then up to 3 s for them to go; the exit hook kills what is left. */
+export async function stopAll() {
+  const exited = children
+    .filter((c) => c.exitCode === null && c.signalCode === null)
+    .map((c) => {
+      c.stopping = true;
+      const gone = new Promise((resolve) => c.once('exit', resolve));
+      c.kill('SIGTERM');
+      return gone;
+    });
+  await Promise.race([Promise.all(exited), new Promise((r) => setTimeout(r, 3000))]);
+}
+
+export async function waitFor(url, init) {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(url, init)).ok) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`not ready: ${url}`);
+}
+
+/** A redis-server of the bench's own on a free port, or REDIS_URL if set (then no pid to measure). */
+export async function startRedis() {
+  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, pid: null };
+  const port = await freePort();
+  const child = start('redis-server', 'redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+  ]);
+  const url = `redis://127.0.0.1:${port}`;
+  const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => 50 });
+  probe.on('error', () => {});
+  await probe.connect().catch(() => {});
+  for (let i = 0; i < 100 && probe.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
+  probe.disconnect();
+  return { url, pid: child.pid };
+}

@@ -1,0 +1,34 @@
+// Redis commands per request, from Redis's own counters (INFO commandstats) around a fixed load.
+import { cannon } from './rounds.mjs';
+
+async function commandStats(redis) {
+  const text = await redis.info('commandstats');
+  const stats = {};
+  for (const m of text.matchAll(/cmdstat_([a-z|_-]+):calls=(\d+)/g)) stats[m[1]] = Number(m[2]);
+  return stats;
+}
+
+function delta(before, after) {
+  const out = {};
+  for (const [k, v] of Object.entries(after)) if (v - (before[k] ?? 0) > 0) out[k] = v - (before[k] ?? 0);
+  return out;
+}
+
+/** Requests the client sent to Redis itself (EVALSHA counts once; the script's inner calls are listed apart). */
+function clientCommands(d) {
+  const scriptInner = ['get', 'mget', 'incr', 'incrby', 'pttl', 'pexpire', 'set', 'del'];
+  let total = 0;
+  for (const [k, v] of Object.entries(d)) {
+    if (k === 'info' || k.startsWith('client') || k === 'config|resetstat') continue;
+    if (!scriptInner.includes(k)) total += v;
+  }
+  return total;
+}
+
+/** `admin`: an ioredis client on the subject's Redis; `request`: autocannon options. */
+export async function commandsPerRequest(admin, request, amount = 2000) {
+  const before = await commandStats(admin);
+  const r = await cannon({ ...request, amount, connections: 8 });
+  const d = delta(before, await commandStats(admin));
+  return { requests: r.requests.total, commands: d, clientCommandsPerRequest: clientCommands(d) / r.requests.total };
+}

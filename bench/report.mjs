@@ -1,0 +1,45 @@
+// What `npm run bench` prints: one table per request, the ratios, and the extras.
+const out = (line = '') => process.stdout.write(`${line}\n`);
+const num = (v, width) => String(v).padStart(width);
+
+/** `results`: { [name]: { requestsPerSecond, p50Ms, p99Ms, rounds } } in the order to print. */
+export function printTable(title, results) {
+  out(`${title.padEnd(22)}${num('req/s', 8)}${num('p50 ms', 8)}${num('p99 ms', 8)}   req/s per round`);
+  for (const [name, r] of Object.entries(results)) {
+    out(
+      `  ${name.padEnd(20)}${num(r.requestsPerSecond, 8)}${num(r.p50Ms, 8)}${num(r.p99Ms, 8)}   ${r.rounds.map((x) => x.rps).join(' ')}`,
+    );
+  }
+}
+
+/** Ratios keyed `get.a/b` and `post.a/b` side by side; any other key on a line of its own. */
+export function printRatios(ratios) {
+  out(`\nratios of req/s (median of the rounds' ratios)${num('GET', 9)}${num('POST', 8)}`);
+  const pairs = Object.keys(ratios)
+    .filter((k) => k.startsWith('get.') && `post.${k.slice(4)}` in ratios)
+    .map((k) => k.slice(4));
+  for (const pair of pairs)
+    out(`  ${pair.padEnd(45)}${num(ratios[`get.${pair}`], 9)}${num(ratios[`post.${pair}`], 8)}`);
+  for (const [k, v] of Object.entries(ratios)) {
+    if (!pairs.some((p) => k === `get.${p}` || k === `post.${p}`)) out(`  ${k.padEnd(45)}${num(v, 9)}`);
+  }
+}
+
+const signed = (ms) => (ms < 0 ? `${ms}` : `+${ms}`);
+
+export function printExtras({ refusals, redis, addedLatencyAtHalfLoad: a, perRequest: c }) {
+  out(
+    `refusals on the gateway, req/s as a share of admitted: 429 ${refusals['429/admitted']}, banned ${refusals['banned/admitted']}`,
+  );
+  out('redis commands per request (sent by the client; script internals listed in the JSON)');
+  for (const [name, r] of Object.entries(redis)) {
+    out(`  ${name.padEnd(16)} ${r.clientCommandsPerRequest.toFixed(3)}  ${JSON.stringify(r.commands)}`);
+  }
+  out(
+    `latency the gateway adds at ${a.rate} req/s (50% of its max): p50 ${signed(a.addedP50Ms)} ms, p99 ${signed(a.addedP99Ms)} ms`,
+  );
+  out(`per request at ${c.rate} req/s${num('CPU µs', 12)}${num('+ Redis', 9)}${num('stdout B', 10)}`);
+  for (const [name, r] of Object.entries(c.subjects)) {
+    out(`  ${name.padEnd(26)}${num(r.process, 12)}${num(r.redis ?? '', 9)}${num(r.stdoutBytes, 10)}`);
+  }
+}

@@ -1,0 +1,110 @@
+// The five subjects `npm run bench` compares, started on loopback in front of one pets service:
+//   direct        the pets service itself (in-memory store)
+//   bareProxy     fastify + @fastify/http-proxy, nothing else (bench/bare-proxy.mjs)
+//   gateway       the gateway as a user runs it: its default log level (info), real Redis
+//   gatewayQuiet  the same gateway with LOG_LEVEL=warn
+//   peer          fastify + @fastify/http-proxy + @fastify/rate-limit on the same Redis (bench/peer.mjs)
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createKey } from '../services/gateway/dist/keys/create-key.js';
+import { toKeyFileEntry } from '../services/gateway/dist/keys/keys-file.js';
+import { freePort, start, waitFor } from './processes.mjs';
+
+export const SUBJECTS = ['direct', 'bareProxy', 'gateway', 'gatewayQuiet', 'peer'];
+
+const local = (port) => `http://127.0.0.1:${port}`;
+
+/** Gateway keys: one whose limits never refuse during a run, one over its limit, one banned. */
+function writeKeys(dir) {
+  const open = createKey({ plan: 'enterprise', name: 'bench open', limits: { perMinute: 1e9, perDay: 1e9 } });
+  const limited = createKey({ plan: 'enterprise', name: 'bench limited', limits: { perMinute: 1, perDay: 1e9 } });
+  const banned = createKey({ plan: 'free', name: 'bench banned' });
+  const entries = [open, limited, banned].map((k) => toKeyFileEntry(k.record));
+  writeFileSync(join(dir, 'keys.json'), JSON.stringify(entries));
+  return { open: open.key, limited: limited.key, banned: banned.key, bannedId: banned.record.id };
+}
+
+async function startPets() {
+  const port = await freePort();
+  // At warn for every subject: pets is the upstream of all five, and the comparison is of what
+  // sits in front of it.
+  const child = start('pets', process.execPath, ['services/pets/dist/server.js'], {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+  });
+  await waitFor(`${local(port)}/readyz`);
+  for (let i = 0; i < 40; i++) {
+    await fetch(`${local(port)}/v1/pets`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `pet-${i}`, categoryId: i % 5, status: 'available' }),
+    });
+  }
+  return { url: local(port), process: child };
+}
+
+/**
+ * Starts every subject. Returns, per subject, its base URL, child process and the headers its
+ * requests carry; the gateway's keys and Redis prefix; and `startGateway` for more gateways on the
+ * same pets and keys.
+ */
+export async function startSubjects({ redis, dir }) {
+  const pets = await startPets();
+  const keys = writeKeys(dir);
+  const prefix = `bench${randomUUID().slice(0, 6)}:`;
+  const auth = { authorization: `Bearer ${keys.open}` };
+
+  /** `logLevel` undefined: the gateway's own default, whatever this shell exports. */
+  const startGateway = async (redisEnv, logLevel) => {
+    const port = await freePort();
+    const child = start('gateway', process.execPath, ['services/gateway/dist/server.js'], {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PETS_URL: pets.url,
+      // One Redis mode per gateway: the topology's, not a REDIS_URL this shell may export.
+      REDIS_URL: '',
+      ...redisEnv,
+      REDIS_PREFIX: prefix,
+      API_KEYS_FILE: join(dir, 'keys.json'),
+      LOG_LEVEL: logLevel,
+      // The 429 scenario measures refusals; a ban would turn it into the banned scenario.
+      BAN_THRESHOLD: '1000000',
+    });
+    await waitFor(`${local(port)}/readyz`);
+    return { url: local(port), process: child, headers: auth };
+  };
+
+  const bareProxy = async () => {
+    const port = await freePort();
+    const child = start('bare-proxy', process.execPath, ['bench/bare-proxy.mjs'], {
+      PORT: String(port),
+      PETS_URL: pets.url,
+    });
+    await waitFor(`${local(port)}/v1/pets`);
+    return { url: local(port), process: child, headers: {} };
+  };
+
+  const peer = async () => {
+    const port = await freePort();
+    const child = start('peer', process.execPath, ['bench/peer.mjs'], {
+      PORT: String(port),
+      PETS_URL: pets.url,
+      REDIS_URL: redis.url,
+      // The gateway's open key, with a window that never refuses during a run.
+      PEER_KEYS: JSON.stringify([[keys.open, 1e9]]),
+    });
+    await waitFor(`${local(port)}/v1/pets`, { headers: auth });
+    return { url: local(port), process: child, headers: auth };
+  };
+
+  const subjects = {
+    direct: { ...pets, headers: {} },
+    bareProxy: await bareProxy(),
+    gateway: await startGateway({ REDIS_URL: redis.url }, undefined),
+    gatewayQuiet: await startGateway({ REDIS_URL: redis.url }, 'warn'),
+    peer: await peer(),
+  };
+  return { subjects, keys, prefix, startGateway };
+}

@@ -1,0 +1,59 @@
+import { ApiError } from '@animal-store/common/errors.js';
+import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import { LRUCache } from 'lru-cache';
+import { parseBearer } from '../bearer.js';
+import { sameSecret } from '../keys/api-key.js';
+import { addressKey } from '../limits/anonymous-limiter.js';
+
+/** Failed authentications one address may make per window before it is refused outright. */
+export const ADMIN_AUTH_FAILURES = 10;
+export const ADMIN_AUTH_WINDOW_MS = 60_000;
+
+interface Failures {
+  count: number;
+  /** When this address's window ends (epoch ms); it starts at its first failure. */
+  resetAt: number;
+}
+
+/**
+ * The admin API's bearer check with a limit on guessing: after ADMIN_AUTH_FAILURES wrong or
+ * missing tokens from one address within a window, that address gets 429 admin_rate_limited
+ * with Retry-After until the window ends, and its token is not even compared. Per replica, in
+ * memory: the admin listener is an operator's loopback or port-forward, not shared traffic.
+ */
+export function adminAuth(
+  token: string,
+  now: () => number = Date.now,
+  limit = { failures: ADMIN_AUTH_FAILURES, windowMs: ADMIN_AUTH_WINDOW_MS },
+): onRequestAsyncHookHandler {
+  // Bounded: a flood from many addresses forgets the oldest, never grows without end.
+  const failures = new LRUCache<string, Failures>({ max: 10_000 });
+
+  function blockedForMs(request: FastifyRequest, at: number): number {
+    const seen = failures.get(addressKey(request.ip));
+    if (!seen || seen.resetAt <= at || seen.count < limit.failures) return 0;
+    return seen.resetAt - at;
+  }
+
+  function recordFailure(request: FastifyRequest, at: number): void {
+    const address = addressKey(request.ip);
+    const seen = failures.get(address);
+    if (!seen || seen.resetAt <= at) failures.set(address, { count: 1, resetAt: at + limit.windowMs });
+    else seen.count++;
+  }
+
+  return async (request) => {
+    const at = now();
+    const waitMs = blockedForMs(request, at);
+    if (waitMs > 0) {
+      throw new ApiError(429, 'admin_rate_limited', 'Too many failed admin authentications from this address', {
+        'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))),
+      });
+    }
+    const given = parseBearer(request.headers.authorization);
+    if (given === undefined || !sameSecret(given, token)) {
+      recordFailure(request, at);
+      throw new ApiError(401, 'unauthorized', 'Send the admin token as "Authorization: Bearer <ADMIN_TOKEN>"');
+    }
+  };
+}

@@ -1,0 +1,49 @@
+/**
+ * What GET /v1 answers: where to start. The address `npm start` prints is /v1, so it must say
+ * something useful rather than 404. Keyless, like /docs.
+ */
+export const API_INDEX = {
+  name: 'Animal store API',
+  authentication: 'Send your API key as "Authorization: Bearer <API_KEY>"',
+  links: {
+    docs: '/docs',
+    openapi: '/v1/openapi.json',
+    pets: '/v1/pets',
+  },
+} as const;
+
+const link = (description: string) => ({ type: 'string', description });
+
+/** JSON Schema of the index, for the route's response and the public OpenAPI document. */
+export const API_INDEX_SCHEMA = {
+  type: 'object',
+  required: ['name', 'authentication', 'links'],
+  properties: {
+    name: { type: 'string' },
+    authentication: { type: 'string', description: 'How to send an API key.' },
+    links: {
+      type: 'object',
+      required: ['docs', 'openapi', 'pets'],
+      properties: {
+        docs: link('The API reference (HTML).'),
+        openapi: link('This OpenAPI document.'),
+        pets: link('The animals: list, filter by id or status, add.'),
+      },
+    },
+  },
+} as const;
+
+/** The index as an OpenAPI operation: public, so no security and none of the gateway's refusals. */
+export const API_INDEX_OPERATION = {
+  operationId: 'apiIndex',
+  summary: 'Where to start',
+  description: 'Links to the reference, the OpenAPI document and the pets collection. Needs no API key.',
+  tags: ['pets'],
+  security: [],
+  responses: {
+    '200': {
+      description: 'The index.',
+      content: { 'application/json': { schema: API_INDEX_SCHEMA } },
+    },
+  },
+};

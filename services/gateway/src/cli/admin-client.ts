@@ -1,0 +1,97 @@
+/** A mistake in how the CLI was called or configured: exit 2, with the command's usage. */
+export class UsageError extends Error {}
+
+const DEFAULT_HOST = '127.0.0.1';
+const DEFAULT_PORT = '8081';
+const TIMEOUT_MS = 10_000;
+
+/**
+ * Where the admin API is: ADMIN_URL, else ADMIN_HOST/ADMIN_PORT (the variables the gateway itself
+ * listens on), else the gateway's default. `host:port` without a scheme means http.
+ */
+export function adminBaseUrl(env: NodeJS.ProcessEnv): string {
+  const given = env.ADMIN_URL?.trim();
+  if (given) {
+    const text = /^[a-z][a-z0-9+.-]*:\/\//i.test(given) ? given : `http://${given}`;
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw new UsageError(`ADMIN_URL=${given} is not a URL or host:port (e.g. http://127.0.0.1:8081)`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new UsageError(`ADMIN_URL=${given} must be http:// or https://`);
+    }
+    return url.origin + url.pathname.replace(/\/+$/, '');
+  }
+  const port = env.ADMIN_PORT?.trim() || DEFAULT_PORT;
+  if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) throw new UsageError(`ADMIN_PORT=${port} is not a port number`);
+  let host = env.ADMIN_HOST?.trim() || DEFAULT_HOST;
+  // The gateway may listen on every address; the CLI then calls it on this machine.
+  if (host === '0.0.0.0' || host === '::') host = DEFAULT_HOST;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** Why a request never got an answer, in words: refused, not found, timed out. */
+function unreachable(err: unknown): string {
+  if (err instanceof DOMException && err.name === 'TimeoutError') return `no answer within ${TIMEOUT_MS / 1000} s`;
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  switch (cause?.code) {
+    case 'ECONNREFUSED':
+      return 'connection refused: nothing listens there';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'host not found';
+    case 'ECONNRESET':
+      return 'connection reset';
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return 'connection timed out';
+    default:
+      return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+  }
+}
+
+export class AdminClient {
+  constructor(
+    readonly baseUrl: string,
+    private readonly token: string,
+  ) {}
+
+  static fromEnv(env: NodeJS.ProcessEnv): AdminClient {
+    const base = adminBaseUrl(env);
+    const token = env.ADMIN_TOKEN;
+    if (!token)
+      throw new UsageError('set ADMIN_TOKEN to use the admin API (or use --file with create, update, rotate)');
+    return new AdminClient(base, token);
+  }
+
+  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const url = `${this.baseUrl}${path}`;
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method,
+        headers: { authorization: `Bearer ${this.token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      });
+    } catch (err) {
+      throw new Error(
+        `cannot reach the admin API at ${this.baseUrl} (${unreachable(err)}). ` +
+          'Is the gateway running with ADMIN_TOKEN set? Point ADMIN_URL (or ADMIN_HOST/ADMIN_PORT) at its admin listener.',
+      );
+    }
+    const text = await response.text();
+    let data: unknown = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      throw new Error(`${url} answered ${response.status} with a body that is not JSON: is ADMIN_URL the admin API?`);
+    }
+    if (!response.ok) {
+      const message = (data as { message?: string } | null)?.message ?? response.statusText;
+      throw new Error(`admin API answered ${response.status}: ${message}`);
+    }
+    return data as T;
+  }
+}

@@ -1,0 +1,49 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { type Db, MongoClient } from 'mongodb';
+import type { GatewayConfig } from './config.js';
+import type { EventBus } from './events.js';
+import { createRedisClients, type RedisClient } from './redis/clients.js';
+
+/** The gateway's connections to the outside: opened by openClients, closed by closeClients. */
+export interface ExternalClients {
+  redis: RedisClient | null;
+  /** A second Redis connection for pub/sub, which blocks a connection for anything else. */
+  subscriber: RedisClient | null;
+  mongo: MongoClient | null;
+  /** The key store's database, when MongoDB is configured. */
+  keysDb: Db | null;
+}
+
+/** Creates every client the config asks for; they connect on their own (Redis) or at first use (MongoDB). */
+export function openClients(config: GatewayConfig): ExternalClients {
+  const { redis = null, subscriber = null } = config.redis
+    ? createRedisClients(config.redis, config.redisCommandTimeoutMs)
+    : {};
+  const mongo = config.mongoUrl
+    ? new MongoClient(config.mongoUrl, {
+        appName: 'animal-store-gateway',
+        // A stalled MongoDB must fail a key lookup or a key-change poll in seconds, not hang it.
+        serverSelectionTimeoutMS: 2_000,
+        connectTimeoutMS: 2_000,
+        socketTimeoutMS: 5_000,
+        waitQueueTimeoutMS: 2_000,
+      })
+    : null;
+  return { redis, subscriber, mongo, keysDb: mongo?.db('gateway') ?? null };
+}
+
+/**
+ * Closes the clients when the app closes: after in-flight requests have finished (fastify runs
+ * onClose then), the event bus first so no handler runs on a closing connection.
+ */
+export const closeClients = fp(
+  async (app: FastifyInstance, opts: { clients: ExternalClients; events: EventBus }) => {
+    app.addHook('onClose', async () => {
+      const { redis, subscriber, mongo } = opts.clients;
+      await opts.events.close();
+      await Promise.allSettled([redis?.quit(), subscriber?.quit(), mongo?.close()]);
+    });
+  },
+  { name: 'close-clients' },
+);

@@ -1,0 +1,75 @@
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { EventBus } from './events.js';
+import type { KeyResolver } from './keys/key-resolver.js';
+import type { KeyStore } from './keys/key-store.js';
+import type { GuardedLimiter } from './limits/guarded-limiter.js';
+
+export interface KeySyncOptions {
+  events: EventBus;
+  keys: KeyResolver;
+  keyStore: KeyStore;
+  limiter: GuardedLimiter;
+  pollMs: number;
+  now: () => number;
+}
+
+/** Polls overlap by this much so a change stamped by a replica with a slower clock is not missed. */
+const CLOCK_SLACK_MS = 30_000;
+
+/**
+ * Keeps this replica's key cache and ban knowledge in step with the others: events bring news
+ * at once; the poll of the store's changed keys (updates, rotations, revocations) guarantees it
+ * within `pollMs` even when an event was lost (Redis down, replica reconnecting).
+ */
+export const keySync = fp(
+  async (app: FastifyInstance, opts: KeySyncOptions) => {
+    const { events, keys, keyStore, limiter, pollMs, now } = opts;
+    events.subscribe((event) => {
+      if (event.type === 'key-revoked' || event.type === 'key-changed') keys.evict(event.id);
+      else if (event.type === 'ban-lifted') limiter.forgetBan(event.id);
+      else limiter.forgetBans();
+    });
+
+    let since = new Date(now() - CLOCK_SLACK_MS);
+    let timer: NodeJS.Timeout | undefined;
+    let polling = false;
+    const poll = async () => {
+      if (polling) return;
+      polling = true;
+      const started = now();
+      try {
+        for (const changed of await keyStore.changedSince(since)) keys.evict(changed.id);
+        since = new Date(started - CLOCK_SLACK_MS);
+      } catch (err) {
+        app.log.warn({ err }, 'key change poll failed; will retry');
+      } finally {
+        polling = false;
+      }
+    };
+    app.addHook('onReady', async () => {
+      timer = setInterval(poll, pollMs);
+      timer.unref();
+    });
+    app.addHook('onClose', async () => {
+      if (timer) clearInterval(timer);
+    });
+  },
+  { name: 'key-sync' },
+);
+
+/**
+ * After a key changed in the store: this replica forgets it at once, the others when the event
+ * reaches them (or, if it is lost, at their next poll). Publishing is best effort for that reason.
+ */
+export async function announceKeyChange(
+  deps: { keyResolver: KeyResolver; events: EventBus },
+  type: 'key-changed' | 'key-revoked',
+  id: string,
+  log: FastifyBaseLogger,
+): Promise<void> {
+  deps.keyResolver.evict(id);
+  await deps.events.publish({ type, id }).catch((err) => {
+    log.warn({ err, keyId: id }, 'key change not published; replicas learn of it by polling the key store');
+  });
+}

@@ -1,0 +1,233 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../support/runtime.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+interface Ports {
+  PORT: number;
+  ADMIN_PORT: number;
+  PETS_PORT: number;
+  METRICS_PORT: number;
+  PETS_METRICS_PORT: number;
+}
+
+interface Started {
+  npm: ChildProcess;
+  ports: Ports;
+  tmp: string;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Types Ctrl-C where the stack runs in a terminal of its own. */
+  interrupt?: () => void;
+}
+
+const started: Started[] = [];
+
+afterEach(async () => {
+  for (const s of started.splice(0)) {
+    // A test that failed midway: stop the stack the way a terminal would (its process group; the
+    // services are in their own groups and are stopped by start.mjs), then make sure.
+    if (s.npm.exitCode === null && s.npm.signalCode === null && s.npm.pid) {
+      // In a pseudo-terminal the stack is in the terminal's own session: Ctrl-C is what reaches it.
+      s.interrupt?.();
+      signalGroup(s.npm.pid, 'SIGTERM');
+      const timer = setTimeout(() => signalGroup(s.npm.pid!, 'SIGKILL'), 5_000);
+      await s.exited;
+      clearTimeout(timer);
+    }
+    rmSync(s.tmp, { recursive: true, force: true });
+  }
+});
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+async function freePorts(): Promise<Ports> {
+  // Never the defaults (8080, 8081, 8090, 9464, 9465): another stack may be running on this machine.
+  return {
+    PORT: await freePort(),
+    ADMIN_PORT: await freePort(),
+    PETS_PORT: await freePort(),
+    METRICS_PORT: await freePort(),
+    PETS_METRICS_PORT: await freePort(),
+  };
+}
+
+/**
+ * `npm start` exactly as a user types it, but on free ports, in its own process group (as a shell
+ * would run it) and with its own TMPDIR. `--ignore-scripts` skips only the prestart build, which
+ * `npm test` has already done.
+ */
+function npmStart(ports: Ports): Started {
+  const tmp = mkdtempSync(join(tmpdir(), 'npm-start-test-'));
+  const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, LOG_LEVEL: 'warn' };
+  for (const name of ['HOST', 'ADMIN_HOST', 'ADMIN_TOKEN', 'API_KEYS_FILE', 'MONGO_URL', 'REDIS_URL', 'PETS_URL']) {
+    delete env[name];
+  }
+  for (const [name, port] of Object.entries(ports)) env[name] = String(port);
+  const npm = spawn('npm', ['start', '--ignore-scripts'], { cwd: ROOT, env, detached: true, stdio: 'pipe' });
+  let out = '';
+  let err = '';
+  npm.stdout?.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  npm.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const exited = once(npm, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+  }));
+  const s: Started = { npm, ports, tmp, stdout: () => out, stderr: () => err, exited };
+  started.push(s);
+  return s;
+}
+
+async function untilUp(s: Started): Promise<string> {
+  while (!s.stdout().includes('Ctrl-C stops the stack.')) {
+    const ended = await Promise.race([s.exited, once(s.npm.stdout!, 'data').then(() => null)]);
+    if (ended) throw new Error(`npm start exited (${ended.code ?? ended.signal}):\n${s.stdout()}\n${s.stderr()}`);
+  }
+  return s.stdout();
+}
+
+function listenable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe: Server = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ host: '127.0.0.1', port, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
+}
+
+/** Lines npm itself may print on this machine (config warnings), which are not the script's. */
+const ownLines = (text: string) => text.split('\n').filter((l) => l !== '' && !l.startsWith('npm warn'));
+
+async function expectStoppedCleanly(s: Started): Promise<void> {
+  const exit = await s.exited;
+  expect(exit).toEqual({ code: 0, signal: null });
+  for (const port of Object.values(s.ports)) expect(await listenable(port)).toBe(true);
+  // The demo keys file and its folder are gone.
+  expect(readdirSync(s.tmp)).toEqual([]);
+}
+
+describe('npm start', () => {
+  it('prints each demo key with plan and id, and an export line for the admin API, then serves /v1', async () => {
+    const s = npmStart(await freePorts());
+    const banner = await untilUp(s);
+    const { PORT, ADMIN_PORT } = s.ports;
+    expect(banner).toContain(`http://127.0.0.1:${PORT}/v1`);
+    for (const plan of ['free', 'pro', 'business', 'enterprise']) {
+      expect(banner).toMatch(new RegExp(`^ +${plan} +key_[0-9A-Za-z]{16} +ask_[0-9A-Za-z]{46}$`, 'm'));
+    }
+    const exportLine = banner.match(/^ +export ADMIN_URL=(\S+) ADMIN_TOKEN=(\S+)$/m);
+    expect(exportLine?.[1]).toBe(`http://127.0.0.1:${ADMIN_PORT}`);
+    // The printed token and URL work against the admin API, which lists the printed ids.
+    const keys = await fetch(`${exportLine?.[1]}/admin/keys`, {
+      headers: { authorization: `Bearer ${exportLine?.[2]}` },
+    });
+    expect(keys.status).toBe(200);
+    const listed = JSON.stringify(await keys.json());
+    for (const id of banner.match(/key_[0-9A-Za-z]{16}/g) ?? []) expect(listed).toContain(id);
+    // The address the banner gives answers with an index rather than 404.
+    const index = await fetch(`http://127.0.0.1:${PORT}/v1`);
+    expect(index.status).toBe(200);
+    // The demo keys file lives in TMPDIR while the stack runs.
+    expect(readdirSync(s.tmp)).toHaveLength(1);
+    // Not a terminal: the services' log records stay JSON, one per line.
+    const logs = banner.split('\n').filter((l) => l.startsWith('{'));
+    expect(logs.length).toBeGreaterThan(0);
+    for (const line of logs) expect(JSON.parse(line)).toMatchObject({ level: expect.any(Number) });
+
+    process.kill(s.npm.pid!, 'SIGTERM');
+    await expectStoppedCleanly(s);
+  });
+
+  it('stops everything and exits 0 on SIGINT to the pid npm start gave the shell', async () => {
+    const s = npmStart(await freePorts());
+    await untilUp(s);
+    process.kill(s.npm.pid!, 'SIGINT');
+    await expectStoppedCleanly(s);
+  });
+
+  it('stops everything and exits 0 on Ctrl-C (SIGINT to the whole process group)', async () => {
+    const s = npmStart(await freePorts());
+    await untilUp(s);
+    process.kill(-s.npm.pid!, 'SIGINT');
+    await expectStoppedCleanly(s);
+  });
+
+  it('in a terminal: one readable line per log record, and Ctrl-C typed there stops the stack with exit 0', async () => {
+    const ports = await freePorts();
+    const tmp = mkdtempSync(join(tmpdir(), 'npm-start-test-'));
+    const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, LOG_LEVEL: 'info' };
+    for (const name of ['HOST', 'ADMIN_TOKEN', 'API_KEYS_FILE', 'MONGO_URL', 'REDIS_URL', 'PETS_URL']) delete env[name];
+    for (const [name, port] of Object.entries(ports)) env[name] = String(port);
+    // script(1) runs npm start on a pseudo-terminal: stdout is a TTY, and \x03 on its input is Ctrl-C.
+    // It runs the command through `$SHELL -c`, a non-interactive shell that (dash, unlike bash)
+    // dies of the Ctrl-C itself and reports 130; `exec` leaves npm in its place, as in a terminal,
+    // where the interactive shell survives Ctrl-C and shows npm's own exit code.
+    const term = spawn('script', ['-qfec', 'exec npm start --ignore-scripts', '/dev/null'], { cwd: ROOT, env });
+    const s: Started = {
+      npm: term,
+      ports,
+      tmp,
+      stdout: () => out,
+      stderr: () => '',
+      interrupt: () => term.stdin.write('\x03'),
+      exited: once(term, 'exit').then(([code, signal]) => ({
+        code: code as number | null,
+        signal: signal as NodeJS.Signals | null,
+      })),
+    };
+    started.push(s);
+    let out = '';
+    term.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    await untilUp(s);
+    expect((await fetch(`http://127.0.0.1:${ports.PORT}/v1`)).status).toBe(200);
+    // The request's log record arrives on its own line, pretty-printed.
+    while (!/INFO.*gateway.*request.*"path":"\/v1"/.test(out)) await once(term.stdout, 'data');
+    term.stdin.write('\x03');
+    await expectStoppedCleanly(s);
+    const lines = stripVTControlCharacters(out).split(/\r?\n/);
+    expect(lines.filter((l) => l.startsWith('{'))).toEqual([]);
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: gateway request .*"path":"\/v1"/),
+    );
+  });
+
+  it('exits 1 at once with one line naming a busy port and the variable that moves it', async () => {
+    const ports = await freePorts();
+    const squatter = createServer();
+    squatter.listen(ports.ADMIN_PORT, '127.0.0.1');
+    await once(squatter, 'listening');
+    try {
+      const s = npmStart(ports);
+      expect((await s.exited).code).toBe(1);
+      expect(ownLines(s.stderr())).toEqual([
+        `npm start: port ${ports.ADMIN_PORT} (the admin API) is already in use on 127.0.0.1; set ADMIN_PORT to a free port`,
+      ]);
+      // Nothing was started: the other ports are still free.
+      expect(await listenable(ports.PORT)).toBe(true);
+      expect(await listenable(ports.PETS_PORT)).toBe(true);
+      expect(readdirSync(s.tmp)).toEqual([]);
+    } finally {
+      squatter.close();
+    }
+  });
+});
