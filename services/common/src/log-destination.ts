@@ -1,3 +1,5 @@
+import { fstatSync } from 'node:fs';
+import { Socket } from 'node:net';
 import pino from 'pino';
 
 /** Where a process's log lines go: written without blocking, and able to say when all are out. */
@@ -7,19 +9,100 @@ export interface LogDestination {
   flush(cb?: (err?: Error) => void): void;
 }
 
+/** Lines are gathered up to this many bytes before a write: a system call per dozen access lines. */
 const BUFFER_BYTES = 4096;
+/** ... and written at least this often, so a quiet service's lines do not wait. */
 const FLUSH_MS = 500;
+/** A reader this far behind loses lines rather than the process its memory (counted, then reported). */
+const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
 
 /**
- * stdout written asynchronously (pino's sonic-boom), so a log line never blocks the event loop;
- * one per process, shared by its listeners, and flushed by serve() before the process exits.
+ * stdout, written without ever blocking the event loop; one per process, shared by its
+ * listeners, and flushed by serve() before the process exits.
  *
- * Lines are gathered up to BUFFER_BYTES before a write (and written at least every FLUSH_MS), so
- * the access line costs a write system call per dozen requests rather than per request. The
- * bytes handed over and the bytes written ('write' events) are counted, and flush waits until
- * they match, pushing out what the buffer still holds.
+ * A pipe or socket (a container runtime, a log shipper, `npm start`) is written as a non-blocking
+ * stream on the event loop. pino's asynchronous destination (sonic-boom) hands every write to
+ * libuv's thread pool instead; waking a pool thread per write cost more than the request itself
+ * on a two-core machine (the profile in issue 11). A file or terminal keeps sonic-boom, where
+ * the thread pool is what keeps a slow disk off the event loop.
  */
 export function logDestination(fd = 1): LogDestination {
+  const stat = fstatSync(fd);
+  return stat.isFIFO() || stat.isSocket() ? streamDestination(fd) : fileDestination(fd);
+}
+
+function streamDestination(fd: number): LogDestination {
+  // A second handle on the descriptor: process.stdout would also work, but writes through it
+  // from elsewhere (a stray console.log) would then interleave mid-buffer.
+  const socket = new Socket({ fd, readable: false, writable: true });
+  let buffered = '';
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight = 0;
+  let dropped = 0;
+  let broken: Error | undefined;
+  let waiters: Array<(err?: Error) => void> = [];
+
+  const settle = (err?: Error) => {
+    const done = waiters;
+    waiters = [];
+    for (const cb of done) cb(err);
+  };
+  const written = () => {
+    inFlight--;
+    if (inFlight === 0) {
+      if (dropped > 0) reportDropped();
+      else settle();
+    }
+  };
+  const reportDropped = () => {
+    const line = `${JSON.stringify({ level: 40, time: Date.now(), msg: `dropped ${dropped} log lines: stdout was not read fast enough` })}\n`;
+    dropped = 0;
+    inFlight++;
+    socket.write(line, written);
+  };
+  const push = () => {
+    if (timer) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
+    if (buffered === '' || broken) return;
+    const chunk = buffered;
+    buffered = '';
+    inFlight++;
+    socket.write(chunk, written);
+  };
+  // A closed stdout (EPIPE) must neither crash the process nor hold shutdown until the grace
+  // period runs out: lines are discarded from then on.
+  socket.on('error', (err: Error) => {
+    broken = err;
+    buffered = '';
+    inFlight = 0;
+    settle(err);
+  });
+
+  return {
+    write(line) {
+      if (broken) return;
+      if (socket.writableLength > MAX_QUEUED_BYTES) {
+        dropped++;
+        return;
+      }
+      buffered += line;
+      if (buffered.length >= BUFFER_BYTES) push();
+      else if (timer === undefined) timer = setTimeout(push, FLUSH_MS).unref();
+    },
+    flush(cb) {
+      push();
+      if (inFlight === 0 || broken) {
+        cb?.(broken);
+        return;
+      }
+      if (cb) waiters.push(cb);
+    },
+  };
+}
+
+function fileDestination(fd: number): LogDestination {
   const boom = pino.destination({ dest: fd, sync: false, minLength: BUFFER_BYTES, periodicFlush: FLUSH_MS });
   let pending = 0;
   let waiters: Array<(err?: Error) => void> = [];
@@ -28,6 +111,8 @@ export function logDestination(fd = 1): LogDestination {
     waiters = [];
     for (const cb of done) cb(err);
   };
+  // The bytes handed over and the bytes written ('write' events) are counted, and flush waits
+  // until they match, pushing out what the buffer still holds.
   boom.on('write', (bytes: number) => {
     pending = Math.max(0, pending - bytes);
     if (pending === 0) settle();
@@ -35,7 +120,6 @@ export function logDestination(fd = 1): LogDestination {
     // next periodic flush. Once this write has been released, push the rest out.
     else if (waiters.length > 0) setImmediate(() => boom.flush());
   });
-  // A closed stdout (EPIPE) must not hold shutdown until the grace period runs out.
   boom.on('error', (err: Error) => {
     pending = 0;
     settle(err);

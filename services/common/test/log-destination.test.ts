@@ -1,6 +1,9 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { logDestination } from '../src/log-destination.js';
 
@@ -34,5 +37,67 @@ describe('logDestination', () => {
     const fd = openSync(join(dir, 'empty.log'), 'w');
     await new Promise<void>((resolve) => logDestination(fd).flush(() => resolve()));
     closeSync(fd);
+  });
+});
+
+/** The compiled module, as a service process loads it (`npm test` builds first). */
+const COMPILED = fileURLToPath(new URL('../dist/log-destination.js', import.meta.url));
+
+/**
+ * A process whose stdout is a pipe, as under a container runtime or `npm start`: it writes
+ * `lines` lines of `bytes` bytes each through logDestination(), says so on stderr, then flushes
+ * and exits at once (process.exit drops whatever is still held).
+ */
+function writer(lines: number, bytes: number) {
+  const script = `
+    const { logDestination } = await import(${JSON.stringify(COMPILED)});
+    const out = logDestination();
+    const pad = 'x'.repeat(${bytes} - 30);
+    for (let i = 0; i < ${lines}; i++) out.write(JSON.stringify({ i, pad }) + '\\n');
+    process.stderr.write('written\\n');
+    process.stdin.once('data', () => out.flush(() => process.exit(0)));
+  `;
+  return spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
+async function readAll(child: ReturnType<typeof writer>): Promise<string[]> {
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+  });
+  child.stdout.resume();
+  await once(child, 'exit');
+  return out.split('\n').filter((l) => l !== '');
+}
+
+describe('logDestination on a pipe', () => {
+  it('hands every line over in order, and flush calls back only once all are out', async () => {
+    const child = writer(20_000, 200);
+    await once(child.stderr, 'data');
+    child.stdin.write('flush\n');
+    const lines = await readAll(child);
+    expect(lines).toHaveLength(20_000);
+    expect(lines.map((l) => JSON.parse(l).i)).toEqual(Array.from({ length: 20_000 }, (_, i) => i));
+  });
+
+  it('never blocks on a reader that stops; past 16 MiB queued it drops lines and reports how many', async () => {
+    // 40 MiB while nothing reads: a blocking write would hang here before 'written'.
+    const child = writer(10_000, 4096);
+    child.stdout.pause();
+    const said = await once(child.stderr, 'data');
+    expect(String(said[0])).toBe('written\n');
+    child.stdin.write('flush\n');
+    const lines = await readAll(child);
+    const last = JSON.parse(lines.at(-1) ?? '{}');
+    expect(last).toMatchObject({
+      level: 40,
+      msg: expect.stringMatching(/^dropped \d+ log lines: stdout was not read fast enough$/),
+    });
+    const dropped = Number(/dropped (\d+)/.exec(last.msg)?.[1]);
+    const kept = lines.slice(0, -1).map((l) => JSON.parse(l).i);
+    // What was kept is a prefix, bounded by the queue limit; nothing is lost without being counted.
+    expect(kept).toEqual(Array.from({ length: kept.length }, (_, i) => i));
+    expect(kept.length * 4096).toBeLessThan(17 * 1024 * 1024);
+    expect(kept.length + dropped).toBe(10_000);
   });
 });
