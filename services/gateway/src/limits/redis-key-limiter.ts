@@ -91,12 +91,18 @@ interface Batch {
 
 /**
  * The shared limiter. Requests that arrive within one turn of the event loop are decided
- * together: one script call per key, all of them sent in one write. Under load that is a
- * fraction of a Redis command per request, and never more than one.
+ * together: one script call per key, all of them sent in one write. And while a key's call is
+ * out, requests for that key wait and go together as its next call, sent the moment the answer
+ * is back: under load a Redis round trip serves every request that arrived during the previous
+ * one, so the script calls per request fall as the load rises, where a call per turn would rise
+ * with it. An idle key waits for nothing.
  */
 export class RedisKeyLimiter implements KeyLimiter {
   private readonly banArgs: [number, number, number];
+  /** Requests not yet sent, by key. */
   private pending = new Map<string, Batch>();
+  /** Keys whose script call is out; their pending batch goes when it is back. */
+  private readonly inFlight = new Set<string>();
   private flushScheduled = false;
 
   constructor(
@@ -123,9 +129,10 @@ export class RedisKeyLimiter implements KeyLimiter {
   consume(keyId: string, limits: Limits): Promise<Decision> {
     return new Promise<Decision>((resolve, reject) => {
       const batch = this.pending.get(keyId);
+      // The first request of a batch sets its limits: a plan change applies from the next batch.
       if (batch) batch.waiters.push({ resolve, reject });
       else this.pending.set(keyId, { limits, waiters: [{ resolve, reject }] });
-      if (!this.flushScheduled) {
+      if (!this.flushScheduled && !this.inFlight.has(keyId)) {
         this.flushScheduled = true;
         // After this turn's I/O callbacks: every request read in this turn joins the batch.
         setImmediate(this.flush);
@@ -135,13 +142,17 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   private readonly flush = (): void => {
     this.flushScheduled = false;
-    const batches = this.pending;
-    this.pending = new Map();
-    for (const [keyId, batch] of batches) this.decide(keyId, batch);
+    for (const [keyId, batch] of this.pending) {
+      if (this.inFlight.has(keyId)) continue;
+      this.pending.delete(keyId);
+      this.decide(keyId, batch);
+    }
   };
 
-  private decide(keyId: string, { limits, waiters }: Batch): void {
+  private decide(keyId: string, batch: Batch): void {
+    const { limits, waiters } = batch;
     const [minuteKey, dayKey, banKey, strikesKey] = this.keys(keyId);
+    this.inFlight.add(keyId);
     this.redis
       .gatewayLimit(
         minuteKey,
@@ -157,6 +168,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       )
       .then(
         (result) => {
+          this.sendNext(keyId);
           // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
           try {
             this.settle(waiters, limits, result);
@@ -165,9 +177,24 @@ export class RedisKeyLimiter implements KeyLimiter {
           }
         },
         (err: unknown) => {
+          // Those who waited behind a failed call fail with it, at once: they would otherwise
+          // wait out a second timeout before the failure mode answers them.
+          const behind = this.pending.get(keyId);
+          this.pending.delete(keyId);
+          this.inFlight.delete(keyId);
           for (const waiter of waiters) waiter.reject(err);
+          for (const waiter of behind?.waiters ?? []) waiter.reject(err);
         },
       );
+  }
+
+  /** The key's call is back: what arrived meanwhile goes now, as one call. */
+  private sendNext(keyId: string): void {
+    this.inFlight.delete(keyId);
+    const next = this.pending.get(keyId);
+    if (!next) return;
+    this.pending.delete(keyId);
+    this.decide(keyId, next);
   }
 
   private settle(waiters: Waiter[], limits: Limits, result: ScriptResult): void {
