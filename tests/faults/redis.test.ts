@@ -206,8 +206,10 @@ describe('gateway with Redis failing', () => {
     await vi.waitFor(() => expect(loops.outcomes.length).toBeGreaterThanOrEqual(10));
     const logMark = gateway.logs.length;
 
-    await redis.kill();
+    // Taken before the kill: the gateway sees the connection drop (and answers 503) before this
+    // process handles the exit, so a request can end refused before `await kill()` returns.
     const killedAt = Date.now();
+    await redis.kill();
     await vi.waitFor(() => expect(loops.since(killedAt).filter((o) => o.status === 503).length).toBeGreaterThan(20), {
       timeout: 5_000,
     });
