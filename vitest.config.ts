@@ -3,6 +3,11 @@ import { configDefaults, defineConfig } from 'vitest/config';
 const TOPOLOGY = 'tests/topology/**/*.test.ts';
 
 export default defineConfig({
+  // Tests import the services by package name (`@animal-store/gateway/app.js`); this condition in
+  // their `exports` maps those names to the TypeScript sources the tests have always run, where
+  // plain Node (scripts/start.mjs, bench) gets the built `dist`. Vitest also starts its workers
+  // with it (`--conditions`), so it is named for this project: no package in node_modules uses it.
+  ssr: { resolve: { conditions: ['@animal-store/source'] } },
   test: {
     environment: 'node',
     pool: 'forks',

@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createKey } from '../services/gateway/dist/keys/create-key.js';
-import { toKeyFileEntry } from '../services/gateway/dist/keys/keys-file.js';
+import { createKey } from '@animal-store/gateway/keys/create-key.js';
+import { toKeyFileEntry } from '@animal-store/gateway/keys/keys-file.js';
 import { freePort, start, waitFor } from './processes.mjs';
 
 export const SUBJECTS = ['direct', 'bareProxy', 'gateway', 'gatewayQuiet', 'peer'];

@@ -11,8 +11,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createKey } from '../services/gateway/dist/keys/create-key.js';
-import { appendToKeysFile, toKeyFileEntry } from '../services/gateway/dist/keys/keys-file.js';
+import { createKey } from '@animal-store/gateway/keys/create-key.js';
+import { appendToKeysFile, toKeyFileEntry } from '@animal-store/gateway/keys/keys-file.js';
 
 /** A stopping child gets this long (SHUTDOWN_GRACE_MS) to close, then SIGKILL: the stack is down within 5 s. */
 const CHILD_GRACE_MS = 3_000;

@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createRegistry } from '@animal-store/common/metrics.js';
+import { startGateway, type TestGateway } from '@animal-store/gateway/test/helpers.js';
+import { buildApp as buildPets } from '@animal-store/pets/app.js';
+import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type TestGateway } from '../services/gateway/test/helpers.js';
-import { buildApp as buildPets } from '../services/pets/src/app.js';
-import { MemoryPetStore } from '../services/pets/src/store/memory-pet-store.js';
 import { which } from './support/runtime.js';
 
 /**

@@ -6,10 +6,10 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadConfig } from '@animal-store/gateway/config.js';
 import * as k8s from 'kubernetes-models';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { loadConfig } from '../../services/gateway/src/config.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const overlaysDir = join(repoRoot, 'deploy', 'k8s', 'overlays');

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createRegistry } from '@animal-store/common/metrics.js';
+import { buildApp as buildPets } from '@animal-store/pets/app.js';
+import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildApp as buildPets } from '../../services/pets/src/app.js';
-import { MemoryPetStore } from '../../services/pets/src/store/memory-pet-store.js';
 import { RedisProcess, redisServerBinary } from '../support/redis.js';
 import { RedisInspector } from '../support/redis-inspect.js';
 import { type Outcome, startLoops, tally } from '../support/request-loop.js';
@@ -206,8 +206,10 @@ describe('gateway with Redis failing', () => {
     await vi.waitFor(() => expect(loops.outcomes.length).toBeGreaterThanOrEqual(10));
     const logMark = gateway.logs.length;
 
-    await redis.kill();
+    // Taken before the kill: the gateway sees the connection drop (and answers 503) before this
+    // process handles the exit, so a request can end refused before `await kill()` returns.
     const killedAt = Date.now();
+    await redis.kill();
     await vi.waitFor(() => expect(loops.since(killedAt).filter((o) => o.status === 503).length).toBeGreaterThan(20), {
       timeout: 5_000,
     });

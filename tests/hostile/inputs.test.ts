@@ -1,11 +1,11 @@
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { createRegistry } from '@animal-store/common/metrics.js';
+import { generateApiKey } from '@animal-store/gateway/keys/api-key.js';
+import { addKey, bearer, startGateway, type TestGateway } from '@animal-store/gateway/test/helpers.js';
+import { buildApp as buildPets } from '@animal-store/pets/app.js';
+import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateApiKey } from '../../services/gateway/src/keys/api-key.js';
-import { addKey, bearer, startGateway, type TestGateway } from '../../services/gateway/test/helpers.js';
-import { buildApp as buildPets } from '../../services/pets/src/app.js';
-import { MemoryPetStore } from '../../services/pets/src/store/memory-pet-store.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
 
 /**

@@ -1,13 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { buildMetricsApp, createRegistry } from '@animal-store/common/metrics.js';
-import type { FastifyInstance } from 'fastify';
-import type { Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp as buildGateway } from '../../services/gateway/src/app.js';
-import { loadConfig } from '../../services/gateway/src/config.js';
-import { createDeps, type GatewayDeps } from '../../services/gateway/src/deps.js';
-import { generateApiKey } from '../../services/gateway/src/keys/api-key.js';
+import { buildApp as buildGateway } from '@animal-store/gateway/app.js';
+import { loadConfig } from '@animal-store/gateway/config.js';
+import { createDeps, type GatewayDeps } from '@animal-store/gateway/deps.js';
+import { generateApiKey } from '@animal-store/gateway/keys/api-key.js';
 import {
   addKey,
   bearer,
@@ -15,9 +12,12 @@ import {
   redisClient,
   startGateway,
   type TestGateway,
-} from '../../services/gateway/test/helpers.js';
-import { buildApp as buildPets } from '../../services/pets/src/app.js';
-import { MemoryPetStore } from '../../services/pets/src/store/memory-pet-store.js';
+} from '@animal-store/gateway/test/helpers.js';
+import { buildApp as buildPets } from '@animal-store/pets/app.js';
+import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
+import type { FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { freePort } from '../support/runtime.js';
 

@@ -2,11 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { loadConfig } from '../../services/gateway/src/config.js';
-import { generateApiKey, hashApiKey } from '../../services/gateway/src/keys/api-key.js';
-import { MemoryKeyStore } from '../../services/gateway/src/keys/memory-key-store.js';
-import { createRedisClients, type RedisClient, whenReady } from '../../services/gateway/src/redis/clients.js';
+import { loadConfig } from '@animal-store/gateway/config.js';
+import { generateApiKey, hashApiKey } from '@animal-store/gateway/keys/api-key.js';
+import { MemoryKeyStore } from '@animal-store/gateway/keys/memory-key-store.js';
+import { createRedisClients, type RedisClient, whenReady } from '@animal-store/gateway/redis/clients.js';
 import {
   ADMIN_TOKEN,
   addKey,
@@ -14,7 +13,8 @@ import {
   startEchoUpstream,
   startGateway,
   type TestGateway,
-} from '../../services/gateway/test/helpers.js';
+} from '@animal-store/gateway/test/helpers.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisInspector } from '../support/redis-inspect.js';
 import type { RedisTopology } from '../support/redis-topology.js';
 import { type Outcome, startLoops, tally } from '../support/request-loop.js';

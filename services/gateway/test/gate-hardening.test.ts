@@ -1,5 +1,5 @@
+import { metricValue } from '@animal-store/tests/support/service-process.js';
 import { describe, expect, it } from 'vitest';
-import { metricValue } from '../../../tests/support/service-process.js';
 import { generateApiKey, hashApiKey } from '../src/keys/api-key.js';
 import { KeyResolver } from '../src/keys/key-resolver.js';
 import type { KeyRecord, KeyStore } from '../src/keys/key-store.js';

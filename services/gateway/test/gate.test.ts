@@ -266,7 +266,7 @@ describe('limits', () => {
 
 describe('when Redis is unreachable', () => {
   async function deadRedisGateway(mode: 'open' | 'closed') {
-    const { RedisProcess } = await import('../../../tests/support/redis.js');
+    const { RedisProcess } = await import('@animal-store/tests/support/redis.js');
     const own = await RedisProcess.start();
     const gw = await gateways.start({ redisUrl: own.url, env: { RATE_LIMIT_FAILURE_MODE: mode } });
     await own.kill();

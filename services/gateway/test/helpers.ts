@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
 import { buildAdminApp } from '../src/admin/app.js';
 import { buildApp } from '../src/app.js';
 import { type GatewayConfig, loadConfig } from '../src/config.js';

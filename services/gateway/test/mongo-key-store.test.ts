@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { findMongo } from '@animal-store/tests/support/mongo.js';
 import { type Db, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findMongo } from '../../../tests/support/mongo.js';
 import { generateApiKey, hashApiKey, newKeyId } from '../src/keys/api-key.js';
 import { MongoKeyStore } from '../src/keys/mongo-key-store.js';
 import { keyStoreContract } from './key-store.contract.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import { afterAll, beforeAll } from 'vitest';
-import { startRedis, type TestRedis } from '../../../tests/support/redis.js';
 import { RedisKeyLimiter } from '../src/limits/redis-key-limiter.js';
 import { connected, redisClient } from './helpers.js';
 import { limiterContract } from './limiter.contract.js';

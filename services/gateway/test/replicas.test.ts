@@ -1,5 +1,5 @@
+import { RedisProcess } from '@animal-store/tests/support/redis.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RedisProcess } from '../../../tests/support/redis.js';
 import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
 import {
   ADMIN_TOKEN,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { findMongo } from '@animal-store/tests/support/mongo.js';
 import { type Db, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findMongo } from '../../../tests/support/mongo.js';
 import { MongoPetStore, mongoClientOptions } from '../src/store/mongo-pet-store.js';
 import { petStoreContract } from './store-contract.js';
 

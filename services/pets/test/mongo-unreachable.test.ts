@@ -1,7 +1,7 @@
 import { createRegistry } from '@animal-store/common/metrics.js';
+import { freePort } from '@animal-store/tests/support/runtime.js';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../../tests/support/runtime.js';
 import { buildApp } from '../src/app.js';
 import { MongoPetStore, mongoClientOptions } from '../src/store/mongo-pet-store.js';
 import { type App, conformanceChecker, expectError } from './helpers.js';

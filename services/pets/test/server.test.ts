@@ -2,8 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '@animal-store/tests/support/runtime.js';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../../../tests/support/runtime.js';
 import { newApp } from './helpers.js';
 
 const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
