@@ -104,6 +104,7 @@ export class RedisKeyLimiter implements KeyLimiter {
   /** Keys whose script call is out; their pending batch goes when it is back. */
   private readonly inFlight = new Set<string>();
   private flushScheduled = false;
+  private lingered = false;
 
   constructor(
     private readonly redis: RedisClient,
@@ -141,6 +142,15 @@ export class RedisKeyLimiter implements KeyLimiter {
   }
 
   private readonly flush = (): void => {
+    // One more turn before sending: the requests read in the next poll join the batch. Measured
+    // at saturation (issue 11): script calls per request 0.138 -> 0.100, +4% throughput; an idle
+    // process passes a turn in microseconds.
+    if (!this.lingered) {
+      this.lingered = true;
+      setImmediate(this.flush);
+      return;
+    }
+    this.lingered = false;
     this.flushScheduled = false;
     for (const [keyId, batch] of this.pending) {
       if (this.inFlight.has(keyId)) continue;
