@@ -1,4 +1,4 @@
-import { randomFillSync, randomUUID } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 
@@ -33,23 +33,30 @@ export function parseTraceparent(header: string | string[] | undefined): TracePa
   return { traceId, parentId, flags };
 }
 
-export function newTraceId(): string {
-  return randomUUID().replaceAll('-', '');
+// Trace and span ids are cut from one pool of random bytes, refilled 4 KiB at a time: both are
+// made on every request, and a call into the CSPRNG for 8 or 16 bytes each time costs more than
+// the id itself.
+const POOL = Buffer.alloc(4096);
+let poolOffset = POOL.length;
+
+function randomHex(bytes: number): string {
+  if (poolOffset + bytes > POOL.length) {
+    randomFillSync(POOL);
+    poolOffset = 0;
+  }
+  const id = POOL.toString('hex', poolOffset, poolOffset + bytes);
+  poolOffset += bytes;
+  return id;
 }
 
-// Span ids are taken from a pool of random bytes refilled 512 ids at a time: one is made per
-// proxied request, and a call into the CSPRNG for 8 bytes each time costs more than the id.
-const SPAN_POOL = Buffer.alloc(8 * 512);
-let spanOffset = SPAN_POOL.length;
+export function newTraceId(): string {
+  const id = randomHex(16);
+  // All zeros is not a valid id (and is as likely as any other 128 bits).
+  return id === ZERO_TRACE ? newTraceId() : id;
+}
 
 export function newSpanId(): string {
-  if (spanOffset >= SPAN_POOL.length) {
-    randomFillSync(SPAN_POOL);
-    spanOffset = 0;
-  }
-  const id = SPAN_POOL.toString('hex', spanOffset, spanOffset + 8);
-  spanOffset += 8;
-  // All zeros is not a valid span id (and is as likely as any other 64 bits).
+  const id = randomHex(8);
   return id === ZERO_SPAN ? newSpanId() : id;
 }
 
