@@ -1,4 +1,4 @@
-import { fstatSync } from 'node:fs';
+import { fstatSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import pino from 'pino';
 
@@ -7,6 +7,8 @@ export interface LogDestination {
   write(line: string): void;
   /** Calls back once every line written so far has reached the file descriptor (pino's logger.flush). */
   flush(cb?: (err?: Error) => void): void;
+  /** Starts writing what is buffered now; pino calls it after a fatal line, before the process exits. */
+  flushSync(): void;
 }
 
 /** Lines are gathered up to this many bytes before a write: a system call per dozen access lines. */
@@ -28,7 +30,14 @@ const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
  */
 export function logDestination(fd = 1): LogDestination {
   const stat = fstatSync(fd);
-  return stat.isFIFO() || stat.isSocket() ? streamDestination(fd) : fileDestination(fd);
+  if (stat.isFIFO() || stat.isSocket()) {
+    try {
+      return streamDestination(fd);
+    } catch {
+      // A descriptor net cannot stream to (a datagram socket): the thread pool it is.
+    }
+  }
+  return fileDestination(fd);
 }
 
 function streamDestination(fd: number): LogDestination {
@@ -49,10 +58,11 @@ function streamDestination(fd: number): LogDestination {
   };
   const written = () => {
     inFlight--;
-    if (inFlight === 0) {
-      if (dropped > 0) reportDropped();
-      else settle();
-    }
+    if (inFlight > 0) return;
+    if (dropped > 0) reportDropped();
+    // Lines logged while a flush waited (a closing connection's) are part of what it waits for.
+    else if (waiters.length > 0 && buffered !== '') push();
+    else settle();
   };
   const reportDropped = () => {
     const line = `${JSON.stringify({ level: 40, time: Date.now(), msg: `dropped ${dropped} log lines: stdout was not read fast enough` })}\n`;
@@ -79,6 +89,18 @@ function streamDestination(fd: number): LogDestination {
     inFlight = 0;
     settle(err);
   });
+  // An exit that did not wait for flush (a failed start, close-with-grace's timeout): what is
+  // still gathered goes out synchronously. libuv made the descriptor non-blocking, so a full
+  // pipe refuses the rest (EAGAIN), which is lost rather than the exit held up.
+  process.once('exit', () => {
+    if (buffered === '' || broken) return;
+    try {
+      writeSync(fd, buffered);
+    } catch {
+      // EAGAIN or EPIPE: nothing more can be done at exit.
+    }
+    buffered = '';
+  });
 
   return {
     write(line) {
@@ -99,6 +121,7 @@ function streamDestination(fd: number): LogDestination {
       }
       if (cb) waiters.push(cb);
     },
+    flushSync: push,
   };
 }
 
@@ -136,6 +159,9 @@ function fileDestination(fd: number): LogDestination {
       }
       if (cb) waiters.push(cb);
       boom.flush();
+    },
+    flushSync() {
+      boom.flushSync();
     },
   };
 }

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -60,12 +60,14 @@ function writer(lines: number, bytes: number) {
   return spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
-async function readAll(child: ReturnType<typeof writer>): Promise<string[]> {
+async function readAll(child: ChildProcess): Promise<string[]> {
+  const stdout = child.stdout;
+  if (!stdout) throw new Error('the writer has no stdout pipe');
   let out = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+  stdout.setEncoding('utf8').on('data', (chunk: string) => {
     out += chunk;
   });
-  child.stdout.resume();
+  stdout.resume();
   await once(child, 'exit');
   return out.split('\n').filter((l) => l !== '');
 }
@@ -78,6 +80,18 @@ describe('logDestination on a pipe', () => {
     const lines = await readAll(child);
     expect(lines).toHaveLength(20_000);
     expect(lines.map((l) => JSON.parse(l).i)).toEqual(Array.from({ length: 20_000 }, (_, i) => i));
+  });
+
+  it('writes out what it still gathers when the process exits without a flush (a failed start)', async () => {
+    const script = `
+      const { logDestination } = await import(${JSON.stringify(COMPILED)});
+      const out = logDestination();
+      for (let i = 0; i < 3; i++) out.write(JSON.stringify({ i, msg: 'before exit' }) + '\\n');
+      process.exit(1);
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const lines = await readAll(child);
+    expect(lines.map((l) => JSON.parse(l).i)).toEqual([0, 1, 2]);
   });
 
   it('never blocks on a reader that stops; past 16 MiB queued it drops lines and reports how many', async () => {

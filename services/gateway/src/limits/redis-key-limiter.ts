@@ -163,8 +163,9 @@ export class RedisKeyLimiter implements KeyLimiter {
     const { limits, waiters } = batch;
     const [minuteKey, dayKey, banKey, strikesKey] = this.keys(keyId);
     this.inFlight.add(keyId);
-    this.redis
-      .gatewayLimit(
+    let call: Promise<ScriptResult>;
+    try {
+      call = this.redis.gatewayLimit(
         minuteKey,
         dayKey,
         banKey,
@@ -175,27 +176,31 @@ export class RedisKeyLimiter implements KeyLimiter {
         DAY_MS,
         ...this.banArgs,
         waiters.length,
-      )
-      .then(
-        (result) => {
-          this.sendNext(keyId);
-          // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
-          try {
-            this.settle(waiters, limits, result);
-          } catch (err) {
-            for (const waiter of waiters) waiter.reject(err);
-          }
-        },
-        (err: unknown) => {
-          // Those who waited behind a failed call fail with it, at once: they would otherwise
-          // wait out a second timeout before the failure mode answers them.
-          const behind = this.pending.get(keyId);
-          this.pending.delete(keyId);
-          this.inFlight.delete(keyId);
-          for (const waiter of waiters) waiter.reject(err);
-          for (const waiter of behind?.waiters ?? []) waiter.reject(err);
-        },
       );
+    } catch (err) {
+      // A call that throws instead of rejecting must not leave the key marked in flight forever.
+      call = Promise.reject(err);
+    }
+    call.then(
+      (result) => {
+        // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
+        try {
+          this.settle(waiters, limits, result);
+        } catch (err) {
+          for (const waiter of waiters) waiter.reject(err);
+        }
+        this.sendNext(keyId);
+      },
+      (err: unknown) => {
+        // Those who waited behind a failed call fail with it, at once: they would otherwise
+        // wait out a second timeout before the failure mode answers them.
+        const behind = this.pending.get(keyId);
+        this.pending.delete(keyId);
+        this.inFlight.delete(keyId);
+        for (const waiter of waiters) waiter.reject(err);
+        for (const waiter of behind?.waiters ?? []) waiter.reject(err);
+      },
+    );
   }
 
   /** The key's call is back: what arrived meanwhile goes now, as one call. */
