@@ -47,22 +47,8 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   });
   await app.register(httpMetrics, { registry: deps.registry });
   await app.register(healthRoutes, { keyStore: deps.keyStore, timeoutMs: 1_000 });
-  await app.register(keySync, {
-    events: deps.events,
-    keys: deps.keyResolver,
-    keyStore: deps.keyStore,
-    limiter: deps.limiter,
-    pollMs: config.revocationPollMs,
-    now: deps.now,
-  });
-  await app.register(gate, {
-    keys: deps.keyResolver,
-    limiter: deps.limiter,
-    anonymous: deps.anonymous,
-    keyless,
-    metrics: deps.metrics,
-    now: deps.now,
-  });
+  await app.register(keySync, { ...deps, pollMs: config.revocationPollMs });
+  await app.register(gate, { ...deps, keyless });
   await app.register(docsRoutes, { upstream: config.petsUrl, timeoutMs: config.upstreamTimeoutMs });
   await registerProxy(app, { upstream: config.petsUrl, timeoutMs: config.upstreamTimeoutMs, metrics: deps.metrics });
   return app;

@@ -3,16 +3,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Counter } from 'prom-client';
 import { parseBearer } from './bearer.js';
+import type { GatewayDeps } from './deps.js';
 import { hashApiKey, isWellFormedApiKey } from './keys/api-key.js';
-import type { KeyResolver, ResolvedKey } from './keys/key-resolver.js';
+import type { ResolvedKey } from './keys/key-resolver.js';
 import type { KeyRecord } from './keys/key-store.js';
 import './access-fields.js';
-import type { AnonymousLimiter } from './limits/anonymous-limiter.js';
-import type { GuardedDecision, GuardedLimiter } from './limits/guarded-limiter.js';
+import type { GuardedDecision } from './limits/guarded-limiter.js';
 import { setExhaustedAnonymousHeaders, setRateLimitHeaders } from './limits/headers.js';
 import { MINUTE_MS, windowsFor } from './limits/key-limiter.js';
 import type { KeylessCharge, KeylessReason } from './limits/keyless.js';
-import type { GatewayMetrics } from './metrics.js';
 import { type Limits, limitsFor } from './plans.js';
 
 declare module 'fastify' {
@@ -26,15 +25,10 @@ declare module 'fastify' {
   }
 }
 
-export interface GateOptions {
-  keys: KeyResolver;
-  limiter: GuardedLimiter;
-  anonymous: AnonymousLimiter;
+export type GateOptions = Pick<GatewayDeps, 'keyResolver' | 'limiter' | 'anonymous' | 'metrics' | 'now'> & {
   /** Counts keyless requests against their address; shared with the framework-error path. */
   keyless: KeylessCharge;
-  metrics: GatewayMetrics;
-  now: () => number;
-}
+};
 
 /** Seconds a client is told to wait when the limiter is unavailable in closed mode. */
 const UNAVAILABLE_RETRY_SECONDS = 5;
@@ -54,7 +48,7 @@ type AuthFailure = Exclude<KeylessReason, 'bad_request'>;
  */
 export const gate = fp(
   async (app: FastifyInstance, opts: GateOptions) => {
-    const { keys, limiter, anonymous, keyless, metrics, now } = opts;
+    const { keyResolver: keys, limiter, anonymous, keyless, metrics, now } = opts;
     app.decorateRequest('apiKey', null);
     app.decorateRequest('limiterDecision', undefined);
     app.decorateRequest('limiterSource', undefined);

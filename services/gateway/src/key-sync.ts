@@ -1,18 +1,12 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import type { GatewayDeps } from './deps.js';
 import type { EventBus } from './events.js';
 import type { KeyResolver } from './keys/key-resolver.js';
-import type { KeyStore } from './keys/key-store.js';
-import type { GuardedLimiter } from './limits/guarded-limiter.js';
 
-export interface KeySyncOptions {
-  events: EventBus;
-  keys: KeyResolver;
-  keyStore: KeyStore;
-  limiter: GuardedLimiter;
+export type KeySyncOptions = Pick<GatewayDeps, 'events' | 'keyResolver' | 'keyStore' | 'limiter' | 'now'> & {
   pollMs: number;
-  now: () => number;
-}
+};
 
 /** Polls overlap by this much so a change stamped by a replica with a slower clock is not missed. */
 const CLOCK_SLACK_MS = 30_000;
@@ -24,7 +18,7 @@ const CLOCK_SLACK_MS = 30_000;
  */
 export const keySync = fp(
   async (app: FastifyInstance, opts: KeySyncOptions) => {
-    const { events, keys, keyStore, limiter, pollMs, now } = opts;
+    const { events, keyResolver: keys, keyStore, limiter, pollMs, now } = opts;
     events.subscribe((event) => {
       if (event.type === 'key-revoked' || event.type === 'key-changed') keys.evict(event.id);
       else if (event.type === 'ban-lifted') limiter.forgetBan(event.id);

@@ -1,12 +1,5 @@
-import {
-  applyChanges,
-  type ChangedKey,
-  DuplicateKeyError,
-  type KeyChanges,
-  type KeyRecord,
-  type KeyStore,
-  type Rotation,
-} from './key-store.js';
+import type { ChangedKey, KeyChanges, KeyRecord, KeyStore, Rotation } from './key-store.js';
+import { applyChanges, DuplicateKeyError } from './key-store.js';
 
 /** Key records in process memory: the embedded default, and what API_KEYS_FILE records load into. */
 export class MemoryKeyStore implements KeyStore {

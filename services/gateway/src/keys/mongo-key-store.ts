@@ -1,13 +1,7 @@
 import type { Collection, Db } from 'mongodb';
 import { MongoServerError } from 'mongodb';
-import {
-  type ChangedKey,
-  DuplicateKeyError,
-  type KeyChanges,
-  type KeyRecord,
-  type KeyStore,
-  type Rotation,
-} from './key-store.js';
+import type { ChangedKey, KeyChanges, KeyRecord, KeyStore, Rotation } from './key-store.js';
+import { DuplicateKeyError } from './key-store.js';
 
 /** Timestamps are BSON dates in MongoDB (sortable, TTL-able); ISO text everywhere else. */
 type KeyDocument = Omit<KeyRecord, 'createdAt' | 'revokedAt' | 'updatedAt' | 'expiresAt' | 'previous'> & {

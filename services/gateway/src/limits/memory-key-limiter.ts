@@ -1,14 +1,6 @@
 import type { Limits } from '../plans.js';
-import {
-  type BanPolicy,
-  DAY_MS,
-  type Decision,
-  type KeyLimiter,
-  type KeyUsage,
-  MINUTE_MS,
-  retryAfterMs,
-  windowsFor,
-} from './key-limiter.js';
+import type { BanPolicy, Decision, KeyLimiter, KeyUsage } from './key-limiter.js';
+import { DAY_MS, MINUTE_MS, retryAfterMs, windowsFor } from './key-limiter.js';
 
 interface Counter {
   count: number;

@@ -1,16 +1,8 @@
 import type { Redis, Result } from 'ioredis';
 import type { Limits } from '../plans.js';
 import type { RedisClient } from '../redis/clients.js';
-import {
-  type BanPolicy,
-  DAY_MS,
-  type Decision,
-  type KeyLimiter,
-  type KeyUsage,
-  MINUTE_MS,
-  retryAfterMs,
-  windowsFor,
-} from './key-limiter.js';
+import type { BanPolicy, Decision, KeyLimiter, KeyUsage } from './key-limiter.js';
+import { DAY_MS, MINUTE_MS, retryAfterMs, windowsFor } from './key-limiter.js';
 
 /**
  * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
