@@ -11,8 +11,13 @@ export interface LogDestination {
   flushSync(): void;
 }
 
-/** Lines are gathered up to this many bytes before a write: a system call per dozen access lines. */
-const BUFFER_BYTES = 4096;
+/**
+ * Lines are gathered up to this many bytes before a write to a pipe: a write wakes the reader,
+ * which on a small machine costs tens of microseconds, so one per ~50 access lines.
+ */
+const STREAM_BUFFER_BYTES = 16 * 1024;
+/** sonic-boom refuses a minLength of its maxWrite (16 KiB) or more. */
+const FILE_BUFFER_BYTES = 4096;
 /** ... and written at least this often, so a quiet service's lines do not wait. */
 const FLUSH_MS = 500;
 /** A reader this far behind loses lines rather than the process its memory (counted, then reported). */
@@ -110,7 +115,7 @@ function streamDestination(fd: number): LogDestination {
         return;
       }
       buffered += line;
-      if (buffered.length >= BUFFER_BYTES) push();
+      if (buffered.length >= STREAM_BUFFER_BYTES) push();
       else if (timer === undefined) timer = setTimeout(push, FLUSH_MS).unref();
     },
     flush(cb) {
@@ -126,7 +131,7 @@ function streamDestination(fd: number): LogDestination {
 }
 
 function fileDestination(fd: number): LogDestination {
-  const boom = pino.destination({ dest: fd, sync: false, minLength: BUFFER_BYTES, periodicFlush: FLUSH_MS });
+  const boom = pino.destination({ dest: fd, sync: false, minLength: FILE_BUFFER_BYTES, periodicFlush: FLUSH_MS });
   let pending = 0;
   let waiters: Array<(err?: Error) => void> = [];
   const settle = (err?: Error) => {
