@@ -82,18 +82,34 @@ function frameworkErrors(before: BeforeFrameworkError | undefined) {
     send(request, reply, body);
   };
   if (!before) return answer;
-  return (err: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
-    before(request, reply).then(
-      (refusal) => {
-        if (!refusal) return answer(err, request, reply);
-        send(request, reply, refusal.toBody(), refusal.headers);
-      },
-      (hookError) => {
-        request.log.error({ err: hookError }, 'charging a malformed request failed');
-        answer(err, request, reply);
-      },
+  return (err: FastifyError, request: FastifyRequest, reply: FastifyReply): void =>
+    chargeThenAnswer(
+      before,
+      request,
+      reply,
+      () => answer(err, request, reply),
+      (refusal) => send(request, reply, refusal.toBody(), refusal.headers),
     );
-  };
+}
+
+/**
+ * Lets the service charge a malformed request, then answers the refusal it gave (a 429) or, with
+ * none, the 400. A failed charge is logged and the 400 still goes out.
+ */
+function chargeThenAnswer(
+  charge: BeforeFrameworkError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  answerInvalid: () => void,
+  answerRefusal: (refusal: ApiError) => void,
+): void {
+  charge(request, reply).then(
+    (refusal) => (refusal ? answerRefusal(refusal) : answerInvalid()),
+    (err) => {
+      request.log.error({ err }, 'charging a malformed request failed');
+      answerInvalid();
+    },
+  );
 }
 
 /** Node answers an `Expect` it does not know with a bare 417; this one is in the Error shape. */
@@ -211,12 +227,12 @@ export const httpBasics = fp(
       reply.header('connection', 'close');
       const invalid = errorBody(400, 'invalid_request', message);
       if (!charge) return void sendError(reply, invalid);
-      charge(request, reply).then(
-        (refusal) => sendError(reply, refusal ? refusal.toBody() : invalid, refusal?.headers),
-        (err) => {
-          request.log.error({ err }, 'charging a malformed request failed');
-          sendError(reply, invalid);
-        },
+      chargeThenAnswer(
+        charge,
+        request,
+        reply,
+        () => sendError(reply, invalid),
+        (refusal) => sendError(reply, refusal.toBody(), refusal.headers),
       );
     };
     app.server.on('checkExpectation', expectationFailed);
