@@ -11,8 +11,9 @@ export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
 /** Most ids one `id` filter may name. */
 export const MAX_IDS = 100;
-// Up to 15 digits keeps every id below 2^53, so it parses exactly.
-const ID_LIST_PATTERN = `^[1-9][0-9]{0,14}(,[1-9][0-9]{0,14}){0,${MAX_IDS - 1}}$`;
+/** An animal id as text (unanchored): up to 15 digits keeps every id below 2^53, so it parses exactly. */
+export const PET_ID_TEXT = '[1-9][0-9]{0,14}';
+const ID_LIST_PATTERN = `^${PET_ID_TEXT}(,${PET_ID_TEXT}){0,${MAX_IDS - 1}}$`;
 
 // A plain `enum` rather than a union of literals: one readable rule in the OpenAPI document and
 // one clear validation message ("must be equal to one of the allowed values").
