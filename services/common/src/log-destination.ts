@@ -45,6 +45,22 @@ export function logDestination(fd = 1): LogDestination {
   return fileDestination(fd);
 }
 
+/** The callbacks of flush() calls not yet answered; each is called once, when the lines are out. */
+class FlushWaiters {
+  private callbacks: Array<(err?: Error) => void> = [];
+  get waiting(): boolean {
+    return this.callbacks.length > 0;
+  }
+  add(cb: (err?: Error) => void): void {
+    this.callbacks.push(cb);
+  }
+  settle(err?: Error): void {
+    const done = this.callbacks;
+    this.callbacks = [];
+    for (const cb of done) cb(err);
+  }
+}
+
 function streamDestination(fd: number): LogDestination {
   // A second handle on the descriptor: process.stdout would also work, but writes through it
   // from elsewhere (a stray console.log) would then interleave mid-buffer.
@@ -54,20 +70,14 @@ function streamDestination(fd: number): LogDestination {
   let inFlight = 0;
   let dropped = 0;
   let broken: Error | undefined;
-  let waiters: Array<(err?: Error) => void> = [];
-
-  const settle = (err?: Error) => {
-    const done = waiters;
-    waiters = [];
-    for (const cb of done) cb(err);
-  };
+  const waiters = new FlushWaiters();
   const written = () => {
     inFlight--;
     if (inFlight > 0) return;
     if (dropped > 0) reportDropped();
     // Lines logged while a flush waited (a closing connection's) are part of what it waits for.
-    else if (waiters.length > 0 && buffered !== '') push();
-    else settle();
+    else if (waiters.waiting && buffered !== '') push();
+    else waiters.settle();
   };
   const reportDropped = () => {
     const line = `${JSON.stringify({ level: 40, time: Date.now(), msg: `dropped ${dropped} log lines: stdout was not read fast enough` })}\n`;
@@ -92,7 +102,7 @@ function streamDestination(fd: number): LogDestination {
     broken = err;
     buffered = '';
     inFlight = 0;
-    settle(err);
+    waiters.settle(err);
   });
   // An exit that did not wait for flush (a failed start, close-with-grace's timeout): what is
   // still gathered goes out synchronously. libuv made the descriptor non-blocking, so a full
@@ -124,7 +134,7 @@ function streamDestination(fd: number): LogDestination {
         cb?.(broken);
         return;
       }
-      if (cb) waiters.push(cb);
+      if (cb) waiters.add(cb);
     },
     flushSync: push,
   };
@@ -133,24 +143,19 @@ function streamDestination(fd: number): LogDestination {
 function fileDestination(fd: number): LogDestination {
   const boom = pino.destination({ dest: fd, sync: false, minLength: FILE_BUFFER_BYTES, periodicFlush: FLUSH_MS });
   let pending = 0;
-  let waiters: Array<(err?: Error) => void> = [];
-  const settle = (err?: Error) => {
-    const done = waiters;
-    waiters = [];
-    for (const cb of done) cb(err);
-  };
+  const waiters = new FlushWaiters();
   // The bytes handed over and the bytes written ('write' events) are counted, and flush waits
   // until they match, pushing out what the buffer still holds.
   boom.on('write', (bytes: number) => {
     pending = Math.max(0, pending - bytes);
-    if (pending === 0) settle();
+    if (pending === 0) waiters.settle();
     // Someone waits and less than a buffer's worth is left: sonic-boom would hold it until the
     // next periodic flush. Once this write has been released, push the rest out.
-    else if (waiters.length > 0) setImmediate(() => boom.flush());
+    else if (waiters.waiting) setImmediate(() => boom.flush());
   });
   boom.on('error', (err: Error) => {
     pending = 0;
-    settle(err);
+    waiters.settle(err);
   });
   return {
     write(line) {
@@ -162,7 +167,7 @@ function fileDestination(fd: number): LogDestination {
         cb?.();
         return;
       }
-      if (cb) waiters.push(cb);
+      if (cb) waiters.add(cb);
       boom.flush();
     },
     flushSync() {
