@@ -7,7 +7,7 @@ import type { RedisClient } from './redis/clients.js';
  * subscription was down, so it may have missed some of them.
  */
 export type GatewayEvent =
-  | { type: 'key-revoked'; id: string; sha256?: string }
+  | { type: 'key-revoked'; id: string }
   | { type: 'key-changed'; id: string }
   | { type: 'ban-lifted'; id: string }
   | { type: 'missed-events' };

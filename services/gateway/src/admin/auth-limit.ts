@@ -6,8 +6,8 @@ import { sameSecret } from '../keys/api-key.js';
 import { addressKey } from '../limits/anonymous-limiter.js';
 
 /** Failed authentications one address may make per window before it is refused outright. */
-export const ADMIN_AUTH_FAILURES = 10;
-export const ADMIN_AUTH_WINDOW_MS = 60_000;
+const ADMIN_AUTH_FAILURES = 10;
+const ADMIN_AUTH_WINDOW_MS = 60_000;
 
 interface Failures {
   count: number;
@@ -21,24 +21,20 @@ interface Failures {
  * with Retry-After until the window ends, and its token is not even compared. Per replica, in
  * memory: the admin listener is an operator's loopback or port-forward, not shared traffic.
  */
-export function adminAuth(
-  token: string,
-  now: () => number = Date.now,
-  limit = { failures: ADMIN_AUTH_FAILURES, windowMs: ADMIN_AUTH_WINDOW_MS },
-): onRequestAsyncHookHandler {
+export function adminAuth(token: string, now: () => number = Date.now): onRequestAsyncHookHandler {
   // Bounded: a flood from many addresses forgets the oldest, never grows without end.
   const failures = new LRUCache<string, Failures>({ max: 10_000 });
 
   function blockedForMs(request: FastifyRequest, at: number): number {
     const seen = failures.get(addressKey(request.ip));
-    if (!seen || seen.resetAt <= at || seen.count < limit.failures) return 0;
+    if (!seen || seen.resetAt <= at || seen.count < ADMIN_AUTH_FAILURES) return 0;
     return seen.resetAt - at;
   }
 
   function recordFailure(request: FastifyRequest, at: number): void {
     const address = addressKey(request.ip);
     const seen = failures.get(address);
-    if (!seen || seen.resetAt <= at) failures.set(address, { count: 1, resetAt: at + limit.windowMs });
+    if (!seen || seen.resetAt <= at) failures.set(address, { count: 1, resetAt: at + ADMIN_AUTH_WINDOW_MS });
     else seen.count++;
   }
 

@@ -73,7 +73,7 @@ export function parseKeysFile(text: string, source: string): KeyFileEntry[] {
     }
   }
   if (problems.length > 0) throw new Error(`${source}: ${problems.join('; ')}`);
-  return (data as KeyFileEntry[]).map((e) => toKeyFileEntry({ ...e, name: e.name ?? e.id }));
+  return (data as KeyFileEntry[]).map((e) => toKeyFileEntry(e));
 }
 
 /** What the file keeps of a record: only known fields, timestamps as UTC ISO text, never a secret. */
