@@ -55,6 +55,12 @@ export class KeyResolver {
   private readonly pending = new Map<string, Promise<ResolvedKey | null>>();
   private readonly fromFile = new Map<string, ResolvedKey>();
   private readonly fileById = new Map<string, KeyRecord>();
+  /**
+   * Counts evictions. A lookup that an eviction overtook may have read the record as it was
+   * before the change: its answer is used once but not cached, or the stale record would stay
+   * until its TTL with nothing left to evict it.
+   */
+  private evictions = 0;
 
   constructor(
     private readonly store: KeyStore,
@@ -114,6 +120,7 @@ export class KeyResolver {
 
   private async lookup(sha256: string): Promise<ResolvedKey | null> {
     const started = performance.now();
+    const evictionsBefore = this.evictions;
     let record: KeyRecord | null;
     try {
       record = await this.store.findByHash(sha256);
@@ -123,6 +130,7 @@ export class KeyResolver {
       throw err;
     }
     const resolved = resolveSecret(record, sha256);
+    if (this.evictions !== evictionsBefore) return resolved;
     if (resolved) {
       // Expired keys are cached too: their refusals then cost the store nothing.
       this.known.set(sha256, resolved);
@@ -137,6 +145,7 @@ export class KeyResolver {
 
   /** Drops every cached secret of a key that changed (plan, limits, expiry, rotation, revocation). */
   evict(id: string): void {
+    this.evictions++;
     const hashes = this.hashesById.get(id);
     if (!hashes) return;
     for (const sha256 of [...hashes]) this.known.delete(sha256);
