@@ -26,6 +26,11 @@ export const keySync = fp(
     });
 
     let since = new Date(now() - CLOCK_SLACK_MS);
+    // Each poll overlaps the last by CLOCK_SLACK_MS, so a change comes back poll after poll for
+    // that long: it is evicted once (by id and updatedAt), not once per poll, which would send a
+    // busy key back to the store every pollMs. (A lookup an eviction overtook is not cached: see
+    // KeyResolver.evictions.)
+    const evicted = new Map<string, string>();
     let timer: NodeJS.Timeout | undefined;
     let polling = false;
     const poll = async () => {
@@ -33,8 +38,15 @@ export const keySync = fp(
       polling = true;
       const started = now();
       try {
-        for (const changed of await keyStore.changedSince(since)) keys.evict(changed.id);
+        for (const { id, updatedAt } of await keyStore.changedSince(since)) {
+          if (updatedAt !== undefined) {
+            if (evicted.get(id) === updatedAt) continue;
+            evicted.set(id, updatedAt);
+          }
+          keys.evict(id);
+        }
         since = new Date(started - CLOCK_SLACK_MS);
+        for (const [id, updatedAt] of evicted) if (Date.parse(updatedAt) < since.getTime()) evicted.delete(id);
       } catch (err) {
         app.log.warn({ err }, 'key change poll failed; will retry');
       } finally {

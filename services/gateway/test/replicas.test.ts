@@ -1,5 +1,7 @@
+import { EventEmitter, once } from 'node:events';
 import { RedisProcess } from '@animal-store/tests/support/redis.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { ChangedKey } from '../src/keys/key-store.js';
 import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
 import {
   ADMIN_TOKEN,
@@ -34,8 +36,21 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function replicas(env: Record<string, string> = {}, options: { pubsub?: boolean } = {}) {
-  const keyStore = new MemoryKeyStore();
+/** The shared store, saying each time a replica has polled it for changed keys. */
+class PolledKeyStore extends MemoryKeyStore {
+  readonly polls = new EventEmitter();
+  override async changedSince(since: Date): Promise<ChangedKey[]> {
+    const changed = await super.changedSince(since);
+    queueMicrotask(() => this.polls.emit('poll'));
+    return changed;
+  }
+}
+
+async function replicas(
+  env: Record<string, string> = {},
+  options: { pubsub?: boolean; keyStore?: MemoryKeyStore } = {},
+) {
+  const keyStore = options.keyStore ?? new MemoryKeyStore();
   const prefix = `r${Date.now()}${Math.random().toString(36).slice(2, 6)}:`;
   const make = async () => {
     const gw = await startGateway({
@@ -193,6 +208,35 @@ describe('two gateway replicas sharing one Redis', () => {
       timeout: 5_000,
       interval: 100,
     });
+  });
+
+  it('after a key change, look it up in the store once more per replica, not again at every poll', async () => {
+    const keyStore = new PolledKeyStore();
+    const { a, b } = await replicas({ REVOCATION_POLL_MS: '100' }, { pubsub: false, keyStore });
+    const { id, key } = await addKey(a.deps, 'free');
+    expect((await get(b, key)).status).toBe(200);
+    const change = await a.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { plan: 'pro' },
+    });
+    expect(change.statusCode).toBe(200);
+    await vi.waitFor(async () => expect((await get(b, key)).headers.get('x-ratelimit-limit')).toBe('300'), {
+      timeout: 5_000,
+      interval: 50,
+    });
+    const lookups = async () =>
+      /gateway_key_store_duration_seconds_count\{[^}]*operation="findByHash",outcome="ok"[^}]*\} (\d+)\n/.exec(
+        await b.deps.registry.metrics(),
+      )?.[1];
+    const afterChange = await lookups();
+    // The change stays in every poll's window (30 s of clock slack): twenty polls, a request after each.
+    for (let i = 0; i < 20; i++) {
+      await once(keyStore.polls, 'poll');
+      expect((await get(b, key)).status).toBe(200);
+    }
+    expect(await lookups()).toBe(afterChange);
   });
 
   it('look a known key up in the store once per replica, not once per request', async () => {
