@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { localBaseUrl } from '@animal-store/gateway/cli/admin-client.js';
 import { createKey } from '@animal-store/gateway/keys/create-key.js';
 import { appendToKeysFile, toKeyFileEntry } from '@animal-store/gateway/keys/keys-file.js';
 
@@ -172,9 +173,8 @@ async function waitReady(url, name) {
   throw new Error(`${name} did not become ready at ${url}`);
 }
 
-const local = (h) => (h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h.includes(':') ? `[${h}]` : h);
-const gatewayUrl = `http://${local(host)}:${gateway.port}`;
-const adminUrl = `http://${local(adminHost)}:${admin.port}`;
+const gatewayUrl = localBaseUrl(host, gateway.port);
+const adminUrl = localBaseUrl(adminHost, admin.port);
 
 try {
   start('pets', 'services/pets/dist/server.js', {

@@ -26,10 +26,16 @@ export function adminBaseUrl(env: NodeJS.ProcessEnv): string {
   }
   const port = env.ADMIN_PORT?.trim() || DEFAULT_PORT;
   if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) throw new UsageError(`ADMIN_PORT=${port} is not a port number`);
-  let host = env.ADMIN_HOST?.trim() || DEFAULT_HOST;
-  // The gateway may listen on every address; the CLI then calls it on this machine.
-  if (host === '0.0.0.0' || host === '::') host = DEFAULT_HOST;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return localBaseUrl(env.ADMIN_HOST?.trim() || DEFAULT_HOST, port);
+}
+
+/**
+ * How to call a listener of this machine: one on every address (0.0.0.0, ::) is called on
+ * loopback, an IPv6 address goes in brackets.
+ */
+export function localBaseUrl(host: string, port: number | string): string {
+  const local = host === '0.0.0.0' || host === '::' ? DEFAULT_HOST : host;
+  return `http://${local.includes(':') ? `[${local}]` : local}:${port}`;
 }
 
 /** Why a request never got an answer, in words: refused, not found, timed out. */
