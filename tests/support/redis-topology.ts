@@ -173,9 +173,11 @@ export class RedisClusterTopology implements RedisTopology {
     if (replicas.length === 0) throw new Error(`master ${master} has no replica`);
     for (const port of replicas) await linkUp(port);
     const node = this.node(master);
+    // Taken before the kill: the gateways see the connection drop (and may answer 503) before
+    // this process handles the exit, so a request can end refused before `await kill()` returns.
+    const killedAt = Date.now();
     await node.kill();
     this.alive.delete(node);
-    const killedAt = Date.now();
     const promoted = poll('a replica promoted', async () => {
       for (const port of replicas) {
         const ok = await control(port, async (r) => {
