@@ -196,29 +196,24 @@ describe('gateway with a misbehaving pets upstream', () => {
     await expectRecovers();
   });
 
-  it('pets closing mid-body: the client sees a broken response or a 502, never a hang, and the gateway stays up', async () => {
+  // An answer of the size pets gives is held until it is whole (forward-handler.ts), so a break
+  // in its body is still an Error answer. A large answer that breaks off mid-stream breaks off at
+  // the client: services/gateway/test/proxy.test.ts.
+  it('pets closing mid-body: 502 upstream_unavailable, never a truncated 200 or a hang, and the gateway stays up', async () => {
     upstream.mode = 'close-mid-body';
     const outcomes = await Promise.all([request(), request(), request()]);
     for (const o of outcomes) {
       expect(o.end - o.start, JSON.stringify(o)).toBeLessThanOrEqual(BOUND_MS);
-      if (o.error === undefined) {
-        // The gateway saw the break before it sent the status line: an Error answer.
-        expectErrorOutcome(o, 502, 'upstream_unavailable');
-      } else {
-        // Headers were already on their way: the body breaks off, as it did upstream; not a truncated 200 that looks whole.
-        expect(o.status).toBe(200);
-        expect(o.body).toBeUndefined();
-      }
+      expectErrorOutcome(o, 502, 'upstream_unavailable');
     }
     await expectRecovers();
   });
 
-  it('pets stalling mid-body: the body breaks off after the upstream timeout instead of hanging', async () => {
+  it('pets stalling mid-body: 504 upstream_timeout after the upstream timeout instead of hanging', async () => {
     upstream.mode = 'stall-mid-body';
     const o = await request();
     expect(o.end - o.start, JSON.stringify(o)).toBeLessThanOrEqual(BOUND_MS);
-    if (o.error === undefined) expectErrorOutcome(o, 504, 'upstream_timeout');
-    else expect(o.body).toBeUndefined();
+    expectErrorOutcome(o, 504, 'upstream_timeout');
     await expectRecovers();
   });
 

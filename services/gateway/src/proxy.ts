@@ -1,8 +1,10 @@
+import type { Readable } from 'node:stream';
 import { sendError } from '@animal-store/common/error-handler.js';
 import { ApiError, type ErrorBody, errorBody } from '@animal-store/common/errors.js';
 import { childTraceparent } from '@animal-store/common/trace-context.js';
-import replyFrom, { type FastifyReplyFromHooks } from '@fastify/reply-from';
-import type { FastifyInstance, FastifyReply, HTTPMethods } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import { type Dispatcher, Pool } from 'undici';
+import { ForwardHandler, type ForwardPolicy, type ResponseHeaders } from './forward-handler.js';
 import { RATE_LIMIT_HEADERS } from './limits/headers.js';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -25,8 +27,9 @@ export const PROXIED_ROUTES: ReadonlyArray<{ url: string; methods: HTTPMethods[]
 /**
  * Request headers never forwarded: the ones only the gateway may set (a client sending them is
  * ignored), the client's credentials and forwarding claims (the gateway sends its own view of
- * the client), and hop-by-hop ones that concern the client's connection, not ours (undici
- * refuses a request carrying them, which would turn an ordinary `Expect: 100-continue` into a 502).
+ * the client), hop-by-hop ones that concern the client's connection, not ours (undici
+ * refuses a request carrying them, which would turn an ordinary `Expect: 100-continue` into a 502),
+ * and Host and the framing, which undici sets for the upstream.
  */
 const DROPPED_REQUEST_HEADERS = new Set([
   'x-api-key-id',
@@ -47,14 +50,23 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'proxy-connection',
   'te',
   'trailer',
+  'connection',
+  'transfer-encoding',
+  'host',
 ]);
 
 /**
- * Response headers never passed back: the gateway's own rate-limit headers and request id, and
+ * Response headers never passed back: the gateway's own rate-limit headers and request id,
  * hop-by-hop ones (the upstream's keep-alive terms are not the client's: Node would keep open a
- * connection the client asked to close).
+ * connection the client asked to close), and the upstream's framing (the gateway frames its own).
  */
-const DROPPED_RESPONSE_HEADERS = new Set<string>([...RATE_LIMIT_HEADERS, 'connection', 'keep-alive', 'x-request-id']);
+const DROPPED_RESPONSE_HEADERS = new Set<string>([
+  ...RATE_LIMIT_HEADERS,
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'x-request-id',
+]);
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -69,21 +81,11 @@ function causeCode(error: unknown): string | undefined {
 
 /** Maps what went wrong talking to the upstream onto the Error shape: never a 500 for the client. */
 export function upstreamFailure(error: unknown): { kind: string; body: ErrorBody } {
-  const code = (error as { code?: string }).code;
   const cause = causeCode(error);
-  if (
-    code === 'FST_REPLY_FROM_GATEWAY_TIMEOUT' ||
-    cause === 'UND_ERR_HEADERS_TIMEOUT' ||
-    cause === 'UND_ERR_CONNECT_TIMEOUT'
-  ) {
+  if (cause === 'UND_ERR_HEADERS_TIMEOUT' || cause === 'UND_ERR_BODY_TIMEOUT' || cause === 'UND_ERR_CONNECT_TIMEOUT') {
     return { kind: 'timeout', body: errorBody(504, 'upstream_timeout', 'The pets service did not answer in time') };
   }
-  if (
-    cause === 'ECONNREFUSED' ||
-    cause === 'ENOTFOUND' ||
-    cause === 'EAI_AGAIN' ||
-    code === 'FST_REPLY_FROM_SERVICE_UNAVAILABLE'
-  ) {
+  if (cause === 'ECONNREFUSED' || cause === 'ENOTFOUND' || cause === 'EAI_AGAIN') {
     return { kind: 'refused', body: errorBody(503, 'upstream_unavailable', 'The pets service is unavailable') };
   }
   if (cause === 'ECONNRESET' || cause === 'UND_ERR_SOCKET' || cause === 'EPIPE') {
@@ -93,65 +95,100 @@ export function upstreamFailure(error: unknown): { kind: string; body: ErrorBody
 }
 
 /**
- * Forwards PROXIED_ROUTES to the pets service over undici (@fastify/reply-from), streaming
- * bodies through. The caller's credentials stay here; the upstream learns who called from the
- * key id and plan, from where from X-Forwarded-For (the address the gateway resolved), and the
- * trace from `traceparent` (this hop as the parent).
+ * The request headers the upstream gets: the client's, less DROPPED_REQUEST_HEADERS and any the
+ * client's Connection header names, plus who called (key id and plan), from where
+ * (X-Forwarded-For, the address the gateway resolved), the request id and the trace (this hop
+ * as the parent). Host is undici's: the upstream's own.
+ */
+function upstreamHeaders(request: FastifyRequest): Headers {
+  const headers = request.headers;
+  const out: Headers = {};
+  const hopByHop = headers.connection === undefined ? undefined : connectionTokens(headers.connection);
+  // tracestate belongs to the trace the caller started; it means nothing for one started here.
+  const keepTracestate = request.traceContinued;
+  for (const name in headers) {
+    if (DROPPED_REQUEST_HEADERS.has(name) || (name === 'tracestate' && !keepTracestate) || hopByHop?.has(name))
+      continue;
+    out[name] = headers[name];
+  }
+  out['x-request-id'] = request.id;
+  out['x-forwarded-for'] = request.ip;
+  out.traceparent = childTraceparent(request.traceId, request.traceFlags);
+  if (request.apiKey) {
+    out['x-api-key-id'] = request.apiKey.id;
+    out['x-api-plan'] = request.apiKey.plan;
+  }
+  return out;
+}
+
+/** RFC 9110 §7.6.1: the header names a Connection field lists are for this hop only. */
+function connectionTokens(value: string | string[]): Set<string> {
+  const tokens = new Set<string>();
+  for (const token of String(value).split(',')) tokens.add(token.trim().toLowerCase());
+  return tokens;
+}
+
+/**
+ * The response headers the client gets: the upstream's, less DROPPED_RESPONSE_HEADERS and the
+ * framing one (the gateway frames its own answer), marked no-store: answers to keyed requests are
+ * the caller's own, never for a shared cache. A repeated field keeps every value.
+ */
+function clientHeaders(raw: Buffer[]): ResponseHeaders {
+  const out: ResponseHeaders = {};
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] as Buffer).toString('latin1').toLowerCase();
+    if (DROPPED_RESPONSE_HEADERS.has(name)) continue;
+    const value = (raw[i + 1] as Buffer).toString('latin1');
+    const earlier = out[name];
+    if (earlier === undefined) out[name] = value;
+    else out[name] = Array.isArray(earlier) ? [...earlier, value] : [earlier, value];
+  }
+  out['cache-control'] = 'no-store';
+  return out;
+}
+
+/**
+ * Forwards PROXIED_ROUTES to the pets service over one undici pool (forward-handler.ts), request
+ * bodies streamed through unread. The caller's credentials stay here (upstreamHeaders).
  */
 export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): Promise<void> {
-  const replyOptions: FastifyReplyFromHooks = {
-    // Retrying would replay non-idempotent work and multiply load on a struggling upstream.
-    retryDelay: () => null,
-    // Copied into a fresh object rather than deleted from reply-from's: deleting properties
-    // turns an object into a slow dictionary, and undici then walks it once more per request.
-    rewriteRequestHeaders: (request, headers) => {
-      const out: Headers = {};
-      // tracestate belongs to the trace the caller started; it means nothing for one started here.
-      const keepTracestate = request.traceContinued;
-      for (const name in headers) {
-        if (DROPPED_REQUEST_HEADERS.has(name) || (name === 'tracestate' && !keepTracestate)) continue;
-        out[name] = headers[name];
-      }
-      out['x-request-id'] = request.id;
-      out['x-forwarded-for'] = request.ip;
-      out.traceparent = childTraceparent(request.traceId, request.traceFlags);
-      if (request.apiKey) {
-        out['x-api-key-id'] = request.apiKey.id;
-        out['x-api-plan'] = request.apiKey.plan;
-      }
-      return out;
-    },
-    rewriteHeaders: (headers) => {
-      const out: Headers = {};
-      for (const name in headers) {
-        if (!DROPPED_RESPONSE_HEADERS.has(name)) out[name] = headers[name];
-      }
-      // Answers to keyed requests are the caller's own: never stored by a shared cache.
-      out['cache-control'] = 'no-store';
-      return out;
-    },
-    onError: (reply, { error }) => {
+  const pool = new Pool(new URL(opts.upstream).origin, {
+    connections: 128,
+    pipelining: 1,
+    keepAliveTimeout: 60_000,
+    connect: { timeout: Math.min(opts.timeoutMs, 5_000) },
+    headersTimeout: opts.timeoutMs,
+    bodyTimeout: opts.timeoutMs,
+  });
+  app.addHook('onClose', async () => {
+    await pool.destroy();
+  });
+  const policy: ForwardPolicy = {
+    responseHeaders: clientHeaders,
+    fail: (reply, error) => {
       const failure = upstreamFailure(error);
       opts.metrics.upstreamErrors.inc({ kind: failure.kind });
       reply.log.warn({ err: error, kind: failure.kind }, 'upstream request failed');
-      sendError(reply as FastifyReply, failure.body);
+      sendError(reply, failure.body);
     },
   };
-  // Encapsulated: the pass-through body parser and reply.from apply to these routes only.
+  const forward = (request: FastifyRequest, reply: FastifyReply): void => {
+    const method = request.method as Dispatcher.HttpMethod;
+    const headers = upstreamHeaders(request);
+    // A body on GET or HEAD means nothing to the upstream; it is not forwarded, nor its length.
+    const bodyless = method === 'GET' || method === 'HEAD';
+    if (bodyless) headers['content-length'] = undefined;
+    const body = bodyless ? null : ((request.body as Readable | undefined) ?? null);
+    const handler = new ForwardHandler(reply, policy);
+    try {
+      pool.dispatch({ path: request.url, method, headers, body }, handler);
+    } catch (err) {
+      // undici refuses some requests outright (a header value it will not send).
+      handler.onError(err as Error);
+    }
+  };
+  // Encapsulated: the pass-through body parser applies to these routes only.
   await app.register(async (scope) => {
-    await scope.register(replyFrom, {
-      base: opts.upstream,
-      // The access line says everything about the request; reply-from's two lines would triple it.
-      disableRequestLogging: true,
-      undici: {
-        connections: 128,
-        pipelining: 1,
-        keepAliveTimeout: 60_000,
-        connectTimeout: Math.min(opts.timeoutMs, 5_000),
-        headersTimeout: opts.timeoutMs,
-        bodyTimeout: opts.timeoutMs,
-      },
-    });
     // Bodies stream through to pets unread: pets parses and validates them.
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
@@ -169,11 +206,7 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
       done(null, payload);
     });
     for (const route of PROXIED_ROUTES) {
-      scope.route({
-        method: route.methods,
-        url: route.url,
-        handler: (request, reply) => reply.from(request.url, replyOptions),
-      });
+      scope.route({ method: route.methods, url: route.url, handler: forward });
     }
   });
 }

@@ -1,0 +1,223 @@
+import { createHash } from 'node:crypto';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUFFERED_BODY_BYTES } from '../src/forward-handler.js';
+import { addKey, bearer, type TestGateway, useGateways } from './helpers.js';
+
+/**
+ * What the proxy does with bodies and headers on the way through: answers small enough to send
+ * in one write and answers that stream, repeated fields, HEAD, hop-by-hop names a client lists in
+ * Connection, and an upstream that breaks off mid-body.
+ */
+
+const gateways = useGateways();
+
+const SMALL = JSON.stringify({ items: [{ id: 1, name: 'Rex' }] });
+/** Several times the buffered size, so it streams, in chunks of uneven size. */
+const LARGE = Buffer.alloc(BUFFERED_BODY_BYTES * 5 + 123, 'abcdefghij');
+
+type Seen = { method?: string; headers: IncomingMessage['headers']; bodySha?: string; bodyBytes?: number };
+
+/** A pets stand-in that answers by path, and records the last request it saw. */
+class Upstream {
+  last: Seen = { headers: {} };
+  private server: Server | undefined;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => this.handle(req, res));
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => {
+      this.server?.closeAllConnections();
+      this.server?.close(() => resolve());
+    });
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const hash = createHash('sha256');
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => {
+      hash.update(chunk);
+      bytes += chunk.length;
+    });
+    req.on('end', () => {
+      this.last = { method: req.method, headers: req.headers, bodySha: hash.digest('hex'), bodyBytes: bytes };
+      const path = req.url?.split('?')[0];
+      switch (path) {
+        case '/v1/pets/small':
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(SMALL) });
+          res.end(SMALL);
+          return;
+        case '/v1/pets/large':
+          // Written in pieces, with Content-Length, as a large list would come.
+          res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': LARGE.length });
+          for (let at = 0; at < LARGE.length; at += 70_001) res.write(LARGE.subarray(at, at + 70_001));
+          res.end();
+          return;
+        case '/v1/pets/chunked':
+          // No Content-Length: chunked, the length unknown until the end.
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write('{"part":1,');
+          res.end('"part2":2}');
+          return;
+        case '/v1/pets/cookies':
+          res.setHeader('set-cookie', ['a=1; Path=/', 'b=2; Path=/']);
+          res.setHeader('content-type', 'application/json');
+          res.end('{}');
+          return;
+        case '/v1/pets/large-broken':
+          res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': LARGE.length });
+          res.write(LARGE.subarray(0, BUFFERED_BODY_BYTES * 2), () => setTimeout(() => req.socket.destroy(), 20));
+          return;
+        default:
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ method: req.method, url: req.url }));
+      }
+    });
+  }
+}
+
+const upstream = new Upstream();
+beforeAll(() => upstream.start());
+afterAll(() => upstream.stop());
+
+async function keyed(): Promise<{ gw: TestGateway; headers: Record<string, string> }> {
+  const gw = await gateways.start({ upstream: upstream.url });
+  const { key } = await addKey(gw.deps, 'pro');
+  return { gw, headers: bearer(key) };
+}
+
+/** A raw HTTP/1.1 request to a listening gateway: the body as it arrived, or the error that broke it. */
+function rawRequest(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: Buffer; chunked?: boolean } = {},
+): Promise<{ status: number; headers: IncomingMessage['headers']; body?: Buffer; error?: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: init.method ?? 'GET', headers: init.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', (err) => resolve({ status: res.statusCode ?? 0, headers: res.headers, error: err.message }));
+    });
+    req.on('error', reject);
+    if (init.body && init.chunked) {
+      // Two writes without a declared length: Transfer-Encoding: chunked.
+      req.write(init.body.subarray(0, 1000));
+      req.end(init.body.subarray(1000));
+    } else req.end(init.body);
+  });
+}
+
+describe('answers on the way back', () => {
+  it.each([
+    ['a small answer (sent in one write)', '/v1/pets/small', Buffer.from(SMALL)],
+    ['a large answer (streamed through)', '/v1/pets/large', LARGE],
+    ['a chunked answer of unknown length', '/v1/pets/chunked', Buffer.from('{"part":1,"part2":2}')],
+  ])(
+    '%s arrives whole, with its own length and content type, and the gateway headers',
+    async (_label, path, expected) => {
+      const { gw, headers } = await keyed();
+      const url = await gw.listen();
+      const res = await rawRequest(`${url}${path}`, { headers });
+      expect(res.status).toBe(200);
+      expect(res.body?.equals(expected)).toBe(true);
+      if (res.headers['content-length'] !== undefined)
+        expect(Number(res.headers['content-length'])).toBe(expected.length);
+      else expect(res.headers['transfer-encoding']).toBe('chunked');
+      expect(res.headers['content-type']).toBe(
+        path.endsWith('large') ? 'application/octet-stream' : 'application/json',
+      );
+      expect(res.headers['x-ratelimit-limit']).toBe('300');
+      expect(res.headers['cache-control']).toBe('no-store');
+    },
+  );
+
+  it('HEAD gets the length of the GET answer and no body', async () => {
+    const { gw, headers } = await keyed();
+    const res = await gw.app.inject({ method: 'HEAD', url: '/v1/pets/small', headers });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-length']).toBe(String(Buffer.byteLength(SMALL)));
+    expect(res.body).toBe('');
+    expect(upstream.last.method).toBe('HEAD');
+  });
+
+  it('a repeated field (Set-Cookie) keeps every value', async () => {
+    const { gw, headers } = await keyed();
+    const res = await gw.app.inject({ url: '/v1/pets/cookies', headers });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['set-cookie']).toEqual(['a=1; Path=/', 'b=2; Path=/']);
+  });
+
+  it('a large answer that breaks off mid-body breaks off at the client too: never a short body that looks whole', async () => {
+    const { gw, headers } = await keyed();
+    const url = await gw.listen();
+    const res = await rawRequest(`${url}/v1/pets/large-broken`, { headers });
+    expect(res.status).toBe(200);
+    expect(res.error).toBeDefined();
+    expect(res.body).toBeUndefined();
+    // The gateway is fine afterwards.
+    const after = await rawRequest(`${url}/v1/pets/small`, { headers });
+    expect(after.status).toBe(200);
+  });
+});
+
+describe('requests on the way out', () => {
+  it('a large body streams to the upstream intact, declared or chunked', async () => {
+    const { gw, headers } = await keyed();
+    const url = await gw.listen();
+    const body = LARGE.subarray(0, 300_000);
+    const sha = createHash('sha256').update(body).digest('hex');
+    for (const chunked of [false, true]) {
+      const res = await rawRequest(`${url}/v1/pets`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/octet-stream' },
+        body,
+        chunked,
+      });
+      expect(res.status, `chunked=${chunked}`).toBe(200);
+      expect(upstream.last.bodyBytes).toBe(body.length);
+      expect(upstream.last.bodySha).toBe(sha);
+    }
+  });
+
+  it('headers the client names in Connection stay on its hop, and Host is the upstream', async () => {
+    const { gw, headers } = await keyed();
+    const res = await gw.app.inject({
+      url: '/v1/pets',
+      headers: {
+        ...headers,
+        connection: 'keep-alive, x-hop-secret',
+        'x-hop-secret': 'only for the gateway',
+        'x-kept': 'yes',
+      },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(upstream.last.headers['x-hop-secret']).toBeUndefined();
+    expect(upstream.last.headers['x-kept']).toBe('yes');
+    expect(upstream.last.headers.host).toBe(new URL(upstream.url).host);
+  });
+
+  it('a GET never forwards a body (nor its length)', async () => {
+    const { gw, headers } = await keyed();
+    const res = await gw.app.inject({
+      method: 'GET',
+      url: '/v1/pets',
+      headers: { ...headers, 'content-type': 'application/json' },
+      payload: '{"ignored":true}',
+    });
+    expect(res.statusCode).toBe(200);
+    expect(upstream.last.bodyBytes).toBe(0);
+    expect(upstream.last.headers['content-length']).toBeUndefined();
+  });
+});
