@@ -149,7 +149,9 @@ function clientHeaders(raw: Buffer[]): ResponseHeaders {
 
 /**
  * Forwards PROXIED_ROUTES to the pets service over one undici pool (forward-handler.ts), request
- * bodies streamed through unread. The caller's credentials stay here (upstreamHeaders).
+ * bodies streamed through unread. The caller's credentials stay here (upstreamHeaders). Each
+ * request is sent once: retrying would replay non-idempotent work and multiply the load on a
+ * struggling upstream.
  */
 export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): Promise<void> {
   const pool = new Pool(new URL(opts.upstream).origin, {
@@ -177,7 +179,7 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
     const headers = upstreamHeaders(request);
     // A body on GET or HEAD means nothing to the upstream; it is not forwarded, nor its length.
     const bodyless = method === 'GET' || method === 'HEAD';
-    if (bodyless) headers['content-length'] = undefined;
+    if (bodyless && headers['content-length'] !== undefined) headers['content-length'] = undefined;
     const body = bodyless ? null : ((request.body as Readable | undefined) ?? null);
     const handler = new ForwardHandler(reply, policy);
     try {
