@@ -103,7 +103,12 @@ export function upstreamFailure(error: unknown): { kind: string; body: ErrorBody
 function upstreamHeaders(request: FastifyRequest): Headers {
   const headers = request.headers;
   const out: Headers = {};
-  const hopByHop = headers.connection === undefined ? undefined : connectionTokens(headers.connection);
+  // Most clients send `Connection: keep-alive` on every request: nothing to parse there.
+  const connection = headers.connection;
+  const hopByHop =
+    connection === undefined || connection === 'keep-alive' || connection === 'close'
+      ? undefined
+      : connectionTokens(connection);
   // tracestate belongs to the trace the caller started; it means nothing for one started here.
   const keepTracestate = request.traceContinued;
   for (const name in headers) {
