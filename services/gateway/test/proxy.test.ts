@@ -28,6 +28,8 @@ type Seen = { method?: string; headers: IncomingMessage['headers']; bodySha?: st
 /** A pets stand-in that answers by path, and records the last request it saw. */
 class Upstream {
   last: Seen = { headers: {} };
+  /** Called when an endless answer's connection is closed. */
+  endlessClosed: (() => void) | undefined;
   private server: Server | undefined;
   url = '';
 
@@ -75,6 +77,18 @@ class Upstream {
           res.setHeader('set-cookie', ['a=1; Path=/', 'b=2; Path=/']);
           res.setHeader('content-type', 'application/json');
           res.end('{}');
+          return;
+        case '/v1/pets/endless':
+          // More than the buffered size at once, then more every few ms until someone hangs up.
+          res.writeHead(200, { 'content-type': 'application/octet-stream' });
+          res.write(LARGE.subarray(0, BUFFERED_BODY_BYTES * 2));
+          {
+            const more = setInterval(() => res.write(LARGE.subarray(0, 1024)), 5);
+            res.once('close', () => {
+              clearInterval(more);
+              this.endlessClosed?.();
+            });
+          }
           return;
         case '/v1/pets/large-broken':
           res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': LARGE.length });
@@ -169,6 +183,28 @@ describe('answers on the way back', () => {
     // The gateway is fine afterwards.
     const after = await rawRequest(`${url}/v1/pets/small`, { headers });
     expect(after.status).toBe(200);
+  });
+
+  it('a client that hangs up mid-stream ends the upstream request too (not held until a timeout)', async () => {
+    // An upstream timeout far beyond the test's: only the abort can end the upstream's answer.
+    const gw = await gateways.start({ upstream: upstream.url, env: { UPSTREAM_TIMEOUT_MS: '600000' } });
+    const { key } = await addKey(gw.deps, 'pro');
+    const url = await gw.listen();
+    const upstreamClosed = new Promise<void>((resolve) => {
+      upstream.endlessClosed = resolve;
+    });
+    await new Promise<void>((resolve, reject) => {
+      const req = httpRequest(`${url}/v1/pets/endless`, { headers: bearer(key) }, (res) => {
+        expect(res.statusCode).toBe(200);
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', (err) => (err.message === 'socket hang up' ? undefined : reject(err)));
+      req.end();
+    });
+    await upstreamClosed;
   });
 });
 
