@@ -298,8 +298,9 @@ export class RedisSentinelTopology implements RedisTopology {
     }
     if (replicas.length === 0) throw new Error('no live replica');
     for (const port of replicas) await linkUp(port);
-    await master.kill();
+    // Taken before the kill, as for the Cluster: a request can end refused before `await kill()` returns.
     const killedAt = Date.now();
+    await master.kill();
     const promoted = poll('the sentinels promoted a replica', async () => {
       const port = await this.masterPort();
       return port !== master.port && replicas.includes(port) && (await isMaster(port)) ? Date.now() : undefined;
