@@ -140,6 +140,24 @@ export class ServiceProcess {
     env: Record<string, string> = {},
     options: { ready?: '/readyz'; timeoutMs?: number } = {},
   ): Promise<ServiceProcess> {
+    // A port found free can be taken before the child binds it (a loopback client's ephemeral
+    // port comes from the same range): when the ports were chosen here, a start that lost that
+    // race tries new ones.
+    const attempts = env.PORT === undefined && env.METRICS_PORT === undefined ? 3 : 1;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ServiceProcess.startOnce(name, env, options);
+      } catch (err) {
+        if (attempt >= attempts || !String(err).includes('EADDRINUSE')) throw err;
+      }
+    }
+  }
+
+  private static async startOnce(
+    name: keyof typeof SERVERS,
+    env: Record<string, string>,
+    options: { ready?: '/readyz'; timeoutMs?: number },
+  ): Promise<ServiceProcess> {
     const port = env.PORT ? Number(env.PORT) : await freePort();
     const metricsPort = env.METRICS_PORT ? Number(env.METRICS_PORT) : await freePort();
     const child = spawn(process.execPath, [SERVERS[name]], {
