@@ -70,18 +70,19 @@ const DROPPED_RESPONSE_HEADERS = new Set<string>([
 
 type Headers = Record<string, string | string[] | undefined>;
 
-function causeCode(error: unknown): string | undefined {
+/** The first error code along an error and its causes (a wrapped socket error keeps its own there). */
+function errorCode(error: unknown): string | undefined {
   let current = error as { code?: string; cause?: unknown } | undefined;
   for (let depth = 0; current && depth < 5; depth++) {
-    if (current.code && !current.code.startsWith('FST_')) return current.code;
+    if (current.code) return current.code;
     current = current.cause as typeof current;
   }
-  return (error as { code?: string }).code;
+  return undefined;
 }
 
 /** Maps what went wrong talking to the upstream onto the Error shape: never a 500 for the client. */
-export function upstreamFailure(error: unknown): { kind: string; body: ErrorBody } {
-  const cause = causeCode(error);
+function upstreamFailure(error: unknown): { kind: string; body: ErrorBody } {
+  const cause = errorCode(error);
   if (cause === 'UND_ERR_HEADERS_TIMEOUT' || cause === 'UND_ERR_BODY_TIMEOUT' || cause === 'UND_ERR_CONNECT_TIMEOUT') {
     return { kind: 'timeout', body: errorBody(504, 'upstream_timeout', 'The pets service did not answer in time') };
   }
