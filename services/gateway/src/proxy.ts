@@ -207,9 +207,8 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
     scope.addHook('preParsing', (request, _reply, payload, done) => {
       const declared = request.headers['content-length'];
       if (declared !== undefined && Number(declared) > bodyLimit) {
-        return done(
-          new ApiError(413, 'payload_too_large', 'Request body is larger than the limit', { connection: 'close' }),
-        );
+        // sendError closes the connection: the declared body is unread.
+        return done(new ApiError(413, 'payload_too_large', 'Request body is larger than the limit'));
       }
       done(null, payload);
     });
