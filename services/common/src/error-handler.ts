@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { pathOf } from './access-log.js';
 import { ApiError, type ErrorBody, type ErrorCode, errorBody } from './errors.js';
 import { validationMessage } from './validation.js';
 
@@ -67,7 +68,7 @@ export function sendError(reply: FastifyReply, body: ErrorBody, headers: Record<
 }
 
 function allowedMethods(app: FastifyInstance, url: string): string[] {
-  const path = url.split('?', 1)[0] ?? url;
+  const path = pathOf(url);
   return METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
 }
 
@@ -99,10 +100,7 @@ export const errorHandling = fp(
           { allow: allowed.join(', ') },
         );
       }
-      return sendError(
-        reply,
-        errorBody(404, 'not_found', `No route for ${request.method} ${request.url.split('?', 1)[0]}`),
-      );
+      return sendError(reply, errorBody(404, 'not_found', `No route for ${request.method} ${pathOf(request.url)}`));
     });
   },
   { name: 'error-handling' },
