@@ -13,7 +13,16 @@ import { createKey, newSecret } from '../keys/create-key.js';
 import { parseExpiry, previousSecretEnds } from '../keys/expiry.js';
 import { applyChanges } from '../keys/key-store.js';
 import { appendToKeysFile, type KeyFileEntry, toKeyFileEntry, updateKeysFileEntry } from '../keys/keys-file.js';
-import { type LimitNames, type Limits, limitsAfterChange, limitsFor, type Plan, planProblem } from '../plans.js';
+import {
+  isPlan,
+  type LimitNames,
+  type Limits,
+  limitsAfterChange,
+  limitsFor,
+  PLANS,
+  type Plan,
+  planProblem,
+} from '../plans.js';
 import { AdminClient, UsageError } from './admin-client.js';
 import { fields, table, when } from './format.js';
 
@@ -204,8 +213,7 @@ async function update(id: string, values: Values): Promise<void> {
     );
   }
   if (values.plan !== undefined) {
-    const problem = planProblem(values.plan, undefined, FLAG_NAMES);
-    if (problem?.startsWith('--plan')) throw usageError('update', problem);
+    if (!isPlan(values.plan)) throw usageError('update', `${FLAG_NAMES.plan} must be one of ${PLANS.join(', ')}`);
   }
   if (typeof values.file === 'string') {
     const entry = await updateKeysFileEntry(values.file, id, (e) => updatedEntry(e, values));
