@@ -1,5 +1,5 @@
 import { ApiError } from '@animal-store/common/errors.js';
-import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { onRequestAsyncHookHandler } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import { parseBearer } from '../bearer.js';
 import { sameSecret } from '../keys/api-key.js';
@@ -25,14 +25,13 @@ export function adminAuth(token: string, now: () => number = Date.now): onReques
   // Bounded: a flood from many addresses forgets the oldest, never grows without end.
   const failures = new LRUCache<string, Failures>({ max: 10_000 });
 
-  function blockedForMs(request: FastifyRequest, at: number): number {
-    const seen = failures.get(addressKey(request.ip));
+  function blockedForMs(address: string, at: number): number {
+    const seen = failures.get(address);
     if (!seen || seen.resetAt <= at || seen.count < ADMIN_AUTH_FAILURES) return 0;
     return seen.resetAt - at;
   }
 
-  function recordFailure(request: FastifyRequest, at: number): void {
-    const address = addressKey(request.ip);
+  function recordFailure(address: string, at: number): void {
     const seen = failures.get(address);
     if (!seen || seen.resetAt <= at) failures.set(address, { count: 1, resetAt: at + ADMIN_AUTH_WINDOW_MS });
     else seen.count++;
@@ -40,7 +39,8 @@ export function adminAuth(token: string, now: () => number = Date.now): onReques
 
   return async (request) => {
     const at = now();
-    const waitMs = blockedForMs(request, at);
+    const address = addressKey(request.ip);
+    const waitMs = blockedForMs(address, at);
     if (waitMs > 0) {
       throw new ApiError(429, 'admin_rate_limited', 'Too many failed admin authentications from this address', {
         'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))),
@@ -48,7 +48,7 @@ export function adminAuth(token: string, now: () => number = Date.now): onReques
     }
     const given = parseBearer(request.headers.authorization);
     if (given === undefined || !sameSecret(given, token)) {
-      recordFailure(request, at);
+      recordFailure(address, at);
       throw new ApiError(401, 'unauthorized', 'Send the admin token as "Authorization: Bearer <ADMIN_TOKEN>"');
     }
   };
