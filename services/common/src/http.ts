@@ -72,42 +72,40 @@ function frameworkErrors(before: BeforeFrameworkError | undefined) {
     // No hook runs for these requests, the access log's onResponse included.
     (request.server as Partial<FastifyInstance>).logAccess?.(request, reply);
   };
-  const answer = (err: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
-    const body =
-      err.code === 'FST_ERR_BAD_URL'
-        ? errorBody(400, 'invalid_request', 'The URL is not valid (bad percent-encoding)')
-        : err.code === 'FST_ERR_MAX_PARAM_LENGTH'
-          ? errorBody(400, 'invalid_request', 'A path parameter is too long')
-          : toErrorBody(err);
-    send(request, reply, body);
-  };
-  if (!before) return answer;
   return (err: FastifyError, request: FastifyRequest, reply: FastifyReply): void =>
-    chargeThenAnswer(
-      before,
-      request,
-      reply,
-      () => answer(err, request, reply),
-      (refusal) => send(request, reply, refusal.toBody(), refusal.headers),
+    chargeThenAnswer(before, request, reply, frameworkErrorBody(err), (body, headers) =>
+      send(request, reply, body, headers),
     );
 }
 
+function frameworkErrorBody(err: FastifyError): ErrorBody {
+  if (err.code === 'FST_ERR_BAD_URL')
+    return errorBody(400, 'invalid_request', 'The URL is not valid (bad percent-encoding)');
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return errorBody(400, 'invalid_request', 'A path parameter is too long');
+  return toErrorBody(err);
+}
+
 /**
- * Lets the service charge a malformed request, then answers the refusal it gave (a 429) or, with
- * none, the 400. A failed charge is logged and the 400 still goes out.
+ * Answers a malformed request with `invalid` (a 400), or, when the service charges it (`charge`)
+ * and refuses it, with that refusal (a 429) instead. A failed charge is logged and the 400 still
+ * goes out.
  */
 function chargeThenAnswer(
-  charge: BeforeFrameworkError,
+  charge: BeforeFrameworkError | undefined,
   request: FastifyRequest,
   reply: FastifyReply,
-  answerInvalid: () => void,
-  answerRefusal: (refusal: ApiError) => void,
+  invalid: ErrorBody,
+  send: (body: ErrorBody, headers?: Record<string, string>) => void,
 ): void {
+  if (!charge) {
+    send(invalid);
+    return;
+  }
   charge(request, reply).then(
-    (refusal) => (refusal ? answerRefusal(refusal) : answerInvalid()),
+    (refusal) => (refusal ? send(refusal.toBody(), refusal.headers) : send(invalid)),
     (err) => {
       request.log.error({ err }, 'charging a malformed request failed');
-      answerInvalid();
+      send(invalid);
     },
   );
 }
@@ -225,14 +223,8 @@ export const httpBasics = fp(
     /** A 400 for a malformed request, after the service had its say (the gateway charges it). */
     const refuse = (request: FastifyRequest, reply: FastifyReply, message: string): void => {
       reply.header('connection', 'close');
-      const invalid = errorBody(400, 'invalid_request', message);
-      if (!charge) return void sendError(reply, invalid);
-      chargeThenAnswer(
-        charge,
-        request,
-        reply,
-        () => sendError(reply, invalid),
-        (refusal) => sendError(reply, refusal.toBody(), refusal.headers),
+      chargeThenAnswer(charge, request, reply, errorBody(400, 'invalid_request', message), (body, headers) =>
+        sendError(reply, body, headers),
       );
     };
     app.server.on('checkExpectation', expectationFailed);
