@@ -35,6 +35,7 @@ const REQUIRED_ALERTS = [
   'GatewayServerErrorRateHigh',
   'GatewayLatencyP99High',
   'BanSurge',
+  'KeyEventsNotSubscribed',
   'KeyStoreErrors',
   'PodsNotReady',
 ];

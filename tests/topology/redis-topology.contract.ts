@@ -185,6 +185,12 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       return metricValue(await res.text(), 'gateway_rate_limit_decisions_total', { source, decision });
     }
 
+    /** Whether the process's key-event subscription delivers (its own probe comes back). */
+    async function subscribed(gw: ServiceProcess): Promise<number> {
+      const res = await fetch(`${gw.metricsUrl}/metrics`, { signal: AbortSignal.timeout(BOUND_MS) });
+      return metricValue(await res.text(), 'gateway_event_bus_subscribed');
+    }
+
     async function total(gws: ServiceProcess[], source: string): Promise<number> {
       return (await Promise.all(gws.map((g) => decisions(g, source)))).reduce((a, b) => a + b, 0);
     }
@@ -240,6 +246,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       const gws = await processes(2, 'open', [measured, check]);
       // Two in-process replicas too, connected before the crash, to show pub/sub follows it.
       const pair = await replicas({ REVOCATION_POLL_MS: '60000' });
+      for (const gw of gws) await vi.waitFor(async () => expect(await subscribed(gw)).toBe(1), { timeout: 10_000 });
       const loops = load(gws, measured.key, 8);
       await vi.waitFor(() => expect(loops.outcomes.length).toBeGreaterThanOrEqual(200), { timeout: 10_000 });
 
@@ -300,6 +307,10 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       expect(burst.filter((s) => s === 200)).toHaveLength(60);
       expect(burst.filter((s) => s === 429)).toHaveLength(90);
       expect(Number(await readAfterFailover(`gw:{${check.id}}:d`))).toBe(60);
+
+      // Each process is subscribed again (on a Cluster, perhaps through another node), by its own
+      // probe's word: the probe runs every 5 s.
+      for (const gw of gws) await vi.waitFor(async () => expect(await subscribed(gw)).toBe(1), { timeout: 12_000 });
 
       // Events flow again without a restart: a key revoked on one replica is refused by the other
       // (its store poll is a minute away). A revocation published before both connections had

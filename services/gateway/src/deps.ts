@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config.js';
-import { type EventBus, LocalEventBus, RedisEventBus } from './events.js';
+import { type EventBus, LocalEventBus, RedisEventBus, type SubscriptionHooks } from './events.js';
 import { KeyResolver } from './keys/key-resolver.js';
 import type { KeyStore } from './keys/key-store.js';
 import { readKeysFile, toKeyRecord } from './keys/keys-file.js';
@@ -56,6 +56,8 @@ export async function createDeps(
     defaultMetrics?: boolean;
     /** Where every listener's log lines go (server.ts: logDestination(); tests capture them). */
     logStream?: LogStream;
+    /** How often the event bus checks its subscription with a probe (events.ts PROBE_MS). */
+    eventProbeMs?: number;
   } = {},
 ): Promise<GatewayDeps> {
   const now = options.now ?? Date.now;
@@ -103,10 +105,16 @@ export async function createDeps(
   const subscriber = clients.subscriber ?? null;
   const events: EventBus =
     redis && subscriber
-      ? new RedisEventBus(redis, subscriber, `${config.redisPrefix}events`, (err) =>
-          logger.warn({ err }, 'pub/sub subscription failed: replicas learn of key changes by polling the key store'),
+      ? new RedisEventBus(
+          redis,
+          subscriber,
+          `${config.redisPrefix}events`,
+          subscriptionLog(logger, metrics, config.revocationPollMs),
+          options.eventProbeMs,
         )
       : new LocalEventBus();
+  // In one process every "replica" hears every event.
+  if (!(events instanceof RedisEventBus)) metrics.eventBusSubscribed.set(1);
 
   return {
     logger,
@@ -125,6 +133,28 @@ export async function createDeps(
         ? `redis ${config.redis?.mode ?? ''} (failure mode ${config.failureMode})`
         : 'memory (embedded: limits are per process)',
       events: redis && subscriber ? 'redis pub/sub' : 'in-process',
+    },
+  };
+}
+
+/** The subscription's state as a gauge, a warning when it is lost and a line when it is back. */
+function subscriptionLog(logger: FastifyBaseLogger, metrics: GatewayMetrics, pollMs: number): SubscriptionHooks {
+  metrics.eventBusSubscribed.set(0);
+  return {
+    onUp: (again) => {
+      metrics.eventBusSubscribed.set(1);
+      logger.info(
+        again
+          ? 'key events: subscription back; changes made on other replicas apply here at once again'
+          : 'key events: subscribed; changes made on other replicas apply here at once',
+      );
+    },
+    onDown: (reason) => {
+      metrics.eventBusSubscribed.set(0);
+      logger.warn(
+        { reason },
+        `key events: not subscribed (${reason}); changes made on other replicas apply here only at the next key store poll (every ${pollMs} ms) until it is back`,
+      );
     },
   };
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { RedisClient } from './redis/clients.js';
 
@@ -13,6 +14,8 @@ export type GatewayEvent =
   | { type: 'missed-events' };
 
 export interface EventBus {
+  /** Whether events published by other replicas reach this one, as far as it knows. */
+  readonly isSubscribed: boolean;
   publish(event: GatewayEvent): Promise<void>;
   subscribe(handler: (event: GatewayEvent) => void): void;
   close(): Promise<void>;
@@ -21,6 +24,7 @@ export interface EventBus {
 /** One process: the embedded mode, where every "replica" is this process. */
 export class LocalEventBus implements EventBus {
   private readonly emitter = new EventEmitter();
+  readonly isSubscribed = true;
   async publish(event: GatewayEvent): Promise<void> {
     this.emitter.emit('event', event);
   }
@@ -45,48 +49,73 @@ function parseEvent(message: string): GatewayEvent | null {
   return null;
 }
 
-/**
- * Calls `gap` whenever the subscription may have missed messages: a standalone or Sentinel
- * connection is ready again (after a Sentinel failover it is the new master's), or a Cluster node
- * left the topology. ioredis moves a Cluster subscription to another node on its own and does not
- * say so, and any departed node may have been the subscribed one; a gap that was none costs one
- * Redis call per banned key.
- */
-function onSubscriptionGap(subscriber: RedisClient, gap: () => void): void {
-  // A client made before this bus may be connected already: its next ready is a reconnect.
-  let connectedBefore = subscriber.status === 'ready';
-  subscriber.on('ready', () => {
-    if (connectedBefore) gap();
-    connectedBefore = true;
-  });
-  if (subscriber.isCluster) subscriber.on('-node', gap);
+/** What an operator hears about the subscription (deps.ts turns these into a gauge and log lines). */
+export interface SubscriptionHooks {
+  /** Messages arrive: the first time, or `again` after a loss. */
+  onUp(again: boolean): void;
+  /** Messages may not arrive (or never did); `reason` says what was seen. */
+  onDown(reason: string): void;
 }
+
+/** How often a replica checks, with a message of its own, that its subscription still delivers. */
+export const PROBE_MS = 5_000;
+
+/** A replica's own probe on the events channel: `{"probe":"<replica id>:<n>"}`. Others ignore it. */
+const PROBE_PREFIX = '{"probe":"';
 
 /**
  * Redis pub/sub between replicas. Delivery is best effort (a replica that is disconnected misses
- * messages), so key changes also ride on keySync's poll of the key store, and bans on their TTL.
+ * messages), so key changes also ride on keySync's poll of the key store, and bans on the poll's
+ * recheck and their TTL.
+ *
+ * The bus owns its subscription instead of trusting ioredis to keep it: it subscribes only once
+ * the connection is ready, again on every reconnect, and retries a SUBSCRIBE that failed. A
+ * SUBSCRIBE sent while the connection's ready check was still running was lost on the reconnect
+ * that followed, and ioredis had no record of it to resubscribe, so the replica heard nothing and
+ * said nothing. A probe it publishes to itself every `probeMs` proves delivery end to end, which
+ * also covers a Cluster moving its subscriber connection to another node without a word.
  */
 export class RedisEventBus implements EventBus {
   private readonly handlers: Array<(event: GatewayEvent) => void> = [];
+  private readonly replica = randomBytes(8).toString('hex');
+  private readonly timer: NodeJS.Timeout;
+  /** `starting` until the first SUBSCRIBE or probe settles it. */
+  private state: 'starting' | 'up' | 'down' = 'starting';
+  private subscribing = false;
+  private closed = false;
+  private probesSent = 0;
+  private probesSeen = 0;
+  private readonly onReady = () => this.subscribeChannel();
+  private readonly onClose = () => this.down('the connection closed');
+  private readonly onNodeLeft = () => this.emit({ type: 'missed-events' });
+  private readonly onMessage = (ch: string, message: string) => {
+    if (ch !== this.channel) return;
+    if (message.startsWith(PROBE_PREFIX)) return this.probeSeen(message);
+    const event = parseEvent(message);
+    if (event) this.emit(event);
+  };
 
   constructor(
     private readonly publisher: RedisClient,
-    subscriber: RedisClient,
+    private readonly subscriber: RedisClient,
     private readonly channel: string,
-    onError: (err: unknown) => void,
+    private readonly hooks: SubscriptionHooks,
+    probeMs = PROBE_MS,
   ) {
-    subscriber.on('message', (ch: string, message: string) => {
-      if (ch !== channel) return;
-      const event = parseEvent(message);
-      if (event) for (const handler of this.handlers) handler(event);
-    });
-    subscriber.subscribe(channel).catch(onError);
-    // Pub/sub keeps nothing for a disconnected subscriber. After a gap (ioredis subscribes again
-    // by itself) this replica may have missed lifted bans: say so, so it drops what it remembers
-    // and asks Redis again. Revocations are covered by the key store poll too.
-    onSubscriptionGap(subscriber, () => {
-      for (const handler of this.handlers) handler({ type: 'missed-events' });
-    });
+    subscriber.on('message', this.onMessage);
+    // Every (re)connection of a standalone or Sentinel client; a Cluster's when it is (re)built.
+    subscriber.on('ready', this.onReady);
+    subscriber.on('close', this.onClose);
+    // ioredis moves a Cluster subscription off a node that left and says nothing: that node may
+    // have been the subscribed one, so what this replica remembers of bans may be stale.
+    if (subscriber.isCluster) subscriber.on('-node', this.onNodeLeft);
+    if (subscriber.status === 'ready') this.subscribeChannel();
+    this.timer = setInterval(() => this.probe(), probeMs);
+    this.timer.unref();
+  }
+
+  get isSubscribed(): boolean {
+    return this.state === 'up';
   }
 
   async publish(event: GatewayEvent): Promise<void> {
@@ -97,7 +126,66 @@ export class RedisEventBus implements EventBus {
     this.handlers.push(handler);
   }
 
+  private subscribeChannel(): void {
+    if (this.subscribing || this.closed) return;
+    this.subscribing = true;
+    this.subscriber.subscribe(this.channel).then(
+      () => {
+        this.subscribing = false;
+        this.up();
+      },
+      (err: Error) => {
+        this.subscribing = false;
+        this.down(`SUBSCRIBE failed: ${err.message}`);
+      },
+    );
+  }
+
   async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.subscriber.off('message', this.onMessage);
+    this.subscriber.off('ready', this.onReady);
+    this.subscriber.off('close', this.onClose);
+    this.subscriber.off('-node', this.onNodeLeft);
     this.handlers.length = 0;
+  }
+
+  private emit(event: GatewayEvent): void {
+    for (const handler of this.handlers) handler(event);
+  }
+
+  private up(): void {
+    if (this.state === 'up' || this.closed) return;
+    const again = this.state === 'down';
+    this.state = 'up';
+    // Pub/sub keeps nothing for a disconnected subscriber: lifted bans published meanwhile are
+    // lost, so this replica drops what it remembers and asks Redis again.
+    if (again) this.emit({ type: 'missed-events' });
+    this.hooks.onUp(again);
+  }
+
+  private down(reason: string): void {
+    if (this.state === 'down' || this.closed) return;
+    this.state = 'down';
+    this.hooks.onDown(reason);
+  }
+
+  private probe(): void {
+    if (this.probesSeen < this.probesSent && this.state === 'up') this.down('a probe message did not come back');
+    // A failed SUBSCRIBE, or a subscription lost without a reconnect (a Cluster node): try again.
+    if (this.state !== 'up' && this.subscriber.status === 'ready') this.subscribeChannel();
+    const n = ++this.probesSent;
+    this.publisher.publish(this.channel, `${PROBE_PREFIX}${this.replica}:${n}"}`).catch(() => {
+      // Redis is unreachable: the connection's own events and the next probe say so.
+    });
+  }
+
+  private probeSeen(message: string): void {
+    const body = message.slice(PROBE_PREFIX.length, -2);
+    const colon = body.indexOf(':');
+    if (body.slice(0, colon) !== this.replica) return;
+    this.probesSeen = Math.max(this.probesSeen, Number(body.slice(colon + 1)));
+    this.up();
   }
 }

@@ -13,8 +13,9 @@ const CLOCK_SLACK_MS = 30_000;
 
 /**
  * Keeps this replica's key cache and ban knowledge in step with the others: events bring news
- * at once; the poll of the store's changed keys (updates, rotations, revocations) guarantees it
- * within `pollMs` even when an event was lost (Redis down, replica reconnecting).
+ * at once; the poll of the store's changed keys (updates, rotations, revocations) and of the bans
+ * this replica remembers guarantees it within `pollMs` even when an event was lost (Redis down,
+ * replica reconnecting, subscription lost).
  */
 export const keySync = fp(
   async (app: FastifyInstance, opts: KeySyncOptions) => {
@@ -49,6 +50,12 @@ export const keySync = fp(
         for (const [id, updatedAt] of evicted) if (Date.parse(updatedAt) < since.getTime()) evicted.delete(id);
       } catch (err) {
         app.log.warn({ err }, 'key change poll failed; will retry');
+      }
+      try {
+        // A ban lift whose event this replica missed: the key store knows nothing of bans.
+        await limiter.recheckBans();
+      } catch (err) {
+        app.log.warn({ err }, 'ban recheck failed; will retry');
       } finally {
         polling = false;
       }

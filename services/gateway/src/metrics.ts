@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** The gateway's own series, beside the request metrics every service has. */
 export function createGatewayMetrics(registry: Registry) {
@@ -30,6 +30,11 @@ export function createGatewayMetrics(registry: Registry) {
     redisErrors: new Counter({
       name: 'gateway_redis_errors_total',
       help: 'Rate-limit calls to Redis that failed (each one answered by the fallback or refused, per failure mode)',
+      registers: [registry],
+    }),
+    eventBusSubscribed: new Gauge({
+      name: 'gateway_event_bus_subscribed',
+      help: "1 while key events from other replicas reach this one (its subscription's own probe comes back), else 0",
       registers: [registry],
     }),
     adminActions: new Counter({

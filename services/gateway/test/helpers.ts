@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, vi } from 'vitest';
 import { buildAdminApp } from '../src/admin/app.js';
 import { buildApp } from '../src/app.js';
 import { type GatewayConfig, loadConfig } from '../src/config.js';
@@ -43,6 +43,10 @@ export interface GatewayOptions {
   pubsub?: boolean;
   /** Collects the gateway's log lines (both listeners), parsed, at LOG_LEVEL info unless env says otherwise. */
   logs?: Record<string, unknown>[];
+  /** How often the event bus probes its own subscription (default events.ts PROBE_MS). */
+  eventProbeMs?: number;
+  /** Whether to wait until the event bus is subscribed before answering (default true). */
+  waitForSubscription?: boolean;
 }
 
 /** Redis client options as server.ts sets them, so tests see the production failure behaviour. */
@@ -74,8 +78,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     ? createRedisClients(config.redis, config.redisCommandTimeoutMs, { subscriber: options.pubsub !== false })
     : null;
   const redis = clients ? await connected(clients.redis) : null;
-  // Subscribed before the gateway answers, or a test's first event could go unheard.
-  const subscriber = clients?.subscriber ? await connected(clients.subscriber) : null;
+  // Not connected here: the event bus subscribes on a connection still starting, as in server.ts.
+  const subscriber = clients?.subscriber ?? null;
   const logs = options.logs;
   const deps = await createDeps(
     config,
@@ -83,9 +87,13 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     {
       defaultMetrics: false,
       ...(options.now ? { now: options.now } : {}),
+      ...(options.eventProbeMs ? { eventProbeMs: options.eventProbeMs } : {}),
       ...(logs ? { logStream: { write: (line: string) => void logs.push(JSON.parse(line)) } } : {}),
     },
   );
+  // Subscribed before the gateway answers, or a test's first event could go unheard.
+  if (subscriber && options.waitForSubscription !== false)
+    await vi.waitFor(() => expect(deps.events.isSubscribed).toBe(true), { timeout: 5_000, interval: 10 });
   const app = await buildApp(config, deps);
   const admin = await buildAdminApp(config, deps);
   await app.ready();
@@ -106,6 +114,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     async close() {
       await admin.close();
       await app.close();
+      await deps.events.close();
       subscriber?.disconnect();
       redis?.disconnect();
     },

@@ -70,6 +70,33 @@ async function replicas(
   return { a, b, keyStore };
 }
 
+/** The poll at its longest (REVOCATION_POLL_MS), so only pub/sub can be what brings a change. */
+const POLL_MAX = '60000';
+
+/**
+ * Each way a change reaches another replica, with the other one off: pub/sub with the key store
+ * poll at its longest, and the poll alone with no subscriber at all.
+ */
+const PATHS = [
+  ['pub/sub alone, the poll at its maximum', { env: { REVOCATION_POLL_MS: POLL_MAX }, pubsub: true, within: 1_000 }],
+  ['the poll alone, no subscriber', { env: { REVOCATION_POLL_MS: '500' }, pubsub: false, within: 5_000 }],
+] as const;
+
+async function subscribedGauge(gw: TestGateway): Promise<number> {
+  const match = /^gateway_event_bus_subscribed(?:\{[^}]*\})? (\d+)$/m.exec(await gw.deps.registry.metrics());
+  return Number(match?.[1]);
+}
+
+/** A key banned on A (limit 1 a minute, BAN_THRESHOLD 1) whose ban B has seen and now remembers. */
+async function banOnBoth(a: TestGateway, b: TestGateway): Promise<{ id: string; key: string }> {
+  const added = await addKey(a.deps, 'enterprise', { perMinute: 1, perDay: 100 });
+  expect((await get(a, added.key)).status).toBe(200);
+  expect((await get(a, added.key)).code).toBe('rate_limit_exceeded');
+  expect((await get(a, added.key)).code).toBe('api_key_banned');
+  expect((await get(b, added.key)).code).toBe('api_key_banned');
+  return added;
+}
+
 async function get(gw: TestGateway, key: string) {
   const res = await fetch(`${gw.url}/v1/pets`, { headers: bearer(key) });
   const body = (await res.json()) as { code?: string };
@@ -142,11 +169,8 @@ describe('two gateway replicas sharing one Redis', () => {
     await vi.waitFor(async () => expect((await get(b, key)).code).toBe('rate_limit_exceeded'), { timeout: 5_000 });
   });
 
-  it.each([
-    ['pub/sub', true],
-    ['the store poll alone', false],
-  ])('revoke a key on every replica within 5 s (through %s)', async (_label, pubsub) => {
-    const { a, b } = await replicas({ REVOCATION_POLL_MS: '1000' }, { pubsub });
+  it.each(PATHS)('revoke a key on every replica (through %s)', async (_label, path) => {
+    const { a, b } = await replicas(path.env, { pubsub: path.pubsub });
     const { id, key } = await addKey(a.deps, 'pro');
     expect((await get(a, key)).status).toBe(200);
     expect((await get(b, key)).status).toBe(200);
@@ -154,16 +178,13 @@ describe('two gateway replicas sharing one Redis', () => {
     expect(revoke.statusCode).toBe(204);
     expect((await get(a, key)).code).toBe('invalid_api_key');
     await vi.waitFor(async () => expect((await get(b, key)).code).toBe('invalid_api_key'), {
-      timeout: 5_000,
-      interval: 100,
+      timeout: path.within,
+      interval: 50,
     });
   });
 
-  it.each([
-    ['pub/sub', true],
-    ['the store poll alone', false],
-  ])('apply a plan change on every replica within 5 s, counts carried over (through %s)', async (_label, pubsub) => {
-    const { a, b } = await replicas({ REVOCATION_POLL_MS: '1000' }, { pubsub });
+  it.each(PATHS)('apply a plan change on every replica, counts carried over (through %s)', async (_label, path) => {
+    const { a, b } = await replicas(path.env, { pubsub: path.pubsub });
     const { id, key } = await addKey(a.deps, 'free');
     for (let i = 0; i < 25; i++) {
       expect((await get(a, key)).status).toBe(200);
@@ -178,19 +199,16 @@ describe('two gateway replicas sharing one Redis', () => {
     expect(change.statusCode).toBe(200);
     expect((await get(a, key)).headers.get('x-ratelimit-remaining')).toBe('249');
     await vi.waitFor(async () => expect((await get(b, key)).headers.get('x-ratelimit-limit')).toBe('300'), {
-      timeout: 5_000,
-      interval: 100,
+      timeout: path.within,
+      interval: 50,
     });
     // Still one count for both replicas under the new plan.
     const onA = Number((await get(a, key)).headers.get('x-ratelimit-remaining'));
     expect((await get(b, key)).headers.get('x-ratelimit-remaining')).toBe(String(onA - 1));
   });
 
-  it.each([
-    ['pub/sub', true],
-    ['the store poll alone', false],
-  ])('end a rotated-out secret on every replica within 5 s (through %s)', async (_label, pubsub) => {
-    const { a, b } = await replicas({ REVOCATION_POLL_MS: '1000' }, { pubsub });
+  it.each(PATHS)('end a rotated-out secret on every replica (through %s)', async (_label, path) => {
+    const { a, b } = await replicas(path.env, { pubsub: path.pubsub });
     const { id, key: old } = await addKey(a.deps, 'pro');
     expect((await get(a, old)).status).toBe(200);
     expect((await get(b, old)).status).toBe(200);
@@ -205,9 +223,121 @@ describe('two gateway replicas sharing one Redis', () => {
     expect((await get(a, old)).code).toBe('expired_api_key');
     expect((await get(b, fresh)).status).toBe(200);
     await vi.waitFor(async () => expect((await get(b, old)).code).toBe('expired_api_key'), {
-      timeout: 5_000,
-      interval: 100,
+      timeout: path.within,
+      interval: 50,
     });
+  });
+
+  it.each(PATHS)('lift a ban on every replica, including one that remembers it (through %s)', async (_label, path) => {
+    const { a, b } = await replicas({ ...path.env, BAN_THRESHOLD: '1', BAN_SECONDS: '900' }, { pubsub: path.pubsub });
+    const { id, key } = await banOnBoth(a, b);
+    const lift = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}/ban`, headers: bearer(ADMIN_TOKEN) });
+    expect(lift.statusCode).toBe(204);
+    // Asked of B alone: with BAN_THRESHOLD 1 a second refusal anywhere would ban the key again.
+    await vi.waitFor(async () => expect((await get(b, key)).code).toBe('rate_limit_exceeded'), {
+      timeout: path.within,
+      interval: 50,
+    });
+  });
+
+  it.each(PATHS)('apply a revocation and a ban lift after Redis restarts (through %s)', async (_label, path) => {
+    const { a, b } = await replicas({ ...path.env, BAN_THRESHOLD: '1', BAN_SECONDS: '900' }, { pubsub: path.pubsub });
+    const revoked = await addKey(a.deps, 'pro');
+    expect((await get(b, revoked.key)).status).toBe(200);
+    await redis.kill();
+    await redis.restart();
+    // Back on Redis and, with pub/sub, subscribed again (no request failed meanwhile, so the
+    // limiter goes straight back to Redis).
+    for (const gw of [a, b]) {
+      await vi.waitFor(() => expect(gw.redis?.status).toBe('ready'), { timeout: 10_000 });
+      if (path.pubsub) await vi.waitFor(async () => expect(await subscribedGauge(gw)).toBe(1), { timeout: 10_000 });
+    }
+    const { id, key } = await banOnBoth(a, b);
+
+    const revoke = await a.admin.inject({
+      method: 'DELETE',
+      url: `/admin/keys/${revoked.id}`,
+      headers: bearer(ADMIN_TOKEN),
+    });
+    expect(revoke.statusCode).toBe(204);
+    const lift = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}/ban`, headers: bearer(ADMIN_TOKEN) });
+    expect(lift.statusCode).toBe(204);
+    await vi.waitFor(
+      async () => {
+        expect((await get(b, revoked.key)).code).toBe('invalid_api_key');
+        expect((await get(b, key)).code).toBe('rate_limit_exceeded');
+      },
+      { timeout: path.within, interval: 50 },
+    );
+  });
+
+  it('say when the subscription is lost and when it is back, in a gauge and the log', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const keyStore = new MemoryKeyStore();
+    const prefix = `s${Date.now()}:`;
+    const gw = await startGateway({ redisUrl: redis.url, upstream: upstream.url, prefix, keyStore, logs });
+    open.push(gw);
+    expect(await subscribedGauge(gw)).toBe(1);
+    expect(logs.filter((l) => String(l.msg).startsWith('key events: subscribed'))).toHaveLength(1);
+
+    const subscriber = gw.subscriber;
+    if (!subscriber) throw new Error('no subscriber');
+    subscriber.disconnect();
+    await vi.waitFor(async () => expect(await subscribedGauge(gw)).toBe(0), { timeout: 5_000 });
+    const lost = logs.filter((l) => String(l.msg).startsWith('key events: not subscribed'));
+    expect(lost).toHaveLength(1);
+    expect(lost[0]?.level).toBe(40);
+
+    await subscriber.connect();
+    await vi.waitFor(async () => expect(await subscribedGauge(gw)).toBe(1), { timeout: 5_000 });
+    expect(logs.filter((l) => String(l.msg).startsWith('key events: subscription back'))).toHaveLength(1);
+  });
+
+  it('subscribe once Redis allows it, after refusing the subscription at start (a probe retries it)', async () => {
+    const admin = await connected(redisClient(redis.url));
+    const user = `gw${Date.now()}`;
+    // An ACL that lets the gateway use Redis but no pub/sub channel, fixed while it runs.
+    await admin.call('ACL', 'SETUSER', user, 'on', '>secret-pw', '~*', '+@all', 'resetchannels');
+    try {
+      const prefix = `acl${Date.now()}:`;
+      const url = `redis://${user}:secret-pw@127.0.0.1:${redis.port}`;
+      const keyStore = new MemoryKeyStore();
+      const logs: Record<string, unknown>[] = [];
+      const make = async (extra: { logs?: Record<string, unknown>[] } = {}) => {
+        const gw = await startGateway({
+          redisUrl: url,
+          upstream: upstream.url,
+          prefix,
+          keyStore,
+          eventProbeMs: 100,
+          waitForSubscription: false,
+          env: { REVOCATION_POLL_MS: POLL_MAX },
+          ...extra,
+        });
+        open.push(gw);
+        await gw.listen();
+        return gw;
+      };
+      const a = await make();
+      const b = await make({ logs });
+      await vi.waitFor(() => expect(logs.some((l) => String(l.msg).includes('NOPERM'))).toBe(true), { timeout: 5_000 });
+      expect(await subscribedGauge(b)).toBe(0);
+
+      await admin.call('ACL', 'SETUSER', user, 'allchannels');
+      for (const gw of [a, b])
+        await vi.waitFor(async () => expect(await subscribedGauge(gw)).toBe(1), { timeout: 5_000 });
+      const { id, key } = await addKey(a.deps, 'pro');
+      expect((await get(b, key)).status).toBe(200);
+      const revoke = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
+      expect(revoke.statusCode).toBe(204);
+      await vi.waitFor(async () => expect((await get(b, key)).code).toBe('invalid_api_key'), {
+        timeout: 1_000,
+        interval: 50,
+      });
+    } finally {
+      await admin.call('ACL', 'DELUSER', user);
+      admin.disconnect();
+    }
   });
 
   it('after a key change, look it up in the store once more per replica, not again at every poll', async () => {

@@ -102,6 +102,23 @@ export class GuardedLimiter {
     this.bans.clear();
   }
 
+  /**
+   * Asks the shared limiter about every ban this replica remembers and forgets those that ended
+   * early (lifted on another replica while this one did not hear of it): one call per banned key.
+   */
+  async recheckBans(): Promise<void> {
+    if (this.bans.size === 0 || this.failing) return;
+    await Promise.all(
+      [...this.bans.keys()].map(async (keyId) => {
+        const endsAt = await this.primary.banEndsAt(keyId);
+        const known = this.bans.get(keyId);
+        if (!known) return;
+        if (endsAt === null) this.bans.delete(keyId);
+        else known.endsAt = endsAt;
+      }),
+    );
+  }
+
   /** The key's state in the shared limiter (the fallback's counts are per replica and partial). */
   usage(keyId: string): Promise<KeyUsage> {
     return this.primary.usage(keyId);

@@ -51,8 +51,12 @@ export function redisOptions(commandTimeoutMs: number): RedisOptions {
   };
 }
 
-/** Subscribing must wait for a connection rather than fail, and a subscription has no reply to time. */
-const SUBSCRIBER: RedisOptions = { enableOfflineQueue: true, commandTimeout: undefined };
+/**
+ * A subscription has no reply to time. The event bus subscribes once the connection is ready and
+ * again after every reconnect (events.ts), so ioredis's own resubscribing, which a connection
+ * lost during its ready check defeated, is off.
+ */
+const SUBSCRIBER: RedisOptions = { enableOfflineQueue: true, commandTimeout: undefined, autoResubscribe: false };
 
 function authOptions(auth: RedisAuth): RedisOptions {
   return {
