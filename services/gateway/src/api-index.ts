@@ -1,6 +1,6 @@
 /**
  * What GET /v1 answers: where to start. The address `npm start` prints is /v1, so it must say
- * something useful rather than 404. Keyless, like /docs.
+ * something useful rather than 404. Keyless and limited per address, like /docs.
  */
 export const API_INDEX = {
   name: 'Animal store API',
@@ -33,17 +33,27 @@ export const API_INDEX_SCHEMA = {
   },
 } as const;
 
-/** The index as an OpenAPI operation: public, so no security and none of the gateway's refusals. */
+/**
+ * The index as an OpenAPI operation: keyless, so no security; only the per-address limit applies
+ * (publicDocument adds the rate-limit headers to its responses).
+ */
 export const API_INDEX_OPERATION = {
   operationId: 'apiIndex',
   summary: 'Where to start',
-  description: 'Links to the reference, the OpenAPI document and the pets collection. Needs no API key.',
+  description:
+    'Links to the reference, the OpenAPI document and the pets collection. Needs no API key; counts against ' +
+    'the per-address limit for requests without a key, like this document and /docs, whether a key is sent or not.',
   tags: ['pets'],
   security: [],
   responses: {
     '200': {
       description: 'The index.',
       content: { 'application/json': { schema: API_INDEX_SCHEMA } },
+    },
+    '429': {
+      description: 'Too many requests from this address (`rate_limit_exceeded`). Wait `Retry-After` seconds.',
+      headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After', required: true } },
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
     },
   },
 };

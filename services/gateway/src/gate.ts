@@ -22,6 +22,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Routes anyone may call without a key and without counting against a limit. */
     public?: boolean;
+    /**
+     * Routes anyone may call without a key, each request counted against its address's limit
+     * whether it carries a key or not: the Authorization header is not read there.
+     */
+    addressLimited?: boolean;
   }
 }
 
@@ -39,7 +44,7 @@ const NO_BEARER = 'The API key needs the scheme in front of it: send "Authorizat
 type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
 
 /** Why a request has no usable key (the framework-error path adds 'bad_request'). */
-type AuthFailure = Exclude<KeylessReason, 'bad_request'>;
+type AuthFailure = Exclude<KeylessReason, 'bad_request' | 'reference'>;
 
 /**
  * The gate in front of every non-public route: authenticate the bearer key, then take the
@@ -155,7 +160,11 @@ export const gate = fp(
     // Callback style with a synchronous path up to the limiter: this runs on every request, and
     // each await would cost a promise and a microtask.
     app.addHook('onRequest', (request, reply, done) => {
-      if (request.routeOptions.config.public) return done();
+      const config = request.routeOptions.config;
+      if (config.public) return done();
+      if (config.addressLimited) {
+        return void keyless(request, reply, 'reference').then((refusal) => done(refusal ?? undefined), done);
+      }
       reply.header('cache-control', 'no-store');
       const header = request.headers.authorization;
       if (header === undefined || header === '') {

@@ -11,7 +11,7 @@ export function createGatewayMetrics(registry: Registry) {
     }),
     anonymous: new Counter({
       name: 'gateway_anonymous_requests_total',
-      help: 'Requests without a valid key, by reason and by whether the per-IP limit let them through',
+      help: 'Requests counted against the per-IP limit (no valid key, or the API reference), by reason and by whether that limit let them through',
       labelNames: ['reason', 'decision'],
       registers: [registry],
     }),

@@ -138,7 +138,7 @@ function describeApi(): string {
       'IETF draft fields `RateLimit` and `RateLimit-Policy` for every window. Above a limit the answer is ' +
       '429 with `Retry-After`: wait that long and back off exponentially. A key that keeps sending requests ' +
       'after 429s is banned for a while (429 `api_key_banned`). Requests without a valid key are limited per ' +
-      'client address.',
+      'client address, and so are `GET /v1`, this document and the reference at `/docs`, with or without a key.',
     '',
     'Every error body is `{ "code", "message", "status" }` (the `Error` schema).',
   ].join('\n');
@@ -157,6 +157,15 @@ export function isOpenApi31(value: unknown): value is OpenApiDocument {
     isObject(value.info) &&
     isObject(value.paths)
   );
+}
+
+/** Puts a reference to every rate-limit header on each response (its own headers stay). */
+function withRateLimitHeaders(responses: Record<string, ResponseObject>): void {
+  for (const response of Object.values(responses)) {
+    const headers: Record<string, unknown> = { ...response.headers };
+    for (const name of RATE_LIMIT_HEADER_NAMES) headers[name] = headerRef(name);
+    response.headers = headers;
+  }
 }
 
 /** A response object with its `$ref` (to components.responses) resolved, as a copy this operation owns. */
@@ -216,18 +225,16 @@ export function publicDocument(upstream: OpenApiDocument): OpenApiDocument {
           ? { ...existing, ...response, headers: { ...existing.headers, ...response.headers } }
           : response;
       }
-      for (const response of Object.values(responses)) {
-        const headers: Record<string, unknown> = { ...response.headers };
-        for (const name of RATE_LIMIT_HEADER_NAMES) headers[name] = headerRef(name);
-        response.headers = headers;
-      }
+      withRateLimitHeaders(responses);
       operation.responses = Object.fromEntries(
         Object.entries(responses).sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true })),
       );
     }
   }
-  // Added after the loop: the gateway answers it itself, keyless, so none of the above applies.
-  doc.paths = { '/v1': { get: structuredClone(API_INDEX_OPERATION) }, ...doc.paths };
+  // Added after the loop: the gateway answers it itself, keyless, so only the limit headers apply.
+  const index = structuredClone(API_INDEX_OPERATION) as { responses: Record<string, ResponseObject> };
+  withRateLimitHeaders(index.responses);
+  doc.paths = { '/v1': { get: index }, ...doc.paths };
   return doc;
 }
 

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,7 +11,7 @@ import {
   publicDocument,
   RATE_LIMIT_HEADER_NAMES,
 } from '../src/openapi.js';
-import { startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
+import { addKey, bearer, startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
 
 type Response = { description: string; headers?: Record<string, Record<string, unknown>>; content?: unknown };
 type Operation = { operationId: string; security?: unknown[]; responses: Record<string, Response> };
@@ -191,11 +192,18 @@ describe('publicDocument', () => {
     expect(Object.keys(get?.responses ?? {})).toEqual(['200', '401', '404', '429', '502', '503', '504']);
   });
 
-  it('documents GET /v1, the index, as keyless and without the gateway refusals', () => {
+  it('documents GET /v1, the index, as keyless and limited per address: only a 429, and the limit headers', () => {
     const index = doc.paths?.['/v1']?.get as Operation;
     expect(index.operationId).toBe('apiIndex');
     expect(index.security).toEqual([]);
-    expect(Object.keys(index.responses)).toEqual(['200']);
+    expect(Object.keys(index.responses)).toEqual(['200', '429']);
+    expect(index.responses['429']).toMatchObject({ content: errorJson });
+    expect(index.responses['429']?.headers?.['Retry-After']).toMatchObject({ required: true });
+    for (const response of Object.values(index.responses)) {
+      for (const name of RATE_LIMIT_HEADER_NAMES) {
+        expect(response.headers?.[name], name).toEqual({ $ref: `#/components/headers/${name}` });
+      }
+    }
   });
 
   it('does not modify its input and gives the same document when applied twice', () => {
@@ -293,14 +301,21 @@ describe('OpenApiSource', () => {
   });
 });
 
+function expectAddressLimitHeaders(res: { headers: Record<string, unknown> }, remaining: number, label = '') {
+  expect(res.headers['x-ratelimit-limit'], label).toBe('60');
+  expect(res.headers['x-ratelimit-remaining'], label).toBe(String(remaining));
+  expect(res.headers['x-ratelimit-reset'], label).toMatch(/^\d+$/);
+  expect(res.headers.ratelimit, label).toMatch(new RegExp(`^"anonymous";r=${remaining};t=\\d+$`));
+  expect(res.headers['ratelimit-policy'], label).toBe('"anonymous";q=60;w=60');
+}
+
 describe('GET /v1/openapi.json on the gateway', () => {
-  it('serves the public document without a key and without counting against a limit', async () => {
+  it('serves the public document without a key', async () => {
     const upstream = await docUpstream();
     const gw = await gateway(upstream.url);
     const res = await gw.app.inject({ url: '/v1/openapi.json' });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.headers['x-ratelimit-limit']).toBeUndefined();
     const doc = res.json() as OpenApiDocument;
     expect(
       operations(doc)
@@ -318,7 +333,6 @@ describe('GET /v1/openapi.json on the gateway', () => {
     const gw = await gateway(upstream.url);
     const res = await gw.app.inject({ url: '/v1' });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.headers['x-ratelimit-limit']).toBeUndefined();
     expect(res.json()).toMatchObject({ links: { docs: '/docs', openapi: '/v1/openapi.json', pets: '/v1/pets' } });
     // Listed in the public document it serves.
     const doc = (await gw.app.inject({ url: '/v1/openapi.json' })).json() as OpenApiDocument;
@@ -365,29 +379,32 @@ describe('/docs on the gateway', () => {
   it('serves the reference page and every asset it names without a key, from this origin only', async () => {
     const upstream = await docUpstream();
     const gw = await gateway(upstream.url);
-    const page = await gw.app.inject({ url: '/docs' });
+    const page = await gw.app.inject({ url: '/docs', headers: { 'accept-encoding': 'gzip' } });
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toMatch(/^text\/html/);
+    const html = page.headers['content-encoding'] === 'gzip' ? gunzipSync(page.rawPayload).toString() : page.body;
     const csp = String(page.headers['content-security-policy']);
     expect(csp).toContain("default-src 'none'");
     expect(csp).toContain("script-src 'self'");
     expect(csp).not.toMatch(/https?:|unsafe/);
     // No CDN, no other host: every script, style and icon is a path on this gateway.
-    expect(page.body).not.toMatch(/https?:\/\/|\/\/[a-z]/i);
-    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
+    expect(html).not.toMatch(/https?:\/\/|\/\/[a-z]/i);
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
     expect(assets).toEqual(
       expect.arrayContaining([
-        '/docs/static/swagger-ui.css',
-        '/docs/static/swagger-ui-bundle.js',
-        '/docs/static/swagger-ui-standalone-preset.js',
+        expect.stringMatching(/^\/docs\/static\/\d+\.\d+\.\d+\/swagger-ui\.css$/),
+        expect.stringMatching(/^\/docs\/static\/\d+\.\d+\.\d+\/swagger-ui-bundle\.js$/),
+        expect.stringMatching(/^\/docs\/static\/\d+\.\d+\.\d+\/swagger-ui-standalone-preset\.js$/),
         '/docs/static/swagger-initializer.js',
       ]),
     );
+    // The same links, relative, when the page is asked with a trailing slash.
+    const slash = await gw.app.inject({ url: '/docs/' });
+    expect(slash.body).toMatch(/href="\.\/static\/\d+\.\d+\.\d+\/swagger-ui\.css"/);
     for (const asset of assets) {
       expect(asset).toMatch(/^\/docs\//);
       const res = await gw.app.inject({ url: asset });
       expect(res.statusCode, asset).toBe(200);
-      expect(res.headers['x-ratelimit-limit'], asset).toBeUndefined();
     }
     const initializer = await gw.app.inject({ url: '/docs/static/swagger-initializer.js' });
     expect(initializer.body).toContain("resolveUrl('./json')");
@@ -398,5 +415,89 @@ describe('/docs on the gateway', () => {
     expect(json.statusCode).toBe(200);
     expect(json.json()).toEqual((await gw.app.inject({ url: '/v1/openapi.json' })).json());
     expect(upstream.state.hits).toBe(1);
+  });
+});
+
+describe('the API reference and the per-address limit', () => {
+  it('counts /docs/json against the address: 429 in the Error shape with Retry-After after ANON_PER_MINUTE, with or without a key', async () => {
+    const upstream = await docUpstream();
+    const gw = await gateway(upstream.url, { ANON_PER_MINUTE: '3' });
+    const { key } = await addKey(gw.deps, 'pro');
+    for (let i = 0; i < 3; i++) {
+      const res = await gw.app.inject({ url: '/docs/json' });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.headers['x-ratelimit-limit']).toBe('3');
+      expect(res.headers['x-ratelimit-remaining']).toBe(String(2 - i));
+    }
+    const refused = await gw.app.inject({ url: '/docs/json' });
+    expect(expectError(refused, 429)).toBe('rate_limit_exceeded');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(refused.headers['x-ratelimit-remaining']).toBe('0');
+    // A key is not read here: the reference stays on the address's limit.
+    const keyed = await gw.app.inject({ url: '/docs/json', headers: bearer(key) });
+    expect(expectError(keyed, 429)).toBe('rate_limit_exceeded');
+    for (const url of ['/v1', '/v1/openapi.json', '/docs', '/docs/static/swagger-initializer.js']) {
+      expect((await gw.app.inject({ url })).statusCode, url).toBe(429);
+    }
+    // The pets service was asked once, for the first document.
+    expect(upstream.state.hits).toBe(1);
+  });
+
+  it('puts the rate-limit headers on /v1, /v1/openapi.json and a 404 under /v1', async () => {
+    const upstream = await docUpstream();
+    const gw = await gateway(upstream.url);
+    expectAddressLimitHeaders(await gw.app.inject({ url: '/v1' }), 59, '/v1');
+    expectAddressLimitHeaders(await gw.app.inject({ url: '/v1/openapi.json' }), 58, '/v1/openapi.json');
+    const missing = await gw.app.inject({ url: '/v1/nowhere' });
+    expect(expectError(missing, 404)).toBe('not_found');
+    expectAddressLimitHeaders(missing, 57, '/v1/nowhere');
+  });
+});
+
+describe('/docs assets: compression and caching', () => {
+  async function versionedBundle(gw: TestGateway): Promise<string> {
+    const page = await gw.app.inject({ url: '/docs' });
+    const bundle = /src="(\/docs\/static\/[^"]+\/swagger-ui-bundle\.js)"/.exec(page.body)?.[1];
+    expect(bundle, page.body).toBeDefined();
+    return bundle as string;
+  }
+
+  it.each([
+    ['br', brotliDecompressSync],
+    ['gzip', gunzipSync],
+  ])('sends the swagger-ui bundle %s-encoded when asked, the same bytes once decoded', async (encoding, decode) => {
+    const upstream = await docUpstream();
+    const gw = await gateway(upstream.url);
+    const url = await versionedBundle(gw);
+    const plain = await gw.app.inject({ url });
+    expect(plain.statusCode).toBe(200);
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.rawPayload.length).toBeGreaterThan(1_000_000);
+    const res = await gw.app.inject({ url, headers: { 'accept-encoding': `${encoding}, identity;q=0.1` } });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-encoding']).toBe(encoding);
+    expect(String(res.headers.vary)).toMatch(/accept-encoding/i);
+    expect(res.rawPayload.length).toBeLessThan(plain.rawPayload.length / 2);
+    expect(decode(res.rawPayload).equals(plain.rawPayload)).toBe(true);
+    // The document is compressed too.
+    const json = await gw.app.inject({ url: '/docs/json', headers: { 'accept-encoding': encoding } });
+    expect(json.headers['content-encoding']).toBe(encoding);
+    expect(JSON.parse(decode(json.rawPayload).toString())).toMatchObject({ openapi: '3.1.0' });
+  });
+
+  it('keeps versioned assets a year and answers a revalidation with 304', async () => {
+    const upstream = await docUpstream();
+    const gw = await gateway(upstream.url);
+    const url = await versionedBundle(gw);
+    const res = await gw.app.inject({ url, headers: { 'accept-encoding': 'gzip' } });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    expect(res.headers['last-modified']).toBeDefined();
+    const etag = String(res.headers.etag);
+    expect(etag).toMatch(/^(W\/)?"/);
+    const again = await gw.app.inject({ url, headers: { 'accept-encoding': 'gzip', 'if-none-match': etag } });
+    expect(again.statusCode).toBe(304);
+    expect(again.rawPayload.length).toBe(0);
+    expect(again.headers['x-ratelimit-limit']).toBe('60');
   });
 });

@@ -5,8 +5,11 @@ import type { GatewayMetrics } from '../metrics.js';
 import type { AnonymousLimiter } from './anonymous-limiter.js';
 import { setRateLimitHeaders } from './headers.js';
 
-/** Why a request counts against its address's limit instead of a key's. */
-export type KeylessReason = 'missing' | 'malformed' | 'unknown' | 'expired' | 'bad_request';
+/**
+ * Why a request counts against its address's limit instead of a key's; `reference` is the API
+ * reference (/v1, /v1/openapi.json, /docs), counted there with or without a key.
+ */
+export type KeylessReason = 'missing' | 'malformed' | 'unknown' | 'expired' | 'bad_request' | 'reference';
 
 export type KeylessCharge = (
   request: FastifyRequest,

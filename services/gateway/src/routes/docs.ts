@@ -1,8 +1,12 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { sendError } from '@animal-store/common/error-handler.js';
 import { errorBody } from '@animal-store/common/errors.js';
+import compress from '@fastify/compress';
+import fastifyStatic from '@fastify/static';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { API_INDEX, API_INDEX_SCHEMA } from '../api-index.js';
 import { type OpenApiDocument, OpenApiSource, OpenApiUnavailable } from '../openapi.js';
 
@@ -37,6 +41,23 @@ const PLACEHOLDER: OpenApiDocument = {
   paths: {},
 };
 
+const require = createRequire(import.meta.url);
+const SWAGGER_UI_MAIN = require.resolve('@fastify/swagger-ui');
+/** swagger-ui's files (bundle, styles, icons), as the plugin ships them. */
+const SWAGGER_UI_FILES = join(dirname(SWAGGER_UI_MAIN), 'static');
+/** The plugin's version names its files: a new version is a new URL, so a year's caching is safe. */
+const SWAGGER_UI_VERSION = (require('@fastify/swagger-ui/package.json') as { version: string }).version;
+const VERSIONED_PREFIX = `/static/${SWAGGER_UI_VERSION}/`;
+/** Asset references of the page; swagger-initializer.js is made from this file's options, so it keeps its URL. */
+const ASSET_REFERENCE = /\/static\/(?!swagger-initializer\.js)/g;
+
+/** Points the page at the versioned copies of swagger-ui's files. */
+const versionAssetLinks: onSendHookHandler = (request, _reply, payload, done) => {
+  const url = request.routeOptions.url;
+  const page = (url === '/docs' || url === '/docs/') && typeof payload === 'string';
+  done(null, page ? payload.replace(ASSET_REFERENCE, VERSIONED_PREFIX) : payload);
+};
+
 function unavailable(err: unknown) {
   return err instanceof OpenApiUnavailable
     ? err.body
@@ -44,9 +65,12 @@ function unavailable(err: unknown) {
 }
 
 /**
- * The public API reference, open to anyone (no key, no rate limit): the OpenAPI document at
- * GET /v1/openapi.json, and swagger-ui at /docs rendering the same document, served from the
- * package's own assets. Encapsulated: the hooks and decorators here touch only these routes.
+ * The public API reference, open to anyone without a key: the index at GET /v1, the OpenAPI
+ * document at GET /v1/openapi.json, and swagger-ui at /docs rendering the same document, served
+ * from the package's own assets. Every request counts against its address's limit (a key sent
+ * here is not read: reading the reference spends no key's quota and needs no key store), and
+ * every answer is compressed when the client accepts it. Encapsulated: the hooks, the
+ * compression and the decorators here touch only these routes, never the proxied API.
  */
 export async function docsRoutes(app: FastifyInstance, opts: DocsOptions): Promise<void> {
   const source = new OpenApiSource({
@@ -62,9 +86,26 @@ export async function docsRoutes(app: FastifyInstance, opts: DocsOptions): Promi
       ),
   });
 
-  // Every route of this plugin, swagger-ui's and its static assets' included, is public.
+  // Every route of this plugin, swagger-ui's and its static assets' included, is keyless and
+  // limited per address.
   app.addHook('onRoute', (route) => {
-    route.config = { ...route.config, public: true };
+    route.config = { ...route.config, addressLimited: true };
+  });
+
+  // Added before compression's own onSend, so it still sees the page as text.
+  app.addHook('onSend', versionAssetLinks);
+  // The swagger-ui bundle is 1.5 MB as it is, about a quarter of that compressed.
+  await app.register(compress, { encodings: ['br', 'gzip'], globalDecompression: false });
+
+  // swagger-ui's files under a URL naming their version, so a browser keeps them for a year and
+  // never asks again; send's weak ETag and Last-Modified answer a revalidation with 304.
+  await app.register(fastifyStatic, {
+    root: SWAGGER_UI_FILES,
+    prefix: `/docs${VERSIONED_PREFIX}`,
+    decorateReply: false,
+    index: false,
+    maxAge: 365 * 24 * 3600 * 1000,
+    immutable: true,
   });
 
   app.get('/v1', { schema: { hide: true, response: { 200: API_INDEX_SCHEMA } } }, async () => API_INDEX);
