@@ -15,13 +15,22 @@ export interface ForwardPolicy {
   responseHeaders(raw: Buffer[]): ResponseHeaders;
   /** Answers a failure that happened before anything was sent to the client. */
   fail(reply: FastifyReply, error: Error): void;
+  /**
+   * Given an upstream answer with an error status (400 and up) and its whole body, answers the
+   * client with something else and returns true, or returns false to let the upstream's answer
+   * through. A body over BUFFERED_BODY_BYTES is not read to the end: it comes as undefined, and
+   * the client must be answered (the return value is ignored).
+   */
+  replaceError(reply: FastifyReply, status: number, headers: ResponseHeaders, body: Buffer | undefined): boolean;
 }
 
 /**
  * One proxied request, as an undici dispatch handler. The upstream's status and headers are
  * held until its body is complete, then sent with the body in one write; until then a failure
  * (reset, timeout, a broken body) is still a clean Error answer, not a truncated 200. A body
- * over BUFFERED_BODY_BYTES switches to streaming with undici's back-pressure.
+ * over BUFFERED_BODY_BYTES switches to streaming with undici's back-pressure, unless the status
+ * is an error: an error answer is never streamed, policy.replaceError judges it once complete
+ * (or once past that size).
  *
  * Why not @fastify/reply-from: it turns every answer into a stream piped into the response and
  * copies the request headers twice; that cost about a fifth of the gateway's CPU per request at
@@ -36,6 +45,9 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   private resume: (() => void) | undefined;
   private abort: ((err?: Error) => void) | undefined;
   private complete = false;
+  private errorStatus = false;
+  /** The client was answered without the upstream's answer: whatever the upstream does next is moot. */
+  private settled = false;
 
   constructor(
     private readonly reply: FastifyReply,
@@ -48,6 +60,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     this.statusCode = statusCode;
+    this.errorStatus = statusCode >= 400;
     this.headers = this.policy.responseHeaders(rawHeaders);
     this.resume = resume;
     return true;
@@ -55,32 +68,57 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
 
   onData(chunk: Buffer): boolean {
     if (this.stream) return this.stream.push(chunk);
+    if (this.settled) return true;
     this.chunks.push(chunk);
     this.bytes += chunk.length;
-    if (this.bytes > BUFFERED_BODY_BYTES) this.startStreaming();
+    if (this.bytes > BUFFERED_BODY_BYTES) {
+      if (this.errorStatus) this.dropErrorBody();
+      else this.startStreaming();
+    }
     return true;
   }
 
   onComplete(): void {
     this.complete = true;
+    if (this.settled) return;
     if (this.stream) {
       this.stream.push(null);
       return;
+    }
+    let body: Buffer | undefined;
+    if (this.errorStatus) {
+      body = this.body();
+      if (this.policy.replaceError(this.reply, this.statusCode, this.headers ?? {}, body)) return;
     }
     const reply = this.start();
     if (!reply) return;
     // fastify's HEAD route sets Content-Length from a buffer it is given (here, none), but leaves
     // a stream's alone: the upstream's length for the GET answer is the one to keep.
     if (reply.request.method === 'HEAD') return void reply.send(Readable.from([]));
+    reply.send(body ?? this.body());
+  }
+
+  private body(): Buffer {
     const chunks = this.chunks;
-    reply.send(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, this.bytes));
+    return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.bytes);
+  }
+
+  /**
+   * An error answer too large to be an Error body: the client is answered now, and the upstream
+   * request ends here rather than be read to the end (a slow endless body would hold it forever).
+   */
+  private dropErrorBody(): void {
+    this.chunks = [];
+    this.settled = true;
+    this.policy.replaceError(this.reply, this.statusCode, this.headers ?? {}, undefined);
+    this.abort?.();
   }
 
   onError(error: Error): void {
     // Headers already went out with the start of a streamed body: the client's response breaks
     // off as the upstream's did (never a short body that looks whole).
     if (this.stream) this.stream.destroy(error);
-    else this.policy.fail(this.reply, error);
+    else if (!this.settled) this.policy.fail(this.reply, error);
   }
 
   /** Status and headers onto the reply; undefined when the upstream's status cannot be sent. */

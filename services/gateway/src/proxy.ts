@@ -4,8 +4,7 @@ import { ApiError, type ErrorBody, errorBody } from '@animal-store/common/errors
 import { childTraceparent } from '@animal-store/common/trace-context.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { type Dispatcher, Pool } from 'undici';
-import { ForwardHandler, type ForwardPolicy, type ResponseHeaders } from './forward-handler.js';
-import { RATE_LIMIT_HEADERS } from './limits/headers.js';
+import { BUFFERED_BODY_BYTES, ForwardHandler, type ForwardPolicy, type ResponseHeaders } from './forward-handler.js';
 import type { GatewayMetrics } from './metrics.js';
 
 export interface ProxyOptions {
@@ -56,16 +55,21 @@ const DROPPED_REQUEST_HEADERS = new Set([
 ]);
 
 /**
- * Response headers never passed back: the gateway's own rate-limit headers and request id,
- * hop-by-hop ones (the upstream's keep-alive terms are not the client's: Node would keep open a
- * connection the client asked to close), and the upstream's framing (the gateway frames its own).
+ * The only upstream response headers passed back; anything else the upstream sets (cookies,
+ * Server, X-Powered-By, its own Retry-After or rate-limit headers, hop-by-hop fields) stays here.
+ * The framing is the gateway's own, Content-Length excepted: it is the upstream body's, which
+ * goes through unchanged.
  */
-const DROPPED_RESPONSE_HEADERS = new Set<string>([
-  ...RATE_LIMIT_HEADERS,
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'x-request-id',
+const ALLOWED_RESPONSE_HEADERS = new Set<string>([
+  'content-type',
+  'content-length',
+  'location',
+  'link',
+  'deprecation',
+  'sunset',
+  'etag',
+  'last-modified',
+  'vary',
 ]);
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -135,15 +139,15 @@ function connectionTokens(value: string | string[]): Set<string> {
 }
 
 /**
- * The response headers the client gets: the upstream's, less DROPPED_RESPONSE_HEADERS and the
- * framing one (the gateway frames its own answer), marked no-store: answers to keyed requests are
- * the caller's own, never for a shared cache. A repeated field keeps every value.
+ * The response headers the client gets: the upstream's in ALLOWED_RESPONSE_HEADERS, marked
+ * no-store: answers to keyed requests are the caller's own, never for a shared cache. A
+ * repeated field keeps every value.
  */
 function clientHeaders(raw: Buffer[]): ResponseHeaders {
   const out: ResponseHeaders = {};
   for (let i = 0; i < raw.length; i += 2) {
     const name = (raw[i] as Buffer).toString('latin1').toLowerCase();
-    if (DROPPED_RESPONSE_HEADERS.has(name)) continue;
+    if (!ALLOWED_RESPONSE_HEADERS.has(name)) continue;
     const value = (raw[i + 1] as Buffer).toString('latin1');
     const earlier = out[name];
     if (earlier === undefined) out[name] = value;
@@ -151,6 +155,62 @@ function clientHeaders(raw: Buffer[]): ResponseHeaders {
   }
   out['cache-control'] = 'no-store';
   return out;
+}
+
+const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
+const ERROR_CODE = /^[a-z][a-z0-9_]*$/;
+
+/**
+ * Whether an upstream error answer is already an Error body for its status: JSON, exactly
+ * code, message and status, that status the HTTP one. Only such a body reaches the client.
+ */
+function isErrorBody(status: number, headers: ResponseHeaders, body: Buffer | undefined): boolean {
+  const type = headers['content-type'];
+  if (body === undefined || typeof type !== 'string' || !JSON_TYPE.test(type)) return false;
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    return false;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const { code, message, status: claimed, ...rest } = value as Record<string, unknown>;
+  return (
+    typeof code === 'string' &&
+    ERROR_CODE.test(code) &&
+    typeof message === 'string' &&
+    claimed === status &&
+    Object.keys(rest).length === 0
+  );
+}
+
+/**
+ * The Error body given instead of an upstream error answer that is not one: the same status, a
+ * code for it, and a message of our own (the upstream's text may name hosts, files, stacks).
+ */
+function replacementBody(status: number): ErrorBody {
+  switch (status) {
+    case 400:
+      return errorBody(400, 'invalid_request', 'The request is not valid');
+    case 404:
+      return errorBody(404, 'not_found', 'Not found');
+    case 405:
+      return errorBody(405, 'method_not_allowed', 'This method is not allowed here');
+    case 413:
+      return errorBody(413, 'payload_too_large', 'Request body is larger than the limit');
+    case 415:
+      return errorBody(415, 'unsupported_media_type', 'Content-Type must be application/json');
+    case 500:
+      return errorBody(500, 'internal_error', 'The pets service failed to answer the request');
+    case 504:
+      return errorBody(504, 'upstream_timeout', 'The pets service did not answer in time');
+    default:
+      break;
+  }
+  if (status >= 400 && status < 500) return errorBody(status, 'invalid_request', 'The request was refused');
+  if (status > 500 && status < 600) return errorBody(status, 'upstream_unavailable', 'The pets service is unavailable');
+  // Not a status the client can be given.
+  return errorBody(502, 'upstream_unavailable', 'The pets service sent no usable answer');
 }
 
 /**
@@ -173,6 +233,20 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
   });
   const policy: ForwardPolicy = {
     responseHeaders: clientHeaders,
+    replaceError: (reply, status, headers, body) => {
+      if (isErrorBody(status, headers, body)) return false;
+      opts.metrics.upstreamErrors.inc({ kind: 'error_body' });
+      reply.log.warn(
+        {
+          upstreamStatus: status,
+          upstreamType: headers['content-type'],
+          upstreamBytes: body?.length ?? `>${BUFFERED_BODY_BYTES}`,
+        },
+        'upstream error answer is not an Error body; answered with a generic one',
+      );
+      sendError(reply, replacementBody(status));
+      return true;
+    },
     fail: (reply, error) => {
       const failure = upstreamFailure(error);
       opts.metrics.upstreamErrors.inc({ kind: failure.kind });

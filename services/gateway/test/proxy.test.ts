@@ -23,6 +23,18 @@ const SMALL = JSON.stringify({ items: [{ id: 1, name: 'Rex' }] });
 /** Several times the buffered size, so it streams, in chunks of uneven size. */
 const LARGE = Buffer.alloc(BUFFERED_BODY_BYTES * 5 + 123, 'abcdefghij');
 
+const STACK =
+  'Error: connect ECONNREFUSED 10.0.3.7:27017\n    at /srv/pets/node_modules/mongodb/lib/sdam/topology.js:292:38';
+const UPSTREAM_503 = JSON.stringify({
+  code: 'upstream_unavailable',
+  message: 'The database is unavailable',
+  status: 503,
+});
+/** An HTML error page larger than the buffered size, a stack trace at each end. */
+const LARGE_ERROR = Buffer.from(
+  `<html><pre>${STACK}</pre>${'<p>padding</p>'.repeat(BUFFERED_BODY_BYTES / 8)}<pre>${STACK}</pre></html>`,
+);
+
 type Seen = { method?: string; headers: IncomingMessage['headers']; bodySha?: string; bodyBytes?: number };
 
 /** A pets stand-in that answers by path, and records the last request it saw. */
@@ -73,10 +85,48 @@ class Upstream {
           res.write('{"part":1,');
           res.end('"part2":2}');
           return;
-        case '/v1/pets/cookies':
-          res.setHeader('set-cookie', ['a=1; Path=/', 'b=2; Path=/']);
+        case '/v1/pets/links':
+          res.setHeader('link', ['</v1/pets?after=2>; rel="next"', '</v1/openapi.json>; rel="describedby"']);
           res.setHeader('content-type', 'application/json');
           res.end('{}');
+          return;
+        case '/v1/pets/leaky-headers':
+          res.setHeader('set-cookie', ['session=upstream; Path=/']);
+          res.setHeader('server', 'pets-internal/1.2 (db-7.internal)');
+          res.setHeader('x-powered-by', 'Express');
+          res.setHeader('retry-after', '3600');
+          res.setHeader('x-internal-route', 'pets-7');
+          res.setHeader('content-type', 'application/json');
+          res.setHeader('etag', '"v1"');
+          res.end('{}');
+          return;
+        case '/v1/pets/html-500':
+          res.writeHead(500, {
+            'content-type': 'text/html',
+            'set-cookie': 'trace=abc; Path=/',
+            server: 'pets-internal/1.2',
+            'x-powered-by': 'Express',
+            'retry-after': '120',
+          });
+          res.end(`<html><body><pre>${STACK}</pre></body></html>`);
+          return;
+        case '/v1/pets/text-404':
+          res.writeHead(404, { 'content-type': 'text/plain', server: 'pets-internal/1.2' });
+          res.end('Cannot GET /v1/pets/text-404 on pets-7.cluster.internal:8090');
+          return;
+        case '/v1/pets/error-503': {
+          res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '30' });
+          res.end(UPSTREAM_503);
+          return;
+        }
+        case '/v1/pets/wrong-status-error':
+          // The Error shape, but its status is not the HTTP one.
+          res.writeHead(502, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ code: 'upstream_unavailable', message: 'at db-7.internal', status: 503 }));
+          return;
+        case '/v1/pets/large-500':
+          res.writeHead(500, { 'content-type': 'text/html', 'content-length': LARGE_ERROR.length });
+          res.end(LARGE_ERROR);
           return;
         case '/v1/pets/endless':
           // More than the buffered size at once, then more every few ms until someone hangs up.
@@ -166,11 +216,22 @@ describe('answers on the way back', () => {
     expect(upstream.last.method).toBe('HEAD');
   });
 
-  it('a repeated field (Set-Cookie) keeps every value', async () => {
+  it('a repeated field (Link) keeps every value', async () => {
     const { gw, headers } = await keyed();
-    const res = await gw.app.inject({ url: '/v1/pets/cookies', headers });
+    const res = await gw.app.inject({ url: '/v1/pets/links', headers });
     expect(res.statusCode).toBe(200);
-    expect(res.headers['set-cookie']).toEqual(['a=1; Path=/', 'b=2; Path=/']);
+    expect(res.headers.link).toEqual(['</v1/pets?after=2>; rel="next"', '</v1/openapi.json>; rel="describedby"']);
+  });
+
+  it('only allow-listed upstream headers pass: never its cookies, Server, X-Powered-By or Retry-After', async () => {
+    const { gw, headers } = await keyed();
+    const res = await gw.app.inject({ url: '/v1/pets/leaky-headers', headers });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers.etag).toBe('"v1"');
+    expect(res.headers['content-type']).toBe('application/json');
+    for (const name of ['set-cookie', 'server', 'x-powered-by', 'retry-after', 'x-internal-route']) {
+      expect(res.headers[name], name).toBeUndefined();
+    }
   });
 
   it('a large answer that breaks off mid-body breaks off at the client too: never a short body that looks whole', async () => {
@@ -255,5 +316,66 @@ describe('requests on the way out', () => {
     expect(res.statusCode).toBe(200);
     expect(upstream.last.bodyBytes).toBe(0);
     expect(upstream.last.headers['content-length']).toBeUndefined();
+  });
+});
+
+describe('upstream error answers', () => {
+  function expectErrorBody(res: { statusCode: number; headers: Record<string, unknown>; body: string }) {
+    expect(String(res.headers['content-type'])).toMatch(/^application\/json/);
+    const body = JSON.parse(res.body);
+    expect(body).toEqual({ code: expect.any(String), message: expect.any(String), status: res.statusCode });
+    for (const name of ['set-cookie', 'server', 'x-powered-by', 'retry-after']) {
+      expect(res.headers[name], name).toBeUndefined();
+    }
+    expect(res.headers['x-ratelimit-limit']).toBe('300');
+    expect(res.headers['cache-control']).toBe('no-store');
+    return body as { code: string; message: string; status: number };
+  }
+
+  it('an HTML 500 with a stack trace becomes a 500 internal_error Error body, without the stack or its headers', async () => {
+    const { gw, headers } = await keyed();
+    const res = await gw.app.inject({ url: '/v1/pets/html-500', headers });
+    expect(res.statusCode).toBe(500);
+    expect(expectErrorBody(res).code).toBe('internal_error');
+    expect(res.body).not.toMatch(/ECONNREFUSED|10\.0\.3\.7|topology|<html|\/srv\//);
+  });
+
+  it('a text 404 naming an internal host becomes a 404 not_found Error body', async () => {
+    const { gw, headers } = await keyed();
+    const res = await gw.app.inject({ url: '/v1/pets/text-404', headers });
+    expect(res.statusCode).toBe(404);
+    expect(expectErrorBody(res).code).toBe('not_found');
+    expect(res.body).not.toContain('internal');
+    expect(res.body).not.toContain('8090');
+  });
+
+  it('an Error body whose status is not the HTTP status is replaced too', async () => {
+    const { gw, headers } = await keyed();
+    const res = await gw.app.inject({ url: '/v1/pets/wrong-status-error', headers });
+    expect(res.statusCode).toBe(502);
+    expect(expectErrorBody(res).code).toBe('upstream_unavailable');
+    expect(res.body).not.toContain('db-7');
+  });
+
+  it('an upstream 503 Error body passes unchanged, status and bytes (its Retry-After does not)', async () => {
+    const { gw, headers } = await keyed();
+    const res = await gw.app.inject({ url: '/v1/pets/error-503', headers });
+    expect(res.statusCode).toBe(503);
+    expect(res.body).toBe(UPSTREAM_503);
+    expectErrorBody(res);
+  });
+
+  it('an error body over the buffered size is replaced, never streamed through', async () => {
+    const { gw, headers } = await keyed();
+    const url = await gw.listen();
+    const res = await rawRequest(`${url}/v1/pets/large-500`, { headers });
+    expect(res.status).toBe(500);
+    expect(res.error).toBeUndefined();
+    const text = res.body?.toString() ?? '';
+    expect(JSON.parse(text)).toEqual({ code: 'internal_error', message: expect.any(String), status: 500 });
+    expect(text).not.toContain('ECONNREFUSED');
+    expect(Number(res.headers['content-length'])).toBe(res.body?.length);
+    // The gateway is fine afterwards.
+    expect((await rawRequest(`${url}/v1/pets/small`, { headers })).status).toBe(200);
   });
 });

@@ -7,9 +7,6 @@ const RESET = 'x-ratelimit-reset';
 const STATE = 'ratelimit';
 const POLICY = 'ratelimit-policy';
 
-/** Every header the gateway sets for limits; upstream ones of these names never pass through. */
-export const RATE_LIMIT_HEADERS = [LIMIT, REMAINING, RESET, STATE, POLICY] as const;
-
 /** The window a client should watch: fewest remaining, and on a tie the one that resets later. */
 export function bindingWindow(windows: readonly WindowState[]): WindowState {
   let binding = windows[0] as WindowState;
