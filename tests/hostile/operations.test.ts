@@ -127,7 +127,7 @@ beforeAll(async () => {
   );
   await pets.listen({ host: '127.0.0.1', port: 0 });
   petsUrl = `http://127.0.0.1:${(pets.server.address() as AddressInfo).port}`;
-  gateway = await loggingGateway({ BAN_THRESHOLD: '2', ANON_PER_MINUTE: '1000' });
+  gateway = await loggingGateway({ BAN_THRESHOLD: '2', BAN_GRACE_MS: '0', ANON_PER_MINUTE: '1000' });
 });
 
 afterAll(async () => {

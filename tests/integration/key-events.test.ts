@@ -74,6 +74,7 @@ describe('gateway processes on one Redis', () => {
         ADMIN_PORT: String(adminPort),
         REVOCATION_POLL_MS: POLL_MAX,
         BAN_THRESHOLD: '1',
+        BAN_GRACE_MS: '0',
         LOG_LEVEL: 'info',
         ...store,
       },

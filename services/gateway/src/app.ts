@@ -48,7 +48,7 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   await app.register(httpMetrics, { registry: deps.registry });
   await app.register(healthRoutes, { keyStore: deps.keyStore, timeoutMs: 1_000 });
   await app.register(keySync, { ...deps, pollMs: config.revocationPollMs });
-  await app.register(gate, { ...deps, keyless });
+  await app.register(gate, { ...deps, keyless, banSeconds: config.ban.durationMs / 1000 });
   await app.register(docsRoutes, { upstream: config.petsUrl, timeoutMs: config.upstreamTimeoutMs });
   await registerProxy(app, { upstream: config.petsUrl, timeoutMs: config.upstreamTimeoutMs, metrics: deps.metrics });
   return app;

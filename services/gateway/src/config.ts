@@ -176,6 +176,7 @@ export function loadConfig(env: Env): GatewayConfig {
       threshold: r.int('BAN_THRESHOLD', 10, 1, 1_000_000),
       windowMs: r.int('BAN_WINDOW_SECONDS', 60, 1, 86_400) * 1000,
       durationMs: r.int('BAN_SECONDS', 900, 1, 30 * 86_400) * 1000,
+      graceMs: r.int('BAN_GRACE_MS', 1_000, 0, 60_000),
     },
     anonPerMinute: r.int('ANON_PER_MINUTE', 60, 1, 1_000_000),
     apiKeysFile: r.string('API_KEYS_FILE'),

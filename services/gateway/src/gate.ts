@@ -9,7 +9,7 @@ import type { ResolvedKey } from './keys/key-resolver.js';
 import type { KeyRecord } from './keys/key-store.js';
 import './access-fields.js';
 import type { GuardedDecision } from './limits/guarded-limiter.js';
-import { setExhaustedAnonymousHeaders, setRateLimitHeaders } from './limits/headers.js';
+import { setBannedHeaders, setExhaustedAnonymousHeaders, setRateLimitHeaders } from './limits/headers.js';
 import { MINUTE_MS, windowsFor } from './limits/key-limiter.js';
 import type { KeylessCharge, KeylessReason } from './limits/keyless.js';
 import { type Limits, limitsFor } from './plans.js';
@@ -33,6 +33,8 @@ declare module 'fastify' {
 export type GateOptions = Pick<GatewayDeps, 'keyResolver' | 'limiter' | 'anonymous' | 'metrics' | 'now'> & {
   /** Counts keyless requests against their address; shared with the framework-error path. */
   keyless: KeylessCharge;
+  /** The length of a ban (BAN_SECONDS), reported in RateLimit-Policy while a key is banned. */
+  banSeconds: number;
 };
 
 /** Seconds a client is told to wait when the limiter is unavailable in closed mode. */
@@ -53,7 +55,7 @@ type AuthFailure = Exclude<KeylessReason, 'bad_request' | 'reference'>;
  */
 export const gate = fp(
   async (app: FastifyInstance, opts: GateOptions) => {
-    const { keyResolver: keys, limiter, anonymous, keyless, metrics, now } = opts;
+    const { keyResolver: keys, limiter, anonymous, keyless, metrics, now, banSeconds } = opts;
     app.decorateRequest('apiKey', null);
     app.decorateRequest('limiterDecision', undefined);
     app.decorateRequest('limiterSource', undefined);
@@ -129,7 +131,7 @@ export const gate = fp(
               'API key banned for ignoring rate limits',
             );
           }
-          setRateLimitHeaders(reply, decision.windows, at, decision.banEndsAt);
+          setBannedHeaders(reply, decision.windows, at, decision.banEndsAt, banSeconds);
           return new ApiError(429, 'api_key_banned', 'This API key is temporarily banned for ignoring rate limits', {
             'retry-after': String(Math.max(1, Math.ceil((decision.banEndsAt - at) / 1000))),
           });

@@ -500,7 +500,7 @@ describe('DELETE /admin/keys/:id (revoke)', () => {
 
 describe('DELETE /admin/keys/:id/ban (lift a ban)', () => {
   it('bans a free key on the 11th refusal after 60 admitted (BAN_THRESHOLD 10), and lifting it leaves only the rate limit', async () => {
-    const gw = await startGateway({ upstream: upstream.url });
+    const gw = await startGateway({ upstream: upstream.url, env: { BAN_GRACE_MS: '0' } });
     try {
       const created = await createKey(gw, { plan: 'free' });
       for (let i = 1; i <= 60; i++) expect((await pets(gw, created.key)).statusCode, `request ${i}`).toBe(200);
@@ -523,7 +523,7 @@ describe('DELETE /admin/keys/:id/ban (lift a ban)', () => {
   });
 
   it('shows bannedUntil while banned; lifting clears it and the count of refusals', async () => {
-    const gw = await startGateway({ upstream: upstream.url, env: { BAN_THRESHOLD: '2' } });
+    const gw = await startGateway({ upstream: upstream.url, env: { BAN_THRESHOLD: '2', BAN_GRACE_MS: '0' } });
     try {
       const created = await createKey(gw, { plan: 'enterprise', limits: { perMinute: 2, perDay: 100 } });
       const show = () => gw.admin.inject({ method: 'GET', url: `/admin/keys/${created.id}`, headers: auth });

@@ -34,7 +34,7 @@ describe('loadConfig defaults', () => {
       mongoUrl: undefined,
       trustProxy: false,
       failureMode: 'open',
-      ban: { threshold: 10, windowMs: 60_000, durationMs: 900_000 },
+      ban: { threshold: 10, windowMs: 60_000, durationMs: 900_000, graceMs: 1_000 },
       anonPerMinute: 60,
       apiKeysFile: undefined,
       logLevel: 'info',
@@ -57,6 +57,7 @@ describe('loadConfig defaults', () => {
       BAN_THRESHOLD: '3',
       BAN_WINDOW_SECONDS: '30',
       BAN_SECONDS: '120',
+      BAN_GRACE_MS: '250',
       ANON_PER_MINUTE: '10',
       API_KEYS_FILE: '/etc/gateway/keys.json',
     });
@@ -72,7 +73,7 @@ describe('loadConfig defaults', () => {
       redis: { mode: 'standalone', url: 'redis://redis:6379/0' },
       mongoUrl: 'mongodb://mongo:27017',
       failureMode: 'closed',
-      ban: { threshold: 3, windowMs: 30_000, durationMs: 120_000 },
+      ban: { threshold: 3, windowMs: 30_000, durationMs: 120_000, graceMs: 250 },
       anonPerMinute: 10,
       apiKeysFile: '/etc/gateway/keys.json',
     });

@@ -345,7 +345,7 @@ describe('what operators see in the metrics', () => {
   ])('counts a ban once, when it starts, and logs one warn line for it ($mode)', async ({ redisUrl }) => {
     const logs: Record<string, unknown>[] = [];
     const gw = await gateway({
-      env: { BAN_THRESHOLD: '2', BAN_SECONDS: '600' },
+      env: { BAN_THRESHOLD: '2', BAN_GRACE_MS: '0', BAN_SECONDS: '600' },
       logs,
       ...(redisUrl === null ? { redisUrl } : {}),
     });

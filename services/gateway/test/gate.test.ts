@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { generateApiKey } from '../src/keys/api-key.js';
-import { addKey, bearer, type TestGateway, useGateways } from './helpers.js';
+import { impatientClient, politeWorkers } from './clients.js';
+import { ADMIN_TOKEN, addKey, bearer, type TestGateway, useGateways } from './helpers.js';
 
 const gateways = useGateways();
 
@@ -237,8 +238,8 @@ describe('limits', () => {
     expect(String(res.headers.ratelimit)).toContain('"minute";r=95;');
   });
 
-  it('bans a key that keeps going after 429, then answers api_key_banned until the ban ends', async () => {
-    const gw = await gateway({ BAN_THRESHOLD: '2', BAN_SECONDS: '600' });
+  it('bans a key that keeps going after 429, then answers api_key_banned, reporting the ban beside the true windows', async () => {
+    const gw = await gateway({ BAN_THRESHOLD: '2', BAN_GRACE_MS: '0', BAN_SECONDS: '600' });
     const { key } = await addKey(gw.deps, 'enterprise', { perMinute: 1, perDay: 50 });
     expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
     for (let i = 0; i < 2; i++) {
@@ -251,7 +252,41 @@ describe('limits', () => {
     expect(retryAfter).toBeLessThanOrEqual(600);
     expectRateLimitHeaders(banned.headers, 1, 0);
     expect(Number(banned.headers['x-ratelimit-reset'])).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000) + 590);
-    expect(banned.headers.ratelimit).toMatch(/^"minute";r=0;t=(59\d|600), "day";r=0;t=(59\d|600)$/);
+    // The windows as they stand (the day has 49 left), and the ban as an item of its own.
+    expect(banned.headers.ratelimit).toMatch(/^"minute";r=0;t=(59|60), "day";r=49;t=\d+, "ban";r=0;t=(59\d|600)$/);
+    expect(banned.headers['ratelimit-policy']).toBe('"minute";q=1;w=60, "day";q=50;w=86400, "ban";q=0;w=600');
+  });
+
+  it.each([
+    ['embedded', { redisUrl: null }],
+    ['Redis', {}],
+  ])('never bans 50 workers sharing a key that each honour the Retry-After of their one 429 (%s)', async (_l, o) => {
+    const gw = await gateways.start(o);
+    const { id, key } = await addKey(gw.deps, 'enterprise', { perMinute: 20, perDay: 1_000 });
+    const workers = await politeWorkers(50, async () => {
+      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      return { status: res.statusCode, code: res.json().code };
+    });
+    const answers = workers.flat();
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(20);
+    // Each worker got exactly one 429, and none of them said banned.
+    expect(workers.map((w) => w.filter((a) => a.status === 429).length)).toEqual(Array(50).fill(1));
+    expect(answers.filter((a) => a.code === 'api_key_banned')).toHaveLength(0);
+    const usage = await gw.admin.inject({ url: `/admin/keys/${id}/usage`, headers: bearer(ADMIN_TOKEN) });
+    expect(usage.json()).toMatchObject({ ban: null, refusals: 0 });
+  });
+
+  it.each([
+    ['embedded', { redisUrl: null }],
+    ['Redis', {}],
+  ])('bans a client that keeps sending for 2 s after its 429 (%s)', async (_l, o) => {
+    const gw = await gateways.start(o);
+    const { key } = await addKey(gw.deps, 'enterprise', { perMinute: 20, perDay: 1_000 });
+    const answers = await impatientClient(2_000, async () => {
+      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      return { status: res.statusCode, code: res.json().code };
+    });
+    expect(answers.at(-1)?.code).toBe('api_key_banned');
   });
 
   it('does not count public routes or put limits on them', async () => {

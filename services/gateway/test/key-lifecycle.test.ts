@@ -159,7 +159,7 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
     });
 
     it('leaves a ban in place', async () => {
-      const gw = await start({ env: { BAN_THRESHOLD: '2' } });
+      const gw = await start({ env: { BAN_THRESHOLD: '2', BAN_GRACE_MS: '0' } });
       const { id, key } = await create(gw, { plan: 'free' });
       await spend(gw, key, 60);
       for (let i = 0; i < 3; i++) await call(gw, key);
@@ -280,7 +280,7 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
     });
 
     it('shares one ban between the old and the new secret', async () => {
-      const gw = await start({ env: { BAN_THRESHOLD: '2' } });
+      const gw = await start({ env: { BAN_THRESHOLD: '2', BAN_GRACE_MS: '0' } });
       const { id, key: old } = await create(gw, { plan: 'free' });
       const fresh = (await rotate(gw, id)).json().key;
       await spend(gw, fresh, 60);
@@ -342,7 +342,7 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
     });
 
     it('counts refusals toward a ban, then shows the ban until it is lifted', async () => {
-      const gw = await start({ env: { BAN_THRESHOLD: '3' } });
+      const gw = await start({ env: { BAN_THRESHOLD: '3', BAN_GRACE_MS: '0' } });
       const { id, key } = await create(gw, { plan: 'free' });
       await spend(gw, key, 62);
       const limited = await usage(gw, id);

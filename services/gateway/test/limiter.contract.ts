@@ -5,10 +5,14 @@ export interface LimiterHarness {
   limiter: KeyLimiter;
   /** Ends the key's minute window now, as the passing of time would. */
   endMinuteWindow(keyId: string): Promise<void>;
+  /** Ages the key's grace (BanPolicy.graceMs) past its end, as the passing of time would. */
+  endGrace(keyId: string): Promise<void>;
   cleanup(): Promise<void>;
 }
 
-const BAN: BanPolicy = { threshold: 3, windowMs: 60_000, durationMs: 900_000 };
+const BAN: BanPolicy = { threshold: 3, windowMs: 60_000, durationMs: 900_000, graceMs: 0 };
+/** The default policy's shape: refusals in the first second after a window fills are no strikes. */
+const GRACE: BanPolicy = { ...BAN, graceMs: 1_000 };
 
 function window(decision: Decision, name: 'minute' | 'day') {
   const w = decision.windows.find((x) => x.name === name);
@@ -23,8 +27,8 @@ const newKeyId = () => `key_contract_${process.pid}_${Date.now()}_${counter++}`;
 export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<LimiterHarness>): void {
   describe(`${name} limiter contract`, () => {
     let harness: LimiterHarness | undefined;
-    const start = async () => {
-      harness = await make(BAN);
+    const start = async (ban = BAN) => {
+      harness = await make(ban);
       return harness;
     };
     afterEach(async () => {
@@ -110,6 +114,42 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       await limiter.liftBan(keyId);
       await endMinuteWindow(keyId);
       expect((await limiter.consume(keyId, limits)).outcome).toBe('admitted');
+    });
+
+    it('counts no refusal in the grace after a window fills: 50 clients refused at once are not banned', async () => {
+      const { limiter } = await start(GRACE);
+      const keyId = newKeyId();
+      const limits = { perMinute: 10, perDay: 100 };
+      const decisions = await Promise.all(Array.from({ length: 60 }, () => limiter.consume(keyId, limits)));
+      const outcomes = decisions.map((d) => d.outcome);
+      expect(outcomes.filter((o) => o === 'admitted')).toHaveLength(10);
+      expect(outcomes.filter((o) => o === 'limited')).toHaveLength(50);
+      expect(await limiter.banEndsAt(keyId)).toBeNull();
+      expect((await limiter.usage(keyId)).refusals).toBe(0);
+    });
+
+    it(`bans a key whose client keeps sending past the grace: more than ${GRACE.threshold} refusals after it`, async () => {
+      const { limiter, endGrace } = await start(GRACE);
+      const keyId = newKeyId();
+      const limits = { perMinute: 1, perDay: 100 };
+      expect((await limiter.consume(keyId, limits)).outcome).toBe('admitted');
+      for (let i = 0; i < 20; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('limited');
+      await endGrace(keyId);
+      for (let i = 0; i < GRACE.threshold; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('limited');
+      expect((await limiter.consume(keyId, limits)).outcome).toBe('banned');
+    });
+
+    it('starts a new grace each time a window fills again', async () => {
+      const { limiter, endGrace, endMinuteWindow } = await start(GRACE);
+      const keyId = newKeyId();
+      const limits = { perMinute: 1, perDay: 100 };
+      await limiter.consume(keyId, limits);
+      await endGrace(keyId);
+      for (let i = 0; i < GRACE.threshold; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('limited');
+      await endMinuteWindow(keyId);
+      expect((await limiter.consume(keyId, limits)).outcome).toBe('admitted');
+      // The window is full again: its first refusals are in a grace of their own.
+      for (let i = 0; i < 20; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('limited');
     });
 
     it('keeps keys apart', async () => {

@@ -9,6 +9,9 @@ limiterContract('memory', async (ban) => {
     endMinuteWindow: async () => {
       offset += 60_000;
     },
+    endGrace: async () => {
+      offset += ban.graceMs;
+    },
     cleanup: async () => {},
   };
 });

@@ -20,7 +20,16 @@ limiterContract('redis', async (ban) => {
   return {
     limiter,
     endMinuteWindow: async (keyId) => {
-      await client.del(limiter.keys(keyId)[0]);
+      const [minute, , , , grace] = limiter.keys(keyId);
+      // The grace key lives as long as the window that filled.
+      await client.del(minute, grace);
+    },
+    endGrace: async (keyId) => {
+      // Its age is the lifetime it holds less its PTTL: take graceMs off the PTTL.
+      const grace = limiter.keys(keyId)[4];
+      const left = await client.pttl(grace);
+      if (left > ban.graceMs) await client.pexpire(grace, left - ban.graceMs);
+      else await client.del(grace);
     },
     cleanup: async () => {
       client.disconnect();

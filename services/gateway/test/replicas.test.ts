@@ -3,6 +3,7 @@ import { RedisProcess } from '@animal-store/tests/support/redis.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ChangedKey } from '../src/keys/key-store.js';
 import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
+import { impatientClient, politeWorkers } from './clients.js';
 import {
   ADMIN_TOKEN,
   addKey,
@@ -57,7 +58,8 @@ async function replicas(
       redisUrl: redis.url,
       upstream: upstream.url,
       prefix,
-      env,
+      // Ban mechanics here are the point, not the grace after a window fills (its own test below).
+      env: { BAN_GRACE_MS: '0', ...env },
       keyStore,
       pubsub: options.pubsub ?? true,
     });
@@ -338,6 +340,25 @@ describe('two gateway replicas sharing one Redis', () => {
       await admin.call('ACL', 'DELUSER', user);
       admin.disconnect();
     }
+  });
+
+  it('never ban 50 workers sharing a key across both, each honouring the Retry-After of its one 429', async () => {
+    const { a, b } = await replicas({ BAN_GRACE_MS: '1000' });
+    const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 20, perDay: 1_000 });
+    const workers = await politeWorkers(50, (worker) => get(worker % 2 ? a : b, key));
+    const answers = workers.flat();
+    expect(answers.filter((x) => x.status === 200)).toHaveLength(20);
+    expect(workers.map((w) => w.filter((x) => x.status === 429).length)).toEqual(Array(50).fill(1));
+    expect(answers.filter((x) => x.code === 'api_key_banned')).toHaveLength(0);
+    const usage = await b.admin.inject({ url: `/admin/keys/${id}/usage`, headers: bearer(ADMIN_TOKEN) });
+    expect(usage.json()).toMatchObject({ ban: null, refusals: 0 });
+  });
+
+  it('ban a client that keeps sending to both for 2 s after its 429', async () => {
+    const { a, b } = await replicas({ BAN_GRACE_MS: '1000' });
+    const { key } = await addKey(a.deps, 'enterprise', { perMinute: 20, perDay: 1_000 });
+    const answers = await impatientClient(2_000, (i) => get(i % 2 ? a : b, key));
+    expect(answers.at(-1)?.code).toBe('api_key_banned');
   });
 
   it('after a key change, look it up in the store once more per replica, not again at every poll', async () => {

@@ -38,8 +38,8 @@ function secondsUntil(at: number, now: number): number {
 
 /**
  * Sets X-RateLimit-* for the binding window and the IETF RateLimit / RateLimit-Policy fields
- * for every window. `until` overrides every window as exhausted until that moment (a ban, or the
- * limiter being unavailable).
+ * for every window. `until` overrides every window as exhausted until that moment (the limiter
+ * being unavailable, or no key known).
  */
 export function setRateLimitHeaders(
   reply: FastifyReply,
@@ -63,6 +63,29 @@ export function setRateLimitHeaders(
   reply.header(RESET, Math.ceil(resetAt / 1000));
   reply.header(POLICY, policyHeader(windows));
   reply.header(STATE, state);
+}
+
+/**
+ * Headers for a banned key: X-RateLimit-* say nothing may be sent until the ban ends, and the
+ * IETF fields report every window as it truly stands plus the ban as an item of its own
+ * (`"ban";r=0;t=<seconds left>`, policy `"ban";q=0;w=<ban length>`), so a client that reads them
+ * sees it is banned, not that its day quota is gone.
+ */
+export function setBannedHeaders(
+  reply: FastifyReply,
+  windows: readonly WindowState[],
+  now: number,
+  banEndsAt: number,
+  banSeconds: number,
+): void {
+  const binding = bindingWindow(windows);
+  let state = '';
+  for (const w of windows) state += `"${w.name}";r=${w.remaining};t=${secondsUntil(w.resetAt, now)}, `;
+  reply.header(LIMIT, binding.limit);
+  reply.header(REMAINING, 0);
+  reply.header(RESET, Math.ceil(banEndsAt / 1000));
+  reply.header(POLICY, `${policyHeader(windows)}, "ban";q=0;w=${banSeconds}`);
+  reply.header(STATE, `${state}"ban";r=0;t=${secondsUntil(banEndsAt, now)}`);
 }
 
 /**

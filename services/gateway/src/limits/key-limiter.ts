@@ -20,11 +20,16 @@ export type Decision =
       started?: { refusals: number };
     };
 
-/** Ban policy: more than `threshold` refusals within `windowMs` bans the key for `durationMs`. */
+/**
+ * Ban policy: more than `threshold` refusals within `windowMs` bans the key for `durationMs`.
+ * Refusals within `graceMs` of the first one since a window filled are not counted: clients that
+ * share a key each receive a 429 then, and a client honouring Retry-After sends nothing after it.
+ */
 export interface BanPolicy {
   threshold: number;
   windowMs: number;
   durationMs: number;
+  graceMs: number;
 }
 
 /** One window's count as the limiter holds it; `resetAt` (epoch ms) is null until the window starts. */

@@ -79,6 +79,9 @@ export class MemoryKeyLimiter implements KeyLimiter {
       return { outcome: 'admitted', windows: windowsFor(limits, m2.count, ttl(m2), d2.count, ttl(d2), now) };
     }
     const windows = windowsFor(limits, m?.count ?? 0, ttl(m), d?.count ?? 0, ttl(d), now);
+    if (this.inGrace(keyId, limits, m, d, now)) {
+      return { outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) };
+    }
     const strikes = this.incr(`${keyId}:strikes`, this.ban.windowMs, now);
     if (strikes.count > this.ban.threshold) {
       this.counters.delete(`${keyId}:strikes`);
@@ -87,6 +90,23 @@ export class MemoryKeyLimiter implements KeyLimiter {
       return { outcome: 'banned', windows, banEndsAt: banned.expiresAt, started: { refusals: strikes.count } };
     }
     return { outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) };
+  }
+
+  /**
+   * Whether this refusal falls within the grace after the first refusal since a window filled
+   * (see BanPolicy). The grace record's count holds when the grace ends; it lives until the
+   * refusing window resets, as the Redis script's grace key does.
+   */
+  private inGrace(keyId: string, limits: Limits, m: Counter | undefined, d: Counter | undefined, now: number): boolean {
+    const grace = this.ban.graceMs;
+    if (grace <= 0) return false;
+    const existing = this.read(`${keyId}:grace`, now);
+    if (existing) return now < existing.count;
+    let until = now + grace;
+    if (m && m.count >= limits.perMinute) until = Math.max(until, m.expiresAt);
+    if (d && d.count >= limits.perDay) until = Math.max(until, d.expiresAt);
+    this.counters.set(`${keyId}:grace`, { count: now + grace, expiresAt: until });
+    return true;
   }
 
   async liftBan(keyId: string): Promise<void> {

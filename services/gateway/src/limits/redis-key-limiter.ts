@@ -12,9 +12,14 @@ import { DAY_MS, MINUTE_MS, retryAfterMs, windowsFor } from './key-limiter.js';
  * it are banned. rate-limiter-flexible counts every attempt per limiter and needs a command per
  * window, so it cannot keep each window free of the other's refusals in a single round trip.
  *
- * KEYS: minute, day, ban, strikes. ARGV: perMinute, perDay, minuteMs, dayMs, banThreshold,
- * banWindowMs, banMs, n. Returns {minuteBefore, minuteTtl, dayBefore, dayTtl, admitted, limited,
- * banTtl}; the requests after admitted + limited are banned.
+ * Refusals within `graceMs` of the first refusal since the window filled are not strikes: many
+ * clients sharing a key each get one 429 at that moment, and none of them has ignored it yet. The
+ * grace key lives until the refusing window resets and holds its own lifetime, so its age is that
+ * lifetime less its PTTL: no clock is read, Redis's or a replica's.
+ *
+ * KEYS: minute, day, ban, strikes, grace. ARGV: perMinute, perDay, minuteMs, dayMs, banThreshold,
+ * banWindowMs, banMs, n, graceMs. Returns {minuteBefore, minuteTtl, dayBefore, dayTtl, admitted,
+ * limited, banTtl}; the requests after admitted + limited are banned.
  */
 const LIMIT_SCRIPT = `
 local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
@@ -38,6 +43,18 @@ else
 end
 local refused = n - a
 if refused == 0 then return {m0, mttl, d0, dttl, a, 0, 0} end
+local grace = tonumber(ARGV[9])
+if grace > 0 then
+  local g = redis.call('GET', KEYS[5])
+  local fresh = not g
+  if fresh then
+    local wait = grace
+    if m0 + a >= tonumber(ARGV[1]) then wait = math.max(wait, mttl) end
+    if d0 + a >= tonumber(ARGV[2]) then wait = math.max(wait, dttl) end
+    redis.call('SET', KEYS[5], wait, 'PX', wait)
+  end
+  if fresh or tonumber(g) - redis.call('PTTL', KEYS[5]) < grace then return {m0, mttl, d0, dttl, a, refused, 0} end
+end
 local strikes = redis.call('INCRBY', KEYS[4], refused)
 if strikes == refused then redis.call('PEXPIRE', KEYS[4], ARGV[6]) end
 local threshold = tonumber(ARGV[5])
@@ -65,6 +82,7 @@ declare module 'ioredis' {
       dayKey: string,
       banKey: string,
       strikesKey: string,
+      graceKey: string,
       ...args: Array<string | number>
     ): Result<ScriptResult, Context>;
     gatewayUsage(minuteKey: string, dayKey: string, banKey: string, strikesKey: string): Result<UsageResult, Context>;
@@ -94,6 +112,7 @@ interface Batch {
  */
 export class RedisKeyLimiter implements KeyLimiter {
   private readonly banArgs: [number, number, number];
+  private readonly graceMs: number;
   /** Requests not yet sent, by key. */
   private pending = new Map<string, Batch>();
   /** Keys whose script call is out; their pending batch goes when it is back. */
@@ -108,8 +127,9 @@ export class RedisKeyLimiter implements KeyLimiter {
     private readonly now: () => number = Date.now,
   ) {
     this.banArgs = [ban.threshold, ban.windowMs, ban.durationMs];
+    this.graceMs = ban.graceMs;
     if (typeof (redis as Partial<Redis>).gatewayLimit !== 'function') {
-      redis.defineCommand('gatewayLimit', { numberOfKeys: 4, lua: LIMIT_SCRIPT });
+      redis.defineCommand('gatewayLimit', { numberOfKeys: 5, lua: LIMIT_SCRIPT });
     }
     if (typeof (redis as Partial<Redis>).gatewayUsage !== 'function') {
       redis.defineCommand('gatewayUsage', { numberOfKeys: 4, lua: USAGE_SCRIPT });
@@ -117,9 +137,9 @@ export class RedisKeyLimiter implements KeyLimiter {
   }
 
   /** Key names share a hash tag so the script's keys sit in one Redis Cluster slot. */
-  keys(keyId: string): [string, string, string, string] {
+  keys(keyId: string): [string, string, string, string, string] {
     const base = `${this.prefix}{${keyId}}`;
-    return [`${base}:m`, `${base}:d`, `${base}:ban`, `${base}:strikes`];
+    return [`${base}:m`, `${base}:d`, `${base}:ban`, `${base}:strikes`, `${base}:grace`];
   }
 
   consume(keyId: string, limits: Limits): Promise<Decision> {
@@ -156,7 +176,7 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   private decide(keyId: string, batch: Batch): void {
     const { limits, waiters } = batch;
-    const [minuteKey, dayKey, banKey, strikesKey] = this.keys(keyId);
+    const [minuteKey, dayKey, banKey, strikesKey, graceKey] = this.keys(keyId);
     this.inFlight.add(keyId);
     let call: Promise<ScriptResult>;
     try {
@@ -165,12 +185,14 @@ export class RedisKeyLimiter implements KeyLimiter {
         dayKey,
         banKey,
         strikesKey,
+        graceKey,
         limits.perMinute,
         limits.perDay,
         MINUTE_MS,
         DAY_MS,
         ...this.banArgs,
         waiters.length,
+        this.graceMs,
       );
     } catch (err) {
       // A call that throws instead of rejecting must not leave the key marked in flight forever.
@@ -248,7 +270,13 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   async usage(keyId: string): Promise<KeyUsage> {
     // One script: the four keys are read at one instant, in one round trip (and one Cluster slot).
-    const [minute, minuteTtl, day, dayTtl, banTtl, strikes] = await this.redis.gatewayUsage(...this.keys(keyId));
+    const [minuteKey, dayKey, banKey, strikesKey] = this.keys(keyId);
+    const [minute, minuteTtl, day, dayTtl, banTtl, strikes] = await this.redis.gatewayUsage(
+      minuteKey,
+      dayKey,
+      banKey,
+      strikesKey,
+    );
     const now = this.now();
     const at = (count: number, ttl: number) => (count > 0 && ttl > 0 ? now + ttl : null);
     return {
