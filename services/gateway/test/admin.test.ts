@@ -323,6 +323,59 @@ describe('admin authentication', () => {
   });
 });
 
+describe('admin answers are never cached', () => {
+  let gw: TestGateway;
+  let existing: Created;
+  beforeAll(async () => {
+    gw = await startGateway({ upstream: upstream.url });
+    existing = await createKey(gw, { plan: 'free' });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  const json = { ...auth, 'content-type': 'application/json' };
+  const cases = [
+    {
+      name: 'create (a plaintext key)',
+      method: 'POST' as const,
+      url: '/admin/keys',
+      headers: json,
+      payload: '{"plan":"free"}',
+      status: 201,
+    },
+    {
+      name: 'rotate (a plaintext key)',
+      method: 'POST' as const,
+      url: '/admin/keys/:id/rotate',
+      headers: json,
+      payload: '{}',
+      status: 200,
+    },
+    { name: 'list', method: 'GET' as const, url: '/admin/keys', headers: auth, status: 200 },
+    { name: 'show', method: 'GET' as const, url: '/admin/keys/:id', headers: auth, status: 200 },
+    { name: 'an unknown id', method: 'GET' as const, url: '/admin/keys/key_nope', headers: auth, status: 404 },
+    {
+      name: 'a bad body',
+      method: 'POST' as const,
+      url: '/admin/keys',
+      headers: json,
+      payload: '{"plan":"gold"}',
+      status: 400,
+    },
+    { name: 'no token', method: 'GET' as const, url: '/admin/keys', headers: {}, status: 401 },
+    { name: 'a wrong method', method: 'PUT' as const, url: '/admin/keys', headers: auth, status: 405 },
+    { name: 'an unknown route', method: 'GET' as const, url: '/admin/nope', headers: auth, status: 404 },
+    { name: 'a URL that does not decode', method: 'GET' as const, url: '/admin/keys/%zz', headers: auth, status: 400 },
+  ];
+
+  it.each(cases)('$name → Cache-Control: no-store', async ({ status, url, ...request }) => {
+    const res = await gw.admin.inject({ ...request, url: url.replace(':id', existing.id) });
+    expect(res.statusCode, res.body).toBe(status);
+    expect(res.headers['cache-control']).toBe('no-store');
+  });
+});
+
 describe('failed admin authentication is limited per address', () => {
   let gw: TestGateway;
   let clock = Date.parse('2030-01-01T00:00:00Z');

@@ -3,11 +3,19 @@ import { errorHandling } from '@animal-store/common/error-handler.js';
 import { httpBasics, serverOptions } from '@animal-store/common/http.js';
 import { traceContext } from '@animal-store/common/trace-context.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
 import { adminAuth } from './auth-limit.js';
 import { adminRoutes } from './routes.js';
+
+/**
+ * Answers here carry plaintext keys (create, rotate) and key records: no cache on the way may keep
+ * any of them, errors included.
+ */
+function noStore(reply: FastifyReply): void {
+  reply.header('cache-control', 'no-store');
+}
 
 /**
  * The operators' API on its own listener (ADMIN_HOST/ADMIN_PORT), never the public one: the
@@ -17,8 +25,22 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
   const token = config.adminToken;
   if (!token) throw new Error('the admin API needs ADMIN_TOKEN');
   const app = Fastify(
-    serverOptions({ serviceName: 'gateway-admin', logLevel: config.logLevel, logStream: deps.logStream }),
+    serverOptions({
+      serviceName: 'gateway-admin',
+      logLevel: config.logLevel,
+      logStream: deps.logStream,
+      // The router's own 400s (a URL that does not decode) run no hook.
+      beforeFrameworkError: async (_request, reply) => {
+        noStore(reply);
+        return null;
+      },
+    }),
   );
+  // First, so that the refusals of every later hook carry it too.
+  app.addHook('onRequest', (_request, reply, done) => {
+    noStore(reply);
+    done();
+  });
   app.setValidatorCompiler(createValidatorCompiler());
   // Bodies are JSON only (415 otherwise); fastify would also accept text/plain, then fail validation with a 400.
   app.removeContentTypeParser('text/plain');
