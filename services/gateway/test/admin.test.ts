@@ -418,6 +418,25 @@ describe('failed admin authentication is limited per address', () => {
     },
   );
 
+  const noToken: { name: string; headers: Record<string, string> }[] = [
+    { name: 'no Authorization header', headers: {} },
+    { name: 'an empty Authorization header', headers: { authorization: '' } },
+    { name: '"Bearer" with no token', headers: { authorization: 'Bearer ' } },
+    { name: 'Basic credentials', headers: { authorization: 'Basic dXNlcjpwYXNz' } },
+  ];
+  it.each(noToken.map((c, i) => ({ ...c, address: `198.51.100.${50 + i}` })))(
+    '20 requests with $name are 401 but no failures: the right token still works',
+    async ({ headers, address }) => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 20; i++) statuses.push((await send(address, headers)).statusCode);
+      expect(statuses).toEqual(Array(20).fill(401));
+      expect((await send(address, auth)).statusCode).toBe(200);
+      // Wrong tokens from the same address are still counted from zero: the 11th is refused.
+      expect(await fail(address, 10)).toEqual(Array(10).fill(401));
+      expectError(await send(address, wrong), 429, 'admin_rate_limited');
+    },
+  );
+
   it('counts failures within one minute only: 9 now and 9 a minute later are all 401', async () => {
     const address = '198.51.100.99';
     expect(await fail(address, 9)).toEqual(Array(9).fill(401));

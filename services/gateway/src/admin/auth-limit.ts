@@ -16,10 +16,13 @@ interface Failures {
 }
 
 /**
- * The admin API's bearer check with a limit on guessing: after ADMIN_AUTH_FAILURES wrong or
- * missing tokens from one address within a window, that address gets 429 admin_rate_limited
- * with Retry-After until the window ends, and its token is not even compared. Per replica, in
- * memory: the admin listener is an operator's loopback or port-forward, not shared traffic.
+ * The admin API's bearer check with a limit on guessing: after ADMIN_AUTH_FAILURES wrong tokens
+ * from one address within a window, that address gets 429 admin_rate_limited with Retry-After
+ * until the window ends, and its token is not even compared. Only a bearer token that could have
+ * been the right one is a guess: a request without one (a health probe, a scanner, a CLI with
+ * ADMIN_TOKEN unset) gets its 401 but cannot lock out the operator behind the same address. Per
+ * replica, in memory: the admin listener is an operator's loopback or port-forward, not shared
+ * traffic.
  */
 export function adminAuth(token: string, now: () => number = Date.now): onRequestAsyncHookHandler {
   // Bounded: a flood from many addresses forgets the oldest, never grows without end.
@@ -48,7 +51,7 @@ export function adminAuth(token: string, now: () => number = Date.now): onReques
     }
     const given = parseBearer(request.headers.authorization);
     if (given === undefined || !sameSecret(given, token)) {
-      recordFailure(address, at);
+      if (given !== undefined) recordFailure(address, at);
       throw new ApiError(401, 'unauthorized', 'Send the admin token as "Authorization: Bearer <ADMIN_TOKEN>"');
     }
   };
