@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { createRegistry } from '@animal-store/common/metrics.js';
 import { generateApiKey } from '@animal-store/gateway/keys/api-key.js';
-import { addKey, bearer, startGateway, type TestGateway } from '@animal-store/gateway/test/helpers.js';
+import { ADMIN_TOKEN, addKey, bearer, startGateway, type TestGateway } from '@animal-store/gateway/test/helpers.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -736,6 +736,99 @@ describe('bodies on POST /v1/pets', () => {
     expect(ids).toHaveLength(created);
     // Nothing lost, nothing extra: ids 1..n, each once.
     expect(ids).toEqual(Array.from({ length: created }, (_, i) => i + 1));
+  });
+});
+
+describe('names with control or bidirectional-override characters', () => {
+  const RULE = 'name must not contain control or bidirectional-override characters';
+  const refused: [string, string][] = [
+    ['NUL', 'Rex\u0000'],
+    ['ESC (a terminal escape)', 'Rex\u001b[2J'],
+    ['a tab', 'Rex\tthe dog'],
+    ['a newline', 'Rex\nINFO forged log line'],
+    ['a carriage return', 'Rex\r'],
+    ['DEL', 'Rex\u007f'],
+    ['a C1 control (NEL)', 'Rex\u0085'],
+    ['a C1 control (CSI)', 'Rex\u009b31m'],
+    ['LEFT-TO-RIGHT EMBEDDING U+202A', '\u202aRex'],
+    ['RIGHT-TO-LEFT OVERRIDE U+202E', 'Rex\u202egnp.exe'],
+    ['LEFT-TO-RIGHT ISOLATE U+2066', '\u2066Rex'],
+    ['POP DIRECTIONAL ISOLATE U+2069', 'Rex\u2069'],
+    ['a lone high surrogate', 'Rex\ud800'],
+    ['a lone low surrogate', '\udc00Rex'],
+  ];
+  const accepted: [string, string][] = [
+    ['an emoji (a surrogate pair)', 'Rex 🐕'],
+    ['accented letters', 'Zoë'],
+    ['right-to-left letters', 'רקס'],
+    ['a right-to-left mark U+200F (not an override)', 'Rex\u200f'],
+  ];
+  const adminHeaders = { ...bearer(ADMIN_TOKEN), 'content-type': 'application/json' };
+
+  it.each(refused)('POST /v1/pets with %s in name → 400 naming the field', async (_label, name) => {
+    const res = await call('/v1/pets', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name, categoryId: 1 }),
+    });
+    expectError(res, 400, 'invalid_request');
+    expect(JSON.parse(res.text).message).toBe(`body.${RULE}`);
+  });
+
+  it.each(accepted)('POST /v1/pets with %s in name → 201, stored as sent', async (_label, name) => {
+    const res = await call('/v1/pets', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name, categoryId: 1 }),
+    });
+    expect(res.status, res.text).toBe(201);
+    expect(JSON.parse(res.text).name).toBe(name);
+  });
+
+  it.each(refused)('admin POST /admin/keys with %s in name → 400, no key made', async (_label, name) => {
+    const before = (await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) })).json().length;
+    const res = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/keys',
+      headers: adminHeaders,
+      payload: JSON.stringify({ plan: 'free', name }),
+    });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toEqual({ code: 'invalid_request', message: `body.${RULE}`, status: 400 });
+    expect((await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) })).json()).toHaveLength(before);
+  });
+
+  it.each(refused)('admin PATCH /admin/keys/:id with %s in name → 400, name unchanged', async (_label, name) => {
+    const { id } = await addKey(gw.deps, 'free');
+    const res = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      headers: adminHeaders,
+      payload: JSON.stringify({ name }),
+    });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toEqual({ code: 'invalid_request', message: `body.${RULE}`, status: 400 });
+    const shown = await gw.admin.inject({ url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
+    expect(shown.json().name).toBe('test-free');
+  });
+
+  it.each(accepted)('admin POST then PATCH with %s in name → 201 and 200', async (_label, name) => {
+    const made = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/keys',
+      headers: adminHeaders,
+      payload: JSON.stringify({ plan: 'free', name }),
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    expect(made.json().name).toBe(name);
+    const patched = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${made.json().id}`,
+      headers: adminHeaders,
+      payload: JSON.stringify({ name: `${name}!` }),
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect(patched.json().name).toBe(`${name}!`);
   });
 });
 

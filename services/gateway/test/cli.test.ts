@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../src/keys/api-key.js';
+import { createKey } from '../src/keys/create-key.js';
 import { ADMIN_TOKEN, bearer, startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
 
 const CLI = resolve(fileURLToPath(new URL('.', import.meta.url)), '../dist/cli/keys.js');
@@ -182,6 +183,16 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
       /--expires-at must be in the future/,
     ],
     ['an unknown option', ['create', '--plan', 'free', '--colour', 'red'], /colour/],
+    [
+      'a name with a terminal escape',
+      ['create', '--plan', 'free', '--name', 'acme\u001b[2J'],
+      /--name must not contain control or bidirectional-override characters/,
+    ],
+    [
+      'a name with a right-to-left override',
+      ['create', '--plan', 'free', '--name', 'acme\u202egnp.exe'],
+      /--name must not contain control or bidirectional-override characters/,
+    ],
   ];
 
   for (const [label, args, message] of usageErrors) {
@@ -396,6 +407,40 @@ describe('keys CLI through the admin API', () => {
       expect(run.stderr).toMatch(/ADMIN_TOKEN/);
     }
     expect((await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) })).json()).toHaveLength(before);
+  });
+
+  it('prints a stored name that holds control or bidi characters as \\u{..} escapes, never raw', async () => {
+    // A record from before names were checked, put straight into the store.
+    const name = 'old\u001b[2Jkey\u202egnp.exe\u0085\u007f';
+    const { record } = createKey({ plan: 'free', name });
+    await gw.deps.keyStore.insert(record);
+    const escaped = 'old\\u{1b}[2Jkey\\u{202e}gnp.exe\\u{85}\\u{7f}';
+    /** Any control (besides the line ends the CLI writes) or bidi override, as a terminal gets it. */
+    const raw = (text: string) =>
+      [...text].some((c) => {
+        const cp = c.codePointAt(0) as number;
+        return (cp < 0x20 && c !== '\n') || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e);
+      });
+
+    const show = await cli(['show', record.id], env);
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stdout).toContain(`\nname:    ${escaped}\n`);
+    expect(raw(show.stdout)).toBe(false);
+
+    const list = await cli(['list'], env);
+    expect(list.code, list.stderr).toBe(0);
+    expect(
+      list.stdout
+        .split('\n')
+        .find((line) => line.startsWith(record.id))
+        ?.endsWith(` ${escaped}`),
+    ).toBe(true);
+    expect(raw(list.stdout)).toBe(false);
+
+    // JSON keeps the name exactly, in \\u escapes a terminal does not act on.
+    const json = await cli(['show', record.id, '--json'], env);
+    expect(raw(json.stdout)).toBe(false);
+    expect(JSON.parse(json.stdout).name).toBe(name);
   });
 
   it('exits 2 when a command needs an id and none is given', async () => {

@@ -1,4 +1,5 @@
 import { ErrorSchema } from '@animal-store/common/errors.js';
+import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
@@ -23,7 +24,13 @@ export const PetStatusSchema = Type.Unsafe<PetStatus>({
   description: 'Availability of the animal.',
 });
 
-const name = Type.String({ minLength: 1, maxLength: 200, description: "The animal's name." });
+const name = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  format: PLAIN_TEXT,
+  description:
+    "The animal's name: no control characters (U+0000–U+001F, U+007F–U+009F) and no bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069).",
+});
 const categoryId = Type.Integer({
   format: 'int64',
   minimum: -MAX_EXACT_INTEGER,

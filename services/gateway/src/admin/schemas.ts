@@ -1,3 +1,4 @@
+import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from '@sinclair/typebox';
 import { PLANS } from '../plans.js';
 
@@ -12,7 +13,7 @@ export const LimitsSchema = Type.Object(
   { additionalProperties: false },
 );
 
-const NameSchema = Type.String({ minLength: 1, maxLength: 100 });
+const NameSchema = Type.String({ minLength: 1, maxLength: 100, format: PLAIN_TEXT });
 
 /** RFC 3339 text, checked by parseExpiry (real date, in the future) rather than by a format. */
 const ExpiryInput = Type.String({ minLength: 1, maxLength: 64 });

@@ -1,6 +1,33 @@
-/** Plain text for people: aligned columns, and key: value blocks. */
+import { isPlainText, isUnsafeCodePoint } from '@animal-store/common/validation.js';
 
-export function table(header: string[], rows: string[][]): string {
+/* Plain text for people: aligned columns, and key: value blocks, every cell made printable. */
+
+/**
+ * Text from a record as it is safe to print: each control, bidi override or lone surrogate as a
+ * `\u{..}` escape. The admin API refuses such names now, but older records and hand-edited keys
+ * files may still hold them, and printed raw they would drive the operator's terminal.
+ */
+export function printable(text: string): string {
+  if (isPlainText(text)) return text;
+  let out = '';
+  // for…of walks code points, and yields a lone surrogate as itself.
+  for (const char of text) {
+    const cp = char.codePointAt(0) as number;
+    out += isUnsafeCodePoint(cp) ? `\\u{${cp.toString(16)}}` : char;
+  }
+  return out;
+}
+
+/** One JSON line whose text is printable too: JSON.stringify leaves C1 controls and bidi overrides raw. */
+export function jsonLine(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+export function table(header: string[], given: string[][]): string {
+  const rows = given.map((r) => r.map(printable));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) =>
     cells
@@ -11,7 +38,9 @@ export function table(header: string[], rows: string[][]): string {
 }
 
 export function fields(pairs: Array<[string, string | undefined]>): string {
-  const shown = pairs.filter((p): p is [string, string] => p[1] !== undefined);
+  const shown = pairs
+    .filter((p): p is [string, string] => p[1] !== undefined)
+    .map(([k, v]): [string, string] => [k, printable(v)]);
   const width = Math.max(...shown.map(([k]) => k.length));
   return `${shown.map(([k, v]) => `${`${k}:`.padEnd(width + 1)} ${v}`).join('\n')}\n`;
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+import { isPlainText, PLAIN_TEXT_RULE } from '@animal-store/common/validation.js';
 import type { Static } from '@sinclair/typebox';
 import {
   type CreatedKeySchema,
@@ -24,7 +25,7 @@ import {
   planProblem,
 } from '../plans.js';
 import { AdminClient, UsageError } from './admin-client.js';
-import { fields, table, when } from './format.js';
+import { fields, jsonLine, printable, table, when } from './format.js';
 
 type KeyView = Static<typeof KeyViewSchema>;
 type Usage = Static<typeof UsageSchema>;
@@ -120,7 +121,15 @@ function limitsText(limits: Limits): string {
 }
 
 function print(values: Values, json: unknown, text: string): void {
-  process.stdout.write(values.json ? `${JSON.stringify(json)}\n` : text);
+  process.stdout.write(values.json ? `${jsonLine(json)}\n` : text);
+}
+
+/** --name as the admin API takes a name: text people read, never terminal controls. */
+function nameFrom(command: string, values: Values): string | undefined {
+  const name = values.name;
+  if (typeof name !== 'string') return undefined;
+  if (!isPlainText(name)) throw usageError(command, `--name ${PLAIN_TEXT_RULE}`);
+  return name;
 }
 
 function status(k: KeyView, now: number): string {
@@ -156,7 +165,7 @@ async function create(values: Values): Promise<void> {
   const problem = planProblem(plan, limits, FLAG_NAMES);
   if (problem) throw usageError('create', problem);
   const expiresAt = expiryFrom('create', values) ?? undefined;
-  const name = values.name as string | undefined;
+  const name = nameFrom('create', values);
   let created: { id: string; key: string; plan: Plan; limits: Limits; expiresAt?: string | undefined };
   if (typeof values.file === 'string') {
     const { key, record } = createKey({ plan: plan as Plan, name, limits, expiresAt });
@@ -180,7 +189,7 @@ async function create(values: Values): Promise<void> {
   print(
     values,
     out,
-    `created ${out.id} (${out.plan}: ${limitsText(out.limits)}${out.expiresAt ? `, expires ${when(out.expiresAt)}` : ''})\n` +
+    `created ${printable(out.id)} (${out.plan}: ${limitsText(out.limits)}${out.expiresAt ? `, expires ${when(out.expiresAt)}` : ''})\n` +
       `key: ${out.key}\n(store it now: it is not shown again)\n`,
   );
 }
@@ -192,11 +201,12 @@ function updatedEntry(entry: KeyFileEntry, values: Values): KeyFileEntry {
   const problem = planProblem(plan, limits, FLAG_NAMES);
   if (problem) throw usageError('update', problem);
   const expiresAt = expiryFrom('update', values);
+  const name = nameFrom('update', values);
   const next = structuredClone(entry);
   applyChanges(next, {
     plan,
     limits: limits ?? null,
-    ...(typeof values.name === 'string' ? { name: values.name } : {}),
+    ...(name !== undefined ? { name } : {}),
     ...(expiresAt !== undefined ? { expiresAt } : {}),
   });
   return toKeyFileEntry(next);
@@ -228,17 +238,18 @@ async function update(id: string, values: Values): Promise<void> {
   }
   const limits = limitsFrom('update', values);
   const expiresAt = expiryFrom('update', values);
+  const name = nameFrom('update', values);
   const view = await AdminClient.fromEnv(process.env).request<KeyView>(
     'PATCH',
     `/admin/keys/${encodeURIComponent(id)}`,
     {
       ...(values.plan !== undefined ? { plan: values.plan } : {}),
       ...(limits ? { limits } : {}),
-      ...(typeof values.name === 'string' ? { name: values.name } : {}),
+      ...(name !== undefined ? { name } : {}),
       ...(expiresAt !== undefined ? { expiresAt } : {}),
     },
   );
-  print(values, view, `updated ${id}\n${showKey(view)}`);
+  print(values, view, `updated ${printable(id)}\n${showKey(view)}`);
 }
 
 async function rotate(id: string, values: Values): Promise<void> {
@@ -277,7 +288,7 @@ async function rotate(id: string, values: Values): Promise<void> {
   print(
     values,
     out,
-    `rotated ${out.id}: the old key works until ${when(out.previousKeyExpiresAt)}\n` +
+    `rotated ${printable(out.id)}: the old key works until ${when(out.previousKeyExpiresAt)}\n` +
       `key: ${out.key}\n(store it now: it is not shown again)\n` +
       (typeof values.file === 'string' ? `roll the gateway to load ${values.file}\n` : ''),
   );
@@ -387,6 +398,7 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     const command = process.argv[2] ?? '';
     err = command in COMMANDS ? usageError(command, (err as Error).message) : new UsageError((err as Error).message);
   }
-  process.stderr.write(`keys: ${err instanceof Error ? err.message : String(err)}\n`);
+  // The message may quote the admin API, and so a record's text.
+  process.stderr.write(`keys: ${printable(err instanceof Error ? err.message : String(err))}\n`);
   process.exit(err instanceof UsageError ? 2 : 1);
 });
