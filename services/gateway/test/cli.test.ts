@@ -285,6 +285,18 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
     }
   });
 
+  it('update --file never extends a previous secret: a cleared expiry leaves it ending at the old one', async () => {
+    const created = oneJsonLine(await cli(['create', '--plan', 'pro', '--file', file, '--json']));
+    oneJsonLine(await cli(['rotate', created.id, '--grace', '3600', '--file', file, '--json']));
+    // Inside the hour of grace: the key, and so the old secret, ends in a minute.
+    const soon = new Date(Date.now() + 60_000).toISOString();
+    oneJsonLine(await cli(['update', created.id, '--expires-at', soon, '--file', file, '--json']));
+    oneJsonLine(await cli(['update', created.id, '--no-expiry', '--file', file, '--json']));
+    const [entry] = await records();
+    expect(entry).not.toHaveProperty('expiresAt');
+    expect(entry?.previous).toEqual({ sha256: hashApiKey(created.key), expiresAt: soon });
+  });
+
   it('update --file changes plan, limits, name and expiry of one entry, with the same rules as the API', async () => {
     const a = oneJsonLine(await cli(['create', '--plan', 'free', '--file', file, '--json']));
     const b = oneJsonLine(await cli(['create', '--plan', 'free', '--file', file, '--json']));

@@ -289,6 +289,33 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
       expectError(await call(gw, old), 429, 'api_key_banned');
     });
 
+    it('nothing revives a rotated-out secret: an expiry set, passed, then cleared leaves it refused', async () => {
+      const time = clock();
+      const gw = await start({ now: time.now });
+      const { id, key: old } = await create(gw, { plan: 'pro' });
+      const fresh = (await rotate(gw, id, { gracePeriodSeconds: 3600 })).json().key;
+      expect((await call(gw, old)).statusCode).toBe(200);
+
+      // The key is set to expire in 10 s, well inside the old secret's hour of grace.
+      const soon = new Date(time.at + 10_000).toISOString();
+      expect((await patch(gw, id, { expiresAt: soon })).statusCode).toBe(200);
+      time.at += 10_000;
+      expectError(await call(gw, old), 401, 'expired_api_key');
+      expectError(await call(gw, fresh), 401, 'expired_api_key');
+
+      // Clearing (or extending) the expiry brings back the key's current secret only.
+      const cleared = await patch(gw, id, { expiresAt: null });
+      expect(cleared.statusCode, cleared.body).toBe(200);
+      expect(cleared.json().previousKeyExpiresAt).toBe(soon);
+      expect((await call(gw, fresh)).statusCode).toBe(200);
+      expectError(await call(gw, old), 401, 'expired_api_key', /replaced by a newer one/);
+      expect((await patch(gw, id, { expiresAt: new Date(time.at + 7_200_000).toISOString() })).statusCode).toBe(200);
+      expectError(await call(gw, old), 401, 'expired_api_key');
+      time.at += 60_000;
+      expectError(await call(gw, old), 401, 'expired_api_key');
+      expect((await call(gw, fresh)).statusCode).toBe(200);
+    });
+
     it('a secret never outlives its key: the grace ends with the key', async () => {
       const time = clock();
       const gw = await start({ now: time.now });

@@ -257,6 +257,52 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(await store.list()).toStrictEqual([expected2]);
     });
 
+    it('folds the old expiry into the previous secret when the expiry changes: its end never moves later', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('pro');
+      await store.insert(rec);
+      const second = hashApiKey(generateApiKey());
+      await store.rotate(rec.id, { sha256: second, previousExpiresAt: '2025-09-01T01:00:00.000Z' }, new Date());
+      const soon = '2025-09-01T00:00:10.000Z';
+      const shortened = await store.update(rec.id, { expiresAt: soon }, new Date('2025-09-01T00:00:00.000Z'));
+      // Cut by the key's expiry until then, but its own end is kept while the key could still change.
+      expect(shortened?.previous).toStrictEqual({ sha256: rec.sha256, expiresAt: '2025-09-01T01:00:00.000Z' });
+
+      const at = new Date('2025-09-01T00:00:20.000Z');
+      const changes = {
+        expiresAt: null,
+        name: '$sha256',
+        plan: 'enterprise' as const,
+        limits: { perMinute: 5, perDay: 50 },
+      };
+      // The rotation gave no prefix: the record keeps none.
+      const { prefix: _p, ...withoutPrefix } = rec;
+      const expected: KeyRecord = {
+        ...withoutPrefix,
+        sha256: second,
+        name: '$sha256',
+        plan: 'enterprise',
+        limits: { perMinute: 5, perDay: 50 },
+        previous: { sha256: rec.sha256, expiresAt: soon },
+        updatedAt: at.toISOString(),
+      };
+      expect(await store.update(rec.id, changes, at)).toStrictEqual(expected);
+      expect(await store.findByHash(rec.sha256)).toStrictEqual(expected);
+
+      // A later expiry moves nothing back; a key without a previous secret gains none.
+      const later = await store.update(
+        rec.id,
+        { expiresAt: '2031-01-01T00:00:00.000Z', limits: null, plan: 'pro' },
+        at,
+      );
+      expect(later?.previous).toStrictEqual({ sha256: rec.sha256, expiresAt: soon });
+      expect(later).not.toHaveProperty('limits');
+      const plain = record('free');
+      await store.insert(plain);
+      const expiring = await store.update(plain.id, { expiresAt: '2031-01-01T00:00:00.000Z' }, at);
+      expect(expiring).toStrictEqual({ ...plain, expiresAt: '2031-01-01T00:00:00.000Z', updatedAt: at.toISOString() });
+    });
+
     it('refuses a rotation to a hash another key holds, changing nothing', async (ctx) => {
       const store = await fresh(ctx);
       const a = record('free');

@@ -40,15 +40,24 @@ export interface KeyChanges {
 /**
  * Applies a change in place to a record (or a keys-file entry): the one place, besides the Mongo
  * update it mirrors, that knows what `null` means for each field.
+ *
+ * A previous secret ends at the earlier of its own end, fixed at rotation, and the key's expiry.
+ * When the expiry changes, the old one is folded into the previous secret's end first, so a later
+ * or cleared expiry never brings a rotated-out secret back: its end can move earlier, never later.
  */
 export function applyChanges(
-  record: Pick<KeyRecord, 'plan' | 'name' | 'limits' | 'expiresAt'>,
+  record: Pick<KeyRecord, 'plan' | 'name' | 'limits' | 'expiresAt' | 'previous'>,
   changes: KeyChanges,
 ): void {
   if (changes.plan !== undefined) record.plan = changes.plan;
   if (changes.name !== undefined) record.name = changes.name;
   if (changes.limits === null) delete record.limits;
   else if (changes.limits !== undefined) record.limits = { ...changes.limits };
+  if (changes.expiresAt !== undefined && record.previous && record.expiresAt) {
+    if (Date.parse(record.expiresAt) < Date.parse(record.previous.expiresAt)) {
+      record.previous = { ...record.previous, expiresAt: record.expiresAt };
+    }
+  }
   if (changes.expiresAt === null) delete record.expiresAt;
   else if (changes.expiresAt !== undefined) record.expiresAt = changes.expiresAt;
 }

@@ -94,6 +94,7 @@ export class MongoKeyStore implements KeyStore {
   }
 
   async update(id: string, changes: KeyChanges, at: Date): Promise<KeyRecord | null> {
+    if (changes.expiresAt !== undefined) return this.updateExpiry(id, changes, changes.expiresAt, at);
     const $set: Record<string, unknown> = { updatedAt: at };
     const $unset: Record<string, ''> = {};
     if (changes.plan !== undefined) $set.plan = changes.plan;
@@ -109,6 +110,43 @@ export class MongoKeyStore implements KeyStore {
       Object.keys($unset).length > 0 ? { $set, $unset } : { $set },
       { returnDocument: 'after', projection: PROJECTION },
     );
+    return doc ? toRecord(doc) : null;
+  }
+
+  /**
+   * An update that changes the expiry, as applyChanges does it: a pipeline reads the old expiry
+   * and folds it into the previous secret's end in the same atomic step (within one $set stage,
+   * `$expiresAt` is the value before the stage). Client text goes in as $literal: a name like
+   * "$sha256" would otherwise be read as a field path.
+   */
+  private async updateExpiry(
+    id: string,
+    changes: KeyChanges,
+    expiresAt: string | null,
+    at: Date,
+  ): Promise<KeyRecord | null> {
+    const $set: Record<string, unknown> = {
+      updatedAt: at,
+      expiresAt: expiresAt === null ? '$$REMOVE' : new Date(expiresAt),
+      previous: {
+        $cond: [
+          { $eq: [{ $type: '$previous' }, 'missing'] },
+          '$$REMOVE',
+          // $min skips a missing expiresAt: the previous secret's own end then stands.
+          { sha256: '$previous.sha256', expiresAt: { $min: ['$previous.expiresAt', '$expiresAt'] } },
+        ],
+      },
+    };
+    if (changes.plan !== undefined) $set.plan = { $literal: changes.plan };
+    if (changes.name !== undefined) $set.name = { $literal: changes.name };
+    if (changes.limits === null) $set.limits = '$$REMOVE';
+    else if (changes.limits !== undefined) {
+      $set.limits = { $literal: { perMinute: changes.limits.perMinute, perDay: changes.limits.perDay } };
+    }
+    const doc = await this.keys.findOneAndUpdate({ id: { $eq: id }, revokedAt: { $exists: false } }, [{ $set }], {
+      returnDocument: 'after',
+      projection: PROJECTION,
+    });
     return doc ? toRecord(doc) : null;
   }
 
