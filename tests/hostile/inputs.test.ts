@@ -264,6 +264,12 @@ describe('Authorization header', () => {
       expect(JSON.parse(res.text)).toBeInstanceOf(Array);
     } else {
       expectError(res, status, code);
+      // RFC 6750 §3: the scheme and realm, and an error code only when a token was sent.
+      expect(res.headers['www-authenticate']).toMatch(
+        code === 'missing_api_key'
+          ? /^Bearer realm="animal-store"$/
+          : /^Bearer realm="animal-store", error="invalid_token", error_description="[^"\\]+"$/,
+      );
     }
     expectRateLimitHeaders(res);
   });

@@ -2,7 +2,7 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Counter } from 'prom-client';
-import { parseBearer } from './bearer.js';
+import { BEARER_CHALLENGE, invalidTokenChallenge, parseBearer } from './bearer.js';
 import type { GatewayDeps } from './deps.js';
 import { hashApiKey, isWellFormedApiKey } from './keys/api-key.js';
 import type { ResolvedKey } from './keys/key-resolver.js';
@@ -41,6 +41,10 @@ export type GateOptions = Pick<GatewayDeps, 'keyResolver' | 'limiter' | 'anonymo
 const UNAVAILABLE_RETRY_SECONDS = 5;
 const BEARER_SCHEME = /^Bearer( |$)/i;
 const NO_BEARER = 'The API key needs the scheme in front of it: send "Authorization: Bearer <API_KEY>"';
+const INVALID = invalidTokenChallenge('The API key is not valid');
+const NO_BEARER_CHALLENGE = invalidTokenChallenge('Send the API key with the Bearer scheme');
+const EXPIRED = invalidTokenChallenge('The API key has expired');
+const REPLACED = invalidTokenChallenge('The API key was replaced by a newer one and its grace period has ended');
 
 /** fastify's request logger is a pino child, which can extend its own bindings. */
 type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
@@ -73,9 +77,14 @@ export const gate = fp(
       const limited = await keyless(request, reply, reason);
       if (limited) throw limited;
       if (reason === 'missing') {
-        throw new ApiError(401, 'missing_api_key', 'Send your API key as "Authorization: Bearer <API_KEY>"');
+        throw new ApiError(
+          401,
+          'missing_api_key',
+          'Send your API key as "Authorization: Bearer <API_KEY>"',
+          BEARER_CHALLENGE,
+        );
       }
-      throw refusal ?? new ApiError(401, 'invalid_api_key', 'The API key is not valid');
+      throw refusal ?? new ApiError(401, 'invalid_api_key', 'The API key is not valid', INVALID);
     }
 
     function expiredError({ endsAt, secret }: ResolvedKey): ApiError {
@@ -86,6 +95,7 @@ export const gate = fp(
         secret === 'previous'
           ? `This API key was replaced by a newer one and stopped working at ${when}`
           : `This API key expired at ${when}`,
+        secret === 'previous' ? REPLACED : EXPIRED,
       );
     }
 
@@ -189,7 +199,7 @@ export const gate = fp(
             request,
             reply,
             'malformed',
-            new ApiError(401, 'invalid_api_key', NO_BEARER),
+            new ApiError(401, 'invalid_api_key', NO_BEARER, NO_BEARER_CHALLENGE),
           ).catch(done);
         }
         return void refuseAnonymous(request, reply, presented === undefined ? 'missing' : 'malformed').catch(done);

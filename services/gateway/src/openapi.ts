@@ -80,6 +80,15 @@ function gatewayResponses(): Record<string, ResponseObject> {
         'The API key is missing (`missing_api_key`), invalid (`invalid_api_key`), or past its expiry or, after a ' +
         'rotation, its grace period (`expired_api_key`; the message says when). The rate-limit headers ' +
         'describe the per-address limit for requests without a valid key.',
+      headers: {
+        'WWW-Authenticate': {
+          description:
+            'RFC 6750 challenge: `Bearer realm="animal-store"`, with `error="invalid_token"` and an ' +
+            '`error_description` when a key was sent but is not valid or has expired.',
+          required: true,
+          schema: { type: 'string' },
+        },
+      },
       content: errorContent(),
     },
     '429': {

@@ -292,10 +292,24 @@ describe('admin authentication', () => {
       for (const route of routes()) {
         const res = await gw.admin.inject({ ...route, headers, remoteAddress });
         expectError(res, 401, 'unauthorized');
+        expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="animal-store"/);
         expect(res.body).not.toContain(existing.id);
       }
     });
   }
+
+  it.each([
+    { name: 'no token', headers: {}, challenge: 'Bearer realm="animal-store"' },
+    {
+      name: 'a wrong token',
+      headers: { authorization: `Bearer ${sameLengthWrong}` },
+      challenge: 'Bearer realm="animal-store", error="invalid_token", error_description="The admin token is not valid"',
+    },
+  ])('answers 401 to $name with WWW-Authenticate: $challenge', async ({ headers, challenge }) => {
+    const res = await gw.admin.inject({ url: '/admin/keys', headers, remoteAddress: '192.0.2.200' });
+    expectError(res, 401, 'unauthorized');
+    expect(res.headers['www-authenticate']).toBe(challenge);
+  });
 
   it('changed nothing while refusing: the key still exists, unrevoked, and no key was added', async () => {
     const list = await gw.admin.inject({ method: 'GET', url: '/admin/keys', headers: auth });

@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { generateApiKey } from '../src/keys/api-key.js';
+import { createKey } from '../src/keys/create-key.js';
 import { impatientClient, politeWorkers } from './clients.js';
 import { ADMIN_TOKEN, addKey, bearer, type TestGateway, useGateways } from './helpers.js';
 
@@ -116,6 +117,91 @@ describe('authentication', () => {
     });
     expect(revoke.statusCode).toBe(204);
     expectError(await gw.app.inject({ url: '/v1/pets', headers: bearer(key) }), 401, 'invalid_api_key');
+  });
+});
+
+describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
+  const REALM_ONLY = 'Bearer realm="animal-store"';
+  const invalidToken = (description: string) =>
+    `Bearer realm="animal-store", error="invalid_token", error_description="${description}"`;
+
+  /** Each case makes, on its own gateway, the Authorization header to send (undefined: none). */
+  type Case = {
+    name: string;
+    code: string;
+    challenge: string;
+    header: (gw: TestGateway) => Promise<string | undefined>;
+  };
+  const cases: Case[] = [
+    { name: 'no Authorization header', code: 'missing_api_key', challenge: REALM_ONLY, header: async () => undefined },
+    { name: 'an empty bearer', code: 'missing_api_key', challenge: REALM_ONLY, header: async () => 'Bearer ' },
+    {
+      name: 'another scheme',
+      code: 'missing_api_key',
+      challenge: REALM_ONLY,
+      header: async () => 'Basic dXNlcjpwYXNz',
+    },
+    {
+      name: 'a malformed key',
+      code: 'invalid_api_key',
+      challenge: invalidToken('The API key is not valid'),
+      header: async () => 'Bearer not-a-key',
+    },
+    {
+      name: 'a well-formed key nobody issued',
+      code: 'invalid_api_key',
+      challenge: invalidToken('The API key is not valid'),
+      header: async () => `Bearer ${generateApiKey()}`,
+    },
+    {
+      name: 'a revoked key',
+      code: 'invalid_api_key',
+      challenge: invalidToken('The API key is not valid'),
+      header: async (gw) => {
+        const { id, key } = await addKey(gw.deps, 'pro');
+        await gw.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
+        return `Bearer ${key}`;
+      },
+    },
+    {
+      name: 'a key without the Bearer scheme',
+      code: 'invalid_api_key',
+      challenge: invalidToken('Send the API key with the Bearer scheme'),
+      header: async (gw) => (await addKey(gw.deps, 'free')).key,
+    },
+    {
+      name: 'an expired key',
+      code: 'expired_api_key',
+      challenge: invalidToken('The API key has expired'),
+      header: async (gw) => {
+        const { key, record } = createKey({ plan: 'pro', expiresAt: new Date(Date.now() - 1_000).toISOString() });
+        await gw.deps.keyStore.insert(record);
+        return `Bearer ${key}`;
+      },
+    },
+    {
+      name: 'a rotated-out key past its grace',
+      code: 'expired_api_key',
+      challenge: invalidToken('The API key was replaced by a newer one and its grace period has ended'),
+      header: async (gw) => {
+        const { id, key } = await addKey(gw.deps, 'pro');
+        await gw.admin.inject({
+          method: 'POST',
+          url: `/admin/keys/${id}/rotate`,
+          headers: bearer(ADMIN_TOKEN),
+          payload: { gracePeriodSeconds: 0 },
+        });
+        return `Bearer ${key}`;
+      },
+    },
+  ];
+
+  it.each(cases)('$name → 401 $code with its challenge', async ({ header, code, challenge }) => {
+    const gw = await gateway();
+    const authorization = await header(gw);
+    const res = await gw.app.inject({ url: '/v1/pets', headers: authorization === undefined ? {} : { authorization } });
+    expectError(res, 401, code);
+    expect(res.headers['www-authenticate']).toBe(challenge);
   });
 });
 

@@ -1,9 +1,12 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { onRequestAsyncHookHandler } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import { parseBearer } from '../bearer.js';
+import { BEARER_CHALLENGE, invalidTokenChallenge, parseBearer } from '../bearer.js';
 import { sameSecret } from '../keys/api-key.js';
 import { addressKey } from '../limits/anonymous-limiter.js';
+
+const WRONG_TOKEN = invalidTokenChallenge('The admin token is not valid');
+const UNAUTHORIZED = 'Send the admin token as "Authorization: Bearer <ADMIN_TOKEN>"';
 
 /** Failed authentications one address may make per window before it is refused outright. */
 const ADMIN_AUTH_FAILURES = 10;
@@ -50,9 +53,10 @@ export function adminAuth(token: string, now: () => number = Date.now): onReques
       });
     }
     const given = parseBearer(request.headers.authorization);
-    if (given === undefined || !sameSecret(given, token)) {
-      if (given !== undefined) recordFailure(address, at);
-      throw new ApiError(401, 'unauthorized', 'Send the admin token as "Authorization: Bearer <ADMIN_TOKEN>"');
+    if (given === undefined) throw new ApiError(401, 'unauthorized', UNAUTHORIZED, BEARER_CHALLENGE);
+    if (!sameSecret(given, token)) {
+      recordFailure(address, at);
+      throw new ApiError(401, 'unauthorized', UNAUTHORIZED, WRONG_TOKEN);
     }
   };
 }
