@@ -838,6 +838,81 @@ describe('names with control or bidirectional-override characters', () => {
   });
 });
 
+describe('client text in error messages is quoted only in a short prefix', () => {
+  // Under Node's 16 KB limit for the request head, with the Authorization header beside it.
+  const big = (c: string) => c.repeat((15 * 1024) / c.length);
+  const KB7 = 'q'.repeat(7 * 1024);
+  /** The first 40 characters and an ellipsis: what a message may repeat of a long name. */
+  const prefix = (text: string) => `${text.slice(0, 40)}…`;
+  const cases: { name: string; send: () => Promise<Answer>; status: number; quotes?: string }[] = [
+    {
+      name: 'a 15 KB unknown query parameter name',
+      send: () => call(`/v1/pets?${big('n')}=1`),
+      status: 400,
+      quotes: prefix(big('n')),
+    },
+    {
+      name: 'a 15 KB unknown query parameter name on GET /v1/pets/{petId}',
+      send: () => call(`/v1/pets/1?${big('m')}=1`),
+      status: 400,
+      quotes: prefix(big('m')),
+    },
+    {
+      name: 'a 7 KB query parameter name given twice',
+      send: () => call(`/v1/pets?${KB7}=1&${KB7}=2`),
+      status: 400,
+      quotes: prefix(KB7),
+    },
+    {
+      name: 'a 15 KB unknown path',
+      send: () => call(`/v1/${big('p')}`),
+      status: 404,
+      quotes: prefix(`/v1/${big('p')}`),
+    },
+    { name: 'a 15 KB bad status value', send: () => call(`/v1/pets?status=${big('s')}`), status: 400 },
+  ];
+
+  it.each(cases)('$name → $status with a message under 300 characters', async ({ send, status, quotes }) => {
+    const res = await send();
+    expectError(res, status);
+    const message = (JSON.parse(res.text) as { message: string }).message;
+    expect(message.length, message.slice(0, 300)).toBeLessThan(300);
+    if (quotes) expect(message).toContain(quotes);
+  });
+
+  // `text` is what the client sent: a message may show its first 40 characters, never more.
+  const adminCases: { name: string; url: string; text: string; method?: 'PATCH'; status: number }[] = [
+    { name: 'a 15 KB unknown admin path', url: `/admin/${big('a')}`, text: `/admin/${big('a')}`, status: 404 },
+    {
+      name: 'a 64-character id that is no key',
+      url: `/admin/keys/key_${big('i').slice(0, 60)}`,
+      text: `key_${big('i').slice(0, 60)}`,
+      status: 404,
+    },
+    {
+      name: 'a 64-character expiresAt that is no timestamp',
+      url: '/admin/keys/:id',
+      text: big('e').slice(0, 64),
+      method: 'PATCH',
+      status: 400,
+    },
+  ];
+
+  it.each(adminCases)('admin: $name → $status quoting at most 40 characters of it', async (c) => {
+    const { id } = await addKey(gw.deps, 'free');
+    const res = await gw.admin.inject({
+      method: c.method ?? 'GET',
+      url: c.url.replace(':id', id),
+      headers: bearer(ADMIN_TOKEN),
+      ...(c.method === 'PATCH' ? { payload: { expiresAt: c.text } } : {}),
+    });
+    expect(res.statusCode, res.body.slice(0, 300)).toBe(c.status);
+    const message: string = res.json().message;
+    expect(message.length, message.slice(0, 300)).toBeLessThan(300);
+    expect(message).not.toContain(c.text.slice(0, 41));
+  });
+});
+
 describe('malformed and unusual requests (raw sockets)', () => {
   const auth = () => `Authorization: Bearer ${key}`;
   const cases: { name: string; request: () => string; status: number; code?: string }[] = [

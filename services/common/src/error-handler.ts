@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { pathOf } from './access-log.js';
-import { ApiError, type ErrorBody, type ErrorCode, errorBody } from './errors.js';
+import { ApiError, clipped, type ErrorBody, type ErrorCode, errorBody } from './errors.js';
 import { validationMessage } from './validation.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -100,7 +100,10 @@ export const errorHandling = fp(
           { allow: allowed.join(', ') },
         );
       }
-      return sendError(reply, errorBody(404, 'not_found', `No route for ${request.method} ${pathOf(request.url)}`));
+      return sendError(
+        reply,
+        errorBody(404, 'not_found', `No route for ${request.method} ${clipped(pathOf(request.url))}`),
+      );
     });
   },
   { name: 'error-handling' },

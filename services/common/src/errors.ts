@@ -49,6 +49,18 @@ export class ApiError extends Error {
   }
 }
 
+/** Most characters of client-supplied text a message repeats: enough to recognise it, too few to bloat an answer. */
+export const QUOTE_LIMIT = 40;
+
+/** Client-supplied text as an error message may quote it: whole when short, else its start and "…". */
+export function clipped(text: string): string {
+  if (text.length <= QUOTE_LIMIT) return text;
+  // Never half a surrogate pair: the cut would leave a lone surrogate in the message.
+  const code = text.charCodeAt(QUOTE_LIMIT - 1);
+  const end = code >= 0xd800 && code <= 0xdbff ? QUOTE_LIMIT - 1 : QUOTE_LIMIT;
+  return `${text.slice(0, end)}…`;
+}
+
 export function errorBody(status: number, code: ErrorCode, message: string): ErrorBody {
   return { code, message, status };
 }

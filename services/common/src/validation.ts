@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
+import { clipped } from './errors.js';
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -119,13 +120,15 @@ function article(type: string): string {
 /**
  * What a failed schema check says: always the parameter or field (`body.name is required`,
  * `querystring.status must be one of: available, pending, sold`), never Ajv's wording about
- * "properties" and "schemas", and never the value that was sent.
+ * "properties" and "schemas", and never the value that was sent; a name the client chose only
+ * in a short prefix (clipped).
  */
 export function validationMessage(where: string, errors: readonly ErrorObject[] | undefined): string {
   // A union of literals (say, plan) fails with an error per branch and then anyOf: the anyOf one
   // is the one to explain.
   const error = errors?.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf') ?? errors?.[0];
-  const at = `${where}${error?.instancePath ? error.instancePath.replaceAll('/', '.') : ''}`;
+  // A path can hold names the client chose (a repeated query parameter): each quoted in part only.
+  const at = `${where}${error?.instancePath ? error.instancePath.split('/').map(clipped).join('.') : ''}`;
   if (!error) return `${where} is invalid`;
   const params = error.params as Record<string, unknown>;
   const parent = (error.parentSchema ?? {}) as JsonSchema;
@@ -133,7 +136,7 @@ export function validationMessage(where: string, errors: readonly ErrorObject[] 
     case 'required':
       return `${at}.${String(params.missingProperty)} is required`;
     case 'additionalProperties': {
-      const name = `${at}.${String(params.additionalProperty)}`;
+      const name = `${at}.${clipped(String(params.additionalProperty))}`;
       const known = Object.keys(parent.properties ?? {});
       const query = where === 'querystring' && !error.instancePath;
       const allowed =

@@ -1,4 +1,4 @@
-import { ApiError, ErrorSchema } from '@animal-store/common/errors.js';
+import { ApiError, clipped, ErrorSchema } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from '@sinclair/typebox';
 import { Type } from '@sinclair/typebox';
@@ -69,7 +69,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asy
     const fromFile = deps.keyResolver.fileRecord(id);
     if (fromFile) return { record: fromFile, source: 'file' };
     const record = await deps.keyStore.get(id);
-    if (!record) throw new ApiError(404, 'not_found', `No key with id ${id}`);
+    if (!record) throw new ApiError(404, 'not_found', `No key with id ${clipped(id)}`);
     return { record, source: 'store' };
   }
 

@@ -1,3 +1,5 @@
+import { clipped } from '@animal-store/common/errors.js';
+
 /** RFC 3339 date-time: a full date, a full time, and a zone (Z or an offset). */
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -15,7 +17,9 @@ export function parseExpiry(
   if (typeof value !== 'string') return { problem: `${field} must be an RFC 3339 timestamp (${example})` };
   const m = RFC3339.exec(value);
   const ms = Date.parse(value.replace(' ', 'T'));
-  if (!m || Number.isNaN(ms)) return { problem: `${field} must be an RFC 3339 timestamp (${example}), got "${value}"` };
+  if (!m || Number.isNaN(ms)) {
+    return { problem: `${field} must be an RFC 3339 timestamp (${example}), got "${clipped(value)}"` };
+  }
   // Date.parse rolls 2026-02-30 over to March; a date that does not exist is a typo, not a moment.
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
     number,
@@ -27,7 +31,7 @@ export function parseExpiry(
   ];
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59) {
-    return { problem: `${field} is not a real date and time: "${value}"` };
+    return { problem: `${field} is not a real date and time: "${clipped(value)}"` };
   }
   if (notBefore !== undefined && ms <= notBefore) {
     return {
