@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { createRegistry } from '@animal-store/common/metrics.js';
@@ -5,8 +6,9 @@ import { generateApiKey } from '@animal-store/gateway/keys/api-key.js';
 import { ADMIN_TOKEN, addKey, bearer, startGateway, type TestGateway } from '@animal-store/gateway/test/helpers.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startRedis, type TestRedis } from '../support/redis.js';
+import { metricValue, ServiceProcess } from '../support/service-process.js';
 
 /**
  * Hostile input through the gateway to the real pets service, on real sockets: every answer is
@@ -160,6 +162,42 @@ function rawExchange(
         at += 1;
       }, dribble.everyMs);
     }
+  });
+}
+
+/**
+ * POSTs `size` bytes without a declared length (chunked), 64 KiB per write as a streaming client
+ * sends them, and reads the answer; `error` says how the exchange broke when no answer was read.
+ */
+function chunkedPost(url: string, headers: Record<string, string>, size: number): Promise<Answer & { error?: string }> {
+  return new Promise((resolve) => {
+    const req = httpRequest(url, { method: 'POST', headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers as Record<string, string>,
+          text: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
+      res.on('error', (err: NodeJS.ErrnoException) =>
+        resolve({ status: res.statusCode ?? 0, headers: {}, text: '', error: `body: ${err.code ?? err.message}` }),
+      );
+    });
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      resolve({ status: 0, headers: {}, text: '', error: err.code ?? err.message }),
+    );
+    const piece = Buffer.alloc(64 * 1024, 'x');
+    let sent = 0;
+    const more = (): void => {
+      while (sent < size && !req.destroyed) {
+        sent += piece.length;
+        if (!req.write(piece)) return void req.once('drain', more);
+      }
+      if (!req.destroyed) req.end();
+    };
+    more();
   });
 }
 
@@ -685,7 +723,7 @@ describe('bodies on POST /v1/pets', () => {
     expect((Object.prototype as Record<string, unknown>).admin).toBeUndefined();
   });
 
-  it('1 MiB + 1 sent chunked (no Content-Length) → 413 from pets, passed through', async () => {
+  it('1 MiB + 1 sent chunked (no Content-Length) → 413', async () => {
     const size = MiB + 1;
     const res = await rawExchange(
       port(gw),
@@ -701,6 +739,29 @@ describe('bodies on POST /v1/pets', () => {
       ),
     );
     expectError(res, 413, 'payload_too_large');
+  });
+
+  it('2 MiB sent chunked, 10 times → 413 payload_too_large every time, and no upstream error counted', async () => {
+    // pets as a process of its own, as deployed: in this process the gateway and pets would share
+    // one event loop, which hides the race between pets' early 413 and the rest of the body. A
+    // gateway of its own: its upstream error count starts at 0.
+    const petsProcess = await ServiceProcess.start('pets', { LOG_LEVEL: 'warn' }, { ready: '/readyz' });
+    const g = await startGateway({ redisUrl: redis.url, upstream: petsProcess.url });
+    onTestFinished(async () => {
+      await g.close();
+      await petsProcess.stop();
+    });
+    await g.listen();
+    const { key: own } = await addKey(g.deps, 'enterprise', { perMinute: 100_000, perDay: 1_000_000 });
+    const outcomes: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const res = await chunkedPost(`${g.url}/v1/pets`, { ...bearer(own), 'content-type': json }, 2 * MiB);
+      if (res.status === 413) expectError(res, 413, 'payload_too_large');
+      outcomes.push(res.error ?? `${res.status} ${res.text.slice(0, 100)}`);
+    }
+    const refused = '413 {"code":"payload_too_large","message":"Request body is larger than the limit","status":413}';
+    expect(outcomes).toEqual(Array(10).fill(refused));
+    expect(metricValue(await g.deps.registry.metrics(), 'gateway_upstream_errors_total')).toBe(0);
   });
 
   it('a declared Content-Length over 1 MiB is refused before the body arrives', async () => {
@@ -1139,8 +1200,8 @@ describe('refusals before the body close the connection (Content-Length: 5242880
 });
 
 // Regression guards beside item 1: a chunked body has no declared length to refuse up front.
-describe('a chunked body pets refuses before its end', () => {
-  it('→ 413 from pets with Connection: close, and the gateway stops reading (the rest never comes)', async () => {
+describe('a chunked body over the limit, refused before its end', () => {
+  it('→ 413 with Connection: close, and the gateway stops reading (the rest never comes)', async () => {
     const size = 1024 * 1024 + 64 * 1024;
     const res = await rawExchange(
       port(gw),

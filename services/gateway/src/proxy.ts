@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { finished, type Readable, Transform, type TransformCallback } from 'node:stream';
 import { sendError } from '@animal-store/common/error-handler.js';
 import { ApiError, type ErrorBody, errorBody } from '@animal-store/common/errors.js';
 import { childTraceparent } from '@animal-store/common/trace-context.js';
@@ -97,6 +97,27 @@ function upstreamFailure(error: unknown): { kind: string; body: ErrorBody } {
     return { kind: 'reset', body: errorBody(502, 'upstream_unavailable', 'The pets service closed the connection') };
   }
   return { kind: 'other', body: errorBody(502, 'upstream_unavailable', 'The pets service sent no usable answer') };
+}
+
+const BODY_TOO_LARGE = 'Request body is larger than the limit';
+
+/**
+ * A chunked request body on its way to the upstream, failed with a 413 instead of passing on the
+ * chunk that takes it past the limit: the upstream never sees more than the limit, so its own
+ * 413 (and the connection it closes under the rest of the body) never races the gateway's.
+ */
+class BodyLimit extends Transform {
+  private bytes = 0;
+
+  constructor(private readonly limit: number) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.limit) done(new ApiError(413, 'payload_too_large', BODY_TOO_LARGE));
+    else done(null, chunk);
+  }
 }
 
 /**
@@ -248,6 +269,9 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
       return true;
     },
     fail: (reply, error) => {
+      // Raised here, not by the upstream (the client's body outgrew the limit, see BodyLimit):
+      // undici aborts the upstream request with it, and the client gets it as it is.
+      if (error instanceof ApiError) return void sendError(reply, error.toBody(), error.headers);
       const failure = upstreamFailure(error);
       opts.metrics.upstreamErrors.inc({ kind: failure.kind });
       reply.log.warn({ err: error, kind: failure.kind }, 'upstream request failed');
@@ -274,17 +298,29 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
     // Bodies stream through to pets unread: pets parses and validates them.
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
-    // Streaming through, fastify's bodyLimit never applies. Refuse a declared length over it
-    // before proxying: the upstream's early 413 would otherwise race the body still being sent,
-    // and the client would get a 502. (Chunked bodies: the upstream's 413.)
+    // Streaming through, fastify's bodyLimit never applies. A declared length over it is refused
+    // before proxying; a chunked body is counted on its way through (BodyLimit). Either way the
+    // upstream never gets enough to answer its own 413, which would race the body still being
+    // sent and reach the client as a 502.
     const bodyLimit = app.initialConfig.bodyLimit ?? 1024 * 1024;
     scope.addHook('preParsing', (request, _reply, payload, done) => {
       const declared = request.headers['content-length'];
-      if (declared !== undefined && Number(declared) > bodyLimit) {
+      if (declared !== undefined) {
         // sendError closes the connection: the declared body is unread.
-        return done(new ApiError(413, 'payload_too_large', 'Request body is larger than the limit'));
+        if (Number(declared) > bodyLimit) return done(new ApiError(413, 'payload_too_large', BODY_TOO_LARGE));
+        // Node ends the body at its declared length: nothing to count.
+        return done(null, payload);
       }
-      done(null, payload);
+      if (request.headers['transfer-encoding'] === undefined) return done(null, payload);
+      const limited = new BodyLimit(bodyLimit);
+      // Piped, not pipelined: the limit's error must not destroy the client's request, whose
+      // socket still has to carry the 413. A client that breaks off its body fails the upstream
+      // request as it did unwrapped.
+      payload.pipe(limited);
+      finished(payload, (err) => {
+        if (err) limited.destroy(err);
+      });
+      done(null, limited);
     });
     for (const route of PROXIED_ROUTES) {
       scope.route({ method: route.methods, url: route.url, handler: forward });
