@@ -201,6 +201,32 @@ function chunkedPost(url: string, headers: Record<string, string>, size: number)
   });
 }
 
+/**
+ * Sends `head`, then writes body bytes back to back (the next piece once the last one is taken)
+ * up to `length`, while reading whatever the server answers until it closes.
+ */
+function sendingBody(to: number, head: string, length: number): Promise<Answer & { error?: string }> {
+  return new Promise((resolve) => {
+    const socket = connect(to, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let error: string | undefined;
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      error = err.code ?? err.message;
+    });
+    socket.on('close', () => resolve({ ...parseRaw(Buffer.concat(chunks).toString('latin1'), false), error }));
+    socket.write(head);
+    const piece = Buffer.alloc(64 * 1024, 'x');
+    let sent = 0;
+    const more = (): void => {
+      if (socket.destroyed || sent >= length) return;
+      sent += piece.length;
+      socket.write(piece, () => setImmediate(more));
+    };
+    more();
+  });
+}
+
 function rawRequest(lines: string[], body = ''): string {
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
@@ -1199,7 +1225,40 @@ describe('refusals before the body close the connection (Content-Length: 5242880
   );
 });
 
-// Regression guards beside item 1: a chunked body has no declared length to refuse up front.
+describe('a refusal sent while the client is still sending its body reaches the client', () => {
+  // The client writes its body as fast as the socket takes it and reads only what arrives in
+  // between: were the socket closed under a body still coming in, the reset would often reach
+  // it before the answer was read (EPIPE, no answer), so each case is tried many times.
+  const TRIES = 20;
+  const cases: { name: string; auth: () => string[]; length: number; status: number; code: string }[] = [
+    { name: 'no key', auth: () => [], length: 8 * 1024 * 1024, status: 401, code: 'missing_api_key' },
+    {
+      name: 'a declared Content-Length over the limit',
+      auth: () => [`Authorization: Bearer ${key}`],
+      length: 50 * 1024 * 1024,
+      status: 413,
+      code: 'payload_too_large',
+    },
+  ];
+  it.each(cases)('$name → $status, read by the client every time', async ({ auth, length, status, code }) => {
+    const head = rawRequest([
+      'POST /v1/pets HTTP/1.1',
+      'Host: gw',
+      ...auth(),
+      'Content-Type: application/json',
+      `Content-Length: ${length}`,
+    ]);
+    const seen: string[] = [];
+    for (let i = 0; i < TRIES; i++) {
+      const res = await sendingBody(port(gw), head, length);
+      if (res.status === status) expectError(res, status, code);
+      seen.push(res.status === 0 ? `no answer (${res.error})` : String(res.status));
+    }
+    expect(seen).toEqual(Array(TRIES).fill(String(status)));
+  });
+});
+
+// A chunked body has no declared length to refuse up front.
 describe('a chunked body over the limit, refused before its end', () => {
   it('→ 413 with Connection: close, and the gateway stops reading (the rest never comes)', async () => {
     const size = 1024 * 1024 + 64 * 1024;

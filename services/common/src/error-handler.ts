@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import { pathOf } from './access-log.js';
 import { ApiError, clipped, type ErrorBody, type ErrorCode, errorBody } from './errors.js';
+import { closeAfterAnswer } from './lingering-close.js';
 import { validationMessage } from './validation.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -53,7 +54,8 @@ export function toErrorBody(err: FastifyError | ApiError | Error): ErrorBody {
 /**
  * Whether the request declared a body that has not been read. A refusal before the body (401,
  * 429, 413...) then closes the connection: keeping it alive would make Node read and discard
- * whatever the client declared, 50 MiB or more, before the next request.
+ * whatever the client declared, 50 MiB or more, before the next request. It closes lingering
+ * (closeAfterAnswer), so that a client still sending reads the refusal.
  */
 function bodyUnread(request: FastifyRequest): boolean {
   const raw = request.raw;
@@ -63,7 +65,7 @@ function bodyUnread(request: FastifyRequest): boolean {
 }
 
 export function sendError(reply: FastifyReply, body: ErrorBody, headers: Record<string, string> = {}): FastifyReply {
-  if (bodyUnread(reply.request)) reply.header('connection', 'close');
+  if (bodyUnread(reply.request)) closeAfterAnswer(reply);
   return reply.code(body.status).type('application/json; charset=utf-8').headers(headers).send(body);
 }
 

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { closeAfterAnswer } from '@animal-store/common/lingering-close.js';
 import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
 
@@ -132,7 +133,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     }
     // The upstream answered before the client's body was all read: the connection cannot be
     // reused for another request.
-    if (!reply.request.raw.complete) reply.header('connection', 'close');
+    if (!reply.request.raw.complete) closeAfterAnswer(reply);
     return reply.headers(this.headers ?? {});
   }
 
