@@ -361,7 +361,7 @@ describe('Authorization header', () => {
       port(gw),
       rawRequest(['GET /v1/pets HTTP/1.1', 'Host: gw', `Authorization: Bearer ${'a'.repeat(20 * 1024)}`]),
     );
-    expectError(res, 431);
+    expectError(res, 431, 'headers_too_large');
     expect(res.timedOut).toBe(false);
   });
 
@@ -370,7 +370,7 @@ describe('Authorization header', () => {
       port(gw),
       rawRequest([`GET /v1/pets?limit=${'1'.repeat(20 * 1024)} HTTP/1.1`, 'Host: gw', `Authorization: Bearer ${key}`]),
     );
-    expectError(res, 431);
+    expectError(res, 431, 'headers_too_large');
   });
 
   // Node keeps the first of two fields: what a proxy in front checked and what the gateway used
@@ -1002,6 +1002,7 @@ describe('client text in error messages is quoted only in a short prefix', () =>
 
 describe('malformed and unusual requests (raw sockets)', () => {
   const auth = () => `Authorization: Bearer ${key}`;
+  const fillers = (count: number) => Array.from({ length: count }, (_, i) => `F${i}: x`);
   const cases: { name: string; request: () => string; status: number; code?: string }[] = [
     { name: 'garbage instead of a request line', request: () => 'HELLO\r\n\r\n', status: 400, code: 'invalid_request' },
     {
@@ -1109,6 +1110,19 @@ describe('malformed and unusual requests (raw sockets)', () => {
       code: 'invalid_request',
     },
     {
+      // Node keeps 1 000 fields and drops the rest: the key would be dropped unseen.
+      name: 'the key after 1 000 filler header fields',
+      request: () => rawRequest(['GET /v1/pets HTTP/1.1', 'Host: gw', 'Connection: close', ...fillers(1_000), auth()]),
+      status: 431,
+      code: 'headers_too_large',
+    },
+    {
+      name: 'the key before 1 000 filler header fields',
+      request: () => rawRequest(['GET /v1/pets HTTP/1.1', 'Host: gw', 'Connection: close', auth(), ...fillers(1_000)]),
+      status: 431,
+      code: 'headers_too_large',
+    },
+    {
       name: 'an HTTP/2 prior-knowledge preface',
       request: () => 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n',
       status: 400,
@@ -1127,6 +1141,17 @@ describe('malformed and unusual requests (raw sockets)', () => {
     const res = await rawExchange(port(gw), request());
     expectError(res, status, code);
     expect(res.text).not.toContain('http_requests_total');
+  });
+
+  it('the limit is 1 000 header fields: 1 000 with the key last → 200 (pets takes what the gateway adds), 1 001 → 431', async () => {
+    const withFields = (count: number) =>
+      rawExchange(
+        port(gw),
+        rawRequest(['GET /v1/pets HTTP/1.1', 'Host: gw', 'Connection: close', ...fillers(count - 3), auth()]),
+      );
+    const atLimit = await withFields(1_000);
+    expect(atLimit.status, atLimit.text.slice(0, 300)).toBe(200);
+    expectError(await withFields(1_001), 431, 'headers_too_large');
   });
 
   it('Connection: close from the client is honoured on proxied answers (the upstream’s keep-alive does not leak)', async () => {

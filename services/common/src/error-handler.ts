@@ -15,6 +15,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   408: 'request_timeout',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
+  431: 'headers_too_large',
   502: 'upstream_unavailable',
   503: 'upstream_unavailable',
   504: 'upstream_timeout',

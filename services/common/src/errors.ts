@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'payload_too_large'
+  | 'headers_too_large'
   | 'unsupported_media_type'
   | 'request_timeout'
   | 'upstream_unavailable'

@@ -18,6 +18,13 @@ import { type ApiError, type ErrorBody, errorBody } from './errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/**
+ * Header fields a request may carry by default; one with more is refused (431). Node stops
+ * keeping fields at its count limit without a word: a field past it, an Authorization say,
+ * would otherwise be ignored as if never sent.
+ */
+export const MAX_HEADER_FIELDS = 1000;
+
 /** Keeps a caller's request id only when it is short and plain, so it is safe in logs and headers. */
 export function requestIdFrom(req: IncomingMessage): string {
   const given = req.headers['x-request-id'];
@@ -30,7 +37,7 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? [408, 'Request Timeout', 'request_timeout', 'The request was not received in time']
       : err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'Request Header Fields Too Large', 'invalid_request', 'Request headers are too large']
+        ? [431, 'Request Header Fields Too Large', 'headers_too_large', 'Request headers are too large']
         : [400, 'Bad Request', 'invalid_request', 'Malformed HTTP request'];
   rawErrorAndClose(socket, status, reason, JSON.stringify({ code, message, status }));
 }
@@ -217,16 +224,23 @@ function requestProblem(raw: IncomingMessage): string | undefined {
  * Connection: close, so keep-alive clients move to another replica.
  */
 export const httpBasics = fp(
-  async (app: FastifyInstance, opts: { beforeRefusal?: BeforeFrameworkError }) => {
+  async (app: FastifyInstance, opts: { beforeRefusal?: BeforeFrameworkError; maxHeaderFields?: number }) => {
     let draining = false;
     const charge = opts.beforeRefusal;
-    /** A 400 for a malformed request, after the service had its say (the gateway charges it). */
-    const refuse = (request: FastifyRequest, reply: FastifyReply, message: string): void => {
+    const maxHeaderFields = opts.maxHeaderFields ?? MAX_HEADER_FIELDS;
+    const tooManyHeaderFields = errorBody(
+      431,
+      'headers_too_large',
+      `The request has more than ${maxHeaderFields} header fields`,
+    );
+    /** A 400 (or `body`) for a malformed request, after the service had its say (the gateway charges it). */
+    const refuse = (request: FastifyRequest, reply: FastifyReply, problem: string | ErrorBody): void => {
       reply.header('connection', 'close');
-      chargeThenAnswer(charge, request, reply, errorBody(400, 'invalid_request', message), (body, headers) =>
-        sendError(reply, body, headers),
-      );
+      const body = typeof problem === 'string' ? errorBody(400, 'invalid_request', problem) : problem;
+      chargeThenAnswer(charge, request, reply, body, (answer, headers) => sendError(reply, answer, headers));
     };
+    // One over the limit, so that a request with too many fields always shows one too many.
+    app.server.maxHeadersCount = maxHeaderFields + 1;
     app.server.on('checkExpectation', expectationFailed);
     app.server.on('connect', refuseConnect);
     app.addHook('preClose', async () => {
@@ -245,6 +259,8 @@ export const httpBasics = fp(
         // requireHostHeader is off so that this answer, not Node's bare 400, is the one sent.
         return refuse(request, reply, 'An HTTP/1.1 request needs a Host header');
       }
+      // rawHeaders holds names and values, one entry each.
+      if (request.raw.rawHeaders.length > 2 * maxHeaderFields) return refuse(request, reply, tooManyHeaderFields);
       const problem = requestProblem(request.raw);
       if (problem === undefined) return done();
       refuse(request, reply, problem);

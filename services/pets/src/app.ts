@@ -1,7 +1,7 @@
 import { accessLog } from '@animal-store/common/access-log.js';
 import { EnvReader } from '@animal-store/common/env.js';
 import { errorHandling } from '@animal-store/common/error-handler.js';
-import { httpBasics, serverOptions } from '@animal-store/common/http.js';
+import { httpBasics, MAX_HEADER_FIELDS, serverOptions } from '@animal-store/common/http.js';
 import { createRegistry, httpMetrics } from '@animal-store/common/metrics.js';
 import { loadShedding, readOverloadConfig } from '@animal-store/common/overload.js';
 import { traceContext } from '@animal-store/common/trace-context.js';
@@ -44,7 +44,9 @@ export function buildApp(config: AppConfig, deps: AppDeps) {
   app.register(traceContext);
   // The caller's key, as the gateway forwarded it; absent on requests that did not come through it.
   app.register(accessLog, { fields: (request) => ({ keyId: request.headers['x-api-key-id'] }) });
-  app.register(httpBasics);
+  // The gateway passes on as many of a client's fields as it accepts itself and adds its own
+  // (request id, forwarding, trace, key id and plan): what it accepts must not be refused here.
+  app.register(httpBasics, { maxHeaderFields: MAX_HEADER_FIELDS + 32 });
   app.register(errorHandling);
   app.register(loadShedding, config.overload ?? readOverloadConfig(new EnvReader({})));
   app.register(httpMetrics, { registry });
