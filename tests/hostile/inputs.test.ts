@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { createRegistry } from '@animal-store/common/metrics.js';
 import { generateApiKey } from '@animal-store/gateway/keys/api-key.js';
 import { ADMIN_TOKEN, addKey, bearer, startGateway, type TestGateway } from '@animal-store/gateway/test/helpers.js';
@@ -998,6 +999,46 @@ describe('client text in error messages is quoted only in a short prefix', () =>
     expect(message.length, message.slice(0, 300)).toBeLessThan(300);
     expect(message).not.toContain(c.text.slice(0, 41));
   });
+
+describe('Content-Encoding on a request body (neither service decodes one)', () => {
+  const pet = JSON.stringify({ name: 'Encoded', categoryId: 1 });
+  const cases: { encoding: string; body: () => Body; status: number }[] = [
+    { encoding: 'gzip', body: () => gzipSync(pet), status: 415 },
+    { encoding: 'br', body: () => pet, status: 415 },
+    { encoding: 'deflate', body: () => pet, status: 415 },
+    { encoding: 'gzip, br', body: () => pet, status: 415 },
+    { encoding: 'x-custom', body: () => pet, status: 415 },
+  ];
+  const targets = cases.flatMap((c) => [
+    { ...c, target: 'gateway', base: () => gw.url },
+    { ...c, target: 'pets', base: () => `http://127.0.0.1:${petsPort}` },
+  ]);
+  it.each(targets)('$target: "$encoding" → $status', async ({ encoding, body, status, base }) => {
+    const res = await call(
+      '/v1/pets',
+      { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body: body() },
+      base(),
+    );
+    expectError(res, status, 'unsupported_media_type');
+    expect(JSON.parse(res.text).message).toBe(
+      `Content-Encoding "${encoding}" is not supported: send the body uncompressed`,
+    );
+  });
+
+  it.each(['gateway', 'pets'])(
+    '%s: "identity", in any case, is no encoding (201), where the same body labelled br is refused',
+    async (target) => {
+      const base = target === 'gateway' ? gw.url : `http://127.0.0.1:${petsPort}`;
+      const post = (encoding: string) =>
+        call(
+          '/v1/pets',
+          { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body: pet },
+          base,
+        );
+      for (const encoding of ['identity', 'Identity']) expect((await post(encoding)).status).toBe(201);
+      expectError(await post('br'), 415, 'unsupported_media_type');
+    },
+  );
 });
 
 describe('malformed and unusual requests (raw sockets)', () => {

@@ -1,4 +1,5 @@
 import { finished, type Readable, Transform, type TransformCallback } from 'node:stream';
+import { encodedBodyRefusal } from '@animal-store/common/content-encoding.js';
 import { sendError } from '@animal-store/common/error-handler.js';
 import { ApiError, type ErrorBody, errorBody } from '@animal-store/common/errors.js';
 import { childTraceparent } from '@animal-store/common/trace-context.js';
@@ -304,6 +305,8 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
     // sent and reach the client as a 502.
     const bodyLimit = app.initialConfig.bodyLimit ?? 1024 * 1024;
     scope.addHook('preParsing', (request, _reply, payload, done) => {
+      const encoded = encodedBodyRefusal(request.headers);
+      if (encoded) return done(encoded);
       const declared = request.headers['content-length'];
       if (declared !== undefined) {
         // sendError closes the connection: the declared body is unread.

@@ -1,4 +1,5 @@
 import { accessLog } from '@animal-store/common/access-log.js';
+import { encodedBodyRefusal } from '@animal-store/common/content-encoding.js';
 import { EnvReader } from '@animal-store/common/env.js';
 import { errorHandling } from '@animal-store/common/error-handler.js';
 import { httpBasics, MAX_HEADER_FIELDS, serverOptions } from '@animal-store/common/http.js';
@@ -36,6 +37,12 @@ export function buildApp(config: AppConfig, deps: AppDeps) {
   app.setValidatorCompiler(createValidatorCompiler());
   // Bodies are JSON only; fastify would otherwise also accept text/plain.
   app.removeContentTypeParser('text/plain');
+  // Nor are they ever decoded: one in a Content-Encoding is refused before it is read.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const refused = encodedBodyRefusal(request.headers);
+    if (refused) done(refused);
+    else done(null, payload);
+  });
   for (const schema of sharedSchemas) app.addSchema(schema);
 
   const registry = deps.registry ?? createRegistry('pets');

@@ -88,7 +88,7 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
           400: error('The body is not JSON, lacks name or categoryId, or holds an invalid value.'),
           ...gatewayResponses,
           413: error('The body is larger than 1 MiB.'),
-          415: error('The body is not application/json.'),
+          415: error('The body is not application/json, or comes in a Content-Encoding other than identity.'),
           503: unavailable,
         },
       },
