@@ -481,7 +481,8 @@ describe('bodies on POST /v1/pets', () => {
     return `${head}${'p'.repeat(size - head.length - 2)}"}`;
   };
 
-  type BodyCase = { name: string; body: () => Body; type?: string; status: number; code?: string };
+  type BodyCase = { name: string; body: () => Body; type?: string; status: number; code?: string; message?: string };
+  const TOO_DEEP = 'Request body nests arrays and objects deeper than 64 levels';
   const cases: BodyCase[] = [
     {
       name: 'operator object as name',
@@ -550,11 +551,22 @@ describe('bodies on POST /v1/pets', () => {
       type: json,
       status: 201,
     },
+    // Nesting is refused past 64 levels before the body is parsed, wherever it is.
     {
-      name: '10 000 nested arrays as an extra field (ignored)',
+      name: '65 levels: 64 nested arrays in an extra field',
+      body: () => `{"name":"x","categoryId":1,"extra":${nestedArrays(64)}}`,
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+      message: TOO_DEEP,
+    },
+    {
+      name: '10 000 nested arrays as an extra field',
       body: () => `{"name":"x","categoryId":1,"extra":${nestedArrays(10_000)}}`,
       type: json,
-      status: 201,
+      status: 400,
+      code: 'invalid_request',
+      message: TOO_DEEP,
     },
     {
       name: '10 000 nested arrays as name',
@@ -562,6 +574,7 @@ describe('bodies on POST /v1/pets', () => {
       type: json,
       status: 400,
       code: 'invalid_request',
+      message: TOO_DEEP,
     },
     {
       name: '100 000 nested objects as categoryId',
@@ -569,6 +582,7 @@ describe('bodies on POST /v1/pets', () => {
       type: json,
       status: 400,
       code: 'invalid_request',
+      message: TOO_DEEP,
     },
     {
       name: '100 000 nested arrays as the body',
@@ -576,6 +590,23 @@ describe('bodies on POST /v1/pets', () => {
       type: json,
       status: 400,
       code: 'invalid_request',
+      message: TOO_DEEP,
+    },
+    {
+      name: '1 MiB of nested arrays as the body',
+      body: () => nestedArrays(MiB / 2),
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+      message: TOO_DEEP,
+    },
+    {
+      name: 'unclosed nesting 65 deep (refused before it is found malformed)',
+      body: () => '['.repeat(65),
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+      message: TOO_DEEP,
     },
     {
       name: 'name of 200 characters',
@@ -733,7 +764,7 @@ describe('bodies on POST /v1/pets', () => {
     },
   ];
 
-  it.each(cases)('$name → $status', async ({ body, type, status, code }) => {
+  it.each(cases)('$name → $status', async ({ body, type, status, code, message }) => {
     const res = await call('/v1/pets', { method: 'POST', headers: type ? { 'content-type': type } : {}, body: body() });
     if (status === 201) {
       expect(res.status, res.text.slice(0, 300)).toBe(201);
@@ -743,6 +774,7 @@ describe('bodies on POST /v1/pets', () => {
       expect(res.headers.location).toBe(`/v1/pets/${pet.id}`);
     } else {
       expectError(res, status, code);
+      if (message) expect(JSON.parse(res.text).message).toBe(message);
     }
     expectRateLimitHeaders(res);
     // pets runs in this very process: a prototype pollution would show here.
@@ -789,6 +821,18 @@ describe('bodies on POST /v1/pets', () => {
     const refused = '413 {"code":"payload_too_large","message":"Request body is larger than the limit","status":413}';
     expect(outcomes).toEqual(Array(10).fill(refused));
     expect(metricValue(await g.deps.registry.metrics(), 'gateway_upstream_errors_total')).toBe(0);
+  });
+
+  it('the nesting limit is 64 levels, and brackets inside strings do not count', async () => {
+    const post = (body: string) => call('/v1/pets', { method: 'POST', headers: { 'content-type': json }, body });
+    // The body's own object is the first level.
+    const atLimit = await post(`{"name":"x","categoryId":1,"extra":${nestedArrays(63)}}`);
+    expect(atLimit.status, atLimit.text).toBe(201);
+    // Escaped quotes inside a string do not end it.
+    const inStrings = await post(`{"name":"x","categoryId":1,"pad":"\\"${'[{'.repeat(500)}","more":"\\\\"}`);
+    expect(inStrings.status, inStrings.text).toBe(201);
+    const over = await post(`{"name":"x","categoryId":1,"extra":${nestedArrays(64)}}`);
+    expectError(over, 400, 'invalid_request');
   });
 
   it('a declared Content-Length over 1 MiB is refused before the body arrives', async () => {

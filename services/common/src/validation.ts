@@ -107,6 +107,30 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   };
 }
 
+/** How deeply a request body may nest arrays and objects. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`: one pass over the raw text
+ * counting brackets outside strings, so a body nested thousands deep is refused before
+ * JSON.parse spends time and stack on it. The text need not be valid JSON (the parse judges that).
+ */
+export function jsonNestingExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (++depth > max) return true;
+    } else if (c === 93 /* ] */ || c === 125 /* } */) depth--;
+  }
+  return false;
+}
+
 const PLURAL_UNITS: Record<string, string> = { minLength: 'character', maxLength: 'character' };
 
 function list(values: readonly unknown[]): string {

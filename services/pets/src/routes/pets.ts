@@ -85,7 +85,9 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
           201: json('The animal is added; the body carries the assigned id.', PetRef, {
             Location: { type: 'string', description: 'Path of the new animal: /v1/pets/{id}.' },
           }),
-          400: error('The body is not JSON, lacks name or categoryId, or holds an invalid value.'),
+          400: error(
+            'The body is not JSON, nests arrays and objects deeper than 64 levels, lacks name or categoryId, or holds an invalid value.',
+          ),
           ...gatewayResponses,
           413: error('The body is larger than 1 MiB.'),
           415: error('The body is not application/json, or comes in a Content-Encoding other than identity.'),
