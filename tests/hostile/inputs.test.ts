@@ -1043,6 +1043,7 @@ describe('client text in error messages is quoted only in a short prefix', () =>
     expect(message.length, message.slice(0, 300)).toBeLessThan(300);
     expect(message).not.toContain(c.text.slice(0, 41));
   });
+});
 
 describe('Content-Encoding on a request body (neither service decodes one)', () => {
   const pet = JSON.stringify({ name: 'Encoded', categoryId: 1 });
