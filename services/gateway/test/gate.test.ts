@@ -97,6 +97,21 @@ describe('authentication', () => {
     expectError(other, 401, 'missing_api_key');
   });
 
+  it.each([
+    ['embedded', { redisUrl: null }],
+    ['Redis', {}],
+  ])('tells a client without a valid key to retry when its address window resets, not sooner (%s)', async (_l, o) => {
+    const gw = await gateways.start({ ...o, env: { ANON_PER_MINUTE: '2' } });
+    for (let i = 0; i < 2; i++) expectError(await gw.app.inject({ url: '/v1/pets' }), 401, 'missing_api_key');
+    const res = await gw.app.inject({ url: '/v1/pets' });
+    expectError(res, 429, 'rate_limit_exceeded');
+    const retryAfter = Number(res.headers['retry-after']);
+    const untilReset = Number(res.headers['x-ratelimit-reset']) - Date.now() / 1000;
+    // The window began a moment ago: nearly a minute is left, and Retry-After says so.
+    expect(Math.abs(retryAfter - untilReset)).toBeLessThanOrEqual(1);
+    expect(retryAfter).toBeGreaterThan(50);
+  });
+
   it('does not let a spoofed X-Forwarded-For from an untrusted peer pick the limiter key', async () => {
     const gw = await gateway({ ANON_PER_MINUTE: '2' });
     for (let i = 0; i < 2; i++) {
@@ -306,6 +321,22 @@ describe('limits', () => {
     expect(Number(res.headers['x-ratelimit-reset'])).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 60);
     // The refusal consumed nothing from the day window.
     expect(String(res.headers.ratelimit)).toContain('"day";r=940;');
+  });
+
+  it.each([
+    ['embedded', { redisUrl: null }],
+    ['Redis', {}],
+  ])('tells a keyed client to retry when its minute window resets, not sooner (%s)', async (_l, o) => {
+    const gw = await gateways.start(o);
+    const { key } = await addKey(gw.deps, 'enterprise', { perMinute: 2, perDay: 100 });
+    for (let i = 0; i < 2; i++)
+      expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expectError(res, 429, 'rate_limit_exceeded');
+    const retryAfter = Number(res.headers['retry-after']);
+    const untilReset = Number(res.headers['x-ratelimit-reset']) - Date.now() / 1000;
+    expect(Math.abs(retryAfter - untilReset)).toBeLessThanOrEqual(1);
+    expect(retryAfter).toBeGreaterThan(50);
   });
 
   it('shows the day window as binding for an enterprise key with perDay 5', async () => {

@@ -342,6 +342,58 @@ describe('two gateway replicas sharing one Redis', () => {
     }
   });
 
+  it('serve a key again on every replica once its ban runs out, the one that remembered it included', async () => {
+    // The poll at its longest: only the ban's own end can free the key on B.
+    const { a, b } = await replicas({ BAN_THRESHOLD: '3', BAN_SECONDS: '1', REVOCATION_POLL_MS: POLL_MAX });
+    const { key } = await addKey(a.deps, 'enterprise', { perMinute: 1, perDay: 100 });
+    expect((await get(a, key)).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await get(a, key)).code).toBe('rate_limit_exceeded');
+    expect((await get(a, key)).code).toBe('api_key_banned');
+    expect((await get(b, key)).code).toBe('api_key_banned');
+    // Over the ban's one second, B answers from its memory of the ban without asking Redis.
+    await vi.waitFor(async () => expect((await get(b, key)).code).toBe('rate_limit_exceeded'), {
+      timeout: 5_000,
+      interval: 100,
+    });
+    // A remembered the ban too; one refusal each after it stays under the threshold of 3.
+    expect((await get(a, key)).code).toBe('rate_limit_exceeded');
+  });
+
+  it('apply a change stamped by a replica whose clock runs 10 s behind, by the poll alone', async () => {
+    const keyStore = new PolledKeyStore();
+    const prefix = `k${Date.now()}:`;
+    const make = async (now?: () => number) => {
+      const gw = await startGateway({
+        redisUrl: redis.url,
+        upstream: upstream.url,
+        prefix,
+        keyStore,
+        pubsub: false,
+        env: { REVOCATION_POLL_MS: '200' },
+        ...(now ? { now } : {}),
+      });
+      open.push(gw);
+      await gw.listen();
+      return gw;
+    };
+    const behind = await make(() => Date.now() - 10_000);
+    const b = await make();
+    const { id, key } = await addKey(behind.deps, 'pro');
+    expect((await get(b, key)).status).toBe(200);
+    // Polls go by first: the next one starts well after the revocation's stamp, 10 s back.
+    for (let i = 0; i < 4; i++) await once(keyStore.polls, 'poll');
+    const revoke = await behind.admin.inject({
+      method: 'DELETE',
+      url: `/admin/keys/${id}`,
+      headers: bearer(ADMIN_TOKEN),
+    });
+    expect(revoke.statusCode).toBe(204);
+    await vi.waitFor(async () => expect((await get(b, key)).code).toBe('invalid_api_key'), {
+      timeout: 5_000,
+      interval: 100,
+    });
+  });
+
   it('never ban 50 workers sharing a key across both, each honouring the Retry-After of its one 429', async () => {
     const { a, b } = await replicas({ BAN_GRACE_MS: '1000' });
     const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 20, perDay: 1_000 });
