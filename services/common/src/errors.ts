@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 
-/** The codes design.md fixes; clients switch on these, so the set only grows. */
+/** Every error code the API answers with; clients switch on these, so the set only grows. */
 export type ErrorCode =
   | 'missing_api_key'
   | 'invalid_api_key'

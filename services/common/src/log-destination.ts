@@ -30,7 +30,7 @@ const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
  * A pipe or socket (a container runtime, a log shipper, `npm start`) is written as a non-blocking
  * stream on the event loop. pino's asynchronous destination (sonic-boom) hands every write to
  * libuv's thread pool instead; waking a pool thread per write cost more than the request itself
- * on a two-core machine (the profile in issue 11). A file or terminal keeps sonic-boom, where
+ * on a two-core machine (a CPU profile of the gateway at saturation). A file or terminal keeps sonic-boom, where
  * the thread pool is what keeps a slow disk off the event loop.
  */
 export function logDestination(fd = 1): LogDestination {

@@ -35,7 +35,7 @@ export interface ForwardPolicy {
  *
  * Why not @fastify/reply-from: it turns every answer into a stream piped into the response and
  * copies the request headers twice; that cost about a fifth of the gateway's CPU per request at
- * saturation (issue 11), for answers that are a few kilobytes of JSON.
+ * saturation, for answers that are a few kilobytes of JSON.
  */
 export class ForwardHandler implements Dispatcher.DispatchHandler {
   private statusCode = 0;

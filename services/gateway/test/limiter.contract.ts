@@ -23,7 +23,7 @@ function window(decision: Decision, name: 'minute' | 'day') {
 let counter = 0;
 const newKeyId = () => `key_contract_${process.pid}_${Date.now()}_${counter++}`;
 
-/** The decision rules both limiters must follow identically (design.md, "Rate-limit semantics"). */
+/** The decision rules both limiters must follow identically (README, "Limits"). */
 export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<LimiterHarness>): void {
   describe(`${name} limiter contract`, () => {
     let harness: LimiterHarness | undefined;

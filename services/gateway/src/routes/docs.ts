@@ -110,7 +110,7 @@ export async function docsRoutes(app: FastifyInstance, opts: DocsOptions): Promi
 
   app.get('/v1', { schema: { hide: true, response: { 200: API_INDEX_SCHEMA } } }, async () => API_INDEX);
 
-  // A static route: wins over the proxy's /v1/* wildcard.
+  // The gateway's own document, built from the pets service's (openapi.ts); never proxied.
   app.get('/v1/openapi.json', async (_request, reply) => {
     try {
       const doc = await source.get();
