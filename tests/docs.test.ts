@@ -92,7 +92,7 @@ describe('the public API reference', () => {
     const doc = (await res.json()) as Doc;
     const all = Object.values(doc.paths).flatMap((item) => Object.values(item));
     // GET /v1, the index, needs no key: the gateway's refusals and limit headers are not its own.
-    expect(doc.paths['/v1']?.get).toMatchObject({ operationId: 'apiIndex', security: [] });
+    expect(doc.paths['/']?.get).toMatchObject({ operationId: 'apiIndex', security: [] });
     const operations = all.filter((op) => op.operationId !== 'apiIndex');
     expect(operations.map((op) => op.operationId).sort()).toEqual(['createPet', 'getPet', 'listPets']);
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
@@ -105,7 +105,7 @@ describe('the public API reference', () => {
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeDefined();
   });
 
-  it('renders the index and the three pets operations at /docs in headless Chromium, from local assets only', {
+  it('renders the index, the three pets operations, the document link and the ban rule at /docs in headless Chromium, from local assets only', {
     timeout: 90_000,
   }, async () => {
     const dom = await dumpDom(`${gateway.url}/docs`);
@@ -117,16 +117,29 @@ describe('the public API reference', () => {
     ].map((m) => ({ id: m[1], method: m[2], path: m[3], operationId: m[4] }));
     const text = dom.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ');
     expect(blocks, `page text: ${text.slice(0, 2_000)}`).toEqual([
-      { id: 'apiIndex', method: 'GET', path: '/v1', operationId: 'apiIndex' },
-      { id: 'listPets', method: 'GET', path: '/v1/pets', operationId: 'listPets' },
-      { id: 'createPet', method: 'POST', path: '/v1/pets', operationId: 'createPet' },
-      { id: 'getPet', method: 'GET', path: '/v1/pets/{petId}', operationId: 'getPet' },
+      { id: 'apiIndex', method: 'GET', path: '/', operationId: 'apiIndex' },
+      { id: 'listPets', method: 'GET', path: '/pets', operationId: 'listPets' },
+      { id: 'createPet', method: 'POST', path: '/pets', operationId: 'createPet' },
+      { id: 'getPet', method: 'GET', path: '/pets/{petId}', operationId: 'getPet' },
     ]);
     expect(dom).toContain('Animal store API');
-    // Everything the rendered page points at is on this gateway (or inline data).
+    // Paths are relative to the base address the page names (the gateway's own /v1 by default).
+    expect(dom).toMatch(/<option value="\/v1">/);
+    // A link to the document itself, the deprecated operation's successor in its summary, and the
+    // ban rule with the numbers in force (the defaults here).
+    expect(dom).toMatch(/<a [^>]*href="\/v1\/openapi\.json"/);
+    expect(text).toContain(
+      'Get an animal (deprecated, removed 5 December 2030: use GET /pets with its status or id filter)',
+    );
+    expect(text).toContain(
+      'More than 10 refused requests within 60 seconds, not counting those in the first second after the limit ' +
+        'was reached, bans the key for 15 minutes',
+    );
+    // Everything the rendered page points at is on this gateway (or inline data), but for the
+    // license: swagger-ui links an SPDX identifier to its page at spdx.org, a link, never a load.
     const origin = new URL(gateway.url).origin;
     for (const [, url] of dom.matchAll(/(?:src|href)="([^"#][^"]*)"/g)) {
-      if (!url || url.startsWith('data:')) continue;
+      if (!url || url.startsWith('data:') || url === 'https://spdx.org/licenses/LicenseRef-Proprietary.html') continue;
       expect(new URL(url, gateway.url).origin, url).toBe(origin);
     }
   });

@@ -188,11 +188,17 @@ describe('public documents', () => {
   it('serves /v1/openapi.json without a key', async () => {
     const res = await answer(await fetch(`${stack.gatewayUrl}/v1/openapi.json`));
     expect(res.status).toBe(200);
-    const doc = res.body as { openapi: string; paths: Record<string, Record<string, { operationId?: string }>> };
+    const doc = res.body as {
+      openapi: string;
+      servers: { url: string }[];
+      paths: Record<string, Record<string, { operationId?: string }>>;
+    };
     expect(doc.openapi).toMatch(/^3\./);
-    expect(doc.paths['/v1/pets']?.get?.operationId).toBe('listPets');
-    expect(doc.paths['/v1/pets']?.post?.operationId).toBe('createPet');
-    expect(doc.paths['/v1/pets/{petId}']?.get?.operationId).toBe('getPet');
+    // As the spec has it: a base address ending in /v1, paths relative to it.
+    expect(doc.servers[0]?.url).toBe('/v1');
+    expect(doc.paths['/pets']?.get?.operationId).toBe('listPets');
+    expect(doc.paths['/pets']?.post?.operationId).toBe('createPet');
+    expect(doc.paths['/pets/{petId}']?.get?.operationId).toBe('getPet');
   });
 
   it('serves the /docs reference page without a key', async () => {

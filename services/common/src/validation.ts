@@ -75,10 +75,17 @@ function failure(instancePath: string, message: string): { error: Error & { vali
  * false) are dropped rather than refused, and open schemas keep them for the handler to ignore; query
  * strings and path params are coerced from text, but only from strict integer text, never twice
  * (a repeated parameter is an error, not an array) and never unknown (a typo is an error).
+ * `shared`: the schemas route schemas refer to by $ref.
  */
-export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
+export function createValidatorCompiler(shared: readonly object[] = []): FastifySchemaCompiler<unknown> {
   const bodyAjv = newAjv({ coerceTypes: false, removeAdditional: true, useDefaults: true });
   const textAjv = newAjv({ coerceTypes: true, removeAdditional: false, useDefaults: true });
+  // Schemas with an $id that route schemas name by $ref; a custom compiler does not get the ones
+  // given to app.addSchema.
+  for (const schema of shared) {
+    bodyAjv.addSchema(schema);
+    textAjv.addSchema(schema);
+  }
 
   return ({ schema, httpPart }) => {
     if (httpPart === 'body' || httpPart === undefined) {

@@ -52,7 +52,14 @@ export const API_INDEX_OPERATION = {
     },
     '429': {
       description: 'Too many requests from this address (`rate_limit_exceeded`). Wait `Retry-After` seconds.',
-      headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After', required: true } },
+      headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    },
+    // What any request can meet before a route answers it, this keyless one included.
+    '4XX': {
+      description:
+        'The gateway refused the request before answering it: malformed (400 `invalid_request`), not sent ' +
+        'in time (408 `request_timeout`) or with headers too large (431 `headers_too_large`).',
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
     },
   },

@@ -13,6 +13,7 @@ import { gate } from './gate.js';
 import { keySync } from './key-sync.js';
 import { setExhaustedAnonymousHeaders } from './limits/headers.js';
 import { keylessCharge } from './limits/keyless.js';
+import { publicDocumentOptions } from './openapi.js';
 import { registerProxy } from './proxy.js';
 import { docsRoutes } from './routes/docs.js';
 import { healthRoutes } from './routes/health.js';
@@ -49,7 +50,11 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   await app.register(healthRoutes, { keyStore: deps.keyStore, timeoutMs: 1_000 });
   await app.register(keySync, { ...deps, pollMs: config.revocationPollMs });
   await app.register(gate, { ...deps, keyless, banSeconds: config.ban.durationMs / 1000 });
-  await app.register(docsRoutes, { upstream: config.petsUrl, timeoutMs: config.upstreamTimeoutMs });
+  await app.register(docsRoutes, {
+    upstream: config.petsUrl,
+    timeoutMs: config.upstreamTimeoutMs,
+    document: publicDocumentOptions(config),
+  });
   await registerProxy(app, { upstream: config.petsUrl, timeoutMs: config.upstreamTimeoutMs, metrics: deps.metrics });
   return app;
 }

@@ -42,6 +42,60 @@ export interface GatewayConfig {
   shutdownGraceMs: number;
   /** Load-shedding thresholds (503 overloaded beyond them). */
   overload: OverloadConfig;
+  /** What the public OpenAPI document says about where and from whom the API is served. */
+  apiDocument: ApiDocumentConfig;
+}
+
+export interface ApiDocumentConfig {
+  /** Base addresses of the deployments, each ending in /v1; unset: the gateway's own /v1. */
+  productionUrl: string | undefined;
+  stagingUrl: string | undefined;
+  contact: { name: string; email?: string; url?: string };
+  /** `url` or `identifier` (an SPDX expression), never both. */
+  license: { name: string; url?: string; identifier?: string };
+}
+
+/** A base address as the spec gives it: absolute http(s), ending in the version segment /v1. */
+function parseBaseUrl(r: EnvReader, name: string): string | undefined {
+  const before = r.problems.length;
+  const raw = r.url(name, ['http:', 'https:']);
+  if (raw === undefined || r.problems.length > before) return raw;
+  if (!/^https?:\/\/[^/?#]+(\/[^?#]*)?\/v1$/i.test(raw)) {
+    r.problems.push(`${name} must be a base address ending in /v1 (no query, no trailing slash), got "${raw}"`);
+  }
+  return raw;
+}
+
+function parseApiDocument(r: EnvReader): ApiDocumentConfig {
+  const email = r.string('API_CONTACT_EMAIL');
+  // Enough to catch a URL or a name put here by mistake; the address itself is the operator's.
+  if (email !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) {
+    r.problems.push(`API_CONTACT_EMAIL must be an email address, got "${email}"`);
+  }
+  const contactUrl = r.url('API_CONTACT_URL', ['http:', 'https:']);
+  const licenseName = r.string('API_LICENSE_NAME');
+  const licenseUrl = r.url('API_LICENSE_URL', ['http:', 'https:']);
+  let identifier = r.string('API_LICENSE_IDENTIFIER');
+  if (licenseUrl !== undefined && identifier !== undefined) {
+    r.problems.push('set API_LICENSE_URL or API_LICENSE_IDENTIFIER, not both');
+  } else if (licenseName !== undefined && licenseUrl === undefined && identifier === undefined) {
+    r.problems.push('API_LICENSE_NAME needs API_LICENSE_URL or API_LICENSE_IDENTIFIER (an SPDX expression)');
+  }
+  // The default names no public license: an SPDX reference of its own, as SPDX allows.
+  if (licenseName === undefined && licenseUrl === undefined) identifier ??= 'LicenseRef-Proprietary';
+  return {
+    productionUrl: parseBaseUrl(r, 'PUBLIC_BASE_URL'),
+    stagingUrl: parseBaseUrl(r, 'STAGING_BASE_URL'),
+    contact: {
+      name: r.string('API_CONTACT_NAME', 'Animal store API support'),
+      ...(email !== undefined ? { email } : {}),
+      ...(contactUrl !== undefined ? { url: contactUrl } : {}),
+    },
+    license: {
+      name: licenseName ?? 'Proprietary',
+      ...(licenseUrl !== undefined ? { url: licenseUrl } : identifier !== undefined ? { identifier } : {}),
+    },
+  };
 }
 
 function parseTrustProxy(raw: string | undefined, reader: EnvReader): FastifyServerOptions['trustProxy'] {
@@ -190,6 +244,7 @@ export function loadConfig(env: Env): GatewayConfig {
     revocationPollMs: r.int('REVOCATION_POLL_MS', 2_000, 100, 60_000),
     shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     overload: readOverloadConfig(r),
+    apiDocument: parseApiDocument(r),
   };
   r.done();
   return config;

@@ -1,11 +1,20 @@
-import { type ErrorBody, ErrorSchema, errorBody } from '@animal-store/common/errors.js';
+import { type ErrorBody, type ErrorCode, ErrorSchema, errorBody } from '@animal-store/common/errors.js';
 import { API_INDEX_OPERATION } from './api-index.js';
+import type { ApiDocumentConfig } from './config.js';
+import type { BanPolicy } from './limits/key-limiter.js';
 import { PLAN_LIMITS } from './plans.js';
 
 /** The parts of an OpenAPI 3.1 document the gateway touches; everything else passes through as it is. */
 export interface OpenApiDocument {
   openapi: string;
-  info: { title: string; version: string; description?: string; [key: string]: unknown };
+  info: {
+    title: string;
+    version: string;
+    description?: string;
+    contact?: { name?: string; email?: string; url?: string };
+    license?: { name: string; url?: string; identifier?: string };
+    [key: string]: unknown;
+  };
   servers?: { url: string; description?: string }[];
   paths?: Record<string, Record<string, unknown>>;
   components?: {
@@ -63,14 +72,69 @@ const HEADER_COMPONENTS: Record<string, Json> = {
       '(q: requests allowed, w: window in seconds).',
     schema: { type: 'string' },
   },
+  // Required: every 429 carries it. A $ref cannot carry `required` beside it, so the component does.
   'Retry-After': {
     description: 'Whole seconds to wait before retrying.',
-    schema: { type: 'integer', minimum: 0 },
+    required: true,
+    schema: { type: 'integer', minimum: 0, examples: [41] },
   },
 };
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
-const errorContent = () => ({ 'application/json': { schema: { $ref: '#/components/schemas/Error' } } });
+const ERROR_REF = '#/components/schemas/Error';
+const errorContent = () => ({ 'application/json': { schema: { $ref: ERROR_REF } } });
+
+/**
+ * The codes each error status can carry, with a message as the API sends it: every Error response
+ * of the document lists them as named examples, so a client knows what to switch on.
+ */
+const ERROR_EXAMPLES: Record<string, [ErrorCode, string][]> = {
+  '400': [['invalid_request', 'body.name is required']],
+  '401': [
+    ['missing_api_key', 'Send your API key as "Authorization: Bearer <API_KEY>"'],
+    ['invalid_api_key', 'The API key is not valid'],
+    ['expired_api_key', 'This API key expired at 2030-01-31T00:00:00.000Z'],
+  ],
+  '404': [['not_found', 'No pet with that id']],
+  '413': [['payload_too_large', 'Request body is larger than the limit']],
+  '415': [['unsupported_media_type', 'Content-Type must be application/json']],
+  '429': [
+    ['rate_limit_exceeded', 'Rate limit exceeded for the free plan'],
+    ['api_key_banned', 'This API key is temporarily banned for ignoring rate limits'],
+  ],
+  '502': [['upstream_unavailable', 'The pets service closed the connection']],
+  '503': [
+    ['rate_limiter_unavailable', 'Rate limiting is unavailable; retry shortly'],
+    ['upstream_unavailable', 'The pets service is unavailable'],
+    ['overloaded', 'The service is overloaded; retry in 5 s'],
+  ],
+  '504': [['upstream_timeout', 'The pets service did not answer in time']],
+  default: [
+    ['method_not_allowed', 'DELETE is not allowed here; use GET, POST'],
+    ['request_timeout', 'The request was not received in time'],
+    ['internal_error', 'Internal server error'],
+  ],
+};
+
+function errorExamples(status: string): Record<string, { summary: string; value: ErrorBody }> | undefined {
+  const codes = ERROR_EXAMPLES[status];
+  if (!codes) return undefined;
+  const statusOf: Partial<Record<ErrorCode, number>> = { method_not_allowed: 405, request_timeout: 408 };
+  return Object.fromEntries(
+    codes.map(([code, message]) => [
+      code,
+      { summary: code, value: { code, message, status: Number(status) || (statusOf[code] ?? 500) } },
+    ]),
+  );
+}
+
+/** A response's JSON content with the examples of its status, when its body is the Error shape. */
+function withErrorExamples(status: string, response: ResponseObject): ResponseObject {
+  const json = response.content?.['application/json'];
+  const examples = errorExamples(status);
+  if (!examples || !isObject(json) || !isObject(json.schema) || json.schema.$ref !== ERROR_REF) return response;
+  return { ...response, content: { ...response.content, 'application/json': { ...json, examples } } };
+}
 
 /** Responses only the gateway gives, whatever the operation. */
 function gatewayResponses(): Record<string, ResponseObject> {
@@ -95,7 +159,7 @@ function gatewayResponses(): Record<string, ResponseObject> {
       description:
         'Rate limit exceeded (`rate_limit_exceeded`), or the key is temporarily banned for ignoring rate limits ' +
         '(`api_key_banned`). Wait `Retry-After` seconds, then back off exponentially.',
-      headers: { 'Retry-After': { ...headerRef('Retry-After'), required: true } },
+      headers: { 'Retry-After': headerRef('Retry-After') },
       content: errorContent(),
     },
     '502': {
@@ -108,11 +172,23 @@ function gatewayResponses(): Record<string, ResponseObject> {
         '(`rate_limiter_unavailable`), or the pets service, its database or the API key store is ' +
         'unreachable, or the gateway is shutting down (`upstream_unavailable`). Retry later; ' +
         '`Retry-After`, when present, says how long to wait.',
-      headers: { 'Retry-After': headerRef('Retry-After') },
+      // Inline, not the component: not every 503 carries it.
+      headers: {
+        'Retry-After': {
+          description: 'Whole seconds to wait before retrying, when known.',
+          schema: { type: 'integer', minimum: 0 },
+        },
+      },
       content: errorContent(),
     },
     '504': {
       description: 'The pets service did not answer in time (`upstream_timeout`).',
+      content: errorContent(),
+    },
+    default: {
+      description:
+        'Any other error, in the same shape: for example 405 `method_not_allowed`, 408 `request_timeout` ' +
+        '(the request was not sent in time) or 500 `internal_error`. Switch on `code`, not on the message.',
       content: errorContent(),
     },
   };
@@ -124,15 +200,79 @@ function gatewayResponses(): Record<string, ResponseObject> {
  */
 const { $id: _id, ...ERROR_SCHEMA } = JSON.parse(JSON.stringify(ErrorSchema)) as typeof ErrorSchema;
 
-function describeApi(): string {
+/** What the public document says beyond the pets service's own: where, from whom, which ban rule. */
+export interface PublicDocumentOptions {
+  servers: { url: string; description: string }[];
+  contact: { name: string; email?: string; url?: string };
+  license: { name: string; url?: string; identifier?: string };
+  ban: BanPolicy;
+}
+
+/** The gateway's own /v1, relative: the document then describes whichever gateway served it. */
+const OWN_BASE = '/v1';
+
+export function publicDocumentOptions(config: {
+  apiDocument: ApiDocumentConfig;
+  ban: BanPolicy;
+}): PublicDocumentOptions {
+  const { productionUrl, stagingUrl, contact, license } = config.apiDocument;
+  const servers = [
+    productionUrl
+      ? { url: productionUrl, description: 'Production' }
+      : { url: OWN_BASE, description: 'The gateway that served this document' },
+  ];
+  if (stagingUrl) servers.push({ url: stagingUrl, description: 'Staging' });
+  return { servers, contact, license, ban: config.ban };
+}
+
+/** The defaults of every setting: what `npm start` and the lint gate publish. */
+export const DEFAULT_DOCUMENT_OPTIONS: PublicDocumentOptions = {
+  servers: [{ url: OWN_BASE, description: 'The gateway that served this document' }],
+  contact: { name: 'Animal store API support' },
+  license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+  ban: { threshold: 10, windowMs: 60_000, durationMs: 900_000, graceMs: 1_000 },
+};
+
+function duration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  const plural = (n: number, unit: string) => `${n.toLocaleString('en-US')} ${unit}${n === 1 ? '' : 's'}`;
+  return seconds % 60 === 0 ? plural(seconds / 60, 'minute') : plural(seconds, 'second');
+}
+
+/** The ban rule, in the words the reference page uses, with the numbers in force. */
+export function banRule(ban: BanPolicy): string {
+  const seconds = ban.graceMs / 1000;
+  const grace =
+    ban.graceMs <= 0
+      ? ''
+      : Number.isInteger(seconds)
+        ? `the first ${seconds === 1 ? 'second' : `${seconds} seconds`}`
+        : `the first ${ban.graceMs} milliseconds`;
+  return (
+    `More than ${ban.threshold.toLocaleString('en-US')} refused requests within ` +
+    `${(ban.windowMs / 1000).toLocaleString('en-US')} seconds` +
+    (grace ? `, not counting those in ${grace} after the limit was reached,` : '') +
+    ` bans the key for ${duration(ban.durationMs)} (429 \`api_key_banned\`).`
+  );
+}
+
+function describeApi(options: PublicDocumentOptions): string {
   const n = (value: number) => value.toLocaleString('en-US');
   const rows = Object.entries(PLAN_LIMITS).map(
     ([plan, limits]) => `| ${plan[0]?.toUpperCase()}${plan.slice(1)} | ${n(limits.perMinute)} | ${n(limits.perDay)} |`,
   );
+  const production = options.servers[0]?.url ?? OWN_BASE;
+  const documentUrl = `${production}/openapi.json`;
   return [
     'List, add and read the animals of the store, through the API gateway.',
     '',
-    'Every operation needs an API key sent as a bearer token: `Authorization: Bearer <API_KEY>`.',
+    'Every operation needs an API key sent as a bearer token: `Authorization: Bearer <API_KEY>`. ' +
+      `Paths are relative to the base address, which ends in \`/v1\`: \`GET /pets\` is \`GET ${production}/pets\`.`,
+    '',
+    `This reference as an OpenAPI 3.1 document: [${documentUrl}](${documentUrl}).`,
+    '',
+    '`GET /pets/{petId}` is deprecated and will be removed on 5 December 2030: use `GET /pets` with its ' +
+      'filters (`status`, or `id` for given animals) instead.',
     '',
     '## Plans and rate limits',
     '',
@@ -145,11 +285,14 @@ function describeApi(): string {
       'only admitted requests count. Every response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` ' +
       'and `X-RateLimit-Reset` for the binding window (the one with the fewest requests remaining), and the ' +
       'IETF draft fields `RateLimit` and `RateLimit-Policy` for every window. Above a limit the answer is ' +
-      '429 with `Retry-After`: wait that long and back off exponentially. A key that keeps sending requests ' +
-      'after 429s is banned for a while (429 `api_key_banned`). Requests without a valid key are limited per ' +
-      'client address, and so are `GET /v1`, this document and the reference at `/docs`, with or without a key.',
+      '429 with `Retry-After`: wait that long and back off exponentially. Requests without a valid key are ' +
+      'limited per client address, and so are `GET /v1`, this document and the reference at `/docs`, with or ' +
+      'without a key.',
     '',
-    'Every error body is `{ "code", "message", "status" }` (the `Error` schema).',
+    `**Bans.** ${banRule(options.ban)}`,
+    '',
+    'Every error body is `{ "code", "message", "status" }` (the `Error` schema); each error response lists ' +
+      'the codes it can carry. Response objects may gain fields: ignore the ones you do not know.',
   ].join('\n');
 }
 
@@ -187,21 +330,32 @@ function ownResponse(doc: OpenApiDocument, response: unknown): ResponseObject {
   return isObject(resolved) ? ({ ...resolved } as ResponseObject) : { description: 'Response' };
 }
 
+/** A path of the pets service relative to the base address, which ends in /v1. */
+function relativePath(path: string): string {
+  // A pets service that still documents full paths (servers "/") gets them moved under /v1 here.
+  return path.startsWith(`${OWN_BASE}/`) ? path.slice(OWN_BASE.length) : path;
+}
+
 /**
- * Turns the pets service's document into the public one: served from this gateway, the bearer
- * scheme on every operation, the responses only the gateway gives (401, 429, 502, 503, 504), and
- * the rate-limit headers on every response. Schemas pass through untouched. Pure: the input is
- * not modified.
+ * Turns the pets service's document into the public one: served from the configured deployments
+ * (paths relative to their /v1), the bearer scheme on every operation, the responses only the
+ * gateway gives (401, 429, 502, 503, 504, default), the codes of every error response as examples,
+ * and the rate-limit headers on every response. Schemas pass through untouched. Pure: the input
+ * is not modified.
  */
-export function publicDocument(upstream: OpenApiDocument): OpenApiDocument {
+export function publicDocument(
+  upstream: OpenApiDocument,
+  options: PublicDocumentOptions = DEFAULT_DOCUMENT_OPTIONS,
+): OpenApiDocument {
   const doc = structuredClone(upstream);
   doc.info = {
     ...doc.info,
     title: 'Animal store API',
-    description: describeApi(),
+    description: describeApi(options),
+    contact: { ...options.contact },
+    license: { ...options.license },
   };
-  // Relative: the document describes whichever gateway served it, whatever its public host.
-  doc.servers = [{ url: '/', description: 'The gateway that served this document' }];
+  doc.servers = options.servers.map((server) => ({ ...server }));
 
   const components = { ...doc.components };
   doc.components = components;
@@ -217,7 +371,9 @@ export function publicDocument(upstream: OpenApiDocument): OpenApiDocument {
   };
   doc.security = [{ bearerAuth: [] }];
 
-  for (const pathItem of Object.values(doc.paths ?? {})) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const [path, pathItem] of Object.entries(doc.paths ?? {})) paths[relativePath(path)] = pathItem;
+  for (const pathItem of Object.values(paths)) {
     for (const method of HTTP_METHODS) {
       const operation = pathItem[method];
       if (!isObject(operation)) continue;
@@ -234,16 +390,22 @@ export function publicDocument(upstream: OpenApiDocument): OpenApiDocument {
           ? { ...existing, ...response, headers: { ...existing.headers, ...response.headers } }
           : response;
       }
-      withRateLimitHeaders(responses);
+      for (const [status, response] of Object.entries(responses)) {
+        const headers: Record<string, unknown> = { ...response.headers };
+        for (const name of RATE_LIMIT_HEADER_NAMES) headers[name] = headerRef(name);
+        responses[status] = withErrorExamples(status, { ...response, headers });
+      }
+      // Numeric order, `default` last.
       operation.responses = Object.fromEntries(
         Object.entries(responses).sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true })),
       );
     }
   }
   // Added after the loop: the gateway answers it itself, keyless, so only the limit headers apply.
+  // GET / relative to the base address: the gateway answers both /v1 and /v1/.
   const index = structuredClone(API_INDEX_OPERATION) as { responses: Record<string, ResponseObject> };
   withRateLimitHeaders(index.responses);
-  doc.paths = { '/v1': { get: index }, ...doc.paths };
+  doc.paths = { '/': { get: index }, ...paths };
   return doc;
 }
 
@@ -261,6 +423,8 @@ export interface OpenApiSourceOptions {
   timeoutMs: number;
   /** How long a transformed document is served before the upstream is asked again. */
   ttlMs?: number;
+  /** What the public document says beyond the upstream's (default: DEFAULT_DOCUMENT_OPTIONS). */
+  document?: PublicDocumentOptions;
   now?: () => number;
   onRefreshError?: (err: unknown, servingStale: boolean) => void;
 }
@@ -301,7 +465,7 @@ export class OpenApiSource {
 
   private async refresh(): Promise<OpenApiDocument> {
     try {
-      const doc = publicDocument(await this.fetchUpstream());
+      const doc = publicDocument(await this.fetchUpstream(), this.opts.document);
       this.cached = { doc, at: this.now() };
       return doc;
     } catch (err) {

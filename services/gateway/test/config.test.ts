@@ -339,3 +339,65 @@ describe('TRUST_PROXY', () => {
     }
   });
 });
+
+describe('the public API document settings', () => {
+  it('defaults to the gateway’s own /v1, a named contact and a proprietary license', () => {
+    expect(loadConfig({}).apiDocument).toEqual({
+      productionUrl: undefined,
+      stagingUrl: undefined,
+      contact: { name: 'Animal store API support' },
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    });
+  });
+
+  it('reads both deployments, the contact and the license', () => {
+    const config = loadConfig({
+      PUBLIC_BASE_URL: 'https://api.animal-store.test/v1',
+      STAGING_BASE_URL: 'https://staging.animal-store.test/store/v1',
+      API_CONTACT_NAME: 'Store API team',
+      API_CONTACT_EMAIL: 'api@animal-store.test',
+      API_CONTACT_URL: 'https://animal-store.test/support',
+      API_LICENSE_NAME: 'Animal store terms',
+      API_LICENSE_URL: 'https://animal-store.test/terms',
+    });
+    expect(config.apiDocument).toEqual({
+      productionUrl: 'https://api.animal-store.test/v1',
+      stagingUrl: 'https://staging.animal-store.test/store/v1',
+      contact: { name: 'Store API team', email: 'api@animal-store.test', url: 'https://animal-store.test/support' },
+      license: { name: 'Animal store terms', url: 'https://animal-store.test/terms' },
+    });
+  });
+
+  it('takes an SPDX identifier instead of a URL, and refuses a license name with neither or both', () => {
+    expect(loadConfig({ API_LICENSE_NAME: 'MIT', API_LICENSE_IDENTIFIER: 'MIT' }).apiDocument.license).toEqual({
+      name: 'MIT',
+      identifier: 'MIT',
+    });
+    expect(configError({ API_LICENSE_NAME: 'MIT' }).problems).toEqual([
+      expect.stringContaining('API_LICENSE_NAME needs API_LICENSE_URL or API_LICENSE_IDENTIFIER'),
+    ]);
+    expect(
+      configError({ API_LICENSE_URL: 'https://animal-store.test/terms', API_LICENSE_IDENTIFIER: 'MIT' }).problems,
+    ).toEqual(['set API_LICENSE_URL or API_LICENSE_IDENTIFIER, not both']);
+  });
+
+  it.each([
+    ['https://api.animal-store.test'],
+    ['https://api.animal-store.test/v1/'],
+    ['https://api.animal-store.test/v2'],
+    ['https://api.animal-store.test/v1?x=1'],
+    ['/v1'],
+    ['ftp://api.animal-store.test/v1'],
+  ])('refuses the base address %s, and reports every bad setting at once', (url) => {
+    const problems = configError({
+      PUBLIC_BASE_URL: url,
+      STAGING_BASE_URL: url,
+      API_CONTACT_EMAIL: 'support',
+    }).problems;
+    expect(problems).toEqual([
+      expect.stringContaining('API_CONTACT_EMAIL'),
+      expect.stringContaining('PUBLIC_BASE_URL'),
+      expect.stringContaining('STAGING_BASE_URL'),
+    ]);
+  });
+});

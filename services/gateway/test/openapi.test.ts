@@ -3,17 +3,24 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import {
+  banRule,
   isOpenApi31,
   type OpenApiDocument,
   OpenApiSource,
   OpenApiUnavailable,
   publicDocument,
+  publicDocumentOptions,
   RATE_LIMIT_HEADER_NAMES,
 } from '../src/openapi.js';
 import { addKey, bearer, startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
 
-type Response = { description: string; headers?: Record<string, Record<string, unknown>>; content?: unknown };
+type Response = {
+  description: string;
+  headers?: Record<string, Record<string, unknown>>;
+  content?: Record<string, { schema?: unknown; examples?: Record<string, { value: Record<string, unknown> }> }>;
+};
 type Operation = { operationId: string; security?: unknown[]; responses: Record<string, Response> };
 
 const errorJson = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
@@ -23,7 +30,7 @@ function petsLikeDoc(): OpenApiDocument {
   return {
     openapi: '3.1.0',
     info: { title: 'Animal store: pets', version: '1.0.0', description: 'The pets service.' },
-    servers: [{ url: 'http://pets.internal:8090' }],
+    servers: [{ url: 'http://pets.internal:8090/v1' }],
     components: {
       schemas: {
         Error: {
@@ -49,7 +56,7 @@ function petsLikeDoc(): OpenApiDocument {
       },
     },
     paths: {
-      '/v1/pets': {
+      '/pets': {
         get: {
           operationId: 'listPets',
           summary: 'List animals',
@@ -88,7 +95,7 @@ function petsLikeDoc(): OpenApiDocument {
           },
         },
       },
-      '/v1/pets/{petId}': {
+      '/pets/{petId}': {
         get: {
           operationId: 'getPet',
           deprecated: true,
@@ -126,27 +133,28 @@ describe('publicDocument', () => {
   it('declares the bearer scheme for every operation and is served from the gateway', () => {
     expect(doc.components?.securitySchemes?.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(doc.security).toEqual([{ bearerAuth: [] }]);
-    expect(doc.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+    // Without PUBLIC_BASE_URL: the /v1 of whichever gateway served it, paths relative to it.
+    expect(doc.servers).toEqual([{ url: '/v1', description: expect.any(String) }]);
+    expect(Object.keys(doc.paths ?? {})).toEqual(['/', '/pets', '/pets/{petId}']);
     expect(JSON.stringify(doc)).not.toContain('pets.internal');
     expect(doc.info).toMatchObject({ title: 'Animal store API', version: '1.0.0' });
     expect(doc.info.description).toContain('| Free | 60 | 1,000 |');
     expect(doc.info.description).toContain('| Business | 1,000 | 100,000 |');
   });
 
-  it('gives every operation 401, 429 (with Retry-After), 502, 503 and 504 in the Error shape', () => {
+  it('gives every operation 401, 429 (with a required Retry-After), 502, 503, 504 and default in the Error shape', () => {
     const ops = operations(doc);
     expect(ops.map((op) => op.operationId).sort()).toEqual(['createPet', 'getPet', 'listPets']);
     for (const op of ops) {
-      for (const status of ['401', '429', '502', '503', '504']) {
+      for (const status of ['401', '429', '502', '503', '504', 'default']) {
         expect(op.responses[status], `${op.operationId} ${status}`).toMatchObject({
           description: expect.any(String),
-          content: errorJson,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
         });
       }
-      expect(op.responses['429']?.headers?.['Retry-After']).toEqual({
-        $ref: '#/components/headers/Retry-After',
-        required: true,
-      });
+      // Nothing beside the $ref: OpenAPI 3.1 would ignore it. The component says it is required.
+      expect(op.responses['429']?.headers?.['Retry-After']).toEqual({ $ref: '#/components/headers/Retry-After' });
+      expect(op.responses['503']?.headers?.['Retry-After']).not.toHaveProperty('required');
       expect(op.responses['401']?.description).toContain('missing_api_key');
       expect(op.responses['503']?.description).toContain('rate_limiter_unavailable');
     }
@@ -168,42 +176,128 @@ describe('publicDocument', () => {
         }
       }
     }
-    // Five gateway responses each, plus the pets service's own: 200 and 400, 201, 200 and 404.
-    expect(responses).toBe(3 * 5 + 2 + 1 + 2);
+    // Six gateway responses each, plus the pets service's own: 200 and 400, 201, 200 and 404.
+    expect(responses).toBe(3 * 6 + 2 + 1 + 2);
+    expect(headers['Retry-After']).toMatchObject({ required: true });
   });
 
   it('keeps what the pets service documents: schemas, its own responses and their headers', () => {
     expect(doc.components?.schemas).toEqual(upstream.components?.schemas);
     const [list, create, get] = [
-      doc.paths?.['/v1/pets']?.get,
-      doc.paths?.['/v1/pets']?.post,
-      doc.paths?.['/v1/pets/{petId}']?.get,
+      doc.paths?.['/pets']?.get,
+      doc.paths?.['/pets']?.post,
+      doc.paths?.['/pets/{petId}']?.get,
     ] as Operation[];
     expect(list?.responses['200']?.headers?.Link).toEqual({
       schema: { type: 'string' },
       description: 'The next page.',
     });
-    expect(list?.responses['400']?.description).toBe('Bad query.');
+    expect(list?.responses['400']).toMatchObject({
+      description: 'Bad query.',
+      content: { 'application/json': errorJson['application/json'] },
+    });
     expect(create?.responses['201']?.headers?.Location).toEqual({ schema: { type: 'string' } });
     expect(get?.responses['200']?.headers?.Sunset).toEqual({ schema: { type: 'string' } });
     // A response by reference is copied in, so the headers added here belong to this operation.
     expect(get?.responses['404']).toMatchObject({ description: 'No animal with that identifier exists.' });
     expect(get?.responses['404']?.headers?.['X-RateLimit-Limit']).toBeDefined();
-    expect(Object.keys(get?.responses ?? {})).toEqual(['200', '401', '404', '429', '502', '503', '504']);
+    expect(Object.keys(get?.responses ?? {})).toEqual(['200', '401', '404', '429', '502', '503', '504', 'default']);
   });
 
-  it('documents GET /v1, the index, as keyless and limited per address: only a 429, and the limit headers', () => {
-    const index = doc.paths?.['/v1']?.get as Operation;
+  it('documents GET /v1, the index, as keyless and limited per address: a 429, the refusals, and the limit headers', () => {
+    const index = doc.paths?.['/']?.get as Operation;
     expect(index.operationId).toBe('apiIndex');
     expect(index.security).toEqual([]);
-    expect(Object.keys(index.responses)).toEqual(['200', '429']);
+    expect(Object.keys(index.responses)).toEqual(['200', '429', '4XX']);
     expect(index.responses['429']).toMatchObject({ content: errorJson });
-    expect(index.responses['429']?.headers?.['Retry-After']).toMatchObject({ required: true });
+    expect(index.responses['429']?.headers?.['Retry-After']).toEqual({ $ref: '#/components/headers/Retry-After' });
     for (const response of Object.values(index.responses)) {
       for (const name of RATE_LIMIT_HEADER_NAMES) {
         expect(response.headers?.[name], name).toEqual({ $ref: `#/components/headers/${name}` });
       }
     }
+  });
+
+  it('names the codes each error response can carry, as examples in the Error shape', () => {
+    const expected: Record<string, string[]> = {
+      '400': ['invalid_request'],
+      '401': ['missing_api_key', 'invalid_api_key', 'expired_api_key'],
+      '404': ['not_found'],
+      '429': ['rate_limit_exceeded', 'api_key_banned'],
+      '502': ['upstream_unavailable'],
+      '503': ['rate_limiter_unavailable', 'upstream_unavailable', 'overloaded'],
+      '504': ['upstream_timeout'],
+      default: ['method_not_allowed', 'request_timeout', 'internal_error'],
+    };
+    let checked = 0;
+    for (const op of operations(doc)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (status.startsWith('2')) continue;
+        const examples = response.content?.['application/json']?.examples ?? {};
+        expect(Object.keys(examples), `${op.operationId} ${status}`).toEqual(expected[status]);
+        for (const [code, example] of Object.entries(examples)) {
+          expect(example.value).toEqual({ code, message: expect.any(String), status: expect.any(Number) });
+          if (status !== 'default') expect(example.value.status).toBe(Number(status));
+        }
+        checked++;
+      }
+    }
+    expect(checked).toBe(3 * 6 + 1 + 1);
+  });
+
+  it('moves the paths of a pets service that documents them in full under the base address', () => {
+    const { '/pets': list, '/pets/{petId}': get, ...rest } = petsLikeDoc().paths ?? {};
+    expect(rest).toEqual({});
+    const old = { ...petsLikeDoc(), servers: [{ url: '/' }], paths: { '/v1/pets': list, '/v1/pets/{petId}': get } };
+    const moved = publicDocument(old as OpenApiDocument);
+    expect(Object.keys(moved.paths ?? {})).toEqual(['/', '/pets', '/pets/{petId}']);
+    expect(moved.servers).toEqual(doc.servers);
+  });
+
+  it('lists the deployments, contact and license from the configuration, and links the document', () => {
+    const config = loadConfig({
+      PUBLIC_BASE_URL: 'https://api.animal-store.test/v1',
+      STAGING_BASE_URL: 'https://staging.animal-store.test/v1',
+      API_CONTACT_EMAIL: 'api@animal-store.test',
+      API_LICENSE_URL: 'https://animal-store.test/terms',
+    });
+    const configured = publicDocument(upstream, publicDocumentOptions(config));
+    expect(configured.servers).toEqual([
+      { url: 'https://api.animal-store.test/v1', description: 'Production' },
+      { url: 'https://staging.animal-store.test/v1', description: 'Staging' },
+    ]);
+    expect(configured.info.contact).toEqual({ name: 'Animal store API support', email: 'api@animal-store.test' });
+    expect(configured.info.license).toEqual({ name: 'Proprietary', url: 'https://animal-store.test/terms' });
+    expect(configured.info.description).toContain(
+      '[https://api.animal-store.test/v1/openapi.json](https://api.animal-store.test/v1/openapi.json)',
+    );
+    // The defaults: the gateway's own /v1, and the document at its path there.
+    expect(doc.info.contact).toEqual({ name: 'Animal store API support' });
+    expect(doc.info.license).toEqual({ name: 'Proprietary', identifier: 'LicenseRef-Proprietary' });
+    expect(doc.info.description).toContain('[/v1/openapi.json](/v1/openapi.json)');
+  });
+
+  it('states the ban rule with the configured numbers, and the deprecated operation with its successor', () => {
+    const config = loadConfig({ BAN_THRESHOLD: '5', BAN_WINDOW_SECONDS: '30', BAN_SECONDS: '600' });
+    const rule =
+      'More than 5 refused requests within 30 seconds, not counting those in the first second after the limit ' +
+      'was reached, bans the key for 10 minutes';
+    expect(banRule(config.ban)).toContain(rule);
+    expect(publicDocument(upstream, publicDocumentOptions(config)).info.description).toContain(rule);
+    expect(doc.info.description).toContain(
+      'More than 10 refused requests within 60 seconds, not counting those in the first second after the limit ' +
+        'was reached, bans the key for 15 minutes',
+    );
+    expect(banRule({ threshold: 1_000, windowMs: 60_000, durationMs: 90_000, graceMs: 2_000 })).toContain(
+      'More than 1,000 refused requests within 60 seconds, not counting those in the first 2 seconds after the ' +
+        'limit was reached, bans the key for 90 seconds',
+    );
+    expect(banRule({ threshold: 5, windowMs: 60_000, durationMs: 120_000, graceMs: 0 })).toBe(
+      'More than 5 refused requests within 60 seconds bans the key for 2 minutes (429 `api_key_banned`).',
+    );
+    expect(doc.info.description).toContain(
+      '`GET /pets/{petId}` is deprecated and will be removed on 5 December 2030: use `GET /pets`',
+    );
   });
 
   it('does not modify its input and gives the same document when applied twice', () => {
@@ -336,7 +430,32 @@ describe('GET /v1/openapi.json on the gateway', () => {
     expect(res.json()).toMatchObject({ links: { docs: '/docs', openapi: '/v1/openapi.json', pets: '/v1/pets' } });
     // Listed in the public document it serves.
     const doc = (await gw.app.inject({ url: '/v1/openapi.json' })).json() as OpenApiDocument;
-    expect(doc.paths?.['/v1']?.get).toMatchObject({ operationId: 'apiIndex', security: [] });
+    expect(doc.paths?.['/']?.get).toMatchObject({ operationId: 'apiIndex', security: [] });
+    // GET / under the base address /v1 is what a generated client sends: /v1/.
+    const slash = await gw.app.inject({ url: '/v1/' });
+    expect(slash.statusCode, slash.body).toBe(200);
+    expect(slash.json()).toEqual(res.json());
+  });
+
+  it('serves the configured deployments and ban numbers, at /v1/openapi.json and to the /docs page', async () => {
+    const upstream = await docUpstream();
+    const gw = await gateway(upstream.url, {
+      PUBLIC_BASE_URL: 'https://api.animal-store.test/v1',
+      STAGING_BASE_URL: 'https://staging.animal-store.test/v1',
+      BAN_THRESHOLD: '4',
+      BAN_WINDOW_SECONDS: '20',
+      BAN_SECONDS: '120',
+    });
+    const doc = (await gw.app.inject({ url: '/v1/openapi.json' })).json() as OpenApiDocument;
+    expect(doc.servers?.map((server) => server.url)).toEqual([
+      'https://api.animal-store.test/v1',
+      'https://staging.animal-store.test/v1',
+    ]);
+    expect(doc.info.description).toContain(
+      'More than 4 refused requests within 20 seconds, not counting those in the first second after the limit ' +
+        'was reached, bans the key for 2 minutes',
+    );
+    expect((await gw.app.inject({ url: '/docs/json' })).json()).toEqual(doc);
   });
 
   it('answers from its cache while the upstream is down', async () => {

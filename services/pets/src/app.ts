@@ -37,7 +37,7 @@ export function buildApp(config: AppConfig, deps: AppDeps) {
   const app = Fastify(
     serverOptions({ logLevel: config.logLevel, serviceName: 'pets', logStream: deps.logStream }),
   ).withTypeProvider<TypeBoxTypeProvider>();
-  app.setValidatorCompiler(createValidatorCompiler());
+  app.setValidatorCompiler(createValidatorCompiler(sharedSchemas));
   // Bodies are JSON only; fastify would otherwise also accept text/plain.
   app.removeContentTypeParser('text/plain');
   // fastify's own JSON parser, behind a nesting limit: parsing time grows with the nesting, and

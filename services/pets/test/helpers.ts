@@ -38,6 +38,7 @@ export function expectError(res: InjectResult, status: number, code?: string): v
 }
 
 type OpenApiDoc = {
+  servers: { url: string }[];
   paths: Record<
     string,
     Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>
@@ -46,7 +47,8 @@ type OpenApiDoc = {
 
 /**
  * Checks real responses against the app's own OpenAPI document: the status must be documented
- * for the operation and the body must match the documented schema.
+ * for the operation and the body must match the documented schema. `path` is the route as
+ * requested (/v1/pets); the document has it relative to its base address (/pets).
  */
 export async function conformanceChecker(app: App) {
   const doc = (await app.inject({ method: 'GET', url: '/v1/openapi.json' })).json() as OpenApiDoc;
@@ -56,7 +58,9 @@ export async function conformanceChecker(app: App) {
   const cache = new Map<string, ValidateFunction>();
   const pointer = (s: string) => s.replaceAll('~', '~0').replaceAll('/', '~1');
 
-  return (res: InjectResult, path: string, method: 'get' | 'post'): void => {
+  const base = doc.servers[0]?.url ?? '';
+  return (res: InjectResult, route: string, method: 'get' | 'post'): void => {
+    const path = route.startsWith(`${base}/`) ? route.slice(base.length) : route;
     const status = String(res.statusCode);
     const documented = doc.paths[path]?.[method]?.responses[status];
     expect(documented, `${method.toUpperCase()} ${path} does not document ${status}`).toBeDefined();

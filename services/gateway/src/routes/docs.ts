@@ -8,7 +8,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { API_INDEX, API_INDEX_SCHEMA } from '../api-index.js';
-import { type OpenApiDocument, OpenApiSource, OpenApiUnavailable } from '../openapi.js';
+import { type OpenApiDocument, OpenApiSource, OpenApiUnavailable, type PublicDocumentOptions } from '../openapi.js';
 
 export interface DocsOptions {
   /** Base URL of the pets service, whose /v1/openapi.json the public document is made from. */
@@ -16,6 +16,8 @@ export interface DocsOptions {
   timeoutMs: number;
   /** How long the transformed document is kept (default 60 s). */
   ttlMs?: number;
+  /** Servers, contact, license and ban rule of the public document (default: the config defaults). */
+  document?: PublicDocumentOptions;
 }
 
 /**
@@ -77,6 +79,7 @@ export async function docsRoutes(app: FastifyInstance, opts: DocsOptions): Promi
     upstream: opts.upstream,
     timeoutMs: opts.timeoutMs,
     ...(opts.ttlMs !== undefined ? { ttlMs: opts.ttlMs } : {}),
+    ...(opts.document !== undefined ? { document: opts.document } : {}),
     onRefreshError: (err, servingStale) =>
       app.log.warn(
         { err },
@@ -108,7 +111,11 @@ export async function docsRoutes(app: FastifyInstance, opts: DocsOptions): Promi
     immutable: true,
   });
 
-  app.get('/v1', { schema: { hide: true, response: { 200: API_INDEX_SCHEMA } } }, async () => API_INDEX);
+  // Both spellings: the document lists it as GET / under the base address, which a client joins
+  // into /v1/.
+  for (const url of ['/v1', '/v1/']) {
+    app.get(url, { schema: { hide: true, response: { 200: API_INDEX_SCHEMA } } }, async () => API_INDEX);
+  }
 
   // The gateway's own document, built from the pets service's (openapi.ts); never proxied.
   app.get('/v1/openapi.json', async (_request, reply) => {

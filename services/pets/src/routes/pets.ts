@@ -4,7 +4,7 @@ import { getPetDeprecationHeaders } from '../deprecation.js';
 import {
   DEFAULT_PAGE_SIZE,
   ListPetsQuerySchema,
-  NewPetSchema,
+  NewPetRef,
   NoQuerySchema,
   PetParamsSchema,
   PetRef,
@@ -32,7 +32,8 @@ const deprecationHeaderDocs = {
   Sunset: { type: 'string', description: 'RFC 8594: when the operation is removed.' },
   Link: {
     type: 'string',
-    description: 'The successor operation (GET /v1/pets?id={petId}) and the deprecation notice.',
+    description:
+      'The successor operation (`</v1/pets?id={petId}>; rel="successor-version"`) and the deprecation notice.',
   },
 } as const;
 
@@ -79,8 +80,12 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       schema: {
         operationId: 'createPet',
         summary: 'Add an animal',
+        description:
+          'Adds an animal and answers it with the identifier the service assigned, and its path in `Location`. ' +
+          '`name` and `categoryId` are required; `status` is optional and has no default; fields not listed ' +
+          'in NewPet are ignored.',
         tags: ['pets'],
-        body: NewPetSchema,
+        body: NewPetRef,
         response: {
           201: json('The animal is added; the body carries the assigned id.', PetRef, {
             Location: { type: 'string', description: 'Path of the new animal: /v1/pets/{id}.' },
@@ -112,10 +117,11 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       },
       schema: {
         operationId: 'getPet',
-        summary: 'Get an animal (deprecated)',
+        summary: 'Get an animal (deprecated, removed 5 December 2030: use GET /pets with its status or id filter)',
         description:
-          'Deprecated: removed on 5 December 2030. Use `GET /v1/pets?id={petId}` instead. Every response ' +
-          'carries Deprecation, Sunset and Link headers.',
+          'Deprecated: removed on 5 December 2030. Use `GET /pets` instead: `GET /pets?id={petId}` answers ' +
+          'this animal (in a list), and the `status` filter lists animals by availability. Every response ' +
+          'carries Deprecation, Sunset and Link headers; the Link names the replacement.',
         tags: ['pets'],
         deprecated: true,
         params: PetParamsSchema,
