@@ -8,6 +8,7 @@ import { createValidatorCompiler } from '@animal-store/common/validation.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { gatewayAccessFields } from './access-fields.js';
 import type { GatewayConfig } from './config.js';
+import { cors } from './cors.js';
 import type { GatewayDeps } from './deps.js';
 import { gate } from './gate.js';
 import { keySync } from './key-sync.js';
@@ -49,6 +50,8 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   await app.register(httpMetrics, { registry: deps.registry });
   await app.register(healthRoutes, { keyStore: deps.keyStore, timeoutMs: 1_000 });
   await app.register(keySync, { ...deps, pollMs: config.revocationPollMs });
+  // Before the gate: a preflight is answered without a key, and refusals carry the CORS headers.
+  if (config.corsOrigins.length > 0) await app.register(cors, { origins: config.corsOrigins });
   await app.register(gate, { ...deps, keyless, banSeconds: config.ban.durationMs / 1000 });
   await app.register(docsRoutes, {
     upstream: config.petsUrl,

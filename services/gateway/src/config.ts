@@ -44,6 +44,32 @@ export interface GatewayConfig {
   overload: OverloadConfig;
   /** What the public OpenAPI document says about where and from whom the API is served. */
   apiDocument: ApiDocumentConfig;
+  /** Origins browser apps may call the public API from (CORS); empty: CORS off. */
+  corsOrigins: string[];
+}
+
+/** CORS_ORIGINS: comma-separated origins, each exactly as a browser sends it (scheme://host[:port]). */
+function parseCorsOrigins(r: EnvReader): string[] {
+  const raw = r.string('CORS_ORIGINS');
+  if (raw === undefined) return [];
+  const origins: string[] = [];
+  for (const entry of raw.split(',').map((s) => s.trim())) {
+    let origin: string | undefined;
+    try {
+      origin = new URL(entry).origin;
+    } catch {
+      origin = undefined;
+    }
+    // The browser's Origin is compared as text: only an entry already in that form can ever match.
+    if (origin !== entry || !/^https?:/.test(entry)) {
+      r.problems.push(
+        `CORS_ORIGINS entries must be origins such as https://app.example.com (scheme, host, optional port; no path, no trailing slash, no *), got "${entry}"`,
+      );
+      continue;
+    }
+    origins.push(entry);
+  }
+  return origins;
 }
 
 export interface ApiDocumentConfig {
@@ -245,6 +271,7 @@ export function loadConfig(env: Env): GatewayConfig {
     shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     overload: readOverloadConfig(r),
     apiDocument: parseApiDocument(r),
+    corsOrigins: parseCorsOrigins(r),
   };
   r.done();
   return config;

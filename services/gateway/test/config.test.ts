@@ -401,3 +401,27 @@ describe('the public API document settings', () => {
     ]);
   });
 });
+
+describe('CORS_ORIGINS', () => {
+  it('is off by default and reads comma-separated origins', () => {
+    expect(loadConfig({}).corsOrigins).toEqual([]);
+    expect(loadConfig({ CORS_ORIGINS: 'https://app.animal-store.test, http://localhost:5173' }).corsOrigins).toEqual([
+      'https://app.animal-store.test',
+      'http://localhost:5173',
+    ]);
+  });
+
+  it('refuses every entry a browser would never send as its Origin, naming each', () => {
+    const bad = [
+      '*',
+      'app.animal-store.test',
+      'https://app.animal-store.test/',
+      'https://a.test/path',
+      'HTTPS://A.TEST',
+      'ftp://a.test',
+    ];
+    expect(configError({ CORS_ORIGINS: ['https://ok.test', ...bad].join(',') }).problems).toEqual(
+      bad.map((entry) => expect.stringContaining(`"${entry}"`)),
+    );
+  });
+});
