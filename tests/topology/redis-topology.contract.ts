@@ -125,7 +125,12 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
 
     it('share a ban, and an admin unban and a revocation reach the other replica through pub/sub', async () => {
       // The store poll is slower than the test: only pub/sub can tell replica b in time.
-      const { a, b } = await replicas({ BAN_THRESHOLD: '2', BAN_GRACE_MS: '0', BAN_SECONDS: '900', REVOCATION_POLL_MS: '60000' });
+      const { a, b } = await replicas({
+        BAN_THRESHOLD: '2',
+        BAN_GRACE_MS: '0',
+        BAN_SECONDS: '900',
+        REVOCATION_POLL_MS: '60000',
+      });
       const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 1, perDay: 100 });
       expect((await get(a, key)).status).toBe(200);
       for (let i = 0; i < 2; i++) expect((await get(a, key)).code).toBe('rate_limit_exceeded');
