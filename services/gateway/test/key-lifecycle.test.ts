@@ -435,6 +435,22 @@ describe('keys from API_KEYS_FILE', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  it('a key from the file works until its expiresAt, then gets 401 expired_api_key naming that moment', async () => {
+    const time = clock();
+    const expiresAt = new Date(time.at + 30_000).toISOString();
+    const { key, record } = createKey({ plan: 'free', expiresAt });
+    const file = join(dir, 'expiring.json');
+    await writeFile(file, JSON.stringify([toKeyFileEntry(record)]));
+    const gw = await gateways.start({ now: time.now, env: { API_KEYS_FILE: file } });
+    expect((await call(gw, key)).statusCode).toBe(200);
+    time.at += 29_999;
+    expect((await call(gw, key)).statusCode).toBe(200);
+    time.at += 1;
+    const expired = await call(gw, key);
+    expectError(expired, 401, 'expired_api_key');
+    expect(expired.json().message).toBe(`This API key expired at ${expiresAt}`);
+  });
+
   it('honour expiresAt and a previous secret, and cannot be changed through the admin API', async () => {
     const time = clock();
     const current = createKey({ plan: 'pro', expiresAt: new Date(time.at + 120_000).toISOString() });
