@@ -65,13 +65,26 @@ function portProblem({ host: h, port }) {
   });
 }
 
+// Every port is probed before anything starts, and every taken one is named at once: a second
+// copy of the stack holds all five, and one per run would take five tries to learn.
+const taken = [];
 for (const l of listeners) {
   const problem = await portProblem(l);
-  if (problem === 'EADDRINUSE') {
-    fail(`port ${l.port} (${l.what}) is already in use on ${l.host}; set ${l.variable} to a free port`);
-  } else if (problem) {
-    fail(`cannot listen on ${l.host}:${l.port} (${l.what}): ${problem}; set ${l.variable} to another port`);
-  }
+  if (problem) taken.push({ ...l, problem });
+}
+if (taken.length === 1) {
+  const [l] = taken;
+  fail(
+    l.problem === 'EADDRINUSE'
+      ? `port ${l.port} (${l.what}) is already in use on ${l.host}; set ${l.variable} to a free port`
+      : `cannot listen on ${l.host}:${l.port} (${l.what}): ${l.problem}; set ${l.variable} to another port`,
+  );
+} else if (taken.length > 1) {
+  const why = (l) => (l.problem === 'EADDRINUSE' ? 'in use' : l.problem);
+  fail(
+    `${taken.length} ports are taken; set each variable to a free port:\n` +
+      taken.map((l) => `  ${l.variable}=${l.port}  ${why(l)} on ${l.host} (${l.what})`).join('\n'),
+  );
 }
 
 const children = [];

@@ -230,4 +230,30 @@ describe('npm start', () => {
       squatter.close();
     }
   });
+
+  it('names every taken port and its variable in one message (another copy of the stack holds them all)', async () => {
+    const ports = await freePorts();
+    const squatters = await Promise.all(
+      (['ADMIN_PORT', 'METRICS_PORT', 'PETS_METRICS_PORT'] as const).map(async (name) => {
+        const squatter = createServer();
+        squatter.listen(ports[name], '127.0.0.1');
+        await once(squatter, 'listening');
+        return squatter;
+      }),
+    );
+    try {
+      const s = npmStart(ports);
+      expect((await s.exited).code).toBe(1);
+      expect(ownLines(s.stderr())).toEqual([
+        'npm start: 3 ports are taken; set each variable to a free port:',
+        `  ADMIN_PORT=${ports.ADMIN_PORT}  in use on 127.0.0.1 (the admin API)`,
+        `  METRICS_PORT=${ports.METRICS_PORT}  in use on 127.0.0.1 (the gateway's metrics)`,
+        `  PETS_METRICS_PORT=${ports.PETS_METRICS_PORT}  in use on 127.0.0.1 (the pets service's metrics)`,
+      ]);
+      expect(await listenable(ports.PORT)).toBe(true);
+      expect(await listenable(ports.PETS_PORT)).toBe(true);
+    } finally {
+      for (const squatter of squatters) squatter.close();
+    }
+  });
 });
