@@ -463,11 +463,18 @@ describe('keys CLI through the admin API', () => {
     }
   });
 
-  it('exits 1 with the admin API message for a wrong token or an unknown id', async () => {
+  it('a wrong ADMIN_TOKEN: says the token was refused and where the right one is, not how to send one', async () => {
     const wrong = await cli(['list'], { ...env, ADMIN_TOKEN: `${ADMIN_TOKEN}-wrong` });
     expect(wrong.code).toBe(1);
     expect(wrong.stdout).toBe('');
-    expect(wrong.stderr).toMatch(/401/);
+    expect(wrong.stderr).toBe(
+      `keys: the admin API at ${env.ADMIN_URL} refused ADMIN_TOKEN (401): it is not the token this gateway runs with. ` +
+        'Under npm start, paste the "export ADMIN_URL=… ADMIN_TOKEN=…" line it printed (each run makes a new one); ' +
+        "otherwise use the gateway's own ADMIN_TOKEN (or the file ADMIN_TOKEN_FILE names).\n",
+    );
+  });
+
+  it('exits 1 with the admin API message for an unknown id', async () => {
     const unknown = await cli(['revoke', 'key_0000000000000000'], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/404/);

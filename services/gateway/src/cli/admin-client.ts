@@ -95,9 +95,18 @@ export class AdminClient {
       throw new Error(`${url} answered ${response.status} with a body that is not JSON: is ADMIN_URL the admin API?`);
     }
     if (!response.ok) {
-      const message = (data as { message?: string } | null)?.message ?? response.statusText;
+      const error = data as { code?: string; message?: string } | null;
+      if (response.status === 401 && error?.code === 'unauthorized') {
+        throw new Error(
+          `the admin API at ${this.baseUrl} refused ADMIN_TOKEN (401): it is not the token this gateway runs with. ` +
+            'Under npm start, paste the "export ADMIN_URL=… ADMIN_TOKEN=…" line it printed (each run makes a new one); ' +
+            "otherwise use the gateway's own ADMIN_TOKEN (or the file ADMIN_TOKEN_FILE names).",
+        );
+      }
+      const message = error?.message ?? response.statusText;
       throw new Error(`admin API answered ${response.status}: ${message}`);
     }
     return data as T;
   }
 }
+
