@@ -474,6 +474,22 @@ describe('keys CLI through the admin API', () => {
     );
   });
 
+  it('ADMIN_URL at the public port: says so and names ADMIN_PORT, for every command', async () => {
+    await gw.app.listen({ host: '127.0.0.1', port: 0 });
+    const publicUrl = `http://127.0.0.1:${(gw.app.server.address() as AddressInfo).port}`;
+    for (const args of [['list'], ['show', 'key_0000000000000000'], ['create', '--plan', 'free']]) {
+      const run = await cli(args, { ADMIN_URL: publicUrl, ADMIN_TOKEN });
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `^keys: ${publicUrl} is the gateway's public API, not its admin API \\(it answered 401 invalid_api_key\\)\\. ` +
+            'The admin API listens on ADMIN_PORT \\(default 8081\\)',
+        ),
+      );
+    }
+  });
+
   it('exits 1 with the admin API message for an unknown id', async () => {
     const unknown = await cli(['revoke', 'key_0000000000000000'], env);
     expect(unknown.code).toBe(1);

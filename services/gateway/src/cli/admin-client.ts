@@ -96,6 +96,13 @@ export class AdminClient {
     }
     if (!response.ok) {
       const error = data as { code?: string; message?: string } | null;
+      if (isPublicApi(response, error?.code)) {
+        throw new Error(
+          `${this.baseUrl} is the gateway's public API, not its admin API (it answered ${response.status} ` +
+            `${error?.code ?? ''}). The admin API listens on ADMIN_PORT (default 8081): point ADMIN_URL there, ` +
+            'e.g. with the export line npm start printed.',
+        );
+      }
       if (response.status === 401 && error?.code === 'unauthorized') {
         throw new Error(
           `the admin API at ${this.baseUrl} refused ADMIN_TOKEN (401): it is not the token this gateway runs with. ` +
@@ -110,3 +117,17 @@ export class AdminClient {
   }
 }
 
+/** Codes only the public API gives: it refused the admin token as an API key. */
+const PUBLIC_API_CODES = new Set(['missing_api_key', 'invalid_api_key', 'expired_api_key', 'api_key_banned']);
+
+/**
+ * Whether the answer came from the public listener: its key codes, or the rate-limit headers it
+ * puts on every answer (the admin API sends none).
+ */
+function isPublicApi(response: Response, code: string | undefined): boolean {
+  return (
+    (code !== undefined && PUBLIC_API_CODES.has(code)) ||
+    response.headers.has('ratelimit-policy') ||
+    response.headers.has('x-ratelimit-limit')
+  );
+}
