@@ -7,13 +7,8 @@
 // without passing them on, orphaning the stack.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { localBaseUrl } from '@animal-store/gateway/cli/admin-client.js';
-import { createKey } from '@animal-store/gateway/keys/create-key.js';
-import { appendToKeysFile, toKeyFileEntry } from '@animal-store/gateway/keys/keys-file.js';
 
 /** A stopping child gets this long (SHUTDOWN_GRACE_MS) to close, then SIGKILL: the stack is down within 5 s. */
 const CHILD_GRACE_MS = 3_000;
@@ -89,12 +84,6 @@ if (taken.length === 1) {
 
 const children = [];
 let stopping = false;
-let tempDir;
-
-function removeTempFiles() {
-  if (tempDir) rmSync(tempDir, { recursive: true, force: true });
-  tempDir = undefined;
-}
 
 const running = () => children.filter((c) => c.exitCode === null && c.signalCode === null);
 
@@ -107,7 +96,6 @@ function stop(code) {
   }, KILL_AFTER_MS);
   Promise.all(running().map((c) => new Promise((r) => c.once('exit', r)))).then(() => {
     clearTimeout(killer);
-    removeTempFiles();
     process.exit(code);
   });
 }
@@ -115,25 +103,16 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => s
 // Whatever ends this process (an uncaught error included) ends the stack with it.
 process.on('exit', () => {
   for (const child of running()) child.kill('SIGKILL');
-  removeTempFiles();
 });
 
 const embedded = !env.MONGO_URL;
 const generatedToken = env.ADMIN_TOKEN ? undefined : randomBytes(24).toString('base64url');
 const adminToken = env.ADMIN_TOKEN ?? generatedToken;
 
+// Made through the admin API once the gateway is up, so they are stored keys like any other:
+// the keys CLI can update, rotate and revoke them (a keys file's entries refuse all three).
+const seedDemoKeys = embedded && !env.API_KEYS_FILE;
 const demoKeys = [];
-let keysFile = env.API_KEYS_FILE;
-if (embedded && !keysFile) {
-  tempDir = mkdtempSync(join(tmpdir(), 'animal-store-'));
-  keysFile = join(tempDir, 'demo-keys.json');
-  const plans = [['free'], ['pro'], ['business'], ['enterprise', { perMinute: 5_000, perDay: 1_000_000 }]];
-  for (const [plan, limits] of plans) {
-    const { key, record } = createKey({ plan, name: `demo-${plan}`, limits });
-    await appendToKeysFile(keysFile, toKeyFileEntry(record));
-    demoKeys.push({ plan, id: record.id, key });
-  }
-}
 
 // In a terminal the JSON log lines are hard to read: one pretty line each instead. Piped
 // (CI, a log collector) they stay JSON; so they do without pino-pretty (a dev dependency).
@@ -189,6 +168,17 @@ async function waitReady(url, name) {
 const gatewayUrl = localBaseUrl(host, gateway.port);
 const adminUrl = localBaseUrl(adminHost, admin.port);
 
+async function createDemoKey(plan, limits) {
+  const response = await fetch(`${adminUrl}/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ plan, name: `demo-${plan}`, ...(limits ? { limits } : {}) }),
+  });
+  const body = await response.text();
+  if (!response.ok) throw new Error(`the admin API refused the ${plan} demo key (${response.status} ${body})`);
+  return JSON.parse(body);
+}
+
 try {
   start('pets', 'services/pets/dist/server.js', {
     PORT: String(pets.port),
@@ -206,9 +196,15 @@ try {
     METRICS_PORT: String(gatewayMetrics.port),
     ADMIN_TOKEN: adminToken,
     PETS_URL: env.PETS_URL ?? `http://127.0.0.1:${pets.port}`,
-    ...(keysFile ? { API_KEYS_FILE: keysFile } : {}),
   });
   await waitReady(`${gatewayUrl}/readyz`, 'gateway');
+  if (seedDemoKeys) {
+    const plans = [['free'], ['pro'], ['business'], ['enterprise', { perMinute: 5_000, perDay: 1_000_000 }]];
+    for (const [plan, limits] of plans) {
+      const { id, key } = await createDemoKey(plan, limits);
+      demoKeys.push({ plan, id, key });
+    }
+  }
 } catch (err) {
   // Never leave a half-started stack holding the ports.
   process.stderr.write(`${err.message}; stopping the stack\n`);

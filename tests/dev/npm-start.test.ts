@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -97,12 +97,18 @@ function npmStart(ports: Ports): Started {
   return s;
 }
 
+/** The banner, once it is whole: on stderr when stdout is piped, on the terminal otherwise. */
 async function untilUp(s: Started): Promise<string> {
-  while (!s.stdout().includes('Ctrl-C stops the stack.')) {
-    const ended = await Promise.race([s.exited, once(s.npm.stdout!, 'data').then(() => null)]);
+  const banner = () => [s.stderr(), s.stdout()].find((text) => text.includes('Ctrl-C stops the stack.'));
+  for (let text = banner(); ; text = banner()) {
+    if (text !== undefined) return text;
+    const ended = await Promise.race([
+      s.exited,
+      once(s.npm.stdout!, 'data').then(() => null),
+      ...(s.npm.stderr ? [once(s.npm.stderr, 'data').then(() => null)] : []),
+    ]);
     if (ended) throw new Error(`npm start exited (${ended.code ?? ended.signal}):\n${s.stdout()}\n${s.stderr()}`);
   }
-  return s.stdout();
 }
 
 function listenable(port: number): Promise<boolean> {
@@ -120,7 +126,7 @@ async function expectStoppedCleanly(s: Started): Promise<void> {
   const exit = await s.exited;
   expect(exit).toEqual({ code: 0, signal: null });
   for (const port of Object.values(s.ports)) expect(await listenable(port)).toBe(true);
-  // The demo keys file and its folder are gone.
+  // Nothing left behind in TMPDIR.
   expect(readdirSync(s.tmp)).toEqual([]);
 }
 
@@ -145,16 +151,62 @@ describe('npm start', () => {
     // The address the banner gives answers with an index rather than 404.
     const index = await fetch(`http://127.0.0.1:${PORT}/v1`);
     expect(index.status).toBe(200);
-    // The demo keys file lives in TMPDIR while the stack runs.
-    expect(readdirSync(s.tmp)).toHaveLength(1);
-    // Not a terminal: the services' log records stay JSON, one per line.
-    const logs = banner.split('\n').filter((l) => l.startsWith('{'));
-    expect(logs.length).toBeGreaterThan(0);
-    for (const line of logs) expect(JSON.parse(line)).toMatchObject({ level: expect.any(Number) });
+    // No keys file: nothing is written to TMPDIR.
+    expect(readdirSync(s.tmp)).toEqual([]);
 
     process.kill(s.npm.pid!, 'SIGTERM');
     await expectStoppedCleanly(s);
   });
+
+  it("demo keys are ordinary keys: the README's keys CLI commands update, rotate, revoke and unban them", async () => {
+    const s = npmStart(await freePorts());
+    const banner = await untilUp(s);
+    const [, adminUrl, adminToken] = banner.match(/^ +export ADMIN_URL=(\S+) ADMIN_TOKEN=(\S+)$/m) ?? [];
+    const demo = (plan: string) => {
+      const [, id, key] = banner.match(new RegExp(`^ +${plan} +(key_\\w+) +(ask_\\w+)$`, 'm')) ?? [];
+      return { id: id as string, key: key as string };
+    };
+    const keys = (...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+        execFile(
+          process.execPath,
+          [join(ROOT, 'services/gateway/dist/cli/keys.js'), ...args],
+          { env: { PATH: process.env.PATH ?? '', ADMIN_URL: adminUrl, ADMIN_TOKEN: adminToken } },
+          (error, stdout, stderr) => done({ code: error ? Number(error.code) : 0, stdout, stderr }),
+        );
+      });
+    const call = (key: string) =>
+      fetch(`http://127.0.0.1:${s.ports.PORT}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
+    const free = demo('free');
+    const pro = demo('pro');
+    const business = demo('business');
+
+    for (const args of [
+      ['list'],
+      ['show', free.id],
+      ['usage', free.id],
+      ['update', free.id, '--plan', 'business'],
+      ['unban', free.id],
+      ['rotate', pro.id, '--grace', '0'],
+      ['revoke', business.id],
+    ]) {
+      const run = await keys(...args);
+      expect(run.stderr, args.join(' ')).toBe('');
+      expect(run.code, args.join(' ')).toBe(0);
+      if (args[0] === 'list') expect(run.stdout).toMatch(new RegExp(`${free.id} +free .* store +demo-free`));
+      if (args[0] === 'rotate') {
+        const rotated = /key: (ask_\S+)/.exec(run.stdout)?.[1] as string;
+        expect((await call(rotated)).status).toBe(200);
+      }
+    }
+    expect((await call(free.key)).headers.get('x-ratelimit-limit')).toBe('1000');
+    expect((await call(pro.key)).status).toBe(401);
+    expect((await call(business.key)).status).toBe(401);
+
+    process.kill(s.npm.pid!, 'SIGTERM');
+    await expectStoppedCleanly(s);
+    // Seven CLI runs, each a Node start.
+  }, 60_000);
 
   it('stops everything and exits 0 on SIGINT to the pid npm start gave the shell', async () => {
     const s = npmStart(await freePorts());
