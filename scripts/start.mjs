@@ -234,4 +234,6 @@ lines.push(
   '  Ctrl-C stops the stack.',
   '',
 );
-process.stdout.write(`${lines.join('\n')}\n`);
+// Piped, stdout carries the services' JSON log lines and nothing else, so a log collector reads
+// every line; the banner (keys and token included) goes to stderr then.
+(process.stdout.isTTY ? process.stdout : process.stderr).write(`${lines.join('\n')}\n`);

@@ -72,14 +72,19 @@ async function freePorts(): Promise<Ports> {
  * would run it) and with its own TMPDIR. `--ignore-scripts` skips only the prestart build, which
  * `npm test` has already done.
  */
-function npmStart(ports: Ports): Started {
+function npmStart(ports: Ports, npmArgs: string[] = []): Started {
   const tmp = mkdtempSync(join(tmpdir(), 'npm-start-test-'));
   const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, LOG_LEVEL: 'warn' };
   for (const name of ['HOST', 'ADMIN_HOST', 'ADMIN_TOKEN', 'API_KEYS_FILE', 'MONGO_URL', 'REDIS_URL', 'PETS_URL']) {
     delete env[name];
   }
   for (const [name, port] of Object.entries(ports)) env[name] = String(port);
-  const npm = spawn('npm', ['start', '--ignore-scripts'], { cwd: ROOT, env, detached: true, stdio: 'pipe' });
+  const npm = spawn('npm', [...npmArgs, 'start', '--ignore-scripts'], {
+    cwd: ROOT,
+    env,
+    detached: true,
+    stdio: 'pipe',
+  });
   let out = '';
   let err = '';
   npm.stdout?.on('data', (chunk: Buffer) => {
@@ -156,6 +161,23 @@ describe('npm start', () => {
 
     process.kill(s.npm.pid!, 'SIGTERM');
     await expectStoppedCleanly(s);
+  });
+
+  it('piped: every stdout line is a JSON log record; the banner, keys and token are on stderr', async () => {
+    // -s: npm's own "> animal-store start" header would otherwise be on stdout too.
+    const s = npmStart(await freePorts(), ['-s']);
+    const banner = await untilUp(s);
+    expect(s.stderr()).toContain('Ctrl-C stops the stack.');
+    const token = banner.match(/ADMIN_TOKEN=(\S+)$/m)?.[1] as string;
+    const keys = [...new Set(banner.match(/ask_\w+/g))];
+    expect(keys).toHaveLength(4);
+    process.kill(s.npm.pid!, 'SIGTERM');
+    await expectStoppedCleanly(s);
+    const lines = s.stdout().split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(JSON.parse(line), line).toMatchObject({ level: expect.any(Number) });
+    for (const secret of [token, ...keys]) expect(s.stdout()).not.toContain(secret);
   });
 
   it("demo keys are ordinary keys: the README's keys CLI commands update, rotate, revoke and unban them", async () => {
