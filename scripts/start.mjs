@@ -8,7 +8,10 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
+import { ConfigError } from '@animal-store/common/env.js';
 import { localBaseUrl } from '@animal-store/gateway/cli/admin-client.js';
+import { loadConfig as loadGatewayConfig } from '@animal-store/gateway/config.js';
+import { loadConfig as loadPetsConfig } from '@animal-store/pets/config.js';
 
 /** A stopping child gets this long (SHUTDOWN_GRACE_MS) to close, then SIGKILL: the stack is down within 5 s. */
 const CHILD_GRACE_MS = 3_000;
@@ -60,6 +63,47 @@ function portProblem({ host: h, port }) {
   });
 }
 
+const embedded = !env.MONGO_URL;
+const generatedToken = env.ADMIN_TOKEN ? undefined : randomBytes(24).toString('base64url');
+const adminToken = env.ADMIN_TOKEN ?? generatedToken;
+
+const serviceEnv = (extra) => ({
+  ...env,
+  SHUTDOWN_GRACE_MS: env.SHUTDOWN_GRACE_MS ?? String(CHILD_GRACE_MS),
+  ...extra,
+});
+const petsEnv = serviceEnv({
+  PORT: String(pets.port),
+  HOST: pets.host,
+  METRICS_HOST: petsMetrics.host,
+  METRICS_PORT: String(petsMetrics.port),
+});
+const gatewayEnv = serviceEnv({
+  PORT: String(gateway.port),
+  HOST: host,
+  ADMIN_HOST: adminHost,
+  ADMIN_PORT: String(admin.port),
+  METRICS_HOST: gatewayMetrics.host,
+  METRICS_PORT: String(gatewayMetrics.port),
+  ADMIN_TOKEN: adminToken,
+  PETS_URL: env.PETS_URL ?? `http://127.0.0.1:${pets.port}`,
+});
+
+// Both services' configurations are checked before either starts, each in the words it would
+// use itself: every problem of the stack in one run, not one service's at a time.
+let configProblems = '';
+for (const [name, load, serviceEnvironment] of [
+  ['gateway', loadGatewayConfig, gatewayEnv],
+  ['pets', loadPetsConfig, petsEnv],
+]) {
+  try {
+    load(serviceEnvironment);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    configProblems += `${name}: ${err.message}\n`;
+  }
+}
+
 // Every port is probed before anything starts, and every taken one is named at once: a second
 // copy of the stack holds all five, and one per run would take five tries to learn.
 const taken = [];
@@ -67,6 +111,7 @@ for (const l of listeners) {
   const problem = await portProblem(l);
   if (problem) taken.push({ ...l, problem });
 }
+process.stderr.write(configProblems);
 if (taken.length === 1) {
   const [l] = taken;
   fail(
@@ -81,6 +126,7 @@ if (taken.length === 1) {
       taken.map((l) => `  ${l.variable}=${l.port}  ${why(l)} on ${l.host} (${l.what})`).join('\n'),
   );
 }
+if (configProblems) process.exit(1);
 
 const children = [];
 let stopping = false;
@@ -105,10 +151,6 @@ process.on('exit', () => {
   for (const child of running()) child.kill('SIGKILL');
 });
 
-const embedded = !env.MONGO_URL;
-const generatedToken = env.ADMIN_TOKEN ? undefined : randomBytes(24).toString('base64url');
-const adminToken = env.ADMIN_TOKEN ?? generatedToken;
-
 // Made through the admin API once the gateway is up, so they are stored keys like any other:
 // the keys CLI can update, rotate and revoke them (a keys file's entries refuse all three).
 const seedDemoKeys = embedded && !env.API_KEYS_FILE;
@@ -123,9 +165,9 @@ const pretty = process.stdout.isTTY
     )
   : null;
 
-function start(name, script, extraEnv) {
+function start(name, script, childEnv) {
   const child = spawn(process.execPath, [script], {
-    env: { ...env, SHUTDOWN_GRACE_MS: env.SHUTDOWN_GRACE_MS ?? String(CHILD_GRACE_MS), ...extraEnv },
+    env: childEnv,
     stdio: ['ignore', pretty ? 'pipe' : 'inherit', 'inherit'],
     // Its own process group: Ctrl-C reaches only this process, which then stops each child once.
     // (A second signal would make a child skip its graceful close.)
@@ -180,23 +222,9 @@ async function createDemoKey(plan, limits) {
 }
 
 try {
-  start('pets', 'services/pets/dist/server.js', {
-    PORT: String(pets.port),
-    HOST: pets.host,
-    METRICS_HOST: petsMetrics.host,
-    METRICS_PORT: String(petsMetrics.port),
-  });
+  start('pets', 'services/pets/dist/server.js', petsEnv);
   await waitReady(`http://127.0.0.1:${pets.port}/readyz`, 'pets');
-  start('gateway', 'services/gateway/dist/server.js', {
-    PORT: String(gateway.port),
-    HOST: host,
-    ADMIN_HOST: adminHost,
-    ADMIN_PORT: String(admin.port),
-    METRICS_HOST: gatewayMetrics.host,
-    METRICS_PORT: String(gatewayMetrics.port),
-    ADMIN_TOKEN: adminToken,
-    PETS_URL: env.PETS_URL ?? `http://127.0.0.1:${pets.port}`,
-  });
+  start('gateway', 'services/gateway/dist/server.js', gatewayEnv);
   await waitReady(`${gatewayUrl}/readyz`, 'gateway');
   if (seedDemoKeys) {
     const plans = [['free'], ['pro'], ['business'], ['enterprise', { perMinute: 5_000, perDay: 1_000_000 }]];

@@ -72,13 +72,14 @@ async function freePorts(): Promise<Ports> {
  * would run it) and with its own TMPDIR. `--ignore-scripts` skips only the prestart build, which
  * `npm test` has already done.
  */
-function npmStart(ports: Ports, npmArgs: string[] = []): Started {
+function npmStart(ports: Ports, npmArgs: string[] = [], extraEnv: NodeJS.ProcessEnv = {}): Started {
   const tmp = mkdtempSync(join(tmpdir(), 'npm-start-test-'));
   const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, LOG_LEVEL: 'warn' };
   for (const name of ['HOST', 'ADMIN_HOST', 'ADMIN_TOKEN', 'API_KEYS_FILE', 'MONGO_URL', 'REDIS_URL', 'PETS_URL']) {
     delete env[name];
   }
   for (const [name, port] of Object.entries(ports)) env[name] = String(port);
+  Object.assign(env, extraEnv);
   const npm = spawn('npm', [...npmArgs, 'start', '--ignore-scripts'], {
     cwd: ROOT,
     env,
@@ -303,6 +304,21 @@ describe('npm start', () => {
     } finally {
       squatter.close();
     }
+  });
+
+  it('reports every configuration problem of both services at once, in one format, before starting either', async () => {
+    const ports = await freePorts();
+    const s = npmStart(ports, [], { NODE_ENV: 'production', REDIS_URL: 'localhost:6379' });
+    expect((await s.exited).code).toBe(1);
+    expect(ownLines(s.stderr())).toEqual([
+      'gateway: invalid configuration:',
+      '  - REDIS_URL="localhost:6379" is not a URL: write redis://localhost:6379',
+      '  - MONGO_URL is required when NODE_ENV=production (keys must survive restarts)',
+      'pets: invalid configuration:',
+      '  - MONGO_URL is required when NODE_ENV=production (the in-memory store loses every pet on restart)',
+    ]);
+    expect(s.stdout()).not.toContain('{');
+    for (const port of Object.values(ports)) expect(await listenable(port)).toBe(true);
   });
 
   it('names every taken port and its variable in one message (another copy of the stack holds them all)', async () => {

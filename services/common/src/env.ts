@@ -44,12 +44,23 @@ export class EnvReader {
     return raw as T;
   }
 
+  /**
+   * A connection URL in one of `protocols`. A problem quotes the whole value, password and query
+   * hidden, and says how to write it: `host:port` alone reads as a scheme named after the host.
+   */
   url(name: string, protocols: string[], fallback?: string): string | undefined {
     const raw = this.string(name) ?? fallback;
     if (raw === undefined) return undefined;
-    const protocol = /^[a-z][a-z0-9+.-]*:/i.exec(raw)?.[0].toLowerCase();
-    if (!protocol || !protocols.includes(protocol)) {
-      this.problems.push(`${name} must use ${protocols.join(' or ')}, got "${protocol ?? raw.slice(0, 12)}"`);
+    const shown = `${name}="${redactValue(raw)}"`;
+    const example = `${protocols[0]}//${redactValue(raw.replace(/^[a-z][a-z0-9+.-]*:\/\//i, ''))}`;
+    const schemed = /^([a-z][a-z0-9+.-]*:)\/\//i.exec(raw);
+    if (!schemed) {
+      this.problems.push(`${shown} is not a URL: write ${example}`);
+      return raw;
+    }
+    const protocol = (schemed[1] as string).toLowerCase();
+    if (!protocols.includes(protocol)) {
+      this.problems.push(`${shown} must start with ${protocols.map((p) => `${p}//`).join(' or ')}: write ${example}`);
       return raw;
     }
     // MongoDB URLs may list several hosts (h1:27017,h2:27017), which WHATWG URL parsing rejects.
@@ -57,10 +68,10 @@ export class EnvReader {
       try {
         new URL(raw);
       } catch {
-        this.problems.push(`${name} is not a valid URL`);
+        this.problems.push(`${shown} is not a valid URL (a space, or a port that is not a number?)`);
       }
     } else if (!/^[a-z+]+:\/\/[^/?#]+/i.test(raw)) {
-      this.problems.push(`${name} has no host`);
+      this.problems.push(`${shown} has no host: write ${protocols[0]}//host:port`);
     }
     return raw;
   }
@@ -82,4 +93,14 @@ export function redactUrl(url: string): string {
   if (!match) return '[unparseable url]';
   const [, scheme, userinfo, user, , hosts, path] = match;
   return `${scheme}${userinfo ? `${user}:***@` : ''}${hosts}${path}`;
+}
+
+/**
+ * A connection string as it may be shown: the password of a `user:password@` (with or without a
+ * scheme) and the query (which may carry secrets) hidden, everything else kept.
+ */
+export function redactValue(value: string): string {
+  const query = value.indexOf('?');
+  const head = query < 0 ? value : `${value.slice(0, query)}?***`;
+  return head.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?[^:@/?#]*):[^@/?#]*@/i, '$1:***@');
 }

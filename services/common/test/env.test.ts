@@ -31,6 +31,33 @@ describe('EnvReader', () => {
     expect(() => r.done()).toThrow(ConfigError);
   });
 
+  it.each([
+    ['host:port, no scheme', 'localhost:6379', 'REDIS_URL="localhost:6379" is not a URL: write redis://localhost:6379'],
+    [
+      'a password, no scheme',
+      ':hunter2@cache.internal:6380/0',
+      'REDIS_URL=":***@cache.internal:6380/0" is not a URL: write redis://:***@cache.internal:6380/0',
+    ],
+    [
+      'another scheme',
+      'http://user:hunter2@cache:6379?tls=1',
+      'REDIS_URL="http://user:***@cache:6379?***" must start with redis:// or rediss://: write redis://user:***@cache:6379?***',
+    ],
+    [
+      'a port that is not a number',
+      'redis://cache:63a79',
+      'REDIS_URL="redis://cache:63a79" is not a valid URL (a space, or a port that is not a number?)',
+    ],
+  ])(
+    'a URL problem (%s) quotes the whole value, secrets hidden, and says how to write it',
+    (_label, value, problem) => {
+      const r = new EnvReader({ REDIS_URL: value });
+      r.url('REDIS_URL', ['redis:', 'rediss:']);
+      expect(r.problems).toEqual([problem]);
+      expect(problem).not.toContain('hunter2');
+    },
+  );
+
   it('reads strings with fallbacks, bounded integers and enumerations', () => {
     const r = new EnvReader({ S: '  x ', N: '42', BIG: '99', E: 'b', EMPTY: '' });
     expect(r.string('S')).toBe('x');

@@ -10,17 +10,15 @@ import { MongoPetStore, mongoClientOptions, PETS_DB } from './store/mongo-pet-st
 
 // The only file that reads process.env, connects clients and listens.
 
-/** Before the app exists there is no logger; still write one JSON line like the rest. */
-function fatalBeforeLogger(message: string): never {
-  process.stderr.write(`${JSON.stringify({ level: 60, time: Date.now(), service: 'pets', msg: message })}\n`);
-  process.exit(1);
-}
-
 function readConfig(): Config {
   try {
     return loadConfig(process.env);
   } catch (err) {
-    if (err instanceof ConfigError) fatalBeforeLogger(err.message);
+    // Read by an operator at a terminal, before any logger exists: the same text as the gateway's.
+    if (err instanceof ConfigError) {
+      process.stderr.write(`pets: ${err.message}\n`);
+      process.exit(1);
+    }
     throw err;
   }
 }

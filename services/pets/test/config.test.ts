@@ -75,7 +75,9 @@ describe('loadConfig', () => {
   });
 
   it('refuses a MONGO_URL that is not mongodb:// or mongodb+srv://', () => {
-    expect(problemsOf({ MONGO_URL: 'http://db:27017' }).join()).toContain('MONGO_URL must use');
+    expect(problemsOf({ MONGO_URL: 'http://db:27017' }).join()).toContain(
+      'MONGO_URL="http://db:27017" must start with mongodb:// or mongodb+srv://: write mongodb://db:27017',
+    );
   });
 
   it('reports every problem at once', () => {

@@ -99,9 +99,14 @@ describe('dist/server.js', () => {
   });
 
   it('refuses to start in production without MONGO_URL, saying why', async () => {
-    const { code, output } = await runToExit({ NODE_ENV: 'production', PORT: '0' });
+    const { code, output } = await runToExit({ NODE_ENV: 'production', PORT: '0', LOG_LEVEL: 'loud' });
     expect(code).toBe(1);
-    expect(output).toContain('MONGO_URL is required when NODE_ENV=production');
+    // The gateway's format: text for the operator, every problem, not a JSON log record.
+    expect(output).toBe(
+      'pets: invalid configuration:\n' +
+        '  - MONGO_URL is required when NODE_ENV=production (the in-memory store loses every pet on restart)\n' +
+        '  - LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"\n',
+    );
   });
 
   it('exits 1 when MongoDB cannot be reached at start, without logging the password', async () => {
