@@ -8,8 +8,9 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '@animal-store/gateway/config.js';
 import * as k8s from 'kubernetes-models';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { kustomizeCommand } from '../support/runtime.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const overlaysDir = join(repoRoot, 'deploy', 'k8s', 'overlays');
@@ -92,13 +93,6 @@ interface K8sObject {
   };
 }
 
-function findBinary(name: string): string | null {
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    if (dir && existsSync(join(dir, name))) return join(dir, name);
-  }
-  return null;
-}
-
 const renders = new Map<string, K8sObject[]>();
 
 /** `kubectl kustomize <overlay>` (or a standalone `kustomize build`), parsed into objects. */
@@ -126,14 +120,7 @@ function renderWithComponent(overlay: string, component: string): K8sObject[] {
 }
 
 function renderDir(dir: string): K8sObject[] {
-  const kubectl = findBinary('kubectl');
-  const kustomize = findBinary('kustomize');
-  if (!kubectl && !kustomize) {
-    throw new Error(
-      'Neither kubectl (with built-in kustomize v5) nor kustomize is on PATH: install one to render deploy/k8s overlays',
-    );
-  }
-  const [command, args] = kubectl ? [kubectl, ['kustomize', dir]] : [kustomize as string, ['build', dir]];
+  const [command, args] = kustomizeCommand()(dir);
   const output = execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const objects: K8sObject[] = [];
   for (const doc of parseAllDocuments(output)) {
@@ -182,6 +169,11 @@ function selects(selector: LabelSelector | undefined, labels: Record<string, str
 /** A URL carrying credentials (`scheme://user:pass@host`). */
 const credentialUrl = /:\/\/[^/\s:@]+:[^/\s@]+@/;
 const secretLikeName = /TOKEN|PASSWORD|SECRET|_URL$/;
+
+// Every test below renders: without kubectl or kustomize the file fails once, saying which to install.
+beforeAll(() => {
+  kustomizeCommand();
+});
 
 it('finds the staging and production overlays', () => {
   expect(overlays).toEqual(expect.arrayContaining(['production', 'staging']));

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../support/runtime.js';
+import { freePort, scriptBinary } from '../support/runtime.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -246,6 +246,7 @@ describe('npm start', () => {
   });
 
   it('in a terminal: one readable line per log record, and Ctrl-C typed there stops the stack with exit 0', async () => {
+    const script = scriptBinary();
     const ports = await freePorts();
     const tmp = mkdtempSync(join(tmpdir(), 'npm-start-test-'));
     const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, LOG_LEVEL: 'info' };
@@ -255,7 +256,7 @@ describe('npm start', () => {
     // It runs the command through `$SHELL -c`, a non-interactive shell that (dash, unlike bash)
     // dies of the Ctrl-C itself and reports 130; `exec` leaves npm in its place, as in a terminal,
     // where the interactive shell survives Ctrl-C and shows npm's own exit code.
-    const term = spawn('script', ['-qfec', 'exec npm start --ignore-scripts', '/dev/null'], { cwd: ROOT, env });
+    const term = spawn(script, ['-qfec', 'exec npm start --ignore-scripts', '/dev/null'], { cwd: ROOT, env });
     const s: Started = {
       npm: term,
       ports,

@@ -1,18 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { containerRuntime, freePort, which } from './runtime.js';
+import { containerRuntime, freePort, MissingPrerequisite, which } from './runtime.js';
 
-/**
- * A suite's missing prerequisite: vitest prints just its one line (no stack, no code frame), so
- * the reader sees what is missing and how to get it, and nothing else.
- */
-export class MissingPrerequisite extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'MissingPrerequisite';
-    this.stack = `${this.name}: ${message}`;
-  }
-}
+export { MissingPrerequisite };
 
 /** The redis-server binary, or the one-line failure saying how to get it. */
 export function redisServerBinary(): string {

@@ -1,6 +1,18 @@
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 
+/**
+ * A suite's missing prerequisite: vitest prints just its one line (no stack, no code frame), so
+ * the reader sees what is missing and how to get it, and nothing else.
+ */
+export class MissingPrerequisite extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MissingPrerequisite';
+    this.stack = `${this.name}: ${message}`;
+  }
+}
+
 /** A free TCP port on loopback, for processes the tests start themselves. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -43,4 +55,33 @@ export function which(binary: string): string | null {
     if (dir && existsSync(`${dir}/${binary}`)) return `${dir}/${binary}`;
   }
   return null;
+}
+
+/**
+ * The command that renders a kustomization directory: `kubectl kustomize DIR`, else a standalone
+ * `kustomize build DIR`; or the one-line failure saying how to get one.
+ */
+export function kustomizeCommand(): (dir: string) => [string, string[]] {
+  const kubectl = which('kubectl');
+  if (kubectl) return (dir) => [kubectl, ['kustomize', dir]];
+  const kustomize = which('kustomize');
+  if (kustomize) return (dir) => [kustomize, ['build', dir]];
+  throw new MissingPrerequisite(
+    'neither kubectl nor kustomize is on PATH: install one to render deploy/k8s ' +
+      '(no Debian package has them: https://kubernetes.io/docs/tasks/tools/)',
+  );
+}
+
+/** Whether kustomizeCommand has something to run. */
+export function kustomizeOnPath(): boolean {
+  return which('kubectl') !== null || which('kustomize') !== null;
+}
+
+/** script(1), which runs a command on a pseudo-terminal; or the one-line failure saying how to get it. */
+export function scriptBinary(): string {
+  const binary = which('script');
+  if (!binary) {
+    throw new MissingPrerequisite('script is not on PATH: install util-linux (apt-get install bsdutils on Debian)');
+  }
+  return binary;
 }
