@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,6 +132,29 @@ describe('gateway processes on one Redis', () => {
       timeout: 1_000,
       interval: 50,
     });
+  });
+
+  it('a key from the shared keys file expires at its moment on every replica', async () => {
+    const keysFile = join(dir, `expiring-${Date.now()}.json`);
+    const { key } = await createKeyInFile(keysFile, 'pro', null);
+    // Some seconds from now: the replicas are up well before (starting two takes a few seconds on
+    // a busy machine), and each must refuse it from then on.
+    const expiresAt = new Date(Date.now() + 8_000).toISOString();
+    const entries = JSON.parse(await readFile(keysFile, 'utf8')) as Array<Record<string, unknown>>;
+    await writeFile(keysFile, JSON.stringify(entries.map((e) => ({ ...e, expiresAt }))));
+    const prefix = `kx${Date.now()}:`;
+    const [a, b] = await Promise.all([
+      replica(prefix, { API_KEYS_FILE: keysFile }),
+      replica(prefix, { API_KEYS_FILE: keysFile }),
+    ]);
+    for (const r of [a, b]) expect((await get(r, key)).status).toBe(200);
+    for (const r of [a, b]) {
+      await vi.waitFor(async () => expect((await get(r, key)).code).toBe('expired_api_key'), {
+        timeout: 15_000,
+        interval: 100,
+      });
+    }
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(expiresAt));
   });
 
   it('a revocation and a plan change on one replica apply on the other within 1 s (MongoDB key store)', async (ctx) => {
