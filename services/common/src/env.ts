@@ -100,7 +100,9 @@ export function redactUrl(url: string): string {
  * scheme) and the query (which may carry secrets) hidden, everything else kept.
  */
 export function redactValue(value: string): string {
-  const query = value.indexOf('?');
-  const head = query < 0 ? value : `${value.slice(0, query)}?***`;
-  return head.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?[^:@/?#]*):[^@/?#]*@/i, '$1:***@');
+  // Greedy to the last '@': an unencoded '/', '#' or '?' in a password is what makes a URL invalid,
+  // and then the whole value is quoted. (An '@' later in a path or query hides more, never less.)
+  const redacted = value.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?[^:@/]*):.*@/i, '$1:***@');
+  const query = redacted.indexOf('?', redacted.lastIndexOf('@') + 1);
+  return query < 0 ? redacted : `${redacted.slice(0, query)}?***`;
 }

@@ -26,8 +26,16 @@ function lingerThenDestroy(this: Socket): void {
   // Dropping its listener and adding one of our own takes the socket back from the parser,
   // which otherwise reads straight from the handle.
   this.removeAllListeners('data');
+  if (this.readableEnded) {
+    // The client already finished sending: nothing to wait for once the answer is out.
+    if (this.writableFinished) this.destroy();
+    else this.once('finish', () => this.destroy());
+    return;
+  }
   let left = LINGER_BYTES;
   const timer = setTimeout(() => this.destroy(), LINGER_MS);
+  // A linger never holds a shutting-down process open.
+  timer.unref();
   this.on('data', (chunk: Buffer) => {
     left -= chunk.length;
     if (left <= 0) this.destroy();

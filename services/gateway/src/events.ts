@@ -83,10 +83,18 @@ export class RedisEventBus implements EventBus {
   private state: 'starting' | 'up' | 'down' = 'starting';
   private subscribing = false;
   private closed = false;
-  private probesSent = 0;
+  /** Probes numbered as sent; the highest whose PUBLISH Redis accepted; the highest seen back. */
+  private probeNumber = 0;
+  private probesPublished = 0;
   private probesSeen = 0;
+  /** Down because a probe did not come back: only a returning probe, not a SUBSCRIBE reply, says it is up. */
+  private deliveryDoubted = false;
   private readonly onReady = () => this.subscribeChannel();
-  private readonly onClose = () => this.down('the connection closed');
+  private readonly onClose = () => {
+    // A new connection's SUBSCRIBE reply is good evidence again.
+    this.deliveryDoubted = false;
+    this.down('the connection closed');
+  };
   private readonly onNodeLeft = () => this.emit({ type: 'missed-events' });
   private readonly onMessage = (ch: string, message: string) => {
     if (ch !== this.channel) return;
@@ -114,6 +122,7 @@ export class RedisEventBus implements EventBus {
     this.timer.unref();
   }
 
+  /** Read by the tests and by nothing on the request path: the gauge is what operators watch. */
   get isSubscribed(): boolean {
     return this.state === 'up';
   }
@@ -132,7 +141,7 @@ export class RedisEventBus implements EventBus {
     this.subscriber.subscribe(this.channel).then(
       () => {
         this.subscribing = false;
-        this.up();
+        if (!this.deliveryDoubted) this.up();
       },
       (err: Error) => {
         this.subscribing = false;
@@ -159,6 +168,8 @@ export class RedisEventBus implements EventBus {
     if (this.state === 'up' || this.closed) return;
     const again = this.state === 'down';
     this.state = 'up';
+    // Probes published while it was down could not come back: they prove nothing now.
+    this.probesSeen = Math.max(this.probesSeen, this.probesPublished);
     // Pub/sub keeps nothing for a disconnected subscriber: lifted bans published meanwhile are
     // lost, so this replica drops what it remembers and asks Redis again.
     if (again) this.emit({ type: 'missed-events' });
@@ -172,13 +183,22 @@ export class RedisEventBus implements EventBus {
   }
 
   private probe(): void {
-    if (this.probesSeen < this.probesSent && this.state === 'up') this.down('a probe message did not come back');
+    if (this.state === 'up' && this.probesSeen < this.probesPublished) {
+      this.deliveryDoubted = true;
+      this.down('a probe message did not come back');
+    }
     // A failed SUBSCRIBE, or a subscription lost without a reconnect (a Cluster node): try again.
     if (this.state !== 'up' && this.subscriber.status === 'ready') this.subscribeChannel();
-    const n = ++this.probesSent;
-    this.publisher.publish(this.channel, `${PROBE_PREFIX}${this.replica}:${n}"}`).catch(() => {
-      // Redis is unreachable: the connection's own events and the next probe say so.
-    });
+    const n = ++this.probeNumber;
+    this.publisher.publish(this.channel, `${PROBE_PREFIX}${this.replica}:${n}"}`).then(
+      () => {
+        // Only a probe Redis took is expected back: a failing publisher says nothing of delivery.
+        this.probesPublished = Math.max(this.probesPublished, n);
+      },
+      () => {
+        // Redis is unreachable: the connection's own events and the next probe say so.
+      },
+    );
   }
 
   private probeSeen(message: string): void {
@@ -186,6 +206,7 @@ export class RedisEventBus implements EventBus {
     const colon = body.indexOf(':');
     if (body.slice(0, colon) !== this.replica) return;
     this.probesSeen = Math.max(this.probesSeen, Number(body.slice(colon + 1)));
+    this.deliveryDoubted = false;
     this.up();
   }
 }

@@ -13,7 +13,7 @@ export type ResponseHeaders = Record<string, string | string[]>;
 
 export interface ForwardPolicy {
   /** The headers to pass back, from the upstream's raw name/value pairs. */
-  responseHeaders(raw: Buffer[]): ResponseHeaders;
+  responseHeaders(raw: Buffer[], status: number): ResponseHeaders;
   /** Answers a failure that happened before anything was sent to the client. */
   fail(reply: FastifyReply, error: Error): void;
   /**
@@ -61,8 +61,9 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     this.statusCode = statusCode;
-    this.errorStatus = statusCode >= 400;
-    this.headers = this.policy.responseHeaders(rawHeaders);
+    // A HEAD answer has no body to judge: its status and allowed headers pass as they are.
+    this.errorStatus = statusCode >= 400 && this.reply.request.method !== 'HEAD';
+    this.headers = this.policy.responseHeaders(rawHeaders, statusCode);
     this.resume = resume;
     return true;
   }

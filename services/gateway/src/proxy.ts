@@ -70,7 +70,6 @@ const ALLOWED_RESPONSE_HEADERS = new Set<string>([
   'sunset',
   'etag',
   'last-modified',
-  'vary',
 ]);
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -161,15 +160,17 @@ function connectionTokens(value: string | string[]): Set<string> {
 }
 
 /**
- * The response headers the client gets: the upstream's in ALLOWED_RESPONSE_HEADERS, marked
- * no-store: answers to keyed requests are the caller's own, never for a shared cache. A
+ * The response headers the client gets: the upstream's in ALLOWED_RESPONSE_HEADERS (and the
+ * Retry-After of a 503), marked no-store: answers to keyed requests are the caller's own, never for
+ * a shared cache, so an upstream Vary would mean nothing (and would replace the CORS hook's). A
  * repeated field keeps every value.
  */
-function clientHeaders(raw: Buffer[]): ResponseHeaders {
+function clientHeaders(raw: Buffer[], status: number): ResponseHeaders {
   const out: ResponseHeaders = {};
   for (let i = 0; i < raw.length; i += 2) {
     const name = (raw[i] as Buffer).toString('latin1').toLowerCase();
-    if (!ALLOWED_RESPONSE_HEADERS.has(name)) continue;
+    // pets' 503 overloaded says when to come back; the gateway's own 429s set their own.
+    if (!ALLOWED_RESPONSE_HEADERS.has(name) && !(status === 503 && name === 'retry-after')) continue;
     const value = (raw[i + 1] as Buffer).toString('latin1');
     const earlier = out[name];
     if (earlier === undefined) out[name] = value;

@@ -357,12 +357,24 @@ describe('upstream error answers', () => {
     expect(res.body).not.toContain('db-7');
   });
 
-  it('an upstream 503 Error body passes unchanged, status and bytes (its Retry-After does not)', async () => {
+  it('an upstream 503 Error body passes unchanged, status, bytes and the Retry-After it announces', async () => {
     const { gw, headers } = await keyed();
     const res = await gw.app.inject({ url: '/v1/pets/error-503', headers });
     expect(res.statusCode).toBe(503);
     expect(res.body).toBe(UPSTREAM_503);
-    expectErrorBody(res);
+    expect(res.headers['retry-after']).toBe('30');
+    expect(JSON.parse(res.body)).toMatchObject({ status: 503 });
+    expect(res.headers['x-ratelimit-limit']).toBe('300');
+  });
+
+  it('an upstream error answer to HEAD passes with its status, not replaced nor counted as an upstream fault', async () => {
+    const { gw, headers } = await keyed();
+    const res = await gw.app.inject({ method: 'HEAD', url: '/v1/pets/text-404', headers });
+    expect(res.statusCode).toBe(404);
+    expect(res.body).toBe('');
+    expect(res.headers.server).toBeUndefined();
+    const metrics = await gw.deps.registry.metrics();
+    expect(metrics).not.toMatch(/gateway_upstream_errors_total\{[^}]*kind="error_body"[^}]*\} [1-9]/);
   });
 
   it('an error body over the buffered size is replaced, never streamed through', async () => {

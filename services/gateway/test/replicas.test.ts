@@ -277,7 +277,14 @@ describe('two gateway replicas sharing one Redis', () => {
     const logs: Record<string, unknown>[] = [];
     const keyStore = new MemoryKeyStore();
     const prefix = `s${Date.now()}:`;
-    const gw = await startGateway({ redisUrl: redis.url, upstream: upstream.url, prefix, keyStore, logs });
+    const gw = await startGateway({
+      redisUrl: redis.url,
+      upstream: upstream.url,
+      prefix,
+      keyStore,
+      logs,
+      eventProbeMs: 100,
+    });
     open.push(gw);
     expect(await subscribedGauge(gw)).toBe(1);
     expect(logs.filter((l) => String(l.msg).startsWith('key events: subscribed'))).toHaveLength(1);
@@ -290,9 +297,23 @@ describe('two gateway replicas sharing one Redis', () => {
     expect(lost).toHaveLength(1);
     expect(lost[0]?.level).toBe(40);
 
+    // Down for a few probes, each published and never heard: they must not count once it is back.
+    const watcher = await connected(redisClient(redis.url));
+    const probes = new EventEmitter();
+    watcher.on('message', (_channel: string, message: string) => {
+      if (message.startsWith('{"probe"')) probes.emit('probe');
+    });
+    await watcher.subscribe(`${prefix}events`);
+    for (let i = 0; i < 3; i++) await once(probes, 'probe');
+
     await subscriber.connect();
     await vi.waitFor(async () => expect(await subscribedGauge(gw)).toBe(1), { timeout: 5_000 });
     expect(logs.filter((l) => String(l.msg).startsWith('key events: subscription back'))).toHaveLength(1);
+    // Probes go by and come back: up it stays, lost it was once.
+    for (let i = 0; i < 4; i++) await once(probes, 'probe');
+    watcher.disconnect();
+    expect(await subscribedGauge(gw)).toBe(1);
+    expect(logs.filter((l) => String(l.msg).startsWith('key events: not subscribed'))).toHaveLength(1);
   });
 
   it('subscribe once Redis allows it, after refusing the subscription at start (a probe retries it)', async () => {

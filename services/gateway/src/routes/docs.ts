@@ -121,7 +121,8 @@ export async function docsRoutes(app: FastifyInstance, opts: DocsOptions): Promi
   app.get('/v1/openapi.json', async (_request, reply) => {
     try {
       const doc = await source.get();
-      return reply.header('cache-control', 'public, max-age=60').send(doc);
+      // private: the answer carries this address's rate-limit headers, not for a shared cache.
+      return reply.header('cache-control', 'private, max-age=60').send(doc);
     } catch (err) {
       return sendError(reply, unavailable(err));
     }
