@@ -220,7 +220,7 @@ function replacementBody(status: number): ErrorBody {
     case 405:
       return errorBody(405, 'method_not_allowed', 'This method is not allowed here');
     case 413:
-      return errorBody(413, 'payload_too_large', 'Request body is larger than the limit');
+      return errorBody(413, 'payload_too_large', BODY_TOO_LARGE);
     case 415:
       return errorBody(415, 'unsupported_media_type', 'Content-Type must be application/json');
     case 500:
