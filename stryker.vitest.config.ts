@@ -1,0 +1,33 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import base from './vitest.config.js';
+
+// The vitest configuration `npm run mutate` runs: the repository's, with its `suites` project
+// alone (stryker.config.mjs picks the test files).
+//
+// Stryker runs it inside a copy of the repository (.stryker-tmp/sandbox-*), but node_modules
+// there is a link to the real one, whose workspace links lead back to the real services: a test
+// that imports `@animal-store/gateway/…` or `@animal-store/tests/…` would load the sources
+// Stryker never mutated. These aliases keep both names inside the copy the config file sits in.
+const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
+
+const projects = (base.test?.projects ?? []) as TestProjectInlineConfiguration[];
+const suites = projects.find((project) => project.test?.name === 'suites');
+if (!suites?.test) throw new Error('vitest.config.ts has no `suites` project');
+
+export default defineConfig({
+  ...base,
+  resolve: {
+    alias: [
+      { find: /^@animal-store\/gateway\/test\/(.*)\.js$/, replacement: here('./services/gateway/test/$1.ts') },
+      { find: /^@animal-store\/gateway\/(.*)\.js$/, replacement: here('./services/gateway/src/$1.ts') },
+      { find: /^@animal-store\/tests\/support\/(.*)\.js$/, replacement: here('./tests/support/$1.ts') },
+    ],
+  },
+  test: {
+    ...base.test,
+    // Stryker reads results through its own reporter; the CI summary line would only repeat.
+    reporters: ['dot'],
+    projects: [suites],
+  },
+});
