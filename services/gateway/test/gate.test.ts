@@ -72,6 +72,23 @@ describe('authentication', () => {
     );
   });
 
+  it('gives no "put Bearer in front" hint to a Bearer header with a word before a well-formed key', async () => {
+    const gw = await gateway();
+    const { key } = await addKey(gw.deps, 'free');
+    const res = await gw.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer extra ${key}` } });
+    expectError(res, 401, 'missing_api_key');
+    expect(res.json().message).toBe('Send your API key as "Authorization: Bearer <API_KEY>"');
+  });
+
+  it('answers 404 (not 401) for a path nothing serves without a key, counted as a keyless request', async () => {
+    const gw = await gateway();
+    const res = await gw.app.inject({ url: '/v1/nowhere' });
+    expectError(res, 404, 'not_found');
+    expectRateLimitHeaders(res.headers, 60, 59);
+    const metrics = await gw.deps.registry.metrics();
+    expect(metrics).toMatch(/gateway_anonymous_requests_total\{[^}]*reason="missing"[^}]*\} 1/);
+  });
+
   it('refuses malformed keys without asking the key store', async () => {
     const gw = await gateway();
     for (const key of ['nope', generateApiKey().replace(/.$/, '!'), `${generateApiKey()}x`]) {
