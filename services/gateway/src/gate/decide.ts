@@ -1,0 +1,84 @@
+import { ApiError } from '@animal-store/common/errors.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Counter } from 'prom-client';
+import '../access-fields.js';
+import type { KeyRecord } from '../keys/key-store.js';
+import type { GuardedDecision } from '../limits/guarded-limiter.js';
+import { setBannedHeaders, setRateLimitHeaders } from '../limits/headers.js';
+import { MINUTE_MS, windowsFor } from '../limits/key-limiter.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { Limits } from '../plans.js';
+import { UNAVAILABLE_RETRY_SECONDS } from './refuse.js';
+
+export interface DecisionOptions {
+  metrics: GatewayMetrics;
+  now: () => number;
+  /** The length of a ban (BAN_SECONDS), reported in RateLimit-Policy while a key is banned. */
+  banSeconds: number;
+}
+
+/**
+ * Applies a key limiter's decision to the request: counted, recorded for the access line, its
+ * rate-limit headers set. Returns the refusal (429, 503), or undefined when the request may go on.
+ */
+export type ApplyDecision = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  record: KeyRecord,
+  limits: Limits,
+  decision: GuardedDecision,
+) => ApiError | undefined;
+
+export function limiterDecisions({ metrics, now, banSeconds }: DecisionOptions): ApplyDecision {
+  // One counter child per outcome and source, found without hashing labels on every request.
+  const decisionCounters = new Map<string, Counter.Internal>();
+  function decisionCounter(decision: GuardedDecision): Counter.Internal {
+    const id = `${decision.outcome}/${decision.source}`;
+    let child = decisionCounters.get(id);
+    if (!child) {
+      child = metrics.decisions.labels({ decision: decision.outcome, source: decision.source });
+      decisionCounters.set(id, child);
+    }
+    return child;
+  }
+
+  return (request, reply, record, limits, decision) => {
+    const at = now();
+    decisionCounter(decision).inc();
+    request.limiterDecision = decision.outcome;
+    request.limiterSource = decision.source;
+    switch (decision.outcome) {
+      case 'admitted':
+        setRateLimitHeaders(reply, decision.windows, at);
+        return undefined;
+      case 'limited':
+        setRateLimitHeaders(reply, decision.windows, at);
+        return new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded for the ${record.plan} plan`, {
+          'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)),
+        });
+      case 'banned':
+        if (decision.started) {
+          metrics.bans.inc({ source: decision.source });
+          // The key id is in the request logger's bindings.
+          request.log.warn(
+            { refusals: decision.started.refusals, banEndsAt: new Date(decision.banEndsAt).toISOString() },
+            'API key banned for ignoring rate limits',
+          );
+        }
+        setBannedHeaders(reply, decision.windows, at, decision.banEndsAt, banSeconds);
+        return new ApiError(429, 'api_key_banned', 'This API key is temporarily banned for ignoring rate limits', {
+          'retry-after': String(Math.max(1, Math.ceil((decision.banEndsAt - at) / 1000))),
+        });
+      case 'unavailable':
+        setRateLimitHeaders(
+          reply,
+          windowsFor(limits, 0, MINUTE_MS, 0, 0, at),
+          at,
+          at + UNAVAILABLE_RETRY_SECONDS * 1000,
+        );
+        return new ApiError(503, 'rate_limiter_unavailable', 'Rate limiting is unavailable; retry shortly', {
+          'retry-after': String(UNAVAILABLE_RETRY_SECONDS),
+        });
+    }
+  };
+}

@@ -1,0 +1,73 @@
+import { ApiError } from '@animal-store/common/errors.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { BEARER_CHALLENGE, invalidTokenChallenge } from '../bearer.js';
+import { setExhaustedAnonymousHeaders } from '../limits/headers.js';
+import type { KeylessCharge, KeylessReason } from '../limits/keyless.js';
+import type { KeyRefusal } from './authenticate.js';
+
+/** Seconds a client is told to wait when the limiter or the key store is unavailable. */
+export const UNAVAILABLE_RETRY_SECONDS = 5;
+const INVALID = invalidTokenChallenge('The API key is not valid');
+
+type Done = (err?: Error) => void;
+
+/**
+ * Counts a request without a usable key against its address, then calls `done` with that
+ * limit's 429 when the address is over it, else with nothing: the request goes on (the API
+ * reference, a path nothing serves).
+ */
+export function chargeAddress(
+  keyless: KeylessCharge,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  reason: KeylessReason,
+  done: Done,
+): void {
+  keyless(request, reply, reason).then((limited) => done(limited ?? undefined), done);
+}
+
+/**
+ * Refuses a request without a usable key; it counts against its address's limit first, so
+ * `done` gets that limit's 429 when the address is over it, else the refusal's 401.
+ */
+export function refuseKeyless(
+  keyless: KeylessCharge,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  { reason, error }: KeyRefusal,
+  done: Done,
+): void {
+  keyless(request, reply, reason).then(
+    (limited) => done(limited ?? (reason === 'missing' ? missingKey() : (error ?? invalidKey()))),
+    done,
+  );
+}
+
+function missingKey(): ApiError {
+  return new ApiError(
+    401,
+    'missing_api_key',
+    'Send your API key as "Authorization: Bearer <API_KEY>"',
+    BEARER_CHALLENGE,
+  );
+}
+
+function invalidKey(): ApiError {
+  return new ApiError(401, 'invalid_api_key', 'The API key is not valid', INVALID);
+}
+
+/** The 503 for a key the cache does not hold while the key store cannot be asked. */
+export function keyStoreUnavailable(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  err: unknown,
+  anonymousPerMinute: number,
+  at: number,
+): ApiError {
+  request.log.error({ err }, 'key store unavailable');
+  // The key's plan is unknown here: report the per-address limit as exhausted until the retry.
+  setExhaustedAnonymousHeaders(reply, anonymousPerMinute, at, at + UNAVAILABLE_RETRY_SECONDS * 1000);
+  return new ApiError(503, 'upstream_unavailable', 'Cannot verify API keys right now; retry shortly', {
+    'retry-after': String(UNAVAILABLE_RETRY_SECONDS),
+  });
+}
