@@ -7,7 +7,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
 import { adminAuth } from './auth-limit.js';
-import { adminRoutes } from './routes.js';
+import { adminRoutes } from './routes/index.js';
 
 /**
  * Answers here carry plaintext keys (create, rotate) and key records: no cache on the way may keep
@@ -19,7 +19,7 @@ function noStore(reply: FastifyReply): void {
 
 /**
  * The operators' API on its own listener (ADMIN_HOST/ADMIN_PORT), never the public one: the
- * server and its token check; the routes are in routes.ts.
+ * server and its token check; the routes are in routes/, one file per resource.
  */
 export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): Promise<FastifyInstance> {
   const token = config.adminToken;

@@ -40,7 +40,7 @@ export class GuardedLimiter {
   private failing = false;
   private retrySharedAt = 0;
   constructor(
-    readonly primary: KeyLimiter,
+    private readonly primary: KeyLimiter,
     private readonly fallback: KeyLimiter | null,
     private readonly mode: FailureMode,
     private readonly now: () => number,
@@ -117,6 +117,11 @@ export class GuardedLimiter {
         else known.endsAt = endsAt;
       }),
     );
+  }
+
+  /** When the key's ban in the shared limiter ends (epoch ms), or null when it is not banned. */
+  banEndsAt(keyId: string): Promise<number | null> {
+    return this.primary.banEndsAt(keyId);
   }
 
   /** The key's state in the shared limiter (the fallback's counts are per replica and partial). */

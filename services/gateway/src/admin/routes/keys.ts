@@ -1,15 +1,11 @@
-import { ApiError, clipped, ErrorSchema } from '@animal-store/common/errors.js';
+import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Static } from '@sinclair/typebox';
 import { Type } from '@sinclair/typebox';
-import type { FastifyBaseLogger } from 'fastify';
-import type { GatewayDeps } from '../deps.js';
-import { announceKeyChange } from '../key-sync.js';
-import { createKey, newSecret } from '../keys/create-key.js';
-import { parseExpiry, previousSecretEnds } from '../keys/expiry.js';
-import type { KeyChanges, KeyRecord } from '../keys/key-store.js';
-import type { WindowUsage } from '../limits/key-limiter.js';
-import { limitsAfterChange, limitsFor, planProblem } from '../plans.js';
+import { announceKeyChange } from '../../key-sync.js';
+import { createKey, newSecret } from '../../keys/create-key.js';
+import { parseExpiry, previousSecretEnds } from '../../keys/expiry.js';
+import type { KeyChanges, KeyRecord } from '../../keys/key-store.js';
+import { limitsAfterChange, limitsFor, planProblem } from '../../plans.js';
 import {
   CreatedKeySchema,
   CreateKeySchema,
@@ -19,63 +15,14 @@ import {
   RotatedKeySchema,
   RotateKeySchema,
   UpdateKeySchema,
-  UsageSchema,
-} from './schemas.js';
+} from '../schemas.js';
+import { type AdminRouteOptions, audit, errors, findKey, keyView } from '../shared.js';
 
-type Source = 'store' | 'file';
-type AdminAction = 'create' | 'update' | 'rotate' | 'revoke' | 'unban';
-
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 503: ErrorSchema };
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
-}
-
-/**
- * The admin API's routes: create, list, show, update, rotate and revoke keys, read their live
- * usage, and lift bans. Every change evicts the key here and tells the other replicas.
- */
-export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = async (app, { deps }) => {
-  /** One audit line and one count per change; the line names fields, never a secret. */
-  function audit(log: FastifyBaseLogger, action: AdminAction, keyId: string, fields: Record<string, unknown> = {}) {
-    deps.metrics.adminActions.inc({ action });
-    log.info({ audit: action, keyId, ...fields }, `admin: ${action} ${keyId}`);
-  }
-
-  async function view(record: KeyRecord, source: Source): Promise<Static<typeof KeyViewSchema>> {
-    let bannedUntil: number | null = null;
-    try {
-      bannedUntil = await deps.limiter.primary.banEndsAt(record.id);
-    } catch {
-      // Ban state is informative here; an unreachable Redis must not hide the key.
-    }
-    return {
-      id: record.id,
-      name: record.name,
-      plan: record.plan,
-      limits: limitsFor(record.plan, record.limits),
-      createdAt: record.createdAt,
-      source,
-      ...(record.prefix ? { prefix: record.prefix } : {}),
-      ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
-      ...(record.previous ? { previousKeyExpiresAt: record.previous.expiresAt } : {}),
-      ...(record.updatedAt ? { updatedAt: record.updatedAt } : {}),
-      ...(record.revokedAt ? { revokedAt: record.revokedAt } : {}),
-      ...(bannedUntil ? { bannedUntil: iso(bannedUntil) } : {}),
-    };
-  }
-
-  async function findKey(id: string): Promise<{ record: KeyRecord; source: Source }> {
-    const fromFile = deps.keyResolver.fileRecord(id);
-    if (fromFile) return { record: fromFile, source: 'file' };
-    const record = await deps.keyStore.get(id);
-    if (!record) throw new ApiError(404, 'not_found', `No key with id ${clipped(id)}`);
-    return { record, source: 'store' };
-  }
-
+/** Keys: create, list, show, update, rotate and revoke. */
+export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
   /** A stored, unrevoked key: what update and rotate act on. */
   async function findLiveStoreKey(id: string, doing: string): Promise<KeyRecord> {
-    const { record, source } = await findKey(id);
+    const { record, source } = await findKey(deps, id);
     if (source === 'file') {
       throw new ApiError(
         409,
@@ -106,7 +53,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asy
         new Date(now),
       );
       await deps.keyStore.insert(record);
-      audit(request.log, 'create', record.id, { plan, ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}) });
+      audit(deps, request.log, 'create', record.id, {
+        plan,
+        ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
+      });
       return reply.code(201).send({
         id: record.id,
         key,
@@ -122,8 +72,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asy
   app.get('/admin/keys', { schema: { response: { 200: Type.Array(KeyViewSchema), ...errors } } }, async () => {
     const stored = await deps.keyStore.list();
     return Promise.all([
-      ...deps.keyResolver.fileRecords().map((r) => view(r, 'file')),
-      ...stored.map((r) => view(r, 'store')),
+      ...deps.keyResolver.fileRecords().map((r) => keyView(deps, r, 'file')),
+      ...stored.map((r) => keyView(deps, r, 'store')),
     ]);
   });
 
@@ -131,8 +81,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asy
     '/admin/keys/:id',
     { schema: { params: KeyIdParams, response: { 200: KeyViewSchema, ...errors } } },
     async (request) => {
-      const { record, source } = await findKey(request.params.id);
-      return view(record, source);
+      const { record, source } = await findKey(deps, request.params.id);
+      return keyView(deps, record, source);
     },
   );
 
@@ -166,11 +116,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asy
       // Revoked between the read and the write.
       if (!updated) throw new ApiError(409, 'conflict', `Key ${current.id} was revoked`);
       await announceKeyChange(deps, 'key-changed', updated.id, request.log);
-      audit(request.log, 'update', updated.id, {
+      audit(deps, request.log, 'update', updated.id, {
         changed: fields,
         ...(body.plan !== undefined && body.plan !== current.plan ? { from: current.plan, to: body.plan } : {}),
       });
-      return view(updated, 'store');
+      return keyView(deps, updated, 'store');
     },
   );
 
@@ -197,7 +147,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asy
       );
       if (!rotated) throw new ApiError(409, 'conflict', `Key ${current.id} was revoked`);
       await announceKeyChange(deps, 'key-changed', rotated.id, request.log);
-      audit(request.log, 'rotate', rotated.id, { previousKeyExpiresAt: previousExpiresAt });
+      audit(deps, request.log, 'rotate', rotated.id, { previousKeyExpiresAt: previousExpiresAt });
       return {
         id: rotated.id,
         key: secret.key,
@@ -210,41 +160,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asy
     },
   );
 
-  app.get(
-    '/admin/keys/:id/usage',
-    { schema: { params: KeyIdParams, response: { 200: UsageSchema, ...errors } } },
-    async (request) => {
-      const { record } = await findKey(request.params.id);
-      const limits = limitsFor(record.plan, record.limits);
-      let usage: Awaited<ReturnType<typeof deps.limiter.usage>>;
-      try {
-        usage = await deps.limiter.usage(record.id);
-      } catch (err) {
-        request.log.error({ err }, 'cannot read usage');
-        throw new ApiError(503, 'rate_limiter_unavailable', 'Cannot reach the rate limiter to read usage; retry');
-      }
-      const window = (limit: number, w: WindowUsage) => ({
-        limit,
-        used: w.used,
-        remaining: Math.max(0, limit - w.used),
-        resetAt: w.resetAt === null ? null : iso(w.resetAt),
-      });
-      return {
-        id: record.id,
-        plan: record.plan,
-        limits,
-        windows: { minute: window(limits.perMinute, usage.minute), day: window(limits.perDay, usage.day) },
-        ban: usage.banEndsAt === null ? null : { until: iso(usage.banEndsAt) },
-        refusals: usage.refusals,
-      };
-    },
-  );
-
   app.delete(
     '/admin/keys/:id',
     { schema: { params: KeyIdParams, response: { 204: Type.Null(), ...errors } } },
     async (request, reply) => {
-      const { record, source } = await findKey(request.params.id);
+      const { record, source } = await findKey(deps, request.params.id);
       if (source === 'file') {
         throw new ApiError(
           409,
@@ -255,27 +175,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ deps: GatewayDeps }> = asy
       if (!record.revokedAt) {
         await deps.keyStore.revoke(record.id, new Date(deps.now()));
         await announceKeyChange(deps, 'key-revoked', record.id, request.log);
-        audit(request.log, 'revoke', record.id);
+        audit(deps, request.log, 'revoke', record.id);
       }
-      return reply.code(204).send(null);
-    },
-  );
-
-  app.delete(
-    '/admin/keys/:id/ban',
-    { schema: { params: KeyIdParams, response: { 204: Type.Null(), ...errors } } },
-    async (request, reply) => {
-      const { record } = await findKey(request.params.id);
-      try {
-        await deps.limiter.liftBan(record.id);
-      } catch (err) {
-        request.log.error({ err }, 'cannot lift ban');
-        throw new ApiError(503, 'rate_limiter_unavailable', 'Cannot reach the rate limiter to lift the ban; retry');
-      }
-      await deps.events.publish({ type: 'ban-lifted', id: record.id }).catch((err) => {
-        request.log.warn({ err }, 'ban-lift event not published');
-      });
-      audit(request.log, 'unban', record.id);
       return reply.code(204).send(null);
     },
   );

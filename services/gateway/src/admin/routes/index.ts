@@ -1,0 +1,16 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AdminRouteOptions } from '../shared.js';
+import { banRoutes } from './bans.js';
+import { keyRoutes } from './keys.js';
+import { usageRoutes } from './usage.js';
+
+/**
+ * The admin API's routes, one file per resource: keys (create, list, show, update, rotate,
+ * revoke), their live usage, their bans. Every change evicts the key here and tells the other
+ * replicas.
+ */
+export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, opts) => {
+  await app.register(keyRoutes, opts);
+  await app.register(usageRoutes, opts);
+  await app.register(banRoutes, opts);
+};

@@ -1,0 +1,70 @@
+import { ApiError, clipped, ErrorSchema } from '@animal-store/common/errors.js';
+import type { Static } from '@sinclair/typebox';
+import type { FastifyBaseLogger } from 'fastify';
+import type { GatewayDeps } from '../deps.js';
+import type { KeyRecord } from '../keys/key-store.js';
+import { limitsFor } from '../plans.js';
+import type { KeyViewSchema } from './schemas.js';
+
+/** What the admin routes are given: the gateway's collaborators, built once in deps.ts. */
+export interface AdminRouteOptions {
+  deps: GatewayDeps;
+}
+
+export type Source = 'store' | 'file';
+type AdminAction = 'create' | 'update' | 'rotate' | 'revoke' | 'unban';
+
+export const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 503: ErrorSchema };
+
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** One audit line and one count per change; the line names fields, never a secret. */
+export function audit(
+  deps: GatewayDeps,
+  log: FastifyBaseLogger,
+  action: AdminAction,
+  keyId: string,
+  fields: Record<string, unknown> = {},
+): void {
+  deps.metrics.adminActions.inc({ action });
+  log.info({ audit: action, keyId, ...fields }, `admin: ${action} ${keyId}`);
+}
+
+/** A key by id, from API_KEYS_FILE first, then the store; 404 when neither has it. */
+export async function findKey(deps: GatewayDeps, id: string): Promise<{ record: KeyRecord; source: Source }> {
+  const fromFile = deps.keyResolver.fileRecord(id);
+  if (fromFile) return { record: fromFile, source: 'file' };
+  const record = await deps.keyStore.get(id);
+  if (!record) throw new ApiError(404, 'not_found', `No key with id ${clipped(id)}`);
+  return { record, source: 'store' };
+}
+
+/** What an operator sees of a key: never its hash, with its ban if the limiter can say. */
+export async function keyView(
+  deps: GatewayDeps,
+  record: KeyRecord,
+  source: Source,
+): Promise<Static<typeof KeyViewSchema>> {
+  let bannedUntil: number | null = null;
+  try {
+    bannedUntil = await deps.limiter.banEndsAt(record.id);
+  } catch {
+    // Ban state is informative here; an unreachable Redis must not hide the key.
+  }
+  return {
+    id: record.id,
+    name: record.name,
+    plan: record.plan,
+    limits: limitsFor(record.plan, record.limits),
+    createdAt: record.createdAt,
+    source,
+    ...(record.prefix ? { prefix: record.prefix } : {}),
+    ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
+    ...(record.previous ? { previousKeyExpiresAt: record.previous.expiresAt } : {}),
+    ...(record.updatedAt ? { updatedAt: record.updatedAt } : {}),
+    ...(record.revokedAt ? { revokedAt: record.revokedAt } : {}),
+    ...(bannedUntil ? { bannedUntil: iso(bannedUntil) } : {}),
+  };
+}
