@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { RATE_LIMIT_HEADER_NAMES } from './openapi.js';
+import { RATE_LIMIT_HEADER_NAMES } from './limits/headers.js';
 
 export interface CorsOptions {
   /** Exact origins (scheme://host[:port]) a browser app may call the API from. */

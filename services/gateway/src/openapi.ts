@@ -1,8 +1,10 @@
 import { type ErrorBody, type ErrorCode, ErrorSchema, errorBody } from '@animal-store/common/errors.js';
 import { API_INDEX_OPERATION } from './api-index.js';
 import type { ApiDocumentConfig } from './config.js';
+import { RATE_LIMIT_HEADER_NAMES } from './limits/headers.js';
 import type { BanPolicy } from './limits/key-limiter.js';
 import { PLAN_LIMITS } from './plans.js';
+import { PETS_CLOSED, PETS_TIMEOUT, PETS_UNAVAILABLE } from './upstream-failure.js';
 
 /** The parts of an OpenAPI 3.1 document the gateway touches; everything else passes through as it is. */
 export interface OpenApiDocument {
@@ -39,15 +41,7 @@ interface ResponseObject {
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
 /** Header components the gateway adds; every response of every operation refers to the rate-limit ones. */
-export const RATE_LIMIT_HEADER_NAMES = [
-  'X-RateLimit-Limit',
-  'X-RateLimit-Remaining',
-  'X-RateLimit-Reset',
-  'RateLimit',
-  'RateLimit-Policy',
-] as const;
-
-const HEADER_COMPONENTS: Record<string, Json> = {
+const HEADER_COMPONENTS: Record<(typeof RATE_LIMIT_HEADER_NAMES)[number] | 'Retry-After', Json> = {
   'X-RateLimit-Limit': {
     description: 'Requests allowed in the binding window (the window with the fewest requests remaining).',
     schema: { type: 'integer', minimum: 0 },
@@ -102,13 +96,13 @@ const ERROR_EXAMPLES: Record<string, [ErrorCode, string][]> = {
     ['rate_limit_exceeded', 'Rate limit exceeded for the free plan'],
     ['api_key_banned', 'This API key is temporarily banned for ignoring rate limits'],
   ],
-  '502': [['upstream_unavailable', 'The pets service closed the connection']],
+  '502': [['upstream_unavailable', PETS_CLOSED]],
   '503': [
     ['rate_limiter_unavailable', 'Rate limiting is unavailable; retry shortly'],
-    ['upstream_unavailable', 'The pets service is unavailable'],
+    ['upstream_unavailable', PETS_UNAVAILABLE],
     ['overloaded', 'The service is overloaded; retry in 5 s'],
   ],
-  '504': [['upstream_timeout', 'The pets service did not answer in time']],
+  '504': [['upstream_timeout', PETS_TIMEOUT]],
   default: [
     ['method_not_allowed', 'DELETE is not allowed here; use GET, POST'],
     ['request_timeout', 'The request was not received in time'],

@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 
 import { type Dispatcher, Pool } from 'undici';
 import { BUFFERED_BODY_BYTES, ForwardHandler, type ForwardPolicy, type ResponseHeaders } from './forward-handler.js';
 import type { GatewayMetrics } from './metrics.js';
+import { PETS_NO_ANSWER, PETS_TIMEOUT, PETS_UNAVAILABLE, upstreamFailure } from './upstream-failure.js';
 
 export interface ProxyOptions {
   upstream: string;
@@ -73,31 +74,6 @@ const ALLOWED_RESPONSE_HEADERS = new Set<string>([
 ]);
 
 type Headers = Record<string, string | string[] | undefined>;
-
-/** The first error code along an error and its causes (a wrapped socket error keeps its own there). */
-function errorCode(error: unknown): string | undefined {
-  let current = error as { code?: string; cause?: unknown } | undefined;
-  for (let depth = 0; current && depth < 5; depth++) {
-    if (current.code) return current.code;
-    current = current.cause as typeof current;
-  }
-  return undefined;
-}
-
-/** Maps what went wrong talking to the upstream onto the Error shape: never a 500 for the client. */
-function upstreamFailure(error: unknown): { kind: string; body: ErrorBody } {
-  const cause = errorCode(error);
-  if (cause === 'UND_ERR_HEADERS_TIMEOUT' || cause === 'UND_ERR_BODY_TIMEOUT' || cause === 'UND_ERR_CONNECT_TIMEOUT') {
-    return { kind: 'timeout', body: errorBody(504, 'upstream_timeout', 'The pets service did not answer in time') };
-  }
-  if (cause === 'ECONNREFUSED' || cause === 'ENOTFOUND' || cause === 'EAI_AGAIN') {
-    return { kind: 'refused', body: errorBody(503, 'upstream_unavailable', 'The pets service is unavailable') };
-  }
-  if (cause === 'ECONNRESET' || cause === 'UND_ERR_SOCKET' || cause === 'EPIPE') {
-    return { kind: 'reset', body: errorBody(502, 'upstream_unavailable', 'The pets service closed the connection') };
-  }
-  return { kind: 'other', body: errorBody(502, 'upstream_unavailable', 'The pets service sent no usable answer') };
-}
 
 const BODY_TOO_LARGE = 'Request body is larger than the limit';
 
@@ -226,14 +202,14 @@ function replacementBody(status: number): ErrorBody {
     case 500:
       return errorBody(500, 'internal_error', 'The pets service failed to answer the request');
     case 504:
-      return errorBody(504, 'upstream_timeout', 'The pets service did not answer in time');
+      return errorBody(504, 'upstream_timeout', PETS_TIMEOUT);
     default:
       break;
   }
   if (status >= 400 && status < 500) return errorBody(status, 'invalid_request', 'The request was refused');
-  if (status > 500 && status < 600) return errorBody(status, 'upstream_unavailable', 'The pets service is unavailable');
+  if (status > 500 && status < 600) return errorBody(status, 'upstream_unavailable', PETS_UNAVAILABLE);
   // Not a status the client can be given.
-  return errorBody(502, 'upstream_unavailable', 'The pets service sent no usable answer');
+  return errorBody(502, 'upstream_unavailable', PETS_NO_ANSWER);
 }
 
 /**

@@ -4,6 +4,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import { RATE_LIMIT_HEADER_NAMES } from '../src/limits/headers.js';
 import {
   banRule,
   isOpenApi31,
@@ -12,7 +13,6 @@ import {
   OpenApiUnavailable,
   publicDocument,
   publicDocumentOptions,
-  RATE_LIMIT_HEADER_NAMES,
 } from '../src/openapi.js';
 import { addKey, bearer, startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
 

@@ -1,11 +1,24 @@
 import type { FastifyReply } from 'fastify';
 import type { WindowState } from './key-limiter.js';
 
-const LIMIT = 'x-ratelimit-limit';
-const REMAINING = 'x-ratelimit-remaining';
-const RESET = 'x-ratelimit-reset';
-const STATE = 'ratelimit';
-const POLICY = 'ratelimit-policy';
+/**
+ * The rate-limit fields every gateway answer carries, as the API description and CORS name them;
+ * replies set them in lower case.
+ */
+export const RATE_LIMIT_HEADER_NAMES = [
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'RateLimit',
+  'RateLimit-Policy',
+] as const;
+const [LIMIT, REMAINING, RESET, STATE, POLICY] = RATE_LIMIT_HEADER_NAMES.map((name) => name.toLowerCase()) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+];
 
 /** The window a client should watch: fewest remaining, and on a tie the one that resets later. */
 export function bindingWindow(windows: readonly WindowState[]): WindowState {
