@@ -1,8 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-import { errorHandling } from './error-handler.js';
-import { type HttpOptions, httpBasics, serverOptions } from './http.js';
+import { registerBasePlugins } from './base-plugins.js';
+import { type HttpOptions, serverOptions } from './http.js';
 
 /** A registry per app, never prom-client's global one, so several apps can live in one process. */
 export function createRegistry(service: string, defaults = true): Registry {
@@ -59,8 +59,7 @@ export async function buildMetricsApp(
   opts: Pick<HttpOptions, 'serviceName' | 'logLevel' | 'logStream'>,
 ): Promise<FastifyInstance> {
   const app = Fastify(serverOptions({ ...opts, serviceName: `${opts.serviceName}-metrics` }));
-  await app.register(httpBasics);
-  await app.register(errorHandling);
+  await registerBasePlugins(app, { traceContext: false, accessLog: false });
   app.get('/metrics', async (_request, reply) => {
     reply.type(registry.contentType);
     return registry.metrics();

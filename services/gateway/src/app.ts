@@ -1,9 +1,7 @@
-import { accessLog } from '@animal-store/common/access-log.js';
-import { errorHandling } from '@animal-store/common/error-handler.js';
-import { type BeforeFrameworkError, httpBasics, serverOptions } from '@animal-store/common/http.js';
+import { registerBasePlugins } from '@animal-store/common/base-plugins.js';
+import { type BeforeFrameworkError, serverOptions } from '@animal-store/common/http.js';
 import { httpMetrics } from '@animal-store/common/metrics.js';
 import { loadShedding } from '@animal-store/common/overload.js';
-import { traceContext } from '@animal-store/common/trace-context.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { gatewayAccessFields } from './access-fields.js';
@@ -36,10 +34,7 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   );
   app.setValidatorCompiler(createValidatorCompiler());
 
-  await app.register(traceContext);
-  await app.register(accessLog, { fields: gatewayAccessFields });
-  await app.register(httpBasics, { beforeRefusal: chargeMalformed });
-  await app.register(errorHandling);
+  await registerBasePlugins(app, { accessLog: { fields: gatewayAccessFields }, beforeRefusal: chargeMalformed });
   await app.register(loadShedding, {
     ...config.overload,
     onShed: (_request, reply, retryAfterSeconds) => {

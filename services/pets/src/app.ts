@@ -1,12 +1,10 @@
-import { accessLog } from '@animal-store/common/access-log.js';
+import { registerBasePlugins } from '@animal-store/common/base-plugins.js';
 import { encodedBodyRefusal } from '@animal-store/common/content-encoding.js';
 import { EnvReader } from '@animal-store/common/env.js';
-import { errorHandling } from '@animal-store/common/error-handler.js';
 import { ApiError } from '@animal-store/common/errors.js';
-import { httpBasics, MAX_HEADER_FIELDS, serverOptions } from '@animal-store/common/http.js';
+import { MAX_HEADER_FIELDS, serverOptions } from '@animal-store/common/http.js';
 import { createRegistry, httpMetrics } from '@animal-store/common/metrics.js';
 import { loadShedding, readOverloadConfig } from '@animal-store/common/overload.js';
-import { traceContext } from '@animal-store/common/trace-context.js';
 import { createValidatorCompiler, jsonNestingExceeds, MAX_JSON_DEPTH } from '@animal-store/common/validation.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
@@ -60,13 +58,13 @@ export function buildApp(config: AppConfig, deps: AppDeps) {
   const registry = deps.registry ?? createRegistry('pets');
   const store = instrumentStore(deps.store, registry);
 
-  app.register(traceContext);
-  // The caller's key, as the gateway forwarded it; absent on requests that did not come through it.
-  app.register(accessLog, { fields: (request) => ({ keyId: request.headers['x-api-key-id'] }) });
-  // The gateway passes on as many of a client's fields as it accepts itself and adds its own
-  // (request id, forwarding, trace, key id and plan): what it accepts must not be refused here.
-  app.register(httpBasics, { maxHeaderFields: MAX_HEADER_FIELDS + 32 });
-  app.register(errorHandling);
+  registerBasePlugins(app, {
+    // The caller's key, as the gateway forwarded it; absent on requests that did not come through it.
+    accessLog: { fields: (request) => ({ keyId: request.headers['x-api-key-id'] }) },
+    // The gateway passes on as many of a client's fields as it accepts itself and adds its own
+    // (request id, forwarding, trace, key id and plan): what it accepts must not be refused here.
+    maxHeaderFields: MAX_HEADER_FIELDS + 32,
+  });
   app.register(loadShedding, config.overload ?? readOverloadConfig(new EnvReader({})));
   app.register(httpMetrics, { registry });
   registerOpenApi(app);

@@ -1,7 +1,5 @@
-import { accessLog } from '@animal-store/common/access-log.js';
-import { errorHandling } from '@animal-store/common/error-handler.js';
-import { httpBasics, serverOptions } from '@animal-store/common/http.js';
-import { traceContext } from '@animal-store/common/trace-context.js';
+import { registerBasePlugins } from '@animal-store/common/base-plugins.js';
+import { serverOptions } from '@animal-store/common/http.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { GatewayConfig } from '../config.js';
@@ -44,10 +42,7 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
   app.setValidatorCompiler(createValidatorCompiler());
   // Bodies are JSON only (415 otherwise); fastify would also accept text/plain, then fail validation with a 400.
   app.removeContentTypeParser('text/plain');
-  await app.register(traceContext);
-  await app.register(accessLog);
-  await app.register(httpBasics);
-  await app.register(errorHandling);
+  await registerBasePlugins(app);
 
   app.addHook('onRequest', adminAuth(token, deps.now));
 
