@@ -99,7 +99,7 @@ export function redactUrl(url: string): string {
  * A connection string as it may be shown: the password of a `user:password@` (with or without a
  * scheme) and the query (which may carry secrets) hidden, everything else kept.
  */
-export function redactValue(value: string): string {
+function redactValue(value: string): string {
   // Greedy to the last '@': an unencoded '/', '#' or '?' in a password is what makes a URL invalid,
   // and then the whole value is quoted. (An '@' later in a path or query hides more, never less.)
   const redacted = value.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?[^:@/]*):.*@/i, '$1:***@');

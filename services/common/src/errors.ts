@@ -61,7 +61,7 @@ export class ApiError extends Error {
 }
 
 /** Most characters of client-supplied text a message repeats: enough to recognise it, too few to bloat an answer. */
-export const QUOTE_LIMIT = 40;
+const QUOTE_LIMIT = 40;
 
 /** Client-supplied text as an error message may quote it: whole when short, else its start and "…". */
 export function clipped(text: string): string {

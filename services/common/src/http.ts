@@ -26,7 +26,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export const MAX_HEADER_FIELDS = 1000;
 
 /** Keeps a caller's request id only when it is short and plain, so it is safe in logs and headers. */
-export function requestIdFrom(req: IncomingMessage): string {
+function requestIdFrom(req: IncomingMessage): string {
   const given = req.headers['x-request-id'];
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }

@@ -2,9 +2,9 @@ import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
 
 /** How long a closing connection goes on reading a body it refused, at most. */
-export const LINGER_MS = 2_000;
+const LINGER_MS = 2_000;
 /** How much of that body it reads and discards, at most. */
-export const LINGER_BYTES = 4 * 1024 * 1024;
+const LINGER_BYTES = 4 * 1024 * 1024;
 
 /**
  * Answers with `Connection: close` and, once the answer is written, closes the connection the way

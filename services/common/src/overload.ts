@@ -20,7 +20,7 @@ export interface OverloadConfig {
 }
 
 /** How long a shed client is told to wait: long enough for a sample interval or two to clear it. */
-export const OVERLOAD_RETRY_SECONDS = 2;
+const OVERLOAD_RETRY_SECONDS = 2;
 
 /** OVERLOAD_EVENT_LOOP_DELAY_MS (default 1000) and OVERLOAD_HEAP_USED_MB (default 90% of V8's heap limit). */
 export function readOverloadConfig(read: EnvReader): OverloadConfig {

@@ -24,7 +24,7 @@ export interface TraceParent {
   flags: string;
 }
 
-export function parseTraceparent(header: string | string[] | undefined): TraceParent | null {
+function parseTraceparent(header: string | string[] | undefined): TraceParent | null {
   if (typeof header !== 'string') return null;
   const match = TRACEPARENT.exec(header.trim());
   if (!match) return null;
@@ -49,13 +49,13 @@ function randomHex(bytes: number): string {
   return id;
 }
 
-export function newTraceId(): string {
+function newTraceId(): string {
   const id = randomHex(16);
   // All zeros is not a valid id (and is as likely as any other 128 bits).
   return id === ZERO_TRACE ? newTraceId() : id;
 }
 
-export function newSpanId(): string {
+function newSpanId(): string {
   const id = randomHex(8);
   return id === ZERO_SPAN ? newSpanId() : id;
 }

@@ -220,7 +220,7 @@ export function publicDocumentOptions(config: {
 }
 
 /** The defaults of every setting: what `npm start` and the lint gate publish. */
-export const DEFAULT_DOCUMENT_OPTIONS: PublicDocumentOptions = {
+const DEFAULT_DOCUMENT_OPTIONS: PublicDocumentOptions = {
   servers: [{ url: OWN_BASE, description: 'The gateway that served this document' }],
   contact: { name: 'Animal store API support' },
   license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },

@@ -45,7 +45,7 @@ export interface LimitNames {
   perDay: string;
 }
 
-export const JSON_NAMES: LimitNames = {
+const JSON_NAMES: LimitNames = {
   plan: 'plan',
   limits: 'limits { perMinute, perDay }',
   perMinute: 'limits.perMinute',

@@ -20,7 +20,7 @@ export interface ProxyOptions {
  * gateway's own 404, another method its own 405 whose Allow lists only what works there, and
  * metrics and logs name the template (`/v1/pets/:petId`), not a wildcard.
  */
-export const PROXIED_ROUTES: ReadonlyArray<{ url: string; methods: HTTPMethods[] }> = [
+const PROXIED_ROUTES: ReadonlyArray<{ url: string; methods: HTTPMethods[] }> = [
   { url: '/v1/pets', methods: ['GET', 'POST'] },
   { url: '/v1/pets/:petId', methods: ['GET'] },
 ];

@@ -1,9 +1,9 @@
 import { PET_ID_TEXT } from './schemas.js';
 
 /** When the deprecation of GET /v1/pets/{petId} was announced (RFC 9745 Deprecation header). */
-export const GET_PET_DEPRECATED_AT = new Date('2026-01-01T00:00:00Z');
+const GET_PET_DEPRECATED_AT = new Date('2026-01-01T00:00:00Z');
 /** Removal date the spec gives: 5 December 2030 (RFC 8594 Sunset header). */
-export const GET_PET_SUNSET_AT = new Date('2030-12-05T00:00:00Z');
+const GET_PET_SUNSET_AT = new Date('2030-12-05T00:00:00Z');
 
 const DEPRECATION = `@${Math.floor(GET_PET_DEPRECATED_AT.getTime() / 1000)}`;
 const SUNSET = GET_PET_SUNSET_AT.toUTCString();

@@ -9,7 +9,7 @@ const TIMEOUT_MS = 10_000;
  * Where the admin API is: ADMIN_URL, else ADMIN_HOST/ADMIN_PORT (the variables the gateway itself
  * listens on), else the gateway's default. `host:port` without a scheme means http.
  */
-export function adminBaseUrl(env: NodeJS.ProcessEnv): string {
+function adminBaseUrl(env: NodeJS.ProcessEnv): string {
   const given = env.ADMIN_URL?.trim();
   if (given) {
     const text = /^[a-z][a-z0-9+.-]*:\/\//i.test(given) ? given : `http://${given}`;

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { hashApiKey, sameSecret } from './api-key.js';
+import { sameSecret } from './api-key.js';
 import type { KeyRecord, KeyStore } from './key-store.js';
 
 /** A presented secret, matched to its key record. */
@@ -16,7 +16,7 @@ export interface ResolvedKey {
 }
 
 /** Matches a hash to a record's current or previous secret; null when it is neither, or the key is revoked. */
-export function resolveSecret(record: KeyRecord | null, sha256: string): ResolvedKey | null {
+function resolveSecret(record: KeyRecord | null, sha256: string): ResolvedKey | null {
   if (!record || record.revokedAt) return null;
   const keyEnds = record.expiresAt ? Date.parse(record.expiresAt) : Number.POSITIVE_INFINITY;
   if (sameSecret(record.sha256, sha256)) return { record, endsAt: keyEnds, secret: 'current' };
@@ -109,13 +109,6 @@ export class KeyResolver {
       this.pending.set(sha256, lookup);
     }
     return lookup;
-  }
-
-  /** The key a presented secret belongs to, or null when unknown or revoked. */
-  async resolve(key: string): Promise<ResolvedKey | null> {
-    const sha256 = hashApiKey(key);
-    const cached = this.cached(sha256);
-    return cached === undefined ? this.fetch(sha256) : cached;
   }
 
   private async lookup(sha256: string): Promise<ResolvedKey | null> {

@@ -22,7 +22,7 @@ interface KnownBan {
  * mode's answer, so an outage costs clients no waiting on timeouts and a recovering Redis no
  * burst of queued commands; then requests try it again.
  */
-export const RETRY_SHARED_AFTER_MS = 500;
+const RETRY_SHARED_AFTER_MS = 500;
 
 export interface GuardHooks {
   /** Called on each failure of the shared limiter; `first` when it was healthy until now. */

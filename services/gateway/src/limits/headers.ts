@@ -21,7 +21,7 @@ const [LIMIT, REMAINING, RESET, STATE, POLICY] = RATE_LIMIT_HEADER_NAMES.map((na
 ];
 
 /** The window a client should watch: fewest remaining, and on a tie the one that resets later. */
-export function bindingWindow(windows: readonly WindowState[]): WindowState {
+function bindingWindow(windows: readonly WindowState[]): WindowState {
   let binding = windows[0] as WindowState;
   for (const w of windows) {
     if (w.remaining < binding.remaining || (w.remaining === binding.remaining && w.resetAt > binding.resetAt)) {

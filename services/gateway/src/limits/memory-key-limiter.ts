@@ -59,7 +59,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
     return this.consumeNow(keyId, limits);
   }
 
-  consumeNow(keyId: string, limits: Limits): Decision {
+  private consumeNow(keyId: string, limits: Limits): Decision {
     const now = this.now();
     this.sweep(now);
     const m = this.read(`${keyId}:m`, now);
