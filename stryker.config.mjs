@@ -9,6 +9,7 @@ const mutate = [
   'services/gateway/src/keys/**/*.ts',
   'services/gateway/src/key-sync.ts',
   'services/gateway/src/gate.ts',
+  'services/gateway/src/gate/**/*.ts',
   'services/gateway/src/events.ts',
   // Its only tests need a MongoDB (MONGO_URL, a container runtime or mongod) and skip without one.
   ...(process.env.MONGO_URL ? [] : ['!services/gateway/src/keys/mongo-key-store.ts']),
