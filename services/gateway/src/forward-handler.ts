@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import { closeAfterAnswer } from '@animal-store/common/lingering-close.js';
 import type { FastifyReply } from 'fastify';
@@ -12,8 +13,8 @@ export const BUFFERED_BODY_BYTES = 64 * 1024;
 export type ResponseHeaders = Record<string, string | string[]>;
 
 export interface ForwardPolicy {
-  /** The headers to pass back, from the upstream's raw name/value pairs. */
-  responseHeaders(raw: Buffer[], status: number): ResponseHeaders;
+  /** The headers to pass back, from the upstream's (names lower-cased, repeated fields as arrays). */
+  responseHeaders(upstream: IncomingHttpHeaders, status: number): ResponseHeaders;
   /** Answers a failure that happened before anything was sent to the client. */
   fail(reply: FastifyReply, error: Error): void;
   /**
@@ -43,8 +44,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   private chunks: Buffer[] = [];
   private bytes = 0;
   private stream: Readable | undefined;
-  private resume: (() => void) | undefined;
-  private abort: ((err?: Error) => void) | undefined;
+  private controller: Dispatcher.DispatchController | undefined;
   private complete = false;
   private errorStatus = false;
   /** The client was answered without the upstream's answer: whatever the upstream does next is moot. */
@@ -55,32 +55,34 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     private readonly policy: ForwardPolicy,
   ) {}
 
-  onConnect(abort: (err?: Error) => void): void {
-    this.abort = abort;
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     this.statusCode = statusCode;
     // A HEAD answer has no body to judge: its status and allowed headers pass as they are.
     this.errorStatus = statusCode >= 400 && this.reply.request.method !== 'HEAD';
-    this.headers = this.policy.responseHeaders(rawHeaders, statusCode);
-    this.resume = resume;
-    return true;
+    this.headers = this.policy.responseHeaders(headers, statusCode);
   }
 
-  onData(chunk: Buffer): boolean {
-    if (this.stream) return this.stream.push(chunk);
-    if (this.settled) return true;
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.stream) {
+      // The client reads slower than the upstream sends: stop reading the upstream until the
+      // stream asks for more (its read() resumes the controller).
+      if (!this.stream.push(chunk)) controller.pause();
+      return;
+    }
+    if (this.settled) return;
     this.chunks.push(chunk);
     this.bytes += chunk.length;
     if (this.bytes > BUFFERED_BODY_BYTES) {
       if (this.errorStatus) this.dropErrorBody();
       else this.startStreaming();
     }
-    return true;
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
     this.complete = true;
     if (this.settled) return;
     if (this.stream) {
@@ -113,10 +115,11 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
     this.chunks = [];
     this.settled = true;
     this.policy.replaceError(this.reply, this.statusCode, this.headers ?? {}, undefined);
-    this.abort?.();
+    this.controller?.abort(new Error('error answer too large to judge'));
   }
 
-  onError(error: Error): void {
+  /** Also called, with no controller, for a request undici refuses before sending it. */
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
     // Headers already went out with the start of a streamed body: the client's response breaks
     // off as the upstream's did (never a short body that looks whole).
     if (this.stream) this.stream.destroy(error);
@@ -139,12 +142,12 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
   }
 
   private startStreaming(): void {
-    const resume = () => this.resume?.();
-    this.stream = new Readable({ read: resume });
+    const controller = this.controller;
+    this.stream = new Readable({ read: () => controller?.resume() });
     // The client went away (fastify destroys the stream it was sending): stop the upstream
     // rather than leave its connection paused until the body timeout.
     this.stream.once('close', () => {
-      if (!this.complete) this.abort?.();
+      if (!this.complete) controller?.abort(new Error('client went away'));
     });
     for (const chunk of this.chunks) this.stream.push(chunk);
     this.chunks = [];
