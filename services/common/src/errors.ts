@@ -1,4 +1,4 @@
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from 'typebox';
 
 /** Every error code the API answers with; clients switch on these, so the set only grows. */
 export type ErrorCode =

@@ -1,5 +1,5 @@
-import { Type } from '@sinclair/typebox';
 import type { ErrorObject } from 'ajv';
+import { Type } from 'typebox';
 import { describe, expect, it } from 'vitest';
 import { createValidatorCompiler, validationMessage } from '../src/validation.js';
 

@@ -192,7 +192,7 @@ function gatewayResponses(): Record<string, ResponseObject> {
  * The Error shape, for an upstream document that does not define it (the pets service does):
  * the one ErrorSchema, as plain JSON Schema (no $id, no TypeBox symbols).
  */
-const { $id: _id, ...ERROR_SCHEMA } = JSON.parse(JSON.stringify(ErrorSchema)) as typeof ErrorSchema;
+const { $id: _id, ...ERROR_SCHEMA } = JSON.parse(JSON.stringify(ErrorSchema)) as typeof ErrorSchema & { $id: string };
 
 /** What the public document says beyond the pets service's own: where, from whom, which ban rule. */
 export interface PublicDocumentOptions {

@@ -1,6 +1,6 @@
 import { ErrorSchema } from '@animal-store/common/errors.js';
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, Type } from 'typebox';
 
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
 export type PetStatus = (typeof PET_STATUSES)[number];

@@ -1,8 +1,10 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
-import { Type } from '@sinclair/typebox';
-import { PLANS } from '../plans.js';
+import { Type } from 'typebox';
+import { PLANS, type Plan } from '../plans.js';
 
-const PlanSchema = Type.Union(PLANS.map((p) => Type.Literal(p)));
+// TypeBox 1 infers a union built from a mapped array as never: the schema is the same anyOf of
+// consts, its static type the plan names.
+const PlanSchema = Type.Unsafe<Plan>(Type.Union(PLANS.map((p) => Type.Literal(p))));
 const Timestamp = Type.String({ format: 'date-time' });
 
 export const LimitsSchema = Type.Object(

@@ -1,6 +1,6 @@
 import { ApiError, clipped, ErrorSchema } from '@animal-store/common/errors.js';
-import type { Static } from '@sinclair/typebox';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Static } from 'typebox';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { limitsFor } from '../plans.js';

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { isPlainText, PLAIN_TEXT_RULE } from '@animal-store/common/validation.js';
-import type { Static } from '@sinclair/typebox';
+import type { Static } from 'typebox';
 import {
   type CreatedKeySchema,
   DEFAULT_GRACE_SECONDS,

@@ -1,4 +1,4 @@
-import type { TSchema } from '@sinclair/typebox';
+import type { TSchema } from 'typebox';
 import { ErrorRef } from '../schemas.js';
 
 type HeaderDocs = Record<string, { type: 'string'; description: string }>;

@@ -1,6 +1,6 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { KeyIdParams } from '../schemas.js';
 import { type AdminRouteOptions, audit, errors, findKey } from '../shared.js';
 

@@ -1,6 +1,6 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { announceKeyChange } from '../../key-sync.js';
 import { createKey, newSecret } from '../../keys/create-key.js';
 import { parseExpiry, previousSecretEnds } from '../../keys/expiry.js';
