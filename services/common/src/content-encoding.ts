@@ -1,8 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { ApiError } from './errors.js';
-
-/** How much of a Content-Encoding value an answer quotes back. */
-const QUOTED_CHARS = 40;
+import { ApiError, clipped } from './errors.js';
 
 /**
  * The refusal (415) for a request body sent in a Content-Encoding other than identity, or
@@ -16,10 +13,9 @@ export function encodedBodyRefusal(headers: IncomingHttpHeaders): ApiError | und
   if ((length === undefined || length === '0') && headers['transfer-encoding'] === undefined) return undefined;
   const trimmed = coding.trim();
   if (trimmed === '' || trimmed.toLowerCase() === 'identity') return undefined;
-  const quoted = trimmed.length > QUOTED_CHARS ? `${trimmed.slice(0, QUOTED_CHARS)}…` : trimmed;
   return new ApiError(
     415,
     'unsupported_media_type',
-    `Content-Encoding "${quoted}" is not supported: send the body uncompressed`,
+    `Content-Encoding "${clipped(trimmed)}" is not supported: send the body uncompressed`,
   );
 }

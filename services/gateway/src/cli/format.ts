@@ -18,12 +18,16 @@ export function printable(text: string): string {
   return out;
 }
 
-/** One JSON line whose text is printable too: JSON.stringify leaves C1 controls and bidi overrides raw. */
+/**
+ * One JSON line whose text is printable too: JSON.stringify escapes C0 controls and lone
+ * surrogates but leaves DEL, C1 controls and bidi overrides raw; those (by isUnsafeCodePoint) are
+ * escaped here. Surrogate pairs are left whole.
+ */
 export function jsonLine(value: unknown): string {
-  return JSON.stringify(value).replace(
-    /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return JSON.stringify(value).replace(/[\u007f-\ud7ff\ue000-\uffff]/g, (c) => {
+    const unit = c.charCodeAt(0);
+    return isUnsafeCodePoint(unit) ? `\\u${unit.toString(16).padStart(4, '0')}` : c;
+  });
 }
 
 export function table(header: string[], given: string[][]): string {
