@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { type AccessLogOptions, accessLog } from './access-log.js';
 import { errorHandling } from './error-handler.js';
-import { type BeforeFrameworkError, httpBasics } from './http.js';
+import { httpBasics, type OnMalformed } from './http.js';
 import { traceContext } from './trace-context.js';
 
 export interface BasePluginOptions {
@@ -9,8 +9,8 @@ export interface BasePluginOptions {
   traceContext?: boolean;
   /** The access line's own fields; false on a listener that logs no request (the metrics listener). */
   accessLog?: AccessLogOptions | false;
-  /** Counts a request refused as malformed before any route (the gateway charges its address). */
-  beforeRefusal?: BeforeFrameworkError;
+  /** Runs for a request refused as malformed before any route (the gateway charges its address). */
+  onMalformed?: OnMalformed;
   maxHeaderFields?: number;
 }
 
@@ -22,6 +22,6 @@ export interface BasePluginOptions {
 export function registerBasePlugins(app: FastifyInstance, opts: BasePluginOptions = {}): PromiseLike<unknown> {
   if (opts.traceContext !== false) app.register(traceContext);
   if (opts.accessLog !== false) app.register(accessLog, opts.accessLog ?? {});
-  app.register(httpBasics, { beforeRefusal: opts.beforeRefusal, maxHeaderFields: opts.maxHeaderFields });
+  app.register(httpBasics, { onMalformed: opts.onMalformed, maxHeaderFields: opts.maxHeaderFields });
   return app.register(errorHandling);
 }

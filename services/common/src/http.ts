@@ -62,16 +62,17 @@ function refuseConnect(_req: IncomingMessage, socket: Socket): void {
 }
 
 /**
- * What a service does with a request fastify's router refused before any hook ran: the gateway
- * charges it to the caller's address and may refuse it (429) instead.
+ * What a service does with a malformed request before it is refused, whether fastify's router
+ * refused it before any hook ran or httpBasics did: the gateway charges it to the caller's address
+ * and may refuse it (429) instead; null lets the 400 go out.
  */
-export type BeforeFrameworkError = (request: FastifyRequest, reply: FastifyReply) => Promise<ApiError | null>;
+export type OnMalformed = (request: FastifyRequest, reply: FastifyReply) => Promise<ApiError | null>;
 
 /**
  * Errors fastify's router raises before any route or hook runs (a URL that does not decode, a
  * path parameter longer than maxParamLength): fastify would answer them in its own shape.
  */
-function frameworkErrors(before: BeforeFrameworkError | undefined) {
+function frameworkErrors(onMalformed: OnMalformed | undefined) {
   const send = (request: FastifyRequest, reply: FastifyReply, body: ErrorBody, headers?: Record<string, string>) => {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
@@ -80,7 +81,7 @@ function frameworkErrors(before: BeforeFrameworkError | undefined) {
     (request.server as Partial<FastifyInstance>).logAccess?.(request, reply);
   };
   return (err: FastifyError, request: FastifyRequest, reply: FastifyReply): void =>
-    chargeThenAnswer(before, request, reply, frameworkErrorBody(err), (body, headers) =>
+    answerMalformed(onMalformed, request, reply, frameworkErrorBody(err), (body, headers) =>
       send(request, reply, body, headers),
     );
 }
@@ -93,22 +94,21 @@ function frameworkErrorBody(err: FastifyError): ErrorBody {
 }
 
 /**
- * Answers a malformed request with `invalid` (a 400), or, when the service charges it (`charge`)
- * and refuses it, with that refusal (a 429) instead. A failed charge is logged and the 400 still
- * goes out.
+ * Answers a malformed request with `invalid` (a 400), or, when the service's onMalformed refuses
+ * it, with that refusal (a 429) instead. A failed onMalformed is logged and the 400 still goes out.
  */
-function chargeThenAnswer(
-  charge: BeforeFrameworkError | undefined,
+function answerMalformed(
+  onMalformed: OnMalformed | undefined,
   request: FastifyRequest,
   reply: FastifyReply,
   invalid: ErrorBody,
   send: (body: ErrorBody, headers?: Record<string, string>) => void,
 ): void {
-  if (!charge) {
+  if (!onMalformed) {
     send(invalid);
     return;
   }
-  charge(request, reply).then(
+  onMalformed(request, reply).then(
     (refusal) => (refusal ? send(refusal.toBody(), refusal.headers) : send(invalid)),
     (err) => {
       request.log.error({ err }, 'charging a malformed request failed');
@@ -139,8 +139,8 @@ export interface HttpOptions {
   logStream?: { write(line: string): void };
   /** A logger made beforehand (createLogger), for collaborators that log before the app exists. */
   logger?: FastifyBaseLogger;
-  /** Runs before fastify's router-level 400s are answered (see BeforeFrameworkError). */
-  beforeFrameworkError?: BeforeFrameworkError;
+  /** Runs before fastify's router-level 400s are answered (see OnMalformed). */
+  onMalformed?: OnMalformed;
 }
 
 /** A service's logger: its name on every line, secrets redacted, lines to `logStream` or stdout. */
@@ -180,7 +180,7 @@ export function serverOptions(opts: HttpOptions): FastifyHttpOptions<Server, Fas
     keepAliveTimeout: 72_000,
     return503OnClosing: false,
     clientErrorHandler,
-    frameworkErrors: frameworkErrors(opts.beforeFrameworkError),
+    frameworkErrors: frameworkErrors(opts.onMalformed),
     trustProxy: opts.trustProxy ?? false,
     routerOptions: { maxParamLength: 200 },
   };
@@ -224,9 +224,9 @@ function requestProblem(raw: IncomingMessage): string | undefined {
  * Connection: close, so keep-alive clients move to another replica.
  */
 export const httpBasics = fp(
-  async (app: FastifyInstance, opts: { beforeRefusal?: BeforeFrameworkError; maxHeaderFields?: number }) => {
+  async (app: FastifyInstance, opts: { onMalformed?: OnMalformed; maxHeaderFields?: number }) => {
     let draining = false;
-    const charge = opts.beforeRefusal;
+    const onMalformed = opts.onMalformed;
     const maxHeaderFields = opts.maxHeaderFields ?? MAX_HEADER_FIELDS;
     const tooManyHeaderFields = errorBody(
       431,
@@ -237,7 +237,7 @@ export const httpBasics = fp(
     const refuse = (request: FastifyRequest, reply: FastifyReply, problem: string | ErrorBody): void => {
       reply.header('connection', 'close');
       const body = typeof problem === 'string' ? errorBody(400, 'invalid_request', problem) : problem;
-      chargeThenAnswer(charge, request, reply, body, (answer, headers) => sendError(reply, answer, headers));
+      answerMalformed(onMalformed, request, reply, body, (answer, headers) => sendError(reply, answer, headers));
     };
     // One over the limit, so that a request with too many fields always shows one too many.
     app.server.maxHeadersCount = maxHeaderFields + 1;

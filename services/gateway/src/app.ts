@@ -1,5 +1,5 @@
 import { registerBasePlugins } from '@animal-store/common/base-plugins.js';
-import { type BeforeFrameworkError, serverOptions } from '@animal-store/common/http.js';
+import { type OnMalformed, serverOptions } from '@animal-store/common/http.js';
 import { httpMetrics } from '@animal-store/common/metrics.js';
 import { loadShedding } from '@animal-store/common/overload.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
@@ -21,7 +21,7 @@ import { healthRoutes } from './routes/health.js';
 export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promise<FastifyInstance> {
   const keyless = keylessCharge(deps.anonymous, deps.metrics, deps.now);
   // Requests refused as malformed before the gate count against their address like keyless ones.
-  const chargeMalformed: BeforeFrameworkError = (request, reply) => keyless(request, reply, 'bad_request');
+  const onMalformed: OnMalformed = (request, reply) => keyless(request, reply, 'bad_request');
   const app = Fastify(
     serverOptions({
       serviceName: 'gateway',
@@ -29,12 +29,12 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
       trustProxy: config.trustProxy,
       requestTimeoutMs: config.requestTimeoutMs,
       logger: deps.logger,
-      beforeFrameworkError: chargeMalformed,
+      onMalformed,
     }),
   );
   app.setValidatorCompiler(createValidatorCompiler());
 
-  await registerBasePlugins(app, { accessLog: { fields: gatewayAccessFields }, beforeRefusal: chargeMalformed });
+  await registerBasePlugins(app, { accessLog: { fields: gatewayAccessFields }, onMalformed });
   await app.register(loadShedding, {
     ...config.overload,
     onShed: (_request, reply, retryAfterSeconds) => {

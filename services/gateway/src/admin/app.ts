@@ -28,7 +28,7 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
       logLevel: config.logLevel,
       logStream: deps.logStream,
       // The router's own 400s (a URL that does not decode) run no hook.
-      beforeFrameworkError: async (_request, reply) => {
+      onMalformed: async (_request, reply) => {
         noStore(reply);
         return null;
       },
