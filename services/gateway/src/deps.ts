@@ -23,7 +23,8 @@ export interface GatewayClients {
   redis?: RedisClient | null;
   /** A second connection for pub/sub, which blocks a connection for anything else. */
   subscriber?: RedisClient | null;
-  mongo?: Db | null;
+  /** The key store's MongoDB database. */
+  keysDb?: Db | null;
   /** A store to use as it is: several in-process replicas sharing one, as they would share MongoDB. */
   keyStore?: KeyStore;
 }
@@ -70,8 +71,8 @@ export async function createDeps(
   let keyStore: KeyStore;
   if (clients.keyStore) {
     keyStore = clients.keyStore;
-  } else if (clients.mongo) {
-    const mongoStore = new MongoKeyStore(clients.mongo);
+  } else if (clients.keysDb) {
+    const mongoStore = new MongoKeyStore(clients.keysDb);
     await mongoStore.init();
     keyStore = mongoStore;
   } else {
@@ -81,7 +82,7 @@ export async function createDeps(
   const fileRecords = config.apiKeysFile
     ? (await readKeysFile(config.apiKeysFile)).map((e) => toKeyRecord(e, loadedAt))
     : [];
-  const keys = new KeyResolver(keyStore, fileRecords, {
+  const keyResolver = new KeyResolver(keyStore, fileRecords, {
     maxEntries: config.keyCacheMax,
     positiveTtlMs: config.keyCacheTtlMs,
     negativeTtlMs: Math.min(config.keyCacheTtlMs, 60_000),
@@ -122,7 +123,7 @@ export async function createDeps(
     registry,
     metrics,
     keyStore,
-    keyResolver: keys,
+    keyResolver,
     limiter,
     anonymous,
     events,

@@ -1,8 +1,8 @@
 /**
  * The gate in front of every non-public route, as thin glue over three steps:
- *   gate/authenticate.ts  the bearer key: well-formed, known, not expired (or a KeyRefusal)
- *   gate/decide.ts        the key limiter's decision: headers, counters, the 429/503 refusal
- *   gate/refuse.ts        refusals without a usable key (charged to the address) or key store
+ *   gate/authenticate.ts    the bearer key: well-formed, known, not expired (or a KeyRefusal)
+ *   gate/apply-decision.ts  the key limiter's decision: headers, counters, the 429/503 refusal
+ *   gate/refuse.ts          refusals without a usable key (charged to the address) or key store
  *
  * Where the coming checks go:
  * - IP allowlists: a key used from an address outside its list is a key that may not be used
@@ -11,7 +11,7 @@
  *   limiter is charged (a refused request costs no quota): a gate/authorize.ts called in
  *   `withKey` below, between `unusableKey` and `limiter.consume`.
  * - costs: a route's weight read from its config (like `public`, `addressLimited` below) and
- *   passed to `limiter.consume` in `withKey`; gate/decide.ts needs no change.
+ *   passed to `limiter.consume` in `withKey`; gate/apply-decision.ts needs no change.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -20,8 +20,8 @@ import { hashApiKey } from './keys/api-key.js';
 import type { ResolvedKey } from './keys/key-resolver.js';
 import type { KeyRecord } from './keys/key-store.js';
 import './access-fields.js';
+import { limiterDecisions } from './gate/apply-decision.js';
 import { MISSING, presentedKey, UNKNOWN, unusableKey } from './gate/authenticate.js';
-import { limiterDecisions } from './gate/decide.js';
 import { chargeAddress, keyStoreUnavailable, refuseKeyless } from './gate/refuse.js';
 import type { KeylessCharge } from './limits/keyless.js';
 import { limitsFor } from './plans.js';
@@ -59,7 +59,7 @@ type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
  */
 export const gate = fp(
   async (app: FastifyInstance, opts: GateOptions) => {
-    const { keyResolver: keys, limiter, anonymous, keyless, now } = opts;
+    const { keyResolver, limiter, anonymous, keyless, now } = opts;
     const applyDecision = limiterDecisions(opts);
     app.decorateRequest('apiKey', null);
     app.decorateRequest('limiterDecision', undefined);
@@ -108,12 +108,12 @@ export const gate = fp(
         }
       };
       const sha256 = hashApiKey(presented);
-      const cached = keys.cached(sha256);
+      const cached = keyResolver.cached(sha256);
       if (cached !== undefined) return guarded(cached);
       // An address already over its limit gets no store lookups: random well-formed keys cost
       // the key store nothing once their sender is refused.
       if (anonymous.isRefused(request.ip)) return refuseKeyless(keyless, request, reply, UNKNOWN, done);
-      keys
+      keyResolver
         .fetch(sha256)
         .then(guarded, (err) => done(keyStoreUnavailable(request, reply, err, anonymous.perMinute, now())));
     });

@@ -19,9 +19,9 @@ const CLOCK_SLACK_MS = 30_000;
  */
 export const keySync = fp(
   async (app: FastifyInstance, opts: KeySyncOptions) => {
-    const { events, keyResolver: keys, keyStore, limiter, pollMs, now } = opts;
+    const { events, keyResolver, keyStore, limiter, pollMs, now } = opts;
     events.subscribe((event) => {
-      if (event.type === 'key-revoked' || event.type === 'key-changed') keys.evict(event.id);
+      if (event.type === 'key-revoked' || event.type === 'key-changed') keyResolver.evict(event.id);
       else if (event.type === 'ban-lifted') limiter.forgetBan(event.id);
       else limiter.forgetBans();
     });
@@ -44,7 +44,7 @@ export const keySync = fp(
             if (evicted.get(id) === updatedAt) continue;
             evicted.set(id, updatedAt);
           }
-          keys.evict(id);
+          keyResolver.evict(id);
         }
         since = new Date(started - CLOCK_SLACK_MS);
         for (const [id, updatedAt] of evicted) if (Date.parse(updatedAt) < since.getTime()) evicted.delete(id);

@@ -4,9 +4,9 @@ import { buildMetricsApp } from '@animal-store/common/metrics.js';
 import { type Listener, serve } from '@animal-store/common/serve.js';
 import { buildAdminApp } from './admin/app.js';
 import { buildApp } from './app.js';
-import { closeClients, openClients } from './clients.js';
 import { type GatewayConfig, loadConfig } from './config.js';
 import { createDeps } from './deps.js';
+import { closeClients, openClients } from './external-clients.js';
 import { describeRedis } from './redis/clients.js';
 
 async function main(): Promise<void> {
@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   // One asynchronous stdout for every listener of this process, flushed by serve() at shutdown.
   const deps = await createDeps(
     config,
-    { redis: clients.redis, subscriber: clients.subscriber, mongo: clients.keysDb },
+    { redis: clients.redis, subscriber: clients.subscriber, keysDb: clients.keysDb },
     { logStream: logDestination() },
   );
   const app = await buildApp(config, deps);

@@ -10,7 +10,7 @@ export interface ExternalClients {
   redis: RedisClient | null;
   /** A second Redis connection for pub/sub, which blocks a connection for anything else. */
   subscriber: RedisClient | null;
-  mongo: MongoClient | null;
+  mongoClient: MongoClient | null;
   /** The key store's database, when MongoDB is configured. */
   keysDb: Db | null;
 }
@@ -20,7 +20,7 @@ export function openClients(config: GatewayConfig): ExternalClients {
   const { redis = null, subscriber = null } = config.redis
     ? createRedisClients(config.redis, config.redisCommandTimeoutMs)
     : {};
-  const mongo = config.mongoUrl
+  const mongoClient = config.mongoUrl
     ? new MongoClient(config.mongoUrl, {
         appName: 'animal-store-gateway',
         // A stalled MongoDB must fail a key lookup or a key-change poll in seconds, not hang it.
@@ -30,7 +30,7 @@ export function openClients(config: GatewayConfig): ExternalClients {
         waitQueueTimeoutMS: 2_000,
       })
     : null;
-  return { redis, subscriber, mongo, keysDb: mongo?.db('gateway') ?? null };
+  return { redis, subscriber, mongoClient, keysDb: mongoClient?.db('gateway') ?? null };
 }
 
 /**
@@ -40,9 +40,9 @@ export function openClients(config: GatewayConfig): ExternalClients {
 export const closeClients = fp(
   async (app: FastifyInstance, opts: { clients: ExternalClients; events: EventBus }) => {
     app.addHook('onClose', async () => {
-      const { redis, subscriber, mongo } = opts.clients;
+      const { redis, subscriber, mongoClient } = opts.clients;
       await opts.events.close();
-      await Promise.allSettled([redis?.quit(), subscriber?.quit(), mongo?.close()]);
+      await Promise.allSettled([redis?.quit(), subscriber?.quit(), mongoClient?.close()]);
     });
   },
   { name: 'close-clients' },
