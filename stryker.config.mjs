@@ -25,6 +25,7 @@ const testFiles = [
   'services/gateway/test/admin.test.ts',
   'services/gateway/test/api-key.test.ts',
   'services/gateway/test/gate-hardening.test.ts',
+  'services/gateway/test/file-key-store.test.ts',
   'services/gateway/test/gate.test.ts',
   'services/gateway/test/key-lifecycle.test.ts',
   'services/gateway/test/key-resolver.test.ts',

@@ -1,5 +1,6 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
+import { MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import { PLANS, type Plan } from '../plans.js';
 
 // TypeBox 1 infers a union built from a mapped array as never: the schema is the same anyOf of
@@ -39,9 +40,6 @@ export const UpdateKeySchema = Type.Object(
   },
   { additionalProperties: false },
 );
-
-export const MAX_GRACE_SECONDS = 604_800;
-export const DEFAULT_GRACE_SECONDS = 86_400;
 
 export const RotateKeySchema = Type.Object(
   { gracePeriodSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_GRACE_SECONDS })) },

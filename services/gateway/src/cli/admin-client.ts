@@ -1,5 +1,4 @@
-/** A mistake in how the CLI was called or configured: exit 2, with the command's usage. */
-export class UsageError extends Error {}
+import { UsageError } from './usage.js';
 
 const DEFAULT_HOST = '127.0.0.1';
 const DEFAULT_PORT = '8081';

@@ -134,11 +134,15 @@ async function withFileLock<T>(path: string, work: () => Promise<T>): Promise<T>
 }
 
 /**
- * Rewrites the file through `change`, creating it if needed. Writers take turns through a lock
- * file (two CLIs writing at once would otherwise each drop the other's change), and each write
- * goes to a temporary file that is renamed over the old one, so readers never see half a file.
+ * Rewrites the file through `change`, creating it if needed; `change` answers null to leave it as
+ * it is. Writers take turns through a lock file (two CLIs writing at once would otherwise each drop
+ * the other's change), each write goes to a temporary file that is renamed over the old one, so
+ * readers never see half a file, and a file the gateway would refuse to load is never written.
  */
-async function rewriteKeysFile(path: string, change: (entries: KeyFileEntry[]) => KeyFileEntry[]): Promise<void> {
+async function rewriteKeysFile(
+  path: string,
+  change: (entries: KeyFileEntry[]) => KeyFileEntry[] | null,
+): Promise<void> {
   await withFileLock(path, async () => {
     let entries: KeyFileEntry[] = [];
     try {
@@ -147,8 +151,12 @@ async function rewriteKeysFile(path: string, change: (entries: KeyFileEntry[]) =
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
     const next = change(entries);
+    if (next === null) return;
+    const text = `${JSON.stringify(next, null, 2)}\n`;
+    // A change computed from a read made before the lock (FileKeyStore) can meet another writer's.
+    parseKeysFile(text, path);
     const tmp = `${path}.${process.pid}.tmp`;
-    await writeFile(tmp, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
+    await writeFile(tmp, text, { mode: 0o600 });
     await rename(tmp, path);
   });
 }
@@ -157,19 +165,18 @@ export async function appendToKeysFile(path: string, entry: KeyFileEntry): Promi
   await rewriteKeysFile(path, (entries) => [...entries, entry]);
 }
 
-/** Replaces one entry by id with what `change` makes of it; throws when the file has no such id. */
+/** Replaces one entry by id with what `change` makes of it; null, the file untouched, when it has no such id. */
 export async function updateKeysFileEntry(
   path: string,
   id: string,
   change: (entry: KeyFileEntry) => KeyFileEntry,
-): Promise<KeyFileEntry> {
-  let updated: KeyFileEntry | undefined;
+): Promise<KeyFileEntry | null> {
+  let updated: KeyFileEntry | null = null;
   await rewriteKeysFile(path, (entries) => {
     const index = entries.findIndex((entry) => entry.id === id);
-    // Thrown before the write: the file stays as it was.
-    if (index < 0) throw new Error(`${path} has no key with id ${id}`);
+    if (index < 0) return null;
     updated = change(entries[index] as KeyFileEntry);
     return entries.with(index, updated);
   });
-  return updated as KeyFileEntry;
+  return updated;
 }

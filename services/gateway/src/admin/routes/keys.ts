@@ -2,14 +2,12 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { announceKeyChange } from '../../key-sync.js';
-import { createKey, newSecret } from '../../keys/create-key.js';
-import { parseExpiry, previousSecretEnds } from '../../keys/expiry.js';
-import type { KeyChanges, KeyRecord } from '../../keys/key-store.js';
-import { limitsAfterChange, limitsFor, planProblem } from '../../plans.js';
+import { checkNewKey, issueKey, KeyRuleError, rotateKey, updateKey } from '../../keys/key-operations.js';
+import type { KeyRecord } from '../../keys/key-store.js';
+import { limitsFor } from '../../plans.js';
 import {
   CreatedKeySchema,
   CreateKeySchema,
-  DEFAULT_GRACE_SECONDS,
   KeyIdParams,
   KeyViewSchema,
   RotatedKeySchema,
@@ -34,27 +32,24 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
     return record;
   }
 
-  function expiryFrom(value: string, now: number): string {
-    const parsed = parseExpiry(value, 'expiresAt', now);
-    if (parsed.problem !== undefined) throw new ApiError(400, 'invalid_request', parsed.problem);
-    return parsed.expiresAt;
+  /** Runs a key operation (keys/key-operations.ts), answering what its rules refuse with a 400. */
+  async function applying<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (err) {
+      if (err instanceof KeyRuleError) throw new ApiError(400, 'invalid_request', err.message);
+      throw err;
+    }
   }
 
   app.post(
     '/admin/keys',
     { schema: { body: CreateKeySchema, response: { 201: CreatedKeySchema, ...errors } } },
     async (request, reply) => {
-      const { plan, name, limits, expiresAt } = request.body;
-      const problem = planProblem(plan, limits);
-      if (problem) throw new ApiError(400, 'invalid_request', problem);
       const now = deps.now();
-      const { key, record } = createKey(
-        { plan, name, limits, expiresAt: expiresAt === undefined ? undefined : expiryFrom(expiresAt, now) },
-        new Date(now),
-      );
-      await deps.keyStore.insert(record);
+      const { key, record } = await applying(() => issueKey(deps.keyStore, checkNewKey(request.body, now), now));
       audit(deps, request.log, 'create', record.id, {
-        plan,
+        plan: record.plan,
         ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
       });
       return reply.code(201).send({
@@ -100,19 +95,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
         );
       }
       const current = await findLiveStoreKey(request.params.id, 'change');
-      const plan = body.plan ?? current.plan;
-      const limits = limitsAfterChange(plan, body.limits, current.limits);
-      const problem = planProblem(plan, limits);
-      if (problem) throw new ApiError(400, 'invalid_request', problem);
-      const now = deps.now();
-      const changes: KeyChanges = {
-        ...(body.plan !== undefined ? { plan: body.plan } : {}),
-        ...(body.name !== undefined ? { name: body.name } : {}),
-        ...(limits ? { limits } : current.limits ? { limits: null } : {}),
-        ...(body.expiresAt === null ? { expiresAt: null } : {}),
-        ...(typeof body.expiresAt === 'string' ? { expiresAt: expiryFrom(body.expiresAt, now) } : {}),
-      };
-      const updated = await deps.keyStore.update(current.id, changes, new Date(now));
+      const updated = await applying(() => updateKey(deps.keyStore, current, body, deps.now()));
       // Revoked between the read and the write.
       if (!updated) throw new ApiError(409, 'conflict', `Key ${current.id} was revoked`);
       await announceKeyChange(deps, 'key-changed', updated.id, request.log);
@@ -136,26 +119,19 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
     },
     async (request) => {
       const current = await findLiveStoreKey(request.params.id, 'rotate');
-      const now = deps.now();
-      const grace = request.body.gracePeriodSeconds ?? DEFAULT_GRACE_SECONDS;
-      const previousExpiresAt = previousSecretEnds(current.expiresAt, now, grace);
-      const secret = newSecret();
-      const rotated = await deps.keyStore.rotate(
-        current.id,
-        { sha256: secret.sha256, prefix: secret.prefix, previousExpiresAt },
-        new Date(now),
-      );
+      const rotated = await rotateKey(deps.keyStore, current, deps.now(), request.body.gracePeriodSeconds);
       if (!rotated) throw new ApiError(409, 'conflict', `Key ${current.id} was revoked`);
-      await announceKeyChange(deps, 'key-changed', rotated.id, request.log);
-      audit(deps, request.log, 'rotate', rotated.id, { previousKeyExpiresAt: previousExpiresAt });
+      const { key, record, previousKeyExpiresAt } = rotated;
+      await announceKeyChange(deps, 'key-changed', record.id, request.log);
+      audit(deps, request.log, 'rotate', record.id, { previousKeyExpiresAt });
       return {
-        id: rotated.id,
-        key: secret.key,
-        plan: rotated.plan,
-        limits: limitsFor(rotated.plan, rotated.limits),
-        name: rotated.name,
-        createdAt: rotated.createdAt,
-        previousKeyExpiresAt: previousExpiresAt,
+        id: record.id,
+        key,
+        plan: record.plan,
+        limits: limitsFor(record.plan, record.limits),
+        name: record.name,
+        createdAt: record.createdAt,
+        previousKeyExpiresAt,
       };
     },
   );

@@ -1,0 +1,118 @@
+import type { Static } from 'typebox';
+import type { CreatedKeySchema, RotatedKeySchema } from '../admin/schemas.js';
+import { checkNewKey } from '../keys/key-operations.js';
+import { limitsFor } from '../plans.js';
+import { AdminClient } from './admin-client.js';
+import { createInFile, rotateInFile, updateInFile } from './file-backend.js';
+import { createRequest, FLAG_NAMES, graceFrom, updateRequest, type Values } from './flags.js';
+import { jsonLine, printable, when } from './format.js';
+import { type KeyView, keysTable, limitsText, showKey, showUsage, type Usage } from './key-text.js';
+
+/* Each command: through the admin API, or with --file on an API_KEYS_FILE; text or --json out. */
+
+function print(values: Values, json: unknown, text: string): void {
+  process.stdout.write(values.json ? `${jsonLine(json)}\n` : text);
+}
+
+const admin = () => AdminClient.fromEnv(process.env);
+const keyPath = (id: string) => `/admin/keys/${encodeURIComponent(id)}`;
+
+export async function create(values: Values): Promise<void> {
+  const { plan, name, limits, expiresAt } = checkNewKey(createRequest(values), Date.now(), FLAG_NAMES);
+  let created: Omit<Static<typeof CreatedKeySchema>, 'name' | 'createdAt'>;
+  if (typeof values.file === 'string') {
+    const { key, record } = await createInFile(values.file, { plan, name, limits, expiresAt });
+    created = { id: record.id, key, plan: record.plan, limits: limitsFor(record.plan, record.limits), expiresAt };
+  } else {
+    created = await admin().request<Static<typeof CreatedKeySchema>>('POST', '/admin/keys', {
+      plan,
+      ...(name ? { name } : {}),
+      ...(limits ? { limits } : {}),
+      ...(expiresAt ? { expiresAt } : {}),
+    });
+  }
+  const out = {
+    id: created.id,
+    key: created.key,
+    plan: created.plan,
+    limits: created.limits,
+    ...(created.expiresAt ? { expiresAt: created.expiresAt } : {}),
+  };
+  print(
+    values,
+    out,
+    `created ${printable(out.id)} (${out.plan}: ${limitsText(out.limits)}${out.expiresAt ? `, expires ${when(out.expiresAt)}` : ''})\n` +
+      `key: ${out.key}\n(store it now: it is not shown again)\n`,
+  );
+}
+
+export async function update(id: string, values: Values): Promise<void> {
+  const change = updateRequest(values);
+  if (typeof values.file === 'string') {
+    const entry = await updateInFile(values.file, id, change);
+    const limits = limitsFor(entry.plan, entry.limits);
+    print(
+      values,
+      { ...entry, limits },
+      `updated ${id} in ${values.file} (${entry.plan}: ${limitsText(limits)}, expires ${when(entry.expiresAt) ?? 'never'})\n` +
+        'roll the gateway to apply it\n',
+    );
+    return;
+  }
+  const view = await admin().request<KeyView>('PATCH', keyPath(id), change);
+  print(values, view, `updated ${printable(id)}\n${showKey(view)}`);
+}
+
+export async function rotate(id: string, values: Values): Promise<void> {
+  const grace = graceFrom(values);
+  let out: Omit<Static<typeof RotatedKeySchema>, 'createdAt'> & { createdAt?: string };
+  if (typeof values.file === 'string') {
+    const { key, record, previousKeyExpiresAt } = await rotateInFile(values.file, id, grace);
+    out = {
+      id: record.id,
+      key,
+      plan: record.plan,
+      limits: limitsFor(record.plan, record.limits),
+      name: record.name,
+      previousKeyExpiresAt,
+    };
+  } else {
+    out = await admin().request<Static<typeof RotatedKeySchema>>(
+      'POST',
+      `${keyPath(id)}/rotate`,
+      grace === undefined ? {} : { gracePeriodSeconds: grace },
+    );
+  }
+  print(
+    values,
+    out,
+    `rotated ${printable(out.id)}: the old key works until ${when(out.previousKeyExpiresAt)}\n` +
+      `key: ${out.key}\n(store it now: it is not shown again)\n` +
+      (typeof values.file === 'string' ? `roll the gateway to load ${values.file}\n` : ''),
+  );
+}
+
+export async function list(values: Values): Promise<void> {
+  const keys = await admin().request<KeyView[]>('GET', '/admin/keys');
+  print(values, keys, keysTable(keys));
+}
+
+export async function show(id: string, values: Values): Promise<void> {
+  const key = await admin().request<KeyView>('GET', keyPath(id));
+  print(values, key, showKey(key));
+}
+
+export async function usage(id: string, values: Values): Promise<void> {
+  const found = await admin().request<Usage>('GET', `${keyPath(id)}/usage`);
+  print(values, found, showUsage(found));
+}
+
+export async function revoke(id: string, values: Values): Promise<void> {
+  await admin().request('DELETE', keyPath(id));
+  print(values, { id, revoked: true }, `revoked ${id}\n`);
+}
+
+export async function unban(id: string, values: Values): Promise<void> {
+  await admin().request('DELETE', `${keyPath(id)}/ban`);
+  print(values, { id, banLifted: true }, `lifted the ban on ${id}\n`);
+}

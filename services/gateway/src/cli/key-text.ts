@@ -1,0 +1,75 @@
+import type { Static } from 'typebox';
+import type { KeyViewSchema, UsageSchema } from '../admin/schemas.js';
+import type { Limits } from '../plans.js';
+import { fields, table, when } from './format.js';
+
+/* Keys and their usage as text for people. */
+
+export type KeyView = Static<typeof KeyViewSchema>;
+export type Usage = Static<typeof UsageSchema>;
+
+export function limitsText(limits: Limits): string {
+  return `${limits.perMinute}/min, ${limits.perDay}/day`;
+}
+
+function status(k: KeyView, now: number): string {
+  if (k.revokedAt) return 'revoked';
+  if (k.expiresAt && Date.parse(k.expiresAt) <= now) return 'expired';
+  if (k.bannedUntil) return `banned until ${when(k.bannedUntil)}`;
+  return 'active';
+}
+
+export function showKey(k: KeyView): string {
+  const previousLive = k.previousKeyExpiresAt && Date.parse(k.previousKeyExpiresAt) > Date.now();
+  return fields([
+    ['id', k.id],
+    ['name', k.name],
+    ['plan', k.plan],
+    ['limits', limitsText(k.limits)],
+    ['status', status(k, Date.now())],
+    ['source', k.source === 'file' ? 'API_KEYS_FILE' : 'store'],
+    ['prefix', k.prefix],
+    ['created', when(k.createdAt)],
+    ['expires', when(k.expiresAt) ?? 'never'],
+    ['old secret until', previousLive ? when(k.previousKeyExpiresAt) : undefined],
+    ['updated', when(k.updatedAt)],
+    ['revoked', when(k.revokedAt)],
+    ['banned until', when(k.bannedUntil)],
+  ]);
+}
+
+export function keysTable(keys: KeyView[]): string {
+  if (keys.length === 0) return 'no keys\n';
+  const now = Date.now();
+  const rows = keys.map((k) => [
+    k.id,
+    k.plan,
+    limitsText(k.limits),
+    status(k, now),
+    when(k.expiresAt) ?? '-',
+    k.source === 'file' ? 'file' : 'store',
+    k.name,
+  ]);
+  return table(['ID', 'PLAN', 'LIMITS', 'STATUS', 'EXPIRES', 'SOURCE', 'NAME'], rows);
+}
+
+export function showUsage(u: Usage): string {
+  const row = (name: string, w: Usage['windows']['minute']) => [
+    name,
+    String(w.limit),
+    String(w.used),
+    String(w.remaining),
+    when(w.resetAt) ?? 'not started',
+  ];
+  return (
+    `${u.id} (${u.plan})\n` +
+    table(
+      ['WINDOW', 'LIMIT', 'USED', 'REMAINING', 'RESETS'],
+      [row('minute', u.windows.minute), row('day', u.windows.day)],
+    ) +
+    fields([
+      ['ban', u.ban ? `until ${when(u.ban.until)}` : 'none'],
+      ['refusals', `${u.refusals} (counted toward a ban now)`],
+    ])
+  );
+}

@@ -1,0 +1,125 @@
+import { type LimitNames, type Limits, limitsAfterChange, type Plan, planProblem } from '../plans.js';
+import { createKey, type NewKey, newSecret } from './create-key.js';
+import { parseExpiry, previousSecretEnds } from './expiry.js';
+import type { KeyChanges, KeyRecord, KeyStore } from './key-store.js';
+
+/*
+ * The rules for making and changing keys, whatever holds them: the admin API applies them to the
+ * key store, the keys CLI's --file to an API_KEYS_FILE (FileKeyStore). Each caller checks the shape
+ * of what it is given first (a JSON schema, the CLI's flags); what needs the plan table, the clock
+ * or the key as it stands is decided here.
+ */
+
+/** A request the key rules refuse: the admin API answers it 400, the CLI exits 2 with it. */
+export class KeyRuleError extends Error {}
+
+/** How a caller names the fields in its messages; without it, as the admin API's JSON fields. */
+export interface FieldNames {
+  limits: LimitNames;
+  expiresAt: string;
+}
+
+export const DEFAULT_GRACE_SECONDS = 86_400;
+export const MAX_GRACE_SECONDS = 604_800;
+
+/** RFC 3339 text as the ISO moment a key ends, which must lie after `now`. */
+export function checkedExpiry(value: string, now: number, names?: FieldNames): string {
+  const parsed = parseExpiry(value, names?.expiresAt ?? 'expiresAt', now);
+  if (parsed.problem !== undefined) throw new KeyRuleError(parsed.problem);
+  return parsed.expiresAt;
+}
+
+/** What a caller asks of a new key, its expiry as given. */
+export interface KeyRequest {
+  plan: string;
+  name?: string;
+  limits?: Limits;
+  expiresAt?: string;
+}
+
+/** The key a request may have: its plan with the limits that plan takes, an expiry to come. */
+export function checkNewKey(request: KeyRequest, now: number, names?: FieldNames): NewKey {
+  const problem = planProblem(request.plan, request.limits, names?.limits);
+  if (problem) throw new KeyRuleError(problem);
+  return {
+    // planProblem has just checked it is one.
+    plan: request.plan as Plan,
+    name: request.name,
+    limits: request.limits,
+    expiresAt: request.expiresAt === undefined ? undefined : checkedExpiry(request.expiresAt, now, names),
+  };
+}
+
+/** Makes the key and stores its record: the plaintext key is in the answer only. */
+export async function issueKey(
+  store: Pick<KeyStore, 'insert'>,
+  key: NewKey,
+  now: number,
+): Promise<{ key: string; record: KeyRecord }> {
+  const made = createKey(key, new Date(now));
+  await store.insert(made.record);
+  return made;
+}
+
+/** What a caller asks to change in a key; `expiresAt: null` clears its expiry. */
+export interface KeyUpdate {
+  plan?: Plan;
+  limits?: Limits;
+  name?: string;
+  expiresAt?: string | null;
+}
+
+/**
+ * The change an update makes to the key as it stands: limits follow the plan (an enterprise key
+ * keeps its own unless new ones are given; leaving enterprise drops them).
+ */
+function changesFor(current: KeyRecord, update: KeyUpdate, now: number, names?: FieldNames): KeyChanges {
+  const plan = update.plan ?? current.plan;
+  const limits = limitsAfterChange(plan, update.limits, current.limits);
+  const problem = planProblem(plan, limits, names?.limits);
+  if (problem) throw new KeyRuleError(problem);
+  return {
+    ...(update.plan !== undefined ? { plan: update.plan } : {}),
+    ...(update.name !== undefined ? { name: update.name } : {}),
+    ...(limits ? { limits } : current.limits ? { limits: null } : {}),
+    ...(update.expiresAt === null ? { expiresAt: null } : {}),
+    ...(typeof update.expiresAt === 'string' ? { expiresAt: checkedExpiry(update.expiresAt, now, names) } : {}),
+  };
+}
+
+/** Applies an update to a live key; null when the store no longer holds it live. */
+export async function updateKey(
+  store: Pick<KeyStore, 'update'>,
+  current: KeyRecord,
+  update: KeyUpdate,
+  now: number,
+  names?: FieldNames,
+): Promise<KeyRecord | null> {
+  return store.update(current.id, changesFor(current, update, now, names), new Date(now));
+}
+
+export interface RotatedKey {
+  key: string;
+  record: KeyRecord;
+  previousKeyExpiresAt: string;
+}
+
+/**
+ * Gives a live key a new secret; the current one keeps working for the grace period, never past
+ * the key's own expiry. Null when the store no longer holds the key live.
+ */
+export async function rotateKey(
+  store: Pick<KeyStore, 'rotate'>,
+  current: KeyRecord,
+  now: number,
+  graceSeconds: number = DEFAULT_GRACE_SECONDS,
+): Promise<RotatedKey | null> {
+  const previousKeyExpiresAt = previousSecretEnds(current.expiresAt, now, graceSeconds);
+  const secret = newSecret();
+  const record = await store.rotate(
+    current.id,
+    { sha256: secret.sha256, prefix: secret.prefix, previousExpiresAt: previousKeyExpiresAt },
+    new Date(now),
+  );
+  return record && { key: secret.key, record, previousKeyExpiresAt };
+}
