@@ -13,7 +13,7 @@ import { keySync } from './key-sync.js';
 import { setExhaustedAnonymousHeaders } from './limits/headers.js';
 import { keylessCharge } from './limits/keyless.js';
 import { publicDocumentOptions } from './openapi.js';
-import { registerProxy } from './proxy.js';
+import { registerProxy, upstreamPool } from './proxy.js';
 import { docsRoutes } from './routes/docs.js';
 import { healthRoutes } from './routes/health.js';
 
@@ -48,11 +48,16 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   // Before the gate: a preflight is answered without a key, and refusals carry the CORS headers.
   if (config.corsOrigins.length > 0) await app.register(cors, { origins: config.corsOrigins });
   await app.register(gate, { ...deps, keyless, banSeconds: config.ban.durationMs / 1000 });
+  const pool = upstreamPool(config.petsUrl, config.upstreamTimeoutMs);
+  app.addHook('onClose', async () => {
+    await pool.destroy();
+  });
   await app.register(docsRoutes, {
     upstream: config.petsUrl,
     timeoutMs: config.upstreamTimeoutMs,
+    dispatcher: pool,
     document: publicDocumentOptions(config),
   });
-  await registerProxy(app, { upstream: config.petsUrl, timeoutMs: config.upstreamTimeoutMs, metrics: deps.metrics });
+  await registerProxy(app, { pool, metrics: deps.metrics });
   return app;
 }

@@ -1,10 +1,11 @@
 import { type ErrorBody, type ErrorCode, ErrorSchema, errorBody } from '@animal-store/common/errors.js';
+import { type Dispatcher, request } from 'undici';
 import { API_INDEX_OPERATION } from './api-index.js';
 import type { ApiDocumentConfig } from './config.js';
 import { RATE_LIMIT_HEADER_NAMES } from './limits/headers.js';
 import type { BanPolicy } from './limits/key-limiter.js';
 import { PLAN_LIMITS } from './plans.js';
-import { PETS_CLOSED, PETS_TIMEOUT, PETS_UNAVAILABLE } from './upstream-failure.js';
+import { UPSTREAM_FAILURES, upstreamFailure } from './upstream-failure.js';
 
 /** The parts of an OpenAPI 3.1 document the gateway touches; everything else passes through as it is. */
 export interface OpenApiDocument {
@@ -78,6 +79,8 @@ const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 const ERROR_REF = '#/components/schemas/Error';
 const errorContent = () => ({ 'application/json': { schema: { $ref: ERROR_REF } } });
 
+const example = ({ code, message }: { code: ErrorCode; message: string }): [ErrorCode, string] => [code, message];
+
 /**
  * The codes each error status can carry, with a message as the API sends it: every Error response
  * of the document lists them as named examples, so a client knows what to switch on.
@@ -96,13 +99,13 @@ const ERROR_EXAMPLES: Record<string, [ErrorCode, string][]> = {
     ['rate_limit_exceeded', 'Rate limit exceeded for the free plan'],
     ['api_key_banned', 'This API key is temporarily banned for ignoring rate limits'],
   ],
-  '502': [['upstream_unavailable', PETS_CLOSED]],
+  '502': [example(UPSTREAM_FAILURES.reset)],
   '503': [
     ['rate_limiter_unavailable', 'Rate limiting is unavailable; retry shortly'],
-    ['upstream_unavailable', PETS_UNAVAILABLE],
+    example(UPSTREAM_FAILURES.refused),
     ['overloaded', 'The service is overloaded; retry in 5 s'],
   ],
-  '504': [['upstream_timeout', PETS_TIMEOUT]],
+  '504': [example(UPSTREAM_FAILURES.timeout)],
   default: [
     ['method_not_allowed', 'DELETE is not allowed here; use GET, POST'],
     ['request_timeout', 'The request was not received in time'],
@@ -415,21 +418,14 @@ export interface OpenApiSourceOptions {
   /** Base URL of the pets service. */
   upstream: string;
   timeoutMs: number;
+  /** How to reach it: the proxy's pool (default: undici's global dispatcher). */
+  dispatcher?: Dispatcher;
   /** How long a transformed document is served before the upstream is asked again. */
   ttlMs?: number;
   /** What the public document says beyond the upstream's (default: DEFAULT_DOCUMENT_OPTIONS). */
   document?: PublicDocumentOptions;
   now?: () => number;
   onRefreshError?: (err: unknown, servingStale: boolean) => void;
-}
-
-function failureBody(err: unknown): ErrorBody {
-  if (err instanceof OpenApiUnavailable) return err.body;
-  const name = (err as { name?: string }).name;
-  if (name === 'TimeoutError' || name === 'AbortError') {
-    return errorBody(504, 'upstream_timeout', 'The pets service did not send its API description in time');
-  }
-  return errorBody(503, 'upstream_unavailable', 'The API description is unavailable: the pets service is unreachable');
 }
 
 /**
@@ -465,26 +461,30 @@ export class OpenApiSource {
     } catch (err) {
       this.opts.onRefreshError?.(err, this.cached !== null);
       if (this.cached) return this.cached.doc;
-      throw err instanceof OpenApiUnavailable ? err : new OpenApiUnavailable(failureBody(err));
+      throw err instanceof OpenApiUnavailable ? err : new OpenApiUnavailable(upstreamFailure(err).body);
     }
   }
 
+  /** Failures come as undici's (or a TimeoutError), which upstreamFailure maps like the proxy's. */
   private async fetchUpstream(): Promise<OpenApiDocument> {
     const url = `${this.opts.upstream.replace(/\/+$/, '')}/v1/openapi.json`;
-    const signal = AbortSignal.timeout(this.opts.timeoutMs);
-    const res = await fetch(url, { headers: { accept: 'application/json' }, signal });
-    if (!res.ok) {
-      await res.body?.cancel();
+    const res = await request(url, {
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(this.opts.timeoutMs),
+      ...(this.opts.dispatcher ? { dispatcher: this.opts.dispatcher } : {}),
+    });
+    if (res.statusCode < 200 || res.statusCode > 299) {
+      await res.body.dump();
       throw new OpenApiUnavailable(
-        errorBody(502, 'upstream_unavailable', `The pets service answered ${res.status} for its API description`),
+        errorBody(502, 'upstream_unavailable', `The pets service answered ${res.statusCode} for its API description`),
       );
     }
     let body: unknown;
     try {
-      body = await res.json();
+      body = await res.body.json();
     } catch (err) {
-      if ((err as { name?: string }).name === 'TimeoutError') throw err;
-      body = undefined;
+      // Text that is not JSON is no document (below); a failure while reading is the upstream's.
+      if (!(err instanceof SyntaxError)) throw err;
     }
     if (!isOpenApi31(body)) {
       throw new OpenApiUnavailable(

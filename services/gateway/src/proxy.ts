@@ -8,11 +8,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 
 import { type Dispatcher, Pool } from 'undici';
 import { BUFFERED_BODY_BYTES, ForwardHandler, type ForwardPolicy, type ResponseHeaders } from './forward-handler.js';
 import type { GatewayMetrics } from './metrics.js';
-import { PETS_NO_ANSWER, PETS_TIMEOUT, PETS_UNAVAILABLE, upstreamFailure } from './upstream-failure.js';
+import { UPSTREAM_FAILURES, upstreamFailure } from './upstream-failure.js';
 
 export interface ProxyOptions {
-  upstream: string;
-  timeoutMs: number;
+  /** The connection pool to the pets service (upstreamPool). */
+  pool: Dispatcher;
   metrics: GatewayMetrics;
 }
 
@@ -185,53 +185,54 @@ function isErrorBody(status: number, headers: ResponseHeaders, body: Buffer | un
   );
 }
 
+/** The Error bodies given for the error statuses pets answers with, when its own body is not one. */
+const REPLACEMENTS: Partial<Record<number, ErrorBody>> = {
+  400: errorBody(400, 'invalid_request', 'The request is not valid'),
+  404: errorBody(404, 'not_found', 'Not found'),
+  405: errorBody(405, 'method_not_allowed', 'This method is not allowed here'),
+  413: errorBody(413, 'payload_too_large', BODY_TOO_LARGE),
+  415: errorBody(415, 'unsupported_media_type', 'Content-Type must be application/json'),
+  500: errorBody(500, 'internal_error', 'The pets service failed to answer the request'),
+  504: UPSTREAM_FAILURES.timeout,
+};
+
 /**
  * The Error body given instead of an upstream error answer that is not one: the same status, a
  * code for it, and a message of our own (the upstream's text may name hosts, files, stacks).
  */
 function replacementBody(status: number): ErrorBody {
-  switch (status) {
-    case 400:
-      return errorBody(400, 'invalid_request', 'The request is not valid');
-    case 404:
-      return errorBody(404, 'not_found', 'Not found');
-    case 405:
-      return errorBody(405, 'method_not_allowed', 'This method is not allowed here');
-    case 413:
-      return errorBody(413, 'payload_too_large', BODY_TOO_LARGE);
-    case 415:
-      return errorBody(415, 'unsupported_media_type', 'Content-Type must be application/json');
-    case 500:
-      return errorBody(500, 'internal_error', 'The pets service failed to answer the request');
-    case 504:
-      return errorBody(504, 'upstream_timeout', PETS_TIMEOUT);
-    default:
-      break;
-  }
+  const known = REPLACEMENTS[status];
+  if (known) return known;
   if (status >= 400 && status < 500) return errorBody(status, 'invalid_request', 'The request was refused');
-  if (status > 500 && status < 600) return errorBody(status, 'upstream_unavailable', PETS_UNAVAILABLE);
+  if (status > 500 && status < 600) return { ...UPSTREAM_FAILURES.refused, status };
   // Not a status the client can be given.
-  return errorBody(502, 'upstream_unavailable', PETS_NO_ANSWER);
+  return UPSTREAM_FAILURES.other;
 }
 
 /**
- * Forwards PROXIED_ROUTES to the pets service over one undici pool (forward-handler.ts), request
+ * The gateway's one connection pool to the pets service, for the proxy and for the API
+ * reference's fetch of pets' document: its timeouts are UPSTREAM_TIMEOUT_MS, its failures
+ * undici's (upstream-failure.ts maps them). The caller destroys it when the app closes.
+ */
+export function upstreamPool(upstream: string, timeoutMs: number): Pool {
+  return new Pool(new URL(upstream).origin, {
+    connections: 128,
+    pipelining: 1,
+    keepAliveTimeout: 60_000,
+    connect: { timeout: Math.min(timeoutMs, 5_000) },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+  });
+}
+
+/**
+ * Forwards PROXIED_ROUTES to the pets service over the upstream pool (forward-handler.ts), request
  * bodies streamed through unread. The caller's credentials stay here (upstreamHeaders). Each
  * request is sent once: retrying would replay non-idempotent work and multiply the load on a
  * struggling upstream.
  */
 export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): Promise<void> {
-  const pool = new Pool(new URL(opts.upstream).origin, {
-    connections: 128,
-    pipelining: 1,
-    keepAliveTimeout: 60_000,
-    connect: { timeout: Math.min(opts.timeoutMs, 5_000) },
-    headersTimeout: opts.timeoutMs,
-    bodyTimeout: opts.timeoutMs,
-  });
-  app.addHook('onClose', async () => {
-    await pool.destroy();
-  });
+  const { pool } = opts;
   const policy: ForwardPolicy = {
     responseHeaders: clientHeaders,
     replaceError: (reply, status, headers, body) => {

@@ -7,6 +7,7 @@ import fastifyStatic from '@fastify/static';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
+import type { Dispatcher } from 'undici';
 import { API_INDEX, API_INDEX_SCHEMA } from '../api-index.js';
 import { type OpenApiDocument, OpenApiSource, OpenApiUnavailable, type PublicDocumentOptions } from '../openapi.js';
 
@@ -14,6 +15,8 @@ export interface DocsOptions {
   /** Base URL of the pets service, whose /v1/openapi.json the public document is made from. */
   upstream: string;
   timeoutMs: number;
+  /** How to reach it: the proxy's pool (default: undici's global dispatcher). */
+  dispatcher?: Dispatcher;
   /** How long the transformed document is kept (default 60 s). */
   ttlMs?: number;
   /** Servers, contact, license and ban rule of the public document (default: the config defaults). */
@@ -78,6 +81,7 @@ export async function docsRoutes(app: FastifyInstance, opts: DocsOptions): Promi
   const source = new OpenApiSource({
     upstream: opts.upstream,
     timeoutMs: opts.timeoutMs,
+    ...(opts.dispatcher !== undefined ? { dispatcher: opts.dispatcher } : {}),
     ...(opts.ttlMs !== undefined ? { ttlMs: opts.ttlMs } : {}),
     ...(opts.document !== undefined ? { document: opts.document } : {}),
     onRefreshError: (err, servingStale) =>
