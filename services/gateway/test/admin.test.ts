@@ -57,6 +57,22 @@ afterAll(async () => {
   await upstream?.close();
 });
 
+/**
+ * A gateway of its own for the enclosing describe block, holding one free key: started before the
+ * block's tests, closed after them.
+ */
+function gatewayWithOneKey(): { gw: TestGateway; existing: Created } {
+  const own = {} as { gw: TestGateway; existing: Created };
+  beforeAll(async () => {
+    own.gw = await startGateway({ upstream: upstream.url });
+    own.existing = await createKey(own.gw, { plan: 'free' });
+  });
+  afterAll(async () => {
+    await own.gw?.close();
+  });
+  return own;
+}
+
 describe('POST /admin/keys', () => {
   let gw: TestGateway;
   beforeAll(async () => {
@@ -253,22 +269,14 @@ describe('POST /admin/keys', () => {
 });
 
 describe('admin authentication', () => {
-  let gw: TestGateway;
-  let existing: Created;
-  beforeAll(async () => {
-    gw = await startGateway({ upstream: upstream.url });
-    existing = await createKey(gw, { plan: 'free' });
-  });
-  afterAll(async () => {
-    await gw?.close();
-  });
+  const own = gatewayWithOneKey();
 
   const routes = () => [
     { method: 'GET' as const, url: '/admin/keys' },
     { method: 'POST' as const, url: '/admin/keys', payload: { plan: 'free' } },
-    { method: 'GET' as const, url: `/admin/keys/${existing.id}` },
-    { method: 'DELETE' as const, url: `/admin/keys/${existing.id}` },
-    { method: 'DELETE' as const, url: `/admin/keys/${existing.id}/ban` },
+    { method: 'GET' as const, url: `/admin/keys/${own.existing.id}` },
+    { method: 'DELETE' as const, url: `/admin/keys/${own.existing.id}` },
+    { method: 'DELETE' as const, url: `/admin/keys/${own.existing.id}/ban` },
     { method: 'GET' as const, url: '/admin/unknown' },
   ];
 
@@ -290,10 +298,10 @@ describe('admin authentication', () => {
       // An address of its own per case: each makes fewer failures than the failed-auth limit.
       const remoteAddress = `192.0.2.${index + 1}`;
       for (const route of routes()) {
-        const res = await gw.admin.inject({ ...route, headers, remoteAddress });
+        const res = await own.gw.admin.inject({ ...route, headers, remoteAddress });
         expectError(res, 401, 'unauthorized');
         expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="animal-store"/);
-        expect(res.body).not.toContain(existing.id);
+        expect(res.body).not.toContain(own.existing.id);
       }
     });
   }
@@ -306,22 +314,22 @@ describe('admin authentication', () => {
       challenge: 'Bearer realm="animal-store", error="invalid_token", error_description="The admin token is not valid"',
     },
   ])('answers 401 to $name with WWW-Authenticate: $challenge', async ({ headers, challenge }) => {
-    const res = await gw.admin.inject({ url: '/admin/keys', headers, remoteAddress: '192.0.2.200' });
+    const res = await own.gw.admin.inject({ url: '/admin/keys', headers, remoteAddress: '192.0.2.200' });
     expectError(res, 401, 'unauthorized');
     expect(res.headers['www-authenticate']).toBe(challenge);
   });
 
   it('changed nothing while refusing: the key still exists, unrevoked, and no key was added', async () => {
-    const list = await gw.admin.inject({ method: 'GET', url: '/admin/keys', headers: auth });
+    const list = await own.gw.admin.inject({ method: 'GET', url: '/admin/keys', headers: auth });
     expect(list.statusCode).toBe(200);
     expect(list.json()).toHaveLength(1);
-    expect(list.json()[0].id).toBe(existing.id);
+    expect(list.json()[0].id).toBe(own.existing.id);
     expect(list.json()[0]).not.toHaveProperty('revokedAt');
-    expect((await pets(gw, existing.key)).statusCode).toBe(200);
+    expect((await pets(own.gw, own.existing.key)).statusCode).toBe(200);
   });
 
   it('accepts the scheme in any case', async () => {
-    const res = await gw.admin.inject({
+    const res = await own.gw.admin.inject({
       method: 'GET',
       url: '/admin/keys',
       headers: { authorization: `bearer ${ADMIN_TOKEN}` },
@@ -331,22 +339,14 @@ describe('admin authentication', () => {
 
   it('is not served on the public listener, even with the admin token', async () => {
     for (const route of routes()) {
-      const res = await gw.app.inject({ ...route, headers: auth });
+      const res = await own.gw.app.inject({ ...route, headers: auth });
       expectError(res, 401, 'invalid_api_key');
     }
   });
 });
 
 describe('admin answers are never cached', () => {
-  let gw: TestGateway;
-  let existing: Created;
-  beforeAll(async () => {
-    gw = await startGateway({ upstream: upstream.url });
-    existing = await createKey(gw, { plan: 'free' });
-  });
-  afterAll(async () => {
-    await gw?.close();
-  });
+  const own = gatewayWithOneKey();
 
   const json = { ...auth, 'content-type': 'application/json' };
   const cases = [
@@ -384,7 +384,7 @@ describe('admin answers are never cached', () => {
   ];
 
   it.each(cases)('$name → Cache-Control: no-store', async ({ status, url, ...request }) => {
-    const res = await gw.admin.inject({ ...request, url: url.replace(':id', existing.id) });
+    const res = await own.gw.admin.inject({ ...request, url: url.replace(':id', own.existing.id) });
     expect(res.statusCode, res.body).toBe(status);
     expect(res.headers['cache-control']).toBe('no-store');
   });
