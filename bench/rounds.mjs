@@ -7,7 +7,7 @@ export function cannon(opts) {
   });
 }
 
-export function median(xs) {
+function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;

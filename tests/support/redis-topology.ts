@@ -14,7 +14,7 @@ import { freePort } from './runtime.js';
  */
 
 /** How long a node may be unreachable before the others fail it over (Cluster and Sentinel alike). */
-export const NODE_TIMEOUT_MS = 1_000;
+const NODE_TIMEOUT_MS = 1_000;
 
 export interface Failover {
   /** The killed master's port and its replicas' (one of which takes over). */

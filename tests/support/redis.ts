@@ -2,8 +2,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { containerRuntime, freePort, MissingPrerequisite, which } from './runtime.js';
 
-export { MissingPrerequisite };
-
 /** The redis-server binary, or the one-line failure saying how to get it. */
 export function redisServerBinary(): string {
   const binary = which('redis-server');

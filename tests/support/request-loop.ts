@@ -18,7 +18,7 @@ export interface Outcome {
 }
 
 /** The innermost error code undici/fetch reports, or TIMEOUT for an aborted request. */
-export function errorCode(err: unknown): string {
+function errorCode(err: unknown): string {
   let current = err as { name?: string; code?: string; cause?: unknown } | undefined;
   let code: string | undefined;
   for (let depth = 0; current && depth < 5; depth++) {

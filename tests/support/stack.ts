@@ -36,7 +36,7 @@ export interface StackOptions {
   readyTimeoutMs?: number;
 }
 
-export interface GatewayReplica {
+interface GatewayReplica {
   url: string;
   adminUrl: string;
   stop(): Promise<void>;

@@ -1,6 +1,6 @@
 import type { Reporter, TestModule, TestRunEndReason } from 'vitest/node';
 
-export interface Summary {
+interface Summary {
   passed: number;
   failed: number;
   skipped: number;
@@ -11,7 +11,7 @@ export interface Summary {
  * import that fails) counts as one failure, and so does each unhandled error: whenever vitest
  * fails the run, `failed` is above 0.
  */
-export function summarize(
+function summarize(
   modules: ReadonlyArray<TestModule>,
   unhandledErrors: ReadonlyArray<unknown> = [],
   reason: TestRunEndReason = 'passed',
@@ -34,7 +34,10 @@ export function summarize(
   return summary;
 }
 
-/** Ends every run with the one plain line CI reads: "N passed, N failed, N skipped". */
+/**
+ * Ends every run with the one plain line CI reads: "N passed, N failed, N skipped".
+ * @public vitest.config.ts names this file as a reporter; nothing imports it.
+ */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(
     modules: ReadonlyArray<TestModule>,

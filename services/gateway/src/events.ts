@@ -58,7 +58,7 @@ export interface SubscriptionHooks {
 }
 
 /** How often a replica checks, with a message of its own, that its subscription still delivers. */
-export const PROBE_MS = 5_000;
+const PROBE_MS = 5_000;
 
 /** A replica's own probe on the events channel: `{"probe":"<replica id>:<n>"}`. Others ignore it. */
 const PROBE_PREFIX = '{"probe":"';

@@ -1,7 +1,7 @@
 import { type Env, EnvReader, LOG_LEVELS, type LogLevel } from '@animal-store/common/env.js';
 import { type OverloadConfig, readOverloadConfig } from '@animal-store/common/overload.js';
 
-export type StoreConfig = { kind: 'memory' } | { kind: 'mongo'; url: string };
+type StoreConfig = { kind: 'memory' } | { kind: 'mongo'; url: string };
 
 export interface Config {
   host: string;

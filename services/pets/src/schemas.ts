@@ -2,23 +2,23 @@ import { ErrorSchema } from '@animal-store/common/errors.js';
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { type Static, Type } from 'typebox';
 
-export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
+const PET_STATUSES = ['available', 'pending', 'sold'] as const;
 export type PetStatus = (typeof PET_STATUSES)[number];
 
 /** Largest integer a JSON number carries exactly; ids and categoryIds stay within it. */
-export const MAX_EXACT_INTEGER = Number.MAX_SAFE_INTEGER;
+const MAX_EXACT_INTEGER = Number.MAX_SAFE_INTEGER;
 
 export const DEFAULT_PAGE_SIZE = 20;
-export const MAX_PAGE_SIZE = 100;
+const MAX_PAGE_SIZE = 100;
 /** Most ids one `id` filter may name. */
-export const MAX_IDS = 100;
+const MAX_IDS = 100;
 /** An animal id as text (unanchored): up to 15 digits keeps every id below 2^53, so it parses exactly. */
 export const PET_ID_TEXT = '[1-9][0-9]{0,14}';
 const ID_LIST_PATTERN = `^${PET_ID_TEXT}(,${PET_ID_TEXT}){0,${MAX_IDS - 1}}$`;
 
 // A plain `enum` rather than a union of literals: one readable rule in the OpenAPI document and
 // one clear validation message ("must be equal to one of the allowed values").
-export const PetStatusSchema = Type.Unsafe<PetStatus>({
+const PetStatusSchema = Type.Unsafe<PetStatus>({
   $id: 'PetStatus',
   type: 'string',
   enum: [...PET_STATUSES],
@@ -28,7 +28,7 @@ export const PetStatusSchema = Type.Unsafe<PetStatus>({
 // Routes and schemas point at the shared schemas by $ref so the OpenAPI document names them as
 // components (the spec's PetStatus, NewPet, Pet, Pets, Error); Unsafe keeps the static type for
 // the type provider.
-export const PetStatusRef = Type.Unsafe<PetStatus>(Type.Ref('PetStatus'));
+const PetStatusRef = Type.Unsafe<PetStatus>(Type.Ref('PetStatus'));
 
 const name = Type.String({
   minLength: 1,
@@ -48,7 +48,7 @@ const categoryId = Type.Integer({
 
 // No additionalProperties: false here: unknown fields are allowed and ignored (the handler
 // copies only the declared ones), and the document should not claim they are refused.
-export const NewPetSchema = Type.Object(
+const NewPetSchema = Type.Object(
   { name, categoryId, status: Type.Optional(PetStatusRef) },
   {
     $id: 'NewPet',
@@ -61,7 +61,7 @@ export const NewPetRef = Type.Unsafe<NewPet>(Type.Ref('NewPet'));
 
 // Open, like NewPet: a field added later must not break a client that validates strictly. The
 // serializer still sends only the fields declared here.
-export const PetSchema = Type.Object(
+const PetSchema = Type.Object(
   {
     id: Type.Integer({
       format: 'int64',
@@ -83,7 +83,7 @@ export const PetSchema = Type.Object(
 export type Pet = Static<typeof PetSchema>;
 
 export const PetRef = Type.Unsafe<Pet>(Type.Ref('Pet'));
-export const PetsSchema = Type.Array(PetRef, { $id: 'Pets', description: 'A list of animals, ordered by id.' });
+const PetsSchema = Type.Array(PetRef, { $id: 'Pets', description: 'A list of animals, ordered by id.' });
 export const PetsRef = Type.Unsafe<Pet[]>(Type.Ref('Pets'));
 export const ErrorRef = Type.Unsafe<Static<typeof ErrorSchema>>(Type.Ref('Error'));
 

@@ -8,7 +8,7 @@ import { PLANS, type Plan } from '../plans.js';
 const PlanSchema = Type.Unsafe<Plan>(Type.Union(PLANS.map((p) => Type.Literal(p))));
 const Timestamp = Type.String({ format: 'date-time' });
 
-export const LimitsSchema = Type.Object(
+const LimitsSchema = Type.Object(
   {
     perMinute: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }),
     perDay: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }),

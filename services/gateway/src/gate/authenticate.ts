@@ -5,7 +5,7 @@ import type { ResolvedKey } from '../keys/key-resolver.js';
 import type { KeylessReason } from '../limits/keyless.js';
 
 /** Why a request has no usable key (the framework-error path adds 'bad_request'). */
-export type AuthFailure = Exclude<KeylessReason, 'bad_request' | 'reference'>;
+type AuthFailure = Exclude<KeylessReason, 'bad_request' | 'reference'>;
 
 /**
  * A request without a usable key: why (counted against its address under that reason), and the

@@ -7,7 +7,7 @@ export interface HostPort {
 }
 
 /** Credentials and TLS for Sentinel and Cluster (a standalone REDIS_URL carries its own). */
-export interface RedisAuth {
+interface RedisAuth {
   username?: string;
   password?: string;
   tls: boolean;

@@ -57,7 +57,7 @@ export function isStoreUnreachable(err: unknown): boolean {
   );
 }
 
-export function storeUnavailable(cause?: unknown): ApiError {
+function storeUnavailable(cause?: unknown): ApiError {
   const error = new ApiError(503, 'upstream_unavailable', 'The pet store is unavailable; retry later');
   // Kept for the log line only; the client sees the message above.
   if (cause !== undefined) error.cause = cause;
