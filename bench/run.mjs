@@ -45,7 +45,7 @@ async function main() {
   const redis = await startRedis();
   const admin = new Redis(redis.url);
   const dir = mkdtempSync(join(tmpdir(), 'bench-'));
-  const { subjects, keys, prefix, startGateway } = await startSubjects({ redis, dir });
+  const { subjects, keys, prefix, startGateway, startSlidingGateway } = await startSubjects({ redis, dir });
   await admin.set(`${prefix}{${keys.bannedId}}:ban`, '1', 'PX', 3_600_000);
 
   process.stdout.write(
@@ -90,8 +90,26 @@ async function main() {
   const share = (a) => Number((a.requestsPerSecond / s['get.gateway'].requestsPerSecond).toFixed(3));
   results.refusals = { '429/admitted': share(s['get.gateway429']), 'banned/admitted': share(s['get.gatewayBanned']) };
 
+  // A plan with sliding windows beside the spec's fixed ones, interleaved with the bare proxy and
+  // the gateway again: its ratio to each, its Redis commands and its CPU per request below.
+  const gatewaySliding = await startSlidingGateway();
+  const slidingRun = await interleave(
+    [
+      { name: 'bareProxy', request: getPets(subjects.bareProxy), status: 200 },
+      { name: 'gateway', request: getPets(gateway), status: 200 },
+      { name: 'gatewaySliding', request: getPets(gatewaySliding), status: 200 },
+    ],
+    load,
+    progress('GET, sliding windows'),
+  );
+  printTable('GET /v1/pets?limit=20, a plan with sliding windows', slidingRun);
+  s['get.gatewaySliding'] = slidingRun.gatewaySliding;
+  results.ratios['get.gatewaySliding/bareProxy'] = ratioByRound(slidingRun.gatewaySliding, slidingRun.bareProxy);
+  results.ratios['get.gatewaySliding/gateway'] = ratioByRound(slidingRun.gatewaySliding, slidingRun.gateway);
+
   results.redis = {
     'gateway admitted': await commandsPerRequest(admin, getPets(gateway)),
+    'gateway admitted, sliding windows': await commandsPerRequest(admin, getPets(gatewaySliding)),
     'gateway banned': await commandsPerRequest(admin, getPets(gateway, auth(keys.banned))),
     'peer admitted': await commandsPerRequest(admin, getPets(subjects.peer)),
   };
@@ -139,6 +157,7 @@ async function main() {
   for (const name of SUBJECTS) {
     results.perRequest.subjects[name] = await costPer(subjects[name], !['direct', 'bareProxy'].includes(name));
   }
+  results.perRequest.subjects.gatewaySliding = await costPer(gatewaySliding, true);
 
   for (const method of ['get', 'post']) {
     const x = (name) => s[`${method}.${name}`];

@@ -57,7 +57,7 @@ export async function startSubjects({ redis, dir }) {
   const auth = { authorization: `Bearer ${keys.open}` };
 
   /** `logLevel` undefined: the gateway's own default, whatever this shell exports. */
-  const startGateway = async (redisEnv, logLevel) => {
+  const startGateway = async (env, logLevel) => {
     const port = await freePort();
     const child = start('gateway', process.execPath, ['services/gateway/dist/server.js'], {
       PORT: String(port),
@@ -65,10 +65,11 @@ export async function startSubjects({ redis, dir }) {
       PETS_URL: pets.url,
       // One Redis mode per gateway: the topology's, not a REDIS_URL this shell may export.
       REDIS_URL: '',
-      ...redisEnv,
       REDIS_PREFIX: prefix,
       API_KEYS_FILE: join(dir, 'keys.json'),
       LOG_LEVEL: logLevel,
+      // Its Redis (and for the sliding subject, its plans and keys).
+      ...env,
       // The 429 scenario measures refusals; a ban would turn it into the banned scenario.
       BAN_THRESHOLD: '1000000',
     });
@@ -106,5 +107,22 @@ export async function startSubjects({ redis, dir }) {
     gatewayQuiet: await startGateway({ REDIS_URL: redis.url }, 'warn'),
     peer: await peer(),
   };
-  return { subjects, keys, prefix, startGateway };
+  /**
+   * The gateway as users run it, with one difference: its key's plan counts with sliding windows
+   * (a PLANS_FILE of one plan, `metered`, whose keys carry their own limits), so the cost of the
+   * sliding algorithm shows beside the fixed windows of the spec's plans.
+   */
+  const startSlidingGateway = async () => {
+    writeFileSync(join(dir, 'plans-sliding.json'), JSON.stringify({ plans: { metered: { algorithm: 'sliding' } } }));
+    const sliding = createKey({ plan: 'metered', name: 'bench sliding', limits: { perMinute: 1e9, perDay: 1e9 } });
+    writeFileSync(join(dir, 'keys-sliding.json'), JSON.stringify([toKeyFileEntry(sliding.record)]));
+    const gateway = await startGateway({
+      REDIS_URL: redis.url,
+      PLANS_FILE: join(dir, 'plans-sliding.json'),
+      API_KEYS_FILE: join(dir, 'keys-sliding.json'),
+    });
+    return { ...gateway, headers: { authorization: `Bearer ${sliding.key}` } };
+  };
+
+  return { subjects, keys, prefix, startGateway, startSlidingGateway };
 }

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '@animal-store/gateway/config.js';
+import { parsePlansFile } from '@animal-store/gateway/plans-file.js';
 import * as k8s from 'kubernetes-models';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -48,8 +49,10 @@ interface Container {
   readinessProbe?: Probe;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: SecurityContext;
+  volumeMounts?: { name: string; mountPath: string }[];
 }
 interface PodSpec {
+  volumes?: { name: string; configMap?: { name: string }; secret?: { secretName: string } }[];
   containers: Container[];
   initContainers?: Container[];
   securityContext?: SecurityContext;
@@ -104,14 +107,17 @@ function render(overlay: string): K8sObject[] {
   return objects;
 }
 
-/** An overlay with a component added, as an operator enables one (kustomize wants relative paths). */
-function renderWithComponent(overlay: string, component: string): K8sObject[] {
+/**
+ * An overlay with a component added, as an operator enables one (kustomize wants relative paths).
+ * `namespace` is the overlay's: objects a component generates get it as they would inside the overlay.
+ */
+function renderWithComponent(overlay: string, component: string, namespace?: string): K8sObject[] {
   const dir = mkdtempSync(join(tmpdir(), 'kustomize-'));
   try {
     const k8sDir = relative(dir, join(repoRoot, 'deploy', 'k8s'));
     writeFileSync(
       join(dir, 'kustomization.yaml'),
-      `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [${k8sDir}/overlays/${overlay}]\ncomponents: [${k8sDir}/components/${component}]\n`,
+      `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [${k8sDir}/overlays/${overlay}]\ncomponents: [${k8sDir}/components/${component}]\n${namespace ? `namespace: ${namespace}\n` : ''}`,
     );
     return renderDir(dir);
   } finally {
@@ -461,4 +467,24 @@ describe.runIf(overlays.includes('production'))('production on Redis Sentinel or
       expect(withAuth.redis).toMatchObject({ auth: { username: 'gw', password: 'pw', tls: true } });
     },
   );
+});
+
+describe.runIf(overlays.includes('production'))('plans as data (component plans-file)', () => {
+  it('mounts the plans ConfigMap where PLANS_FILE points, and the gateway accepts its plans', () => {
+    const objects = renderWithComponent('production', 'plans-file', 'animal-store');
+    for (const object of objects) {
+      const Model = modelFor(object.apiVersion, object.kind);
+      if (Model) new Model(object).validate();
+    }
+    const spec = podSpec(one(objects, 'Deployment', 'gateway'));
+    const container = spec.containers[0];
+    const plansFile = container?.env?.find((e) => e.name === 'PLANS_FILE')?.value as string;
+    const mount = container?.volumeMounts?.find((m) => plansFile.startsWith(`${m.mountPath}/`));
+    const volume = spec.volumes?.find((v) => v.name === mount?.name);
+    const configMap = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === volume?.configMap?.name);
+    const text = configMap?.data?.[plansFile.slice((mount?.mountPath.length ?? 0) + 1)];
+    expect(text, 'the ConfigMap holds the file PLANS_FILE names').toBeDefined();
+    const book = parsePlansFile(text as string, 'plans.json', false);
+    expect(book, JSON.stringify(book)).not.toBeInstanceOf(Array);
+  });
 });

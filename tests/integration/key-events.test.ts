@@ -134,12 +134,13 @@ describe('gateway processes on one Redis', () => {
     });
   });
 
-  it('a key from the shared keys file expires at its moment on every replica', async () => {
+  it('a key from the shared keys file expires at its moment on every replica', { timeout: 60_000 }, async () => {
     const keysFile = join(dir, `expiring-${Date.now()}.json`);
     const { key } = await createKeyInFile(keysFile, 'pro', null);
-    // Some seconds from now: the replicas are up well before (starting two takes a few seconds on
-    // a busy machine), and each must refuse it from then on.
-    const expiresAt = new Date(Date.now() + 8_000).toISOString();
+    // Far enough ahead that both replicas are up and have served it before it ends: starting two
+    // took more than 8 s on a machine busy with other test runs (the first check then met an
+    // expired key). Each must refuse it from then on.
+    const expiresAt = new Date(Date.now() + 20_000).toISOString();
     const entries = JSON.parse(await readFile(keysFile, 'utf8')) as Array<Record<string, unknown>>;
     await writeFile(keysFile, JSON.stringify(entries.map((e) => ({ ...e, expiresAt }))));
     const prefix = `kx${Date.now()}:`;
@@ -150,7 +151,7 @@ describe('gateway processes on one Redis', () => {
     for (const r of [a, b]) expect((await get(r, key)).status).toBe(200);
     for (const r of [a, b]) {
       await vi.waitFor(async () => expect((await get(r, key)).code).toBe('expired_api_key'), {
-        timeout: 15_000,
+        timeout: 30_000,
         interval: 100,
       });
     }

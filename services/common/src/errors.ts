@@ -7,6 +7,8 @@ export type ErrorCode =
   | 'expired_api_key'
   | 'rate_limit_exceeded'
   | 'api_key_banned'
+  | 'insufficient_scope'
+  | 'ip_not_allowed'
   | 'invalid_request'
   | 'not_found'
   | 'method_not_allowed'

@@ -58,6 +58,6 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     dispatcher: pool,
     document: publicDocumentOptions(config),
   });
-  await registerProxy(app, { pool, metrics: deps.metrics });
+  await registerProxy(app, { pool, metrics: deps.metrics, costs: config.plans.routeCosts });
   return app;
 }

@@ -25,3 +25,10 @@ export function invalidTokenChallenge(description: string): Challenge {
     'www-authenticate': `Bearer realm="${REALM}", error="invalid_token", error_description="${description}"`,
   });
 }
+
+/** RFC 6750 §3.1: a known key without the scope a route needs. */
+export function insufficientScopeChallenge(scope: string): Challenge {
+  return Object.freeze({
+    'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"`,
+  });
+}

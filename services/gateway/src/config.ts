@@ -5,6 +5,8 @@ import { type OverloadConfig, readOverloadConfig } from '@animal-store/common/ov
 import type { FastifyServerOptions } from 'fastify';
 import type { FailureMode } from './limits/guarded-limiter.js';
 import type { BanPolicy } from './limits/key-limiter.js';
+import { DEFAULT_PLANS, type PlanBook } from './plans.js';
+import { parsePlansFile } from './plans-file.js';
 import type { HostPort, RedisTarget } from './redis/clients.js';
 
 export interface GatewayConfig {
@@ -46,6 +48,28 @@ export interface GatewayConfig {
   apiDocument: ApiDocumentConfig;
   /** Origins browser apps may call the public API from (CORS); empty: CORS off. */
   corsOrigins: string[];
+  /** The plans in force and the route costs: PLANS_FILE, else the spec's four plans. */
+  plans: PlanBook;
+}
+
+/** PLANS_FILE (JSON, see plans-file.ts) and RATE_LIMIT_SHADOW; every problem in the file is listed. */
+function parsePlans(r: EnvReader): PlanBook {
+  const shadow = r.oneOf('RATE_LIMIT_SHADOW', ['true', 'false'] as const, 'false') === 'true';
+  const file = r.string('PLANS_FILE');
+  if (file === undefined) return { ...DEFAULT_PLANS, shadow };
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    r.problems.push(`PLANS_FILE=${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    return { ...DEFAULT_PLANS, shadow };
+  }
+  const parsed = parsePlansFile(text, `PLANS_FILE=${file}`, shadow);
+  if (Array.isArray(parsed)) {
+    r.problems.push(...parsed);
+    return { ...DEFAULT_PLANS, shadow };
+  }
+  return parsed;
 }
 
 /** CORS_ORIGINS: comma-separated origins, each exactly as a browser sends it (scheme://host[:port]). */
@@ -272,6 +296,7 @@ export function loadConfig(env: Env): GatewayConfig {
     overload: readOverloadConfig(r),
     apiDocument: parseApiDocument(r),
     corsOrigins: parseCorsOrigins(r),
+    plans: parsePlans(r),
   };
   r.done();
   return config;

@@ -15,6 +15,7 @@ import { GuardedLimiter, limiterHealthLog } from './limits/guarded-limiter.js';
 import { MemoryKeyLimiter } from './limits/memory-key-limiter.js';
 import { RedisKeyLimiter } from './limits/redis-key-limiter.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
+import type { PlanBook } from './plans.js';
 import type { RedisClient } from './redis/clients.js';
 
 /** Connections made by server.ts (or a test); the gateway never opens its own. */
@@ -30,6 +31,8 @@ export interface GatewayClients {
 }
 
 export interface GatewayDeps {
+  /** The plans in force and the route costs (config.plans). */
+  plans: PlanBook;
   registry: Registry;
   metrics: GatewayMetrics;
   keyStore: KeyStore;
@@ -80,7 +83,7 @@ export async function createDeps(
   }
   const loadedAt = new Date(now());
   const fileRecords = config.apiKeysFile
-    ? (await readKeysFile(config.apiKeysFile)).map((e) => toKeyRecord(e, loadedAt))
+    ? (await readKeysFile(config.apiKeysFile, config.plans)).map((e) => toKeyRecord(e, loadedAt))
     : [];
   const keyResolver = new KeyResolver(keyStore, fileRecords, {
     maxEntries: config.keyCacheMax,
@@ -91,16 +94,18 @@ export async function createDeps(
   });
 
   const memoryLimiter = new MemoryKeyLimiter(config.ban, now);
-  const limiter = redis
-    ? new GuardedLimiter(
-        new RedisKeyLimiter(redis, config.redisPrefix, config.ban, now),
-        memoryLimiter,
-        config.failureMode,
-        now,
-        'shared',
-        limiterHealthLog(logger, metrics, config.failureMode),
-      )
-    : new GuardedLimiter(memoryLimiter, null, config.failureMode, now, 'memory');
+  const limiter = new GuardedLimiter(
+    redis
+      ? {
+          kind: 'shared',
+          primary: new RedisKeyLimiter(redis, config.redisPrefix, config.ban, now),
+          fallback: memoryLimiter,
+          mode: config.failureMode,
+          hooks: limiterHealthLog(logger, metrics, config.failureMode),
+        }
+      : { kind: 'memory', primary: memoryLimiter },
+    now,
+  );
   const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
 
   const subscriber = clients.subscriber ?? null;
@@ -118,6 +123,7 @@ export async function createDeps(
   if (!(events instanceof RedisEventBus)) metrics.eventBusSubscribed.set(1);
 
   return {
+    plans: config.plans,
     logger,
     ...(options.logStream ? { logStream: options.logStream } : {}),
     registry,

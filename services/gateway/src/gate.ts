@@ -4,14 +4,11 @@
  *   gate/apply-decision.ts  the key limiter's decision: headers, counters, the 429/503 refusal
  *   gate/refuse.ts          refusals without a usable key (charged to the address) or key store
  *
- * Where the coming checks go:
- * - IP allowlists: a key used from an address outside its list is a key that may not be used
- *   here; `unusableKey` in gate/authenticate.ts, after the expiry check.
- * - scopes: a route's required scope against the key's, once the key is known and before the
- *   limiter is charged (a refused request costs no quota): a gate/authorize.ts called in
- *   `withKey` below, between `unusableKey` and `limiter.consume`.
- * - costs: a route's weight read from its config (like `public`, `addressLimited` below) and
- *   passed to `limiter.consume` in `withKey`; gate/apply-decision.ts needs no change.
+ *   gate/authorize.ts     the key's scopes and allowed addresses against the route and client
+ *
+ * A route's scope and cost come from its config (set where the proxy registers it); a request
+ * its key may not make asks the limiter at cost 0, so its 403 carries true rate-limit headers
+ * and takes nothing.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -22,9 +19,11 @@ import type { KeyRecord } from './keys/key-store.js';
 import './access-fields.js';
 import { limiterDecisions } from './gate/apply-decision.js';
 import { MISSING, presentedKey, UNKNOWN, unusableKey } from './gate/authenticate.js';
+import { forbidden } from './gate/authorize.js';
 import { chargeAddress, keyStoreUnavailable, refuseKeyless } from './gate/refuse.js';
 import type { KeylessCharge } from './limits/keyless.js';
-import { limitsFor } from './plans.js';
+import type { LimitPolicy } from './limits/policy.js';
+import { type PlanBook, policyForKey, type Scope } from './plans.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -39,6 +38,10 @@ declare module 'fastify' {
      * whether it carries a key or not: the Authorization header is not read there.
      */
     addressLimited?: boolean;
+    /** The scope a key needs here (pets:read, pets:write). */
+    scope?: Scope;
+    /** Units a request here takes from each of its key's windows (PLANS_FILE routeCosts; 1). */
+    cost?: number;
   }
 }
 
@@ -47,6 +50,7 @@ export type GateOptions = Pick<GatewayDeps, 'keyResolver' | 'limiter' | 'anonymo
   keyless: KeylessCharge;
   /** The length of a ban (BAN_SECONDS), reported in RateLimit-Policy while a key is banned. */
   banSeconds: number;
+  plans: PlanBook;
 };
 
 /** fastify's request logger is a pino child, which can extend its own bindings. */
@@ -59,8 +63,18 @@ type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
  */
 export const gate = fp(
   async (app: FastifyInstance, opts: GateOptions) => {
-    const { keyResolver, limiter, anonymous, keyless, now } = opts;
+    const { keyResolver, limiter, anonymous, keyless, now, plans } = opts;
     const applyDecision = limiterDecisions(opts);
+    // Records are cached and replaced (never changed) when a key changes: one policy per record.
+    const policies = new WeakMap<KeyRecord, LimitPolicy>();
+    const policyOf = (record: KeyRecord): LimitPolicy => {
+      let policy = policies.get(record);
+      if (!policy) {
+        policy = policyForKey(plans, record.plan, record.limits);
+        policies.set(record, policy);
+      }
+      return policy;
+    };
     app.decorateRequest('apiKey', null);
     app.decorateRequest('limiterDecision', undefined);
     app.decorateRequest('limiterSource', undefined);
@@ -93,10 +107,11 @@ export const gate = fp(
         // The request's logger is already its own child: extending its bindings costs far less
         // than a second child per request.
         (request.log as RequestLogger).setBindings?.({ keyId: record.id });
-        const limits = limitsFor(record.plan, record.limits);
+        const policy = policyOf(record);
+        const denied = forbidden(record, config.scope, request.ip, plans);
         limiter
-          .consume(record.id, limits)
-          .then((decision) => done(applyDecision(request, reply, record, limits, decision)), done);
+          .consume(record.id, policy, denied === undefined ? (config.cost ?? 1) : 0)
+          .then((decision) => done(applyDecision(request, reply, record, policy, decision, denied)), done);
       };
       const guarded = (resolved: ResolvedKey | null) => {
         try {

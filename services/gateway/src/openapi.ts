@@ -4,7 +4,7 @@ import { API_INDEX_OPERATION } from './api-index.js';
 import type { ApiDocumentConfig } from './config.js';
 import { RATE_LIMIT_HEADER_NAMES } from './limits/headers.js';
 import type { BanPolicy } from './limits/key-limiter.js';
-import { PLAN_LIMITS } from './plans.js';
+import { DEFAULT_PLANS, LIMIT_FIELDS, type PlanBook, WINDOW_NAMES } from './plans.js';
 import { UPSTREAM_FAILURES, upstreamFailure } from './upstream-failure.js';
 
 /** The parts of an OpenAPI 3.1 document the gateway touches; everything else passes through as it is. */
@@ -92,6 +92,10 @@ const ERROR_EXAMPLES: Record<string, [ErrorCode, string][]> = {
     ['invalid_api_key', 'The API key is not valid'],
     ['expired_api_key', 'This API key expired at 2030-01-31T00:00:00.000Z'],
   ],
+  '403': [
+    ['insufficient_scope', 'This API key may not do this: it needs the pets:write scope'],
+    ['ip_not_allowed', 'This API key may not be used from 198.51.100.7'],
+  ],
   '404': [['not_found', 'No pet with that id']],
   '413': [['payload_too_large', 'Request body is larger than the limit']],
   '415': [['unsupported_media_type', 'Content-Type must be application/json']],
@@ -152,6 +156,22 @@ function gatewayResponses(): Record<string, ResponseObject> {
       },
       content: errorContent(),
     },
+    '403': {
+      description:
+        'The API key is valid but may not make this request: it lacks the scope the operation needs ' +
+        '(`insufficient_scope`: `pets:read` to read, `pets:write` to add), or it is used from an address its ' +
+        'owner did not allow (`ip_not_allowed`). Nothing is counted against the key; the rate-limit headers ' +
+        'describe its windows as they stand.',
+      headers: {
+        'WWW-Authenticate': {
+          description:
+            'With `insufficient_scope`, the RFC 6750 challenge naming the scope needed: ' +
+            '`Bearer realm="animal-store", error="insufficient_scope", scope="pets:write"`.',
+          schema: { type: 'string' },
+        },
+      },
+      content: errorContent(),
+    },
     '429': {
       description:
         'Rate limit exceeded (`rate_limit_exceeded`), or the key is temporarily banned for ignoring rate limits ' +
@@ -203,6 +223,8 @@ export interface PublicDocumentOptions {
   contact: { name: string; email?: string; url?: string };
   license: { name: string; url?: string; identifier?: string };
   ban: BanPolicy;
+  /** The plans in force, for the reference page's table. */
+  plans: PlanBook;
 }
 
 /** The gateway's own /v1, relative: the document then describes whichever gateway served it. */
@@ -211,6 +233,7 @@ const OWN_BASE = '/v1';
 export function publicDocumentOptions(config: {
   apiDocument: ApiDocumentConfig;
   ban: BanPolicy;
+  plans: PlanBook;
 }): PublicDocumentOptions {
   const { productionUrl, stagingUrl, contact, license } = config.apiDocument;
   const servers = [
@@ -219,7 +242,7 @@ export function publicDocumentOptions(config: {
       : { url: OWN_BASE, description: 'The gateway that served this document' },
   ];
   if (stagingUrl) servers.push({ url: stagingUrl, description: 'Staging' });
-  return { servers, contact, license, ban: config.ban };
+  return { servers, contact, license, ban: config.ban, plans: config.plans };
 }
 
 /** The defaults of every setting: what `npm start` and the lint gate publish. */
@@ -228,6 +251,7 @@ const DEFAULT_DOCUMENT_OPTIONS: PublicDocumentOptions = {
   contact: { name: 'Animal store API support' },
   license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
   ban: { threshold: 10, windowMs: 60_000, durationMs: 900_000, graceMs: 1_000 },
+  plans: DEFAULT_PLANS,
 };
 
 function duration(ms: number): string {
@@ -254,10 +278,6 @@ export function banRule(ban: BanPolicy): string {
 }
 
 function describeApi(options: PublicDocumentOptions): string {
-  const n = (value: number) => value.toLocaleString('en-US');
-  const rows = Object.entries(PLAN_LIMITS).map(
-    ([plan, limits]) => `| ${plan[0]?.toUpperCase()}${plan.slice(1)} | ${n(limits.perMinute)} | ${n(limits.perDay)} |`,
-  );
   const production = options.servers[0]?.url ?? OWN_BASE;
   const documentUrl = `${production}/openapi.json`;
   return [
@@ -273,13 +293,14 @@ function describeApi(options: PublicDocumentOptions): string {
     '',
     '## Plans and rate limits',
     '',
-    '| Plan | Requests per minute | Requests per day |',
-    '| --- | --- | --- |',
-    ...rows,
-    '| Enterprise | agreed per key | agreed per key |',
+    ...planTable(options.plans),
     '',
-    "Each key has a minute and a day window; a window starts with the key's first admitted request, and " +
-      'only admitted requests count. Every response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` ' +
+    "A second, minute or hour window starts with the key's first admitted request (a fixed window), or " +
+      'counts the last second, minute or hour at any moment (a sliding window: no span of that length ever ' +
+      'admits more than the limit); day and month windows are calendar quotas that reset at 00:00 UTC (a ' +
+      'month on the 1st). Only admitted requests count, each taking its cost from every window. A key ' +
+      'without the scope a request needs gets 403 `insufficient_scope`, and a key used from outside the ' +
+      'addresses it allows gets 403 `ip_not_allowed`; neither costs anything. Every response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` ' +
       'and `X-RateLimit-Reset` for the binding window (the one with the fewest requests remaining), and the ' +
       'IETF draft fields `RateLimit` and `RateLimit-Policy` for every window. Above a limit the answer is ' +
       '429 with `Retry-After`: wait that long and back off exponentially. Requests without a valid key are ' +
@@ -291,6 +312,39 @@ function describeApi(options: PublicDocumentOptions): string {
     'Every error body is `{ "code", "message", "status" }` (the `Error` schema); each error response lists ' +
       'the codes it can carry. Response objects may gain fields: ignore the ones you do not know.',
   ].join('\n');
+}
+
+/** The plans in force as the reference page's table: a column per window any plan has. */
+function planTable(book: PlanBook): string[] {
+  const n = (value: number) => value.toLocaleString('en-US');
+  const windows = WINDOW_NAMES.filter((w) => [...book.plans.values()].some((p) => p.windows?.[LIMIT_FIELDS[w]]));
+  const title = (text: string) => `${text[0]?.toUpperCase()}${text.slice(1)}`;
+  const notes = [...book.plans.values()].map((plan) =>
+    [
+      plan.algorithm === 'sliding' ? 'sliding' : '',
+      plan.scopes.length < 2 ? `only ${plan.scopes.join(', ')}` : '',
+      book.shadow || plan.shadow ? 'not enforced (shadow)' : '',
+    ]
+      .filter(Boolean)
+      .join('; '),
+  );
+  // The spec's own table when no plan has anything to note.
+  const noted = notes.some(Boolean);
+  const rows = [...book.plans].map(([name, plan], i) => {
+    const cells = windows.map((w) => {
+      const limit = plan.windows?.[LIMIT_FIELDS[w]];
+      return plan.windows ? (limit === undefined ? '–' : n(limit)) : 'agreed per key';
+    });
+    if (noted) cells.push(notes[i] || '–');
+    return `| ${title(name)} | ${cells.join(' | ')} |`;
+  });
+  const costs = [...book.routeCosts].map(([route, cost]) => `\`${route}\` costs ${cost}`);
+  return [
+    `| Plan | ${windows.map((w) => `Requests per ${w}`).join(' | ')} |${noted ? ' Notes |' : ''}`,
+    `| --- | ${windows.map(() => '---').join(' | ')} |${noted ? ' --- |' : ''}`,
+    ...rows,
+    ...(costs.length > 0 ? ['', `Each request costs 1 from every window, except: ${costs.join(', ')}.`] : []),
+  ];
 }
 
 function isObject(value: unknown): value is Json {

@@ -4,27 +4,20 @@ import { encodedBodyRefusal } from '@animal-store/common/content-encoding.js';
 import { sendError } from '@animal-store/common/error-handler.js';
 import { ApiError, type ErrorBody, errorBody } from '@animal-store/common/errors.js';
 import { childTraceparent } from '@animal-store/common/trace-context.js';
-import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Dispatcher, Pool } from 'undici';
 import { BUFFERED_BODY_BYTES, ForwardHandler, type ForwardPolicy, type ResponseHeaders } from './forward-handler.js';
 import type { GatewayMetrics } from './metrics.js';
+import { PROXIED_ROUTES, routeName } from './public-routes.js';
 import { UPSTREAM_FAILURES, upstreamFailure } from './upstream-failure.js';
 
 export interface ProxyOptions {
   /** The connection pool to the pets service (upstreamPool). */
   pool: Dispatcher;
   metrics: GatewayMetrics;
+  /** Units each route takes from a key's windows (PlanBook.routeCosts); 1 when absent. */
+  costs: ReadonlyMap<string, number>;
 }
-
-/**
- * What the gateway forwards, by route template: the pets API. Anything else under /v1 is the
- * gateway's own 404, another method its own 405 whose Allow lists only what works there, and
- * metrics and logs name the template (`/v1/pets/:petId`), not a wildcard.
- */
-const PROXIED_ROUTES: ReadonlyArray<{ url: string; methods: HTTPMethods[] }> = [
-  { url: '/v1/pets', methods: ['GET', 'POST'] },
-  { url: '/v1/pets/:petId', methods: ['GET'] },
-];
 
 /**
  * Request headers never forwarded: the ones only the gateway may set (a client sending them is
@@ -302,7 +295,8 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
       done(null, limited);
     });
     for (const route of PROXIED_ROUTES) {
-      scope.route({ method: route.methods, url: route.url, handler: forward });
+      const cost = opts.costs.get(routeName(route.method, route.url)) ?? 1;
+      scope.route({ method: route.method, url: route.url, handler: forward, config: { scope: route.scope, cost } });
     }
   });
 }

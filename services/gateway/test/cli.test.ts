@@ -142,27 +142,27 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
     [
       'enterprise without limits',
       ['create', '--plan', 'enterprise'],
-      /enterprise keys need --per-minute and --per-day/,
-    ],
-    [
-      '--per-minute without --per-day',
-      ['create', '--plan', 'enterprise', '--per-minute', '5'],
-      /--per-minute and --per-day/,
-    ],
-    [
-      '--per-day without --per-minute',
-      ['create', '--plan', 'enterprise', '--per-day', '5'],
-      /--per-minute and --per-day/,
-    ],
-    [
-      'limits on a free key',
-      ['create', '--plan', 'free', '--per-minute', '5', '--per-day', '50'],
-      /--per-minute and --per-day are fixed by the free plan; only enterprise keys take them/,
+      /enterprise keys need limits \(--per-second, --per-minute, --per-hour, --per-day or --per-month\)/,
     ],
     [
       'perMinute above perDay',
       ['create', '--plan', 'enterprise', '--per-minute', '51', '--per-day', '50'],
-      /cannot exceed/,
+      /--per-minute cannot exceed --per-day/,
+    ],
+    [
+      'a free key’s own minute above its plan’s day',
+      ['create', '--plan', 'free', '--per-minute', '5000'],
+      /--per-minute cannot exceed --per-day/,
+    ],
+    [
+      'an unknown scope',
+      ['create', '--plan', 'free', '--scopes', 'pets:read,pets:delete'],
+      /--scopes may hold only pets:read, pets:write/,
+    ],
+    [
+      'a bad CIDR',
+      ['create', '--plan', 'free', '--allow-cidr', '10.0.0.0/40'],
+      /--allow-cidr: "10.0.0.0\/40" has a prefix length outside 0–32/,
     ],
     [
       'a non-numeric limit',
@@ -297,6 +297,42 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
     expect(entry?.previous).toEqual({ sha256: hashApiKey(created.key), expiresAt: soon });
   });
 
+  it('create and update --file set a key’s own limits, scopes and addresses, and drop them again', async () => {
+    const created = oneJsonLine(
+      await cli([
+        'create',
+        '--plan',
+        'free',
+        '--per-hour',
+        '500',
+        '--scopes',
+        'pets:read',
+        '--allow-cidr',
+        '203.0.113.0/24',
+        '--allow-cidr',
+        '2001:DB8::1',
+        '--file',
+        file,
+        '--json',
+      ]),
+    );
+    expect(created.limits).toEqual({ perMinute: 60, perHour: 500, perDay: 1000 });
+    expect(await records()).toEqual([
+      expect.objectContaining({
+        id: created.id,
+        limits: { perHour: 500 },
+        scopes: ['pets:read'],
+        allowedCidrs: ['203.0.113.0/24', '2001:db8::1/128'],
+      }),
+    ]);
+    const up = await cli(['update', created.id, '--plan-limits', '--plan-scopes', '--any-address', '--file', file]);
+    expect(up.code, up.stderr).toBe(0);
+    const [entry] = await records();
+    expect(entry).not.toHaveProperty('limits');
+    expect(entry).not.toHaveProperty('scopes');
+    expect(entry).not.toHaveProperty('allowedCidrs');
+  });
+
   it('update --file changes plan, limits, name and expiry of one entry, with the same rules as the API', async () => {
     const a = oneJsonLine(await cli(['create', '--plan', 'free', '--file', file, '--json']));
     const b = oneJsonLine(await cli(['create', '--plan', 'free', '--file', file, '--json']));
@@ -318,9 +354,9 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
     ]);
     expect(up.code, up.stderr).toBe(0);
     expect(up.stdout).toMatch(/updated .* \(enterprise: 9\/min, 90\/day, expires 2031-01-01 00:00:00Z\)/);
-    const refused = await cli(['update', a.id, '--plan', 'pro', '--per-minute', '1', '--per-day', '2', '--file', file]);
+    const refused = await cli(['update', a.id, '--plan', 'pro', '--per-minute', '3', '--per-day', '2', '--file', file]);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/--per-minute and --per-day are fixed by the pro plan/);
+    expect(refused.stderr).toMatch(/--per-minute cannot exceed --per-day/);
     const down = await cli(['update', a.id, '--plan', 'pro', '--no-expiry', '--file', file, '--json']);
     expect(down.code, down.stderr).toBe(0);
     const [first, second] = JSON.parse(await readFile(file, 'utf8'));
@@ -436,7 +472,7 @@ describe('keys CLI through the admin API', () => {
 
     const show = await cli(['show', record.id], env);
     expect(show.code, show.stderr).toBe(0);
-    expect(show.stdout).toContain(`\nname:    ${escaped}\n`);
+    expect(show.stdout).toMatch(new RegExp(`\\nname: +${escaped.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}\\n`));
     expect(raw(show.stdout)).toBe(false);
 
     const list = await cli(['list'], env);

@@ -9,6 +9,7 @@ import { KeyRuleError, updateKey } from '../src/keys/key-operations.js';
 import type { KeyRecord, Rotation } from '../src/keys/key-store.js';
 import { parseKeysFile, toKeyFileEntry } from '../src/keys/keys-file.js';
 import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
+import { DEFAULT_PLANS } from '../src/plans.js';
 
 // The key store contract (key-store.contract.ts) cannot run here: a keys file keeps no prefix,
 // creation, update or revocation time. What it keeps must change as the memory store changes it.
@@ -26,7 +27,7 @@ afterEach(async () => {
 });
 
 async function fileEntries() {
-  return parseKeysFile(await readFile(path, 'utf8'), path);
+  return parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS);
 }
 
 function rotation(previousExpiresAt: string): Rotation {
@@ -36,7 +37,7 @@ function rotation(previousExpiresAt: string): Rotation {
 
 describe('FileKeyStore', () => {
   it('keeps what a keys file holds of every change exactly as the memory store makes it', async () => {
-    const file = new FileKeyStore(path);
+    const file = new FileKeyStore(path, DEFAULT_PLANS);
     const memory = new MemoryKeyStore();
     const { record } = createKey({
       plan: 'enterprise',
@@ -80,7 +81,7 @@ describe('FileKeyStore', () => {
   });
 
   it('rotates to the new hash, keeping the replaced one as previous and no prefix', async () => {
-    const store = new FileKeyStore(path);
+    const store = new FileKeyStore(path, DEFAULT_PLANS);
     const { record } = createKey({ plan: 'business' });
     await store.insert(record);
     const next = rotation('2030-01-02T00:00:00.000Z');
@@ -97,7 +98,7 @@ describe('FileKeyStore', () => {
   });
 
   it('answers null for an id the file does not hold, and leaves the file as it was', async () => {
-    const store = new FileKeyStore(path);
+    const store = new FileKeyStore(path, DEFAULT_PLANS);
     expect(await store.get('key_nope')).toBeNull();
     expect(await store.update('key_nope', { name: 'x' }, new Date())).toBeNull();
     await store.insert(createKey({ plan: 'free' }).record);
@@ -109,31 +110,32 @@ describe('FileKeyStore', () => {
   });
 
   it('refuses through the key rules what the admin API refuses, writing nothing', async () => {
-    const store = new FileKeyStore(path);
+    const store = new FileKeyStore(path, DEFAULT_PLANS);
     await store.insert(createKey({ plan: 'free' }).record);
     const before = await readFile(path, 'utf8');
     const [entry] = await fileEntries();
     const current = (await store.get(entry?.id as string)) as KeyRecord;
-    await expect(updateKey(store, current, { plan: 'enterprise' }, Date.now())).rejects.toThrow(
-      new KeyRuleError('enterprise keys need limits { perMinute, perDay }'),
+    await expect(updateKey(DEFAULT_PLANS, store, current, { plan: 'enterprise' }, Date.now())).rejects.toThrow(
+      new KeyRuleError('enterprise keys need limits { perSecond, perMinute, perHour, perDay, perMonth }'),
     );
-    await expect(updateKey(store, current, { expiresAt: '2020-01-01T00:00:00Z' }, Date.now())).rejects.toThrow(
-      /expiresAt must be in the future/,
-    );
+    await expect(
+      updateKey(DEFAULT_PLANS, store, current, { expiresAt: '2020-01-01T00:00:00Z' }, Date.now()),
+    ).rejects.toThrow(/expiresAt must be in the future/);
     expect(await readFile(path, 'utf8')).toBe(before);
   });
 
   it('never writes a file a gateway would refuse: a change made from a stale read fails instead', async () => {
-    const store = new FileKeyStore(path);
+    const store = new FileKeyStore(path, DEFAULT_PLANS);
     const { record } = createKey({ plan: 'enterprise', limits: { perMinute: 5, perDay: 50 } });
     await store.insert(record);
     const stale = (await store.get(record.id)) as KeyRecord;
     // Another writer moves the key off enterprise after this one read it.
     await store.update(record.id, { plan: 'pro', limits: null }, new Date());
     const before = await readFile(path, 'utf8');
-    await expect(updateKey(store, stale, { limits: { perMinute: 6, perDay: 60 } }, Date.now())).rejects.toThrow(
-      /limits .* are fixed by the pro plan/,
-    );
+    // Fine for the enterprise key it read (its own minute alone); on pro, above pro's 10,000 a day.
+    await expect(
+      updateKey(DEFAULT_PLANS, store, stale, { limits: { perMinute: 20_000 } }, Date.now()),
+    ).rejects.toThrow(/limits.perMinute cannot exceed limits.perDay/);
     expect(await readFile(path, 'utf8')).toBe(before);
   });
 });

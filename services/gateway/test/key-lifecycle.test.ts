@@ -131,8 +131,8 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
       const { id } = await create(gw, { plan: 'free', name: 'kept' });
       const cases: Array<[unknown, RegExp]> = [
         [{ plan: 'enterprise' }, /enterprise keys need limits/],
-        [{ limits: { perMinute: 1, perDay: 2 } }, /fixed by the free plan/],
-        [{ plan: 'pro', limits: { perMinute: 1, perDay: 2 } }, /fixed by the pro plan/],
+        [{ limits: { perMinute: 2000 } }, /limits.perMinute cannot exceed limits.perDay/],
+        [{ plan: 'pro', limits: { perWeek: 2 } }, /limits/],
         [{ plan: 'enterprise', limits: { perMinute: 3, perDay: 2 } }, /cannot exceed/],
         [{ plan: 'gold' }, /plan/],
         [{ expiresAt: 'next week' }, /expiresAt must be an RFC 3339 timestamp/],
@@ -229,6 +229,7 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
         'name',
         'plan',
         'previousKeyExpiresAt',
+        'scopes',
       ]);
       expect(rotated).toMatchObject({ id, plan: 'free', name: 'rotating', limits: { perMinute: 60 } });
       expect(rotated.key).not.toBe(old);

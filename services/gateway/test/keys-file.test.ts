@@ -6,6 +6,7 @@ import { loadConfig } from '../src/config.js';
 import { createDeps } from '../src/deps.js';
 import { generateApiKey, hashApiKey } from '../src/keys/api-key.js';
 import { appendToKeysFile, parseKeysFile, toKeyRecord } from '../src/keys/keys-file.js';
+import { DEFAULT_PLANS } from '../src/plans.js';
 import { ADMIN_TOKEN, bearer, startGateway } from './helpers.js';
 
 const HASH_A = hashApiKey('a');
@@ -15,7 +16,7 @@ const HASH_B = hashApiKey('b');
 function problemsOf(data: unknown): string {
   const text = typeof data === 'string' ? data : JSON.stringify(data);
   try {
-    parseKeysFile(text, 'keys.json');
+    parseKeysFile(text, 'keys.json', DEFAULT_PLANS);
   } catch (err) {
     expect(err).toBeInstanceOf(Error);
     expect(err).not.toBeInstanceOf(TypeError);
@@ -32,6 +33,7 @@ describe('parseKeysFile', () => {
         { id: 'key_b', plan: 'enterprise', limits: { perMinute: 5, perDay: 50 }, sha256: HASH_B },
       ]),
       'keys.json',
+      DEFAULT_PLANS,
     );
     expect(entries).toStrictEqual([
       { id: 'key_a', name: 'Team A', plan: 'free', sha256: HASH_A },
@@ -40,7 +42,7 @@ describe('parseKeysFile', () => {
   });
 
   it('reads an empty array', () => {
-    expect(parseKeysFile('[]', 'keys.json')).toEqual([]);
+    expect(parseKeysFile('[]', 'keys.json', DEFAULT_PLANS)).toEqual([]);
   });
 
   it('refuses text that is not JSON, naming the file', () => {
@@ -67,27 +69,29 @@ describe('parseKeysFile', () => {
     expect(problemsOf([{ id: 'key_a', plan: 'free', sha256: generateApiKey() }])).toMatch(/sha256/);
   });
 
-  it('refuses a missing id, a bad name, a bad plan, limits on a plan key, enterprise without limits', () => {
+  it('refuses a missing id, a bad name, a bad plan, limits out of order, enterprise without limits', () => {
     expect(problemsOf([{ plan: 'free', sha256: HASH_A }])).toMatch(/entry 0: id must be a non-empty string/);
     expect(problemsOf([{ id: '', plan: 'free', sha256: HASH_A }])).toMatch(/entry 0: id must be a non-empty string/);
     expect(problemsOf([{ id: 'k', name: 3, plan: 'free', sha256: HASH_A }])).toMatch(/entry 0: name must be a string/);
     expect(problemsOf([{ id: 'k', plan: 'gold', sha256: HASH_A }])).toMatch(/entry 0: plan must be one of/);
     expect(problemsOf([{ id: 'k', sha256: HASH_A }])).toMatch(/entry 0: plan must be one of/);
-    expect(problemsOf([{ id: 'k', plan: 'pro', limits: { perMinute: 1, perDay: 2 }, sha256: HASH_A }])).toMatch(
-      /entry 0: limits .* are fixed by the pro plan/,
+    expect(problemsOf([{ id: 'k', plan: 'pro', limits: { perMinute: 20_000 }, sha256: HASH_A }])).toMatch(
+      /entry 0: limits.perMinute cannot exceed limits.perDay/,
     );
     expect(problemsOf([{ id: 'k', plan: 'enterprise', sha256: HASH_A }])).toMatch(
       /entry 0: enterprise keys need limits/,
     );
   });
 
-  it('refuses enterprise limits that are not positive integers or not ordered', () => {
+  it('refuses enterprise limits that are not positive integers, not ordered, empty or unknown', () => {
     const bad = [
       { perMinute: 0, perDay: 10 },
       { perMinute: 1.5, perDay: 10 },
       { perMinute: '5', perDay: 10 },
-      { perMinute: 5 },
+      {},
+      { perWeek: 5 },
       { perMinute: 11, perDay: 10 },
+      { perSecond: 20, perHour: 10 },
       null,
       'lots',
       [5, 50],
@@ -136,7 +140,11 @@ describe('parseKeysFile', () => {
 
 describe('toKeyRecord', () => {
   it('stamps the load time as createdAt and keeps no prefix', () => {
-    const [entry] = parseKeysFile(JSON.stringify([{ id: 'key_a', plan: 'business', sha256: HASH_A }]), 'keys.json');
+    const [entry] = parseKeysFile(
+      JSON.stringify([{ id: 'key_a', plan: 'business', sha256: HASH_A }]),
+      'keys.json',
+      DEFAULT_PLANS,
+    );
     const record = toKeyRecord(entry as NonNullable<typeof entry>, new Date('2025-03-04T05:06:07.000Z'));
     expect(record).toStrictEqual({
       id: 'key_a',
@@ -159,8 +167,8 @@ describe('API_KEYS_FILE on disk', () => {
 
   it('appendToKeysFile creates the file, then appends; what it writes parses back', async () => {
     const path = join(dir, 'append.json');
-    await appendToKeysFile(path, { id: 'key_a', name: 'A', plan: 'free', sha256: HASH_A });
-    await appendToKeysFile(path, {
+    await appendToKeysFile(path, DEFAULT_PLANS, { id: 'key_a', name: 'A', plan: 'free', sha256: HASH_A });
+    await appendToKeysFile(path, DEFAULT_PLANS, {
       id: 'key_b',
       name: 'B',
       plan: 'enterprise',
@@ -168,7 +176,7 @@ describe('API_KEYS_FILE on disk', () => {
       sha256: HASH_B,
     });
     const text = await readFile(path, 'utf8');
-    expect(parseKeysFile(text, path)).toStrictEqual([
+    expect(parseKeysFile(text, path, DEFAULT_PLANS)).toStrictEqual([
       { id: 'key_a', name: 'A', plan: 'free', sha256: HASH_A },
       { id: 'key_b', name: 'B', plan: 'enterprise', limits: { perMinute: 1, perDay: 1 }, sha256: HASH_B },
     ]);
@@ -178,9 +186,9 @@ describe('API_KEYS_FILE on disk', () => {
     const path = join(dir, 'invalid.json');
     const original = JSON.stringify([{ id: 'key_a', plan: 'free', sha256: 'short' }]);
     await writeFile(path, original);
-    await expect(appendToKeysFile(path, { id: 'key_b', name: 'B', plan: 'free', sha256: HASH_B })).rejects.toThrow(
-      /sha256/,
-    );
+    await expect(
+      appendToKeysFile(path, DEFAULT_PLANS, { id: 'key_b', name: 'B', plan: 'free', sha256: HASH_B }),
+    ).rejects.toThrow(/sha256/);
     expect(await readFile(path, 'utf8')).toBe(original);
   });
 

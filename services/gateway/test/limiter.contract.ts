@@ -1,8 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BanPolicy, Decision, KeyLimiter } from '../src/limits/key-limiter.js';
+import { type LimitPolicy, type Limits, periodEnd, policyFor } from '../src/limits/policy.js';
 
 export interface LimiterHarness {
   limiter: KeyLimiter;
+  /** The limiter's clock. */
+  now(): number;
+  /** Moves the limiter's clock forward: sliding windows slide and calendar periods turn with it. */
+  advance(ms: number): Promise<void>;
   /** Ends the key's minute window now, as the passing of time would. */
   endMinuteWindow(keyId: string): Promise<void>;
   /** Ages the key's grace (BanPolicy.graceMs) past its end, as the passing of time would. */
@@ -10,11 +15,16 @@ export interface LimiterHarness {
   cleanup(): Promise<void>;
 }
 
+/** The spec's shape of limits (fixed windows) as a policy, the way a key of a built-in plan has it. */
+const fixed = (limits: Limits): LimitPolicy => policyFor(limits);
+
 const BAN: BanPolicy = { threshold: 3, windowMs: 60_000, durationMs: 900_000, graceMs: 0 };
 /** The default policy's shape: refusals in the first second after a window fills are no strikes. */
 const GRACE: BanPolicy = { ...BAN, graceMs: 1_000 };
+/** For tests that probe a full window many times: no ban gets in their way. */
+const NO_BANS: BanPolicy = { ...BAN, threshold: 1_000_000 };
 
-function window(decision: Decision, name: 'minute' | 'day') {
+function window(decision: Decision, name: string) {
   const w = decision.windows.find((x) => x.name === name);
   if (!w) throw new Error(`no ${name} window`);
   return w;
@@ -42,12 +52,12 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       const limits = { perMinute: 5, perDay: 100 };
       const remaining: number[] = [];
       for (let i = 0; i < 5; i++) {
-        const d = await limiter.consume(keyId, limits);
+        const d = await limiter.consume(keyId, fixed(limits), 1);
         expect(d.outcome).toBe('admitted');
         remaining.push(window(d, 'minute').remaining);
       }
       expect(remaining).toEqual([4, 3, 2, 1, 0]);
-      const refused = await limiter.consume(keyId, limits);
+      const refused = await limiter.consume(keyId, fixed(limits), 1);
       expect(refused.outcome).toBe('limited');
       if (refused.outcome !== 'limited') return;
       expect(refused.retryAfterMs).toBeGreaterThan(0);
@@ -60,42 +70,42 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       const { limiter, endMinuteWindow } = await start();
       const keyId = newKeyId();
       const limits = { perMinute: 3, perDay: 10 };
-      for (let i = 0; i < 3; i++) await limiter.consume(keyId, limits);
-      for (let i = 0; i < 3; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('limited');
+      for (let i = 0; i < 3; i++) await limiter.consume(keyId, fixed(limits), 1);
+      for (let i = 0; i < 3; i++) expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
       await endMinuteWindow(keyId);
-      const next = await limiter.consume(keyId, limits);
+      const next = await limiter.consume(keyId, fixed(limits), 1);
       expect(next.outcome).toBe('admitted');
       expect(window(next, 'minute').remaining).toBe(2);
       expect(window(next, 'day').remaining).toBe(6);
     });
 
     it('lets the day window bind and refuse without consuming from the minute window', async () => {
-      const { limiter } = await start();
+      const { limiter, now } = await start();
       const keyId = newKeyId();
       const limits = { perMinute: 10, perDay: 5 };
-      for (let i = 0; i < 5; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('admitted');
-      const refused = await limiter.consume(keyId, limits);
+      for (let i = 0; i < 5; i++) expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('admitted');
+      const refused = await limiter.consume(keyId, fixed(limits), 1);
       expect(refused.outcome).toBe('limited');
       if (refused.outcome !== 'limited') return;
       expect(window(refused, 'day').remaining).toBe(0);
       expect(window(refused, 'minute').remaining).toBe(5);
-      // The wait is until the day window resets, far beyond a minute.
-      expect(refused.retryAfterMs).toBeGreaterThan(60_000);
-      expect(refused.retryAfterMs).toBeLessThanOrEqual(86_400_000);
+      // The day is a calendar quota: the wait is until 00:00 UTC.
+      expect(Math.abs(refused.retryAfterMs - (periodEnd('day', now()) - now()))).toBeLessThan(1_000);
     });
 
     it(`bans a key after more than ${BAN.threshold} refusals, until the ban ends`, async () => {
       const { limiter } = await start();
       const keyId = newKeyId();
       const limits = { perMinute: 1, perDay: 100 };
-      expect((await limiter.consume(keyId, limits)).outcome).toBe('admitted');
-      for (let i = 0; i < BAN.threshold; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('limited');
-      const banned = await limiter.consume(keyId, limits);
+      expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('admitted');
+      for (let i = 0; i < BAN.threshold; i++)
+        expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
+      const banned = await limiter.consume(keyId, fixed(limits), 1);
       expect(banned.outcome).toBe('banned');
       if (banned.outcome !== 'banned') return;
       expect(banned.banEndsAt - Date.now()).toBeGreaterThan(BAN.durationMs - 5_000);
       expect(banned.banEndsAt - Date.now()).toBeLessThanOrEqual(BAN.durationMs + 1_000);
-      expect((await limiter.consume(keyId, limits)).outcome).toBe('banned');
+      expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('banned');
       expect(await limiter.banEndsAt(keyId)).toBeGreaterThan(Date.now());
     });
 
@@ -103,78 +113,263 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       const { limiter, endMinuteWindow } = await start();
       const keyId = newKeyId();
       const limits = { perMinute: 1, perDay: 100 };
-      await limiter.consume(keyId, limits);
-      for (let i = 0; i <= BAN.threshold; i++) await limiter.consume(keyId, limits);
-      expect((await limiter.consume(keyId, limits)).outcome).toBe('banned');
+      await limiter.consume(keyId, fixed(limits), 1);
+      for (let i = 0; i <= BAN.threshold; i++) await limiter.consume(keyId, fixed(limits), 1);
+      expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('banned');
       await limiter.liftBan(keyId);
       expect(await limiter.banEndsAt(keyId)).toBeNull();
       // Minute window still exhausted: refused, but the refusal count starts again from zero.
-      for (let i = 0; i < BAN.threshold; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('limited');
-      expect((await limiter.consume(keyId, limits)).outcome).toBe('banned');
+      for (let i = 0; i < BAN.threshold; i++)
+        expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
+      expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('banned');
       await limiter.liftBan(keyId);
       await endMinuteWindow(keyId);
-      expect((await limiter.consume(keyId, limits)).outcome).toBe('admitted');
+      expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('admitted');
     });
 
     it('counts no refusal in the grace after a window fills: 50 clients refused at once are not banned', async () => {
       const { limiter } = await start(GRACE);
       const keyId = newKeyId();
       const limits = { perMinute: 10, perDay: 100 };
-      const decisions = await Promise.all(Array.from({ length: 60 }, () => limiter.consume(keyId, limits)));
+      const decisions = await Promise.all(Array.from({ length: 60 }, () => limiter.consume(keyId, fixed(limits), 1)));
       const outcomes = decisions.map((d) => d.outcome);
       expect(outcomes.filter((o) => o === 'admitted')).toHaveLength(10);
       expect(outcomes.filter((o) => o === 'limited')).toHaveLength(50);
       expect(await limiter.banEndsAt(keyId)).toBeNull();
-      expect((await limiter.usage(keyId)).refusals).toBe(0);
+      expect((await limiter.usage(keyId, fixed(limits))).refusals).toBe(0);
     });
 
     it(`bans a key whose client keeps sending past the grace: more than ${GRACE.threshold} refusals after it`, async () => {
       const { limiter, endGrace } = await start(GRACE);
       const keyId = newKeyId();
       const limits = { perMinute: 1, perDay: 100 };
-      expect((await limiter.consume(keyId, limits)).outcome).toBe('admitted');
-      for (let i = 0; i < 20; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('limited');
+      expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('admitted');
+      for (let i = 0; i < 20; i++) expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
       await endGrace(keyId);
-      for (let i = 0; i < GRACE.threshold; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('limited');
-      expect((await limiter.consume(keyId, limits)).outcome).toBe('banned');
+      for (let i = 0; i < GRACE.threshold; i++)
+        expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
+      expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('banned');
     });
 
     it('starts a new grace each time a window fills again', async () => {
       const { limiter, endGrace, endMinuteWindow } = await start(GRACE);
       const keyId = newKeyId();
       const limits = { perMinute: 1, perDay: 100 };
-      await limiter.consume(keyId, limits);
+      await limiter.consume(keyId, fixed(limits), 1);
       await endGrace(keyId);
-      for (let i = 0; i < GRACE.threshold; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('limited');
+      for (let i = 0; i < GRACE.threshold; i++)
+        expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
       await endMinuteWindow(keyId);
-      expect((await limiter.consume(keyId, limits)).outcome).toBe('admitted');
+      expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('admitted');
       // The window is full again: its first refusals are in a grace of their own.
-      for (let i = 0; i < 20; i++) expect((await limiter.consume(keyId, limits)).outcome).toBe('limited');
+      for (let i = 0; i < 20; i++) expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
     });
 
     it('keeps keys apart', async () => {
       const { limiter } = await start();
       const [a, b] = [newKeyId(), newKeyId()];
       const limits = { perMinute: 1, perDay: 10 };
-      expect((await limiter.consume(a, limits)).outcome).toBe('admitted');
-      expect((await limiter.consume(a, limits)).outcome).toBe('limited');
-      expect((await limiter.consume(b, limits)).outcome).toBe('admitted');
+      expect((await limiter.consume(a, fixed(limits), 1)).outcome).toBe('admitted');
+      expect((await limiter.consume(a, fixed(limits), 1)).outcome).toBe('limited');
+      expect((await limiter.consume(b, fixed(limits), 1)).outcome).toBe('admitted');
     });
 
     it('admits exactly the limit under 150 concurrent requests', async () => {
       const { limiter } = await start();
       const keyId = newKeyId();
       const limits = { perMinute: 60, perDay: 1_000 };
-      const decisions = await Promise.all(Array.from({ length: 150 }, () => limiter.consume(keyId, limits)));
+      const decisions = await Promise.all(Array.from({ length: 150 }, () => limiter.consume(keyId, fixed(limits), 1)));
       const outcomes = decisions.map((d) => d.outcome);
       expect(outcomes.filter((o) => o === 'admitted')).toHaveLength(60);
       // 90 refusals pass the ban threshold: the first few are limited, the rest banned.
       expect(outcomes.filter((o) => o === 'limited')).toHaveLength(BAN.threshold);
       expect(outcomes.filter((o) => o === 'banned')).toHaveLength(90 - BAN.threshold);
-      const after = await limiter.consume(newKeyId(), limits);
+      const after = await limiter.consume(newKeyId(), fixed(limits), 1);
       expect(window(after, 'day').remaining).toBe(999);
       const dayRemaining = decisions.map((d) => window(d, 'day').remaining);
       expect(Math.min(...dayRemaining)).toBe(940);
+    });
+
+    it('keeps every window a plan can have, shortest first, day and month as UTC calendar quotas', async () => {
+      const { limiter, now } = await start();
+      const keyId = newKeyId();
+      const policy = policyFor({ perSecond: 3, perMinute: 10, perHour: 20, perDay: 30, perMonth: 40 });
+      const d = await limiter.consume(keyId, policy, 1);
+      expect(d.outcome).toBe('admitted');
+      expect(d.windows.map((w) => [w.name, w.limit, w.remaining])).toEqual([
+        ['second', 3, 2],
+        ['minute', 10, 9],
+        ['hour', 20, 19],
+        ['day', 30, 29],
+        ['month', 40, 39],
+      ]);
+      const at = now();
+      expect(Math.abs(window(d, 'day').resetAt - periodEnd('day', at))).toBeLessThan(1_000);
+      expect(Math.abs(window(d, 'month').resetAt - periodEnd('month', at))).toBeLessThan(1_000);
+      expect(window(d, 'second').resetAt - at).toBeLessThanOrEqual(1_000);
+      expect(window(d, 'hour').resetAt - at).toBeGreaterThan(3_590_000);
+      for (let i = 0; i < 2; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+      const refused = await limiter.consume(keyId, policy, 1);
+      expect(refused.outcome).toBe('limited');
+      expect(window(refused, 'second').remaining).toBe(0);
+      expect(window(refused, 'month').remaining).toBe(37);
+      const usage = await limiter.usage(keyId, policy);
+      expect(usage.windows.map((w) => [w.name, w.used])).toEqual([
+        ['second', 3],
+        ['minute', 3],
+        ['hour', 3],
+        ['day', 3],
+        ['month', 3],
+      ]);
+    });
+
+    it('takes a request’s cost from every window; one costing more than remains is refused and takes nothing', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 12, perDay: 100 });
+      expect(window(await limiter.consume(keyId, policy, 5), 'minute').remaining).toBe(7);
+      expect(window(await limiter.consume(keyId, policy, 5), 'day').remaining).toBe(90);
+      const refused = await limiter.consume(keyId, policy, 5);
+      expect(refused.outcome).toBe('limited');
+      expect(window(refused, 'minute').remaining).toBe(2);
+      expect(window(refused, 'day').remaining).toBe(90);
+      // A cheaper request still fits what the refused one left.
+      const cheap = await limiter.consume(keyId, policy, 2);
+      expect(cheap.outcome).toBe('admitted');
+      expect(window(cheap, 'minute').remaining).toBe(0);
+      const usage = await limiter.usage(keyId, policy);
+      expect(usage.windows.map((w) => w.used)).toEqual([12, 12]);
+    });
+
+    it('decides a batch of mixed costs in order, as single requests would be', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 10, perDay: 100 });
+      const costs = [4, 4, 4, 1, 1, 3];
+      const decisions = await Promise.all(costs.map((cost) => limiter.consume(keyId, policy, cost)));
+      expect(decisions.map((d) => d.outcome)).toEqual([
+        'admitted',
+        'admitted',
+        'limited',
+        'admitted',
+        'admitted',
+        'limited',
+      ]);
+      expect(decisions.map((d) => window(d, 'minute').remaining)).toEqual([6, 2, 2, 1, 0, 0]);
+    });
+
+    it('refuses a request costing more than a window’s whole limit, telling it to wait a whole window', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const refused = await limiter.consume(keyId, fixed({ perMinute: 3, perDay: 100 }), 5);
+      expect(refused.outcome).toBe('limited');
+      if (refused.outcome !== 'limited') return;
+      expect(refused.retryAfterMs).toBe(60_000);
+    });
+
+    it('answers a request of cost 0 with the windows as they are: never refused, never a strike', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 2, perDay: 100 });
+      await limiter.consume(keyId, policy, 2);
+      for (let i = 0; i < BAN.threshold + 3; i++) {
+        const d = await limiter.consume(keyId, policy, 0);
+        expect(d.outcome).toBe('admitted');
+        expect(window(d, 'minute').remaining).toBe(0);
+      }
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
+      // A smaller limit than the key has used (a plan change down): still no strike.
+      expect((await limiter.consume(keyId, fixed({ perMinute: 1, perDay: 100 }), 0)).outcome).toBe('admitted');
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
+    });
+
+    it('in shadow mode decides as ever but counts no refusal toward a ban', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const shadow = policyFor({ perMinute: 2, perDay: 100 }, 'fixed', true);
+      const outcomes: string[] = [];
+      for (let i = 0; i < 2 + BAN.threshold * 3; i++) outcomes.push((await limiter.consume(keyId, shadow, 1)).outcome);
+      expect(outcomes.filter((o) => o === 'admitted')).toHaveLength(2);
+      expect(outcomes.filter((o) => o === 'limited')).toHaveLength(BAN.threshold * 3);
+      expect(await limiter.banEndsAt(keyId)).toBeNull();
+      expect((await limiter.usage(keyId, shadow)).refusals).toBe(0);
+    });
+
+    it('sliding: bursts placed at bucket and window edges never put more than the limit in any span of the window', async () => {
+      const { limiter, now, advance } = await start(NO_BANS);
+      const keyId = newKeyId();
+      const limit = 10;
+      const policy = policyFor({ perMinute: limit }, 'sliding');
+      // Align to just before a bucket boundary, then hammer at the edges: the last millisecond of a
+      // bucket, its first, and every 250 ms between, for a little over two windows.
+      await advance(1_000 - (now() % 1_000) - 1);
+      const admittedAt: number[] = [];
+      const start0 = now();
+      let t = 0;
+      while (t < 130_000) {
+        for (let i = 0; i < 3; i++) {
+          const d = await limiter.consume(keyId, policy, 1);
+          if (d.outcome === 'admitted') admittedAt.push(now());
+          else break;
+        }
+        const step = t % 1_000 === 0 ? 1 : t % 1_000 === 1 ? 249 : 250;
+        await advance(step);
+        t = now() - start0;
+      }
+      expect(admittedAt.length).toBeGreaterThan(limit);
+      for (const at of admittedAt) {
+        const inSpan = admittedAt.filter((x) => x > at - 60_000 && x <= at).length;
+        expect(inSpan, `admitted in the minute up to ${at - start0} ms`).toBeLessThanOrEqual(limit);
+      }
+      // Capacity comes back at most one bucket (1 s, 1/60 of the window) after a minute has passed.
+      const first = admittedAt[0] as number;
+      const eleventh = admittedAt[limit] as number;
+      expect(eleventh - first).toBeGreaterThanOrEqual(60_000);
+      expect(eleventh - first).toBeLessThanOrEqual(61_000 + 250);
+    });
+
+    it('fixed, by contrast: a window starting at the first request admits its limit again right after it resets', async () => {
+      const { limiter, endMinuteWindow } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 5, perDay: 100 });
+      for (let i = 0; i < 5; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+      await endMinuteWindow(keyId);
+      for (let i = 0; i < 5; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    });
+
+    it('sliding: a refusal says when the oldest requests slide out, and the reset reports it', async () => {
+      const { limiter, now, advance } = await start(NO_BANS);
+      const keyId = newKeyId();
+      const policy = policyFor({ perMinute: 4, perDay: 100 }, 'sliding');
+      await advance(1_000 - (now() % 1_000));
+      const startedAt = now();
+      for (let i = 0; i < 2; i++) await limiter.consume(keyId, policy, 1);
+      await advance(10_000);
+      for (let i = 0; i < 2; i++) await limiter.consume(keyId, policy, 1);
+      const refused = await limiter.consume(keyId, policy, 1);
+      expect(refused.outcome).toBe('limited');
+      if (refused.outcome !== 'limited') return;
+      // The first two leave once their bucket is a whole minute old: 61 s after they came.
+      const expected = startedAt + 61_000 - now();
+      expect(Math.abs(refused.retryAfterMs - expected)).toBeLessThanOrEqual(1);
+      expect(Math.abs(window(refused, 'minute').resetAt - (startedAt + 61_000))).toBeLessThanOrEqual(1);
+      // A request of cost 3 must wait for the second pair too.
+      const costly = await limiter.consume(keyId, policy, 3);
+      if (costly.outcome !== 'limited') throw new Error(costly.outcome);
+      expect(Math.abs(costly.retryAfterMs - (startedAt + 71_000 - now()))).toBeLessThanOrEqual(1);
+      await advance(expected - 1);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+      await advance(1);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    });
+
+    it('sliding: admits exactly the limit under 150 concurrent requests', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = policyFor({ perSecond: 40, perMinute: 60 }, 'sliding');
+      const decisions = await Promise.all(Array.from({ length: 150 }, () => limiter.consume(keyId, policy, 1)));
+      expect(decisions.filter((d) => d.outcome === 'admitted')).toHaveLength(40);
+      expect((await limiter.usage(keyId, policy)).windows.map((w) => w.used)).toEqual([40, 40]);
     });
   });
 }

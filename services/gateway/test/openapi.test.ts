@@ -176,8 +176,8 @@ describe('publicDocument', () => {
         }
       }
     }
-    // Six gateway responses each, plus the pets service's own: 200 and 400, 201, 200 and 404.
-    expect(responses).toBe(3 * 6 + 2 + 1 + 2);
+    // Seven gateway responses each, plus the pets service's own: 200 and 400, 201, 200 and 404.
+    expect(responses).toBe(3 * 7 + 2 + 1 + 2);
     expect(headers['Retry-After']).toMatchObject({ required: true });
   });
 
@@ -201,7 +201,17 @@ describe('publicDocument', () => {
     // A response by reference is copied in, so the headers added here belong to this operation.
     expect(get?.responses['404']).toMatchObject({ description: 'No animal with that identifier exists.' });
     expect(get?.responses['404']?.headers?.['X-RateLimit-Limit']).toBeDefined();
-    expect(Object.keys(get?.responses ?? {})).toEqual(['200', '401', '404', '429', '502', '503', '504', 'default']);
+    expect(Object.keys(get?.responses ?? {})).toEqual([
+      '200',
+      '401',
+      '403',
+      '404',
+      '429',
+      '502',
+      '503',
+      '504',
+      'default',
+    ]);
   });
 
   it('documents GET /v1, the index, as keyless and limited per address: a 429, the refusals, and the limit headers', () => {
@@ -222,6 +232,7 @@ describe('publicDocument', () => {
     const expected: Record<string, string[]> = {
       '400': ['invalid_request'],
       '401': ['missing_api_key', 'invalid_api_key', 'expired_api_key'],
+      '403': ['insufficient_scope', 'ip_not_allowed'],
       '404': ['not_found'],
       '429': ['rate_limit_exceeded', 'api_key_banned'],
       '502': ['upstream_unavailable'],
@@ -242,7 +253,7 @@ describe('publicDocument', () => {
         checked++;
       }
     }
-    expect(checked).toBe(3 * 6 + 1 + 1);
+    expect(checked).toBe(3 * 7 + 1 + 1);
   });
 
   it('moves the paths of a pets service that documents them in full under the base address', () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { policyFor } from '../src/limits/policy.js';
 import { RedisKeyLimiter } from '../src/limits/redis-key-limiter.js';
 import { connected, redisClient } from './helpers.js';
 import { limiterContract } from './limiter.contract.js';
@@ -16,17 +17,25 @@ afterAll(async () => {
 
 limiterContract('redis', async (ban) => {
   const client = await connected(redisClient(redis.url));
-  const limiter = new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, ban);
+  // The limiter's clock drives sliding buckets and calendar periods; fixed windows live by Redis's
+  // own TTLs, which tests end by deleting the window's key.
+  // A clock that moves only when the test moves it: sliding buckets and refusals to the millisecond.
+  let clock = Date.now();
+  const now = () => clock;
+  const limiter = new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, ban, now);
   return {
     limiter,
+    now,
+    advance: async (ms) => {
+      clock += ms;
+    },
     endMinuteWindow: async (keyId) => {
-      const [minute, , , , grace] = limiter.keys(keyId);
       // The grace key lives as long as the window that filled.
-      await client.del(minute, grace);
+      await client.del(limiter.keyName(keyId, 'm'), limiter.keyName(keyId, 'grace'));
     },
     endGrace: async (keyId) => {
       // Its age is the lifetime it holds less its PTTL: take graceMs off the PTTL.
-      const grace = limiter.keys(keyId)[4];
+      const grace = limiter.keyName(keyId, 'grace');
       const left = await client.pttl(grace);
       if (left > ban.graceMs) await client.pexpire(grace, left - ban.graceMs);
       else await client.del(grace);
@@ -35,4 +44,48 @@ limiterContract('redis', async (ban) => {
       client.disconnect();
     },
   };
+});
+
+describe('two replicas on one Redis', () => {
+  const replicas = async (n: number, prefix = `t${randomUUID().slice(0, 8)}:`) => {
+    const ban = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0 };
+    const clients = await Promise.all(Array.from({ length: n }, () => connected(redisClient(redis.url))));
+    onTestFinished(() => {
+      for (const client of clients) client.disconnect();
+    });
+    return clients.map((client) => new RedisKeyLimiter(client, prefix, ban));
+  };
+
+  it.each([
+    ['fixed', policyFor({ perMinute: 100, perDay: 1_000 })],
+    ['sliding', policyFor({ perSecond: 1_000, perMinute: 100, perDay: 1_000 }, 'sliding')],
+    ['monthly', policyFor({ perMonth: 100 })],
+  ])('share every window exactly under concurrency, costs included (%s)', async (_label, policy) => {
+    const [a, b] = (await replicas(2)) as [RedisKeyLimiter, RedisKeyLimiter];
+    const keyId = `key_${randomUUID()}`;
+    // 3 units each: 33 fit in 100, whichever replica sends them.
+    const decisions = await Promise.all(
+      Array.from({ length: 120 }, (_, i) => (i % 2 === 0 ? a : b).consume(keyId, policy, 3)),
+    );
+    expect(decisions.filter((d) => d.outcome === 'admitted')).toHaveLength(33);
+    const usage = await a.usage(keyId, policy);
+    for (const w of usage.windows) expect(w.used, w.name).toBe(99);
+  });
+
+  it('keeps a month’s count through a restart: a new limiter on the same Redis goes on from it', async () => {
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const [first] = (await replicas(1, prefix)) as [RedisKeyLimiter];
+    const policy = policyFor({ perMinute: 1_000, perMonth: 5 });
+    const keyId = `key_${randomUUID()}`;
+    for (let i = 0; i < 4; i++) expect((await first.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    const [again] = (await replicas(1, prefix)) as [RedisKeyLimiter];
+    expect((await again.usage(keyId, policy)).windows.map((w) => w.used)).toEqual([4, 4]);
+    expect((await again.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    const refused = await again.consume(keyId, policy, 1);
+    expect(refused.outcome).toBe('limited');
+    if (refused.outcome !== 'limited') return;
+    const now = new Date();
+    const monthEnd = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+    expect(Math.abs(Date.now() + refused.retryAfterMs - monthEnd)).toBeLessThan(2_000);
+  });
 });

@@ -209,6 +209,37 @@ describe('two gateway replicas sharing one Redis', () => {
     expect((await get(b, key)).headers.get('x-ratelimit-remaining')).toBe(String(onA - 1));
   });
 
+  it.each(PATHS)('apply a scope and address change on every replica (through %s)', async (_label, path) => {
+    const { a, b } = await replicas(path.env, { pubsub: path.pubsub });
+    const { id, key } = await addKey(a.deps, 'pro');
+    expect((await get(a, key)).status).toBe(200);
+    expect((await get(b, key)).status).toBe(200);
+    const change = await a.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { scopes: ['pets:write'] },
+    });
+    expect(change.statusCode).toBe(200);
+    expect((await get(a, key)).code).toBe('insufficient_scope');
+    await vi.waitFor(async () => expect((await get(b, key)).code).toBe('insufficient_scope'), {
+      timeout: path.within,
+      interval: 50,
+    });
+    const moved = await a.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { scopes: null, allowedCidrs: ['192.0.2.0/24'] },
+    });
+    expect(moved.statusCode).toBe(200);
+    expect((await get(a, key)).code).toBe('ip_not_allowed');
+    await vi.waitFor(async () => expect((await get(b, key)).code).toBe('ip_not_allowed'), {
+      timeout: path.within,
+      interval: 50,
+    });
+  });
+
   it.each(PATHS)('end a rotated-out secret on every replica (through %s)', async (_label, path) => {
     const { a, b } = await replicas(path.env, { pubsub: path.pubsub });
     const { id, key: old } = await addKey(a.deps, 'pro');

@@ -1,20 +1,32 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
 import { MAX_GRACE_SECONDS } from '../keys/key-operations.js';
-import { PLANS, type Plan } from '../plans.js';
+import { ALGORITHMS, SCOPES, type Scope } from '../plans.js';
 
-// TypeBox 1 infers a union built from a mapped array as never: the schema is the same anyOf of
-// consts, its static type the plan names.
-const PlanSchema = Type.Unsafe<Plan>(Type.Union(PLANS.map((p) => Type.Literal(p))));
+/** A plan in force (PLANS_FILE decides which; planProblem says which when it is not one). */
+const PlanSchema = Type.String({ minLength: 1, maxLength: 32 });
 const Timestamp = Type.String({ format: 'date-time' });
 
+const Limit = Type.Integer({ minimum: 1, maximum: 1_000_000_000 });
+
+/** A key's own limits over its plan's windows: any of five, at least one. */
 const LimitsSchema = Type.Object(
   {
-    perMinute: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }),
-    perDay: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }),
+    perSecond: Type.Optional(Limit),
+    perMinute: Type.Optional(Limit),
+    perHour: Type.Optional(Limit),
+    perDay: Type.Optional(Limit),
+    perMonth: Type.Optional(Limit),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, minProperties: 1 },
 );
+
+// TypeBox 1 infers a union built from a mapped array as never: the schema is the same anyOf of
+// consts, its static type the scope names.
+const ScopeSchema = Type.Unsafe<Scope>(Type.Union(SCOPES.map((scope) => Type.Literal(scope))));
+const ScopesSchema = Type.Array(ScopeSchema, { uniqueItems: true, maxItems: SCOPES.length });
+/** CIDRs, each checked and normalised by parseCidrs (a bare address is its /32 or /128). */
+const CidrsSchema = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 100 });
 
 const NameSchema = Type.String({ minLength: 1, maxLength: 100, format: PLAIN_TEXT });
 
@@ -26,6 +38,8 @@ export const CreateKeySchema = Type.Object(
     plan: PlanSchema,
     name: Type.Optional(NameSchema),
     limits: Type.Optional(LimitsSchema),
+    scopes: Type.Optional(ScopesSchema),
+    allowedCidrs: Type.Optional(CidrsSchema),
     expiresAt: Type.Optional(ExpiryInput),
   },
   { additionalProperties: false },
@@ -35,7 +49,9 @@ export const UpdateKeySchema = Type.Object(
   {
     plan: Type.Optional(PlanSchema),
     name: Type.Optional(NameSchema),
-    limits: Type.Optional(LimitsSchema),
+    limits: Type.Optional(Type.Union([LimitsSchema, Type.Null()])),
+    scopes: Type.Optional(Type.Union([ScopesSchema, Type.Null()])),
+    allowedCidrs: Type.Optional(Type.Union([CidrsSchema, Type.Null()])),
     expiresAt: Type.Optional(Type.Union([ExpiryInput, Type.Null()])),
   },
   { additionalProperties: false },
@@ -50,7 +66,11 @@ const KeyFields = {
   id: Type.String(),
   name: Type.String(),
   plan: PlanSchema,
+  /** In force: the plan's windows with the key's own over them. */
   limits: LimitsSchema,
+  /** In force: the key's own, else its plan's. */
+  scopes: ScopesSchema,
+  allowedCidrs: Type.Optional(CidrsSchema),
   createdAt: Timestamp,
 };
 
@@ -76,11 +96,45 @@ const WindowUsageSchema = Type.Object({
   resetAt: Type.Union([Timestamp, Type.Null()]),
 });
 
+/** Window limits by name, as PLANS_FILE writes them. */
+const WindowLimitsSchema = Type.Object({
+  second: Type.Optional(Type.Integer()),
+  minute: Type.Optional(Type.Integer()),
+  hour: Type.Optional(Type.Integer()),
+  day: Type.Optional(Type.Integer()),
+  month: Type.Optional(Type.Integer()),
+});
+
+export const PlansSchema = Type.Object({
+  source: Type.String(),
+  /** RATE_LIMIT_SHADOW: every plan refuses nothing. */
+  shadow: Type.Boolean(),
+  plans: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      /** Null: every key of the plan carries its own limits. */
+      windows: Type.Union([WindowLimitsSchema, Type.Null()]),
+      algorithm: Type.Unsafe<(typeof ALGORITHMS)[number]>(Type.Union(ALGORITHMS.map((a) => Type.Literal(a)))),
+      scopes: ScopesSchema,
+      shadow: Type.Boolean(),
+      description: Type.Optional(Type.String()),
+    }),
+  ),
+  routeCosts: Type.Record(Type.String(), Type.Integer()),
+});
+
 export const UsageSchema = Type.Object({
   id: Type.String(),
   plan: PlanSchema,
   limits: LimitsSchema,
-  windows: Type.Object({ minute: WindowUsageSchema, day: WindowUsageSchema }),
+  /** Each of the key's windows by name (second, minute, hour, day, month). */
+  windows: Type.Object({
+    second: Type.Optional(WindowUsageSchema),
+    minute: Type.Optional(WindowUsageSchema),
+    hour: Type.Optional(WindowUsageSchema),
+    day: Type.Optional(WindowUsageSchema),
+    month: Type.Optional(WindowUsageSchema),
+  }),
   ban: Type.Union([Type.Object({ until: Timestamp }), Type.Null()]),
   refusals: Type.Integer(),
 });

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Static } from 'typebox';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
-import { limitsFor } from '../plans.js';
+import { limitsFor, scopesFor } from '../plans.js';
 import type { KeyViewSchema } from './schemas.js';
 
 /** What the admin routes are given: the gateway's collaborators, built once in deps.ts. */
@@ -57,7 +57,7 @@ export async function keyView(
     id: record.id,
     name: record.name,
     plan: record.plan,
-    limits: limitsFor(record.plan, record.limits),
+    ...keyRules(deps, record),
     createdAt: record.createdAt,
     source,
     ...(record.prefix ? { prefix: record.prefix } : {}),
@@ -66,5 +66,17 @@ export async function keyView(
     ...(record.updatedAt ? { updatedAt: record.updatedAt } : {}),
     ...(record.revokedAt ? { revokedAt: record.revokedAt } : {}),
     ...(bannedUntil ? { bannedUntil: iso(bannedUntil) } : {}),
+  };
+}
+
+/** What a key may do, in force: its limits over its plan's, its scopes, its allowed addresses. */
+export function keyRules(
+  deps: Pick<GatewayDeps, 'plans'>,
+  record: KeyRecord,
+): Pick<Static<typeof KeyViewSchema>, 'limits' | 'scopes' | 'allowedCidrs'> {
+  return {
+    limits: limitsFor(deps.plans, record.plan, record.limits),
+    scopes: [...scopesFor(deps.plans, record.plan, record.scopes)],
+    ...(record.allowedCidrs ? { allowedCidrs: record.allowedCidrs } : {}),
   };
 }

@@ -1,9 +1,9 @@
 import type { Static } from 'typebox';
 import type { CreatedKeySchema, RotatedKeySchema } from '../admin/schemas.js';
 import { checkNewKey } from '../keys/key-operations.js';
-import { limitsFor } from '../plans.js';
+import { limitsFor, scopesFor } from '../plans.js';
 import { AdminClient } from './admin-client.js';
-import { createInFile, rotateInFile, updateInFile } from './file-backend.js';
+import { createInFile, localPlans, rotateInFile, updateInFile } from './file-backend.js';
 import { createRequest, FLAG_NAMES, graceFrom, updateRequest, type Values } from './flags.js';
 import { jsonLine, printable, when } from './format.js';
 import { type KeyView, keysTable, limitsText, showKey, showUsage, type Usage } from './key-text.js';
@@ -18,18 +18,22 @@ const admin = () => AdminClient.fromEnv(process.env);
 const keyPath = (id: string) => `/admin/keys/${encodeURIComponent(id)}`;
 
 export async function create(values: Values): Promise<void> {
-  const { plan, name, limits, expiresAt } = checkNewKey(createRequest(values), Date.now(), FLAG_NAMES);
-  let created: Omit<Static<typeof CreatedKeySchema>, 'name' | 'createdAt'>;
+  const request = createRequest(values);
+  let created: Pick<Static<typeof CreatedKeySchema>, 'id' | 'key' | 'plan' | 'limits' | 'expiresAt'>;
   if (typeof values.file === 'string') {
-    const { key, record } = await createInFile(values.file, { plan, name, limits, expiresAt });
-    created = { id: record.id, key, plan: record.plan, limits: limitsFor(record.plan, record.limits), expiresAt };
+    // The admin API checks against the gateway's plans; a file against PLANS_FILE's, here.
+    const plans = localPlans();
+    const key = checkNewKey(plans, request, Date.now(), FLAG_NAMES);
+    const { key: secret, record } = await createInFile(values.file, plans, key);
+    created = {
+      id: record.id,
+      key: secret,
+      plan: record.plan,
+      limits: limitsFor(plans, record.plan, record.limits),
+      ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
+    };
   } else {
-    created = await admin().request<Static<typeof CreatedKeySchema>>('POST', '/admin/keys', {
-      plan,
-      ...(name ? { name } : {}),
-      ...(limits ? { limits } : {}),
-      ...(expiresAt ? { expiresAt } : {}),
-    });
+    created = await admin().request<Static<typeof CreatedKeySchema>>('POST', '/admin/keys', request);
   }
   const out = {
     id: created.id,
@@ -49,8 +53,9 @@ export async function create(values: Values): Promise<void> {
 export async function update(id: string, values: Values): Promise<void> {
   const change = updateRequest(values);
   if (typeof values.file === 'string') {
-    const entry = await updateInFile(values.file, id, change);
-    const limits = limitsFor(entry.plan, entry.limits);
+    const plans = localPlans();
+    const entry = await updateInFile(values.file, plans, id, change);
+    const limits = limitsFor(plans, entry.plan, entry.limits);
     print(
       values,
       { ...entry, limits },
@@ -67,12 +72,14 @@ export async function rotate(id: string, values: Values): Promise<void> {
   const grace = graceFrom(values);
   let out: Omit<Static<typeof RotatedKeySchema>, 'createdAt'> & { createdAt?: string };
   if (typeof values.file === 'string') {
-    const { key, record, previousKeyExpiresAt } = await rotateInFile(values.file, id, grace);
+    const plans = localPlans();
+    const { key, record, previousKeyExpiresAt } = await rotateInFile(values.file, plans, id, grace);
     out = {
       id: record.id,
       key,
       plan: record.plan,
-      limits: limitsFor(record.plan, record.limits),
+      limits: limitsFor(plans, record.plan, record.limits),
+      scopes: [...scopesFor(plans, record.plan, record.scopes)],
       name: record.name,
       previousKeyExpiresAt,
     };

@@ -6,23 +6,30 @@ import {
   type KeyUpdate,
   MAX_GRACE_SECONDS,
 } from '../keys/key-operations.js';
-import { isPlan, type Limits, PLANS } from '../plans.js';
+import { LIMIT_FIELDS, type Limits, WINDOW_NAMES } from '../plans.js';
 import { usageError } from './usage.js';
 
 /* The command line's options as the key operations take them: each flag's shape checked here. */
 
-export type Values = Record<string, string | boolean | undefined>;
+export type Values = Record<string, string | boolean | string[] | undefined>;
+
+/** `perMinute` is `--per-minute`. */
+const limitFlag = (field: string) => `--${field.replace(/^per/, 'per-').toLowerCase()}`;
 
 /** The CLI speaks in its own flags, not the admin API's JSON fields. */
 export const FLAG_NAMES: FieldNames = {
   limits: {
     plan: '--plan',
-    limits: '--per-minute and --per-day',
-    perMinute: '--per-minute',
-    perDay: '--per-day',
+    limits: 'limits (--per-second, --per-minute, --per-hour, --per-day or --per-month)',
+    field: limitFlag,
   },
   expiresAt: '--expires-at',
+  scopes: '--scopes',
+  allowedCidrs: '--allow-cidr',
 };
+
+/** Every flag that changes a key's limits, scopes or addresses. */
+const LIMIT_FLAGS = WINDOW_NAMES.map((w) => limitFlag(LIMIT_FIELDS[w]).slice(2));
 
 function positiveInt(command: string, name: string, raw: unknown): number | undefined {
   if (raw === undefined) return undefined;
@@ -32,13 +39,44 @@ function positiveInt(command: string, name: string, raw: unknown): number | unde
   return Number(raw);
 }
 
-function limitsFrom(command: string, values: Values): Limits | undefined {
-  const perMinute = positiveInt(command, 'per-minute', values['per-minute']);
-  const perDay = positiveInt(command, 'per-day', values['per-day']);
-  if ((perMinute === undefined) !== (perDay === undefined)) {
-    throw usageError(command, 'give both --per-minute and --per-day, or neither');
+/** The --per-… flags given, as limits of the key's own; null for --plan-limits. */
+function limitsFrom(command: string, values: Values): Limits | null | undefined {
+  const limits: Limits = {};
+  for (const window of WINDOW_NAMES) {
+    const field = LIMIT_FIELDS[window];
+    const flag = limitFlag(field).slice(2);
+    const n = positiveInt(command, flag, values[flag]);
+    if (n !== undefined) limits[field] = n;
   }
-  return perMinute && perDay ? { perMinute, perDay } : undefined;
+  const given = Object.keys(limits).length > 0;
+  if (values['plan-limits']) {
+    if (given) throw usageError(command, 'give --per-… limits or --plan-limits, not both');
+    return null;
+  }
+  return given ? limits : undefined;
+}
+
+/** --scopes a,b as a list; null for --plan-scopes. */
+function scopesFrom(command: string, values: Values): string[] | null | undefined {
+  if (values['plan-scopes']) {
+    if (values.scopes !== undefined) throw usageError(command, 'give --scopes or --plan-scopes, not both');
+    return null;
+  }
+  if (typeof values.scopes !== 'string') return undefined;
+  return values.scopes
+    .split(',')
+    .map((scope) => scope.trim())
+    .filter(Boolean);
+}
+
+/** Each --allow-cidr; null for --any-address. */
+function cidrsFrom(command: string, values: Values): string[] | null | undefined {
+  const given = values['allow-cidr'];
+  if (values['any-address']) {
+    if (given !== undefined) throw usageError(command, 'give --allow-cidr or --any-address, not both');
+    return null;
+  }
+  return Array.isArray(given) ? given : undefined;
 }
 
 /** --name as the admin API takes a name: text people read, never terminal controls. */
@@ -64,11 +102,15 @@ export function createRequest(values: Values): KeyRequest {
   const plan = values.plan;
   if (typeof plan !== 'string') throw usageError('create', 'create needs --plan');
   const limits = limitsFrom('create', values);
+  const scopes = scopesFrom('create', values);
+  const allowedCidrs = cidrsFrom('create', values);
   const expiresAt = expiryFrom('create', values);
   const name = nameFrom('create', values);
   return {
     plan,
     ...(limits ? { limits } : {}),
+    ...(scopes ? { scopes } : {}),
+    ...(allowedCidrs ? { allowedCidrs } : {}),
     ...(typeof expiresAt === 'string' ? { expiresAt } : {}),
     ...(name !== undefined ? { name } : {}),
   };
@@ -79,25 +121,36 @@ export function createRequest(values: Values): KeyRequest {
  * a mistake on the command line, refused before anything is sent.
  */
 export function updateRequest(values: Values): KeyUpdate {
-  const given = ['plan', 'per-minute', 'per-day', 'name', 'expires-at', 'no-expiry'].filter(
-    (f) => values[f] !== undefined,
-  );
-  if (given.length === 0) {
+  const flags = [
+    'plan',
+    ...LIMIT_FLAGS,
+    'plan-limits',
+    'scopes',
+    'plan-scopes',
+    'allow-cidr',
+    'any-address',
+    'name',
+    'expires-at',
+    'no-expiry',
+  ];
+  if (!flags.some((f) => values[f] !== undefined)) {
     throw usageError(
       'update',
-      'nothing to change: give --plan, --per-minute/--per-day, --name, --expires-at or --no-expiry',
+      'nothing to change: give --plan, --per-… limits or --plan-limits, --scopes or --plan-scopes, --allow-cidr or --any-address, --name, --expires-at or --no-expiry',
     );
   }
   const plan = values.plan;
-  if (plan !== undefined && !isPlan(plan)) {
-    throw usageError('update', `${FLAG_NAMES.limits.plan} must be one of ${PLANS.join(', ')}`);
-  }
+  if (plan !== undefined && typeof plan !== 'string') throw usageError('update', '--plan needs a plan name');
   const limits = limitsFrom('update', values);
+  const scopes = scopesFrom('update', values);
+  const allowedCidrs = cidrsFrom('update', values);
   const expiresAt = expiryFrom('update', values);
   const name = nameFrom('update', values);
   return {
     ...(plan !== undefined ? { plan } : {}),
-    ...(limits ? { limits } : {}),
+    ...(limits !== undefined ? { limits } : {}),
+    ...(scopes !== undefined ? { scopes } : {}),
+    ...(allowedCidrs !== undefined ? { allowedCidrs } : {}),
     ...(name !== undefined ? { name } : {}),
     ...(expiresAt === null ? { expiresAt: null } : {}),
     ...(typeof expiresAt === 'string' ? { expiresAt: checkedExpiry(expiresAt, Date.now(), FLAG_NAMES) } : {}),

@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import type { KeyViewSchema, UsageSchema } from '../admin/schemas.js';
-import type { Limits } from '../plans.js';
+import { LIMIT_FIELDS, type Limits, WINDOW_NAMES } from '../plans.js';
 import { fields, table, when } from './format.js';
 
 /* Keys and their usage as text for people. */
@@ -8,8 +8,13 @@ import { fields, table, when } from './format.js';
 export type KeyView = Static<typeof KeyViewSchema>;
 export type Usage = Static<typeof UsageSchema>;
 
+const UNITS = { second: 's', minute: 'min', hour: 'h', day: 'day', month: 'month' } as const;
+
+/** `60/min, 1000/day`: each window a key has, shortest first. */
 export function limitsText(limits: Limits): string {
-  return `${limits.perMinute}/min, ${limits.perDay}/day`;
+  return WINDOW_NAMES.filter((w) => limits[LIMIT_FIELDS[w]] !== undefined)
+    .map((w) => `${limits[LIMIT_FIELDS[w]]}/${UNITS[w]}`)
+    .join(', ');
 }
 
 function status(k: KeyView, now: number): string {
@@ -26,6 +31,8 @@ export function showKey(k: KeyView): string {
     ['name', k.name],
     ['plan', k.plan],
     ['limits', limitsText(k.limits)],
+    ['scopes', k.scopes.join(', ') || 'none'],
+    ['addresses', k.allowedCidrs ? k.allowedCidrs.join(', ') : 'any'],
     ['status', status(k, Date.now())],
     ['source', k.source === 'file' ? 'API_KEYS_FILE' : 'store'],
     ['prefix', k.prefix],
@@ -54,19 +61,13 @@ export function keysTable(keys: KeyView[]): string {
 }
 
 export function showUsage(u: Usage): string {
-  const row = (name: string, w: Usage['windows']['minute']) => [
-    name,
-    String(w.limit),
-    String(w.used),
-    String(w.remaining),
-    when(w.resetAt) ?? 'not started',
-  ];
+  const rows = WINDOW_NAMES.flatMap((name) => {
+    const w = u.windows[name];
+    return w ? [[name, String(w.limit), String(w.used), String(w.remaining), when(w.resetAt) ?? 'not started']] : [];
+  });
   return (
     `${u.id} (${u.plan})\n` +
-    table(
-      ['WINDOW', 'LIMIT', 'USED', 'REMAINING', 'RESETS'],
-      [row('minute', u.windows.minute), row('day', u.windows.day)],
-    ) +
+    table(['WINDOW', 'LIMIT', 'USED', 'REMAINING', 'RESETS'], rows) +
     fields([
       ['ban', u.ban ? `until ${when(u.ban.until)}` : 'none'],
       ['refusals', `${u.refusals} (counted toward a ban now)`],

@@ -1,15 +1,16 @@
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
+import { SCOPES } from '../plans.js';
 
 /** A mistake in how the CLI was called or configured: exit 2, with the command's usage. */
 export class UsageError extends Error {}
 
 export const COMMANDS: Record<string, string> = {
   create:
-    'create --plan free|pro|business|enterprise [--name NAME] [--per-minute N --per-day N] [--expires-at T] [--file PATH]',
+    'create --plan PLAN [--name NAME] [--per-second|--per-minute|--per-hour|--per-day|--per-month N]… [--scopes LIST] [--allow-cidr CIDR]… [--expires-at T] [--file PATH]',
   list: 'list',
   show: 'show ID',
   update:
-    'update ID [--plan P] [--per-minute N --per-day N] [--name NAME] [--expires-at T | --no-expiry] [--file PATH]',
+    'update ID [--plan P] [--per-… N | --plan-limits] [--scopes LIST | --plan-scopes] [--allow-cidr CIDR… | --any-address] [--name NAME] [--expires-at T | --no-expiry] [--file PATH]',
   rotate: 'rotate ID [--grace SECONDS] [--file PATH]',
   usage: 'usage ID',
   revoke: 'revoke ID',
@@ -19,14 +20,19 @@ export const COMMANDS: Record<string, string> = {
 export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
 
   ${COMMANDS.create}
-      Make a key. --per-minute/--per-day: enterprise only. --expires-at: RFC 3339, in the future.
+      Make a key of a plan in force (GET /admin/plans; the spec's free, pro, business, enterprise
+      unless PLANS_FILE says otherwise). --per-…: its own limits over its plan's windows (a plan
+      without windows, such as enterprise, needs them). --scopes: a comma-separated list of
+      ${SCOPES.join(', ')} (default: its plan's). --allow-cidr: an address or CIDR it may be used
+      from, repeatable (default: any). --expires-at: RFC 3339, in the future.
   ${COMMANDS.list}
       Every key, as a table.
   ${COMMANDS.show}
       One key.
   ${COMMANDS.update}
-      Change a key's plan, limits, name or expiry. A plan change applies on the next request on
-      every replica; counts carry over. Leaving enterprise drops its limits.
+      Change a key's plan, limits, scopes, addresses, name or expiry. A change applies on the next
+      request on every replica; counts carry over. A plan change drops the key's own limits unless
+      the new plan has no windows; --plan-limits, --plan-scopes and --any-address drop its own.
   ${COMMANDS.rotate}
       New secret, same id (one quota, one ban). The old secret works for --grace seconds
       (default ${DEFAULT_GRACE_SECONDS}, at most ${MAX_GRACE_SECONDS}; 0 ends it now), then gets 401. Prints the new key once.
@@ -39,7 +45,8 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
 
   --json   print JSON (one line) instead of text
   --file   work on an API_KEYS_FILE (hashes only) instead of calling the admin API;
-           roll the gateway afterwards to load it
+           roll the gateway afterwards to load it; the file is checked against the plans of
+           PLANS_FILE, as the gateway loading it does
 
 The admin API is reached at ADMIN_URL (http://host:port or host:port), else at
 ADMIN_HOST/ADMIN_PORT, else http://127.0.0.1:8081, with ADMIN_TOKEN.

@@ -5,9 +5,9 @@ import '../access-fields.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import type { GuardedDecision } from '../limits/guarded-limiter.js';
 import { setBannedHeaders, setRateLimitHeaders } from '../limits/headers.js';
-import { MINUTE_MS, windowsFor } from '../limits/key-limiter.js';
+import { emptyWindows } from '../limits/key-limiter.js';
+import type { LimitPolicy } from '../limits/policy.js';
 import type { GatewayMetrics } from '../metrics.js';
-import type { Limits } from '../plans.js';
 import { UNAVAILABLE_RETRY_SECONDS } from './refuse.js';
 
 export interface DecisionOptions {
@@ -20,13 +20,17 @@ export interface DecisionOptions {
 /**
  * Applies a key limiter's decision to the request: counted, recorded for the access line, its
  * rate-limit headers set. Returns the refusal (429, 503), or undefined when the request may go on.
+ * A policy in shadow mode refuses nothing for limits or bans: such a request goes on, counted and
+ * logged as `shadow_refused`, its headers as true as ever. `forbidden` (a scope or address the key
+ * lacks) was decided at no cost: its headers are set and it is the answer.
  */
 export type ApplyDecision = (
   request: FastifyRequest,
   reply: FastifyReply,
   record: KeyRecord,
-  limits: Limits,
+  policy: LimitPolicy,
   decision: GuardedDecision,
+  forbidden: ApiError | undefined,
 ) => ApiError | undefined;
 
 export function limiterDecisions({ metrics, now, banSeconds }: DecisionOptions): ApplyDecision {
@@ -42,11 +46,36 @@ export function limiterDecisions({ metrics, now, banSeconds }: DecisionOptions):
     return child;
   }
 
-  return (request, reply, record, limits, decision) => {
+  const shadowCounters = new Map<string, Counter.Internal>();
+  function shadowCounter(source: string): Counter.Internal {
+    let child = shadowCounters.get(source);
+    if (!child) {
+      child = metrics.decisions.labels({ decision: 'shadow_refused', source });
+      shadowCounters.set(source, child);
+    }
+    return child;
+  }
+
+  return (request, reply, record, policy, decision, forbidden) => {
     const at = now();
+    request.limiterSource = decision.source;
+    if (forbidden !== undefined) {
+      request.limiterDecision = 'forbidden';
+      if (decision.outcome === 'banned') setBannedHeaders(reply, decision.windows, at, decision.banEndsAt, banSeconds);
+      else if (decision.outcome === 'unavailable') {
+        setRateLimitHeaders(reply, emptyWindows(policy, at), at, at + UNAVAILABLE_RETRY_SECONDS * 1000);
+      } else setRateLimitHeaders(reply, decision.windows, at);
+      return forbidden;
+    }
+    if (policy.shadow && (decision.outcome === 'limited' || decision.outcome === 'banned')) {
+      shadowCounter(decision.source).inc();
+      request.limiterDecision = 'shadow_refused';
+      if (decision.outcome === 'banned') setBannedHeaders(reply, decision.windows, at, decision.banEndsAt, banSeconds);
+      else setRateLimitHeaders(reply, decision.windows, at);
+      return undefined;
+    }
     decisionCounter(decision).inc();
     request.limiterDecision = decision.outcome;
-    request.limiterSource = decision.source;
     switch (decision.outcome) {
       case 'admitted':
         setRateLimitHeaders(reply, decision.windows, at);
@@ -70,12 +99,7 @@ export function limiterDecisions({ metrics, now, banSeconds }: DecisionOptions):
           'retry-after': String(Math.max(1, Math.ceil((decision.banEndsAt - at) / 1000))),
         });
       case 'unavailable':
-        setRateLimitHeaders(
-          reply,
-          windowsFor(limits, 0, MINUTE_MS, 0, 0, at),
-          at,
-          at + UNAVAILABLE_RETRY_SECONDS * 1000,
-        );
+        setRateLimitHeaders(reply, emptyWindows(policy, at), at, at + UNAVAILABLE_RETRY_SECONDS * 1000);
         return new ApiError(503, 'rate_limiter_unavailable', 'Rate limiting is unavailable; retry shortly', {
           'retry-after': String(UNAVAILABLE_RETRY_SECONDS),
         });

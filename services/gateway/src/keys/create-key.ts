@@ -1,4 +1,4 @@
-import type { Limits, Plan } from '../plans.js';
+import type { Limits, Plan, Scope } from '../plans.js';
 import { generateApiKey, hashApiKey, keyPrefix, newKeyId } from './api-key.js';
 import type { KeyRecord } from './key-store.js';
 
@@ -17,8 +17,11 @@ export function newSecret(): Secret {
 export interface NewKey {
   plan: Plan;
   name?: string | undefined;
-  /** Enterprise only; callers check planProblem first. */
+  /** The key's own limits over its plan's; callers check planProblem first. */
   limits?: Limits | undefined;
+  scopes?: Scope[] | undefined;
+  /** Normalised CIDRs (keys/cidrs.ts). */
+  allowedCidrs?: string[] | undefined;
   /** ISO text, already validated (parseExpiry). */
   expiresAt?: string | undefined;
 }
@@ -36,7 +39,9 @@ export function createKey(input: NewKey, now: Date = new Date()): { key: string;
       id,
       name: input.name ?? id,
       plan: input.plan,
-      ...(input.limits ? { limits: { perMinute: input.limits.perMinute, perDay: input.limits.perDay } } : {}),
+      ...(input.limits ? { limits: { ...input.limits } } : {}),
+      ...(input.scopes ? { scopes: [...input.scopes] } : {}),
+      ...(input.allowedCidrs ? { allowedCidrs: [...input.allowedCidrs] } : {}),
       sha256,
       prefix,
       createdAt: now.toISOString(),

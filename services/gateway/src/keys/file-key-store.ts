@@ -1,3 +1,4 @@
+import type { PlanBook } from '../plans.js';
 import { applyChanges, type KeyChanges, type KeyRecord, type KeyStore, type Rotation } from './key-store.js';
 import {
   appendToKeysFile,
@@ -17,12 +18,16 @@ import {
  * a revoked record for replicas to learn of, nor say what changed since when.
  */
 export class FileKeyStore implements Pick<KeyStore, 'get' | 'insert' | 'update' | 'rotate'> {
-  constructor(readonly path: string) {}
+  constructor(
+    readonly path: string,
+    /** The plans in force, which every entry's plan and limits must fit. */
+    private readonly plans: PlanBook,
+  ) {}
 
   async get(id: string): Promise<KeyRecord | null> {
     let entries: KeyFileEntry[];
     try {
-      entries = await readKeysFile(this.path);
+      entries = await readKeysFile(this.path, this.plans);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
@@ -32,11 +37,11 @@ export class FileKeyStore implements Pick<KeyStore, 'get' | 'insert' | 'update' 
   }
 
   async insert(record: KeyRecord): Promise<void> {
-    await appendToKeysFile(this.path, toKeyFileEntry(record));
+    await appendToKeysFile(this.path, this.plans, toKeyFileEntry(record));
   }
 
   async update(id: string, changes: KeyChanges, at: Date): Promise<KeyRecord | null> {
-    const entry = await updateKeysFileEntry(this.path, id, (current) => {
+    const entry = await updateKeysFileEntry(this.path, this.plans, id, (current) => {
       const next = structuredClone(current);
       applyChanges(next, changes);
       return toKeyFileEntry(next);
@@ -46,7 +51,7 @@ export class FileKeyStore implements Pick<KeyStore, 'get' | 'insert' | 'update' 
 
   /** The file keeps no prefix: a rotation's is dropped. */
   async rotate(id: string, rotation: Rotation, at: Date): Promise<KeyRecord | null> {
-    const entry = await updateKeysFileEntry(this.path, id, (current) => ({
+    const entry = await updateKeysFileEntry(this.path, this.plans, id, (current) => ({
       ...current,
       sha256: rotation.sha256,
       previous: { sha256: current.sha256, expiresAt: rotation.previousExpiresAt },

@@ -1,4 +1,14 @@
-import { type LimitNames, type Limits, limitsAfterChange, type Plan, planProblem } from '../plans.js';
+import {
+  type LimitNames,
+  type Limits,
+  limitsAfterChange,
+  type Plan,
+  type PlanBook,
+  planProblem,
+  type Scope,
+  scopesProblem,
+} from '../plans.js';
+import { parseCidrs } from './cidrs.js';
 import { createKey, type NewKey, newSecret } from './create-key.js';
 import { parseExpiry, previousSecretEnds } from './expiry.js';
 import type { KeyChanges, KeyRecord, KeyStore } from './key-store.js';
@@ -6,8 +16,8 @@ import type { KeyChanges, KeyRecord, KeyStore } from './key-store.js';
 /*
  * The rules for making and changing keys, whatever holds them: the admin API applies them to the
  * key store, the keys CLI's --file to an API_KEYS_FILE (FileKeyStore). Each caller checks the shape
- * of what it is given first (a JSON schema, the CLI's flags); what needs the plan table, the clock
- * or the key as it stands is decided here.
+ * of what it is given first (a JSON schema, the CLI's flags); what needs the plans in force, the
+ * clock or the key as it stands is decided here.
  */
 
 /** A request the key rules refuse: the admin API answers it 400, the CLI exits 2 with it. */
@@ -17,6 +27,8 @@ export class KeyRuleError extends Error {}
 export interface FieldNames {
   limits: LimitNames;
   expiresAt: string;
+  scopes: string;
+  allowedCidrs: string;
 }
 
 export const DEFAULT_GRACE_SECONDS = 86_400;
@@ -29,23 +41,44 @@ export function checkedExpiry(value: string, now: number, names?: FieldNames): s
   return parsed.expiresAt;
 }
 
+/** Known scopes, each once. */
+function checkedScopes(scopes: readonly string[], names?: FieldNames): Scope[] {
+  const problem = scopesProblem(scopes, names?.scopes ?? 'scopes');
+  if (problem) throw new KeyRuleError(problem);
+  return [...scopes] as Scope[];
+}
+
+/** Addresses and CIDRs, normalised (a bare address is its /32 or /128). */
+function checkedCidrs(cidrs: readonly string[], names?: FieldNames): string[] {
+  const parsed = parseCidrs(cidrs, names?.allowedCidrs ?? 'allowedCidrs');
+  if ('problem' in parsed) throw new KeyRuleError(parsed.problem);
+  return parsed.cidrs;
+}
+
 /** What a caller asks of a new key, its expiry as given. */
 export interface KeyRequest {
   plan: string;
   name?: string;
   limits?: Limits;
+  scopes?: readonly string[];
+  allowedCidrs?: readonly string[];
   expiresAt?: string;
 }
 
-/** The key a request may have: its plan with the limits that plan takes, an expiry to come. */
-export function checkNewKey(request: KeyRequest, now: number, names?: FieldNames): NewKey {
-  const problem = planProblem(request.plan, request.limits, names?.limits);
+/**
+ * The key a request may have: a plan in force, limits of its own that fit it, known scopes,
+ * allowed addresses, an expiry to come.
+ */
+export function checkNewKey(plans: PlanBook, request: KeyRequest, now: number, names?: FieldNames): NewKey {
+  const problem = planProblem(plans, request.plan, request.limits, names?.limits);
   if (problem) throw new KeyRuleError(problem);
   return {
     // planProblem has just checked it is one.
     plan: request.plan as Plan,
     name: request.name,
     limits: request.limits,
+    scopes: request.scopes === undefined ? undefined : checkedScopes(request.scopes, names),
+    allowedCidrs: request.allowedCidrs === undefined ? undefined : checkedCidrs(request.allowedCidrs, names),
     expiresAt: request.expiresAt === undefined ? undefined : checkedExpiry(request.expiresAt, now, names),
   };
 }
@@ -61,27 +94,46 @@ export async function issueKey(
   return made;
 }
 
-/** What a caller asks to change in a key; `expiresAt: null` clears its expiry. */
+/**
+ * What a caller asks to change in a key. `null` returns a field to its default: `limits` to the
+ * plan's, `scopes` to the plan's, `allowedCidrs` to any address, `expiresAt` to none.
+ */
 export interface KeyUpdate {
   plan?: Plan;
-  limits?: Limits;
+  limits?: Limits | null;
+  scopes?: readonly string[] | null;
+  allowedCidrs?: readonly string[] | null;
   name?: string;
   expiresAt?: string | null;
 }
 
 /**
- * The change an update makes to the key as it stands: limits follow the plan (an enterprise key
- * keeps its own unless new ones are given; leaving enterprise drops them).
+ * The change an update makes to the key as it stands: limits follow the plan (a key of a plan
+ * without windows keeps its own unless new ones are given; a change to a plan with windows drops
+ * them).
  */
-function changesFor(current: KeyRecord, update: KeyUpdate, now: number, names?: FieldNames): KeyChanges {
+function changesFor(
+  plans: PlanBook,
+  current: KeyRecord,
+  update: KeyUpdate,
+  now: number,
+  names?: FieldNames,
+): KeyChanges {
   const plan = update.plan ?? current.plan;
-  const limits = limitsAfterChange(plan, update.limits, current.limits);
-  const problem = planProblem(plan, limits, names?.limits);
+  const limits = update.limits === null ? undefined : limitsAfterChange(plans, plan, update.limits, current.limits);
+  const problem = planProblem(plans, plan, limits, names?.limits);
   if (problem) throw new KeyRuleError(problem);
+  const { scopes, allowedCidrs } = update;
   return {
     ...(update.plan !== undefined ? { plan: update.plan } : {}),
     ...(update.name !== undefined ? { name: update.name } : {}),
     ...(limits ? { limits } : current.limits ? { limits: null } : {}),
+    ...(scopes === null ? { scopes: null } : scopes ? { scopes: checkedScopes(scopes, names) } : {}),
+    ...(allowedCidrs === null
+      ? { allowedCidrs: null }
+      : allowedCidrs
+        ? { allowedCidrs: checkedCidrs(allowedCidrs, names) }
+        : {}),
     ...(update.expiresAt === null ? { expiresAt: null } : {}),
     ...(typeof update.expiresAt === 'string' ? { expiresAt: checkedExpiry(update.expiresAt, now, names) } : {}),
   };
@@ -89,13 +141,14 @@ function changesFor(current: KeyRecord, update: KeyUpdate, now: number, names?: 
 
 /** Applies an update to a live key; null when the store no longer holds it live. */
 export async function updateKey(
+  plans: PlanBook,
   store: Pick<KeyStore, 'update'>,
   current: KeyRecord,
   update: KeyUpdate,
   now: number,
   names?: FieldNames,
 ): Promise<KeyRecord | null> {
-  return store.update(current.id, changesFor(current, update, now, names), new Date(now));
+  return store.update(current.id, changesFor(plans, current, update, now, names), new Date(now));
 }
 
 export interface RotatedKey {

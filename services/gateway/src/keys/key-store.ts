@@ -1,4 +1,4 @@
-import type { Limits, Plan } from '../plans.js';
+import type { Limits, Plan, Scope } from '../plans.js';
 
 /** A secret replaced by a rotation, still accepted until `expiresAt`. */
 export interface PreviousSecret {
@@ -10,8 +10,12 @@ export interface KeyRecord {
   id: string;
   name: string;
   plan: Plan;
-  /** Present only for enterprise keys. */
+  /** The key's own limits over its plan's windows (required on a plan without windows). */
   limits?: Limits;
+  /** What the key may do; absent: its plan's scopes. */
+  scopes?: Scope[];
+  /** Client addresses (CIDRs) the key may be used from; absent: any. */
+  allowedCidrs?: string[];
   /** Hex SHA-256 of the key; the key itself is never stored. */
   sha256: string;
   /** First characters of the key, for people to recognise it (absent for keys from API_KEYS_FILE). */
@@ -33,6 +37,8 @@ export interface KeyRecord {
 export interface KeyChanges {
   plan?: Plan;
   limits?: Limits | null;
+  scopes?: Scope[] | null;
+  allowedCidrs?: string[] | null;
   name?: string;
   expiresAt?: string | null;
 }
@@ -46,13 +52,17 @@ export interface KeyChanges {
  * or cleared expiry never brings a rotated-out secret back: its end can move earlier, never later.
  */
 export function applyChanges(
-  record: Pick<KeyRecord, 'plan' | 'name' | 'limits' | 'expiresAt' | 'previous'>,
+  record: Pick<KeyRecord, 'plan' | 'name' | 'limits' | 'scopes' | 'allowedCidrs' | 'expiresAt' | 'previous'>,
   changes: KeyChanges,
 ): void {
   if (changes.plan !== undefined) record.plan = changes.plan;
   if (changes.name !== undefined) record.name = changes.name;
   if (changes.limits === null) delete record.limits;
   else if (changes.limits !== undefined) record.limits = { ...changes.limits };
+  if (changes.scopes === null) delete record.scopes;
+  else if (changes.scopes !== undefined) record.scopes = [...changes.scopes];
+  if (changes.allowedCidrs === null) delete record.allowedCidrs;
+  else if (changes.allowedCidrs !== undefined) record.allowedCidrs = [...changes.allowedCidrs];
   if (changes.expiresAt !== undefined && record.previous && record.expiresAt) {
     if (Date.parse(record.expiresAt) < Date.parse(record.previous.expiresAt)) {
       record.previous = { ...record.previous, expiresAt: record.expiresAt };

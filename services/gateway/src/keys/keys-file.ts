@@ -1,5 +1,6 @@
 import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { isPlan, type Limits, planProblem } from '../plans.js';
+import { type Limits, type PlanBook, planProblem, type Scope, scopesProblem } from '../plans.js';
+import { parseCidrs } from './cidrs.js';
 import { parseExpiry } from './expiry.js';
 import type { KeyRecord, PreviousSecret } from './key-store.js';
 
@@ -9,6 +10,8 @@ export interface KeyFileEntry {
   name: string;
   plan: KeyRecord['plan'];
   limits?: Limits;
+  scopes?: Scope[];
+  allowedCidrs?: string[];
   sha256: string;
   expiresAt?: string;
   /** The secret a rotation replaced, accepted until its expiresAt. */
@@ -28,7 +31,7 @@ function previousProblem(previous: unknown, at: string): string | null {
   return parseExpiry(p.expiresAt, `${at}: previous.expiresAt`).problem ?? null;
 }
 
-function entryProblem(entry: unknown, index: number): string | null {
+function entryProblem(plans: PlanBook, entry: unknown, index: number): string | null {
   if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return `entry ${index} is not an object`;
   const e = entry as Record<string, unknown>;
   if (typeof e.id !== 'string' || e.id.length === 0) return `entry ${index}: id must be a non-empty string`;
@@ -43,12 +46,20 @@ function entryProblem(entry: unknown, index: number): string | null {
     const problem = previousProblem(e.previous, `entry ${index}`);
     if (problem) return problem;
   }
-  const problem = planProblem(e.plan, e.limits);
+  if (e.scopes !== undefined) {
+    const problem = scopesProblem(e.scopes, `entry ${index}: scopes`);
+    if (problem) return problem;
+  }
+  if (e.allowedCidrs !== undefined) {
+    const parsed = parseCidrs(e.allowedCidrs, `entry ${index}: allowedCidrs`);
+    if ('problem' in parsed) return parsed.problem;
+  }
+  const problem = planProblem(plans, e.plan, e.limits);
   return problem ? `entry ${index}: ${problem}` : null;
 }
 
 /** Parses and validates the file's text; throws one error naming every bad entry. */
-export function parseKeysFile(text: string, source: string): KeyFileEntry[] {
+export function parseKeysFile(text: string, source: string, plans: PlanBook): KeyFileEntry[] {
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -56,7 +67,7 @@ export function parseKeysFile(text: string, source: string): KeyFileEntry[] {
     throw new Error(`${source} is not valid JSON`);
   }
   if (!Array.isArray(data)) throw new Error(`${source} must hold a JSON array of key records`);
-  const problems = data.map(entryProblem).filter((p): p is string => p !== null);
+  const problems = data.map((entry, index) => entryProblem(plans, entry, index)).filter((p): p is string => p !== null);
   const ids = new Set<string>();
   const hashes = new Set<string>();
   for (const e of data as Array<Partial<KeyFileEntry> | null>) {
@@ -73,7 +84,14 @@ export function parseKeysFile(text: string, source: string): KeyFileEntry[] {
     }
   }
   if (problems.length > 0) throw new Error(`${source}: ${problems.join('; ')}`);
-  return (data as KeyFileEntry[]).map((e) => toKeyFileEntry(e));
+  return (data as KeyFileEntry[]).map((e) =>
+    toKeyFileEntry(e.allowedCidrs ? { ...e, allowedCidrs: normalisedCidrs(e.allowedCidrs) } : e),
+  );
+}
+
+function normalisedCidrs(cidrs: string[]): string[] {
+  const parsed = parseCidrs(cidrs, 'allowedCidrs');
+  return 'cidrs' in parsed ? parsed.cidrs : cidrs;
 }
 
 /** What the file keeps of a record: only known fields, timestamps as UTC ISO text, never a secret. */
@@ -83,7 +101,9 @@ export function toKeyFileEntry(record: Omit<KeyFileEntry, 'name'> & { name?: str
     id: record.id,
     name: record.name ?? record.id,
     plan: record.plan,
-    ...(record.limits ? { limits: { perMinute: record.limits.perMinute, perDay: record.limits.perDay } } : {}),
+    ...(record.limits ? { limits: { ...record.limits } } : {}),
+    ...(record.scopes ? { scopes: [...record.scopes] } : {}),
+    ...(record.allowedCidrs ? { allowedCidrs: [...record.allowedCidrs] } : {}),
     sha256: record.sha256,
     ...(record.expiresAt ? { expiresAt: iso(record.expiresAt) } : {}),
     ...(record.previous
@@ -92,12 +112,11 @@ export function toKeyFileEntry(record: Omit<KeyFileEntry, 'name'> & { name?: str
   };
 }
 
-export async function readKeysFile(path: string): Promise<KeyFileEntry[]> {
-  return parseKeysFile(await readFile(path, 'utf8'), path);
+export async function readKeysFile(path: string, plans: PlanBook): Promise<KeyFileEntry[]> {
+  return parseKeysFile(await readFile(path, 'utf8'), path, plans);
 }
 
 export function toKeyRecord(entry: KeyFileEntry, loadedAt: Date): KeyRecord {
-  if (!isPlan(entry.plan)) throw new Error(`bad plan for ${entry.id}`);
   return { ...entry, createdAt: loadedAt.toISOString() };
 }
 
@@ -141,12 +160,13 @@ async function withFileLock<T>(path: string, work: () => Promise<T>): Promise<T>
  */
 async function rewriteKeysFile(
   path: string,
+  plans: PlanBook,
   change: (entries: KeyFileEntry[]) => KeyFileEntry[] | null,
 ): Promise<void> {
   await withFileLock(path, async () => {
     let entries: KeyFileEntry[] = [];
     try {
-      entries = parseKeysFile(await readFile(path, 'utf8'), path);
+      entries = parseKeysFile(await readFile(path, 'utf8'), path, plans);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
@@ -154,25 +174,26 @@ async function rewriteKeysFile(
     if (next === null) return;
     const text = `${JSON.stringify(next, null, 2)}\n`;
     // A change computed from a read made before the lock (FileKeyStore) can meet another writer's.
-    parseKeysFile(text, path);
+    parseKeysFile(text, path, plans);
     const tmp = `${path}.${process.pid}.tmp`;
     await writeFile(tmp, text, { mode: 0o600 });
     await rename(tmp, path);
   });
 }
 
-export async function appendToKeysFile(path: string, entry: KeyFileEntry): Promise<void> {
-  await rewriteKeysFile(path, (entries) => [...entries, entry]);
+export async function appendToKeysFile(path: string, plans: PlanBook, entry: KeyFileEntry): Promise<void> {
+  await rewriteKeysFile(path, plans, (entries) => [...entries, entry]);
 }
 
 /** Replaces one entry by id with what `change` makes of it; null, the file untouched, when it has no such id. */
 export async function updateKeysFileEntry(
   path: string,
+  plans: PlanBook,
   id: string,
   change: (entry: KeyFileEntry) => KeyFileEntry,
 ): Promise<KeyFileEntry | null> {
   let updated: KeyFileEntry | null = null;
-  await rewriteKeysFile(path, (entries) => {
+  await rewriteKeysFile(path, plans, (entries) => {
     const index = entries.findIndex((entry) => entry.id === id);
     if (index < 0) return null;
     updated = change(entries[index] as KeyFileEntry);

@@ -101,7 +101,12 @@ export class MongoKeyStore implements KeyStore {
     if (changes.name !== undefined) $set.name = changes.name;
     if (changes.limits === null) $unset.limits = '';
     else if (changes.limits !== undefined) {
-      $set.limits = { perMinute: changes.limits.perMinute, perDay: changes.limits.perDay };
+      $set.limits = { ...changes.limits };
+    }
+    for (const field of ['scopes', 'allowedCidrs'] as const) {
+      const value = changes[field];
+      if (value === null) $unset[field] = '';
+      else if (value !== undefined) $set[field] = [...value];
     }
     if (changes.expiresAt === null) $unset.expiresAt = '';
     else if (changes.expiresAt !== undefined) $set.expiresAt = new Date(changes.expiresAt);
@@ -140,8 +145,11 @@ export class MongoKeyStore implements KeyStore {
     if (changes.plan !== undefined) $set.plan = { $literal: changes.plan };
     if (changes.name !== undefined) $set.name = { $literal: changes.name };
     if (changes.limits === null) $set.limits = '$$REMOVE';
-    else if (changes.limits !== undefined) {
-      $set.limits = { $literal: { perMinute: changes.limits.perMinute, perDay: changes.limits.perDay } };
+    else if (changes.limits !== undefined) $set.limits = { $literal: { ...changes.limits } };
+    for (const field of ['scopes', 'allowedCidrs'] as const) {
+      const value = changes[field];
+      if (value === null) $set[field] = '$$REMOVE';
+      else if (value !== undefined) $set[field] = { $literal: [...value] };
     }
     const doc = await this.keys.findOneAndUpdate({ id: { $eq: id }, revokedAt: { $exists: false } }, [{ $set }], {
       returnDocument: 'after',

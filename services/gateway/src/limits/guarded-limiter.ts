@@ -1,5 +1,5 @@
-import type { Limits } from '../plans.js';
 import type { Decision, KeyLimiter, KeyUsage, WindowState } from './key-limiter.js';
+import type { LimitPolicy } from './policy.js';
 
 export type FailureMode = 'open' | 'closed';
 
@@ -35,21 +35,38 @@ export interface GuardHooks {
  * Redis call once this replica has seen the ban) and decides what happens when the shared
  * limiter fails: `open` uses the per-replica fallback, `closed` reports unavailable.
  */
+/**
+ * The limiters a GuardedLimiter stands in front of. Either the shared one (Redis, `shared`) with
+ * a per-replica fallback for when it fails, or the embedded one alone (`memory`, no fallback).
+ */
+export type GuardedLimiters =
+  | { kind: 'shared'; primary: KeyLimiter; fallback: KeyLimiter; mode: FailureMode; hooks?: GuardHooks }
+  | { kind: 'memory'; primary: KeyLimiter };
+
 export class GuardedLimiter {
   private readonly bans = new Map<string, KnownBan>();
   private failing = false;
   private retrySharedAt = 0;
-  constructor(
-    private readonly primary: KeyLimiter,
-    private readonly fallback: KeyLimiter | null,
-    private readonly mode: FailureMode,
-    private readonly now: () => number,
-    /** What decisions of `primary` are: shared by every replica (Redis), or this process's own (embedded). */
-    private readonly primarySource: 'shared' | 'memory',
-    private readonly hooks: GuardHooks = {},
-  ) {}
+  private readonly primary: KeyLimiter;
+  private readonly fallback: KeyLimiter | null;
+  /** What decisions of `primary` are: shared by every replica (Redis), or this process's own (embedded). */
+  private readonly primarySource: 'shared' | 'memory';
+  private readonly mode: FailureMode;
+  private readonly hooks: GuardHooks;
 
-  consume(keyId: string, limits: Limits): Promise<GuardedDecision> {
+  constructor(
+    limiters: GuardedLimiters,
+    private readonly now: () => number,
+  ) {
+    this.primary = limiters.primary;
+    this.primarySource = limiters.kind;
+    this.fallback = limiters.kind === 'shared' ? limiters.fallback : null;
+    // The embedded limiter cannot fail over; its mode is never consulted.
+    this.mode = limiters.kind === 'shared' ? limiters.mode : 'closed';
+    this.hooks = (limiters.kind === 'shared' ? limiters.hooks : undefined) ?? {};
+  }
+
+  consume(keyId: string, policy: LimitPolicy, cost: number): Promise<GuardedDecision> {
     const known = this.bans.get(keyId);
     if (known) {
       if (known.endsAt > this.now()) {
@@ -62,11 +79,11 @@ export class GuardedLimiter {
       }
       this.bans.delete(keyId);
     }
-    if (this.failing && this.now() < this.retrySharedAt) return this.withoutShared(keyId, limits);
+    if (this.failing && this.now() < this.retrySharedAt) return this.withoutShared(keyId, policy, cost);
     // A plain promise chain, not async/await: this runs once per request.
-    return this.primary.consume(keyId, limits).then(
+    return this.primary.consume(keyId, policy, cost).then(
       (decision) => this.fromPrimary(keyId, decision),
-      (err) => this.afterFailure(err, keyId, limits),
+      (err) => this.afterFailure(err, keyId, policy, cost),
     );
   }
 
@@ -80,16 +97,16 @@ export class GuardedLimiter {
     return Object.assign(decision, { source: this.primarySource });
   }
 
-  private afterFailure(err: unknown, keyId: string, limits: Limits): Promise<GuardedDecision> {
+  private afterFailure(err: unknown, keyId: string, policy: LimitPolicy, cost: number): Promise<GuardedDecision> {
     this.hooks.onPrimaryError?.(err, !this.failing);
     this.failing = true;
     this.retrySharedAt = this.now() + RETRY_SHARED_AFTER_MS;
-    return this.withoutShared(keyId, limits);
+    return this.withoutShared(keyId, policy, cost);
   }
 
-  private async withoutShared(keyId: string, limits: Limits): Promise<GuardedDecision> {
+  private async withoutShared(keyId: string, policy: LimitPolicy, cost: number): Promise<GuardedDecision> {
     if (this.mode === 'closed' || !this.fallback) return { outcome: 'unavailable', source: 'shared' };
-    return Object.assign(await this.fallback.consume(keyId, limits), { source: 'fallback' as const });
+    return Object.assign(await this.fallback.consume(keyId, policy, cost), { source: 'fallback' as const });
   }
 
   /** Forgets what this replica knows of a key's ban (after an admin lifted it anywhere). */
@@ -125,8 +142,8 @@ export class GuardedLimiter {
   }
 
   /** The key's state in the shared limiter (the fallback's counts are per replica and partial). */
-  usage(keyId: string): Promise<KeyUsage> {
-    return this.primary.usage(keyId);
+  usage(keyId: string, policy: LimitPolicy): Promise<KeyUsage> {
+    return this.primary.usage(keyId, policy);
   }
 
   async liftBan(keyId: string): Promise<void> {

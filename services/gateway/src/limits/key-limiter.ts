@@ -1,11 +1,13 @@
-import type { Limits } from '../plans.js';
+import type { LimitPolicy, WindowName, WindowRule } from './policy.js';
+import { freshResetMs, windowSeconds } from './policy.js';
 
 /** One window's state after a decision; `resetAt` is epoch milliseconds. */
 export interface WindowState {
-  name: 'minute' | 'day' | 'anonymous';
+  name: WindowName | 'anonymous';
   limit: number;
   remaining: number;
   windowSeconds: number;
+  /** When capacity starts to come back: the window's reset, or a sliding window's oldest bucket leaving. */
   resetAt: number;
 }
 
@@ -32,16 +34,17 @@ export interface BanPolicy {
   graceMs: number;
 }
 
-/** One window's count as the limiter holds it; `resetAt` (epoch ms) is null until the window starts. */
+/** One window's count as the limiter holds it; `resetAt` (epoch ms) is null while it holds nothing. */
 export interface WindowUsage {
+  name: WindowName;
   used: number;
   resetAt: number | null;
 }
 
 /** A key's live limiter state, for support to answer "why do I get 429?". */
 export interface KeyUsage {
-  minute: WindowUsage;
-  day: WindowUsage;
+  /** The policy's windows, in its order. */
+  windows: WindowUsage[];
   /** When the key's ban ends (epoch ms), or null when not banned. */
   banEndsAt: number | null;
   /** Refusals counted toward a ban right now. */
@@ -50,47 +53,151 @@ export interface KeyUsage {
 
 /** Decides whether a key may make one more request; shared by all replicas when backed by Redis. */
 export interface KeyLimiter {
-  consume(keyId: string, limits: Limits): Promise<Decision>;
+  /**
+   * Takes `cost` units from every window of the policy, or refuses and takes nothing when any
+   * window has less left than that.
+   */
+  consume(keyId: string, policy: LimitPolicy, cost: number): Promise<Decision>;
   /** Lifts a ban and forgets the key's refusals. */
   liftBan(keyId: string): Promise<void>;
   /** When the key's ban ends (epoch ms), or null when not banned. */
   banEndsAt(keyId: string): Promise<number | null>;
-  /** Reads the key's windows, ban and refusals; never counts as a request. */
-  usage(keyId: string): Promise<KeyUsage>;
+  /** Reads the policy's windows, the ban and the refusals; never counts as a request. */
+  usage(keyId: string, policy: LimitPolicy): Promise<KeyUsage>;
 }
 
-export const MINUTE_MS = 60_000;
-export const DAY_MS = 86_400_000;
+/**
+ * What a limiter decided for a batch of requests of one key, in order, as the Redis script
+ * returns it and the memory limiter computes it; `settleBatch` turns it into decisions.
+ */
+export interface BatchResult {
+  /** One letter per request: A admitted, L limited, B banned. */
+  outcomes: string;
+  /** The ban's time left (ms) when any request was banned, else 0. */
+  banTtlMs: number;
+  /** 1 + the index of the refusal that started a ban, or 0. */
+  banStartedAt: number;
+  /** Per window: what it held before the batch. */
+  used: number[];
+  /** Per window: ms from now until capacity starts to come back, after the batch. */
+  resetMs: number[];
+  /**
+   * Per sliding window, when the batch had a refusal: its buckets after the batch, oldest first,
+   * as [index, count, index, count, …]; else null.
+   */
+  buckets: Array<number[] | null>;
+}
 
-export function windowsFor(
-  limits: Limits,
-  minuteCount: number,
-  minuteTtlMs: number,
-  dayCount: number,
-  dayTtlMs: number,
+/** The windows as a request sees them once `used` units are taken from each. */
+function windowStates(
+  policy: LimitPolicy,
+  used: readonly number[],
+  resetMs: readonly number[],
   now: number,
 ): WindowState[] {
-  return [
-    {
-      name: 'minute',
-      limit: limits.perMinute,
-      remaining: Math.max(0, limits.perMinute - minuteCount),
-      windowSeconds: 60,
-      resetAt: now + (minuteTtlMs > 0 ? minuteTtlMs : MINUTE_MS),
-    },
-    {
-      name: 'day',
-      limit: limits.perDay,
-      remaining: Math.max(0, limits.perDay - dayCount),
-      windowSeconds: 86_400,
-      resetAt: now + (dayTtlMs > 0 ? dayTtlMs : DAY_MS),
-    },
-  ];
+  const states: WindowState[] = [];
+  const rules = policy.windows;
+  for (let w = 0; w < rules.length; w++) {
+    const rule = rules[w] as WindowRule;
+    states.push({
+      name: rule.name,
+      limit: rule.limit,
+      remaining: Math.max(0, rule.limit - (used[w] as number)),
+      windowSeconds: windowSeconds(rule, now),
+      resetAt: now + (resetMs[w] as number),
+    });
+  }
+  return states;
 }
 
-/** How long until every exhausted window has reset: the earliest moment a retry can succeed. */
-export function retryAfterMs(windows: WindowState[], now: number): number {
+/**
+ * How long a refused request of `cost` must wait until every window has room for it: a fixed or
+ * calendar window's reset; in a sliding window, until enough of its oldest buckets have left. A
+ * cost above a window's limit never fits; it is told to wait a whole window.
+ */
+function waitFor(
+  policy: LimitPolicy,
+  result: BatchResult,
+  usedAfter: readonly number[],
+  cost: number,
+  now: number,
+): number {
   let wait = 0;
-  for (const w of windows) if (w.remaining === 0) wait = Math.max(wait, w.resetAt - now);
+  const rules = policy.windows;
+  for (let w = 0; w < rules.length; w++) {
+    const rule = rules[w] as WindowRule;
+    const used = usedAfter[w] as number;
+    if (used + cost <= rule.limit) continue;
+    let until = result.resetMs[w] as number;
+    const buckets = result.buckets[w];
+    if (cost > rule.limit) until = Math.max(until, rule.lengthMs);
+    else if (rule.kind === 'sliding' && buckets) {
+      const perWindow = rule.lengthMs / rule.bucketMs;
+      let freed = 0;
+      for (let i = 0; i < buckets.length; i += 2) {
+        freed += buckets[i + 1] as number;
+        if (used - freed + cost <= rule.limit) {
+          until = ((buckets[i] as number) + perWindow + 1) * rule.bucketMs - now;
+          break;
+        }
+      }
+    }
+    wait = Math.max(wait, until);
+  }
   return Math.max(wait, 1);
+}
+
+export interface Waiting {
+  cost: number;
+  resolve(decision: Decision): void;
+}
+
+/**
+ * Answers each request of a batch from the limiter's result: what each window held once the
+ * requests before it (and it, if admitted) were taken, when to retry, when a ban ends.
+ */
+export function settleBatch(
+  policy: LimitPolicy,
+  waiters: readonly Waiting[],
+  result: BatchResult,
+  banThreshold: number,
+  now: number,
+): void {
+  const used = result.used.slice();
+  const final = result.used.slice();
+  for (let i = 0; i < waiters.length; i++) {
+    if (result.outcomes[i] !== 'A') continue;
+    const cost = (waiters[i] as Waiting).cost;
+    for (let w = 0; w < final.length; w++) final[w] = (final[w] as number) + cost;
+  }
+  for (let i = 0; i < waiters.length; i++) {
+    const waiter = waiters[i] as Waiting;
+    const outcome = result.outcomes[i];
+    if (outcome === 'A') {
+      for (let w = 0; w < used.length; w++) used[w] = (used[w] as number) + waiter.cost;
+      waiter.resolve({ outcome: 'admitted', windows: windowStates(policy, used, result.resetMs, now) });
+      continue;
+    }
+    const windows = windowStates(policy, used, result.resetMs, now);
+    if (outcome === 'L') {
+      waiter.resolve({ outcome: 'limited', windows, retryAfterMs: waitFor(policy, result, final, waiter.cost, now) });
+    } else {
+      waiter.resolve({
+        outcome: 'banned',
+        windows,
+        banEndsAt: now + result.banTtlMs,
+        ...(result.banStartedAt === i + 1 ? { started: { refusals: banThreshold + 1 } } : {}),
+      });
+    }
+  }
+}
+
+/** The windows of a policy as a request would see them with nothing used: for refusals taken before the limiter. */
+export function emptyWindows(policy: LimitPolicy, now: number): WindowState[] {
+  return windowStates(
+    policy,
+    policy.windows.map(() => 0),
+    policy.windows.map((rule) => freshResetMs(rule, now)),
+    now,
+  );
 }

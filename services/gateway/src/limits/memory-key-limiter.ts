@@ -1,15 +1,19 @@
-import type { Limits } from '../plans.js';
-import type { BanPolicy, Decision, KeyLimiter, KeyUsage } from './key-limiter.js';
-import { DAY_MS, MINUTE_MS, retryAfterMs, windowsFor } from './key-limiter.js';
+import type { BanPolicy, BatchResult, Decision, KeyLimiter, KeyUsage, Waiting } from './key-limiter.js';
+import { settleBatch } from './key-limiter.js';
+import type { LimitPolicy, WindowRule } from './policy.js';
+import { MINUTE_MS, periodEnd } from './policy.js';
 
 interface Counter {
   count: number;
   expiresAt: number;
+  /** Sliding windows: count by bucket index. */
+  buckets?: Map<number, number>;
 }
 
 /**
- * The same decision as RedisKeyLimiter's script, in one process: the embedded default and the
- * per-replica fallback while Redis is unreachable. Time comes from `now` so tests drive it.
+ * The same decision as the Redis limit script (limit-script.ts), in one process: the embedded
+ * default and the per-replica fallback while Redis is unreachable. Time comes from `now` so tests
+ * drive it.
  */
 export class MemoryKeyLimiter implements KeyLimiter {
   private readonly counters = new Map<string, Counter>();
@@ -30,17 +34,6 @@ export class MemoryKeyLimiter implements KeyLimiter {
     return c;
   }
 
-  private incr(key: string, ttlMs: number, now: number): Counter {
-    const c = this.read(key, now);
-    if (c) {
-      c.count++;
-      return c;
-    }
-    const fresh = { count: 1, expiresAt: now + ttlMs };
-    this.counters.set(key, fresh);
-    return fresh;
-  }
-
   /** Expired counters are dropped lazily; a sweep bounds memory when many keys go quiet. */
   private sweep(now: number): void {
     if (this.counters.size < this.maxCounters && now - this.lastSweep < MINUTE_MS) return;
@@ -55,56 +48,134 @@ export class MemoryKeyLimiter implements KeyLimiter {
     }
   }
 
-  async consume(keyId: string, limits: Limits): Promise<Decision> {
-    return this.consumeNow(keyId, limits);
+  consume(keyId: string, policy: LimitPolicy, cost: number): Promise<Decision> {
+    return new Promise((resolve) => {
+      const now = this.now();
+      this.sweep(now);
+      const waiter: Waiting = { cost, resolve };
+      settleBatch(policy, [waiter], this.decide(keyId, policy, cost, now), this.ban.threshold, now);
+    });
   }
 
-  private consumeNow(keyId: string, limits: Limits): Decision {
-    const now = this.now();
-    this.sweep(now);
-    const m = this.read(`${keyId}:m`, now);
-    const d = this.read(`${keyId}:d`, now);
-    const ttl = (c: Counter | undefined) => (c ? c.expiresAt - now : 0);
+  /** A sliding window's live buckets (stale ones dropped) and their sum. */
+  private slide(
+    key: string,
+    rule: WindowRule,
+    now: number,
+  ): { counter: Counter | undefined; used: number; from: number } {
+    const counter = this.read(key, now);
+    const from = Math.floor(now / rule.bucketMs) - rule.lengthMs / rule.bucketMs;
+    let used = 0;
+    if (counter?.buckets) {
+      for (const [index, count] of counter.buckets) {
+        if (index < from) counter.buckets.delete(index);
+        else used += count;
+      }
+    }
+    return { counter, used, from };
+  }
+
+  private resetMs(rule: WindowRule, counter: Counter | undefined, now: number): number {
+    if (rule.kind === 'calendar') return periodEnd(rule.name as 'day' | 'month', now) - now;
+    if (rule.kind === 'fixed') return counter ? counter.expiresAt - now : rule.lengthMs;
+    const current = Math.floor(now / rule.bucketMs);
+    let oldest = current;
+    if (counter?.buckets) for (const index of counter.buckets.keys()) oldest = Math.min(oldest, index);
+    return (oldest + rule.lengthMs / rule.bucketMs + 1) * rule.bucketMs - now;
+  }
+
+  private decide(keyId: string, policy: LimitPolicy, cost: number, now: number): BatchResult {
+    const rules = policy.windows;
+    const counters: Array<Counter | undefined> = [];
+    const used: number[] = [];
+    for (const rule of rules) {
+      const key = `${keyId}:${rule.suffix}`;
+      if (rule.kind === 'sliding') {
+        const slid = this.slide(key, rule, now);
+        counters.push(slid.counter);
+        used.push(slid.used);
+      } else {
+        const counter = this.read(key, now);
+        counters.push(counter);
+        used.push(counter?.count ?? 0);
+      }
+    }
+    const result = (outcome: 'A' | 'L' | 'B', banTtlMs = 0, banStartedAt = 0): BatchResult => ({
+      outcomes: outcome,
+      banTtlMs,
+      banStartedAt,
+      used,
+      resetMs: rules.map((rule, w) => this.resetMs(rule, counters[w], now)),
+      buckets: rules.map((rule, w) => {
+        const buckets = counters[w]?.buckets;
+        if (outcome === 'A' || rule.kind !== 'sliding' || !buckets) return null;
+        return [...buckets.entries()].sort(([a], [b]) => a - b).flat();
+      }),
+    });
+
     const ban = this.read(`${keyId}:ban`, now);
-    if (ban) {
-      return {
-        outcome: 'banned',
-        windows: windowsFor(limits, m?.count ?? 0, ttl(m), d?.count ?? 0, ttl(d), now),
-        banEndsAt: ban.expiresAt,
-      };
+    if (ban) return result('B', ban.expiresAt - now);
+    if (cost === 0 || rules.every((rule, w) => (used[w] as number) + cost <= rule.limit)) {
+      if (cost > 0) {
+        rules.forEach((rule, w) => {
+          counters[w] = this.take(`${keyId}:${rule.suffix}`, rule, counters[w], cost, now);
+        });
+      }
+      return result('A');
     }
-    if ((m?.count ?? 0) < limits.perMinute && (d?.count ?? 0) < limits.perDay) {
-      const m2 = this.incr(`${keyId}:m`, MINUTE_MS, now);
-      const d2 = this.incr(`${keyId}:d`, DAY_MS, now);
-      return { outcome: 'admitted', windows: windowsFor(limits, m2.count, ttl(m2), d2.count, ttl(d2), now) };
-    }
-    const windows = windowsFor(limits, m?.count ?? 0, ttl(m), d?.count ?? 0, ttl(d), now);
-    if (this.inGrace(keyId, limits, m, d, now)) {
-      return { outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) };
-    }
-    const strikes = this.incr(`${keyId}:strikes`, this.ban.windowMs, now);
+    if (policy.shadow || this.inGrace(keyId, policy, counters, used, cost, now)) return result('L');
+    const strikes = this.read(`${keyId}:strikes`, now) ?? { count: 0, expiresAt: now + this.ban.windowMs };
+    strikes.count++;
+    this.counters.set(`${keyId}:strikes`, strikes);
     if (strikes.count > this.ban.threshold) {
       this.counters.delete(`${keyId}:strikes`);
-      const banned = { count: 1, expiresAt: now + this.ban.durationMs };
-      this.counters.set(`${keyId}:ban`, banned);
-      return { outcome: 'banned', windows, banEndsAt: banned.expiresAt, started: { refusals: strikes.count } };
+      this.counters.set(`${keyId}:ban`, { count: 1, expiresAt: now + this.ban.durationMs });
+      return result('B', this.ban.durationMs, 1);
     }
-    return { outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) };
+    return result('L');
+  }
+
+  private take(key: string, rule: WindowRule, counter: Counter | undefined, cost: number, now: number): Counter {
+    if (rule.kind === 'sliding') {
+      const index = Math.floor(now / rule.bucketMs);
+      const c = counter ?? { count: 0, expiresAt: 0, buckets: new Map<number, number>() };
+      const buckets = c.buckets as Map<number, number>;
+      buckets.set(index, (buckets.get(index) ?? 0) + cost);
+      c.expiresAt = (index + 1) * rule.bucketMs + rule.lengthMs;
+      this.counters.set(key, c);
+      return c;
+    }
+    if (counter) {
+      counter.count += cost;
+      return counter;
+    }
+    const expiresAt = rule.kind === 'calendar' ? periodEnd(rule.name as 'day' | 'month', now) : now + rule.lengthMs;
+    const fresh = { count: cost, expiresAt };
+    this.counters.set(key, fresh);
+    return fresh;
   }
 
   /**
    * Whether this refusal falls within the grace after the first refusal since a window filled
    * (see BanPolicy). The grace record's count holds when the grace ends; it lives until the
-   * refusing window resets, as the Redis script's grace key does.
+   * refusing window gives capacity back, as the Redis script's grace key does.
    */
-  private inGrace(keyId: string, limits: Limits, m: Counter | undefined, d: Counter | undefined, now: number): boolean {
+  private inGrace(
+    keyId: string,
+    policy: LimitPolicy,
+    counters: Array<Counter | undefined>,
+    used: number[],
+    cost: number,
+    now: number,
+  ): boolean {
     const grace = this.ban.graceMs;
     if (grace <= 0) return false;
     const existing = this.read(`${keyId}:grace`, now);
     if (existing) return now < existing.count;
     let until = now + grace;
-    if (m && m.count >= limits.perMinute) until = Math.max(until, m.expiresAt);
-    if (d && d.count >= limits.perDay) until = Math.max(until, d.expiresAt);
+    policy.windows.forEach((rule, w) => {
+      if ((used[w] as number) + cost > rule.limit) until = Math.max(until, now + this.resetMs(rule, counters[w], now));
+    });
     this.counters.set(`${keyId}:grace`, { count: now + grace, expiresAt: until });
     return true;
   }
@@ -112,18 +183,25 @@ export class MemoryKeyLimiter implements KeyLimiter {
   async liftBan(keyId: string): Promise<void> {
     this.counters.delete(`${keyId}:ban`);
     this.counters.delete(`${keyId}:strikes`);
+    this.counters.delete(`${keyId}:grace`);
   }
 
   async banEndsAt(keyId: string): Promise<number | null> {
     return this.read(`${keyId}:ban`, this.now())?.expiresAt ?? null;
   }
 
-  async usage(keyId: string): Promise<KeyUsage> {
+  async usage(keyId: string, policy: LimitPolicy): Promise<KeyUsage> {
     const now = this.now();
-    const window = (c: Counter | undefined) => ({ used: c?.count ?? 0, resetAt: c ? c.expiresAt : null });
     return {
-      minute: window(this.read(`${keyId}:m`, now)),
-      day: window(this.read(`${keyId}:d`, now)),
+      windows: policy.windows.map((rule) => {
+        const key = `${keyId}:${rule.suffix}`;
+        if (rule.kind !== 'sliding') {
+          const c = this.read(key, now);
+          return { name: rule.name, used: c?.count ?? 0, resetAt: c ? c.expiresAt : null };
+        }
+        const { counter, used } = this.slide(key, rule, now);
+        return { name: rule.name, used, resetAt: used > 0 ? now + this.resetMs(rule, counter, now) : null };
+      }),
       banEndsAt: this.read(`${keyId}:ban`, now)?.expiresAt ?? null,
       refusals: this.read(`${keyId}:strikes`, now)?.count ?? 0,
     };

@@ -1,105 +1,38 @@
 import type { Redis, Result } from 'ioredis';
-import type { Limits } from '../plans.js';
 import type { RedisClient } from '../redis/clients.js';
-import type { BanPolicy, Decision, KeyLimiter, KeyUsage } from './key-limiter.js';
-import { DAY_MS, MINUTE_MS, retryAfterMs, windowsFor } from './key-limiter.js';
+import type { BanPolicy, BatchResult, Decision, KeyLimiter, KeyUsage, Waiting } from './key-limiter.js';
+import { settleBatch } from './key-limiter.js';
+import { LIMIT_SCRIPT, USAGE_SCRIPT } from './limit-script.js';
+import type { LimitPolicy, WindowRule } from './policy.js';
+import { periodEnd } from './policy.js';
 
-/**
- * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
- * would: both windows, the refusal count and the ban in one script. A request is admitted only
- * while both windows have room, and only admitted requests are counted; once a window is full
- * every later request is refused, and the refusal that crosses the ban threshold and all after
- * it are banned. rate-limiter-flexible counts every attempt per limiter and needs a command per
- * window, so it cannot keep each window free of the other's refusals in a single round trip.
- *
- * Refusals within `graceMs` of the first refusal since the window filled are not strikes: many
- * clients sharing a key each get one 429 at that moment, and none of them has ignored it yet. The
- * grace key lives until the refusing window resets and holds its own lifetime, so its age is that
- * lifetime less its PTTL: no clock is read, Redis's or a replica's.
- *
- * KEYS: minute, day, ban, strikes, grace. ARGV: perMinute, perDay, minuteMs, dayMs, banThreshold,
- * banWindowMs, banMs, n, graceMs. Returns {minuteBefore, minuteTtl, dayBefore, dayTtl, admitted,
- * limited, banTtl}; the requests after admitted + limited are banned.
- */
-const LIMIT_SCRIPT = `
-local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
-local m0 = tonumber(v[1] or '0')
-local d0 = tonumber(v[2] or '0')
-local n = tonumber(ARGV[8])
-if v[3] then
-  return {m0, redis.call('PTTL', KEYS[1]), d0, redis.call('PTTL', KEYS[2]), 0, 0, redis.call('PTTL', KEYS[3])}
-end
-local a = math.max(0, math.min(n, tonumber(ARGV[1]) - m0, tonumber(ARGV[2]) - d0))
-local mttl
-local dttl
-if a > 0 then
-  mttl = tonumber(ARGV[3])
-  dttl = tonumber(ARGV[4])
-  if redis.call('INCRBY', KEYS[1], a) == a then redis.call('PEXPIRE', KEYS[1], ARGV[3]) else mttl = redis.call('PTTL', KEYS[1]) end
-  if redis.call('INCRBY', KEYS[2], a) == a then redis.call('PEXPIRE', KEYS[2], ARGV[4]) else dttl = redis.call('PTTL', KEYS[2]) end
-else
-  mttl = redis.call('PTTL', KEYS[1])
-  dttl = redis.call('PTTL', KEYS[2])
-end
-local refused = n - a
-if refused == 0 then return {m0, mttl, d0, dttl, a, 0, 0} end
-local grace = tonumber(ARGV[9])
-if grace > 0 then
-  local g = redis.call('GET', KEYS[5])
-  local fresh = not g
-  if fresh then
-    local wait = grace
-    if m0 + a >= tonumber(ARGV[1]) then wait = math.max(wait, mttl) end
-    if d0 + a >= tonumber(ARGV[2]) then wait = math.max(wait, dttl) end
-    redis.call('SET', KEYS[5], wait, 'PX', wait)
-  end
-  if fresh or tonumber(g) - redis.call('PTTL', KEYS[5]) < grace then return {m0, mttl, d0, dttl, a, refused, 0} end
-end
-local strikes = redis.call('INCRBY', KEYS[4], refused)
-if strikes == refused then redis.call('PEXPIRE', KEYS[4], ARGV[6]) end
-local threshold = tonumber(ARGV[5])
-if strikes <= threshold then return {m0, mttl, d0, dttl, a, refused, 0} end
-redis.call('SET', KEYS[3], '1', 'PX', ARGV[7])
-redis.call('DEL', KEYS[4])
-return {m0, mttl, d0, dttl, a, math.max(0, threshold - (strikes - refused)), tonumber(ARGV[7])}
-`;
-
-type ScriptResult = [number, number, number, number, number, number, number];
-
-/** Reads without writing: KEYS minute, day, ban, strikes; returns {minute, minuteTtl, day, dayTtl, banTtl, strikes}. */
-const USAGE_SCRIPT = `
-local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[4])
-return {tonumber(v[1] or '0'), redis.call('PTTL', KEYS[1]), tonumber(v[2] or '0'), redis.call('PTTL', KEYS[2]),
-  redis.call('PTTL', KEYS[3]), tonumber(v[3] or '0')}
-`;
-
-type UsageResult = [number, number, number, number, number, number];
+type ScriptResult = Array<string | number>;
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    gatewayLimit(
-      minuteKey: string,
-      dayKey: string,
-      banKey: string,
-      strikesKey: string,
-      graceKey: string,
-      ...args: Array<string | number>
-    ): Result<ScriptResult, Context>;
-    gatewayUsage(minuteKey: string, dayKey: string, banKey: string, strikesKey: string): Result<UsageResult, Context>;
+    /** The key count comes first: it varies with the policy's windows. */
+    gatewayLimit(numKeys: number, ...keysAndArgs: Array<string | number>): Result<ScriptResult, Context>;
+    gatewayUsage(numKeys: number, ...keysAndArgs: Array<string | number>): Result<number[], Context>;
   }
 }
 
 /** Event-loop turns a batch waits for more requests before it is sent (see flush). */
 const LINGER_TURNS = 2;
 
-interface Waiter {
-  resolve(decision: Decision): void;
+interface Waiter extends Waiting {
   reject(err: unknown): void;
 }
 
 interface Batch {
-  limits: Limits;
+  policy: LimitPolicy;
   waiters: Waiter[];
+}
+
+/** The script's four arguments for a window; a calendar window's end moves with the clock. */
+function windowArgs(rule: WindowRule, now: number): [string, number, number, number] {
+  if (rule.kind === 'calendar') return ['c', rule.limit, periodEnd(rule.name as 'day' | 'month', now), 0];
+  if (rule.kind === 'sliding') return ['s', rule.limit, rule.bucketMs, rule.lengthMs / rule.bucketMs];
+  return ['f', rule.limit, rule.lengthMs, 0];
 }
 
 /**
@@ -111,8 +44,7 @@ interface Batch {
  * with it. An idle key waits for nothing.
  */
 export class RedisKeyLimiter implements KeyLimiter {
-  private readonly banArgs: [number, number, number];
-  private readonly graceMs: number;
+  private readonly ban: BanPolicy;
   /** Requests not yet sent, by key. */
   private pending = new Map<string, Batch>();
   /** Keys whose script call is out; their pending batch goes when it is back. */
@@ -126,28 +58,29 @@ export class RedisKeyLimiter implements KeyLimiter {
     ban: BanPolicy,
     private readonly now: () => number = Date.now,
   ) {
-    this.banArgs = [ban.threshold, ban.windowMs, ban.durationMs];
-    this.graceMs = ban.graceMs;
+    this.ban = { ...ban };
     if (typeof (redis as Partial<Redis>).gatewayLimit !== 'function') {
-      redis.defineCommand('gatewayLimit', { numberOfKeys: 5, lua: LIMIT_SCRIPT });
+      redis.defineCommand('gatewayLimit', { lua: LIMIT_SCRIPT });
     }
     if (typeof (redis as Partial<Redis>).gatewayUsage !== 'function') {
-      redis.defineCommand('gatewayUsage', { numberOfKeys: 4, lua: USAGE_SCRIPT });
+      redis.defineCommand('gatewayUsage', { lua: USAGE_SCRIPT });
     }
   }
 
-  /** Key names share a hash tag so the script's keys sit in one Redis Cluster slot. */
-  keys(keyId: string): [string, string, string, string, string] {
-    const base = `${this.prefix}{${keyId}}`;
-    return [`${base}:m`, `${base}:d`, `${base}:ban`, `${base}:strikes`, `${base}:grace`];
+  /**
+   * Key names share a hash tag so the script's keys sit in one Redis Cluster slot: the window's
+   * counter (`m`, `d`, …; see policy.ts), then ban, strikes and grace.
+   */
+  keyName(keyId: string, suffix: string): string {
+    return `${this.prefix}{${keyId}}:${suffix}`;
   }
 
-  consume(keyId: string, limits: Limits): Promise<Decision> {
+  consume(keyId: string, policy: LimitPolicy, cost: number): Promise<Decision> {
     return new Promise<Decision>((resolve, reject) => {
       const batch = this.pending.get(keyId);
-      // The first request of a batch sets its limits: a plan change applies from the next batch.
-      if (batch) batch.waiters.push({ resolve, reject });
-      else this.pending.set(keyId, { limits, waiters: [{ resolve, reject }] });
+      // The first request of a batch sets its policy: a plan change applies from the next batch.
+      if (batch) batch.waiters.push({ cost, resolve, reject });
+      else this.pending.set(keyId, { policy, waiters: [{ cost, resolve, reject }] });
       if (!this.flushScheduled && !this.inFlight.has(keyId)) {
         this.flushScheduled = true;
         // After this turn's I/O callbacks: every request read in this turn joins the batch.
@@ -175,34 +108,37 @@ export class RedisKeyLimiter implements KeyLimiter {
   };
 
   private decide(keyId: string, batch: Batch): void {
-    const { limits, waiters } = batch;
-    const [minuteKey, dayKey, banKey, strikesKey, graceKey] = this.keys(keyId);
+    const { policy, waiters } = batch;
+    const now = this.now();
+    const rules = policy.windows;
+    const keysAndArgs: Array<string | number> = [];
+    for (const rule of rules) keysAndArgs.push(this.keyName(keyId, rule.suffix));
+    keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'strikes'), this.keyName(keyId, 'grace'));
+    keysAndArgs.push(
+      rules.length,
+      now,
+      policy.shadow ? -1 : this.ban.threshold,
+      this.ban.windowMs,
+      this.ban.durationMs,
+      this.ban.graceMs,
+    );
+    for (const rule of rules) keysAndArgs.push(...windowArgs(rule, now));
+    for (const waiter of waiters) keysAndArgs.push(waiter.cost);
     this.inFlight.add(keyId);
     let call: Promise<ScriptResult>;
     try {
-      call = this.redis.gatewayLimit(
-        minuteKey,
-        dayKey,
-        banKey,
-        strikesKey,
-        graceKey,
-        limits.perMinute,
-        limits.perDay,
-        MINUTE_MS,
-        DAY_MS,
-        ...this.banArgs,
-        waiters.length,
-        this.graceMs,
-      );
+      call = this.redis.gatewayLimit(rules.length + 3, ...keysAndArgs);
     } catch (err) {
       // A call that throws instead of rejecting must not leave the key marked in flight forever.
       call = Promise.reject(err);
     }
     call.then(
-      (result) => {
+      (reply) => {
         // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
         try {
-          this.settle(waiters, limits, result);
+          // At the moment the call was made: the script's resets count from it (a calendar window
+          // then ends exactly at its period's end).
+          settleBatch(policy, waiters, batchResult(reply, rules.length), this.ban.threshold, now);
         } catch (err) {
           for (const waiter of waiters) waiter.reject(err);
         }
@@ -229,61 +165,62 @@ export class RedisKeyLimiter implements KeyLimiter {
     this.decide(keyId, next);
   }
 
-  private settle(waiters: Waiter[], limits: Limits, result: ScriptResult): void {
-    const [m0, mttl, d0, dttl, admitted, limited, banTtl] = result;
-    const now = this.now();
-    for (let i = 0; i < waiters.length; i++) {
-      const waiter = waiters[i] as Waiter;
-      if (i < admitted) {
-        waiter.resolve({
-          outcome: 'admitted',
-          windows: windowsFor(limits, m0 + i + 1, mttl, d0 + i + 1, dttl, now),
-        });
-        continue;
-      }
-      const windows = windowsFor(limits, m0 + admitted, mttl, d0 + admitted, dttl, now);
-      if (i < admitted + limited) {
-        waiter.resolve({ outcome: 'limited', windows, retryAfterMs: retryAfterMs(windows, now) });
-      } else {
-        // The script answers the full ban length only from the call that set the ban.
-        const started = i === admitted + limited && banTtl === this.banArgs[2];
-        waiter.resolve({
-          outcome: 'banned',
-          windows,
-          banEndsAt: now + banTtl,
-          ...(started ? { started: { refusals: this.banArgs[0] + 1 } } : {}),
-        });
-      }
-    }
-  }
-
   async liftBan(keyId: string): Promise<void> {
-    const [, , banKey, strikesKey] = this.keys(keyId);
-    await this.redis.del(banKey, strikesKey);
+    // The grace goes too: a key freed by an operator starts over, its next refusal a fresh grace.
+    await this.redis.del(this.keyName(keyId, 'ban'), this.keyName(keyId, 'strikes'), this.keyName(keyId, 'grace'));
   }
 
   async banEndsAt(keyId: string): Promise<number | null> {
-    const [, , banKey] = this.keys(keyId);
-    const ttl = await this.redis.pttl(banKey);
+    const ttl = await this.redis.pttl(this.keyName(keyId, 'ban'));
     return ttl > 0 ? this.now() + ttl : null;
   }
 
-  async usage(keyId: string): Promise<KeyUsage> {
-    // One script: the four keys are read at one instant, in one round trip (and one Cluster slot).
-    const [minuteKey, dayKey, banKey, strikesKey] = this.keys(keyId);
-    const [minute, minuteTtl, day, dayTtl, banTtl, strikes] = await this.redis.gatewayUsage(
-      minuteKey,
-      dayKey,
-      banKey,
-      strikesKey,
-    );
+  async usage(keyId: string, policy: LimitPolicy): Promise<KeyUsage> {
+    // One script: every key read at one instant, in one round trip (and one Cluster slot).
     const now = this.now();
-    const at = (count: number, ttl: number) => (count > 0 && ttl > 0 ? now + ttl : null);
+    const rules = policy.windows;
+    const keysAndArgs: Array<string | number> = rules.map((rule) => this.keyName(keyId, rule.suffix));
+    keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'strikes'), rules.length, now);
+    for (const rule of rules) {
+      const [kind, , a, b] = windowArgs(rule, now);
+      keysAndArgs.push(kind, a, b);
+    }
+    const reply = await this.redis.gatewayUsage(rules.length + 2, ...keysAndArgs);
+    const read = this.now();
+    const windows = rules.map((rule, w) => {
+      const used = Number(reply[2 * w]);
+      const reset = Number(reply[2 * w + 1]);
+      if (used === 0 || reset <= 0) return { name: rule.name, used, resetAt: null };
+      // A calendar window ends at its period's end, to the millisecond.
+      const resetAt = rule.kind === 'calendar' ? periodEnd(rule.name as 'day' | 'month', now) : read + reset;
+      return { name: rule.name, used, resetAt };
+    });
+    const banTtl = Number(reply[2 * rules.length]);
     return {
-      minute: { used: minute, resetAt: at(minute, minuteTtl) },
-      day: { used: day, resetAt: at(day, dayTtl) },
-      banEndsAt: banTtl > 0 ? now + banTtl : null,
-      refusals: strikes,
+      windows,
+      banEndsAt: banTtl > 0 ? read + banTtl : null,
+      refusals: Number(reply[2 * rules.length + 1]),
     };
   }
+}
+
+/** The script's reply as a BatchResult (see LIMIT_SCRIPT for its layout). */
+function batchResult(reply: ScriptResult, windows: number): BatchResult {
+  const used: number[] = [];
+  const resetMs: number[] = [];
+  const buckets: Array<number[] | null> = [];
+  for (let w = 0; w < windows; w++) {
+    used.push(Number(reply[3 + w]));
+    resetMs.push(Number(reply[3 + windows + w]));
+    const text = String(reply[3 + 2 * windows + w] ?? '');
+    buckets.push(text === '' ? null : text.split(/[:,]/).map(Number));
+  }
+  return {
+    outcomes: String(reply[0]),
+    banTtlMs: Number(reply[1]),
+    banStartedAt: Number(reply[2]),
+    used,
+    resetMs,
+    buckets,
+  };
 }

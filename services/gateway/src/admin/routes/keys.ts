@@ -4,7 +4,6 @@ import { Type } from 'typebox';
 import { announceKeyChange } from '../../key-sync.js';
 import { checkNewKey, issueKey, KeyRuleError, rotateKey, updateKey } from '../../keys/key-operations.js';
 import type { KeyRecord } from '../../keys/key-store.js';
-import { limitsFor } from '../../plans.js';
 import {
   CreatedKeySchema,
   CreateKeySchema,
@@ -14,7 +13,7 @@ import {
   RotateKeySchema,
   UpdateKeySchema,
 } from '../schemas.js';
-import { type AdminRouteOptions, audit, errors, findKey, keyView } from '../shared.js';
+import { type AdminRouteOptions, audit, errors, findKey, keyRules, keyView } from '../shared.js';
 
 /** Keys: create, list, show, update, rotate and revoke. */
 export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
@@ -47,7 +46,9 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
     { schema: { body: CreateKeySchema, response: { 201: CreatedKeySchema, ...errors } } },
     async (request, reply) => {
       const now = deps.now();
-      const { key, record } = await applying(() => issueKey(deps.keyStore, checkNewKey(request.body, now), now));
+      const { key, record } = await applying(() =>
+        issueKey(deps.keyStore, checkNewKey(deps.plans, request.body, now), now),
+      );
       audit(deps, request.log, 'create', record.id, {
         plan: record.plan,
         ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
@@ -57,7 +58,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
         key,
         plan: record.plan,
         name: record.name,
-        limits: limitsFor(record.plan, record.limits),
+        ...keyRules(deps, record),
         createdAt: record.createdAt,
         ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
       });
@@ -86,16 +87,18 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
     { schema: { params: KeyIdParams, body: UpdateKeySchema, response: { 200: KeyViewSchema, ...errors } } },
     async (request) => {
       const body = request.body;
-      const fields = (['plan', 'limits', 'name', 'expiresAt'] as const).filter((f) => body[f] !== undefined);
+      const fields = (['plan', 'limits', 'scopes', 'allowedCidrs', 'name', 'expiresAt'] as const).filter(
+        (f) => body[f] !== undefined,
+      );
       if (fields.length === 0) {
         throw new ApiError(
           400,
           'invalid_request',
-          'Nothing to change: give one or more of plan, limits, name, expiresAt',
+          'Nothing to change: give one or more of plan, limits, scopes, allowedCidrs, name, expiresAt',
         );
       }
       const current = await findLiveStoreKey(request.params.id, 'change');
-      const updated = await applying(() => updateKey(deps.keyStore, current, body, deps.now()));
+      const updated = await applying(() => updateKey(deps.plans, deps.keyStore, current, body, deps.now()));
       // Revoked between the read and the write.
       if (!updated) throw new ApiError(409, 'conflict', `Key ${current.id} was revoked`);
       await announceKeyChange(deps, 'key-changed', updated.id, request.log);
@@ -128,7 +131,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
         id: record.id,
         key,
         plan: record.plan,
-        limits: limitsFor(record.plan, record.limits),
+        ...keyRules(deps, record),
         name: record.name,
         createdAt: record.createdAt,
         previousKeyExpiresAt,

@@ -1,0 +1,34 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { LIMIT_FIELDS, WINDOW_NAMES } from '../../plans.js';
+import { PlansSchema } from '../schemas.js';
+import { type AdminRouteOptions, errors } from '../shared.js';
+
+/** The plans in force (PLANS_FILE or the spec's four) and what each route costs. */
+export const planRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
+  app.get('/admin/plans', { schema: { response: { 200: PlansSchema, ...errors } } }, async () => {
+    const { plans, routeCosts, shadow, source } = deps.plans;
+    return {
+      source,
+      shadow,
+      plans: [...plans].map(([name, plan]) => {
+        let windows: Record<string, number> | null = null;
+        if (plan.windows) {
+          windows = {};
+          for (const window of WINDOW_NAMES) {
+            const limit = plan.windows[LIMIT_FIELDS[window]];
+            if (limit !== undefined) windows[window] = limit;
+          }
+        }
+        return {
+          name,
+          windows,
+          algorithm: plan.algorithm,
+          scopes: [...plan.scopes],
+          shadow: shadow || plan.shadow,
+          ...(plan.description ? { description: plan.description } : {}),
+        };
+      }),
+      routeCosts: Object.fromEntries(routeCosts),
+    };
+  });
+};

@@ -1,0 +1,223 @@
+/**
+ * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
+ * would: every window of the policy, the refusal count and the ban in one script. A request is
+ * admitted only while every window has room for its cost, and takes its cost from each; a refused
+ * one takes nothing, so a cheaper request after it may still fit. Once the ban threshold is
+ * crossed, that refusal and every request after it are banned. rate-limiter-flexible counts
+ * every attempt per limiter and needs a command per window, so it cannot keep each window free
+ * of the others' refusals in a single round trip.
+ *
+ * Windows: `f` fixed, a counter that lives its length from its first admission; `c` calendar, a
+ * counter that expires at the period's end (the caller's clock names the period); `s` sliding, a
+ * hash of bucket index to count, where a request sees every bucket the window overlaps, the
+ * oldest whole (so no span of the window's length admits more than the limit).
+ *
+ * Refusals within the grace of the first refusal since a window filled are not strikes: many
+ * clients sharing a key each get one 429 at that moment, and none of them has ignored it yet.
+ * The grace key lives until the refusing window gives capacity back and holds its own lifetime,
+ * so its age is that lifetime less its PTTL, whichever replica's clock set it.
+ *
+ * KEYS: the policy's window keys, then ban, strikes, grace.
+ * ARGV: window count, now (epoch ms), ban threshold (-1: refusals count toward no ban), ban window
+ * ms, ban ms, grace ms; then four per window: kind, limit, a, b (f: length ms, 0; c: end epoch
+ * ms, 0; s: bucket ms, buckets per window); then one cost per request.
+ * Returns: outcomes (a letter per request: A admitted, L limited, B banned), ban ms left, 1 + the
+ * index of the refusal that started a ban (or 0), then per window what it held before, then per
+ * window ms until capacity starts to come back, then per window its live buckets after the batch
+ * as "index:count,…" oldest first (sliding windows of a batch with a refusal; else "").
+ */
+export const LIMIT_SCRIPT = `
+local nw = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+local threshold = tonumber(ARGV[3])
+local kind, limit, pa, pb, used = {}, {}, {}, {}, {}
+local counters = {KEYS[nw + 1]}
+for w = 1, nw do
+  local p = 3 + 4 * w
+  kind[w] = ARGV[p]
+  limit[w] = tonumber(ARGV[p + 1])
+  pa[w] = tonumber(ARGV[p + 2])
+  pb[w] = tonumber(ARGV[p + 3])
+  if kind[w] ~= 's' then counters[#counters + 1] = KEYS[w] end
+end
+local v = redis.call('MGET', unpack(counters))
+local f = 1
+local cur, from, low, live = {}, {}, {}, {}
+for w = 1, nw do
+  if kind[w] == 's' then
+    cur[w] = math.floor(now / pa[w])
+    from[w] = cur[w] - pb[w]
+    local h = redis.call('HGETALL', KEYS[w])
+    local sum, stale, l = 0, {}, {}
+    for i = 1, #h, 2 do
+      local idx = tonumber(h[i])
+      if idx < from[w] then
+        stale[#stale + 1] = h[i]
+      else
+        sum = sum + tonumber(h[i + 1])
+        l[#l + 1] = idx
+        if not low[w] or idx < low[w] then low[w] = idx end
+      end
+    end
+    if #stale > 0 then redis.call('HDEL', KEYS[w], unpack(stale)) end
+    used[w] = sum
+    live[w] = h
+  else
+    f = f + 1
+    used[w] = tonumber(v[f] or '0')
+  end
+end
+local ttl = {}
+local taken = 0
+local function resetOf(w)
+  if kind[w] == 'c' then return pa[w] - now end
+  if kind[w] == 's' then
+    local oldest = low[w]
+    if not oldest then oldest = cur[w] end
+    return (oldest + pb[w] + 1) * pa[w] - now
+  end
+  if used[w] == 0 then return pa[w] end
+  if not ttl[w] then ttl[w] = redis.call('PTTL', KEYS[w]) end
+  if ttl[w] < 0 then return pa[w] end
+  return ttl[w]
+end
+local first = 7 + 4 * nw
+local n = #ARGV - first + 1
+local out = {}
+local banTtl, startedAt = 0, 0
+local banned = false
+local refused = false
+if v[1] then
+  banned = true
+  banTtl = redis.call('PTTL', KEYS[nw + 1])
+end
+local strikes, strikes0 = 0, nil
+local inGrace = nil
+for i = 1, n do
+  local c = tonumber(ARGV[first + i - 1])
+  local fits = not banned
+  -- A request of cost 0 (one its key may not make, asked only for the headers) takes nothing and
+  -- is refused nothing: it never counts toward a ban.
+  if fits and c > 0 then
+    for w = 1, nw do
+      if used[w] + taken + c > limit[w] then fits = false break end
+    end
+  end
+  if banned then
+    out[i] = 'B'
+  elseif fits then
+    taken = taken + c
+    out[i] = 'A'
+  else
+    refused = true
+    out[i] = 'L'
+    if threshold >= 0 then
+      if inGrace == nil then
+        inGrace = false
+        local grace = tonumber(ARGV[6])
+        if grace > 0 then
+          local g = redis.call('GET', KEYS[nw + 3])
+          if not g then
+            local wait = grace
+            for w = 1, nw do
+              if used[w] + taken + c > limit[w] then wait = math.max(wait, resetOf(w)) end
+            end
+            redis.call('SET', KEYS[nw + 3], wait, 'PX', wait)
+            inGrace = true
+          else
+            inGrace = tonumber(g) - redis.call('PTTL', KEYS[nw + 3]) < grace
+          end
+        end
+      end
+      if not inGrace then
+        if not strikes0 then strikes0 = tonumber(redis.call('GET', KEYS[nw + 2]) or '0') end
+        strikes = strikes + 1
+        if strikes0 + strikes > threshold then
+          banned = true
+          startedAt = i
+          out[i] = 'B'
+        end
+      end
+    end
+  end
+end
+if taken > 0 then
+  for w = 1, nw do
+    if kind[w] == 's' then
+      redis.call('HINCRBY', KEYS[w], cur[w], taken)
+      redis.call('PEXPIRE', KEYS[w], (pb[w] + 1) * pa[w])
+      if not low[w] then low[w] = cur[w] end
+    elseif redis.call('INCRBY', KEYS[w], taken) == taken then
+      if kind[w] == 'f' then redis.call('PEXPIRE', KEYS[w], pa[w]) else redis.call('PEXPIREAT', KEYS[w], pa[w]) end
+      ttl[w] = pa[w]
+    end
+  end
+end
+if startedAt > 0 then
+  banTtl = tonumber(ARGV[5])
+  redis.call('SET', KEYS[nw + 1], '1', 'PX', ARGV[5])
+  redis.call('DEL', KEYS[nw + 2])
+elseif strikes > 0 then
+  if redis.call('INCRBY', KEYS[nw + 2], strikes) == strikes then redis.call('PEXPIRE', KEYS[nw + 2], ARGV[4]) end
+end
+local result = {table.concat(out), banTtl, startedAt}
+for w = 1, nw do result[#result + 1] = used[w] end
+for w = 1, nw do result[#result + 1] = resetOf(w) end
+for w = 1, nw do
+  local text = ''
+  if kind[w] == 's' and refused then
+    local counts = {}
+    local h = live[w]
+    for i = 1, #h, 2 do
+      local idx = tonumber(h[i])
+      if idx >= from[w] then counts[idx] = tonumber(h[i + 1]) end
+    end
+    if taken > 0 then counts[cur[w]] = (counts[cur[w]] or 0) + taken end
+    local order = {}
+    for idx in pairs(counts) do order[#order + 1] = idx end
+    table.sort(order)
+    local parts = {}
+    for _, idx in ipairs(order) do parts[#parts + 1] = string.format('%d:%d', idx, counts[idx]) end
+    text = table.concat(parts, ',')
+  end
+  result[#result + 1] = text
+end
+return result
+`;
+
+/**
+ * Reads without writing. KEYS: the policy's window keys, then ban, strikes. ARGV: window count,
+ * now, then per window: kind, a, b as for the limit script. Returns per window what it holds and
+ * ms until capacity starts to come back (-1 when it holds nothing), then ban ms left, strikes.
+ */
+export const USAGE_SCRIPT = `
+local nw = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+local result = {}
+for w = 1, nw do
+  local p = 3 * w
+  local kind, a, b = ARGV[p], tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
+  local used, reset = 0, -1
+  if kind == 's' then
+    local from = math.floor(now / a) - b
+    local h = redis.call('HGETALL', KEYS[w])
+    local low = nil
+    for i = 1, #h, 2 do
+      local idx = tonumber(h[i])
+      if idx >= from then
+        used = used + tonumber(h[i + 1])
+        if not low or idx < low then low = idx end
+      end
+    end
+    if low then reset = (low + b + 1) * a - now end
+  else
+    used = tonumber(redis.call('GET', KEYS[w]) or '0')
+    if used > 0 then reset = redis.call('PTTL', KEYS[w]) end
+  end
+  result[#result + 1] = used
+  result[#result + 1] = reset
+end
+result[#result + 1] = redis.call('PTTL', KEYS[nw + 1])
+result[#result + 1] = tonumber(redis.call('GET', KEYS[nw + 2]) or '0')
+return result
+`;

@@ -1,0 +1,375 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { createKey } from '../src/keys/create-key.js';
+import type { KeyRecord } from '../src/keys/key-store.js';
+import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from './helpers.js';
+
+const gateways = useGateways();
+const dir = mkdtempSync(join(tmpdir(), 'plans-'));
+let files = 0;
+
+/** Writes a PLANS_FILE and returns its path. */
+function plansFile(content: unknown): string {
+  const path = join(dir, `plans-${files++}.json`);
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+
+const PLANS = {
+  plans: {
+    free: { windows: { minute: 60, day: 1000 }, algorithm: 'sliding' },
+    reader: { windows: { second: 5, minute: 100, month: 100000 }, scopes: ['pets:read'] },
+    trial: { windows: { minute: 6, day: 1000 }, shadow: true },
+    metered: { windows: { minute: 12, day: 1000 } },
+    enterprise: {},
+  },
+  routeCosts: { 'POST /v1/pets': 5 },
+};
+
+async function withPlans(env: Record<string, string> = {}): Promise<TestGateway> {
+  return gateways.start({ env: { PLANS_FILE: plansFile(PLANS), BAN_GRACE_MS: '0', ...env } });
+}
+
+async function addKey(gw: TestGateway, fields: Partial<KeyRecord> & { plan: string }) {
+  const { key, record } = createKey({ name: 'test', ...fields });
+  await gw.deps.keyStore.insert(record);
+  return { key, id: record.id };
+}
+
+const post = (key: string, remoteAddress?: string) => ({
+  method: 'POST' as const,
+  url: '/v1/pets',
+  headers: { ...bearer(key), 'content-type': 'application/json' },
+  payload: { name: 'Rex', categoryId: 1 },
+  ...(remoteAddress ? { remoteAddress } : {}),
+});
+
+describe('plans as data (PLANS_FILE)', () => {
+  it('lists the plans in force and the route costs at GET /admin/plans', async () => {
+    const gw = await withPlans();
+    const res = await gw.admin.inject({ url: '/admin/plans', headers: bearer(ADMIN_TOKEN) });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body.shadow).toBe(false);
+    expect(body.routeCosts).toEqual({ 'POST /v1/pets': 5 });
+    expect(body.plans).toEqual([
+      {
+        name: 'free',
+        windows: { minute: 60, day: 1000 },
+        algorithm: 'sliding',
+        scopes: ['pets:read', 'pets:write'],
+        shadow: false,
+      },
+      {
+        name: 'reader',
+        windows: { second: 5, minute: 100, month: 100000 },
+        algorithm: 'fixed',
+        scopes: ['pets:read'],
+        shadow: false,
+      },
+      {
+        name: 'trial',
+        windows: { minute: 6, day: 1000 },
+        algorithm: 'fixed',
+        scopes: ['pets:read', 'pets:write'],
+        shadow: true,
+      },
+      {
+        name: 'metered',
+        windows: { minute: 12, day: 1000 },
+        algorithm: 'fixed',
+        scopes: ['pets:read', 'pets:write'],
+        shadow: false,
+      },
+      { name: 'enterprise', windows: null, algorithm: 'fixed', scopes: ['pets:read', 'pets:write'], shadow: false },
+    ]);
+  });
+
+  it('lists the spec’s four plans without PLANS_FILE', async () => {
+    const gw = await gateways.start();
+    const res = await gw.admin.inject({ url: '/admin/plans', headers: bearer(ADMIN_TOKEN) });
+    expect(res.json().plans.map((p: { name: string; windows: unknown }) => [p.name, p.windows])).toEqual([
+      ['free', { minute: 60, day: 1000 }],
+      ['pro', { minute: 300, day: 10000 }],
+      ['business', { minute: 1000, day: 100000 }],
+      ['enterprise', null],
+    ]);
+  });
+
+  it('reports every window of a plan in RateLimit-Policy and RateLimit, the binding one in X-RateLimit-*', async () => {
+    const gw = await withPlans();
+    const { key } = await addKey(gw, { plan: 'reader' });
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expect(res.statusCode).toBe(200);
+    const month = Number(/"month";q=100000;w=(\d+)/.exec(String(res.headers['ratelimit-policy']))?.[1]);
+    expect([28, 29, 30, 31].map((d) => d * 86_400)).toContain(month);
+    expect(res.headers['ratelimit-policy']).toBe(`"second";q=5;w=1, "minute";q=100;w=60, "month";q=100000;w=${month}`);
+    expect(res.headers.ratelimit).toMatch(/^"second";r=4;t=\d+, "minute";r=99;t=\d+, "month";r=99999;t=\d+$/);
+    expect(res.headers['x-ratelimit-limit']).toBe('5');
+    expect(res.headers['x-ratelimit-remaining']).toBe('4');
+  });
+
+  it('takes a route’s cost from every window and refuses a request costing more than remains, taking nothing', async () => {
+    const gw = await withPlans();
+    const { key, id } = await addKey(gw, { plan: 'metered' });
+    for (const remaining of [7, 2]) {
+      const res = await gw.app.inject(post(key));
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['x-ratelimit-remaining']).toBe(String(remaining));
+    }
+    const refused = await gw.app.inject(post(key));
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json().code).toBe('rate_limit_exceeded');
+    expect(refused.headers['x-ratelimit-remaining']).toBe('2');
+    // A GET costs 1: it fits what the refused POST left.
+    const read = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expect(read.statusCode).toBe(200);
+    expect(read.headers['x-ratelimit-remaining']).toBe('1');
+    const usage = await gw.admin.inject({ url: `/admin/keys/${id}/usage`, headers: bearer(ADMIN_TOKEN) });
+    expect(usage.json().windows.minute).toMatchObject({ limit: 12, used: 11, remaining: 1 });
+    expect(usage.json().windows.day).toMatchObject({ limit: 1000, used: 11 });
+  });
+
+  it('shows every window in a key’s usage, a month among them', async () => {
+    const gw = await withPlans();
+    const { key, id } = await addKey(gw, { plan: 'reader' });
+    await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    const usage = (await gw.admin.inject({ url: `/admin/keys/${id}/usage`, headers: bearer(ADMIN_TOKEN) })).json();
+    expect(Object.keys(usage.windows)).toEqual(['second', 'minute', 'month']);
+    expect(usage.windows.month).toMatchObject({ limit: 100000, used: 1, remaining: 99999 });
+    const now = new Date();
+    expect(usage.windows.month.resetAt).toBe(
+      new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
+    );
+  });
+
+  it('lets a key override its plan’s windows, and refuses limits that would put a longer window below a shorter', async () => {
+    const gw = await withPlans();
+    const auth = { headers: bearer(ADMIN_TOKEN) };
+    const created = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/keys',
+      ...auth,
+      payload: { plan: 'free', limits: { perMinute: 100, perMonth: 20000 } },
+    });
+    expect(created.statusCode).toBe(201);
+    expect(created.json().limits).toEqual({ perMinute: 100, perDay: 1000, perMonth: 20000 });
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(created.json().key) });
+    expect(res.headers['ratelimit-policy']).toMatch(
+      /^"minute";q=100;w=60, "day";q=1000;w=86400, "month";q=20000;w=\d+$/,
+    );
+    const wrong = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/keys',
+      ...auth,
+      payload: { plan: 'free', limits: { perDay: 10 } },
+    });
+    expect(wrong.statusCode).toBe(400);
+    expect(wrong.json().message).toBe('limits.perMinute cannot exceed limits.perDay');
+    const unknown = await gw.admin.inject({ method: 'POST', url: '/admin/keys', ...auth, payload: { plan: 'pro' } });
+    expect(unknown.statusCode).toBe(400);
+    expect(unknown.json().message).toBe('plan must be one of free, reader, trial, metered, enterprise');
+  });
+
+  it('fails the requests of a stored key whose plan the file dropped, saying why, until it is moved', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ env: { PLANS_FILE: plansFile(PLANS) }, logs });
+    const { key, id } = await addKey(gw, { plan: 'pro' });
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expect(res.statusCode).toBe(500);
+    expect(res.json().code).toBe('internal_error');
+    expect(JSON.stringify(logs)).toContain("the key's plan pro is not in force");
+    const shown = await gw.admin.inject({ url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
+    expect(shown.statusCode).toBe(200);
+    const moved = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { plan: 'metered' },
+    });
+    expect(moved.statusCode).toBe(200);
+    expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+  });
+
+  it('refuses to start on a plans file with problems, listing every one', () => {
+    const path = plansFile({
+      plans: {
+        free: { windows: { minute: 60, week: 5 } },
+        'Bad Name': {},
+        slow: { windows: { minute: 100, hour: 50 }, algorithm: 'leaky' },
+        narrow: { windows: { second: 2 }, scopes: ['pets:delete'] },
+        tiny: { windows: { second: 2 } },
+      },
+      routeCosts: { 'DELETE /v1/pets': 2, 'POST /v1/pets': 3 },
+    });
+    let message = '';
+    try {
+      loadConfig({ PLANS_FILE: path });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('plans.free.windows: unknown window "week" (second, minute, hour, day, month)');
+    expect(message).toContain('plan name "Bad Name"');
+    expect(message).toContain('plans.slow.algorithm must be fixed or sliding');
+    expect(message).toContain('plans.narrow.scopes may hold only pets:read, pets:write');
+    expect(message).toContain('routeCosts: no route "DELETE /v1/pets"');
+    expect(message).toContain(
+      'routeCosts["POST /v1/pets"] is 3, more than the tiny plan\'s second limit of 2: its keys could never make that request',
+    );
+  });
+
+  it('refuses to start on a plans file that is not JSON, or that cannot be read', () => {
+    expect(() => loadConfig({ PLANS_FILE: plansFile('{ "plans": ') })).toThrow(/PLANS_FILE=.* is not valid JSON/);
+    expect(() => loadConfig({ PLANS_FILE: join(dir, 'missing.json') })).toThrow(
+      /PLANS_FILE=.*missing\.json cannot be read/,
+    );
+  });
+});
+
+describe('scopes', () => {
+  it('refuses a POST by a read-only key: 403 insufficient_scope naming the scope, no quota taken, headers set', async () => {
+    const gw = await withPlans();
+    const { key, id } = await addKey(gw, { plan: 'reader' });
+    const res = await gw.app.inject(post(key));
+    expect(res.statusCode).toBe(403);
+    expect(res.json()).toEqual({
+      code: 'insufficient_scope',
+      message: expect.stringContaining('pets:write'),
+      status: 403,
+    });
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer realm="animal-store", error="insufficient_scope", scope="pets:write"',
+    );
+    expect(res.headers['x-ratelimit-remaining']).toBe('5');
+    expect(res.headers.ratelimit).toMatch(/^"second";r=5;/);
+    const usage = (await gw.admin.inject({ url: `/admin/keys/${id}/usage`, headers: bearer(ADMIN_TOKEN) })).json();
+    expect(usage.windows.minute.used).toBe(0);
+    expect(usage.refusals).toBe(0);
+    expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+  });
+
+  it('applies a key’s own scopes over its plan’s, set and cleared through the admin API', async () => {
+    const gw = await withPlans();
+    const auth = { headers: bearer(ADMIN_TOKEN) };
+    const created = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/keys',
+      ...auth,
+      payload: { plan: 'free', scopes: ['pets:read'] },
+    });
+    const { id, key } = created.json();
+    expect(created.json().scopes).toEqual(['pets:read']);
+    expect((await gw.app.inject(post(key))).statusCode).toBe(403);
+    const cleared = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      ...auth,
+      payload: { scopes: null },
+    });
+    expect(cleared.json().scopes).toEqual(['pets:read', 'pets:write']);
+    expect((await gw.app.inject(post(key))).statusCode).toBe(200);
+    const none = await gw.admin.inject({ method: 'PATCH', url: `/admin/keys/${id}`, ...auth, payload: { scopes: [] } });
+    expect(none.statusCode).toBe(200);
+    expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(403);
+    const bad = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      ...auth,
+      payload: { scopes: ['pets:delete'] },
+    });
+    expect(bad.statusCode).toBe(400);
+  });
+});
+
+describe('IP allowlists', () => {
+  it.each([
+    ['an IPv4 CIDR', ['203.0.113.0/24'], '203.0.113.9', '198.51.100.7'],
+    ['an IPv6 CIDR', ['2001:db8::/32'], '2001:db8:1::5', '2001:db9::5'],
+    ['an IPv4 address, used over IPv6-mapped IPv4', ['203.0.113.9'], '::ffff:203.0.113.9', '::ffff:203.0.113.10'],
+  ])('serves a key only from its allowed addresses: %s', async (_label, cidrs, inside, outside) => {
+    const gw = await withPlans();
+    const { key, id } = await addKey(gw, { plan: 'free', allowedCidrs: cidrs });
+    const ok = await gw.app.inject({ url: '/v1/pets', headers: bearer(key), remoteAddress: inside });
+    expect(ok.statusCode).toBe(200);
+    const refused = await gw.app.inject({ url: '/v1/pets', headers: bearer(key), remoteAddress: outside });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().code).toBe('ip_not_allowed');
+    expect(refused.json().message).toContain(outside.replace('::ffff:', ''));
+    expect(refused.headers['x-ratelimit-remaining']).toBe('59');
+    const usage = (await gw.admin.inject({ url: `/admin/keys/${id}/usage`, headers: bearer(ADMIN_TOKEN) })).json();
+    expect(usage.windows.minute.used).toBe(1);
+  });
+
+  it('takes CIDRs on create and PATCH, normalised, and refuses what is not one', async () => {
+    const gw = await withPlans();
+    const auth = { headers: bearer(ADMIN_TOKEN) };
+    const created = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/keys',
+      ...auth,
+      payload: { plan: 'free', allowedCidrs: ['2001:DB8::/32', '203.0.113.9'] },
+    });
+    expect(created.statusCode).toBe(201);
+    const { id } = created.json();
+    const shown = (await gw.admin.inject({ url: `/admin/keys/${id}`, ...auth })).json();
+    expect(shown.allowedCidrs).toEqual(['2001:db8::/32', '203.0.113.9/32']);
+    for (const bad of ['203.0.113.0/33', 'example.com', '10.0.0.0/8/1']) {
+      const res = await gw.admin.inject({
+        method: 'PATCH',
+        url: `/admin/keys/${id}`,
+        ...auth,
+        payload: { allowedCidrs: [bad] },
+      });
+      expect(res.statusCode, bad).toBe(400);
+      expect(res.json().message).toContain(JSON.stringify(bad));
+    }
+    const cleared = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      ...auth,
+      payload: { allowedCidrs: null },
+    });
+    expect(cleared.json().allowedCidrs).toBeUndefined();
+  });
+});
+
+describe('shadow mode', () => {
+  it('refuses nothing on a shadow plan, counts and logs would-be refusals, and reports the true remaining', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({
+      env: { PLANS_FILE: plansFile(PLANS), BAN_GRACE_MS: '0', BAN_THRESHOLD: '2' },
+      logs,
+    });
+    const { key } = await addKey(gw, { plan: 'trial' });
+    const statuses: number[] = [];
+    const remaining: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      statuses.push(res.statusCode);
+      remaining.push(String(res.headers['x-ratelimit-remaining']));
+    }
+    expect(statuses).toEqual(Array(10).fill(200));
+    expect(remaining).toEqual(['5', '4', '3', '2', '1', '0', '0', '0', '0', '0']);
+    const metrics = await gw.deps.registry.getSingleMetricAsString('gateway_rate_limit_decisions_total');
+    expect(metrics).toMatch(
+      /^gateway_rate_limit_decisions_total\{(?=[^}]*decision="shadow_refused")(?=[^}]*source="shared")[^}]*\} 4$/m,
+    );
+    const marked = logs.filter((l) => l.msg === 'request' && l.limiter === 'shadow_refused');
+    expect(marked).toHaveLength(4);
+  });
+
+  it('RATE_LIMIT_SHADOW=true puts every plan in shadow mode', async () => {
+    const gw = await withPlans({ RATE_LIMIT_SHADOW: 'true', BAN_THRESHOLD: '1' });
+    const { key } = await addKey(gw, { plan: 'metered' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 16; i++)
+      statuses.push((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode);
+    expect(statuses).toEqual(Array(16).fill(200));
+    const plans = (await gw.admin.inject({ url: '/admin/plans', headers: bearer(ADMIN_TOKEN) })).json();
+    expect(plans.shadow).toBe(true);
+    expect(plans.plans.every((p: { shadow: boolean }) => p.shadow)).toBe(true);
+  });
+});
