@@ -133,9 +133,9 @@ describe('FileKeyStore', () => {
     await store.update(record.id, { plan: 'pro', limits: null }, new Date());
     const before = await readFile(path, 'utf8');
     // Fine for the enterprise key it read (its own minute alone); on pro, above pro's 10,000 a day.
-    await expect(
-      updateKey(DEFAULT_PLANS, store, stale, { limits: { perMinute: 20_000 } }, Date.now()),
-    ).rejects.toThrow(/limits.perMinute cannot exceed limits.perDay/);
+    await expect(updateKey(DEFAULT_PLANS, store, stale, { limits: { perMinute: 20_000 } }, Date.now())).rejects.toThrow(
+      /limits.perMinute cannot exceed limits.perDay/,
+    );
     expect(await readFile(path, 'utf8')).toBe(before);
   });
 });
