@@ -60,6 +60,20 @@ function resolverOn(store: KeyStore, options: Partial<typeof OPTIONS> = {}, call
 }
 
 describe('KeyResolver', () => {
+  it("answers the keys file's keys, current and previous secret, without asking the store, and lists them", async () => {
+    const store = new CountingStore();
+    const { key, record } = createKey({ plan: 'business' });
+    const old = generateApiKey();
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const fromFile: KeyRecord = { ...record, previous: { sha256: hashApiKey(old), expiresAt: later } };
+    const resolver = new KeyResolver(store, [fromFile], OPTIONS);
+    expect(resolver.cached(hashApiKey(key))).toMatchObject({ record: fromFile, secret: 'current' });
+    expect(resolver.cached(hashApiKey(old))).toMatchObject({ secret: 'previous', endsAt: Date.parse(later) });
+    expect(resolver.fileRecord(record.id)).toStrictEqual(fromFile);
+    expect(resolver.fileRecords()).toStrictEqual([fromFile]);
+    expect(store.lookups).toBe(0);
+  });
+
   it('asks the store once about a key nobody issued, then knows it as unknown', async () => {
     const store = new CountingStore();
     const resolver = resolverOn(store);

@@ -65,7 +65,17 @@ describe('parseKeysFile', () => {
   });
 
   it('refuses a bad sha256', () => {
-    for (const sha256 of [undefined, '', 'abc', HASH_A.toUpperCase(), `${HASH_A}0`, `${HASH_A.slice(0, 63)}g`, 42]) {
+    // A list holding a good hash is not a hash either (as text it would look like one).
+    for (const sha256 of [
+      undefined,
+      '',
+      'abc',
+      HASH_A.toUpperCase(),
+      `${HASH_A}0`,
+      `${HASH_A.slice(0, 63)}g`,
+      42,
+      [HASH_A],
+    ]) {
       expect(problemsOf([{ id: 'key_a', plan: 'free', sha256 }])).toMatch(/entry 0: sha256 must be 64 lowercase hex/);
     }
   });
@@ -191,7 +201,7 @@ describe('parseKeysFile', () => {
     for (const previous of [null, 'x', [HASH_B]]) {
       expect(problemsOf(entry(previous))).toMatch(/entry 0: previous must be an object \{ sha256, expiresAt \}/);
     }
-    for (const sha256 of [undefined, 'abc', HASH_B.toUpperCase()]) {
+    for (const sha256 of [undefined, 'abc', HASH_B.toUpperCase(), [HASH_B]]) {
       expect(problemsOf(entry({ sha256, expiresAt: '2031-01-01T00:00:00Z' }))).toMatch(
         /entry 0: previous\.sha256 must be 64 lowercase hex/,
       );
@@ -199,6 +209,11 @@ describe('parseKeysFile', () => {
     for (const expiresAt of [undefined, 'soon']) {
       expect(problemsOf(entry({ sha256: HASH_B, expiresAt }))).toMatch(/entry 0: previous\.expiresAt must be/);
     }
+    // A good previous secret does not vouch for the rest of the entry.
+    const previous = { sha256: HASH_B, expiresAt: '2031-01-01T00:00:00Z' };
+    expect(problemsOf([{ id: 'key_a', plan: 'gold', sha256: HASH_A, previous }])).toMatch(
+      /entry 0: plan must be one of/,
+    );
   });
 
   it("refuses a previous secret's hash that is another entry's key", () => {
@@ -227,6 +242,15 @@ describe('parseKeysFile', () => {
     expect(message).toContain('entry 5 is not an object');
     expect(message).not.toContain('entry 0');
     expect(message).not.toContain('entry 4');
+  });
+
+  it('lists the problems in entry order, separated by "; ", and takes entries without an id for no duplicates', () => {
+    expect(
+      problemsOf([
+        { plan: 'free', sha256: HASH_A },
+        { plan: 'free', sha256: HASH_B },
+      ]),
+    ).toBe('keys.json: entry 0: id must be a non-empty string; entry 1: id must be a non-empty string');
   });
 });
 
