@@ -1,4 +1,4 @@
-import { EventEmitter, once } from 'node:events';
+import { once } from 'node:events';
 import { RedisProcess } from '@animal-store/tests/support/redis.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type GatewayEvent, RedisEventBus } from '../src/events.js';
@@ -10,6 +10,8 @@ import { connected, redisClient } from './helpers.js';
  * delivers to the key cache and the limiter, and what it tells operators through its hooks (the
  * `gateway_event_bus_subscribed` gauge and the log lines). Its probe timer runs on a fake clock:
  * each probe goes out when a test advances it, so a test says exactly which probes happened.
+ * Nothing waits for a message that may not come: Redis answers each connection in order, so once
+ * a PING sent after a PUBLISH is answered on a connection, what that PUBLISH sent it has arrived.
  * The suite owns its redis-server: it reads Redis's own command counts and changes its ACLs.
  */
 const PROBE_MS = 1_000;
@@ -37,11 +39,6 @@ async function rawClient(url = redis.url): Promise<RedisClient> {
 /** Lets promise callbacks queued by replies already read run (no time passes). */
 const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-/** Waits for `name` on `emitter` until `done()` holds. */
-async function until(emitter: EventEmitter, name: string, done: () => boolean): Promise<void> {
-  while (!done()) await once(emitter, name);
-}
-
 interface Replica {
   bus: RedisEventBus;
   channel: string;
@@ -53,10 +50,9 @@ interface Replica {
   heard: GatewayEvent[];
   /** Every message on the bus's own connection, each recorded after the bus handled it. */
   onConnection: string[];
-  /** Probes on the channel, as another subscriber sees them. */
+  /** Probes on the channel, as another subscriber (the watcher) sees them. */
   probes: string[];
-  /** 'said', 'heard', 'message' and 'probe' as each of the above grows. */
-  signals: EventEmitter;
+  watcher: RedisClient;
   /** isSubscribed as the bus was made: before any SUBSCRIBE was answered. */
   subscribedWhenMade: boolean;
 }
@@ -80,15 +76,11 @@ async function replica(
     subscriber.disconnect();
   });
   if (options.ready) await Promise.all([whenReady(publisher), whenReady(subscriber)]);
-  const signals = new EventEmitter();
   const said: string[] = [];
   const heard: GatewayEvent[] = [];
   const onConnection: string[] = [];
   const probes: string[] = [];
-  const say = (what: string) => {
-    said.push(what);
-    signals.emit('said');
-  };
+  const say = (what: string) => said.push(what);
   const bus = new RedisEventBus(
     publisher,
     subscriber,
@@ -100,29 +92,22 @@ async function replica(
   const subscribedWhenMade = bus.isSubscribed;
   // Before anything Redis says can arrive: its first SUBSCRIBE is still unanswered.
   if (options.closedAtOnce) await bus.close();
-  bus.subscribe((event) => {
-    heard.push(event);
-    signals.emit('heard');
-  });
+  bus.subscribe((event) => heard.push(event));
   // Registered after the bus's own listener: a message recorded here has been handled by the bus.
-  subscriber.on('message', (_channel: string, message: string) => {
-    onConnection.push(message);
-    signals.emit('message');
-  });
+  subscriber.on('message', (_channel: string, message: string) => onConnection.push(message));
   await whenReady(publisher);
   const watcher = await rawClient();
   watcher.on('message', (_channel: string, message: string) => {
-    if (!message.startsWith('{"probe"')) return;
-    probes.push(message);
-    signals.emit('probe');
+    if (message.startsWith('{"probe"')) probes.push(message);
   });
   await watcher.subscribe(channel);
-  return { bus, channel, publisher, subscriber, said, heard, onConnection, probes, signals, subscribedWhenMade };
+  return { bus, channel, publisher, subscriber, said, heard, onConnection, probes, watcher, subscribedWhenMade };
 }
 
 /**
  * Once the bus's subscriber connection is up, the bus has heard so (ioredis says 'ready' on the
- * next tick, after sending what it queued meanwhile), and the replies to all it has sent are read.
+ * next tick, after sending what it queued meanwhile), the replies to all it has sent are read,
+ * and so is every message of a PUBLISH Redis answered before.
  */
 async function subscriberCaughtUp(r: Replica): Promise<void> {
   await whenReady(r.subscriber);
@@ -140,12 +125,20 @@ async function probe(r: Replica, { published = true } = {}): Promise<void> {
   const before = r.probes.length;
   vi.advanceTimersByTime(PROBE_MS);
   if (published) {
-    await until(r.signals, 'probe', () => r.probes.length > before);
-    // Replies come in order: the probe's PUBLISH was answered before this PING.
+    // The probe's PUBLISH went out on this connection before this PING: it has been answered.
     await r.publisher.ping();
+    await r.watcher.ping();
+    expect(r.probes.length, 'the probe went out').toBe(before + 1);
   }
-  // A message Redis sent to the bus's connection comes before the reply to a later PING.
   if (r.subscriber.status === 'ready') await r.subscriber.ping();
+  await settled();
+}
+
+/** Lets ioredis's status events ('close', 'end') of a connection closed by the test reach the bus. */
+async function closed(client: RedisClient): Promise<void> {
+  const ended = once(client, 'end');
+  client.disconnect();
+  await ended;
   await settled();
 }
 
@@ -173,7 +166,8 @@ describe('the key-event bus between replicas (Redis pub/sub)', () => {
       { type: 'ban-lifted', id: 'key_3' },
     ];
     for (const event of sent) await other.bus.publish(event);
-    await until(r.signals, 'heard', () => r.heard.length >= sent.length);
+    await subscriberCaughtUp(r);
+    expect(r.onConnection).toHaveLength(12);
     expect(r.heard).toEqual(sent);
     expect(r.said).toEqual(['up']);
   });
@@ -185,7 +179,7 @@ describe('the key-event bus between replicas (Redis pub/sub)', () => {
     const raw = await rawClient();
     await raw.publish(`${r.channel}-other`, JSON.stringify({ type: 'key-revoked', id: 'key_elsewhere' }));
     await raw.publish(r.channel, JSON.stringify({ type: 'key-revoked', id: 'key_here' }));
-    await until(r.signals, 'heard', () => r.heard.length > 0);
+    await subscriberCaughtUp(r);
     expect(r.onConnection).toHaveLength(2);
     expect(r.heard).toEqual([{ type: 'key-revoked', id: 'key_here' }]);
   });
@@ -223,8 +217,8 @@ describe('the key-event bus between replicas (Redis pub/sub)', () => {
   it('says it is down when its connection closes, then back, subscribed again, with a missed-events event', async () => {
     const r = await replica({ ready: true });
     await subscriberCaughtUp(r);
-    r.subscriber.disconnect();
-    await until(r.signals, 'said', () => r.said.length > 1);
+    await closed(r.subscriber);
+    expect(r.said).toHaveLength(2);
     expect(r.said[1]).toMatch(/^down: .*connection closed/);
     expect(r.bus.isSubscribed).toBe(false);
     // Probes go out while it is down; none can come back.
@@ -242,7 +236,7 @@ describe('the key-event bus between replicas (Redis pub/sub)', () => {
     expect(r.said).toHaveLength(3);
     const raw = await rawClient();
     await raw.publish(r.channel, JSON.stringify({ type: 'key-changed', id: 'key_after' }));
-    await until(r.signals, 'heard', () => r.heard.length > 1);
+    await subscriberCaughtUp(r);
     expect(r.heard[1]).toEqual({ type: 'key-changed', id: 'key_after' });
   });
 
@@ -256,22 +250,21 @@ describe('the key-event bus between replicas (Redis pub/sub)', () => {
     expect(r.said).toEqual(['up']);
 
     // The next probe finds the last one missing; it subscribes again, and its own probe cannot go out.
-    const ended = once(r.publisher, 'end');
-    r.publisher.disconnect();
-    await ended;
+    await closed(r.publisher);
     await probe(r, { published: false });
     expect(r.said).toHaveLength(2);
     expect(r.said[1]).toMatch(/^down: .*probe/);
     // Subscribed again (an event gets through), but a SUBSCRIBE reply proves nothing after a lost probe...
     const raw = await rawClient();
     await raw.publish(r.channel, JSON.stringify({ type: 'key-revoked', id: 'key_1' }));
-    await until(r.signals, 'heard', () => r.heard.length > 0);
     await subscriberCaughtUp(r);
+    expect(r.heard).toEqual([{ type: 'key-revoked', id: 'key_1' }]);
+    expect(r.said).toHaveLength(2);
     // ... nor does another replica's probe.
     const messages = r.onConnection.length;
     await raw.publish(r.channel, '{"probe":"another-replica:99"}');
-    await until(r.signals, 'message', () => r.onConnection.length > messages);
-    await settled();
+    await subscriberCaughtUp(r);
+    expect(r.onConnection).toHaveLength(messages + 1);
     expect(r.said).toHaveLength(2);
     expect(r.bus.isSubscribed).toBe(false);
 
@@ -320,15 +313,14 @@ describe('the key-event bus between replicas (Redis pub/sub)', () => {
     await r.bus.close();
     const raw = await rawClient();
     await raw.publish(r.channel, JSON.stringify({ type: 'key-revoked', id: 'key_1' }));
-    await until(r.signals, 'message', () => r.onConnection.length > 0);
+    await subscriberCaughtUp(r);
+    expect(r.onConnection).toHaveLength(1);
     vi.advanceTimersByTime(3 * PROBE_MS);
-    // Sent after any probe would have been, on the same connection: seen after it.
+    // Sent after any probe would have been, on the same connection.
     await r.publisher.publish(r.channel, '{"probe":"marker"}');
-    await until(r.signals, 'probe', () => r.probes.length > 0);
+    await r.watcher.ping();
     expect(r.probes).toEqual(['{"probe":"marker"}']);
-    const ended = once(r.subscriber, 'end');
-    r.subscriber.disconnect();
-    await ended;
+    await closed(r.subscriber);
     await r.subscriber.connect();
     await subscriberCaughtUp(r);
     expect(r.heard).toEqual([]);

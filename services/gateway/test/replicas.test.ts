@@ -549,10 +549,12 @@ describe("a replica's poll of the key store, on a fake clock (REVOCATION_POLL_MS
     return gw;
   }
 
-  /** Advances the clock to the next poll and waits until it has finished. */
+  /** Advances the clock to the next poll, which asks the store at once, and waits until it has its answer. */
   async function poll(keyStore: ControlledKeyStore): Promise<void> {
+    const before = keyStore.calls;
     const answered = once(keyStore.polls, 'poll');
     vi.advanceTimersByTime(POLL_MS);
+    expect(keyStore.calls, 'a poll came due').toBe(before + 1);
     await answered;
     await settled();
   }
