@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
+import { metricValue } from '@animal-store/tests/support/service-process.js';
 import { describe, expect, it } from 'vitest';
 import { generateApiKey } from '../src/keys/api-key.js';
 import { createKey } from '../src/keys/create-key.js';
@@ -104,6 +105,18 @@ describe('authentication', () => {
     expectRateLimitHeaders(res.headers, 1, 0);
   });
 
+  it('counts requests for the API reference against the address, with a key or without, as reason "reference"', async () => {
+    const gw = await gateway();
+    const { key } = await addKey(gw.deps, 'pro');
+    await gw.app.inject({ url: '/v1/openapi.json' });
+    const res = await gw.app.inject({ url: '/v1/openapi.json', headers: bearer(key) });
+    expect(res.headers['x-ratelimit-limit']).toBe('60');
+    expect(res.headers['x-ratelimit-remaining']).toBe('58');
+    const metrics = await gw.deps.registry.metrics();
+    expect(metricValue(metrics, 'gateway_anonymous_requests_total', { reason: 'reference' })).toBe(2);
+    expect(metricValue(metrics, 'gateway_rate_limit_decisions_total')).toBe(0);
+  });
+
   it('refuses malformed keys without asking the key store', async () => {
     const gw = await gateway();
     for (const key of ['nope', generateApiKey().replace(/.$/, '!'), `${generateApiKey()}x`]) {
@@ -196,6 +209,8 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
     code: string;
     challenge: string;
     message: RegExp;
+    /** What the request is counted as against its address. */
+    reason: string;
     header: (gw: TestGateway) => Promise<string | undefined>;
   };
   const SEND_BEARER = /^Send your API key as "Authorization: Bearer <API_KEY>"$/;
@@ -206,6 +221,7 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
       code: 'missing_api_key',
       challenge: REALM_ONLY,
       message: SEND_BEARER,
+      reason: 'missing',
       header: async () => undefined,
     },
     {
@@ -213,6 +229,7 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
       code: 'missing_api_key',
       challenge: REALM_ONLY,
       message: SEND_BEARER,
+      reason: 'missing',
       header: async () => 'Bearer ',
     },
     {
@@ -220,6 +237,7 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
       code: 'missing_api_key',
       challenge: REALM_ONLY,
       message: SEND_BEARER,
+      reason: 'missing',
       header: async () => 'Basic dXNlcjpwYXNz',
     },
     {
@@ -227,6 +245,7 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
       code: 'invalid_api_key',
       challenge: invalidToken('The API key is not valid'),
       message: NOT_VALID,
+      reason: 'malformed',
       header: async () => 'Bearer not-a-key',
     },
     {
@@ -234,6 +253,7 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
       code: 'invalid_api_key',
       challenge: invalidToken('The API key is not valid'),
       message: NOT_VALID,
+      reason: 'unknown',
       header: async () => `Bearer ${generateApiKey()}`,
     },
     {
@@ -241,6 +261,7 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
       code: 'invalid_api_key',
       challenge: invalidToken('The API key is not valid'),
       message: NOT_VALID,
+      reason: 'unknown',
       header: async (gw) => {
         const { id, key } = await addKey(gw.deps, 'pro');
         await gw.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
@@ -252,6 +273,7 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
       code: 'invalid_api_key',
       challenge: invalidToken('Send the API key with the Bearer scheme'),
       message: /^The API key needs the scheme in front of it: send "Authorization: Bearer <API_KEY>"$/,
+      reason: 'malformed',
       header: async (gw) => (await addKey(gw.deps, 'free')).key,
     },
     {
@@ -259,6 +281,7 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
       code: 'expired_api_key',
       challenge: invalidToken('The API key has expired'),
       message: /^This API key expired at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
+      reason: 'expired',
       header: async (gw) => {
         const { key, record } = createKey({ plan: 'pro', expiresAt: new Date(Date.now() - 1_000).toISOString() });
         await gw.deps.keyStore.insert(record);
@@ -270,6 +293,7 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
       code: 'expired_api_key',
       challenge: invalidToken('The API key was replaced by a newer one and its grace period has ended'),
       message: /^This API key was replaced by a newer one and stopped working at \d{4}-\d\d-\d\dT[\d:.]{12}Z$/,
+      reason: 'expired',
       header: async (gw) => {
         const { id, key } = await addKey(gw.deps, 'pro');
         await gw.admin.inject({
@@ -283,13 +307,16 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
     },
   ];
 
-  it.each(cases)('$name → 401 $code with its challenge and message', async ({ header, code, challenge, message }) => {
+  it.each(cases)('$name → 401 $code with its challenge and message, counted as $reason', async (c) => {
     const gw = await gateway();
-    const authorization = await header(gw);
+    const authorization = await c.header(gw);
     const res = await gw.app.inject({ url: '/v1/pets', headers: authorization === undefined ? {} : { authorization } });
-    expectError(res, 401, code);
-    expect(res.headers['www-authenticate']).toBe(challenge);
-    expect(res.json().message).toMatch(message);
+    expectError(res, 401, c.code);
+    expect(res.headers['www-authenticate']).toBe(c.challenge);
+    expect(res.json().message).toMatch(c.message);
+    const metrics = await gw.deps.registry.metrics();
+    expect(metricValue(metrics, 'gateway_anonymous_requests_total', { reason: c.reason, decision: 'allowed' })).toBe(1);
+    expect(metricValue(metrics, 'gateway_anonymous_requests_total')).toBe(1);
   });
 });
 
@@ -516,6 +543,7 @@ describe('when Redis is unreachable', () => {
     const { key } = await addKey(gw.deps, 'pro');
     const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
     expectError(res, 503, 'rate_limiter_unavailable');
+    expect(res.json().message).toBe('Rate limiting is unavailable; retry shortly');
     const retryAfter = Number(res.headers['retry-after']);
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expectRateLimitHeaders(res.headers, 300, 0);

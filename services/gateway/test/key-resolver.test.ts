@@ -84,6 +84,14 @@ describe('KeyResolver', () => {
     expect(store.lookups).toBe(1);
   });
 
+  it('remembers as many unknown keys as it may cache known ones, forgetting the oldest first', async () => {
+    const store = new CountingStore();
+    const resolver = resolverOn(store, { maxEntries: 2 });
+    const unknown = Array.from({ length: 3 }, () => hashApiKey(generateApiKey()));
+    for (const sha256 of unknown) expect(await resolver.fetch(sha256)).toBeNull();
+    expect(unknown.map((sha256) => resolver.cached(sha256))).toEqual([undefined, null, null]);
+  });
+
   it('asks the store once for concurrent lookups of one key', async () => {
     const store = new CountingStore();
     const { key, record } = createKey({ plan: 'pro' });
