@@ -51,6 +51,10 @@ export default defineConfig({
     // Stryker reads results through its own reporter; the CI summary line would only repeat.
     reporters: ['dot'],
     sequence: { sequencer: AreaOrder },
+    // A mutant that leaves a promise unsettled hangs its test: fail it after 10 s, not 20 (the
+    // slowest of these tests takes about 2 s). Stryker's own timeout is for loops that never yield.
+    testTimeout: 10_000,
+    hookTimeout: 20_000,
     // Every mutant is a fresh vitest run over the files that cover it. Isolated, each file pays
     // for its own worker and imports (about a second); shared, the whole set pays once. These
     // files pass either way, and Stryker switches mutants at run time, not at import.
