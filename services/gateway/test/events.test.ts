@@ -277,6 +277,20 @@ describe('the key-event bus between replicas (Redis pub/sub)', () => {
     expect(r.heard).toEqual([{ type: 'key-revoked', id: 'key_1' }, { type: 'missed-events' }]);
   });
 
+  it('sends one SUBSCRIBE at a time: a probe due while one is unanswered sends no other', async () => {
+    const r = await replica({ ready: true });
+    await subscriberCaughtUp(r);
+    await probe(r);
+    await r.subscriber.unsubscribe(r.channel);
+    await probe(r);
+    const before = await commandCalls();
+    // Two probes due at once: the first finds its last one missing and subscribes again; the
+    // second comes while that SUBSCRIBE is unanswered.
+    vi.advanceTimersByTime(2 * PROBE_MS);
+    await subscriberCaughtUp(r);
+    expect((await commandCalls()).subscribe - before.subscribe).toBe(1);
+  });
+
   it('retries a refused SUBSCRIBE at each probe, saying why once, and is up once Redis allows it', async () => {
     const user = await refusedUser();
     const r = await replica({ url: user.url, ready: true });
