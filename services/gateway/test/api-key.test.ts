@@ -10,6 +10,7 @@ import {
   newKeyId,
   sameSecret,
 } from '../src/keys/api-key.js';
+import { createKey } from '../src/keys/create-key.js';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -24,6 +25,11 @@ describe('generateApiKey', () => {
     expect(KEY_LENGTH).toBe(50);
     expect(key).toMatch(/^ask_[0-9A-Za-z]{46}$/);
     expect(isWellFormedApiKey(key)).toBe(true);
+  });
+
+  it('uses every character of the alphabet in the random part', () => {
+    const seen = new Set(Array.from({ length: 200 }, () => generateApiKey().slice(KEY_PREFIX.length, -6)).join(''));
+    expect([...seen].sort().join('')).toBe([...ALPHABET].sort().join(''));
   });
 
   it('never repeats itself in 1000 keys', () => {
@@ -133,5 +139,39 @@ describe('keyPrefix and newKeyId', () => {
     const ids = new Set(Array.from({ length: 1000 }, () => newKeyId()));
     expect(ids.size).toBe(1000);
     for (const id of ids) expect(id).toMatch(/^key_[0-9A-Za-z]{16}$/);
+  });
+});
+
+describe('createKey', () => {
+  it('hands out the key once and keeps only its hash and prefix, with the given fields', () => {
+    const limits = { perMinute: 5, perDay: 50 };
+    const now = new Date('2030-01-02T03:04:05.678Z');
+    const { key, record } = createKey(
+      { plan: 'enterprise', name: 'acme', limits, expiresAt: '2031-01-01T00:00:00.000Z' },
+      now,
+    );
+    expect(isWellFormedApiKey(key)).toBe(true);
+    expect(record).toStrictEqual({
+      id: record.id,
+      name: 'acme',
+      plan: 'enterprise',
+      limits: { perMinute: 5, perDay: 50 },
+      sha256: hashApiKey(key),
+      prefix: keyPrefix(key),
+      createdAt: '2030-01-02T03:04:05.678Z',
+      expiresAt: '2031-01-01T00:00:00.000Z',
+    });
+    expect(record.id).toMatch(/^key_[0-9A-Za-z]{16}$/);
+    // A copy: changing the caller's limits later changes nothing stored.
+    limits.perMinute = 999;
+    expect(record.limits?.perMinute).toBe(5);
+    expect(JSON.stringify(record)).not.toContain(key);
+  });
+
+  it('names a key after its id when given no name, and adds no limits or expiry it was not given', () => {
+    const { record } = createKey({ plan: 'pro' });
+    expect(record.name).toBe(record.id);
+    expect(record).not.toHaveProperty('limits');
+    expect(record).not.toHaveProperty('expiresAt');
   });
 });

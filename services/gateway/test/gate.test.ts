@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
+import { metricValue } from '@animal-store/tests/support/service-process.js';
 import { describe, expect, it } from 'vitest';
 import { generateApiKey } from '../src/keys/api-key.js';
 import { createKey } from '../src/keys/create-key.js';
@@ -93,6 +94,33 @@ describe('authentication', () => {
     expect(metrics).toMatch(/gateway_anonymous_requests_total\{[^}]*reason="missing"[^}]*\} 1/);
   });
 
+  it('answers 404 for a path nothing serves with an empty Authorization header, as without one', async () => {
+    const gw = await gateway();
+    const res = await gw.app.inject({ url: '/v1/nowhere', headers: { authorization: '' } });
+    expectError(res, 404, 'not_found');
+    expectRateLimitHeaders(res.headers, 60, 59);
+  });
+
+  it('answers 429 (not 404) for a path nothing serves to an address over its keyless limit', async () => {
+    const gw = await gateway({ ANON_PER_MINUTE: '1' });
+    expectError(await gw.app.inject({ url: '/v1/pets' }), 401, 'missing_api_key');
+    const res = await gw.app.inject({ url: '/v1/nowhere' });
+    expectError(res, 429, 'rate_limit_exceeded');
+    expectRateLimitHeaders(res.headers, 1, 0);
+  });
+
+  it('counts requests for the API reference against the address, with a key or without, as reason "reference"', async () => {
+    const gw = await gateway();
+    const { key } = await addKey(gw.deps, 'pro');
+    await gw.app.inject({ url: '/v1/openapi.json' });
+    const res = await gw.app.inject({ url: '/v1/openapi.json', headers: bearer(key) });
+    expect(res.headers['x-ratelimit-limit']).toBe('60');
+    expect(res.headers['x-ratelimit-remaining']).toBe('58');
+    const metrics = await gw.deps.registry.metrics();
+    expect(metricValue(metrics, 'gateway_anonymous_requests_total', { reason: 'reference' })).toBe(2);
+    expect(metricValue(metrics, 'gateway_rate_limit_decisions_total')).toBe(0);
+  });
+
   it('refuses malformed keys without asking the key store', async () => {
     const gw = await gateway();
     for (const key of ['nope', generateApiKey().replace(/.$/, '!'), `${generateApiKey()}x`]) {
@@ -103,6 +131,24 @@ describe('authentication', () => {
     await gw.app.inject({ url: '/v1/pets', headers: bearer(generateApiKey()) });
     const after = await gw.deps.registry.metrics();
     expect(after).toMatch(/gateway_key_store_duration_seconds_count\{[^}]*operation="findByHash"[^}]*\} 1/);
+  });
+
+  it('asks the key store once for a known key, not on every request', async () => {
+    const gw = await gateway();
+    const { key } = await addKey(gw.deps, 'pro');
+    for (let i = 0; i < 3; i++)
+      expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+    const metrics = await gw.deps.registry.metrics();
+    expect(metrics).toMatch(/gateway_key_store_duration_seconds_count\{[^}]*operation="findByHash"[^}]*\} 1\n/);
+  });
+
+  it('asks the key store once for a well-formed key nobody issued, and refuses it each time', async () => {
+    const gw = await gateway();
+    const key = generateApiKey();
+    for (let i = 0; i < 3; i++)
+      expectError(await gw.app.inject({ url: '/v1/pets', headers: bearer(key) }), 401, 'invalid_api_key');
+    const metrics = await gw.deps.registry.metrics();
+    expect(metrics).toMatch(/gateway_key_store_duration_seconds_count\{[^}]*operation="findByHash"[^}]*\} 1\n/);
   });
 
   it('limits requests without a valid key per client IP, with Retry-After', async () => {
@@ -166,33 +212,60 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
     name: string;
     code: string;
     challenge: string;
+    message: RegExp;
+    /** What the request is counted as against its address. */
+    reason: string;
     header: (gw: TestGateway) => Promise<string | undefined>;
   };
+  const SEND_BEARER = /^Send your API key as "Authorization: Bearer <API_KEY>"$/;
+  const NOT_VALID = /^The API key is not valid$/;
   const cases: Case[] = [
-    { name: 'no Authorization header', code: 'missing_api_key', challenge: REALM_ONLY, header: async () => undefined },
-    { name: 'an empty bearer', code: 'missing_api_key', challenge: REALM_ONLY, header: async () => 'Bearer ' },
+    {
+      name: 'no Authorization header',
+      code: 'missing_api_key',
+      challenge: REALM_ONLY,
+      message: SEND_BEARER,
+      reason: 'missing',
+      header: async () => undefined,
+    },
+    {
+      name: 'an empty bearer',
+      code: 'missing_api_key',
+      challenge: REALM_ONLY,
+      message: SEND_BEARER,
+      reason: 'missing',
+      header: async () => 'Bearer ',
+    },
     {
       name: 'another scheme',
       code: 'missing_api_key',
       challenge: REALM_ONLY,
+      message: SEND_BEARER,
+      reason: 'missing',
       header: async () => 'Basic dXNlcjpwYXNz',
     },
     {
       name: 'a malformed key',
       code: 'invalid_api_key',
       challenge: invalidToken('The API key is not valid'),
+      message: NOT_VALID,
+      reason: 'malformed',
       header: async () => 'Bearer not-a-key',
     },
     {
       name: 'a well-formed key nobody issued',
       code: 'invalid_api_key',
       challenge: invalidToken('The API key is not valid'),
+      message: NOT_VALID,
+      reason: 'unknown',
       header: async () => `Bearer ${generateApiKey()}`,
     },
     {
       name: 'a revoked key',
       code: 'invalid_api_key',
       challenge: invalidToken('The API key is not valid'),
+      message: NOT_VALID,
+      reason: 'unknown',
       header: async (gw) => {
         const { id, key } = await addKey(gw.deps, 'pro');
         await gw.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
@@ -203,12 +276,16 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
       name: 'a key without the Bearer scheme',
       code: 'invalid_api_key',
       challenge: invalidToken('Send the API key with the Bearer scheme'),
+      message: /^The API key needs the scheme in front of it: send "Authorization: Bearer <API_KEY>"$/,
+      reason: 'malformed',
       header: async (gw) => (await addKey(gw.deps, 'free')).key,
     },
     {
       name: 'an expired key',
       code: 'expired_api_key',
       challenge: invalidToken('The API key has expired'),
+      message: /^This API key expired at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
+      reason: 'expired',
       header: async (gw) => {
         const { key, record } = createKey({ plan: 'pro', expiresAt: new Date(Date.now() - 1_000).toISOString() });
         await gw.deps.keyStore.insert(record);
@@ -219,6 +296,8 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
       name: 'a rotated-out key past its grace',
       code: 'expired_api_key',
       challenge: invalidToken('The API key was replaced by a newer one and its grace period has ended'),
+      message: /^This API key was replaced by a newer one and stopped working at \d{4}-\d\d-\d\dT[\d:.]{12}Z$/,
+      reason: 'expired',
       header: async (gw) => {
         const { id, key } = await addKey(gw.deps, 'pro');
         await gw.admin.inject({
@@ -232,12 +311,16 @@ describe('WWW-Authenticate on every 401 (RFC 6750 §3)', () => {
     },
   ];
 
-  it.each(cases)('$name → 401 $code with its challenge', async ({ header, code, challenge }) => {
+  it.each(cases)('$name → 401 $code with its challenge and message, counted as $reason', async (c) => {
     const gw = await gateway();
-    const authorization = await header(gw);
+    const authorization = await c.header(gw);
     const res = await gw.app.inject({ url: '/v1/pets', headers: authorization === undefined ? {} : { authorization } });
-    expectError(res, 401, code);
-    expect(res.headers['www-authenticate']).toBe(challenge);
+    expectError(res, 401, c.code);
+    expect(res.headers['www-authenticate']).toBe(c.challenge);
+    expect(res.json().message).toMatch(c.message);
+    const metrics = await gw.deps.registry.metrics();
+    expect(metricValue(metrics, 'gateway_anonymous_requests_total', { reason: c.reason, decision: 'allowed' })).toBe(1);
+    expect(metricValue(metrics, 'gateway_anonymous_requests_total')).toBe(1);
   });
 });
 
@@ -334,6 +417,7 @@ describe('limits', () => {
     }
     const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
     expectError(res, 429, 'rate_limit_exceeded');
+    expect(res.json().message).toBe('Rate limit exceeded for the free plan');
     const retryAfter = Number(res.headers['retry-after']);
     expect(Number.isInteger(retryAfter)).toBe(true);
     expect(retryAfter).toBeGreaterThanOrEqual(1);
@@ -466,6 +550,7 @@ describe('when Redis is unreachable', () => {
     const { key } = await addKey(gw.deps, 'pro');
     const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
     expectError(res, 503, 'rate_limiter_unavailable');
+    expect(res.json().message).toBe('Rate limiting is unavailable; retry shortly');
     const retryAfter = Number(res.headers['retry-after']);
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expectRateLimitHeaders(res.headers, 300, 0);

@@ -195,6 +195,22 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
       expect((await call(gw, key)).statusCode).toBe(200);
     });
 
+    it('refuses an expiry at the present moment, and takes one a millisecond later', async () => {
+      const time = clock();
+      const gw = await start({ now: time.now });
+      const now = new Date(time.at).toISOString();
+      const refused = await gw.admin.inject({
+        method: 'POST',
+        url: '/admin/keys',
+        headers: admin,
+        payload: { plan: 'free', expiresAt: now },
+      });
+      expectError(refused, 400, 'invalid_request', /expiresAt must be in the future/);
+      const next = new Date(time.at + 1).toISOString();
+      const { id } = await create(gw, { plan: 'free', expiresAt: next });
+      expect((await gw.admin.inject({ url: `/admin/keys/${id}`, headers: admin })).json().expiresAt).toBe(next);
+    });
+
     it('refuses an expiry that is not in the future or not RFC 3339 at create, creating nothing', async () => {
       const gw = await start();
       const count = async () => (await gw.admin.inject({ url: '/admin/keys', headers: admin })).json().length;

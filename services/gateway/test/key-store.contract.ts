@@ -96,6 +96,17 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(await store.list()).toHaveLength(1);
     });
 
+    it("refuses a record whose previous secret is another key's previous secret, and keeps the first", async (ctx) => {
+      const store = await fresh(ctx);
+      const previous = { sha256: hashApiKey(generateApiKey()), expiresAt: '2030-01-01T00:00:00.000Z' };
+      const first = record('free', { previous });
+      await store.insert(first);
+      const second = record('pro', { previous });
+      await expect(store.insert(second)).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect(await store.findByHash(previous.sha256)).toStrictEqual(first);
+      expect(await store.get(second.id)).toBeNull();
+    });
+
     it('answers null for an unknown hash or id', async (ctx) => {
       const store = await fresh(ctx);
       await store.insert(record('free'));

@@ -1,11 +1,18 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { createDeps } from '../src/deps.js';
 import { generateApiKey, hashApiKey } from '../src/keys/api-key.js';
-import { appendToKeysFile, parseKeysFile, toKeyRecord } from '../src/keys/keys-file.js';
+import {
+  appendToKeysFile,
+  type KeyFileEntry,
+  parseKeysFile,
+  toKeyRecord,
+  updateKeysFileEntry,
+} from '../src/keys/keys-file.js';
 import { DEFAULT_PLANS } from '../src/plans.js';
 import { ADMIN_TOKEN, bearer, startGateway } from './helpers.js';
 
@@ -60,7 +67,17 @@ describe('parseKeysFile', () => {
   });
 
   it('refuses a bad sha256', () => {
-    for (const sha256 of [undefined, '', 'abc', HASH_A.toUpperCase(), `${HASH_A}0`, `${HASH_A.slice(0, 63)}g`, 42]) {
+    // A list holding a good hash is not a hash either (as text it would look like one).
+    for (const sha256 of [
+      undefined,
+      '',
+      'abc',
+      HASH_A.toUpperCase(),
+      `${HASH_A}0`,
+      `${HASH_A.slice(0, 63)}g`,
+      42,
+      [HASH_A],
+    ]) {
       expect(problemsOf([{ id: 'key_a', plan: 'free', sha256 }])).toMatch(/entry 0: sha256 must be 64 lowercase hex/);
     }
   });
@@ -118,6 +135,102 @@ describe('parseKeysFile', () => {
     ).toMatch(/duplicate sha256 for id key_b/);
   });
 
+  it('keeps an expiry and a previous secret, each timestamp as UTC ISO text', () => {
+    const entries = parseKeysFile(
+      JSON.stringify([
+        {
+          id: 'key_a',
+          plan: 'free',
+          sha256: HASH_A,
+          expiresAt: '2031-01-01T01:30:00+01:30',
+          previous: { sha256: HASH_B, expiresAt: '2030-06-01t12:00:00.5z', note: 'dropped' },
+        },
+      ]),
+      'keys.json',
+      DEFAULT_PLANS,
+    );
+    expect(entries).toStrictEqual([
+      {
+        id: 'key_a',
+        name: 'key_a',
+        plan: 'free',
+        sha256: HASH_A,
+        expiresAt: '2031-01-01T00:00:00.000Z',
+        previous: { sha256: HASH_B, expiresAt: '2030-06-01T12:00:00.500Z' },
+      },
+    ]);
+  });
+
+  it('accepts an expiry at any real moment: the last second of a year or a month, a leap day, a space for T', () => {
+    const moments = [
+      ['2031-12-31T23:59:59Z', '2031-12-31T23:59:59.000Z'],
+      ['2031-04-30t23:59:59.999z', '2031-04-30T23:59:59.999Z'],
+      ['2032-02-29 12:00:00+00:00', '2032-02-29T12:00:00.000Z'],
+    ];
+    for (const [expiresAt, iso] of moments) {
+      const [entry] = parseKeysFile(
+        JSON.stringify([{ id: 'key_a', plan: 'free', sha256: HASH_A, expiresAt }]),
+        'k.json',
+        DEFAULT_PLANS,
+      );
+      expect(entry?.expiresAt, expiresAt).toBe(iso);
+    }
+  });
+
+  it('refuses an expiry that is not an RFC 3339 timestamp, naming the entry and showing the format', () => {
+    for (const [expiresAt, got] of [
+      ['tomorrow', ', got "tomorrow"'],
+      ['2031-01-01', ', got "2031-01-01"'],
+      [42, ''],
+    ]) {
+      expect(problemsOf([{ id: 'key_a', plan: 'free', sha256: HASH_A, expiresAt }])).toBe(
+        `keys.json: entry 0: expiresAt must be an RFC 3339 timestamp (e.g. 2030-12-31T23:59:59Z)${got}`,
+      );
+    }
+  });
+
+  it('refuses an expiry that names no real moment (30 February, 31 April, 29 February 2031, 24:00), saying so', () => {
+    for (const expiresAt of [
+      '2031-02-30T00:00:00Z',
+      '2031-04-31T00:00:00Z',
+      '2031-02-29T00:00:00Z',
+      '2031-01-01T24:00:00Z',
+    ]) {
+      expect(problemsOf([{ id: 'key_a', plan: 'free', sha256: HASH_A, expiresAt }])).toBe(
+        `keys.json: entry 0: expiresAt is not a real date and time: "${expiresAt}"`,
+      );
+    }
+  });
+
+  it('refuses a previous secret that is not an object with a hash and an expiry', () => {
+    const entry = (previous: unknown) => [{ id: 'key_a', plan: 'free', sha256: HASH_A, previous }];
+    for (const previous of [null, 'x', [HASH_B]]) {
+      expect(problemsOf(entry(previous))).toMatch(/entry 0: previous must be an object \{ sha256, expiresAt \}/);
+    }
+    for (const sha256 of [undefined, 'abc', HASH_B.toUpperCase(), [HASH_B]]) {
+      expect(problemsOf(entry({ sha256, expiresAt: '2031-01-01T00:00:00Z' }))).toMatch(
+        /entry 0: previous\.sha256 must be 64 lowercase hex/,
+      );
+    }
+    for (const expiresAt of [undefined, 'soon']) {
+      expect(problemsOf(entry({ sha256: HASH_B, expiresAt }))).toMatch(/entry 0: previous\.expiresAt must be/);
+    }
+    // A good previous secret does not vouch for the rest of the entry.
+    const previous = { sha256: HASH_B, expiresAt: '2031-01-01T00:00:00Z' };
+    expect(problemsOf([{ id: 'key_a', plan: 'gold', sha256: HASH_A, previous }])).toMatch(
+      /entry 0: plan must be one of/,
+    );
+  });
+
+  it("refuses a previous secret's hash that is another entry's key", () => {
+    expect(
+      problemsOf([
+        { id: 'key_a', plan: 'free', sha256: HASH_A },
+        { id: 'key_b', plan: 'pro', sha256: HASH_B, previous: { sha256: HASH_A, expiresAt: '2031-01-01T00:00:00Z' } },
+      ]),
+    ).toMatch(/duplicate sha256 for id key_b/);
+  });
+
   it('names every problem in one error', () => {
     const message = problemsOf([
       { id: 'key_ok', plan: 'free', sha256: HASH_A },
@@ -135,6 +248,15 @@ describe('parseKeysFile', () => {
     expect(message).toContain('entry 5 is not an object');
     expect(message).not.toContain('entry 0');
     expect(message).not.toContain('entry 4');
+  });
+
+  it('lists the problems in entry order, separated by "; ", and takes entries without an id for no duplicates', () => {
+    expect(
+      problemsOf([
+        { plan: 'free', sha256: HASH_A },
+        { plan: 'free', sha256: HASH_B },
+      ]),
+    ).toBe('keys.json: entry 0: id must be a non-empty string; entry 1: id must be a non-empty string');
   });
 });
 
@@ -190,6 +312,89 @@ describe('API_KEYS_FILE on disk', () => {
       appendToKeysFile(path, DEFAULT_PLANS, { id: 'key_b', name: 'B', plan: 'free', sha256: HASH_B }),
     ).rejects.toThrow(/sha256/);
     expect(await readFile(path, 'utf8')).toBe(original);
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const entryA: KeyFileEntry = { id: 'key_a', name: 'A', plan: 'free', sha256: HASH_A };
+  const entryB: KeyFileEntry = { id: 'key_b', name: 'B', plan: 'pro', sha256: HASH_B };
+
+  it('writes the file readable by its owner alone, indented, ending in a newline, and leaves no lock behind', async () => {
+    const path = join(dir, 'written.json');
+    await appendToKeysFile(path, DEFAULT_PLANS, entryA);
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+    expect(await readFile(path, 'utf8')).toBe(`${JSON.stringify([entryA], null, 2)}\n`);
+    expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  it('updateKeysFileEntry replaces the entry with that id, keeps the others, and answers the new entry', async () => {
+    const path = join(dir, 'update.json');
+    await appendToKeysFile(path, DEFAULT_PLANS, entryA);
+    await appendToKeysFile(path, DEFAULT_PLANS, entryB);
+    const updated = await updateKeysFileEntry(path, DEFAULT_PLANS, 'key_a', (entry) => ({
+      ...entry,
+      plan: 'business',
+    }));
+    expect(updated).toStrictEqual({ ...entryA, plan: 'business' });
+    expect(parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS)).toStrictEqual([
+      { ...entryA, plan: 'business' },
+      entryB,
+    ]);
+    expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  it('updateKeysFileEntry answers null for an id the file does not have and leaves the file as it was', async () => {
+    const path = join(dir, 'update-unknown.json');
+    await appendToKeysFile(path, DEFAULT_PLANS, entryA);
+    const before = await readFile(path, 'utf8');
+    expect(await updateKeysFileEntry(path, DEFAULT_PLANS, 'key_nope', (entry) => entry)).toBeNull();
+    expect(await readFile(path, 'utf8')).toBe(before);
+    expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  it('keeps every entry of writers appending at once: they take turns', async () => {
+    const path = join(dir, 'concurrent.json');
+    const entries = Array.from({ length: 10 }, (_, i) => ({
+      id: `key_${i}`,
+      name: `writer ${i}`,
+      plan: 'free' as const,
+      sha256: hashApiKey(`writer ${i}`),
+    }));
+    await Promise.all(entries.map((entry) => appendToKeysFile(path, DEFAULT_PLANS, entry)));
+    const written = parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS);
+    expect(written.map((e) => e.id).sort()).toEqual(entries.map((e) => e.id).sort());
+  });
+
+  it('takes over a lock left more than 30 s ago by a writer that died', async () => {
+    const path = join(dir, 'stale-lock.json');
+    await writeFile(`${path}.lock`, '');
+    const long = new Date(Date.now() - 60_000);
+    await utimes(`${path}.lock`, long, long);
+    await appendToKeysFile(path, DEFAULT_PLANS, entryA);
+    expect(parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS)).toStrictEqual([entryA]);
+    expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  it('gives up after 10 s on a lock another writer holds, naming it and writing nothing', async () => {
+    const path = join(dir, 'held-lock.json');
+    await appendToKeysFile(path, DEFAULT_PLANS, entryA);
+    const before = await readFile(path, 'utf8');
+    await writeFile(`${path}.lock`, '');
+    // The clock the writer reads jumps past its 10 s wait; the lock is still fresh (under 30 s).
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const append = appendToKeysFile(path, DEFAULT_PLANS, entryB);
+    vi.setSystemTime(Date.now() + 11_000);
+    await expect(append).rejects.toThrow(`${path}.lock is held by another writer`);
+    expect(await readFile(path, 'utf8')).toBe(before);
+    expect(existsSync(`${path}.lock`)).toBe(true);
+  });
+
+  it('fails at once when the directory of the file does not exist', async () => {
+    await expect(appendToKeysFile(join(dir, 'missing-dir', 'keys.json'), DEFAULT_PLANS, entryA)).rejects.toThrow(
+      /ENOENT/,
+    );
   });
 
   it('a gateway refuses to start with an invalid API_KEYS_FILE, naming the problems', async () => {

@@ -1,6 +1,6 @@
 import { EventEmitter, once } from 'node:events';
 import { RedisProcess } from '@animal-store/tests/support/redis.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ChangedKey } from '../src/keys/key-store.js';
 import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
 import { impatientClient, politeWorkers } from './clients.js';
@@ -29,6 +29,7 @@ beforeAll(async () => {
   upstream = await startEchoUpstream();
 });
 afterEach(async () => {
+  vi.useRealTimers();
   await Promise.all(open.splice(0).map((g) => g.close()));
 });
 afterAll(async () => {
@@ -152,7 +153,8 @@ describe('two gateway replicas sharing one Redis', () => {
   });
 
   it('drop what they remember of bans after their subscription was down, so a lift they missed still frees the key', async () => {
-    const { a, b } = await replicas({ BAN_THRESHOLD: '1', BAN_SECONDS: '900' });
+    // The poll at its longest: its recheck of remembered bans cannot be what frees the key.
+    const { a, b } = await replicas({ BAN_THRESHOLD: '1', BAN_SECONDS: '900', REVOCATION_POLL_MS: POLL_MAX });
     const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 1, perDay: 100 });
     expect((await get(a, key)).status).toBe(200);
     expect((await get(a, key)).code).toBe('rate_limit_exceeded');
@@ -302,6 +304,25 @@ describe('two gateway replicas sharing one Redis', () => {
       },
       { timeout: path.within, interval: 50 },
     );
+  });
+
+  it("forget only the lifted key's ban, answering other banned keys from memory still (through pub/sub alone)", async () => {
+    const { a, b } = await replicas({ BAN_THRESHOLD: '1', BAN_SECONDS: '900', REVOCATION_POLL_MS: POLL_MAX });
+    const lifted = await banOnBoth(a, b);
+    const other = await banOnBoth(a, b);
+    const lift = await a.admin.inject({
+      method: 'DELETE',
+      url: `/admin/keys/${lifted.id}/ban`,
+      headers: bearer(ADMIN_TOKEN),
+    });
+    expect(lift.statusCode).toBe(204);
+    await vi.waitFor(async () => expect((await get(b, lifted.key)).code).toBe('rate_limit_exceeded'), {
+      timeout: 1_000,
+      interval: 50,
+    });
+    const before = await evalshaCalls();
+    expect((await get(b, other.key)).code).toBe('api_key_banned');
+    expect(await evalshaCalls()).toBe(before);
   });
 
   it('say when the subscription is lost and when it is back, in a gauge and the log', async () => {
@@ -506,6 +527,227 @@ describe('two gateway replicas sharing one Redis', () => {
       expect(metrics).toMatch(
         /gateway_key_store_duration_seconds_count\{[^}]*operation="findByHash",outcome="ok"[^}]*\} 1\n/,
       );
+    }
+  });
+});
+
+/**
+ * A shared store whose change polls can be made to fail, or to wait until released; it counts
+ * them and says when each has answered.
+ */
+class ControlledKeyStore extends MemoryKeyStore {
+  readonly polls = new EventEmitter();
+  calls = 0;
+  failing = false;
+  private held: Promise<void> | undefined;
+
+  /** Holds the next polls until the returned function is called. */
+  hold(): () => void {
+    let release = () => {};
+    this.held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    return () => {
+      this.held = undefined;
+      release();
+    };
+  }
+
+  override async changedSince(since: Date): Promise<ChangedKey[]> {
+    this.calls++;
+    try {
+      if (this.held) await this.held;
+      if (this.failing) throw new Error('key store unreachable');
+      return await super.changedSince(since);
+    } finally {
+      queueMicrotask(() => this.polls.emit('poll'));
+    }
+  }
+}
+
+/** Lets callbacks queued by what already happened run (no time passes). */
+const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe("a replica's poll of the key store, on a fake clock (REVOCATION_POLL_MS 1000, no pub/sub)", () => {
+  const POLL_MS = 1_000;
+  /** The replicas of one test share a prefix (one deployment); each test has its own. */
+  let prefix = '';
+  beforeEach(() => {
+    prefix = `p${Date.now()}${Math.random().toString(36).slice(2, 6)}:`;
+  });
+
+  /** A replica whose poll runs only when the test advances the clock; `polls: false` never polls. */
+  async function replica(
+    keyStore: MemoryKeyStore,
+    options: {
+      polls?: boolean;
+      redisUrl?: string;
+      env?: Record<string, string>;
+      logs?: Record<string, unknown>[];
+    } = {},
+  ): Promise<TestGateway> {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const gw = await startGateway({
+      redisUrl: options.redisUrl ?? redis.url,
+      upstream: upstream.url,
+      prefix,
+      keyStore,
+      pubsub: false,
+      env: { REVOCATION_POLL_MS: options.polls === false ? POLL_MAX : String(POLL_MS), ...options.env },
+      ...(options.logs ? { logs: options.logs } : {}),
+    });
+    open.push(gw);
+    return gw;
+  }
+
+  /** Advances the clock to the next poll, which asks the store at once, and waits until it has its answer. */
+  async function poll(keyStore: ControlledKeyStore): Promise<void> {
+    const before = keyStore.calls;
+    const answered = once(keyStore.polls, 'poll');
+    vi.advanceTimersByTime(POLL_MS);
+    expect(keyStore.calls, 'a poll came due').toBe(before + 1);
+    await answered;
+    await settled();
+  }
+
+  async function code(gw: TestGateway, key: string): Promise<string | number> {
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    return res.statusCode === 200 ? 200 : (res.json() as { code: string }).code;
+  }
+
+  function revoke(gw: TestGateway, id: string) {
+    return gw.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
+  }
+
+  it('apply a change made before their first poll at that first poll', async () => {
+    const keyStore = new ControlledKeyStore();
+    const a = await replica(keyStore, { polls: false });
+    const b = await replica(keyStore);
+    const { id, key } = await addKey(a.deps, 'pro');
+    expect(await code(b, key)).toBe(200);
+    expect((await revoke(a, id)).statusCode).toBe(204);
+    expect(await code(b, key)).toBe(200);
+    await poll(keyStore);
+    expect(await code(b, key)).toBe('invalid_api_key');
+  });
+
+  it('ask a slow key store for changes one poll at a time', async () => {
+    const keyStore = new ControlledKeyStore();
+    await replica(keyStore);
+    const release = keyStore.hold();
+    vi.advanceTimersByTime(POLL_MS);
+    expect(keyStore.calls).toBe(1);
+    // Three more polls come due while the first waits for its answer: none of them asks.
+    vi.advanceTimersByTime(3 * POLL_MS);
+    expect(keyStore.calls).toBe(1);
+    const answered = once(keyStore.polls, 'poll');
+    release();
+    await answered;
+    await settled();
+    vi.advanceTimersByTime(POLL_MS);
+    expect(keyStore.calls).toBe(2);
+  });
+
+  it('keep polling after the key store fails a poll, with a warning, and apply the change once it answers', async () => {
+    const keyStore = new ControlledKeyStore();
+    const logs: Record<string, unknown>[] = [];
+    const a = await replica(keyStore, { polls: false });
+    const b = await replica(keyStore, { logs });
+    const { id, key } = await addKey(a.deps, 'pro');
+    expect(await code(b, key)).toBe(200);
+    expect((await revoke(a, id)).statusCode).toBe(204);
+    keyStore.failing = true;
+    await poll(keyStore);
+    const warnings = logs.filter((l) => String(l.msg).startsWith('key change poll failed'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ level: 40, err: { message: 'key store unreachable' } });
+    expect(await code(b, key)).toBe(200);
+
+    keyStore.failing = false;
+    await poll(keyStore);
+    expect(await code(b, key)).toBe('invalid_api_key');
+  });
+
+  it('keep polling after a ban recheck fails with Redis down, with a warning, and free the key once the lift is seen', async () => {
+    const own = await RedisProcess.start();
+    try {
+      const keyStore = new ControlledKeyStore();
+      const logs: Record<string, unknown>[] = [];
+      const env = { BAN_THRESHOLD: '1', BAN_SECONDS: '900', BAN_GRACE_MS: '0' };
+      const a = await replica(keyStore, { polls: false, redisUrl: own.url, env });
+      const b = await replica(keyStore, { redisUrl: own.url, env, logs });
+      const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 1, perDay: 100 });
+      expect(await code(a, key)).toBe(200);
+      expect(await code(a, key)).toBe('rate_limit_exceeded');
+      expect(await code(a, key)).toBe('api_key_banned');
+      expect(await code(b, key)).toBe('api_key_banned');
+
+      await own.kill();
+      await poll(keyStore);
+      // The recheck's Redis call fails once the connection's loss is noticed.
+      const warnings = () => logs.filter((l) => String(l.msg).startsWith('ban recheck failed'));
+      await vi.waitFor(() => expect(warnings()).toHaveLength(1), { timeout: 5_000, interval: 20 });
+      expect(warnings()[0]).toMatchObject({ level: 40, err: { message: expect.any(String) } });
+
+      await own.restart();
+      for (const gw of [a, b]) await vi.waitFor(() => expect(gw.redis?.status).toBe('ready'), { timeout: 10_000 });
+      const lift = await a.admin.inject({
+        method: 'DELETE',
+        url: `/admin/keys/${id}/ban`,
+        headers: bearer(ADMIN_TOKEN),
+      });
+      expect(lift.statusCode).toBe(204);
+      // B still answers from its memory of the ban until its next poll asks Redis.
+      expect(await code(b, key)).toBe('api_key_banned');
+      // That poll asks Redis about the ban it remembers, and finds none.
+      await poll(keyStore);
+      await vi.waitFor(async () => expect(await code(b, key)).not.toBe('api_key_banned'), {
+        timeout: 5_000,
+        interval: 20,
+      });
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('stop polling the key store once closed', async () => {
+    const keyStore = new ControlledKeyStore();
+    const gw = await replica(keyStore);
+    await poll(keyStore);
+    expect(keyStore.calls).toBe(1);
+    await gw.close();
+    open.splice(open.indexOf(gw), 1);
+    vi.advanceTimersByTime(3 * POLL_MS);
+    expect(keyStore.calls).toBe(1);
+  });
+});
+
+describe('a key change while Redis is down', () => {
+  it('is answered and applied on this replica, with a warning that the others learn of it by polling', async () => {
+    const own = await RedisProcess.start();
+    try {
+      const logs: Record<string, unknown>[] = [];
+      const gw = await startGateway({ redisUrl: own.url, upstream: upstream.url, logs });
+      open.push(gw);
+      const { id, key } = await addKey(gw.deps, 'free');
+      expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).headers['x-ratelimit-limit']).toBe('60');
+      await own.kill();
+      const change = await gw.admin.inject({
+        method: 'PATCH',
+        url: `/admin/keys/${id}`,
+        headers: bearer(ADMIN_TOKEN),
+        payload: { plan: 'pro' },
+      });
+      expect(change.statusCode).toBe(200);
+      const warnings = logs.filter((l) => String(l.msg).startsWith('key change not published'));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatchObject({ level: 40, keyId: id });
+      // Served by the per-replica fallback, under the new plan.
+      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['x-ratelimit-limit']).toBe('300');
+    } finally {
+      await own.stop();
     }
   });
 });
