@@ -77,9 +77,11 @@ export default {
   testRunner: 'vitest',
   vitest: { configFile: 'stryker.vitest.config.ts', pool: 'forks' },
   coverageAnalysis: 'perTest',
-  // A mutant's run may take 1.5 times its tests' time in the initial run plus this, then counts
-  // as a timeout (detected). The default 5 s let a loaded machine time out equivalent mutants
-  // whose tests merely ran slow; a test that hangs fails at vitest's 10 s testTimeout instead.
+  // A mutant's run may take 3 times its tests' time in the initial run plus 10 s, then counts as
+  // a timeout (detected). The defaults (1.5 times plus 5 s) let a loaded machine time out
+  // equivalent mutants whose tests merely ran slow; a test that hangs fails at vitest's 10 s
+  // testTimeout instead, so this only ends loops that never yield.
+  timeoutFactor: 3,
   timeoutMS: 10_000,
   // Mutants in module-level constants run every test each: a fifth of the mutants, half the
   // time. They are listed as ignored in the report, not scored.

@@ -40,6 +40,13 @@ describe('generateApiKey', () => {
 });
 
 describe('isWellFormedApiKey', () => {
+  it('checks the documented format: ask_, 40 base62 characters, their CRC32 in 6 base62 digits', () => {
+    // Worked out apart from this code (zlib CRC32 1929054560 = 26Y7DE in base62, most significant
+    // digit first): secret scanners and other tools check keys the same way.
+    expect(isWellFormedApiKey('ask_0123456789ABCDEFGHIJKLMNOPQRSTabcdefghij26Y7DE')).toBe(true);
+    expect(isWellFormedApiKey('ask_0123456789ABCDEFGHIJKLMNOPQRSTabcdefghij00000E')).toBe(false);
+  });
+
   it('refuses every single-character change in the body or the checksum (typos are caught)', () => {
     for (let round = 0; round < 5; round++) {
       const key = generateApiKey();

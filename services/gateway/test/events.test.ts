@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import { RedisProcess } from '@animal-store/tests/support/redis.js';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type GatewayEvent, RedisEventBus } from '../src/events.js';
-import { createRedisClients, type RedisClient, whenReady } from '../src/redis/clients.js';
-import { connected, redisClient } from './helpers.js';
+import { createRedisClients, type RedisClient, redisOptions, whenReady } from '../src/redis/clients.js';
 
 /**
  * The key-event bus between replicas (events.ts) on a real Redis, as deps.ts builds it: what it
@@ -30,9 +30,15 @@ afterAll(async () => {
   await redis?.stop();
 });
 
+/**
+ * A connection of the test's own, made as the gateway makes its request-path ones. Not through helpers.ts:
+ * this file imports only the bus and the Redis clients, so a run of it starts in a fraction of a second.
+ */
 async function rawClient(url = redis.url): Promise<RedisClient> {
-  const client = await connected(redisClient(url));
+  const client = new Redis(url, redisOptions(250));
+  client.on('error', () => {});
   cleanups.push(() => client.disconnect());
+  await whenReady(client);
   return client;
 }
 

@@ -3,9 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { createDeps } from '../src/deps.js';
+import { generateApiKey, hashApiKey } from '../src/keys/api-key.js';
 import { createKey, newSecret } from '../src/keys/create-key.js';
 import { toKeyFileEntry } from '../src/keys/keys-file.js';
-import { ADMIN_TOKEN, bearer, type GatewayOptions, type TestGateway, useGateways } from './helpers.js';
+import { ADMIN_TOKEN, bearer, type GatewayOptions, startGateway, type TestGateway, useGateways } from './helpers.js';
 
 const admin = bearer(ADMIN_TOKEN);
 const gateways = useGateways();
@@ -450,6 +453,51 @@ describe('keys from API_KEYS_FILE', () => {
   });
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a gateway refuses to start with an invalid API_KEYS_FILE, naming the problems', async () => {
+    const path = join(dir, 'bad.json');
+    await writeFile(
+      path,
+      JSON.stringify([
+        { id: 'key_a', plan: 'free', sha256: 'not-a-hash' },
+        { id: 'key_b', plan: 'enterprise', sha256: hashApiKey('b') },
+      ]),
+    );
+    const config = loadConfig({ LOG_LEVEL: 'silent', API_KEYS_FILE: path });
+    await expect(createDeps(config, {}, { defaultMetrics: false })).rejects.toThrow(
+      /entry 0: sha256 must be 64 lowercase hex.*entry 1: enterprise keys need limits/,
+    );
+    await expect(startGateway({ env: { API_KEYS_FILE: path } })).rejects.toThrow(path);
+  });
+
+  it('a gateway refuses to start when API_KEYS_FILE is missing or not JSON', async () => {
+    const missing = join(dir, 'missing.json');
+    await expect(createDeps(loadConfig({ API_KEYS_FILE: missing }), {}, { defaultMetrics: false })).rejects.toThrow(
+      /ENOENT/,
+    );
+    const garbled = join(dir, 'garbled.json');
+    await writeFile(garbled, '[{');
+    await expect(createDeps(loadConfig({ API_KEYS_FILE: garbled }), {}, { defaultMetrics: false })).rejects.toThrow(
+      /not valid JSON/,
+    );
+  });
+
+  it('a gateway started on a valid file serves its keys and lists them', async () => {
+    const path = join(dir, 'good.json');
+    const key = generateApiKey();
+    await writeFile(path, JSON.stringify([{ id: 'key_good', plan: 'pro', sha256: hashApiKey(key) }]));
+    const gw = await startGateway({ env: { API_KEYS_FILE: path } });
+    try {
+      // No upstream here: a known key passes the gate and reaches the (absent) upstream, a 503, not a 401.
+      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      expect(res.json().code).toBe('upstream_unavailable');
+      expect(res.headers['x-ratelimit-limit']).toBe('300');
+      const list = await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) });
+      expect(list.json()).toEqual([expect.objectContaining({ id: 'key_good', source: 'file', plan: 'pro' })]);
+    } finally {
+      await gw.close();
+    }
   });
 
   it('a key from the file works until its expiresAt, then gets 401 expired_api_key naming that moment', async () => {

@@ -314,6 +314,30 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(expiring).toStrictEqual({ ...plain, expiresAt: '2031-01-01T00:00:00.000Z', updatedAt: at.toISOString() });
     });
 
+    it("keeps the expiry and the previous secret's end when a change leaves the expiry alone", async (ctx) => {
+      const store = await fresh(ctx);
+      // An expiry earlier than the previous secret's own end (as a keys file may have it).
+      const rec = record('pro', {
+        expiresAt: '2030-06-01T00:00:00.000Z',
+        previous: { sha256: hashApiKey(generateApiKey()), expiresAt: '2031-01-01T00:00:00.000Z' },
+      });
+      await store.insert(rec);
+      const at = new Date('2025-10-01T00:00:00.000Z');
+      const expected = { ...rec, name: 'renamed', plan: 'business' as const, updatedAt: at.toISOString() };
+      expect(await store.update(rec.id, { name: 'renamed', plan: 'business' }, at)).toStrictEqual(expected);
+      expect(await store.get(rec.id)).toStrictEqual(expected);
+    });
+
+    it("leaves the previous secret's end where it was when the expiry moves later", async (ctx) => {
+      const store = await fresh(ctx);
+      const previous = { sha256: hashApiKey(generateApiKey()), expiresAt: '2029-12-01T00:00:00.000Z' };
+      const rec = record('pro', { expiresAt: '2030-01-01T00:00:00.000Z', previous });
+      await store.insert(rec);
+      const at = new Date('2025-10-01T00:00:00.000Z');
+      const later = await store.update(rec.id, { expiresAt: '2032-01-01T00:00:00.000Z' }, at);
+      expect(later).toStrictEqual({ ...rec, expiresAt: '2032-01-01T00:00:00.000Z', updatedAt: at.toISOString() });
+    });
+
     it('refuses a rotation to a hash another key holds, changing nothing', async (ctx) => {
       const store = await fresh(ctx);
       const a = record('free');

@@ -3,8 +3,6 @@ import { mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { createDeps } from '../src/deps.js';
 import { generateApiKey, hashApiKey } from '../src/keys/api-key.js';
 import {
   appendToKeysFile,
@@ -14,7 +12,6 @@ import {
   updateKeysFileEntry,
 } from '../src/keys/keys-file.js';
 import { DEFAULT_PLANS } from '../src/plans.js';
-import { ADMIN_TOKEN, bearer, startGateway } from './helpers.js';
 
 const HASH_A = hashApiKey('a');
 const HASH_B = hashApiKey('b');
@@ -395,50 +392,5 @@ describe('API_KEYS_FILE on disk', () => {
     await expect(appendToKeysFile(join(dir, 'missing-dir', 'keys.json'), DEFAULT_PLANS, entryA)).rejects.toThrow(
       /ENOENT/,
     );
-  });
-
-  it('a gateway refuses to start with an invalid API_KEYS_FILE, naming the problems', async () => {
-    const path = join(dir, 'bad.json');
-    await writeFile(
-      path,
-      JSON.stringify([
-        { id: 'key_a', plan: 'free', sha256: 'not-a-hash' },
-        { id: 'key_b', plan: 'enterprise', sha256: HASH_B },
-      ]),
-    );
-    const config = loadConfig({ LOG_LEVEL: 'silent', API_KEYS_FILE: path });
-    await expect(createDeps(config, {}, { defaultMetrics: false })).rejects.toThrow(
-      /entry 0: sha256 must be 64 lowercase hex.*entry 1: enterprise keys need limits/,
-    );
-    await expect(startGateway({ env: { API_KEYS_FILE: path } })).rejects.toThrow(path);
-  });
-
-  it('a gateway refuses to start when API_KEYS_FILE is missing or not JSON', async () => {
-    const missing = join(dir, 'missing.json');
-    await expect(createDeps(loadConfig({ API_KEYS_FILE: missing }), {}, { defaultMetrics: false })).rejects.toThrow(
-      /ENOENT/,
-    );
-    const garbled = join(dir, 'garbled.json');
-    await writeFile(garbled, '[{');
-    await expect(createDeps(loadConfig({ API_KEYS_FILE: garbled }), {}, { defaultMetrics: false })).rejects.toThrow(
-      /not valid JSON/,
-    );
-  });
-
-  it('a gateway started on a valid file serves its keys and lists them', async () => {
-    const path = join(dir, 'good.json');
-    const key = generateApiKey();
-    await writeFile(path, JSON.stringify([{ id: 'key_good', plan: 'pro', sha256: hashApiKey(key) }]));
-    const gw = await startGateway({ env: { API_KEYS_FILE: path } });
-    try {
-      // No upstream here: a known key passes the gate and reaches the (absent) upstream, a 503, not a 401.
-      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
-      expect(res.json().code).toBe('upstream_unavailable');
-      expect(res.headers['x-ratelimit-limit']).toBe('300');
-      const list = await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) });
-      expect(list.json()).toEqual([expect.objectContaining({ id: 'key_good', source: 'file', plan: 'pro' })]);
-    } finally {
-      await gw.close();
-    }
   });
 });
