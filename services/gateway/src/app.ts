@@ -51,6 +51,8 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   const pool = upstreamPool(config.petsUrl, config.upstreamTimeoutMs);
   app.addHook('onClose', async () => {
     await pool.destroy();
+    // Refusals of known bans are counted in batches: write the last batch before Redis closes.
+    await deps.history.flush().catch((err: unknown) => app.log.warn({ err }, 'usage history: last counts not written'));
   });
   await app.register(docsRoutes, {
     upstream: config.petsUrl,

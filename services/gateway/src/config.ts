@@ -40,6 +40,8 @@ export interface GatewayConfig {
   redisPrefix: string;
   keyCacheMax: number;
   keyCacheTtlMs: number;
+  /** How long each key's hourly usage history is kept (USAGE_HISTORY_DAYS). */
+  usageHistoryMs: number;
   revocationPollMs: number;
   shutdownGraceMs: number;
   /** Load-shedding thresholds (503 overloaded beyond them). */
@@ -291,6 +293,7 @@ export function loadConfig(env: Env): GatewayConfig {
     redisPrefix: r.string('REDIS_PREFIX', 'gw:'),
     keyCacheMax: r.int('KEY_CACHE_MAX', 50_000, 1, 10_000_000),
     keyCacheTtlMs: r.int('KEY_CACHE_TTL_SECONDS', 600, 1, 86_400) * 1000,
+    usageHistoryMs: r.int('USAGE_HISTORY_DAYS', 35, 1, 400) * 86_400_000,
     revocationPollMs: r.int('REVOCATION_POLL_MS', 2_000, 100, 60_000),
     shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     overload: readOverloadConfig(r),

@@ -14,6 +14,8 @@ import { AnonymousLimiter } from './limits/anonymous-limiter.js';
 import { GuardedLimiter, limiterHealthLog } from './limits/guarded-limiter.js';
 import { MemoryKeyLimiter } from './limits/memory-key-limiter.js';
 import { RedisKeyLimiter } from './limits/redis-key-limiter.js';
+import { RedisUsageHistory } from './limits/redis-usage-history.js';
+import { MemoryUsageHistory, type UsageHistory } from './limits/usage-history.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
 import type { PlanBook } from './plans.js';
 import type { RedisClient } from './redis/clients.js';
@@ -38,6 +40,8 @@ export interface GatewayDeps {
   keyStore: KeyStore;
   keyResolver: KeyResolver;
   limiter: GuardedLimiter;
+  /** Each key's decisions per hour: in Redis beside the limits, or this process's memory. */
+  history: UsageHistory;
   anonymous: AnonymousLimiter;
   events: EventBus;
   now: () => number;
@@ -94,17 +98,24 @@ export async function createDeps(
   });
 
   const memoryLimiter = new MemoryKeyLimiter(config.ban, now);
+  const redisHistory = redis
+    ? new RedisUsageHistory(redis, config.redisPrefix, config.usageHistoryMs, (err) =>
+        logger.warn({ err }, 'usage history: a write failed; some counts are missing from it'),
+      )
+    : null;
+  const history: UsageHistory = redisHistory ?? new MemoryUsageHistory(config.usageHistoryMs, now);
   const limiter = new GuardedLimiter(
     redis
       ? {
           kind: 'shared',
-          primary: new RedisKeyLimiter(redis, config.redisPrefix, config.ban, now),
+          primary: new RedisKeyLimiter(redis, config.redisPrefix, config.ban, now, redisHistory),
           fallback: memoryLimiter,
           mode: config.failureMode,
           hooks: limiterHealthLog(logger, metrics, config.failureMode),
         }
       : { kind: 'memory', primary: memoryLimiter },
     now,
+    history,
   );
   const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
 
@@ -131,6 +142,7 @@ export async function createDeps(
     keyStore,
     keyResolver,
     limiter,
+    history,
     anonymous,
     events,
     now,

@@ -140,3 +140,71 @@ export const UsageSchema = Type.Object({
 });
 
 export const KeyIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+const CountFields = {
+  admitted: Type.Integer(),
+  /** Refused by a limit: 429 rate_limit_exceeded (in shadow mode, let through). */
+  limited: Type.Integer(),
+  /** Refused by a ban: 429 api_key_banned. */
+  banned: Type.Integer(),
+  /** limited + banned. */
+  refused: Type.Integer(),
+  /** A scope or address the key lacks: 403, at no cost. */
+  forbidden: Type.Integer(),
+  /** The admitted requests' cost. */
+  units: Type.Integer(),
+};
+const CountsSchema = Type.Object(CountFields);
+
+export const HistoryQuery = Type.Object(
+  {
+    from: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    to: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    granularity: Type.Optional(Type.Union([Type.Literal('hour'), Type.Literal('day')])),
+    format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')])),
+  },
+  { additionalProperties: false },
+);
+
+export const HistorySchema = Type.Object({
+  id: Type.String(),
+  granularity: Type.Union([Type.Literal('hour'), Type.Literal('day')]),
+  from: Timestamp,
+  to: Timestamp,
+  retentionDays: Type.Integer(),
+  totals: CountsSchema,
+  /** Every hour (or day) of [from, to), empty ones included, oldest first. */
+  series: Type.Array(Type.Object({ start: Timestamp, ...CountFields })),
+});
+
+export const TopQuery = Type.Object(
+  {
+    window: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}[hd]$' })),
+    sort: Type.Optional(
+      Type.Union([Type.Literal('admitted'), Type.Literal('refused'), Type.Literal('units'), Type.Literal('forbidden')]),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  },
+  { additionalProperties: false },
+);
+
+export const TopSchema = Type.Object({
+  window: Type.String(),
+  from: Timestamp,
+  to: Timestamp,
+  sort: Type.String(),
+  totals: Type.Object({ ...CountFields, keys: Type.Integer() }),
+  /** Totals per plan (each key under its plan now), the busiest first. */
+  plans: Type.Array(Type.Object({ plan: Type.String(), keys: Type.Integer(), ...CountFields })),
+  /** Every hour of the window across all keys, oldest first. */
+  hours: Type.Array(Type.Object({ start: Timestamp, ...CountFields })),
+  keys: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      plan: Type.String(),
+      revoked: Type.Boolean(),
+      ...CountFields,
+    }),
+  ),
+});

@@ -1,5 +1,6 @@
 import type { Decision, KeyLimiter, KeyUsage, WindowState } from './key-limiter.js';
 import type { LimitPolicy } from './policy.js';
+import type { HistoryOutcome, UsageHistory } from './usage-history.js';
 
 export type FailureMode = 'open' | 'closed';
 
@@ -57,6 +58,12 @@ export class GuardedLimiter {
   constructor(
     limiters: GuardedLimiters,
     private readonly now: () => number,
+    /**
+     * The usage history. The shared limiter counts its own decisions in its script; this counts
+     * the embedded limiter's and this replica's refusals of a ban it knows. Decisions of the
+     * fallback (Redis failing) are in no history: there is nowhere shared to write them.
+     */
+    private readonly history: UsageHistory | null = null,
   ) {
     this.primary = limiters.primary;
     this.primarySource = limiters.kind;
@@ -69,7 +76,9 @@ export class GuardedLimiter {
   consume(keyId: string, policy: LimitPolicy, cost: number): Promise<GuardedDecision> {
     const known = this.bans.get(keyId);
     if (known) {
-      if (known.endsAt > this.now()) {
+      const at = this.now();
+      if (known.endsAt > at) {
+        this.history?.count(keyId, cost > 0 ? 'banned' : 'forbidden', 0, at);
         return Promise.resolve({
           outcome: 'banned',
           windows: known.windows,
@@ -82,15 +91,19 @@ export class GuardedLimiter {
     if (this.failing && this.now() < this.retrySharedAt) return this.withoutShared(keyId, policy, cost);
     // A plain promise chain, not async/await: this runs once per request.
     return this.primary.consume(keyId, policy, cost).then(
-      (decision) => this.fromPrimary(keyId, decision),
+      (decision) => this.fromPrimary(keyId, decision, cost),
       (err) => this.afterFailure(err, keyId, policy, cost),
     );
   }
 
-  private fromPrimary(keyId: string, decision: Decision): GuardedDecision {
+  private fromPrimary(keyId: string, decision: Decision, cost: number): GuardedDecision {
     if (this.failing) {
       this.failing = false;
       this.hooks.onRecovered?.();
+    }
+    if (this.primarySource === 'memory' && this.history) {
+      const outcome: HistoryOutcome = cost === 0 ? 'forbidden' : decision.outcome;
+      this.history.count(keyId, outcome, outcome === 'admitted' ? cost : 0, this.now());
     }
     if (decision.outcome === 'banned') this.bans.set(keyId, { endsAt: decision.banEndsAt, windows: decision.windows });
     // The decision is freshly made for this call, so tagging it in place is safe and saves a copy.

@@ -17,9 +17,14 @@
  * The grace key lives until the refusing window gives capacity back and holds its own lifetime,
  * so its age is that lifetime less its PTTL, whichever replica's clock set it.
  *
- * KEYS: the policy's window keys, then ban, strikes, grace.
+ * The batch is also counted in the key's usage history (usage-history.ts), in the same call:
+ * per hour, admitted, limited, banned, forbidden (cost 0: a scope or address the key lacks) and
+ * the units admitted.
+ *
+ * KEYS: the policy's window keys, then ban, strikes, grace, and the history's day hash.
  * ARGV: window count, now (epoch ms), ban threshold (-1: refusals count toward no ban), ban window
- * ms, ban ms, grace ms; then four per window: kind, limit, a, b (f: length ms, 0; c: end epoch
+ * ms, ban ms, grace ms, the history's hour of day ('' keeps no history), when its hash expires
+ * (epoch ms); then four per window: kind, limit, a, b (f: length ms, 0; c: end epoch
  * ms, 0; s: bucket ms, buckets per window); then one cost per request.
  * Returns: outcomes (a letter per request: A admitted, L limited, B banned), ban ms left, 1 + the
  * index of the refusal that started a ban (or 0), then per window what it held before, then per
@@ -33,7 +38,7 @@ local threshold = tonumber(ARGV[3])
 local kind, limit, pa, pb, used = {}, {}, {}, {}, {}
 local counters = {KEYS[nw + 1]}
 for w = 1, nw do
-  local p = 3 + 4 * w
+  local p = 5 + 4 * w
   kind[w] = ARGV[p]
   limit[w] = tonumber(ARGV[p + 1])
   pa[w] = tonumber(ARGV[p + 2])
@@ -81,7 +86,7 @@ local function resetOf(w)
   if ttl[w] < 0 then return pa[w] end
   return ttl[w]
 end
-local first = 7 + 4 * nw
+local first = 9 + 4 * nw
 local n = #ARGV - first + 1
 local out = {}
 local banTtl, startedAt = 0, 0
@@ -159,6 +164,21 @@ if startedAt > 0 then
   redis.call('DEL', KEYS[nw + 2])
 elseif strikes > 0 then
   if redis.call('INCRBY', KEYS[nw + 2], strikes) == strikes then redis.call('PEXPIRE', KEYS[nw + 2], ARGV[4]) end
+end
+local hour = ARGV[7]
+if hour ~= '' then
+  local counts = {a = 0, l = 0, b = 0, f = 0}
+  for i = 1, n do
+    local o = 'f'
+    if tonumber(ARGV[first + i - 1]) > 0 then o = string.lower(out[i]) end
+    counts[o] = counts[o] + 1
+  end
+  local h = KEYS[nw + 4]
+  for letter, count in pairs(counts) do
+    if count > 0 then redis.call('HINCRBY', h, hour .. letter, count) end
+  end
+  if taken > 0 then redis.call('HINCRBY', h, hour .. 'u', taken) end
+  redis.call('PEXPIREAT', h, ARGV[8])
 end
 local result = {table.concat(out), banTtl, startedAt}
 for w = 1, nw do result[#result + 1] = used[w] end

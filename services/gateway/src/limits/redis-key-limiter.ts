@@ -5,6 +5,7 @@ import { settleBatch } from './key-limiter.js';
 import { LIMIT_SCRIPT, USAGE_SCRIPT } from './limit-script.js';
 import type { LimitPolicy, WindowRule } from './policy.js';
 import { periodEnd } from './policy.js';
+import type { RedisUsageHistory } from './redis-usage-history.js';
 
 type ScriptResult = Array<string | number>;
 
@@ -57,6 +58,8 @@ export class RedisKeyLimiter implements KeyLimiter {
     private readonly prefix: string,
     ban: BanPolicy,
     private readonly now: () => number = Date.now,
+    /** Where the script also counts each batch, per hour; null keeps no history. */
+    private readonly history: RedisUsageHistory | null = null,
   ) {
     this.ban = { ...ban };
     if (typeof (redis as Partial<Redis>).gatewayLimit !== 'function') {
@@ -114,6 +117,15 @@ export class RedisKeyLimiter implements KeyLimiter {
     const keysAndArgs: Array<string | number> = [];
     for (const rule of rules) keysAndArgs.push(this.keyName(keyId, rule.suffix));
     keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'strikes'), this.keyName(keyId, 'grace'));
+    let historyHour = '';
+    let historyExpireAt = 0;
+    if (this.history) {
+      const [key, hour, expireAt] = this.history.scriptArgs(keyId, now);
+      keysAndArgs.push(key);
+      historyHour = hour;
+      historyExpireAt = expireAt;
+    }
+    const numKeys = keysAndArgs.length;
     keysAndArgs.push(
       rules.length,
       now,
@@ -121,13 +133,15 @@ export class RedisKeyLimiter implements KeyLimiter {
       this.ban.windowMs,
       this.ban.durationMs,
       this.ban.graceMs,
+      historyHour,
+      historyExpireAt,
     );
     for (const rule of rules) keysAndArgs.push(...windowArgs(rule, now));
     for (const waiter of waiters) keysAndArgs.push(waiter.cost);
     this.inFlight.add(keyId);
     let call: Promise<ScriptResult>;
     try {
-      call = this.redis.gatewayLimit(rules.length + 3, ...keysAndArgs);
+      call = this.redis.gatewayLimit(numKeys, ...keysAndArgs);
     } catch (err) {
       // A call that throws instead of rejecting must not leave the key marked in flight forever.
       call = Promise.reject(err);

@@ -1,18 +1,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminRouteOptions } from '../shared.js';
 import { banRoutes } from './bans.js';
+import { historyRoutes } from './history.js';
 import { keyRoutes } from './keys.js';
 import { planRoutes } from './plans.js';
 import { usageRoutes } from './usage.js';
 
 /**
  * The admin API's routes, one file per resource: keys (create, list, show, update, rotate,
- * revoke), their live usage, their bans, the plans in force. Every change evicts the key here and tells the other
+ * revoke), their live usage and its history, their bans, the plans in force. Every change evicts the key here and tells the other
  * replicas.
  */
 export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, opts) => {
   await app.register(keyRoutes, opts);
   await app.register(usageRoutes, opts);
+  await app.register(historyRoutes, opts);
   await app.register(banRoutes, opts);
   await app.register(planRoutes, opts);
 };

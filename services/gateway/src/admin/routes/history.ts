@@ -1,0 +1,229 @@
+import { ApiError } from '@animal-store/common/errors.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Static } from 'typebox';
+import {
+  addCounts,
+  DAY_MS,
+  emptyCounts,
+  HOUR_MS,
+  type HourUsage,
+  type UsageCounts,
+} from '../../limits/usage-history.js';
+import { HistoryQuery, HistorySchema, KeyIdParams, TopQuery, TopSchema } from '../schemas.js';
+import { type AdminRouteOptions, errors, findKey, iso } from '../shared.js';
+
+type Granularity = 'hour' | 'day';
+type Counts = UsageCounts & { refused: number };
+
+function withRefused(counts: UsageCounts): Counts {
+  return { ...counts, refused: counts.limited + counts.banned };
+}
+
+/** An instant from the query: RFC 3339 date-time or a date (midnight UTC). */
+function instant(text: string, name: string): number {
+  const ms = /^\d{4}-\d{2}-\d{2}$/.test(text) ? Date.parse(`${text}T00:00:00Z`) : Date.parse(text);
+  if (!Number.isFinite(ms) || !/^\d{4}-\d{2}-\d{2}/.test(text)) {
+    throw new ApiError(
+      400,
+      'invalid_request',
+      `${name} must be an RFC 3339 date-time or a date (YYYY-MM-DD), not "${text}"`,
+    );
+  }
+  return ms;
+}
+
+/**
+ * Every step of [from, to) with its counts, empty ones included, so a chart or an invoice sees
+ * each hour (or day) once.
+ */
+function series(hours: HourUsage[], from: number, to: number, step: number): Array<{ start: number } & Counts> {
+  const byStart = new Map<number, UsageCounts>();
+  for (const usage of hours) {
+    const start = usage.hour - ((usage.hour - from) % step);
+    let counts = byStart.get(start);
+    if (!counts) {
+      counts = emptyCounts();
+      byStart.set(start, counts);
+    }
+    addCounts(counts, usage);
+  }
+  const out: Array<{ start: number } & Counts> = [];
+  for (let start = from; start < to; start += step)
+    out.push({ start, ...withRefused(byStart.get(start) ?? emptyCounts()) });
+  return out;
+}
+
+const CSV_COLUMNS = ['start', 'admitted', 'limited', 'banned', 'refused', 'forbidden', 'units'] as const;
+
+function toCsv(rows: Static<typeof HistorySchema>['series']): string {
+  const lines = [CSV_COLUMNS.join(',')];
+  for (const row of rows) lines.push(CSV_COLUMNS.map((column) => row[column]).join(','));
+  return `${lines.join('\n')}\n`;
+}
+
+/** Reads many keys' hours at once, a bounded number at a time. */
+async function hoursOfKeys(
+  read: (keyId: string) => Promise<HourUsage[]>,
+  keyIds: string[],
+): Promise<Array<[string, HourUsage[]]>> {
+  const out: Array<[string, HourUsage[]]> = [];
+  for (let i = 0; i < keyIds.length; i += 200) {
+    const chunk = keyIds.slice(i, i + 200);
+    const read200 = await Promise.all(chunk.map(async (id) => [id, await read(id)] as [string, HourUsage[]]));
+    out.push(...read200);
+  }
+  return out;
+}
+
+/**
+ * Usage over time: a key's hourly or daily series (JSON, or CSV for billing) and the busiest keys
+ * of a window with totals per plan. Both read the usage history, not the live windows.
+ */
+export const historyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
+  const history = deps.history;
+  const retentionDays = Math.round(history.retentionMs / DAY_MS);
+
+  function unavailable(err: unknown, log: { error(obj: object, msg: string): void }): never {
+    log.error({ err }, 'cannot read the usage history');
+    throw new ApiError(503, 'rate_limiter_unavailable', 'Cannot reach Redis to read the usage history; retry');
+  }
+
+  app.get(
+    '/admin/keys/:id/usage/history',
+    {
+      schema: {
+        params: KeyIdParams,
+        querystring: HistoryQuery,
+        response: { 200: HistorySchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { record } = await findKey(deps, request.params.id);
+      const granularity: Granularity = request.query.granularity ?? 'hour';
+      const step = granularity === 'hour' ? HOUR_MS : DAY_MS;
+      const now = deps.now();
+      const align = (ms: number) => ms - (((ms % step) + step) % step);
+      const to = request.query.to === undefined ? align(now) + step : align(instant(request.query.to, 'to') + step - 1);
+      const from =
+        request.query.from === undefined
+          ? to - (granularity === 'hour' ? 24 * HOUR_MS : 30 * DAY_MS)
+          : align(instant(request.query.from, 'from'));
+      if (from >= to) throw new ApiError(400, 'invalid_request', 'from must be before to');
+      const oldest = align(now - history.retentionMs);
+      if (from < oldest) {
+        throw new ApiError(
+          400,
+          'invalid_request',
+          `The history is kept for ${retentionDays} days (USAGE_HISTORY_DAYS): from must be on or after ${iso(oldest)}`,
+        );
+      }
+      if (to > align(now) + step) {
+        throw new ApiError(400, 'invalid_request', `to must not be after the current ${granularity}`);
+      }
+      let hours: HourUsage[];
+      try {
+        hours = await history.hours(record.id, from, to);
+      } catch (err) {
+        unavailable(err, request.log);
+      }
+      const totals = emptyCounts();
+      for (const usage of hours) addCounts(totals, usage);
+      const body = {
+        id: record.id,
+        granularity,
+        from: iso(from),
+        to: iso(to),
+        retentionDays,
+        totals: withRefused(totals),
+        series: series(hours, from, to, step).map(({ start, ...counts }) => ({ start: iso(start), ...counts })),
+      };
+      const wantsCsv =
+        request.query.format === 'csv' ||
+        (request.query.format === undefined && /\btext\/csv\b/.test(request.headers.accept ?? ''));
+      if (!wantsCsv) return body;
+      const file = `usage-${record.id}-${body.from.slice(0, 13)}-${granularity}.csv`;
+      return (
+        reply
+          .type('text/csv; charset=utf-8')
+          .header('content-disposition', `attachment; filename="${file.replace(/[^\w.:-]/g, '_')}"`)
+          // A string body with its own type is sent as it is: the 200 schema describes the JSON answer.
+          .send(toCsv(body.series) as never)
+      );
+    },
+  );
+
+  app.get(
+    '/admin/usage',
+    { schema: { querystring: TopQuery, response: { 200: TopSchema, ...errors } } },
+    async (request) => {
+      const window = request.query.window ?? '24h';
+      const sort = request.query.sort ?? 'admitted';
+      const limit = request.query.limit ?? 20;
+      const hoursInWindow = Number(window.slice(0, -1)) * (window.endsWith('d') ? 24 : 1);
+      if (hoursInWindow * HOUR_MS > history.retentionMs) {
+        throw new ApiError(
+          400,
+          'invalid_request',
+          `The history is kept for ${retentionDays} days: window ${window} is longer`,
+        );
+      }
+      const now = deps.now();
+      const to = now - (now % HOUR_MS) + HOUR_MS;
+      const from = to - hoursInWindow * HOUR_MS;
+      let perKey: Array<[string, HourUsage[]]>;
+      try {
+        const ids = await history.activeKeys(from, to);
+        perKey = await hoursOfKeys((id) => history.hours(id, from, to), ids);
+      } catch (err) {
+        unavailable(err, request.log);
+      }
+      const records = new Map((await deps.keyStore.list()).map((r) => [r.id, r]));
+      for (const r of deps.keyResolver.fileRecords()) records.set(r.id, r);
+
+      const totals = emptyCounts();
+      const plans = new Map<string, UsageCounts & { keys: number }>();
+      const keys: Static<typeof TopSchema>['keys'] = [];
+      for (const [id, hours] of perKey) {
+        if (hours.length === 0) continue;
+        const counts = emptyCounts();
+        for (const usage of hours) addCounts(counts, usage);
+        addCounts(totals, counts);
+        const record = records.get(id);
+        const plan = record?.plan ?? '(unknown key)';
+        let planTotals = plans.get(plan);
+        if (!planTotals) {
+          planTotals = { ...emptyCounts(), keys: 0 };
+          plans.set(plan, planTotals);
+        }
+        addCounts(planTotals, counts);
+        planTotals.keys++;
+        keys.push({
+          id,
+          name: record?.name ?? '',
+          plan,
+          revoked: Boolean(record?.revokedAt),
+          ...withRefused(counts),
+        });
+      }
+      keys.sort((a, b) => b[sort] - a[sort] || b.admitted - a.admitted || a.id.localeCompare(b.id));
+      const hourly = series(
+        perKey.flatMap(([, hours]) => hours),
+        from,
+        to,
+        HOUR_MS,
+      );
+      return {
+        window,
+        from: iso(from),
+        to: iso(to),
+        sort,
+        totals: { ...withRefused(totals), keys: keys.length },
+        plans: [...plans]
+          .map(([plan, counts]) => ({ plan, ...withRefused(counts), keys: counts.keys }))
+          .sort((a, b) => b.admitted + b.refused - (a.admitted + a.refused) || a.plan.localeCompare(b.plan)),
+        hours: hourly.map(({ start, ...counts }) => ({ start: iso(start), ...counts })),
+        keys: keys.slice(0, limit),
+      };
+    },
+  );
+};

@@ -1,0 +1,308 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createKey } from '../src/keys/create-key.js';
+import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
+import { DAY_MS, HOUR_MS } from '../src/limits/usage-history.js';
+import {
+  ADMIN_TOKEN,
+  addKey,
+  bearer,
+  connected,
+  redisClient,
+  startEchoUpstream,
+  startGateway,
+  type TestGateway,
+} from './helpers.js';
+
+let redis: TestRedis;
+let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
+const open: TestGateway[] = [];
+beforeAll(async () => {
+  redis = await startRedis();
+  upstream = await startEchoUpstream();
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((g) => g.close()));
+});
+afterAll(async () => {
+  await upstream.close();
+  await redis.stop();
+});
+
+/** A clock the test moves; it starts 10 minutes into the current hour, so writes never expire at once. */
+function testClock() {
+  let t = Math.floor(Date.now() / HOUR_MS) * HOUR_MS + 10 * 60_000;
+  return {
+    now: () => t,
+    set(ms: number) {
+      t = ms;
+    },
+    get hour() {
+      return t - (t % HOUR_MS);
+    },
+  };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'history-'));
+function plansFile(content: unknown): string {
+  const path = join(dir, `plans-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(path, JSON.stringify(content));
+  return path;
+}
+
+async function replicas(
+  clock: ReturnType<typeof testClock>,
+  env: Record<string, string> = {},
+  options: { redis?: boolean } = {},
+) {
+  const keyStore = new MemoryKeyStore();
+  const prefix = `h${Math.random().toString(36).slice(2, 8)}:`;
+  const make = async () => {
+    const gw = await startGateway({
+      redisUrl: options.redis === false ? null : redis.url,
+      upstream: upstream.url,
+      prefix,
+      env: { BAN_GRACE_MS: '0', BAN_THRESHOLD: '1000', ...env },
+      keyStore,
+      now: clock.now,
+    });
+    open.push(gw);
+    return gw;
+  };
+  const a = await make();
+  const b = options.redis === false ? a : await make();
+  return { a, b, keyStore };
+}
+
+const admin = (gw: TestGateway, url: string, headers: Record<string, string> = {}) =>
+  gw.admin.inject({ url, headers: { ...bearer(ADMIN_TOKEN), ...headers } });
+
+async function send(gw: TestGateway, key: string, n: number, method: 'GET' | 'POST' = 'GET') {
+  const statuses = await Promise.all(
+    Array.from({ length: n }, () =>
+      gw.app.inject({
+        method,
+        url: '/v1/pets',
+        headers: { ...bearer(key), ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+        ...(method === 'POST' ? { payload: { name: 'Rex', categoryId: 1 } } : {}),
+      }),
+    ),
+  );
+  return statuses.map((r) => r.statusCode);
+}
+
+const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
+
+describe('usage history through two replicas on one Redis', () => {
+  it('counts every decision of concurrent traffic exactly, in the hour it was made', async () => {
+    const clock = testClock();
+    const { a, b } = await replicas(clock);
+    const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 50, perDay: 10_000 });
+    const statuses = (await Promise.all([send(a, key, 60), send(b, key, 60)])).flat();
+    expect(count(statuses, 200)).toBe(50);
+    expect(count(statuses, 429)).toBe(70);
+
+    const res = await admin(a, `/admin/keys/${id}/usage/history`);
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body.totals).toEqual({ admitted: 50, limited: 70, banned: 0, refused: 70, forbidden: 0, units: 50 });
+    expect(body.granularity).toBe('hour');
+    expect(body.series).toHaveLength(24);
+    expect(body.series.at(-1)).toEqual({
+      start: new Date(clock.hour).toISOString(),
+      admitted: 50,
+      limited: 70,
+      banned: 0,
+      refused: 70,
+      forbidden: 0,
+      units: 50,
+    });
+    // The same answer from the other replica: the history is shared, not per process.
+    expect((await admin(b, `/admin/keys/${id}/usage/history`)).json().totals).toEqual(body.totals);
+  });
+
+  it('puts requests on either side of an hour in their own hours, and sums them by day', async () => {
+    const clock = testClock();
+    const { a } = await replicas(clock);
+    const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 1000, perDay: 10_000 });
+    const nextHour = clock.hour + HOUR_MS;
+    clock.set(nextHour - 1);
+    expect(count(await send(a, key, 3), 200)).toBe(3);
+    clock.set(nextHour);
+    expect(count(await send(a, key, 2), 200)).toBe(2);
+
+    const hours = (await admin(a, `/admin/keys/${id}/usage/history`)).json().series;
+    expect(hours.at(-2)).toMatchObject({ start: new Date(nextHour - HOUR_MS).toISOString(), admitted: 3 });
+    expect(hours.at(-1)).toMatchObject({ start: new Date(nextHour).toISOString(), admitted: 2 });
+
+    const days = (await admin(a, `/admin/keys/${id}/usage/history?granularity=day`)).json();
+    expect(days.series).toHaveLength(30);
+    const today = days.series.find((d: { start: string }) => Date.parse(d.start) === nextHour - (nextHour % DAY_MS));
+    const yesterday = days.series.find(
+      (d: { start: string }) => Date.parse(d.start) === nextHour - (nextHour % DAY_MS) - DAY_MS,
+    );
+    // An hour boundary that is also midnight splits the two across days; otherwise one day has all five.
+    expect((today?.admitted ?? 0) + (yesterday?.admitted ?? 0)).toBe(5);
+    expect(days.totals.admitted).toBe(5);
+  });
+
+  it('counts route costs as units, and refusals of a scope the key lacks as forbidden, not admitted', async () => {
+    const clock = testClock();
+    const { a } = await replicas(clock, {
+      PLANS_FILE: plansFile({
+        plans: { metered: { windows: { minute: 100 } }, reader: { windows: { minute: 100 }, scopes: ['pets:read'] } },
+        routeCosts: { 'POST /v1/pets': 5 },
+      }),
+    });
+    const metered = createKey({ plan: 'metered', name: 'm' });
+    const reader = createKey({ plan: 'reader', name: 'r' });
+    await a.deps.keyStore.insert(metered.record);
+    await a.deps.keyStore.insert(reader.record);
+    // The echo upstream answers 200 to anything.
+    expect(count(await send(a, metered.key, 3, 'POST'), 200)).toBe(3);
+    expect(count(await send(a, metered.key, 2), 200)).toBe(2);
+    expect(count(await send(a, reader.key, 4, 'POST'), 403)).toBe(4);
+
+    const m = (await admin(a, `/admin/keys/${metered.record.id}/usage/history`)).json().totals;
+    expect(m).toMatchObject({ admitted: 5, units: 17, forbidden: 0 });
+    const r = (await admin(a, `/admin/keys/${reader.record.id}/usage/history`)).json().totals;
+    expect(r).toEqual({ admitted: 0, limited: 0, banned: 0, refused: 0, forbidden: 4, units: 0 });
+  });
+
+  it('counts refusals of a ban the replica already knows (no Redis call) as banned, on every replica', async () => {
+    const clock = testClock();
+    const { a, b } = await replicas(clock, { BAN_THRESHOLD: '1' });
+    const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 1, perDay: 100 });
+    // 200, then 429 limited (strike 1), then 429 banned: the ban starts in the shared script.
+    for (const expected of [200, 429, 429]) expect(await send(a, key, 1)).toEqual([expected]);
+    // Each replica learns the ban once from Redis, then refuses from its own memory.
+    expect(await send(b, key, 1)).toEqual([429]);
+    expect(count(await send(a, key, 4), 429)).toBe(4);
+    expect(count(await send(b, key, 3), 429)).toBe(3);
+    const decisions = await a.deps.registry.getSingleMetricAsString('gateway_rate_limit_decisions_total');
+    expect(decisions).toMatch(/decision="banned",source="local-ban",service="gateway"} 4$/m);
+
+    // B's local refusals are written in a batch within a second; A's read writes A's own first.
+    await vi.waitFor(
+      async () => {
+        const totals = (await admin(a, `/admin/keys/${id}/usage/history`)).json().totals;
+        expect(totals).toMatchObject({ admitted: 1, limited: 1, banned: 1 + 1 + 4 + 3 });
+      },
+      { timeout: 5_000, interval: 100 },
+    );
+  });
+
+  it('exports the series as CSV for billing, by format=csv or Accept: text/csv', async () => {
+    const clock = testClock();
+    const { a } = await replicas(clock);
+    const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 2, perDay: 100 });
+    await send(a, key, 3);
+    const from = new Date(clock.hour - 2 * HOUR_MS).toISOString();
+    for (const [query, headers] of [
+      [`?from=${from}&format=csv`, {}],
+      [`?from=${from}`, { accept: 'text/csv' }],
+    ] as const) {
+      const res = await admin(a, `/admin/keys/${id}/usage/history${query}`, headers);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
+      expect(res.headers['content-disposition']).toMatch(/^attachment; filename="usage-[\w.:-]+\.csv"$/);
+      expect(res.body.trim().split('\n')).toEqual([
+        'start,admitted,limited,banned,refused,forbidden,units',
+        `${new Date(clock.hour - 2 * HOUR_MS).toISOString()},0,0,0,0,0,0`,
+        `${new Date(clock.hour - HOUR_MS).toISOString()},0,0,0,0,0,0`,
+        `${new Date(clock.hour).toISOString()},2,1,0,1,0,2`,
+      ]);
+    }
+  });
+
+  it.each([
+    ['from=yesterday', 'from must be an RFC 3339 date-time or a date'],
+    ['from=2026-02-31T00:00:00Z&to=2026-02-01', 'from must be'],
+    ['granularity=week', 'granularity'],
+    ['format=xml', 'format'],
+    ['colour=red', 'colour'],
+  ])('refuses %s with 400 in the error shape', async (query, message) => {
+    const clock = testClock();
+    const { a } = await replicas(clock);
+    const { id } = await addKey(a.deps, 'free');
+    const res = await admin(a, `/admin/keys/${id}/usage/history?${query}`);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'invalid_request', status: 400 });
+    expect(res.json().message).toContain(message);
+  });
+
+  it('refuses a range before the retention, a range after now and an empty one, and 404s an unknown key', async () => {
+    const clock = testClock();
+    const { a } = await replicas(clock, { USAGE_HISTORY_DAYS: '2' });
+    const { id } = await addKey(a.deps, 'free');
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const before = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.now() - 3 * DAY_MS)}`);
+    expect(before.statusCode).toBe(400);
+    expect(before.json().message).toContain('kept for 2 days (USAGE_HISTORY_DAYS)');
+    const after = await admin(a, `/admin/keys/${id}/usage/history?to=${iso(clock.now() + 2 * HOUR_MS)}`);
+    expect(after.statusCode).toBe(400);
+    const empty = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.hour)}&to=${iso(clock.hour - 1)}`);
+    expect(empty.json().message).toBe('from must be before to');
+    const missing = await admin(a, '/admin/keys/key_nope/usage/history');
+    expect(missing.statusCode).toBe(404);
+    expect((await admin(a, '/admin/usage?window=3d')).statusCode).toBe(400);
+  });
+
+  it('keeps a day of history in Redis until its retention ends, and a revoked key’s history readable', async () => {
+    const clock = testClock();
+    const { a } = await replicas(clock, { USAGE_HISTORY_DAYS: '35' });
+    const { id, key } = await addKey(a.deps, 'free');
+    await send(a, key, 1);
+    const day = Math.floor(clock.now() / DAY_MS);
+    const client = await connected(redisClient(redis.url));
+    try {
+      const expiresAt = await client.pexpiretime(`${a.config.redisPrefix}{${id}}:h:${day}`);
+      expect(expiresAt).toBe((day + 1) * DAY_MS + 35 * DAY_MS);
+    } finally {
+      client.disconnect();
+    }
+    const revoked = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
+    expect(revoked.statusCode).toBe(204);
+    expect((await admin(a, `/admin/keys/${id}/usage/history`)).json().totals.admitted).toBe(1);
+  });
+});
+
+describe('top keys (GET /admin/usage)', () => {
+  for (const backend of ['redis', 'memory'] as const) {
+    it(`ranks keys by admitted or refused, with totals per plan and per hour (${backend})`, async () => {
+      const clock = testClock();
+      const { a, b } = await replicas(clock, {}, { redis: backend === 'redis' });
+      const busy = await addKey(a.deps, 'enterprise', { perMinute: 100, perDay: 10_000 });
+      const refused = await addKey(a.deps, 'enterprise', { perMinute: 2, perDay: 10_000 });
+      const small = await addKey(a.deps, 'free');
+      await Promise.all([send(a, busy.key, 20), send(b, busy.key, 10)]);
+      await send(b, refused.key, 12);
+      await send(a, small.key, 1);
+      // Hours ago, still in the window of 24 h, not in that of 1 h.
+      clock.set(clock.now() + 3 * HOUR_MS);
+      await send(a, small.key, 4);
+
+      const top = (await admin(a, '/admin/usage')).json();
+      expect(top.window).toBe('24h');
+      expect(top.keys.map((k: { id: string }) => k.id)).toEqual([busy.id, small.id, refused.id]);
+      expect(top.keys[0]).toMatchObject({ plan: 'enterprise', admitted: 30, refused: 0, revoked: false });
+      expect(top.totals).toMatchObject({ admitted: 37, refused: 10, keys: 3 });
+      expect(top.plans).toEqual([
+        { plan: 'enterprise', keys: 2, admitted: 32, limited: 10, banned: 0, refused: 10, forbidden: 0, units: 32 },
+        { plan: 'free', keys: 1, admitted: 5, limited: 0, banned: 0, refused: 0, forbidden: 0, units: 5 },
+      ]);
+      expect(top.hours).toHaveLength(24);
+      expect(top.hours.at(-1)).toMatchObject({ admitted: 4 });
+      expect(top.hours.at(-4)).toMatchObject({ admitted: 33, refused: 10 });
+
+      const byRefused = (await admin(a, '/admin/usage?sort=refused&limit=1')).json();
+      expect(byRefused.keys).toEqual([expect.objectContaining({ id: refused.id, limited: 10, admitted: 2 })]);
+      const lastHour = (await admin(a, '/admin/usage?window=1h')).json();
+      expect(lastHour.keys.map((k: { id: string }) => k.id)).toEqual([small.id]);
+      expect((await admin(a, '/admin/usage?window=24x')).statusCode).toBe(400);
+    });
+  }
+});
