@@ -213,7 +213,7 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(
-      /unknown command "rotat"; commands: create, list, show, update, rotate, usage, revoke, unban/,
+      /unknown command "rotat"; commands: create, list, show, update, rotate, usage, history, top, revoke, unban/,
     );
   });
 
@@ -585,6 +585,39 @@ describe('keys CLI lifecycle commands through the admin API', () => {
     const noExpiry = JSON.parse((await cli(['update', created.id, '--no-expiry', '--json'], env)).stdout);
     expect(noExpiry).not.toHaveProperty('expiresAt');
     expect(noExpiry.plan).toBe('pro');
+  });
+
+  it('history draws a key’s hours as bars with totals, and top ranks the keys with totals per plan', async () => {
+    const created = oneJsonLine(await cli(['create', '--plan', 'pro', '--name', 'charted', '--json'], env));
+    for (let i = 0; i < 3; i++) expect((await call(created.key)).statusCode).toBe(200);
+
+    const hourly = await cli(['history', created.id, '--days', '1'], env);
+    expect(hourly.code, hourly.stderr).toBe(0);
+    const lines = hourly.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(new RegExp(`^${created.id}: hourly from .* \\(█ admitted, ░ refused\\)$`));
+    // 24 rows, one an hour; this hour's bar is the whole width, the others empty.
+    expect(lines).toHaveLength(1 + 24 + 1);
+    expect(lines[24]).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}h {2}█{36} +3$/);
+    expect(lines.slice(1, 24).every((line) => /^\d{4}-\d{2}-\d{2} \d{2}h$/.test(line))).toBe(true);
+    expect(lines[25]).toBe('total: 3 admitted (3 units), 0 refused (0 by limit, 0 by ban), 0 forbidden');
+
+    const daily = JSON.parse((await cli(['history', created.id, '--json'], env)).stdout);
+    expect(daily.granularity).toBe('day');
+    expect(daily.series).toHaveLength(7);
+    expect(daily.totals.admitted).toBe(3);
+
+    const top = await cli(['top', '--sort', 'admitted', '--limit', '5'], env);
+    expect(top.code, top.stderr).toBe(0);
+    expect(top.stdout).toMatch(/^top keys by admitted, 24h from /);
+    expect(top.stdout).toMatch(new RegExp(`${created.id} +charted +pro +3 +0 +0 +3`));
+    expect(top.stdout).toMatch(/by plan\nPLAN +KEYS +ADMITTED +REFUSED +UNITS\n/);
+
+    const badDays = await cli(['history', created.id, '--days', '401'], env);
+    expect(badDays.code).toBe(2);
+    expect(badDays.stderr).toContain('--days must be a whole number from 1 to 400');
+    const badWindow = await cli(['top', '--window', 'week'], env);
+    expect(badWindow.code).toBe(1);
+    expect(badWindow.stderr).toMatch(/400/);
   });
 
   it('list and show print tables by default and JSON with --json', async () => {

@@ -4,9 +4,11 @@ import { checkNewKey } from '../keys/key-operations.js';
 import { limitsFor, scopesFor } from '../plans.js';
 import { AdminClient } from './admin-client.js';
 import { createInFile, localPlans, rotateInFile, updateInFile } from './file-backend.js';
-import { createRequest, FLAG_NAMES, graceFrom, updateRequest, type Values } from './flags.js';
+import { boundedInt, createRequest, FLAG_NAMES, graceFrom, updateRequest, type Values } from './flags.js';
 import { jsonLine, printable, when } from './format.js';
+import { type History, historyChart, type Top, topTable } from './history-text.js';
 import { type KeyView, keysTable, limitsText, showKey, showUsage, type Usage } from './key-text.js';
+import { usageError } from './usage.js';
 
 /* Each command: through the admin API, or with --file on an API_KEYS_FILE; text or --json out. */
 
@@ -122,4 +124,36 @@ export async function revoke(id: string, values: Values): Promise<void> {
 export async function unban(id: string, values: Values): Promise<void> {
   await admin().request('DELETE', `${keyPath(id)}/ban`);
   print(values, { id, banLifted: true }, `lifted the ban on ${id}\n`);
+}
+
+/** The usage history lives in the gateway (Redis or its memory); a keys file has none. */
+function needsAdminApi(command: string, values: Values): void {
+  if (typeof values.file === 'string') {
+    throw usageError(command, `${command} reads the gateway's usage history through the admin API; --file has none`);
+  }
+}
+
+export async function history(id: string, values: Values): Promise<void> {
+  needsAdminApi('history', values);
+  const days = values.days === undefined ? 7 : boundedInt('history', '--days', values.days, 400);
+  // Up to two days by the hour, longer by the day: a row each either way.
+  const granularity = days <= 2 ? 'hour' : 'day';
+  const now = Date.now();
+  const step = granularity === 'hour' ? 3_600_000 : 86_400_000;
+  const from = new Date(now - (now % step) - (granularity === 'hour' ? days * 24 - 1 : days - 1) * step).toISOString();
+  const found = await admin().request<History>(
+    'GET',
+    `${keyPath(id)}/usage/history?granularity=${granularity}&from=${encodeURIComponent(from)}`,
+  );
+  print(values, found, historyChart(found));
+}
+
+export async function top(values: Values): Promise<void> {
+  needsAdminApi('top', values);
+  const query = new URLSearchParams();
+  if (values.window !== undefined) query.set('window', String(values.window));
+  if (values.sort !== undefined) query.set('sort', String(values.sort));
+  if (values.limit !== undefined) query.set('limit', String(boundedInt('top', '--limit', values.limit, 1000)));
+  const found = await admin().request<Top>('GET', `/admin/usage${query.size ? `?${query}` : ''}`);
+  print(values, found, topTable(found));
 }

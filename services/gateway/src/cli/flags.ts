@@ -166,3 +166,10 @@ export function graceFrom(values: Values): number | undefined {
   }
   return Number(raw);
 }
+
+/** A whole number option from 1 to `max` (--days, --limit). */
+export function boundedInt(command: string, flag: string, raw: Values[string], max: number): number {
+  const n = positiveInt(command, flag.slice(2), raw);
+  if (n === undefined || n > max) throw usageError(command, `${flag} must be a whole number from 1 to ${max}`);
+  return n;
+}

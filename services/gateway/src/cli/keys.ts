@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { KeyRuleError } from '../keys/key-operations.js';
-import { create, list, revoke, rotate, show, unban, update, usage } from './commands.js';
+import { create, history, list, revoke, rotate, show, top, unban, update, usage } from './commands.js';
 import type { Values } from './flags.js';
 import { printable } from './format.js';
 import { COMMANDS, USAGE, UsageError, usageError } from './usage.js';
@@ -31,6 +31,10 @@ async function main(argv: string[]): Promise<void> {
       'expires-at': { type: 'string' },
       'no-expiry': { type: 'boolean' },
       grace: { type: 'string' },
+      days: { type: 'string' },
+      window: { type: 'string' },
+      sort: { type: 'string' },
+      limit: { type: 'string' },
       file: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -74,6 +78,10 @@ async function run(command: string, id: string | undefined, values: Values): Pro
       return rotate(needId(), values);
     case 'usage':
       return usage(needId(), values);
+    case 'history':
+      return history(needId(), values);
+    case 'top':
+      return top(values);
     case 'revoke':
       return revoke(needId(), values);
     case 'unban':

@@ -13,6 +13,8 @@ export const COMMANDS: Record<string, string> = {
     'update ID [--plan P] [--per-… N | --plan-limits] [--scopes LIST | --plan-scopes] [--allow-cidr CIDR… | --any-address] [--name NAME] [--expires-at T | --no-expiry] [--file PATH]',
   rotate: 'rotate ID [--grace SECONDS] [--file PATH]',
   usage: 'usage ID',
+  history: 'history ID [--days N]',
+  top: 'top [--window 24h|7d|…] [--sort admitted|refused|units|forbidden] [--limit N]',
   revoke: 'revoke ID',
   unban: 'unban ID',
 };
@@ -38,6 +40,12 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       (default ${DEFAULT_GRACE_SECONDS}, at most ${MAX_GRACE_SECONDS}; 0 ends it now), then gets 401. Prints the new key once.
   ${COMMANDS.usage}
       Live windows (limit, used, remaining, reset), ban and refusals; counts as no request.
+  ${COMMANDS.history}
+      The key's history as a chart: admitted and refused per day for --days days (default 7),
+      per hour for 2 days or fewer; the totals with units, limit and ban refusals, 403s.
+  ${COMMANDS.top}
+      The busiest keys of a window (default 24h, hours or days up to USAGE_HISTORY_DAYS) by
+      admitted requests or --sort, --limit rows (default 20), and the totals per plan.
   ${COMMANDS.revoke}
       Revoke a key (both secrets, on every replica within 5 s).
   ${COMMANDS.unban}
