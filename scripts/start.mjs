@@ -244,6 +244,7 @@ const lines = [
   '',
   `  Animal store API is up: ${gatewayUrl}/v1  (docs: ${gatewayUrl}/docs)`,
   `  Admin API: ${adminUrl}/admin/keys`,
+  `  Console:   ${adminUrl}/console  (sign in with the admin token)`,
   generatedToken ? '  Admin token: generated for this run (below)' : '  Admin token: from ADMIN_TOKEN',
 ];
 if (demoKeys.length > 0) {

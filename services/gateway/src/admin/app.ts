@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
 import { adminAuth } from './auth-limit.js';
+import { consoleRoutes } from './console.js';
 import { adminRoutes } from './routes/index.js';
 
 /**
@@ -44,8 +45,13 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
   app.removeContentTypeParser('text/plain');
   await registerBasePlugins(app);
 
-  app.addHook('onRequest', adminAuth(token, deps.now));
+  const auth = adminAuth(token, deps.now);
+  app.addHook('onRequest', async function (request, reply) {
+    if (request.routeOptions.config.unauthenticated) return;
+    return auth.call(this, request, reply);
+  });
 
   await app.register(adminRoutes, { deps });
+  await app.register(consoleRoutes);
   return app;
 }

@@ -33,7 +33,7 @@ const BAR_CELLS = 36;
 const EIGHTHS = ['', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
 
 /** A bar of `value` out of `max` in BAR_CELLS cells, to an eighth of a cell; any non-zero value shows. */
-export function bar(value: number, max: number, cells = BAR_CELLS): string {
+function bar(value: number, max: number, cells = BAR_CELLS): string {
   if (value <= 0 || max <= 0) return '';
   const eighths = Math.max(1, Math.round((value / max) * cells * 8));
   return '█'.repeat(Math.floor(eighths / 8)) + (EIGHTHS[eighths % 8] ?? '');

@@ -37,10 +37,6 @@ export function addCounts(into: UsageCounts, from: UsageCounts): void {
   into.units += from.units;
 }
 
-export function isEmpty(counts: UsageCounts): boolean {
-  return counts.admitted + counts.limited + counts.banned + counts.forbidden === 0;
-}
-
 /**
  * The history's store. The shared limiter writes its own decisions inside its script (see
  * RedisUsageHistory.scriptArgs); `count` takes the decisions made elsewhere: the embedded

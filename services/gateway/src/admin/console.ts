@@ -1,0 +1,97 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Served without the admin token: the console's own files, which hold no data. */
+    unauthenticated?: boolean;
+  }
+}
+
+interface Asset {
+  body: Buffer;
+  type: string;
+}
+
+const JS = 'text/javascript; charset=utf-8';
+
+/**
+ * A package's folder, found from its entry point: the browser builds served here are not in the
+ * packages' `exports`, so they cannot be resolved by name.
+ */
+function packageDir(name: string): string {
+  let dir = dirname(fileURLToPath(import.meta.resolve(name)));
+  while (!existsSync(join(dir, 'package.json')) || !dir.endsWith(name)) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error(`cannot find the folder of the package ${name}`);
+    dir = up;
+  }
+  return dir;
+}
+
+/** The console's own files (services/gateway/console) and the libraries it imports, by URL. */
+function assets(): Map<string, Asset> {
+  const own = (name: string) => readFileSync(fileURLToPath(new URL(`../../console/${name}`, import.meta.url)));
+  const pkg = (name: string, file: string) => readFileSync(join(packageDir(name), file));
+  return new Map<string, Asset>([
+    ['/console/app.js', { body: own('app.js'), type: JS }],
+    ['/console/charts.js', { body: own('charts.js'), type: JS }],
+    ['/console/style.css', { body: own('style.css'), type: 'text/css; charset=utf-8' }],
+    // The browser builds of each package: plain ES modules, loaded through the page's import map.
+    ['/console/vendor/preact.js', { body: pkg('preact', 'dist/preact.module.js'), type: JS }],
+    ['/console/vendor/preact-hooks.js', { body: pkg('preact', 'hooks/dist/hooks.module.js'), type: JS }],
+    ['/console/vendor/htm.js', { body: pkg('htm', 'dist/htm.module.js'), type: JS }],
+    ['/console/vendor/uplot.js', { body: pkg('uplot', 'dist/uPlot.esm.js'), type: JS }],
+    ['/console/vendor/uplot.css', { body: pkg('uplot', 'dist/uPlot.min.css'), type: 'text/css; charset=utf-8' }],
+  ]);
+}
+
+/**
+ * A Content-Security-Policy that lets the page run only its own files and its one inline script,
+ * the import map, by its hash; no other origin, no inline style attribute from markup, no frame.
+ */
+function contentSecurityPolicy(html: string): string {
+  const importMap = /<script type="importmap">([\s\S]*?)<\/script>/.exec(html)?.[1];
+  if (importMap === undefined) throw new Error('console/index.html has no import map');
+  const hash = createHash('sha256').update(importMap).digest('base64');
+  return [
+    "default-src 'none'",
+    `script-src 'self' 'sha256-${hash}'`,
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/**
+ * The operators' console at /console, on the admin listener: static files only, a page that
+ * calls the admin API with the token the operator signs in with (kept in the tab's session
+ * storage). The files are read once, at start: a fixed handful, so a static-file plugin's
+ * directory walk and path checks would serve nothing more.
+ */
+export async function consoleRoutes(app: FastifyInstance): Promise<void> {
+  const html = readFileSync(fileURLToPath(new URL('../../console/index.html', import.meta.url)), 'utf8');
+  const csp = contentSecurityPolicy(html);
+  const files = assets();
+  const secure = (reply: FastifyReply) =>
+    reply
+      .header('content-security-policy', csp)
+      .header('x-content-type-options', 'nosniff')
+      .header('referrer-policy', 'no-referrer')
+      .header('x-frame-options', 'DENY');
+
+  app.get('/console', { config: { unauthenticated: true } }, async (_request, reply) =>
+    secure(reply).type('text/html; charset=utf-8').send(html),
+  );
+  app.get('/console/*', { config: { unauthenticated: true } }, async (request, reply) => {
+    const asset = files.get(request.url.split('?')[0] as string);
+    if (!asset) return reply.code(404).type('text/plain; charset=utf-8').send('Not found');
+    return secure(reply).type(asset.type).send(asset.body);
+  });
+}
