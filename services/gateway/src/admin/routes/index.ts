@@ -4,10 +4,11 @@ import { banRoutes } from './bans.js';
 import { keyRoutes } from './keys.js';
 import { planRoutes } from './plans.js';
 import { usageRoutes } from './usage.js';
+import { webhookRoutes } from './webhooks.js';
 
 /**
  * The admin API's routes, one file per resource: keys (create, list, show, update, rotate,
- * revoke), their live usage, their bans, the plans in force. Every change evicts the key here and tells the other
+ * revoke), their live usage, their bans, the plans in force, webhook endpoints. Every change evicts the key here and tells the other
  * replicas.
  */
 export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, opts) => {
@@ -15,4 +16,5 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
   await app.register(usageRoutes, opts);
   await app.register(banRoutes, opts);
   await app.register(planRoutes, opts);
+  await app.register(webhookRoutes, opts);
 };
