@@ -6,6 +6,7 @@ import { retryDelayMs } from './delivery-queue.js';
 const QUEUE = 'deliveries';
 /** Far more than any retry period needs: the handler ends a delivery by time (WEBHOOKS_RETRY_FOR_SECONDS), not by count. */
 const MAX_ATTEMPTS = 100_000;
+const CLOSE_WAIT_MS = 5_000;
 
 export interface BullmqQueueOptions {
   /** A new connection each call, in BullMQ's terms (redis/clients.ts queueConnection). */
@@ -23,14 +24,21 @@ export interface BullmqQueueOptions {
  */
 export class BullmqDeliveryQueue implements DeliveryQueue {
   readonly kind = 'redis (BullMQ)';
-  private readonly queue: Queue;
+  private opened: Queue | undefined;
   private readonly connections: RedisClient[] = [];
   private worker: Worker | undefined;
 
-  constructor(private readonly options: BullmqQueueOptions) {
-    this.queue = new Queue(QUEUE, {
+  constructor(private readonly options: BullmqQueueOptions) {}
+
+  /**
+   * Opened at first use: a gateway with no endpoint never opens BullMQ's connections nor loads its
+   * scripts (a cost at start that every replica and test gateway would otherwise pay).
+   */
+  private get queue(): Queue {
+    if (this.opened) return this.opened;
+    const queue = new Queue(QUEUE, {
       connection: this.connection(),
-      prefix: `{${options.prefix}webhooks}`,
+      prefix: `{${this.options.prefix}webhooks}`,
       defaultJobOptions: {
         attempts: MAX_ATTEMPTS,
         backoff: { type: 'webhook' },
@@ -39,7 +47,9 @@ export class BullmqDeliveryQueue implements DeliveryQueue {
         removeOnFail: { age: 7 * 86_400 },
       },
     });
-    this.queue.on('error', () => {});
+    queue.on('error', () => {});
+    this.opened = queue;
+    return queue;
   }
 
   private connection(): RedisClient {
@@ -64,6 +74,8 @@ export class BullmqDeliveryQueue implements DeliveryQueue {
   }
 
   async stats(): Promise<QueueStats> {
+    // A replica that knows of no endpoint has nothing queued to report.
+    if (!this.opened) return { depth: 0, oldestEnqueuedAt: null };
     const counts = await this.queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
     const depth = Object.values(counts).reduce((a, b) => a + b, 0);
     if (depth === 0) return { depth: 0, oldestEnqueuedAt: null };
@@ -78,9 +90,21 @@ export class BullmqDeliveryQueue implements DeliveryQueue {
     return { depth, oldestEnqueuedAt: oldest };
   }
 
+  /**
+   * Lets the attempts under way finish, for at most CLOSE_WAIT_MS: with Redis down BullMQ's close
+   * would wait for it forever. A delivery cut short is taken again by a replica once its lock lapses.
+   */
   async close(): Promise<void> {
-    await this.worker?.close();
-    await this.queue.close();
-    await Promise.allSettled(this.connections.map((c) => c.quit()));
+    const graceful = (async () => {
+      await this.worker?.close();
+      await this.opened?.close();
+    })().catch(() => {});
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CLOSE_WAIT_MS);
+    });
+    await Promise.race([graceful, late]);
+    clearTimeout(timer);
+    for (const connection of this.connections) connection.disconnect();
   }
 }

@@ -54,6 +54,8 @@ export class Webhooks {
   private readonly percents: readonly number[];
   private scanTimer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> = Promise.resolve();
+  private working: Promise<void> | undefined;
+  private closed = false;
 
   constructor(private readonly options: WebhooksOptions) {
     this.store = options.store;
@@ -144,18 +146,30 @@ export class Webhooks {
    * which one replica per round runs (the first to take the round's marker).
    */
   async start(): Promise<void> {
-    await this.queue.start({ deliver: (job, attempt) => this.deliver(job, attempt) });
     const every = this.options.config.expiryScanMs;
     const round = () => {
       const slot = Math.floor(this.options.now() / every);
-      this.scanning = this.store
-        .once(`scan.${slot}`, every)
-        .then((mine) => (mine ? this.scan() : undefined))
-        .catch((err) => this.options.logger.warn({ err }, 'webhooks: expiry scan failed'));
+      this.scanning = (async () => {
+        // Nothing to do, and no queue to open, while no endpoint exists.
+        if (this.closed || (await this.store.list()).length === 0) return;
+        await this.startWorking();
+        if (await this.store.once(`scan.${slot}`, every)) await this.scan();
+      })().catch((err) => this.options.logger.warn({ err }, 'webhooks: expiry scan failed'));
     };
     this.scanTimer = setInterval(round, every);
     this.scanTimer.unref();
     round();
+    await this.scanning;
+  }
+
+  /**
+   * Starts making deliveries on this replica, once an endpoint exists: at start, when one is
+   * added here, or at the next scan round after another replica added one.
+   */
+  async startWorking(): Promise<void> {
+    if (this.closed) return;
+    this.working ??= this.queue.start({ deliver: (job, attempt) => this.deliver(job, attempt) });
+    await this.working;
   }
 
   /** One attempt; throws RetryDelivery while the retry period lasts. */
@@ -241,6 +255,7 @@ export class Webhooks {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.scanTimer);
     await this.scanning;
     await this.queue.close();

@@ -76,6 +76,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async
         createdAt: iso(deps.now()),
       };
       await webhooks.store.put(subscription);
+      await webhooks.startWorking();
       audit(request.log, 'webhook-create', subscription.id, { url: subscription.url, events: subscription.events });
       return reply.code(201).send({ ...view(subscription), secret: subscription.secret });
     },
