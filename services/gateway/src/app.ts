@@ -16,6 +16,7 @@ import { publicDocumentOptions } from './openapi.js';
 import { registerProxy, upstreamPool } from './proxy.js';
 import { docsRoutes } from './routes/docs.js';
 import { healthRoutes } from './routes/health.js';
+import { webhookLifecycle } from './webhooks/lifecycle.js';
 
 /** The public gateway: health, then the gate and the proxy to the pets service. Does not listen. */
 export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promise<FastifyInstance> {
@@ -61,5 +62,6 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     document: publicDocumentOptions(config),
   });
   await registerProxy(app, { pool, metrics: deps.metrics, costs: config.plans.routeCosts });
+  await app.register(webhookLifecycle, { webhooks: deps.webhooks });
   return app;
 }

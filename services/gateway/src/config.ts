@@ -8,6 +8,7 @@ import type { BanPolicy } from './limits/key-limiter.js';
 import { DEFAULT_PLANS, type PlanBook } from './plans.js';
 import { parsePlansFile } from './plans-file.js';
 import type { HostPort, RedisTarget } from './redis/clients.js';
+import { parseWebhooksConfig, type WebhooksConfig } from './webhooks/config.js';
 
 export interface GatewayConfig {
   production: boolean;
@@ -52,6 +53,8 @@ export interface GatewayConfig {
   corsOrigins: string[];
   /** The plans in force and the route costs: PLANS_FILE, else the spec's four plans. */
   plans: PlanBook;
+  /** WEBHOOKS_*: endpoint rules, quota thresholds, retries (webhooks/config.ts). */
+  webhooks: WebhooksConfig;
 }
 
 /** PLANS_FILE (JSON, see plans-file.ts) and RATE_LIMIT_SHADOW; every problem in the file is listed. */
@@ -300,6 +303,7 @@ export function loadConfig(env: Env): GatewayConfig {
     apiDocument: parseApiDocument(r),
     corsOrigins: parseCorsOrigins(r),
     plans: parsePlans(r),
+    webhooks: parseWebhooksConfig(r),
   };
   r.done();
   return config;

@@ -19,6 +19,8 @@ import { MemoryUsageHistory, type UsageHistory } from './limits/usage-history.js
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
 import type { PlanBook } from './plans.js';
 import type { RedisClient } from './redis/clients.js';
+import { createWebhooks } from './webhooks/create-webhooks.js';
+import type { Webhooks } from './webhooks/webhooks.js';
 
 /** Connections made by server.ts (or a test); the gateway never opens its own. */
 export interface GatewayClients {
@@ -44,13 +46,15 @@ export interface GatewayDeps {
   history: UsageHistory;
   anonymous: AnonymousLimiter;
   events: EventBus;
+  /** Subscriptions, the delivery queue and the events that feed it (webhooks/). */
+  webhooks: Webhooks;
   now: () => number;
   /** The public listener's logger, also used by collaborators that log on their own (limiter, events). */
   logger: FastifyBaseLogger;
   /** Where every listener's log lines go, when not stdout. */
   logStream?: LogStream;
   /** One line per store saying which backend it uses, for the start-up log. */
-  backends: { keyStore: string; limiter: string; events: string };
+  backends: { keyStore: string; limiter: string; events: string; webhooks: string };
 }
 
 type LogStream = { write(line: string): void };
@@ -132,6 +136,7 @@ export async function createDeps(
       : new LocalEventBus();
   // In one process every "replica" hears every event.
   if (!(events instanceof RedisEventBus)) metrics.eventBusSubscribed.set(1);
+  const webhooks = createWebhooks(config, redis, { registry, logger, keyStore, keyResolver, now });
 
   return {
     plans: config.plans,
@@ -145,6 +150,7 @@ export async function createDeps(
     history,
     anonymous,
     events,
+    webhooks,
     now,
     backends: {
       keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}`,
@@ -152,6 +158,7 @@ export async function createDeps(
         ? `redis ${config.redis?.mode ?? ''} (failure mode ${config.failureMode})`
         : 'memory (embedded: limits are per process)',
       events: redis && subscriber ? 'redis pub/sub' : 'in-process',
+      webhooks: webhooks.queue.kind,
     },
   };
 }

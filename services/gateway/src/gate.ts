@@ -45,7 +45,10 @@ declare module 'fastify' {
   }
 }
 
-export type GateOptions = Pick<GatewayDeps, 'keyResolver' | 'limiter' | 'anonymous' | 'metrics' | 'now'> & {
+export type GateOptions = Pick<
+  GatewayDeps,
+  'keyResolver' | 'limiter' | 'anonymous' | 'metrics' | 'now' | 'webhooks'
+> & {
   /** Counts keyless requests against their address; shared with the framework-error path. */
   keyless: KeylessCharge;
   /** The length of a ban (BAN_SECONDS), reported in RateLimit-Policy while a key is banned. */

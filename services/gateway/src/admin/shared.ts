@@ -30,6 +30,8 @@ export function audit(
 ): void {
   deps.metrics.adminActions.inc({ action });
   log.info({ audit: action, keyId, ...fields }, `admin: ${action} ${keyId}`);
+  // Every audited key change is also an event for the webhook endpoints subscribed to it.
+  deps.webhooks.keyAction(action, keyId, fields);
 }
 
 /** A key by id, from API_KEYS_FILE first, then the store; 404 when neither has it. */

@@ -5,6 +5,7 @@ import { create, history, list, revoke, rotate, show, top, unban, update, usage 
 import type { Values } from './flags.js';
 import { printable } from './format.js';
 import { COMMANDS, USAGE, UsageError, usageError } from './usage.js';
+import { webhooks } from './webhook-commands.js';
 
 /*
  * The keys CLI (`npm run -s keys -- …`, bin animal-store-keys): its options, the command, and how
@@ -36,6 +37,8 @@ async function main(argv: string[]): Promise<void> {
       sort: { type: 'string' },
       limit: { type: 'string' },
       file: { type: 'string' },
+      events: { type: 'string' },
+      description: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -50,6 +53,7 @@ async function main(argv: string[]): Promise<void> {
       `unknown command "${command}"; commands: ${Object.keys(COMMANDS).join(', ')} (--help for their options)`,
     );
   }
+  if (command === 'webhooks') return webhooks(positionals.slice(1), values);
   if (extra.length > 0) throw usageError(command, `unexpected argument "${extra[0]}"`);
   try {
     await run(command, id, values);

@@ -17,6 +17,7 @@ export const COMMANDS: Record<string, string> = {
   top: 'top [--window 24h|7d|…] [--sort admitted|refused|units|forbidden] [--limit N]',
   revoke: 'revoke ID',
   unban: 'unban ID',
+  webhooks: 'webhooks add URL --events LIST [--description TEXT] | webhooks list | webhooks rm ID | webhooks test ID',
 };
 
 export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
@@ -50,6 +51,9 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       Revoke a key (both secrets, on every replica within 5 s).
   ${COMMANDS.unban}
       Lift a key's ban and forget its refusals.
+  ${COMMANDS.webhooks}
+      Webhook endpoints (Standard Webhooks): add one for a comma-separated list of events (prints
+      its signing secret once), list them with their state, remove one, or queue a ping to it.
 
   --json   print JSON (one line) instead of text
   --file   work on an API_KEYS_FILE (hashes only) instead of calling the admin API;

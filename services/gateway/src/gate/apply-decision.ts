@@ -8,6 +8,7 @@ import { setBannedHeaders, setRateLimitHeaders } from '../limits/headers.js';
 import { emptyWindows } from '../limits/key-limiter.js';
 import type { LimitPolicy } from '../limits/policy.js';
 import type { GatewayMetrics } from '../metrics.js';
+import type { Webhooks } from '../webhooks/webhooks.js';
 import { UNAVAILABLE_RETRY_SECONDS } from './refuse.js';
 
 export interface DecisionOptions {
@@ -15,6 +16,8 @@ export interface DecisionOptions {
   now: () => number;
   /** The length of a ban (BAN_SECONDS), reported in RateLimit-Policy while a key is banned. */
   banSeconds: number;
+  /** Told of admitted requests (quota thresholds) and of bans as they start. */
+  webhooks?: Pick<Webhooks, 'onAdmitted' | 'onBanned'>;
 }
 
 /**
@@ -33,7 +36,7 @@ export type ApplyDecision = (
   forbidden: ApiError | undefined,
 ) => ApiError | undefined;
 
-export function limiterDecisions({ metrics, now, banSeconds }: DecisionOptions): ApplyDecision {
+export function limiterDecisions({ metrics, now, banSeconds, webhooks }: DecisionOptions): ApplyDecision {
   // One counter child per outcome and source, found without hashing labels on every request.
   const decisionCounters = new Map<string, Counter.Internal>();
   function decisionCounter(decision: GuardedDecision): Counter.Internal {
@@ -79,6 +82,8 @@ export function limiterDecisions({ metrics, now, banSeconds }: DecisionOptions):
     switch (decision.outcome) {
       case 'admitted':
         setRateLimitHeaders(reply, decision.windows, at);
+        // The gate charged the route's cost (forbidden requests, at cost 0, returned above).
+        webhooks?.onAdmitted(record, decision.windows, request.routeOptions.config.cost ?? 1);
         return undefined;
       case 'limited':
         setRateLimitHeaders(reply, decision.windows, at);
@@ -93,6 +98,7 @@ export function limiterDecisions({ metrics, now, banSeconds }: DecisionOptions):
             { refusals: decision.started.refusals, banEndsAt: new Date(decision.banEndsAt).toISOString() },
             'API key banned for ignoring rate limits',
           );
+          webhooks?.onBanned(record, decision.banEndsAt);
         }
         setBannedHeaders(reply, decision.windows, at, decision.banEndsAt, banSeconds);
         return new ApiError(429, 'api_key_banned', 'This API key is temporarily banned for ignoring rate limits', {

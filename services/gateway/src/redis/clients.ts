@@ -160,3 +160,20 @@ export function describeRedis(target: RedisTarget): string {
   if (target.mode === 'sentinel') return `sentinel ${target.masterName} via ${hosts(target.sentinels)}${tls}`;
   return `cluster via ${hosts(target.nodes)}${tls}`;
 }
+
+/**
+ * A connection for the webhook queue (BullMQ), to the same deployment as the others: its worker
+ * blocks on commands and must ride out a failover, so no command timeout, commands queue while
+ * disconnected and are retried (BullMQ requires maxRetriesPerRequest null). Nothing on the request
+ * path waits on it.
+ */
+export function queueConnection(target: RedisTarget): RedisClient {
+  const client = connect(target, {
+    connectTimeout: 2_000,
+    enableOfflineQueue: true,
+    maxRetriesPerRequest: null,
+    retryStrategy: backoff,
+  });
+  client.on('error', () => {});
+  return client;
+}

@@ -5,10 +5,12 @@ import { historyRoutes } from './history.js';
 import { keyRoutes } from './keys.js';
 import { planRoutes } from './plans.js';
 import { usageRoutes } from './usage.js';
+import { webhookRoutes } from './webhooks.js';
 
 /**
  * The admin API's routes, one file per resource: keys (create, list, show, update, rotate,
- * revoke), their live usage and its history, their bans, the plans in force. Every change evicts the key here and tells the other
+ * revoke), their live usage and its history, their bans, the plans in force, webhook endpoints.
+ * Every change evicts the key here and tells the other
  * replicas.
  */
 export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, opts) => {
@@ -17,4 +19,5 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
   await app.register(historyRoutes, opts);
   await app.register(banRoutes, opts);
   await app.register(planRoutes, opts);
+  await app.register(webhookRoutes, opts);
 };

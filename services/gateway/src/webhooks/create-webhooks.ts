@@ -1,0 +1,52 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { GatewayConfig } from '../config.js';
+import type { KeyResolver } from '../keys/key-resolver.js';
+import type { KeyRecord } from '../keys/key-store.js';
+import { queueConnection, type RedisClient } from '../redis/clients.js';
+import { BullmqDeliveryQueue } from './bullmq-delivery-queue.js';
+import type { DeliveryQueue } from './delivery-queue.js';
+import { MemoryDeliveryQueue } from './memory-delivery-queue.js';
+import { MemoryWebhookStore } from './memory-webhook-store.js';
+import { createWebhookMetrics } from './metrics.js';
+import { RedisWebhookStore } from './redis-webhook-store.js';
+import { WebhookSender } from './send.js';
+import { Webhooks } from './webhooks.js';
+
+/**
+ * Webhooks on the gateway's Redis (subscriptions, markers and the BullMQ queue, shared by the
+ * replicas), or all in this process in embedded mode. Called by createDeps.
+ */
+export function createWebhooks(
+  config: GatewayConfig,
+  redis: RedisClient | null,
+  parts: {
+    registry: Registry;
+    logger: FastifyBaseLogger;
+    keyStore: { get(id: string): Promise<KeyRecord | null>; list(): Promise<KeyRecord[]> };
+    keyResolver: KeyResolver;
+    now: () => number;
+  },
+): Webhooks {
+  const settings = config.webhooks;
+  const target = config.redis;
+  const retry = { baseMs: settings.retryBaseMs, maxMs: settings.retryMaxDelayMs };
+  const queue: DeliveryQueue =
+    redis && target
+      ? new BullmqDeliveryQueue({ connect: () => queueConnection(target), prefix: config.redisPrefix, retry })
+      : new MemoryDeliveryQueue(retry);
+  const { keyStore, keyResolver } = parts;
+  return new Webhooks({
+    config: settings,
+    store: redis ? new RedisWebhookStore(redis, config.redisPrefix) : new MemoryWebhookStore(parts.now),
+    queue,
+    sender: new WebhookSender(settings.timeoutMs, settings.allowPrivate, parts.now),
+    metrics: createWebhookMetrics(parts.registry, queue, parts.now),
+    logger: parts.logger,
+    keys: {
+      get: async (id) => keyResolver.fileRecord(id) ?? (await keyStore.get(id)),
+      list: async () => [...keyResolver.fileRecords(), ...(await keyStore.list())],
+    },
+    now: parts.now,
+  });
+}

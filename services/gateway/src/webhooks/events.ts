@@ -1,0 +1,44 @@
+/** What a subscription may listen to (issue 23); the payload never holds a secret. */
+export const WEBHOOK_EVENTS = [
+  'key.quota.warning',
+  'key.quota.exhausted',
+  'key.banned',
+  'key.ban_lifted',
+  'key.expiring',
+  'key.expired',
+  'key.created',
+  'key.updated',
+  'key.rotated',
+  'key.revoked',
+] as const;
+
+export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
+
+/** The ping sent by POST /admin/webhooks/:id/test: no subscription asks for it, every one gets it. */
+export const PING_EVENT = 'webhook.test';
+
+/** The key an event is about: enough to find it, never its secret or hash. */
+export interface KeyRef {
+  keyId: string;
+  plan: string;
+  name: string;
+}
+
+/** For the quota events: the window that crossed, in the units the key's headers report. */
+export interface QuotaData {
+  window: 'day' | 'month';
+  limit: number;
+  used: number;
+  /** RFC 3339. */
+  resetAt: string;
+  /** The threshold crossed, in percent (100 for key.quota.exhausted). */
+  threshold: number;
+}
+
+/** The body of one delivery, as the receiver gets it. */
+export interface WebhookEvent {
+  type: WebhookEventType | typeof PING_EVENT;
+  /** RFC 3339: when the event happened. */
+  timestamp: string;
+  data: Record<string, unknown>;
+}

@@ -1,0 +1,49 @@
+import type { DeliveryAttempt, Subscription, WebhookStore } from './webhook-store.js';
+import { MAX_ATTEMPTS } from './webhook-store.js';
+
+/** Embedded mode: subscriptions last as long as the process. */
+export class MemoryWebhookStore implements WebhookStore {
+  readonly kind = 'memory';
+  private readonly subscriptions = new Map<string, Subscription>();
+  private readonly attemptLog = new Map<string, DeliveryAttempt[]>();
+  private readonly markers = new Map<string, number>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  async put(subscription: Subscription): Promise<void> {
+    this.subscriptions.set(subscription.id, structuredClone(subscription));
+  }
+
+  async get(id: string): Promise<Subscription | null> {
+    const found = this.subscriptions.get(id);
+    return found ? structuredClone(found) : null;
+  }
+
+  async list(): Promise<Subscription[]> {
+    return [...this.subscriptions.values()].map((s) => structuredClone(s));
+  }
+
+  async remove(id: string): Promise<boolean> {
+    this.attemptLog.delete(id);
+    return this.subscriptions.delete(id);
+  }
+
+  async recordAttempt(id: string, attempt: DeliveryAttempt): Promise<void> {
+    const log = this.attemptLog.get(id) ?? [];
+    log.unshift({ ...attempt });
+    log.length = Math.min(log.length, MAX_ATTEMPTS);
+    this.attemptLog.set(id, log);
+  }
+
+  async attempts(id: string): Promise<DeliveryAttempt[]> {
+    return (this.attemptLog.get(id) ?? []).map((a) => ({ ...a }));
+  }
+
+  async once(marker: string, ttlMs: number): Promise<boolean> {
+    const at = this.now();
+    for (const [m, until] of this.markers) if (until <= at) this.markers.delete(m);
+    if (this.markers.has(marker)) return false;
+    this.markers.set(marker, at + ttlMs);
+    return true;
+  }
+}

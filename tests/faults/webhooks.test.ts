@@ -1,0 +1,88 @@
+import { startReceiver } from '@animal-store/gateway/test/webhook-receiver.js';
+import { Redis } from 'ioredis';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startRedis, type TestRedis } from '../support/redis.js';
+import { freePort } from '../support/runtime.js';
+import { killAllServices, ServiceProcess } from '../support/service-process.js';
+
+/**
+ * A delivery outlives the gateway process that queued it: SIGKILLed while the delivery waits for
+ * its retry, the next gateway on the same Redis makes it.
+ */
+
+const ADMIN_TOKEN = 'faults-webhooks-admin-token-0123';
+const PREFIX = `fw${Date.now()}:`;
+
+describe('webhook deliveries across a SIGKILL', () => {
+  let redis: TestRedis;
+  let inspect: Redis;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    inspect = new Redis(redis.url);
+  });
+  afterEach(async () => {
+    await killAllServices();
+  });
+  afterAll(async () => {
+    inspect?.disconnect();
+    await redis?.stop();
+  });
+
+  async function gateway(adminPort: number): Promise<ServiceProcess> {
+    return ServiceProcess.start('gateway', {
+      LOG_LEVEL: 'info',
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: PREFIX,
+      ADMIN_TOKEN,
+      ADMIN_PORT: String(adminPort),
+      PETS_URL: 'http://127.0.0.1:9',
+      WEBHOOKS_ALLOW_INSECURE: 'true',
+      WEBHOOKS_ALLOW_PRIVATE: 'true',
+      // Long enough for the kill to land while the retry waits, short for the test.
+      WEBHOOKS_RETRY_BASE_MS: '1500',
+      WEBHOOKS_RETRY_MAX_DELAY_MS: '1500',
+    });
+  }
+
+  it('is delivered after a restart when the gateway was killed with it pending', async () => {
+    const hook = await startReceiver([503]);
+    try {
+      const adminPort = await freePort();
+      const first = await gateway(adminPort);
+      const admin = `http://127.0.0.1:${adminPort}`;
+      const auth = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+      const created = await fetch(`${admin}/admin/webhooks`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ url: hook.url, events: ['key.created'] }),
+      });
+      expect(created.status).toBe(201);
+      const { id, secret } = (await created.json()) as { id: string; secret: string };
+      const ping = await fetch(`${admin}/admin/webhooks/${id}/test`, { method: 'POST', headers: auth, body: '{}' });
+      expect(ping.status).toBe(202);
+
+      await hook.until(1);
+      // Pending: back in BullMQ's delayed set, waiting for its retry, when the process dies.
+      await vi.waitFor(async () => expect(await inspect.zcard(`{${PREFIX}webhooks}:deliveries:delayed`)).toBe(1), {
+        timeout: 5_000,
+        interval: 20,
+      });
+      await first.kill();
+      expect(hook.received).toHaveLength(1);
+
+      await gateway(await freePort());
+      await hook.until(2);
+      const [refused, delivered] = hook.received as [(typeof hook.received)[0], (typeof hook.received)[0]];
+      expect([refused.status, delivered.status]).toEqual([503, 200]);
+      expect(delivered.headers['webhook-id']).toBe(refused.headers['webhook-id']);
+      expect(new Webhook(secret).verify(delivered.body, delivered.headers as Record<string, string>)).toMatchObject({
+        type: 'webhook.test',
+        data: { webhookId: id },
+      });
+    } finally {
+      await hook.close();
+    }
+  });
+});
