@@ -7,7 +7,7 @@ export interface MutationArea {
   testFiles: string[];
 }
 
-export declare const areas: Record<'keys' | 'cache' | 'gate' | 'sync', MutationArea>;
+export declare const areas: Record<'limits' | 'keys' | 'cache' | 'gate' | 'sync', MutationArea>;
 
 declare const options: PartialStrykerOptions;
 export default options;

@@ -1,11 +1,8 @@
 // @ts-check
-// `npm run mutate` (scripts/mutate.mjs): mutation testing of the API keys, their sync between
-// replicas, the event bus and the gate, one area at a time, each against the test files that
-// exercise it. Not part of `npm test`; incremental mode reruns only what changed since the last.
-// See docs/architecture.md, "Mutation testing".
-//
-// The rate limits (services/gateway/src/limits/**, plans.ts) are out of the scope for now: the
-// limiter is being rewritten, and its area comes back with the rewrite.
+// `npm run mutate` (scripts/mutate.mjs): mutation testing of the rate limits, the API keys, their
+// sync between replicas, the event bus and the gate, one area at a time, each against the test
+// files that exercise it. Not part of `npm test`; incremental mode reruns only what changed since
+// the last. See docs/architecture.md, "Mutation testing".
 
 const SRC = 'services/gateway/src';
 const TEST = 'services/gateway/test';
@@ -17,9 +14,22 @@ const TEST = 'services/gateway/test';
  * an area when it exercises that code directly; suites that spawn processes and the topology
  * suites are left out everywhere, and so are files that reach the code only on the way to
  * something else (every gateway test creates keys, but api-key.ts is tested in api-key.test.ts).
- * @type {Record<'keys' | 'cache' | 'gate' | 'sync', import('./stryker.config.d.mts').MutationArea>}
+ * @type {Record<'limits' | 'keys' | 'cache' | 'gate' | 'sync', import('./stryker.config.d.mts').MutationArea>}
  */
 export const areas = {
+  // The limiters (memory and Redis), their headers and failure mode, the plans and PLANS_FILE.
+  limits: {
+    mutate: [`${SRC}/limits/**/*.ts`, `${SRC}/plans.ts`, `${SRC}/plans-file.ts`],
+    testFiles: [
+      `${TEST}/address-key.test.ts`,
+      `${TEST}/memory-limiter.test.ts`,
+      `${TEST}/plans-file.test.ts`,
+      `${TEST}/guarded-limiter.test.ts`,
+      `${TEST}/redis-limiter.test.ts`,
+      `${TEST}/policies.test.ts`,
+      `${TEST}/gate.test.ts`,
+    ],
+  },
   // Key format, records and stores, keys files, expiry.
   keys: {
     mutate: [
