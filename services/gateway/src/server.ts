@@ -52,11 +52,12 @@ async function main(): Promise<void> {
       keyStore: deps.backends.keyStore,
       limiter: deps.backends.limiter,
       events: deps.backends.events,
+      webhooks: deps.backends.webhooks,
       redis: config.redis ? describeRedis(config.redis) : 'none',
       mongo: config.mongoUrl ? redactUrl(config.mongoUrl) : 'none',
       upstream: config.petsUrl,
     },
-    `backends: keys=${deps.backends.keyStore}, limiter=${deps.backends.limiter}, redis=${config.redis?.mode ?? 'none'}`,
+    `backends: keys=${deps.backends.keyStore}, limiter=${deps.backends.limiter}, webhooks=${deps.backends.webhooks}, redis=${config.redis?.mode ?? 'none'}`,
   );
   await serve(listeners, config.shutdownGraceMs);
 }

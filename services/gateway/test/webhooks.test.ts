@@ -354,7 +354,7 @@ describe('embedded mode', () => {
     const gw = await startGateway({ redisUrl: null, logs });
     try {
       expect(logs.find((l) => String(l.msg).startsWith('webhooks: deliveries wait in memory'))).toMatchObject({
-        level: 40,
+        level: 30,
       });
     } finally {
       await gw.close();

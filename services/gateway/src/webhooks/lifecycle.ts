@@ -4,7 +4,8 @@ import type { Webhooks } from './webhooks.js';
 
 /**
  * Deliveries start once the public app is ready and stop when it closes, so a replica makes them
- * only while it serves; the line says where they wait, loudly when a restart would lose them.
+ * only while it serves; the line says where they wait (info: server.ts's backends line is the
+ * warning for embedded mode as a whole, and names the webhook queue too).
  */
 export const webhookLifecycle = fp(
   async (app: FastifyInstance, opts: { webhooks: Webhooks }) => {
@@ -12,7 +13,7 @@ export const webhookLifecycle = fp(
     app.addHook('onReady', async () => {
       await webhooks.start();
       if (webhooks.queue.kind === 'memory') {
-        app.log.warn(
+        app.log.info(
           'webhooks: deliveries wait in memory (embedded mode, no Redis): a restart loses those not yet made, and subscriptions last as long as this process',
         );
       } else {
