@@ -84,5 +84,6 @@ describe('webhook deliveries across a SIGKILL', () => {
     } finally {
       await hook.close();
     }
-  });
+    // Two gateway processes start in turn: slow on a loaded machine.
+  }, 60_000);
 });
