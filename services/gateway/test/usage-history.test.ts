@@ -1,36 +1,13 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createKey } from '../src/keys/create-key.js';
 import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
 import { DAY_MS, HOUR_MS } from '../src/limits/usage-history.js';
-import {
-  ADMIN_TOKEN,
-  addKey,
-  bearer,
-  connected,
-  redisClient,
-  startEchoUpstream,
-  startGateway,
-  type TestGateway,
-} from './helpers.js';
+import { ADMIN_TOKEN, addKey, bearer, type TestGateway, useGateways } from './helpers.js';
 
-let redis: TestRedis;
-let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
-const open: TestGateway[] = [];
-beforeAll(async () => {
-  redis = await startRedis();
-  upstream = await startEchoUpstream();
-});
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((g) => g.close()));
-});
-afterAll(async () => {
-  await upstream.close();
-  await redis.stop();
-});
+const gateways = useGateways();
 
 /** A clock the test moves; it starts 10 minutes into the current hour, so writes never expire at once. */
 function testClock() {
@@ -60,18 +37,14 @@ async function replicas(
 ) {
   const keyStore = new MemoryKeyStore();
   const prefix = `h${Math.random().toString(36).slice(2, 8)}:`;
-  const make = async () => {
-    const gw = await startGateway({
-      redisUrl: options.redis === false ? null : redis.url,
-      upstream: upstream.url,
+  const make = () =>
+    gateways.start({
+      ...(options.redis === false ? { redisUrl: null } : {}),
       prefix,
       env: { BAN_GRACE_MS: '0', BAN_THRESHOLD: '1000', ...env },
       keyStore,
       now: clock.now,
     });
-    open.push(gw);
-    return gw;
-  };
   const a = await make();
   const b = options.redis === false ? a : await make();
   return { a, b, keyStore };
@@ -257,13 +230,8 @@ describe('usage history through two replicas on one Redis', () => {
     const { id, key } = await addKey(a.deps, 'free');
     await send(a, key, 1);
     const day = Math.floor(clock.now() / DAY_MS);
-    const client = await connected(redisClient(redis.url));
-    try {
-      const expiresAt = await client.pexpiretime(`${a.config.redisPrefix}{${id}}:h:${day}`);
-      expect(expiresAt).toBe((day + 1) * DAY_MS + 35 * DAY_MS);
-    } finally {
-      client.disconnect();
-    }
+    const expiresAt = await a.redis?.pexpiretime(`${a.config.redisPrefix}{${id}}:h:${day}`);
+    expect(expiresAt).toBe((day + 1) * DAY_MS + 35 * DAY_MS);
     const revoked = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
     expect(revoked.statusCode).toBe(204);
     expect((await admin(a, `/admin/keys/${id}/usage/history`)).json().totals.admitted).toBe(1);

@@ -1,6 +1,7 @@
 import type { RedisClient } from '../redis/clients.js';
 import {
   DAY_MS,
+  daysTouched,
   emptyCounts,
   type HistoryOutcome,
   HOUR_MS,
@@ -155,8 +156,7 @@ export class RedisUsageHistory implements UsageHistory {
 
   async hours(keyId: string, from: number, to: number): Promise<HourUsage[]> {
     await this.flush();
-    const days: number[] = [];
-    for (let day = Math.floor(from / DAY_MS); day * DAY_MS < to; day++) days.push(day);
+    const days = daysTouched(from, to);
     const hashes = await Promise.all(days.map((day) => this.redis.hgetall(this.dayKey(keyId, day))));
     const out: HourUsage[] = [];
     days.forEach((day, i) => {
@@ -180,8 +180,7 @@ export class RedisUsageHistory implements UsageHistory {
   }
 
   async activeKeys(from: number, to: number): Promise<string[]> {
-    const days: number[] = [];
-    for (let day = Math.floor(from / DAY_MS); day * DAY_MS < to; day++) days.push(day);
+    const days = daysTouched(from, to);
     const sets = await Promise.all(days.map((day) => this.redis.smembers(this.indexKey(day))));
     return [...new Set(sets.flat())];
   }

@@ -25,6 +25,13 @@ export interface HourUsage extends UsageCounts {
   hour: number;
 }
 
+/** The UTC days (days since the epoch) that [from, to) touches, oldest first. */
+export function daysTouched(from: number, to: number): number[] {
+  const days: number[] = [];
+  for (let day = Math.floor(from / DAY_MS); day * DAY_MS < to; day++) days.push(day);
+  return days;
+}
+
 export function emptyCounts(): UsageCounts {
   return { admitted: 0, limited: 0, banned: 0, forbidden: 0, units: 0 };
 }
@@ -105,12 +112,11 @@ export class MemoryUsageHistory implements UsageHistory {
   }
 
   async activeKeys(from: number, to: number): Promise<string[]> {
-    const start = from - (from % DAY_MS);
-    const end = to - (to % DAY_MS) + DAY_MS;
+    const days = new Set(daysTouched(from, to));
     const out: string[] = [];
     for (const [keyId, hours] of this.keys) {
       for (const hour of hours.keys()) {
-        if (hour >= start && hour < end) {
+        if (days.has(Math.floor(hour / DAY_MS))) {
           out.push(keyId);
           break;
         }
