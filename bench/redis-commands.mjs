@@ -16,7 +16,22 @@ function delta(before, after) {
 
 /** Requests the client sent to Redis itself (EVALSHA counts once; the script's inner calls are listed apart). */
 function clientCommands(d) {
-  const scriptInner = ['get', 'mget', 'incr', 'incrby', 'pttl', 'pexpire', 'set', 'del'];
+  // Every command the limit script calls (limits/limit-script.ts), sliding windows and the usage
+  // history's counters included.
+  const scriptInner = [
+    'get',
+    'mget',
+    'incr',
+    'incrby',
+    'pttl',
+    'pexpire',
+    'pexpireat',
+    'set',
+    'del',
+    'hgetall',
+    'hincrby',
+    'hdel',
+  ];
   let total = 0;
   for (const [k, v] of Object.entries(d)) {
     if (k === 'info' || k.startsWith('client') || k === 'config|resetstat') continue;
