@@ -161,7 +161,8 @@ describe('the console (/console on the admin listener)', () => {
 
     // Rotate with the default grace: a new secret, and both work.
     await page.getByRole('button', { name: 'Rotate' }).click();
-    await page.getByRole('button', { name: 'Rotate', exact: true }).last().click();
+    // The dialog's own button: the page's Rotate button stays in the tree behind the modal.
+    await page.getByRole('dialog').getByRole('button', { name: 'Rotate' }).click();
     const rotated = await page.getByTestId('secret').inputValue();
     expect(rotated).toMatch(/^ask_/);
     expect(rotated).not.toBe(secret);

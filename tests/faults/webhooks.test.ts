@@ -40,9 +40,11 @@ describe('webhook deliveries across a SIGKILL', () => {
       PETS_URL: 'http://127.0.0.1:9',
       WEBHOOKS_ALLOW_INSECURE: 'true',
       WEBHOOKS_ALLOW_PRIVATE: 'true',
-      // Long enough for the kill to land while the retry waits, short for the test.
-      WEBHOOKS_RETRY_BASE_MS: '1500',
-      WEBHOOKS_RETRY_MAX_DELAY_MS: '1500',
+      // Long enough for the kill to land while the retry waits, on a loaded machine too (at 1.5 s a
+      // CI run once saw the retry start first: the job was then active under the dead process's
+      // lock, and BullMQ's stalled-job check took longer than the test's timeout to free it).
+      WEBHOOKS_RETRY_BASE_MS: '5000',
+      WEBHOOKS_RETRY_MAX_DELAY_MS: '5000',
     });
   }
 
@@ -71,6 +73,8 @@ describe('webhook deliveries across a SIGKILL', () => {
       });
       await first.kill();
       expect(hook.received).toHaveLength(1);
+      // Still waiting for its retry, not taken by the dead process: what this test is about.
+      expect(await inspect.zcard(`{${PREFIX}webhooks}:deliveries:delayed`)).toBe(1);
 
       await gateway(await freePort());
       await hook.until(2);
