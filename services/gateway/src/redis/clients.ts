@@ -106,7 +106,15 @@ function cluster(target: Extract<RedisTarget, { mode: 'cluster' }>, options: Red
     // Managed TLS endpoints present certificates for their host names, not their addresses.
     ...(target.auth.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
   };
-  return new Cluster(target.nodes, clusterOptions);
+  const client = new Cluster(target.nodes, clusterOptions);
+  // ioredis connects to a node at its first command, and with the offline queue off a second
+  // command sent while that connection is still opening fails ("Connection is closed"): two
+  // commands for one new node in one turn (the limit script beside another write) sent the first
+  // requests to the fallback. Connecting each node as soon as it joins the pool closes that gap.
+  client.on('+node', (node: Redis) => {
+    if (node.status === 'wait') node.connect().catch(() => {});
+  });
+  return client;
 }
 
 function connect(target: RedisTarget, options: RedisOptions): RedisClient {
