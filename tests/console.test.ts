@@ -5,9 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createRegistry } from '@animal-store/common/metrics.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '@animal-store/gateway/test/helpers.js';
+import { startReceiver } from '@animal-store/gateway/test/webhook-receiver.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from './support/redis.js';
 import { which } from './support/runtime.js';
@@ -15,7 +17,8 @@ import { which } from './support/runtime.js';
 /**
  * The operators' console in a real headless Chromium (Debian's), against a gateway on a real
  * Redis in front of the pets service: sign in, create a key, traffic, the chart, rotate, revoke,
- * sign out; axe-core on every page; screenshots at 1280 and 390 px in reports/console/.
+ * change plan and limits, lift a ban, webhooks and their deliveries, sign out; axe-core on every
+ * page; screenshots at 1280 and 390 px in reports/console/.
  */
 
 const SHOTS = join(process.cwd(), 'reports', 'console');
@@ -35,7 +38,17 @@ beforeAll(async () => {
   gateway = await startGateway({
     redisUrl: redis.url,
     upstream: `http://127.0.0.1:${(pets.server.address() as AddressInfo).port}`,
-    env: { BAN_THRESHOLD: '1000' },
+    env: {
+      // More refusals than the first test makes (12), fewer than the ban test's.
+      BAN_THRESHOLD: '15',
+      // Every refusal counts, also those in the same second as the first.
+      BAN_GRACE_MS: '0',
+      // The webhook receiver is on loopback over http; retries in milliseconds.
+      WEBHOOKS_ALLOW_INSECURE: 'true',
+      WEBHOOKS_ALLOW_PRIVATE: 'true',
+      WEBHOOKS_RETRY_BASE_MS: '20',
+      WEBHOOKS_RETRY_MAX_DELAY_MS: '100',
+    },
   });
   await gateway.listen();
   await gateway.admin.listen({ host: '127.0.0.1', port: 0 });
@@ -68,6 +81,35 @@ async function axeViolations(page: Page): Promise<string[]> {
   return result.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+/** A page at 1280 px in a new browser context, signed in with the admin token, on the overview. */
+async function signedIn(): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(consoleUrl);
+  await page.getByLabel('Admin token (ADMIN_TOKEN)').fill(ADMIN_TOKEN);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  return { context, page };
+}
+
+const adminHeaders = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+
+async function adminCall(method: string, path: string, body?: unknown): Promise<Response> {
+  const base = consoleUrl.replace('/console', '');
+  return fetch(`${base}${path}`, {
+    method,
+    headers: body === undefined ? { authorization: adminHeaders.authorization } : adminHeaders,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+
+/** One request through the gateway with `key`: its status and, for an error, its code. */
+async function call(key: string): Promise<string> {
+  const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
+  const body = (await res.json()) as { code?: string };
+  return res.status === 200 ? '200' : `${res.status} ${body.code}`;
 }
 
 async function shoot(page: Page, name: string): Promise<void> {
@@ -221,9 +263,215 @@ describe('the console (/console on the admin listener)', () => {
     await context.close();
   });
 
+  it('changes a key plan and own limits and lifts its ban, by keyboard, and the gateway applies each at once', {
+    timeout: 120_000,
+  }, async () => {
+    const created = await adminCall('POST', '/admin/keys', { plan: 'free', name: 'ban-test' });
+    expect(created.status).toBe(201);
+    const { id, key } = (await created.json()) as { id: string; key: string };
+    // free: 60 a minute; past that each request is refused, and the 16th refusal bans the key.
+    const answers: string[] = [];
+    while (answers.length < 100 && answers.at(-1) !== '429 api_key_banned') answers.push(await call(key));
+    expect(
+      answers.filter((a) => a === '200'),
+      answers.join(),
+    ).toHaveLength(60);
+    expect(answers.at(-1), answers.slice(55).join()).toBe('429 api_key_banned');
+
+    const { context, page } = await signedIn();
+    await page.goto(`${consoleUrl}#/keys/${id}`);
+    await expect.poll(() => page.getByTestId('key-status').textContent()).toBe('banned');
+
+    // Lift ban by keyboard: Enter opens the dialog, Escape leaves it without lifting anything.
+    await page.getByRole('button', { name: 'Lift ban' }).focus();
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await shoot(page, 'lift-ban-confirm-1280');
+    expect(await axeViolations(page)).toEqual([]);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    expect(await call(key)).toBe('429 api_key_banned');
+    // Again, and confirm: the dialog opens on Cancel, Tab reaches its Lift ban, Enter sends it.
+    await page.getByRole('button', { name: 'Lift ban' }).focus();
+    await page.keyboard.press('Enter');
+    await dialog.waitFor();
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('Cancel');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('Lift ban');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByTestId('key-status').textContent()).toBe('active');
+    // Served again: the minute window is still spent, so the refusal is the limit's, not the ban's.
+    expect(await call(key)).toBe('429 rate_limit_exceeded');
+
+    // Another plan: pro allows 300 a minute, so the same minute's requests pass again.
+    await page.getByRole('button', { name: 'Change plan or limits' }).click();
+    await dialog.getByLabel('Plan', { exact: true }).selectOption('pro');
+    await shoot(page, 'change-plan-1280');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('key-plan').textContent()).toBe('pro');
+    expect(await call(key)).toBe('200');
+    // The live windows follow within their 2 s refresh.
+    await expect
+      .poll(
+        async () => page.getByTestId('windows').locator('tr', { hasText: 'minute' }).locator('td').nth(1).textContent(),
+        { timeout: 10_000 },
+      )
+      .toBe('300');
+
+    // Its own limit of 5 a minute over the plan's day, below what it used: refused at once; then the plan's again.
+    await page.getByRole('button', { name: 'Change plan or limits' }).click();
+    await dialog.getByLabel('Per minute').fill('5');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('key-limits').textContent()).toBe('5/min, 10000/day');
+    expect(await call(key)).toBe('429 rate_limit_exceeded');
+    await page.getByRole('button', { name: 'Change plan or limits' }).click();
+    await dialog.getByLabel("Use the plan's limits").check();
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('key-limits').textContent()).toBe('300/min, 10000/day');
+    expect(await call(key)).toBe('200');
+
+    // A limit of 0 is stopped by the form itself; a key revoked meanwhile by another operator is
+    // the admin API's refusal, shown in the dialog, which stays open.
+    await page.getByRole('button', { name: 'Change plan or limits' }).click();
+    await dialog.getByLabel('Per minute').fill('0');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    expect(
+      await dialog
+        .getByLabel('Per minute')
+        .evaluate((input: { validity: { rangeUnderflow: boolean } }) => input.validity.rangeUnderflow),
+    ).toBe(true);
+    expect(((await (await adminCall('GET', `/admin/keys/${id}`)).json()) as { limits: object }).limits).toEqual({
+      perMinute: 300,
+      perDay: 10_000,
+    });
+    await dialog.getByLabel('Per minute').fill('10');
+    expect((await adminCall('DELETE', `/admin/keys/${id}`)).status).toBe(204);
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect
+      .poll(() => dialog.getByRole('alert').textContent())
+      .toMatch(/^Key key_\S+ was revoked at \S+ \(conflict\)$/);
+    await shoot(page, 'change-refused-1280');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    expect(await call(key)).toBe('401 invalid_api_key');
+    await context.close();
+  });
+
+  it('adds a webhook endpoint, shows its signed deliveries and retries, edits, rotates and deletes it', {
+    timeout: 120_000,
+  }, async () => {
+    // The receiver answers its first request with 503, every later one with 200.
+    const hook = await startReceiver([503]);
+    try {
+      const { context, page } = await signedIn();
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+      await page.getByRole('button', { name: 'Add webhook' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByLabel('Endpoint URL').fill(hook.url);
+      await dialog.getByLabel('Description').fill('billing alerts');
+      // No event ticked: said in the dialog, nothing added.
+      await dialog.getByRole('button', { name: 'Add', exact: true }).click();
+      await expect.poll(() => dialog.getByRole('alert').textContent()).toBe('Pick at least one event.');
+      await dialog.getByLabel('key.created').check();
+      await dialog.getByLabel('key.revoked').check();
+      await shoot(page, 'webhook-add-1280');
+      expect(await axeViolations(page)).toEqual([]);
+      await dialog.getByRole('button', { name: 'Add', exact: true }).click();
+      const secret = await page.getByTestId('secret').inputValue();
+      expect(secret).toMatch(/^whsec_/);
+      await page.getByRole('button', { name: 'Done' }).click();
+      await page.getByTestId('webhook-id').waitFor();
+      const hookId = await page.getByTestId('webhook-id').textContent();
+      expect(await page.getByTestId('webhook-state').textContent()).toBe('delivering');
+
+      // A test event: refused once by the receiver, delivered on the retry, both attempts listed.
+      await page.getByRole('button', { name: 'Send test event' }).click();
+      await expect.poll(() => page.getByTestId('test-sent').textContent()).toMatch(/^Test event \S+ queued\.$/);
+      await hook.until(2);
+      const rows = page.getByTestId('deliveries').locator('tbody tr');
+      await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(2);
+      const cells = async (i: number) => (await rows.nth(i).locator('td').allTextContents()).slice(1, 5);
+      expect(await cells(0)).toEqual(['webhook.test', '2', 'delivered', '200']);
+      expect(await cells(1)).toEqual(['webhook.test', '1', 'retrying', '503']);
+
+      // A key created elsewhere reaches the endpoint, signed with the secret the console showed once.
+      const created = await adminCall('POST', '/admin/keys', { plan: 'free', name: 'hooked' });
+      const { id: keyId } = (await created.json()) as { id: string };
+      await hook.until(3);
+      const delivery = hook.received[2];
+      const payload = new Webhook(secret).verify(
+        delivery?.body as string,
+        delivery?.headers as Record<string, string>,
+      ) as { type: string; data: { keyId: string } };
+      expect(payload).toMatchObject({ type: 'key.created', data: { keyId } });
+      await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(3);
+      expect(await cells(0)).toEqual(['key.created', '1', 'delivered', '200']);
+      await shoot(page, 'webhook-1280');
+      expect(await axeViolations(page)).toEqual([]);
+
+      // Edit: events untick and tick as the endpoint now listens.
+      await page.getByRole('button', { name: 'Edit' }).click();
+      await dialog.getByLabel('key.created').uncheck();
+      await dialog.getByLabel('key.banned').check();
+      await dialog.getByRole('button', { name: 'Save' }).click();
+      await expect.poll(() => page.getByText('key.banned, key.revoked').count()).toBe(1);
+      expect(
+        ((await (await adminCall('GET', `/admin/webhooks/${hookId}`)).json()) as { events: string[] }).events,
+      ).toEqual(['key.banned', 'key.revoked']);
+
+      // Rotate the secret: a new one, shown once; the next delivery verifies with it.
+      await page.getByRole('button', { name: 'Rotate secret' }).click();
+      await dialog.getByRole('button', { name: 'Rotate' }).click();
+      const rotated = await page.getByTestId('secret').inputValue();
+      expect(rotated).toMatch(/^whsec_/);
+      expect(rotated).not.toBe(secret);
+      await page.getByRole('button', { name: 'Done' }).click();
+      await adminCall('DELETE', `/admin/keys/${keyId}`);
+      await hook.until(4);
+      const revoked = hook.received[3];
+      expect(
+        new Webhook(rotated).verify(revoked?.body as string, revoked?.headers as Record<string, string>),
+      ).toMatchObject({ type: 'key.revoked', data: { keyId } });
+
+      // The list, then delete after confirming: gone from the list and from the admin API.
+      await page.getByRole('link', { name: '← All webhooks' }).click();
+      await expect.poll(() => page.getByTestId('webhooks-table').locator('tbody tr').count()).toBe(1);
+      expect(await page.getByTestId('webhooks-table').locator('tbody tr td').allTextContents()).toEqual([
+        hook.url,
+        'billing alerts',
+        '2',
+        'delivering',
+        expect.stringMatching(/Z$/),
+      ]);
+      await shoot(page, 'webhooks-1280');
+      expect(await axeViolations(page)).toEqual([]);
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await shoot(page, 'webhooks-390');
+      await page.setViewportSize({ width: 1280, height: 900 });
+      await page.getByRole('link', { name: hook.url }).click();
+      await page.getByRole('button', { name: 'Delete' }).click();
+      await dialog.getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+      await expect.poll(() => page.getByTestId('webhooks-table').locator('tbody tr').count()).toBe(0);
+      expect((await adminCall('GET', `/admin/webhooks/${hookId}`)).status).toBe(404);
+      await context.close();
+    } finally {
+      await hook.close();
+    }
+  });
+
   it('serves its files without the token and nothing else: the admin API still wants it', async () => {
     const base = consoleUrl.replace('/console', '');
-    for (const path of ['/console', '/console/app.js', '/console/vendor/preact.js', '/console/vendor/uplot.css']) {
+    for (const path of [
+      '/console',
+      '/console/app.js',
+      '/console/webhooks.js',
+      '/console/vendor/preact.js',
+      '/console/vendor/uplot.css',
+    ]) {
       const res = await fetch(`${base}${path}`);
       expect(res.status, path).toBe(200);
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');

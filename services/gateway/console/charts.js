@@ -55,7 +55,7 @@ export function HourlyChart({ title, rows }) {
     <figcaption>${title}</figcaption>
     <div ref=${box} class="chart-canvas" aria-hidden="true"></div>
     <details>
-      <summary>The figures (${busy.length} hours with requests)</summary>
+      <summary>The figures (${busy.length} ${busy.length === 1 ? 'hour' : 'hours'} with requests)</summary>
       <div class="table-wrap" tabindex="0" role="region" aria-label=${`${title}: figures`}>
         <table data-testid="chart-table">
           <thead><tr><th scope="col">hour (UTC)</th><th scope="col">admitted</th><th scope="col">refused</th></tr></thead>

@@ -3,6 +3,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { WEBHOOK_EVENTS } from '../webhooks/events.js';
+import { MAX_ATTEMPTS } from '../webhooks/webhook-store.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -32,13 +34,22 @@ function packageDir(name: string): string {
   return dir;
 }
 
+function webhookRules(): Buffer {
+  return Buffer.from(
+    `export const WEBHOOK_EVENTS = ${JSON.stringify(WEBHOOK_EVENTS)};\nexport const ATTEMPTS_KEPT = ${MAX_ATTEMPTS};\n`,
+  );
+}
+
 /** The console's own files (services/gateway/console) and the libraries it imports, by URL. */
 function assets(): Map<string, Asset> {
   const own = (name: string) => readFileSync(fileURLToPath(new URL(`../../console/${name}`, import.meta.url)));
   const pkg = (name: string, file: string) => readFileSync(join(packageDir(name), file));
   return new Map<string, Asset>([
-    ['/console/app.js', { body: own('app.js'), type: JS }],
-    ['/console/charts.js', { body: own('charts.js'), type: JS }],
+    ...['app.js', 'ui.js', 'keys.js', 'webhooks.js', 'charts.js'].map(
+      (name) => [`/console/${name}`, { body: own(name), type: JS }] as const,
+    ),
+    // What the webhook pages offer and say, from the code that checks and keeps it.
+    ['/console/webhook-rules.js', { body: webhookRules(), type: JS }],
     ['/console/style.css', { body: own('style.css'), type: 'text/css; charset=utf-8' }],
     // The browser builds of each package: plain ES modules, loaded through the page's import map.
     ['/console/vendor/preact.js', { body: pkg('preact', 'dist/preact.module.js'), type: JS }],

@@ -1,0 +1,128 @@
+// What every page of the console shares: the admin API call, polling, dialogs, a secret shown once.
+
+import htm from 'htm';
+import { h } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+
+export const html = htm.bind(h);
+export const TOKEN = 'animal-store-admin-token';
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export async function api(method, path, body) {
+  const token = sessionStorage.getItem(TOKEN);
+  const res = await fetch(path, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  if (res.status === 204) return null;
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new ApiError(res.status, data.code, data.message ?? `${res.status}`);
+  return data;
+}
+
+export function when(iso) {
+  return iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—';
+}
+
+/** Reloads `load` every `ms` while mounted; returns [data, error, reload]. */
+export function usePolled(load, ms, deps) {
+  const [state, setState] = useState({ data: null, error: null });
+  const reload = useCallback(() => {
+    load().then(
+      (data) => setState({ data, error: null }),
+      (error) => setState((s) => ({ data: s.data, error })),
+    );
+  }, deps);
+  useEffect(() => {
+    reload();
+    if (!ms) return undefined;
+    const timer = setInterval(reload, ms);
+    return () => clearInterval(timer);
+  }, [reload, ms]);
+  return [state.data, state.error, reload];
+}
+
+export function ErrorNote({ error }) {
+  if (!error) return null;
+  return html`<p class="error" role="alert">${error.message}${error.code ? ` (${error.code})` : ''}</p>`;
+}
+
+/**
+ * A modal that asks before an action; the dialog element traps focus and Escape closes it.
+ * `children` is the form's fields; `onConfirm` runs the action and may show its result. It is
+ * built anew each time it opens, so its fields start from their defaults, not from what was typed
+ * the last time it was cancelled or sent.
+ */
+export function Confirm(props) {
+  return props.open ? html`<${ConfirmDialog} ...${props} />` : null;
+}
+
+function ConfirmDialog({ title, confirmLabel, danger, onConfirm, onClose, children }) {
+  const ref = useRef(null);
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    ref.current?.showModal();
+  }, []);
+  const submit = async (event) => {
+    event.preventDefault();
+    setBusy(true);
+    try {
+      await onConfirm(new FormData(event.currentTarget));
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<dialog ref=${ref} onClose=${onClose} aria-labelledby="dialog-title">
+    <form onSubmit=${submit}>
+      <h2 id="dialog-title">${title}</h2>
+      ${children}
+      <${ErrorNote} error=${error} />
+      <div class="actions">
+        <button type="button" onClick=${onClose}>Cancel</button>
+        <button type="submit" class=${danger ? 'danger' : 'primary'} disabled=${busy}>${confirmLabel}</button>
+      </div>
+    </form>
+  </dialog>`;
+}
+
+/** A secret shown once, with a copy button; it lives in this component's state only. */
+export function SecretOnce({ secret, what, label = 'API key', onDone }) {
+  const ref = useRef(null);
+  const [copied, setCopied] = useState(false);
+  useEffect(() => {
+    ref.current?.showModal();
+  }, []);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(secret);
+      setCopied(true);
+    } catch {
+      // A browser that refuses the clipboard: the field is selected for Ctrl+C instead.
+      ref.current?.querySelector('input')?.select();
+    }
+  };
+  return html`<dialog ref=${ref} onClose=${onDone} aria-labelledby="secret-title">
+    <h2 id="secret-title">${what}</h2>
+    <p>Store it now: it is not shown again.</p>
+    <label for="secret">${label}</label>
+    <input id="secret" readonly value=${secret} data-testid="secret" onFocus=${(e) => e.currentTarget.select()} />
+    <div class="actions">
+      <button type="button" onClick=${copy}>${copied ? 'Copied' : 'Copy'}</button>
+      <button type="button" class="primary" onClick=${() => ref.current?.close()}>Done</button>
+    </div>
+  </dialog>`;
+}
