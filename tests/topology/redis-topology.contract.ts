@@ -14,6 +14,8 @@ import {
   startGateway,
   type TestGateway,
 } from '@animal-store/gateway/test/helpers.js';
+import { startReceiver } from '@animal-store/gateway/test/webhook-receiver.js';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisInspector } from '../support/redis-inspect.js';
 import type { RedisTopology } from '../support/redis-topology.js';
@@ -148,6 +150,58 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       const revoke = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
       expect(revoke.statusCode).toBe(204);
       await vi.waitFor(async () => expect((await get(b, key)).code).toBe('invalid_api_key'), { timeout: 5_000 });
+    });
+
+    // BullMQ's scripts touch several keys at once: on a Cluster they run only because every key of
+    // the queue carries the one hash tag (`{<prefix>webhooks}`), else CROSSSLOT fails each add.
+    it('webhooks: two replicas crossing 80 % together send one signed key.quota.warning through BullMQ, retried after a 503', async () => {
+      const { a, b } = await replicas({
+        WEBHOOKS_ALLOW_INSECURE: 'true',
+        WEBHOOKS_ALLOW_PRIVATE: 'true',
+        WEBHOOKS_RETRY_BASE_MS: '20',
+        WEBHOOKS_RETRY_MAX_DELAY_MS: '100',
+      });
+      // The first answer is 503: the retry comes through the queue's delayed set on this topology too.
+      const hook = await startReceiver([503]);
+      try {
+        const created = await a.admin.inject({
+          method: 'POST',
+          url: '/admin/webhooks',
+          headers: bearer(ADMIN_TOKEN),
+          payload: { url: hook.url, events: ['key.quota.warning'] },
+        });
+        expect(created.statusCode, created.body).toBe(201);
+        const { id: hookId, secret } = created.json() as { id: string; secret: string };
+        const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 100, perDay: 10 });
+        // 8 of 10 (80 %) at once, half through each replica.
+        const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => get(i % 2 ? a : b, key)));
+        expect(answers.map((r) => r.status)).toEqual(Array(8).fill(200));
+        await hook.until(2);
+        await vi.waitFor(async () => expect((await b.deps.webhooks.queue.stats()).depth).toBe(0), {
+          timeout: 10_000,
+          interval: 20,
+        });
+        const delivered = hook.received.filter((r) => r.status === 200);
+        expect(delivered).toHaveLength(1);
+        const event = new Webhook(secret).verify(
+          delivered[0]?.body as string,
+          delivered[0]?.headers as Record<string, string>,
+        );
+        expect(event).toMatchObject({ type: 'key.quota.warning', data: { keyId: id, used: 8, limit: 10 } });
+        // Either replica reads the attempts: the 503, then the delivery.
+        const attempts = await b.admin.inject({
+          url: `/admin/webhooks/${hookId}/deliveries`,
+          headers: bearer(ADMIN_TOKEN),
+        });
+        expect(
+          (attempts.json() as Array<{ statusCode: number; outcome: string }>).map((x) => [x.statusCode, x.outcome]),
+        ).toEqual([
+          [200, 'delivered'],
+          [503, 'retrying'],
+        ]);
+      } finally {
+        await hook.close();
+      }
     });
 
     /** Gateway processes (server.ts, configured from the environment alone) on this topology. */
