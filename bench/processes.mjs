@@ -5,7 +5,7 @@
 // for its writes, and the machine for the reading, as it would there; /dev/null would hide the
 // second half. Every subject gets the same pipe, whether it logs or not.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 
@@ -36,18 +36,27 @@ export function cpuMicros(pid) {
   }
 }
 
-/** An env value of `undefined` removes that variable from the child's environment. The child counts
- * the bytes its stdout gave (`stdoutBytes`). */
-export function start(name, command, argv, env = {}) {
+/**
+ * An env value of `undefined` removes that variable from the child's environment. The child counts
+ * the bytes its stdout gave (`stdoutBytes`). `stdoutFile`: stdout goes to that file instead of a
+ * pipe, as with `node server.js > app.log` on a VM.
+ */
+export function start(name, command, argv, env = {}, { stdoutFile } = {}) {
+  const fd = stdoutFile ? openSync(stdoutFile, 'a') : null;
   // METRICS_PORT=0: any free port, so subjects never collide with each other or a running `npm start`.
   const child = spawn(command, argv, {
     env: { ...process.env, METRICS_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', fd ?? 'pipe', 'pipe'],
   });
-  child.stdoutBytes = 0;
-  child.stdout.on('data', (d) => {
-    child.stdoutBytes += d.length;
-  });
+  if (fd !== null) {
+    closeSync(fd);
+    Object.defineProperty(child, 'stdoutBytes', { get: () => statSync(stdoutFile).size });
+  } else {
+    child.stdoutBytes = 0;
+    child.stdout.on('data', (d) => {
+      child.stdoutBytes += d.length;
+    });
+  }
   let stderr = '';
   child.stderr.on('data', (d) => {
     stderr += d;
@@ -58,6 +67,12 @@ export function start(name, command, argv, env = {}) {
   });
   children.push(child);
   return child;
+}
+
+/** Resident memory of a process in bytes, from /proc (Linux). */
+export function rssBytes(pid) {
+  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) * 1024 : Number.NaN;
 }
 
 /** SIGTERM to every child, then up to 3 s for them to go; the exit hook kills what is left. */

@@ -27,7 +27,7 @@ export function printRatios(ratios) {
 
 const signed = (ms) => (ms < 0 ? `${ms}` : `+${ms}`);
 
-export function printExtras({ refusals, redis, addedLatencyAtHalfLoad: a, perRequest: c }) {
+export function printExtras({ refusals, redis, latency, memory, perRequest: c }) {
   out(
     `refusals on the gateway, req/s as a share of admitted: 429 ${refusals['429/admitted']}, banned ${refusals['banned/admitted']}`,
   );
@@ -35,9 +35,20 @@ export function printExtras({ refusals, redis, addedLatencyAtHalfLoad: a, perReq
   for (const [name, r] of Object.entries(redis)) {
     out(`  ${name.padEnd(16)} ${r.clientCommandsPerRequest.toFixed(3)}  ${JSON.stringify(r.commands)}`);
   }
+  out(`latency at a fixed rate (share of the bare proxy's ${latency.saturation} req/s)   p50 / p99 ms`);
+  for (const [level, l] of Object.entries(latency.levels)) {
+    const pair = (name) => `${l[name].p50Ms.toFixed(2)} / ${l[name].p99Ms.toFixed(2)}`;
+    out(
+      `  ${level.padEnd(4)} ${num(l.rate, 6)}/s  bareProxy ${pair('bareProxy')}  gateway ${pair('gateway')}  peer ${pair('peer')}  added p99 ${signed(latency.p99AddedMs[level])}`,
+    );
+  }
+  const kib = (b) => `${(b / 1024).toFixed(0)} KiB`;
   out(
-    `latency the gateway adds at ${a.rate} req/s (50% of its max): p50 ${signed(a.addedP50Ms)} ms, p99 ${signed(a.addedP99Ms)} ms`,
+    `memory per active key: Redis ${memory.redisBytesPerActiveKey} B; gateway ${memory.gatewayBytesPerCachedKey ?? 'n/a'} B per cached key (KEY_CACHE_MAX ${memory.keyCacheMax})`,
   );
+  for (const [n, r] of Object.entries(memory.readings)) {
+    out(`  ${String(n).padEnd(8)} keys active: Redis used ${kib(r.redisBytes)}, gateway RSS ${kib(r.gatewayRssBytes)}`);
+  }
   out(`per request at ${c.rate} req/s${num('CPU µs', 12)}${num('+ Redis', 9)}${num('stdout B', 10)}`);
   for (const [name, r] of Object.entries(c.subjects)) {
     out(`  ${name.padEnd(26)}${num(r.process, 12)}${num(r.redis ?? '', 9)}${num(r.stdoutBytes, 10)}`);

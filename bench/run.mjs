@@ -1,13 +1,20 @@
-// npm run bench [-- --out FILE] [--rounds N] [--duration SECONDS] [--redis cluster|sentinel]
-// Compares, in one run on loopback, the five subjects of bench/subjects.mjs (pets alone, a bare
-// proxy, the gateway at its default log level and at warn, and the afternoon peer stack), in
-// interleaved rounds (bench/rounds.mjs); prints a table per request and the ratios. With --redis
-// cluster|sentinel, also the gateway on that local topology, as a ratio to standalone.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// npm run bench [-- --out FILE] [--plot FILE.svg] [--rounds N] [--duration SECONDS] [--redis cluster|sentinel]
+// npm run bench -- --from FILE.json --plot FILE.svg     (draws a saved run, runs nothing)
+// Compares, in one run on loopback, the subjects of bench/subjects.mjs (pets alone, a bare proxy,
+// the gateway at its default log level, at warn and logging to a file, and the afternoon peer
+// stack), in interleaved rounds (bench/rounds.mjs); prints a table per request and the ratios.
+// Then the gateway over 1, 1k and 100k active keys (bench/many-keys.mjs) with what a key costs in
+// memory, and latency at fixed rates (bench/fixed-rate.mjs). With --redis cluster|sentinel, also
+// the gateway on that local topology, as a ratio to standalone.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
+import { fixedRate } from './fixed-rate.mjs';
+import { KEY_COUNTS, keysSubject, primeKeys, rotating, writeManyKeys } from './many-keys.mjs';
+import { plot } from './plot.mjs';
 import { cpuMicros, freePort, start, startRedis, stopAll } from './processes.mjs';
 import { commandsPerRequest } from './redis-commands.mjs';
 import { startTopology } from './redis-topology.mjs';
@@ -23,6 +30,8 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '32' },
     rounds: { type: 'string', default: '5' },
     redis: { type: 'string', default: 'standalone' },
+    plot: { type: 'string' },
+    from: { type: 'string' },
   },
 });
 const load = {
@@ -41,7 +50,24 @@ const postPet = (target) => ({
   headers: { ...target.headers, 'content-type': 'application/json' },
 });
 
+/** The machine a run was made on, for the JSON and the plot: runs elsewhere are not comparable. */
+function machine() {
+  const cpu = cpus();
+  let redisVersion = 'unknown';
+  try {
+    redisVersion =
+      /v=(\S+)/.exec(execFileSync('redis-server', ['--version'], { encoding: 'utf8' }))?.[1] ?? redisVersion;
+  } catch {}
+  return `${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}, Redis ${redisVersion}`;
+}
+
 async function main() {
+  if (args.from) {
+    if (!args.plot) throw new Error('--from draws a saved run: give --plot FILE.svg too');
+    writeFileSync(args.plot, plot(JSON.parse(readFileSync(args.from, 'utf8'))));
+    process.stdout.write(`wrote ${args.plot}\n`);
+    return;
+  }
   const redis = await startRedis();
   const admin = new Redis(redis.url);
   const dir = mkdtempSync(join(tmpdir(), 'bench-'));
@@ -55,7 +81,13 @@ async function main() {
   const results = {
     scenarios: {},
     ratios: {},
-    config: { ...load, redis: args.redis, subjects: SUBJECTS, stdout: 'pipe drained by the bench' },
+    config: {
+      ...load,
+      redis: args.redis,
+      subjects: SUBJECTS,
+      stdout: 'pipe drained by the bench (gatewayToFile: a file in the temporary folder)',
+    },
+    machine: machine(),
   };
   const s = results.scenarios;
   for (const [method, title, request, status] of [
@@ -114,32 +146,68 @@ async function main() {
     'peer admitted': await commandsPerRequest(admin, getPets(subjects.peer)),
   };
 
-  // Latency the gateway adds at half of its own maximum throughput.
-  const half = Math.round(s['get.gateway'].requestsPerSecond / 2);
-  const atHalf = async (target) => {
-    const r = await cannon({
-      ...getPets(target),
-      connections: load.connections,
-      duration: load.duration,
-      overallRate: half,
-    });
-    return { p50Ms: r.latency.p50, p99Ms: r.latency.p99 };
+  // Latency at fixed rates, a quarter, half and three quarters of what the bare proxy saturates at:
+  // the load a deployment runs at, where saturation runs measure only the ceiling.
+  const saturation = s['get.bareProxy'].requestsPerSecond;
+  results.latency = { saturation, levels: {}, p50AddedMs: {}, p99AddedMs: {} };
+  for (const share of [0.25, 0.5, 0.75]) {
+    const level = `${share * 100}%`;
+    const rate = Math.round(saturation * share);
+    const at = {};
+    for (const name of ['bareProxy', 'gateway', 'peer']) {
+      const target = getPets(subjects[name]);
+      await fixedRate({ ...target, rate, seconds: 1, connections: load.connections });
+      at[name] = await fixedRate({ ...target, rate, seconds: load.duration, connections: load.connections });
+      if (at[name].answered < at[name].requests * 0.99)
+        throw new Error(`${name} at ${rate}/s: ${JSON.stringify(at[name])}`);
+    }
+    results.latency.levels[level] = { rate, ...at };
+    const added = (p) => Number((at.gateway[p] - at.bareProxy[p]).toFixed(3));
+    results.latency.p50AddedMs[level] = added('p50Ms');
+    results.latency.p99AddedMs[level] = added('p99Ms');
+    process.stderr.write(`bench: latency at ${level} (${rate}/s) done\n`);
+  }
+
+  // Many keys: one more gateway (default settings) whose keys file holds 1 + 1k + 100k keys.
+  const many = writeManyKeys(dir);
+  const manyGateway = await startGateway({ REDIS_URL: redis.url, API_KEYS_FILE: many.file }, undefined);
+  // The gateway's default (KEY_CACHE_MAX), unless this shell sets it: the child inherits the shell.
+  const keyCacheMax = Number(process.env.KEY_CACHE_MAX ?? 50_000);
+  results.memory = await primeKeys({
+    admin,
+    gateway: manyGateway,
+    sets: many.sets,
+    connections: load.connections,
+    keyCacheMax,
+  });
+  const keyRun = await interleave(
+    [
+      { name: 'bareProxy', request: getPets(subjects.bareProxy), status: 200 },
+      { name: 'peer', request: getPets(subjects.peer), status: 200 },
+      ...KEY_COUNTS.map((n) => ({
+        name: keysSubject(n),
+        request: rotating(manyGateway.url, many.sets[n]),
+        status: 200,
+      })),
+    ],
+    load,
+    progress('GET over 1, 1k and 100k keys'),
+  );
+  printTable('GET /v1/pets, keys in turn', keyRun);
+  results.manyKeys = {
+    counts: KEY_COUNTS,
+    subjects: KEY_COUNTS.map(keysSubject),
+    requestsPerSecond: Object.fromEntries(Object.entries(keyRun).map(([name, r]) => [name, r.requestsPerSecond])),
+    scenarios: keyRun,
   };
-  const directHalf = await atHalf(subjects.direct);
-  const gatewayHalf = await atHalf(gateway);
-  results.addedLatencyAtHalfLoad = {
-    rate: half,
-    direct: directHalf,
-    gateway: gatewayHalf,
-    addedP50Ms: gatewayHalf.p50Ms - directHalf.p50Ms,
-    addedP99Ms: gatewayHalf.p99Ms - directHalf.p99Ms,
-  };
+  for (const n of KEY_COUNTS.slice(1))
+    results.ratios[`get.${keysSubject(n)}/gateway`] = ratioByRound(keyRun[keysSubject(n)], keyRun.gateway);
 
   // CPU and log bytes per request at a fixed, moderate rate: steadier than throughput on a shared
   // machine, and it shows where the time goes (the process itself, and Redis on its behalf).
   const cpuRate = Math.min(2000, Math.round(s['get.direct'].requestsPerSecond / 4));
-  const costPer = async (target, usesRedis) => {
-    const fixed = { ...getPets(target), connections: load.connections, overallRate: cpuRate };
+  const costPer = async (target, usesRedis, request = getPets(target)) => {
+    const fixed = { ...request, connections: load.connections, overallRate: cpuRate };
     await cannon({ ...fixed, duration: 1 });
     const child = target.process;
     const before = [cpuMicros(child.pid), cpuMicros(redis.pid), child.stdoutBytes];
@@ -158,12 +226,19 @@ async function main() {
     results.perRequest.subjects[name] = await costPer(subjects[name], !['direct', 'bareProxy'].includes(name));
   }
   results.perRequest.subjects.gatewaySliding = await costPer(gatewaySliding, true);
+  results.perRequest.subjects.gateway100kKeys = await costPer(
+    manyGateway,
+    true,
+    rotating(manyGateway.url, many.sets[KEY_COUNTS.at(-1)]),
+  );
 
   for (const method of ['get', 'post']) {
     const x = (name) => s[`${method}.${name}`];
     results.ratios[`${method}.gateway/bareProxy`] = ratioByRound(x('gateway'), x('bareProxy'));
     results.ratios[`${method}.gateway/peer`] = ratioByRound(x('gateway'), x('peer'));
     results.ratios[`${method}.gatewayQuiet/bareProxy`] = ratioByRound(x('gatewayQuiet'), x('bareProxy'));
+    results.ratios[`${method}.gatewayToFile/bareProxy`] = ratioByRound(x('gatewayToFile'), x('bareProxy'));
+    results.ratios[`${method}.gatewayToFile/gateway`] = ratioByRound(x('gatewayToFile'), x('gateway'));
     results.ratios[`${method}.bareProxy/direct`] = ratioByRound(x('bareProxy'), x('direct'));
   }
 
@@ -193,6 +268,10 @@ async function main() {
   if (args.out) {
     writeFileSync(args.out, `${JSON.stringify(results, null, 2)}\n`);
     process.stdout.write(`wrote ${args.out}\n`);
+  }
+  if (args.plot) {
+    writeFileSync(args.plot, plot(results));
+    process.stdout.write(`wrote ${args.plot}\n`);
   }
   admin.disconnect();
   await stopAll();

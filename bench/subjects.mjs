@@ -3,6 +3,7 @@
 //   bareProxy     fastify + @fastify/http-proxy, nothing else (bench/bare-proxy.mjs)
 //   gateway       the gateway as a user runs it: its default log level (info), real Redis
 //   gatewayQuiet  the same gateway with LOG_LEVEL=warn
+//   gatewayToFile the gateway at its default log level with stdout to a file (`node … > app.log`)
 //   peer          fastify + @fastify/http-proxy + @fastify/rate-limit on the same Redis (bench/peer.mjs)
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -11,7 +12,7 @@ import { createKey } from '@animal-store/gateway/keys/create-key.js';
 import { toKeyFileEntry } from '@animal-store/gateway/keys/keys-file.js';
 import { freePort, start, waitFor } from './processes.mjs';
 
-export const SUBJECTS = ['direct', 'bareProxy', 'gateway', 'gatewayQuiet', 'peer'];
+export const SUBJECTS = ['direct', 'bareProxy', 'gateway', 'gatewayQuiet', 'gatewayToFile', 'peer'];
 
 const local = (port) => `http://127.0.0.1:${port}`;
 
@@ -56,23 +57,32 @@ export async function startSubjects({ redis, dir }) {
   const prefix = `bench${randomUUID().slice(0, 6)}:`;
   const auth = { authorization: `Bearer ${keys.open}` };
 
-  /** `logLevel` undefined: the gateway's own default, whatever this shell exports. */
-  const startGateway = async (env, logLevel) => {
+  /**
+   * `logLevel` undefined: the gateway's own default, whatever this shell exports. `stdoutFile`:
+   * its stdout to that file rather than the bench's pipe.
+   */
+  const startGateway = async (env, logLevel, stdoutFile) => {
     const port = await freePort();
-    const child = start('gateway', process.execPath, ['services/gateway/dist/server.js'], {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PETS_URL: pets.url,
-      // One Redis mode per gateway: the topology's, not a REDIS_URL this shell may export.
-      REDIS_URL: '',
-      REDIS_PREFIX: prefix,
-      API_KEYS_FILE: join(dir, 'keys.json'),
-      LOG_LEVEL: logLevel,
-      // Its Redis (and for the sliding subject, its plans and keys).
-      ...env,
-      // The 429 scenario measures refusals; a ban would turn it into the banned scenario.
-      BAN_THRESHOLD: '1000000',
-    });
+    const child = start(
+      'gateway',
+      process.execPath,
+      ['services/gateway/dist/server.js'],
+      {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        PETS_URL: pets.url,
+        // One Redis mode per gateway: the topology's, not a REDIS_URL this shell may export.
+        REDIS_URL: '',
+        REDIS_PREFIX: prefix,
+        API_KEYS_FILE: join(dir, 'keys.json'),
+        LOG_LEVEL: logLevel,
+        // Its Redis (and for the sliding subject, its plans and keys).
+        ...env,
+        // The 429 scenario measures refusals; a ban would turn it into the banned scenario.
+        BAN_THRESHOLD: '1000000',
+      },
+      { stdoutFile },
+    );
     await waitFor(`${local(port)}/readyz`);
     return { url: local(port), process: child, headers: auth };
   };
@@ -105,6 +115,7 @@ export async function startSubjects({ redis, dir }) {
     bareProxy: await bareProxy(),
     gateway: await startGateway({ REDIS_URL: redis.url }, undefined),
     gatewayQuiet: await startGateway({ REDIS_URL: redis.url }, 'warn'),
+    gatewayToFile: await startGateway({ REDIS_URL: redis.url }, undefined, join(dir, 'gateway.log')),
     peer: await peer(),
   };
   /**

@@ -1,0 +1,56 @@
+// Latency at a fixed request rate (open loop) for `npm run bench`: requests leave on a schedule,
+// whatever the answers do, and each one's latency counts from when it was due, so a slow answer
+// that holds a connection shows in the figures instead of slowing the load down (autocannon's
+// closed loop would wait, and hide it). Microsecond resolution: autocannon's histograms keep whole
+// milliseconds, too coarse for what a proxy adds on loopback.
+import { Agent, request } from 'node:http';
+
+/** `rate` requests a second to `url` for `seconds`, over at most `connections` kept-alive sockets. */
+export async function fixedRate({ url, headers = {}, rate, seconds, connections = 32, expect = 200 }) {
+  const agent = new Agent({ keepAlive: true, maxSockets: connections });
+  const target = new URL(url);
+  const latencies = [];
+  let errors = 0;
+  let unexpected = 0;
+  const total = Math.round(rate * seconds);
+  const start = process.hrtime.bigint();
+  const dueAt = (i) => start + BigInt(Math.round((i * 1e9) / rate));
+  const one = (due) =>
+    new Promise((resolve) => {
+      const req = request(
+        { agent, host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, headers },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            if (res.statusCode === expect) latencies.push(Number(process.hrtime.bigint() - due) / 1e6);
+            else unexpected++;
+            resolve();
+          });
+        },
+      );
+      req.on('error', () => {
+        errors++;
+        resolve();
+      });
+      req.end();
+    });
+  const pending = [];
+  let sent = 0;
+  // A tick each millisecond sends every request due by then: timers cannot fire per request at
+  // thousands a second, and a request sent up to a millisecond late is measured from its due time.
+  await new Promise((resolve) => {
+    const tick = () => {
+      const now = process.hrtime.bigint();
+      while (sent < total && dueAt(sent) <= now) pending.push(one(dueAt(sent++)));
+      if (sent < total) setTimeout(tick, 1);
+      else resolve();
+    };
+    tick();
+  });
+  await Promise.all(pending);
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (p) =>
+    Number((latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)] ?? 0).toFixed(3));
+  return { rate, requests: total, answered: latencies.length, errors, unexpected, p50Ms: at(0.5), p99Ms: at(0.99) };
+}

@@ -1,0 +1,105 @@
+// `npm run bench -- --plot FILE.svg` (or `--from bench.json --plot FILE.svg` to draw a saved run):
+// two panels from one run's results, requests per second against the number of active keys and
+// latency against load, the gateway beside the bare proxy and the peer. Plain SVG written here: a
+// charting library would bring a browser or a canvas for two line charts.
+
+const COLORS = { gateway: '#0b5cad', bareProxy: '#595959', peer: '#b35900' };
+const LABELS = { gateway: 'gateway', bareProxy: 'bare proxy', peer: 'peer (@fastify/rate-limit)' };
+const W = 460;
+const H = 300;
+const PAD = { left: 64, right: 16, top: 36, bottom: 48 };
+
+const esc = (text) => String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;');
+
+/** A "nice" upper bound for an axis: 1, 2 or 5 times a power of ten, at least `max`. */
+function niceMax(max) {
+  const power = 10 ** Math.floor(Math.log10(max || 1));
+  return [1, 2, 5, 10].map((m) => m * power).find((v) => v >= max);
+}
+
+/** One panel: `series` [{ color, points: [[x index, y]], dash }], x labels by index. */
+function panel({ x0, title, xLabels, xTitle, yTitle, series }) {
+  const maxY = niceMax(Math.max(...series.flatMap((s) => s.points.map(([, y]) => y))) * 1.05);
+  const plotW = W - PAD.left - PAD.right;
+  const plotH = H - PAD.top - PAD.bottom;
+  const px = (i) => x0 + PAD.left + (xLabels.length === 1 ? plotW / 2 : (i * plotW) / (xLabels.length - 1));
+  const py = (y) => PAD.top + plotH - (y / maxY) * plotH;
+  const parts = [`<text x="${x0 + PAD.left}" y="20" class="title">${esc(title)}</text>`];
+  for (let t = 0; t <= 4; t++) {
+    const y = (maxY * t) / 4;
+    parts.push(
+      `<line x1="${x0 + PAD.left}" x2="${x0 + W - PAD.right}" y1="${py(y)}" y2="${py(y)}" class="grid"/>`,
+      `<text x="${x0 + PAD.left - 6}" y="${py(y) + 4}" class="tick" text-anchor="end">${Number(y.toPrecision(3))}</text>`,
+    );
+  }
+  xLabels.forEach((label, i) => {
+    // The first and last labels stay inside the panel.
+    const anchor = xLabels.length > 1 && i === 0 ? 'start' : i === xLabels.length - 1 && i > 0 ? 'end' : 'middle';
+    parts.push(
+      `<text x="${px(i)}" y="${H - PAD.bottom + 18}" class="tick" text-anchor="${anchor}">${esc(label)}</text>`,
+    );
+  });
+  parts.push(
+    `<text x="${x0 + PAD.left + plotW / 2}" y="${H - 8}" class="axis" text-anchor="middle">${esc(xTitle)}</text>`,
+    `<text transform="translate(${x0 + 14},${PAD.top + plotH / 2}) rotate(-90)" class="axis" text-anchor="middle">${esc(yTitle)}</text>`,
+  );
+  for (const s of series) {
+    const d = s.points.map(([i, y], k) => `${k ? 'L' : 'M'}${px(i).toFixed(1)},${py(y).toFixed(1)}`).join(' ');
+    parts.push(
+      `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`,
+      ...s.points.map(
+        ([i, y]) => `<circle cx="${px(i).toFixed(1)}" cy="${py(y).toFixed(1)}" r="3" fill="${s.color}"/>`,
+      ),
+    );
+  }
+  return parts.join('\n');
+}
+
+/** The SVG for a run's results (the JSON `npm run bench -- --out` writes). */
+export function plot(results) {
+  const many = results.manyKeys;
+  const lat = results.latency;
+  const rps = (name) => many.requestsPerSecond[name];
+  const keyLabels = many.counts.map((n) => (n >= 1000 ? `${n / 1000}k` : String(n)));
+  const flat = (name) => keyLabels.map((_, i) => [i, rps(name)]);
+  const left = panel({
+    x0: 0,
+    title: 'GET req/s as active keys grow',
+    xLabels: keyLabels,
+    xTitle: 'distinct keys in the traffic',
+    yTitle: 'requests per second',
+    series: [
+      { color: COLORS.bareProxy, points: flat('bareProxy'), dash: '6 4' },
+      { color: COLORS.peer, points: flat('peer'), dash: '6 4' },
+      { color: COLORS.gateway, points: many.subjects.map((name, i) => [i, rps(name)]) },
+    ],
+  });
+  const levels = Object.keys(lat.levels);
+  const right = panel({
+    x0: W,
+    title: 'GET p99 latency at a fixed rate',
+    xLabels: levels.map((l) => `${l}: ${lat.levels[l].rate}/s`),
+    xTitle: "load, as a share of the bare proxy's saturation",
+    yTitle: 'p99 ms (p50 dotted)',
+    series: ['bareProxy', 'peer', 'gateway'].flatMap((name) => [
+      { color: COLORS[name], points: levels.map((l, i) => [i, lat.levels[l][name].p99Ms]) },
+      { color: COLORS[name], points: levels.map((l, i) => [i, lat.levels[l][name].p50Ms]), dash: '2 3' },
+    ]),
+  });
+  const legend = ['gateway', 'bareProxy', 'peer']
+    .map(
+      (name, i) =>
+        `<rect x="${PAD.left + i * 220}" y="${H + 8}" width="14" height="4" fill="${COLORS[name]}"/><text x="${PAD.left + i * 220 + 20}" y="${H + 14}" class="tick">${esc(LABELS[name])}</text>`,
+    )
+    .join('\n');
+  const note = `${esc(results.machine ?? '')}; dashed on the left: one key, for reference`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${H + 44}" viewBox="0 0 ${2 * W} ${H + 44}" font-family="system-ui, sans-serif">
+<style>.title{font-size:14px;font-weight:600}.tick{font-size:11px;fill:#333}.axis{font-size:12px;fill:#333}.grid{stroke:#ddd}</style>
+<rect width="100%" height="100%" fill="#fff"/>
+${left}
+${right}
+${legend}
+<text x="${PAD.left}" y="${H + 36}" class="tick">${note}</text>
+</svg>
+`;
+}
