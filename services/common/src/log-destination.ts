@@ -1,6 +1,5 @@
-import { fstatSync, writeSync } from 'node:fs';
+import { createWriteStream, fstatSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
-import pino from 'pino';
 
 /** Where a process's log lines go: written without blocking, and able to say when all are out. */
 export interface LogDestination {
@@ -16,8 +15,12 @@ export interface LogDestination {
  * which on a small machine costs tens of microseconds, so one per ~50 access lines.
  */
 const STREAM_BUFFER_BYTES = 16 * 1024;
-/** sonic-boom refuses a minLength of its maxWrite (16 KiB) or more. */
-const FILE_BUFFER_BYTES = 4096;
+/**
+ * ... and to a file: each write is handed to a thread of libuv's pool, whose wake-up costs the
+ * event loop more than a pipe write does (a CPU profile of the gateway logging to a file at
+ * saturation: 11 % of its busy time in fs.write with 4 KiB writes), so one per ~200 access lines.
+ */
+const FILE_BUFFER_BYTES = 64 * 1024;
 /** ... and written at least this often, so a quiet service's lines do not wait. */
 const FLUSH_MS = 500;
 /** A reader this far behind loses lines rather than the process its memory (counted, then reported). */
@@ -25,24 +28,36 @@ const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
 
 /**
  * stdout, written without ever blocking the event loop; one per process, shared by its
- * listeners, and flushed by serve() before the process exits.
+ * listeners, and flushed by serve() before the process exits. Lines are gathered and written in
+ * large chunks.
  *
  * A pipe or socket (a container runtime, a log shipper, `npm start`) is written as a non-blocking
- * stream on the event loop. pino's asynchronous destination (sonic-boom) hands every write to
- * libuv's thread pool instead; waking a pool thread per write cost more than the request itself
- * on a two-core machine (a CPU profile of the gateway at saturation). A file or terminal keeps sonic-boom, where
- * the thread pool is what keeps a slow disk off the event loop.
+ * stream on the event loop. A file or terminal (`node server.js > app.log`) cannot be: its writes
+ * go to libuv's thread pool (fs.WriteStream), which keeps a slow disk off the event loop. pino's
+ * own asynchronous destination (sonic-boom) does that too, but writes at most 16 KiB at a time and
+ * re-measures its growing buffer on every line; waking a pool thread per write cost more than the
+ * request itself on a two-core machine (CPU profiles of the gateway at saturation).
  */
 export function logDestination(fd = 1): LogDestination {
   const stat = fstatSync(fd);
   if (stat.isFIFO() || stat.isSocket()) {
     try {
-      return streamDestination(fd);
+      // A second handle on the descriptor: process.stdout would also work, but writes through it
+      // from elsewhere (a stray console.log) would then interleave mid-buffer.
+      return bufferedDestination(fd, new Socket({ fd, readable: false, writable: true }), STREAM_BUFFER_BYTES);
     } catch {
       // A descriptor net cannot stream to (a datagram socket): the thread pool it is.
     }
   }
-  return fileDestination(fd);
+  // The path is not used when a descriptor is given; autoClose off: the descriptor is stdout's.
+  return bufferedDestination(fd, createWriteStream('', { fd, autoClose: false }), FILE_BUFFER_BYTES);
+}
+
+/** What bufferedDestination writes chunks to: a net.Socket or an fs.WriteStream. */
+interface Sink {
+  readonly writableLength: number;
+  write(chunk: string, cb: () => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
 /** The callbacks of flush() calls not yet answered; each is called once, when the lines are out. */
@@ -61,10 +76,7 @@ class FlushWaiters {
   }
 }
 
-function streamDestination(fd: number): LogDestination {
-  // A second handle on the descriptor: process.stdout would also work, but writes through it
-  // from elsewhere (a stray console.log) would then interleave mid-buffer.
-  const socket = new Socket({ fd, readable: false, writable: true });
+function bufferedDestination(fd: number, sink: Sink, bufferBytes: number): LogDestination {
   let buffered = '';
   let timer: NodeJS.Timeout | undefined;
   let inFlight = 0;
@@ -83,7 +95,7 @@ function streamDestination(fd: number): LogDestination {
     const line = `${JSON.stringify({ level: 40, time: Date.now(), msg: `dropped ${dropped} log lines: stdout was not read fast enough` })}\n`;
     dropped = 0;
     inFlight++;
-    socket.write(line, written);
+    sink.write(line, written);
   };
   const push = () => {
     if (timer) {
@@ -94,11 +106,11 @@ function streamDestination(fd: number): LogDestination {
     const chunk = buffered;
     buffered = '';
     inFlight++;
-    socket.write(chunk, written);
+    sink.write(chunk, written);
   };
   // A closed stdout (EPIPE) must neither crash the process nor hold shutdown until the grace
   // period runs out: lines are discarded from then on.
-  socket.on('error', (err: Error) => {
+  sink.on('error', (err: Error) => {
     broken = err;
     buffered = '';
     inFlight = 0;
@@ -120,12 +132,12 @@ function streamDestination(fd: number): LogDestination {
   return {
     write(line) {
       if (broken) return;
-      if (socket.writableLength > MAX_QUEUED_BYTES) {
+      if (sink.writableLength > MAX_QUEUED_BYTES) {
         dropped++;
         return;
       }
       buffered += line;
-      if (buffered.length >= STREAM_BUFFER_BYTES) push();
+      if (buffered.length >= bufferBytes) push();
       else if (timer === undefined) timer = setTimeout(push, FLUSH_MS).unref();
     },
     flush(cb) {
@@ -137,41 +149,5 @@ function streamDestination(fd: number): LogDestination {
       if (cb) waiters.add(cb);
     },
     flushSync: push,
-  };
-}
-
-function fileDestination(fd: number): LogDestination {
-  const boom = pino.destination({ dest: fd, sync: false, minLength: FILE_BUFFER_BYTES, periodicFlush: FLUSH_MS });
-  let pending = 0;
-  const waiters = new FlushWaiters();
-  // The bytes handed over and the bytes written ('write' events) are counted, and flush waits
-  // until they match, pushing out what the buffer still holds.
-  boom.on('write', (bytes: number) => {
-    pending = Math.max(0, pending - bytes);
-    if (pending === 0) waiters.settle();
-    // Someone waits and less than a buffer's worth is left: sonic-boom would hold it until the
-    // next periodic flush. Once this write has been released, push the rest out.
-    else if (waiters.waiting) setImmediate(() => boom.flush());
-  });
-  boom.on('error', (err: Error) => {
-    pending = 0;
-    waiters.settle(err);
-  });
-  return {
-    write(line) {
-      pending += Buffer.byteLength(line);
-      boom.write(line);
-    },
-    flush(cb) {
-      if (pending === 0) {
-        cb?.();
-        return;
-      }
-      if (cb) waiters.add(cb);
-      boom.flush();
-    },
-    flushSync() {
-      boom.flushSync();
-    },
   };
 }

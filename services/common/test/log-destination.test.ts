@@ -115,3 +115,44 @@ describe('logDestination on a pipe', () => {
     expect(kept.length + dropped).toBe(10_000);
   });
 });
+
+describe('logDestination on a file (node server.js > app.log)', () => {
+  /** Runs `script` with its stdout redirected to a new file; resolves with the file's lines at exit. */
+  async function toFile(script: string, stdin?: (child: ChildProcess) => Promise<void>): Promise<string[]> {
+    dir = mkdtempSync(join(tmpdir(), 'log-destination-'));
+    const file = join(dir, 'app.log');
+    const fd = openSync(file, 'w');
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', fd, 'pipe'] });
+    closeSync(fd);
+    await stdin?.(child);
+    await once(child, 'exit');
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '');
+  }
+
+  it('writes every line in order, and flush waits for all', async () => {
+    const script = `
+      const { logDestination } = await import(${JSON.stringify(COMPILED)});
+      const out = logDestination();
+      for (let i = 0; i < 20000; i++) out.write(JSON.stringify({ i, pad: 'x'.repeat(170) }) + '\\n');
+      process.stderr.write('written\\n');
+      process.stdin.once('data', () => out.flush(() => process.exit(0)));
+    `;
+    const lines = await toFile(script, async (child) => {
+      await once(child.stderr as NodeJS.ReadableStream, 'data');
+      child.stdin?.write('flush\n');
+    });
+    expect(lines.map((l) => JSON.parse(l).i)).toEqual(Array.from({ length: 20_000 }, (_, i) => i));
+  });
+
+  it('writes out what it still gathers when the process exits without a flush (a failed start)', async () => {
+    const script = `
+      const { logDestination } = await import(${JSON.stringify(COMPILED)});
+      const out = logDestination();
+      for (let i = 0; i < 3; i++) out.write(JSON.stringify({ i, msg: 'before exit' }) + '\\n');
+      process.exit(1);
+    `;
+    expect((await toFile(script)).map((l) => JSON.parse(l).i)).toEqual([0, 1, 2]);
+  });
+});
