@@ -1,6 +1,7 @@
 // The same load spread over 1, 1,000 and 100,000 distinct keys, for `npm run bench`: one gateway
 // process (its default settings and log level) with all of them in its keys file, so the three
 // differ only in how many keys the traffic touches. Keys come from the product's own factory.
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createKey } from '@animal-store/gateway/keys/create-key.js';
@@ -66,9 +67,9 @@ async function usedMemory(admin) {
 /**
  * Sends each set's keys once, the smallest set first, and reads Redis's used memory and the
  * gateway's RSS after each: what a key costs once it is active (its windows, ban counter and usage
- * history in Redis; its cache entry in the gateway). Returns the readings and the per-key figures.
+ * history in Redis; what the gateway process grows by). Returns the readings and the per-key figures.
  */
-export async function primeKeys({ admin, gateway, sets, connections, keyCacheMax }) {
+export async function primeKeys({ admin, gateway, sets, connections }) {
   const readings = { 0: { redisBytes: await usedMemory(admin), gatewayRssBytes: rssBytes(gateway.process.pid) } };
   // Keyed by how many of the keys have been sent so far (0: none), in that order.
   for (const n of KEY_COUNTS) {
@@ -76,17 +77,20 @@ export async function primeKeys({ admin, gateway, sets, connections, keyCacheMax
     if (r['2xx'] !== n) throw new Error(`priming ${n} keys: ${JSON.stringify(r.statusCodeStats)} errors=${r.errors}`);
     readings[n] = { redisBytes: await usedMemory(admin), gatewayRssBytes: rssBytes(gateway.process.pid) };
   }
-  // The largest set's step: its keys all became active; the cache grew by what it could hold of them.
+  // The largest set's step: its keys all became active. The keys file's keys are held apart from
+  // the cache, so the RSS step is the collector's slack and per-key state, not cache entries.
   const [, mid, top] = KEY_COUNTS;
-  const cached = (n) => Math.min(keyCacheMax, n);
-  const cachedAdded = cached(1 + mid + top) - cached(1 + mid);
   return {
     readings,
     redisBytesPerActiveKey: Math.round((readings[top].redisBytes - readings[mid].redisBytes) / top),
-    gatewayBytesPerCachedKey:
-      cachedAdded > 0
-        ? Math.round((readings[top].gatewayRssBytes - readings[mid].gatewayRssBytes) / cachedAdded)
-        : null,
-    keyCacheMax,
+    gatewayRssBytesPerActiveKey: Math.round((readings[top].gatewayRssBytes - readings[mid].gatewayRssBytes) / top),
   };
+}
+
+/** The heap one entry of the gateway's key cache takes, full, at `entries` (bench/key-cache-memory.mjs). */
+export function keyCacheBytes(entries) {
+  const out = execFileSync(process.execPath, ['--expose-gc', 'bench/key-cache-memory.mjs', String(entries)], {
+    encoding: 'utf8',
+  });
+  return JSON.parse(out).bytesPerEntry;
 }

@@ -44,7 +44,7 @@ export function printExtras({ refusals, redis, latency, memory, perRequest: c })
   }
   const kib = (b) => `${(b / 1024).toFixed(0)} KiB`;
   out(
-    `memory per active key: Redis ${memory.redisBytesPerActiveKey} B; gateway ${memory.gatewayBytesPerCachedKey ?? 'n/a'} B per cached key (KEY_CACHE_MAX ${memory.keyCacheMax})`,
+    `memory per active key: Redis ${memory.redisBytesPerActiveKey} B; gateway key cache ${memory.gatewayBytesPerCachedKey} B per entry, ${kib(memory.gatewayBytesPerCachedKey * memory.keyCacheMax)} full (KEY_CACHE_MAX ${memory.keyCacheMax}); gateway RSS +${memory.gatewayRssBytesPerActiveKey} B per active key`,
   );
   for (const [n, r] of Object.entries(memory.readings)) {
     out(`  ${String(n).padEnd(8)} keys active: Redis used ${kib(r.redisBytes)}, gateway RSS ${kib(r.gatewayRssBytes)}`);

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { fixedRate } from './fixed-rate.mjs';
-import { KEY_COUNTS, keysSubject, primeKeys, rotating, writeManyKeys } from './many-keys.mjs';
+import { KEY_COUNTS, keyCacheBytes, keysSubject, primeKeys, rotating, writeManyKeys } from './many-keys.mjs';
 import { plot } from './plot.mjs';
 import { cpuMicros, freePort, start, startRedis, stopAll } from './processes.mjs';
 import { commandsPerRequest } from './redis-commands.mjs';
@@ -173,13 +173,11 @@ async function main() {
   const manyGateway = await startGateway({ REDIS_URL: redis.url, API_KEYS_FILE: many.file }, undefined);
   // The gateway's default (KEY_CACHE_MAX), unless this shell sets it: the child inherits the shell.
   const keyCacheMax = Number(process.env.KEY_CACHE_MAX ?? 50_000);
-  results.memory = await primeKeys({
-    admin,
-    gateway: manyGateway,
-    sets: many.sets,
-    connections: load.connections,
+  results.memory = {
+    ...(await primeKeys({ admin, gateway: manyGateway, sets: many.sets, connections: load.connections })),
     keyCacheMax,
-  });
+    gatewayBytesPerCachedKey: keyCacheBytes(keyCacheMax),
+  };
   const keyRun = await interleave(
     [
       { name: 'bareProxy', request: getPets(subjects.bareProxy), status: 200 },
