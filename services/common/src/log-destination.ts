@@ -11,16 +11,13 @@ export interface LogDestination {
 }
 
 /**
- * Lines are gathered up to this many bytes before a write to a pipe: a write wakes the reader,
- * which on a small machine costs tens of microseconds, so one per ~50 access lines.
+ * Lines are gathered up to this many bytes before a write, one per ~200 access lines: a write to
+ * a pipe wakes its reader, and one to a file wakes a thread of libuv's pool, each costing the
+ * event loop tens of microseconds or more on a small machine (CPU profiles of the gateway at
+ * saturation: 5 % of its busy time in pipe writes at 16 KiB, 11 % in fs.write at sonic-boom's
+ * 4 KiB). A pipe holds 64 KiB by default; what it cannot take at once is queued by the stream.
  */
-const STREAM_BUFFER_BYTES = 16 * 1024;
-/**
- * ... and to a file: each write is handed to a thread of libuv's pool, whose wake-up costs the
- * event loop more than a pipe write does (a CPU profile of the gateway logging to a file at
- * saturation: 11 % of its busy time in fs.write with 4 KiB writes), so one per ~200 access lines.
- */
-const FILE_BUFFER_BYTES = 64 * 1024;
+const BUFFER_BYTES = 64 * 1024;
 /** ... and written at least this often, so a quiet service's lines do not wait. */
 const FLUSH_MS = 500;
 /** A reader this far behind loses lines rather than the process its memory (counted, then reported). */
@@ -44,13 +41,13 @@ export function logDestination(fd = 1): LogDestination {
     try {
       // A second handle on the descriptor: process.stdout would also work, but writes through it
       // from elsewhere (a stray console.log) would then interleave mid-buffer.
-      return bufferedDestination(fd, new Socket({ fd, readable: false, writable: true }), STREAM_BUFFER_BYTES);
+      return bufferedDestination(fd, new Socket({ fd, readable: false, writable: true }));
     } catch {
       // A descriptor net cannot stream to (a datagram socket): the thread pool it is.
     }
   }
   // The path is not used when a descriptor is given; autoClose off: the descriptor is stdout's.
-  return bufferedDestination(fd, createWriteStream('', { fd, autoClose: false }), FILE_BUFFER_BYTES);
+  return bufferedDestination(fd, createWriteStream('', { fd, autoClose: false }));
 }
 
 /** What bufferedDestination writes chunks to: a net.Socket or an fs.WriteStream. */
@@ -76,7 +73,7 @@ class FlushWaiters {
   }
 }
 
-function bufferedDestination(fd: number, sink: Sink, bufferBytes: number): LogDestination {
+function bufferedDestination(fd: number, sink: Sink): LogDestination {
   let buffered = '';
   let timer: NodeJS.Timeout | undefined;
   let inFlight = 0;
@@ -137,7 +134,7 @@ function bufferedDestination(fd: number, sink: Sink, bufferBytes: number): LogDe
         return;
       }
       buffered += line;
-      if (buffered.length >= bufferBytes) push();
+      if (buffered.length >= BUFFER_BYTES) push();
       else if (timer === undefined) timer = setTimeout(push, FLUSH_MS).unref();
     },
     flush(cb) {
