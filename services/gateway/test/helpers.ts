@@ -71,6 +71,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     ADMIN_TOKEN,
     REDIS_PREFIX: prefix,
     UPSTREAM_TIMEOUT_MS: '2000',
+    // In process, the gateway's event loop is the test worker's, shared with the test, its other
+    // gateways and upstreams: its delay measures the machine's load, not the gateway's, and under
+    // a loaded CI it shed requests with 503 in tests about something else. The overload suites
+    // set it.
+    OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
     ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
     ...options.env,
   });
