@@ -54,7 +54,9 @@ async function startPets() {
 export async function startSubjects({ redis, dir }) {
   const pets = await startPets();
   const keys = writeKeys(dir);
-  const prefix = `bench${randomUUID().slice(0, 6)}:`;
+  // The gateway's default prefix on the bench's own Redis, so its keys are the size users' are (the
+  // memory per key counts them); a Redis of the user's (REDIS_URL) gets a prefix of the run's own.
+  const prefix = redis.pid ? 'gw:' : `bench${randomUUID().slice(0, 6)}:`;
   const auth = { authorization: `Bearer ${keys.open}` };
 
   /**
