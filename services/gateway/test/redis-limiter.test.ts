@@ -3,6 +3,8 @@ import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { policyFor } from '../src/limits/policy.js';
 import { RedisKeyLimiter } from '../src/limits/redis-key-limiter.js';
+import { RedisUsageHistory } from '../src/limits/redis-usage-history.js';
+import { DAY_MS } from '../src/limits/usage-history.js';
 import { connected, redisClient } from './helpers.js';
 import { limiterContract } from './limiter.contract.js';
 
@@ -15,36 +17,45 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-limiterContract('redis', async (ban) => {
-  const client = await connected(redisClient(redis.url));
-  // The limiter's clock drives sliding buckets and calendar periods; fixed windows live by Redis's
-  // own TTLs, which tests end by deleting the window's key.
-  // A clock that moves only when the test moves it: sliding buckets and refusals to the millisecond.
-  let clock = Date.now();
-  const now = () => clock;
-  const limiter = new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, ban, now);
-  return {
-    limiter,
-    now,
-    advance: async (ms) => {
-      clock += ms;
-    },
-    endMinuteWindow: async (keyId) => {
-      // The grace key lives as long as the window that filled.
-      await client.del(limiter.keyName(keyId, 'm'), limiter.keyName(keyId, 'grace'));
-    },
-    endGrace: async (keyId) => {
-      // Its age is the lifetime it holds less its PTTL: take graceMs off the PTTL.
-      const grace = limiter.keyName(keyId, 'grace');
-      const left = await client.pttl(grace);
-      if (left > ban.graceMs) await client.pexpire(grace, left - ban.graceMs);
-      else await client.del(grace);
-    },
-    cleanup: async () => {
-      client.disconnect();
-    },
-  };
-});
+/**
+ * Every case twice: without the usage history (the day window a key of its own) and with it, as
+ * the gateway runs (the day window the field `d` of the day's history hash).
+ */
+for (const withHistory of [false, true]) {
+  limiterContract(withHistory ? 'redis, with the usage history' : 'redis', async (ban) => {
+    const client = await connected(redisClient(redis.url));
+    // The limiter's clock drives sliding buckets and calendar periods; fixed windows live by Redis's
+    // own TTLs, which tests end by deleting the window's key.
+    // A clock that moves only when the test moves it: sliding buckets and refusals to the millisecond.
+    let clock = Date.now();
+    const now = () => clock;
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const history = withHistory ? new RedisUsageHistory(client, prefix, 35 * DAY_MS) : null;
+    const limiter = new RedisKeyLimiter(client, prefix, ban, now, history);
+    return {
+      limiter,
+      now,
+      advance: async (ms) => {
+        clock += ms;
+      },
+      endMinuteWindow: async (keyId) => {
+        // The grace key lives as long as the window that filled.
+        await client.del(limiter.keyName(keyId, 'm'), limiter.keyName(keyId, 'grace'));
+      },
+      endGrace: async (keyId) => {
+        // Its age is the lifetime it holds less its PTTL: take graceMs off the PTTL.
+        const grace = limiter.keyName(keyId, 'grace');
+        const left = await client.pttl(grace);
+        if (left > ban.graceMs) await client.pexpire(grace, left - ban.graceMs);
+        else await client.del(grace);
+      },
+      cleanup: async () => {
+        await history?.flush();
+        client.disconnect();
+      },
+    };
+  });
+}
 
 describe('two replicas on one Redis', () => {
   const replicas = async (n: number, prefix = `t${randomUUID().slice(0, 8)}:`) => {
@@ -70,6 +81,34 @@ describe('two replicas on one Redis', () => {
     expect(decisions.filter((d) => d.outcome === 'admitted')).toHaveLength(33);
     const usage = await a.usage(keyId, policy);
     for (const w of usage.windows) expect(w.used, w.name).toBe(99);
+  });
+
+  it('carries a day counted by an earlier version (a key of its own) into the history hash, once', async () => {
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const history = new RedisUsageHistory(client, prefix, 35 * DAY_MS);
+    const limiter = new RedisKeyLimiter(
+      client,
+      prefix,
+      { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0 },
+      Date.now,
+      history,
+    );
+    const policy = policyFor({ perMinute: 1_000, perDay: 100 });
+    const keyId = `key_${randomUUID()}`;
+    const dayEnd = (Math.floor(Date.now() / DAY_MS) + 1) * DAY_MS;
+    await client.set(limiter.keyName(keyId, 'd'), '95', 'PXAT', dayEnd);
+
+    expect((await limiter.usage(keyId, policy)).windows.map((w) => [w.name, w.used])).toEqual([
+      ['minute', 0],
+      ['day', 95],
+    ]);
+    const outcomes = [];
+    for (let i = 0; i < 6; i++) outcomes.push((await limiter.consume(keyId, policy, 1)).outcome);
+    expect(outcomes).toEqual(['admitted', 'admitted', 'admitted', 'admitted', 'admitted', 'limited']);
+    expect(await client.exists(limiter.keyName(keyId, 'd'))).toBe(0);
+    expect(await client.hget(history.dayKey(keyId, Math.floor(Date.now() / DAY_MS)), 'd')).toBe('100');
   });
 
   it('keeps a month’s count through a restart: a new limiter on the same Redis goes on from it', async () => {

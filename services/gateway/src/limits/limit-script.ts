@@ -8,7 +8,9 @@
  * of the others' refusals in a single round trip.
  *
  * Windows: `f` fixed, a counter that lives its length from its first admission; `c` calendar, a
- * counter that expires at the period's end (the caller's clock names the period); `s` sliding, a
+ * counter that expires at the period's end (the caller's clock names the period); `h` the day, as
+ * `c` but kept as the field `d` of the key's usage-history hash of that day (its key names the
+ * day, so a new day starts from nothing; one Redis key per active key less); `s` sliding, a
  * hash of bucket index to count, where a request sees every bucket the window overlaps, the
  * oldest whole (so no span of the window's length admits more than the limit).
  *
@@ -21,11 +23,12 @@
  * per hour, admitted, limited, banned, forbidden (cost 0: a scope or address the key lacks) and
  * the units admitted.
  *
- * KEYS: the policy's window keys, then ban, strikes, grace, and the history's day hash.
+ * KEYS: the policy's window keys (an `h` window's is the history's day hash), then ban, strikes,
+ * grace, the history's day hash, and with an `h` window the day's own key of earlier versions.
  * ARGV: window count, now (epoch ms), ban threshold (-1: refusals count toward no ban), ban window
- * ms, ban ms, grace ms, the history's hour of day ('' keeps no history), when its hash expires
- * (epoch ms); then four per window: kind, limit, a, b (f: length ms, 0; c: end epoch
- * ms, 0; s: bucket ms, buckets per window); then one cost per request.
+ * ms, ban ms, grace ms, the history's hour of day ('' keeps no history: then no `h` window),
+ * when its hash expires (epoch ms); then four per window: kind, limit, a, b (f: length ms, 0;
+ * c and h: end epoch ms, 0; s: bucket ms, buckets per window); then one cost per request.
  * Returns: outcomes (a letter per request: A admitted, L limited, B banned), ban ms left, 1 + the
  * index of the refusal that started a ban (or 0), then per window what it held before, then per
  * window ms until capacity starts to come back, then per window its live buckets after the batch
@@ -43,7 +46,7 @@ for w = 1, nw do
   limit[w] = tonumber(ARGV[p + 1])
   pa[w] = tonumber(ARGV[p + 2])
   pb[w] = tonumber(ARGV[p + 3])
-  if kind[w] ~= 's' then counters[#counters + 1] = KEYS[w] end
+  if kind[w] ~= 's' and kind[w] ~= 'h' then counters[#counters + 1] = KEYS[w] end
 end
 local v = redis.call('MGET', unpack(counters))
 local f = 1
@@ -67,6 +70,17 @@ for w = 1, nw do
     if #stale > 0 then redis.call('HDEL', KEYS[w], unpack(stale)) end
     used[w] = sum
     live[w] = h
+  elseif kind[w] == 'h' then
+    local d = redis.call('HGET', KEYS[w], 'd')
+    if not d then
+      -- Counted by a version that kept the day in a key of its own (KEYS[nw + 5]): moved once.
+      d = redis.call('GET', KEYS[nw + 5])
+      if d then
+        redis.call('HSET', KEYS[w], 'd', d)
+        redis.call('DEL', KEYS[nw + 5])
+      end
+    end
+    used[w] = tonumber(d or '0')
   else
     f = f + 1
     used[w] = tonumber(v[f] or '0')
@@ -75,7 +89,7 @@ end
 local ttl = {}
 local taken = 0
 local function resetOf(w)
-  if kind[w] == 'c' then return pa[w] - now end
+  if kind[w] == 'c' or kind[w] == 'h' then return pa[w] - now end
   if kind[w] == 's' then
     local oldest = low[w]
     if not oldest then oldest = cur[w] end
@@ -152,6 +166,9 @@ if taken > 0 then
       redis.call('HINCRBY', KEYS[w], cur[w], taken)
       redis.call('PEXPIRE', KEYS[w], (pb[w] + 1) * pa[w])
       if not low[w] then low[w] = cur[w] end
+    elseif kind[w] == 'h' then
+      -- Its expiry is the history's, set below.
+      redis.call('HINCRBY', KEYS[w], 'd', taken)
     elseif redis.call('INCRBY', KEYS[w], taken) == taken then
       if kind[w] == 'f' then redis.call('PEXPIRE', KEYS[w], pa[w]) else redis.call('PEXPIREAT', KEYS[w], pa[w]) end
       ttl[w] = pa[w]
@@ -206,7 +223,8 @@ return result
 `;
 
 /**
- * Reads without writing. KEYS: the policy's window keys, then ban, strikes. ARGV: window count,
+ * Reads without writing. KEYS: the policy's window keys, then ban, strikes, and with an `h` window
+ * the day's own key of earlier versions (read when the hash has no day yet). ARGV: window count,
  * now, then per window: kind, a, b as for the limit script. Returns per window what it holds and
  * ms until capacity starts to come back (-1 when it holds nothing), then ban ms left, strikes.
  */
@@ -230,6 +248,9 @@ for w = 1, nw do
       end
     end
     if low then reset = (low + b + 1) * a - now end
+  elseif kind == 'h' then
+    used = tonumber(redis.call('HGET', KEYS[w], 'd') or redis.call('GET', KEYS[nw + 3]) or '0')
+    if used > 0 then reset = a - now end
   else
     used = tonumber(redis.call('GET', KEYS[w]) or '0')
     if used > 0 then reset = redis.call('PTTL', KEYS[w]) end

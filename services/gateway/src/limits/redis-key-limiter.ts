@@ -6,6 +6,7 @@ import { LIMIT_SCRIPT, USAGE_SCRIPT } from './limit-script.js';
 import type { LimitPolicy, WindowRule } from './policy.js';
 import { periodEnd } from './policy.js';
 import type { RedisUsageHistory } from './redis-usage-history.js';
+import { DAY_MS } from './usage-history.js';
 
 type ScriptResult = Array<string | number>;
 
@@ -30,8 +31,17 @@ interface Batch {
 }
 
 /** The script's four arguments for a window; a calendar window's end moves with the clock. */
-function windowArgs(rule: WindowRule, now: number): [string, number, number, number] {
-  if (rule.kind === 'calendar') return ['c', rule.limit, periodEnd(rule.name as 'day' | 'month', now), 0];
+const isDay = (rule: WindowRule): boolean => rule.kind === 'calendar' && rule.name === 'day';
+
+/**
+ * `dayInHistory`: the key's usage history is kept, so a day window is counted in the day's history
+ * hash (kind `h`) rather than a key of its own.
+ */
+function windowArgs(rule: WindowRule, now: number, dayInHistory: boolean): [string, number, number, number] {
+  if (rule.kind === 'calendar') {
+    const kind = dayInHistory && isDay(rule) ? 'h' : 'c';
+    return [kind, rule.limit, periodEnd(rule.name as 'day' | 'month', now), 0];
+  }
   if (rule.kind === 'sliding') return ['s', rule.limit, rule.bucketMs, rule.lengthMs / rule.bucketMs];
   return ['f', rule.limit, rule.lengthMs, 0];
 }
@@ -78,6 +88,14 @@ export class RedisKeyLimiter implements KeyLimiter {
     return `${this.prefix}{${keyId}}:${suffix}`;
   }
 
+  /** A window's Redis key: its own, or for the day with the history kept, the day's history hash. */
+  private windowKey(keyId: string, rule: WindowRule, now: number): string {
+    if (this.history && isDay(rule)) {
+      return this.history.dayKey(keyId, Math.floor(now / DAY_MS));
+    }
+    return this.keyName(keyId, rule.suffix);
+  }
+
   consume(keyId: string, policy: LimitPolicy, cost: number): Promise<Decision> {
     return new Promise<Decision>((resolve, reject) => {
       const batch = this.pending.get(keyId);
@@ -115,13 +133,14 @@ export class RedisKeyLimiter implements KeyLimiter {
     const now = this.now();
     const rules = policy.windows;
     const keysAndArgs: Array<string | number> = [];
-    for (const rule of rules) keysAndArgs.push(this.keyName(keyId, rule.suffix));
+    for (const rule of rules) keysAndArgs.push(this.windowKey(keyId, rule, now));
     keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'strikes'), this.keyName(keyId, 'grace'));
     let historyHour = '';
     let historyExpireAt = 0;
     if (this.history) {
       const [key, hour, expireAt] = this.history.scriptArgs(keyId, now);
       keysAndArgs.push(key);
+      if (rules.some(isDay)) keysAndArgs.push(this.keyName(keyId, 'd'));
       historyHour = hour;
       historyExpireAt = expireAt;
     }
@@ -136,7 +155,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       historyHour,
       historyExpireAt,
     );
-    for (const rule of rules) keysAndArgs.push(...windowArgs(rule, now));
+    for (const rule of rules) keysAndArgs.push(...windowArgs(rule, now, this.history !== null));
     for (const waiter of waiters) keysAndArgs.push(waiter.cost);
     this.inFlight.add(keyId);
     let call: Promise<ScriptResult>;
@@ -193,13 +212,16 @@ export class RedisKeyLimiter implements KeyLimiter {
     // One script: every key read at one instant, in one round trip (and one Cluster slot).
     const now = this.now();
     const rules = policy.windows;
-    const keysAndArgs: Array<string | number> = rules.map((rule) => this.keyName(keyId, rule.suffix));
-    keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'strikes'), rules.length, now);
+    const keysAndArgs: Array<string | number> = rules.map((rule) => this.windowKey(keyId, rule, now));
+    keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'strikes'));
+    if (this.history && rules.some(isDay)) keysAndArgs.push(this.keyName(keyId, 'd'));
+    const numKeys = keysAndArgs.length;
+    keysAndArgs.push(rules.length, now);
     for (const rule of rules) {
-      const [kind, , a, b] = windowArgs(rule, now);
+      const [kind, , a, b] = windowArgs(rule, now, this.history !== null);
       keysAndArgs.push(kind, a, b);
     }
-    const reply = await this.redis.gatewayUsage(rules.length + 2, ...keysAndArgs);
+    const reply = await this.redis.gatewayUsage(numKeys, ...keysAndArgs);
     const read = this.now();
     const windows = rules.map((rule, w) => {
       const used = Number(reply[2 * w]);
