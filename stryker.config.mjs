@@ -56,6 +56,8 @@ export const areas = {
     mutate: [`${SRC}/gate.ts`, `${SRC}/gate/**/*.ts`],
     testFiles: [
       `${TEST}/gate.test.ts`,
+      // Scopes, IP allowlists, shadow plans and route costs: the gate's 403s and what it charges.
+      `${TEST}/policies.test.ts`,
       `${TEST}/gate-hardening.test.ts`,
       `${TEST}/key-lifecycle.test.ts`,
       'tests/hostile/operations.test.ts',

@@ -1,13 +1,18 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { createKey } from '../src/keys/create-key.js';
 import type { KeyRecord } from '../src/keys/key-store.js';
 import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from './helpers.js';
+import { startReceiver } from './webhook-receiver.js';
 
 const gateways = useGateways();
+const receivers: Array<Awaited<ReturnType<typeof startReceiver>>> = [];
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+});
 const dir = mkdtempSync(join(tmpdir(), 'plans-'));
 let files = 0;
 
@@ -131,6 +136,33 @@ describe('plans as data (PLANS_FILE)', () => {
     const usage = await gw.admin.inject({ url: `/admin/keys/${id}/usage`, headers: bearer(ADMIN_TOKEN) });
     expect(usage.json().windows.minute).toMatchObject({ limit: 12, used: 11, remaining: 1 });
     expect(usage.json().windows.day).toMatchObject({ limit: 1000, used: 11 });
+  });
+
+  it('counts a costly request at its route’s cost for quota webhooks: a POST costing 5 from 78 to 83 of a day of 100 crosses 80 %', async () => {
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const gw = await withPlans({ WEBHOOKS_ALLOW_INSECURE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true' });
+    const subscribed = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/webhooks',
+      headers: bearer(ADMIN_TOKEN),
+      payload: { url: hook.url, events: ['key.quota.warning', 'key.quota.exhausted'] },
+    });
+    expect(subscribed.statusCode, subscribed.body).toBe(201);
+    const { key, id } = await addKey(gw, { plan: 'enterprise', limits: { perMinute: 1000, perDay: 100 } });
+    const read = async () =>
+      expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+    for (let i = 0; i < 78; i++) await read();
+    expect((await gw.app.inject(post(key))).statusCode).toBe(200);
+    // On to 100 of 100, one unit at a time: the exhaustion notice comes after any warning.
+    for (let i = 83; i < 100; i++) await read();
+    while (!hook.events().some((e) => e.type === 'key.quota.exhausted')) await hook.until(hook.received.length + 1);
+    await vi.waitFor(async () => expect((await gw.deps.webhooks.queue.stats()).depth).toBe(0), { interval: 20 });
+    const notices = hook.events().map((e) => [e.type, e.data.keyId, e.data.used, e.data.threshold]);
+    expect(notices.sort((a, b) => Number(a[3]) - Number(b[3]))).toEqual([
+      ['key.quota.warning', id, 83, 80],
+      ['key.quota.exhausted', id, 100, 100],
+    ]);
   });
 
   it('shows every window in a key’s usage, a month among them', async () => {
