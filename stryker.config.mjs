@@ -49,12 +49,13 @@ export const areas = {
     ],
     testFiles: [
       `${TEST}/api-key.test.ts`,
+      `${TEST}/cidrs.test.ts`,
       `${TEST}/memory-key-store.test.ts`,
       `${TEST}/mongo-key-store.test.ts`,
       `${TEST}/keys-file.test.ts`,
       `${TEST}/file-key-store.test.ts`,
       `${TEST}/key-lifecycle.test.ts`,
-      // Scopes and allowed addresses through the admin API: cidrs.ts has no test file of its own.
+      // Scopes and allowed addresses through the admin API.
       `${TEST}/policies.test.ts`,
     ],
   },
