@@ -88,6 +88,10 @@ describe('parseKeysFile', () => {
     expect(problemsOf([{ id: 'key_a', plan: 'free', sha256: HASH_A, scopes: ['pets:delete'] }])).toBe(
       'keys.json: entry 0: scopes may hold only pets:read, pets:write',
     );
+    // Valid scopes and addresses do not end the checks: the plan is still read.
+    expect(
+      problemsOf([{ id: 'key_a', plan: 'gold', sha256: HASH_A, scopes: ['pets:read'], allowedCidrs: ['10.0.0.0/8'] }]),
+    ).toContain('entry 0: ');
     expect(problemsOf([{ id: 'key_a', plan: 'free', sha256: HASH_A, allowedCidrs: ['10.0.0.0/33'] }])).toBe(
       'keys.json: entry 0: allowedCidrs: "10.0.0.0/33" has a prefix length outside 0–32',
     );
