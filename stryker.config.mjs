@@ -18,8 +18,17 @@ const TEST = 'services/gateway/test';
  */
 export const areas = {
   // The limiters (memory and Redis), their headers and failure mode, the plans and PLANS_FILE.
+  // Not the usage history (limits/usage-history.ts, limits/redis-usage-history.ts): it records
+  // decisions for billing and decides nothing, its tests (usage-history.test.ts) are not among
+  // these, and its ~100 mutants, reached by every gateway test here, would each run them all.
   limits: {
-    mutate: [`${SRC}/limits/**/*.ts`, `${SRC}/plans.ts`, `${SRC}/plans-file.ts`],
+    mutate: [
+      `${SRC}/limits/**/*.ts`,
+      `!${SRC}/limits/usage-history.ts`,
+      `!${SRC}/limits/redis-usage-history.ts`,
+      `${SRC}/plans.ts`,
+      `${SRC}/plans-file.ts`,
+    ],
     testFiles: [
       `${TEST}/address-key.test.ts`,
       `${TEST}/memory-limiter.test.ts`,
@@ -40,11 +49,14 @@ export const areas = {
     ],
     testFiles: [
       `${TEST}/api-key.test.ts`,
+      `${TEST}/cidrs.test.ts`,
       `${TEST}/memory-key-store.test.ts`,
       `${TEST}/mongo-key-store.test.ts`,
       `${TEST}/keys-file.test.ts`,
       `${TEST}/file-key-store.test.ts`,
       `${TEST}/key-lifecycle.test.ts`,
+      // Scopes and allowed addresses through the admin API.
+      `${TEST}/policies.test.ts`,
     ],
   },
   // The key cache in front of the store.
@@ -56,6 +68,8 @@ export const areas = {
     mutate: [`${SRC}/gate.ts`, `${SRC}/gate/**/*.ts`],
     testFiles: [
       `${TEST}/gate.test.ts`,
+      // Scopes, IP allowlists, shadow plans and route costs: the gate's 403s and what it charges.
+      `${TEST}/policies.test.ts`,
       `${TEST}/gate-hardening.test.ts`,
       `${TEST}/key-lifecycle.test.ts`,
       'tests/hostile/operations.test.ts',

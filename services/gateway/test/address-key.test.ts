@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressKey } from '../src/limits/anonymous-limiter.js';
+import { AnonymousLimiter, addressKey } from '../src/limits/anonymous-limiter.js';
 
 describe('the per-address limiter key', () => {
   it.each([
@@ -10,6 +10,11 @@ describe('the per-address limiter key', () => {
     ['2001:DB8:0001:0002:ffff::9', '2001:db8:1:2::/64'],
     ['2001:db8::1', '2001:db8:0:0::/64'],
     ['::1', '0:0:0:0::/64'],
+    // The gap of a '::' before groups that reach into the first four.
+    ['::1:2:3:4:5', '0:0:0:1::/64'],
+    // Only the dotted IPv4-mapped form is an IPv4 client; NAT64 and hex-written addresses are IPv6.
+    ['::ffff:cb00:7107', '0:0:0:0::/64'],
+    ['64:ff9b::198.51.100.1', '64:ff9b:0:0::/64'],
   ])('%s counts as %s', (ip, key) => {
     expect(addressKey(ip)).toBe(key);
   });
@@ -18,5 +23,24 @@ describe('the per-address limiter key', () => {
     const a = addressKey('2001:db8:5:6::1');
     expect(addressKey('2001:db8:5:6:ffff:ffff:ffff:ffff')).toBe(a);
     expect(addressKey('2001:db8:5:7::1')).not.toBe(a);
+  });
+});
+
+describe('the per-address limiter', () => {
+  it('knows an address it refused as refused until its window resets, and no other address', async () => {
+    let now = Date.UTC(2026, 10, 24, 12, 0, 0);
+    const limiter = new AnonymousLimiter(2, null, 'test:', () => now);
+    expect(limiter.isRefused('203.0.113.7')).toBe(false);
+    const decisions = [];
+    for (let i = 0; i < 3; i++) decisions.push(await limiter.consume('203.0.113.7'));
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, false]);
+    expect(limiter.isRefused('203.0.113.7')).toBe(true);
+    expect(limiter.isRefused('::ffff:203.0.113.7')).toBe(true);
+    expect(limiter.isRefused('203.0.113.8')).toBe(false);
+    const resetAt = decisions[2]?.window.resetAt ?? 0;
+    now = resetAt - 1;
+    expect(limiter.isRefused('203.0.113.7')).toBe(true);
+    now = resetAt;
+    expect(limiter.isRefused('203.0.113.7')).toBe(false);
   });
 });

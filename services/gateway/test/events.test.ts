@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { RedisProcess } from '@animal-store/tests/support/redis.js';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type GatewayEvent, RedisEventBus } from '../src/events.js';
+import { type GatewayEvent, LocalEventBus, RedisEventBus } from '../src/events.js';
 import { createRedisClients, type RedisClient, redisOptions, whenReady } from '../src/redis/clients.js';
 
 /**
@@ -327,6 +327,17 @@ describe('the key-event bus between replicas (Redis pub/sub)', () => {
     expect(r.bus.isSubscribed).toBe(false);
   });
 
+  it('once closed, leaves none of its listeners on its subscriber connection', async () => {
+    const { subscriber } = createRedisClients({ mode: 'standalone', url: redis.url }, 250);
+    if (!subscriber) throw new Error('no subscriber connection');
+    cleanups.push(() => subscriber.disconnect());
+    const events = ['message', 'ready', 'close'] as const;
+    const before = events.map((event) => subscriber.listenerCount(event));
+    const bus = new RedisEventBus(subscriber, subscriber, 'events-closed', { onUp: () => {}, onDown: () => {} });
+    await bus.close();
+    expect(events.map((event) => subscriber.listenerCount(event))).toEqual(before);
+  });
+
   it('once closed, hands on no event, sends no probe and says nothing when its connection drops and returns', async () => {
     const r = await replica({ ready: true });
     await subscriberCaughtUp(r);
@@ -345,6 +356,29 @@ describe('the key-event bus between replicas (Redis pub/sub)', () => {
     await subscriberCaughtUp(r);
     expect(r.heard).toEqual([]);
     expect(r.said).toEqual(['up']);
+  });
+});
+
+describe('the key-event bus of a single process (no Redis)', () => {
+  it('hands each published event to every subscriber, in order, counts as subscribed, and hands on nothing once closed', async () => {
+    const bus = new LocalEventBus();
+    const first: GatewayEvent[] = [];
+    const second: GatewayEvent[] = [];
+    bus.subscribe((event) => first.push(event));
+    bus.subscribe((event) => second.push(event));
+    const sent: GatewayEvent[] = [
+      { type: 'key-revoked', id: 'key_1' },
+      { type: 'ban-lifted', id: 'key_2' },
+    ];
+    for (const event of sent) await bus.publish(event);
+    expect(first).toEqual(sent);
+    expect(second).toEqual(sent);
+    expect(bus.isSubscribed).toBe(true);
+
+    await bus.close();
+    await bus.publish({ type: 'key-changed', id: 'key_3' });
+    expect(first).toEqual(sent);
+    expect(second).toEqual(sent);
   });
 });
 

@@ -109,6 +109,12 @@ describe('FileKeyStore', () => {
     expect(await readFile(path, 'utf8')).toBe(before);
   });
 
+  it('fails a lookup when the keys file cannot be read, instead of answering that it holds no such key', async () => {
+    // The path is a directory: reading it fails with EISDIR, not ENOENT.
+    const store = new FileKeyStore(dir, DEFAULT_PLANS);
+    await expect(store.get('key_any')).rejects.toThrow(/EISDIR/);
+  });
+
   it('refuses through the key rules what the admin API refuses, writing nothing', async () => {
     const store = new FileKeyStore(path, DEFAULT_PLANS);
     await store.insert(createKey({ plan: 'free' }).record);

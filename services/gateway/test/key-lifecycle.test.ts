@@ -152,6 +152,16 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
       expect(shown).not.toHaveProperty('updatedAt');
     });
 
+    it('keeps what a change leaves out: the expiry through a rename; refuses to drop an enterprise key’s limits', async () => {
+      const gw = await start();
+      const expiresAt = '2099-01-01T00:00:00.000Z';
+      const { id } = await create(gw, { plan: 'enterprise', limits: { perMinute: 7, perDay: 70 }, expiresAt });
+      expect((await patch(gw, id, { name: 'renamed' })).json()).toMatchObject({ name: 'renamed', expiresAt });
+      expectError(await patch(gw, id, { limits: null }), 400, 'invalid_request', /enterprise keys need limits/);
+      const shown = (await gw.admin.inject({ url: `/admin/keys/${id}`, headers: admin })).json();
+      expect(shown).toMatchObject({ limits: { perMinute: 7, perDay: 70 }, expiresAt });
+    });
+
     it('answers 404 for an unknown id, 409 for a revoked key', async () => {
       const gw = await start();
       expectError(await patch(gw, 'key_0000000000000000', { plan: 'pro' }), 404, 'not_found');

@@ -63,6 +63,40 @@ describe('parseKeysFile', () => {
     expect(message).not.toContain('duplicate');
   });
 
+  it('reads scopes and allowed addresses, normalising the addresses, and refuses bad ones naming the entry', () => {
+    const [entry] = parseKeysFile(
+      JSON.stringify([
+        {
+          id: 'key_a',
+          plan: 'free',
+          sha256: HASH_A,
+          scopes: ['pets:read'],
+          allowedCidrs: ['2001:DB8::/32', '203.0.113.9'],
+        },
+      ]),
+      'keys.json',
+      DEFAULT_PLANS,
+    );
+    expect(entry).toStrictEqual({
+      id: 'key_a',
+      name: 'key_a',
+      plan: 'free',
+      scopes: ['pets:read'],
+      allowedCidrs: ['2001:db8::/32', '203.0.113.9/32'],
+      sha256: HASH_A,
+    });
+    expect(problemsOf([{ id: 'key_a', plan: 'free', sha256: HASH_A, scopes: ['pets:delete'] }])).toBe(
+      'keys.json: entry 0: scopes may hold only pets:read, pets:write',
+    );
+    // Valid scopes and addresses do not end the checks: the plan is still read.
+    expect(
+      problemsOf([{ id: 'key_a', plan: 'gold', sha256: HASH_A, scopes: ['pets:read'], allowedCidrs: ['10.0.0.0/8'] }]),
+    ).toContain('entry 0: ');
+    expect(problemsOf([{ id: 'key_a', plan: 'free', sha256: HASH_A, allowedCidrs: ['10.0.0.0/33'] }])).toBe(
+      'keys.json: entry 0: allowedCidrs: "10.0.0.0/33" has a prefix length outside 0–32',
+    );
+  });
+
   it('refuses a bad sha256', () => {
     // A list holding a good hash is not a hash either (as text it would look like one).
     for (const sha256 of [

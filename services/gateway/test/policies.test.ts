@@ -1,13 +1,18 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { createKey } from '../src/keys/create-key.js';
 import type { KeyRecord } from '../src/keys/key-store.js';
 import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from './helpers.js';
+import { startReceiver } from './webhook-receiver.js';
 
 const gateways = useGateways();
+const receivers: Array<Awaited<ReturnType<typeof startReceiver>>> = [];
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+});
 const dir = mkdtempSync(join(tmpdir(), 'plans-'));
 let files = 0;
 
@@ -131,6 +136,33 @@ describe('plans as data (PLANS_FILE)', () => {
     const usage = await gw.admin.inject({ url: `/admin/keys/${id}/usage`, headers: bearer(ADMIN_TOKEN) });
     expect(usage.json().windows.minute).toMatchObject({ limit: 12, used: 11, remaining: 1 });
     expect(usage.json().windows.day).toMatchObject({ limit: 1000, used: 11 });
+  });
+
+  it('counts a costly request at its route’s cost for quota webhooks: a POST costing 5 from 78 to 83 of a day of 100 crosses 80 %', async () => {
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const gw = await withPlans({ WEBHOOKS_ALLOW_INSECURE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true' });
+    const subscribed = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/webhooks',
+      headers: bearer(ADMIN_TOKEN),
+      payload: { url: hook.url, events: ['key.quota.warning', 'key.quota.exhausted'] },
+    });
+    expect(subscribed.statusCode, subscribed.body).toBe(201);
+    const { key, id } = await addKey(gw, { plan: 'enterprise', limits: { perMinute: 1000, perDay: 100 } });
+    const read = async () =>
+      expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+    for (let i = 0; i < 78; i++) await read();
+    expect((await gw.app.inject(post(key))).statusCode).toBe(200);
+    // On to 100 of 100, one unit at a time: the exhaustion notice comes after any warning.
+    for (let i = 83; i < 100; i++) await read();
+    while (!hook.events().some((e) => e.type === 'key.quota.exhausted')) await hook.until(hook.received.length + 1);
+    await vi.waitFor(async () => expect((await gw.deps.webhooks.queue.stats()).depth).toBe(0), { interval: 20 });
+    const notices = hook.events().map((e) => [e.type, e.data.keyId, e.data.used, e.data.threshold]);
+    expect(notices.sort((a, b) => Number(a[3]) - Number(b[3]))).toEqual([
+      ['key.quota.warning', id, 83, 80],
+      ['key.quota.exhausted', id, 100, 100],
+    ]);
   });
 
   it('shows every window in a key’s usage, a month among them', async () => {
@@ -271,6 +303,13 @@ describe('scopes', () => {
     });
     expect(cleared.json().scopes).toEqual(['pets:read', 'pets:write']);
     expect((await gw.app.inject(post(key))).statusCode).toBe(200);
+    const readOnly = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      ...auth,
+      payload: { scopes: ['pets:read'] },
+    });
+    expect(readOnly.json().scopes).toEqual(['pets:read']);
     const none = await gw.admin.inject({ method: 'PATCH', url: `/admin/keys/${id}`, ...auth, payload: { scopes: [] } });
     expect(none.statusCode).toBe(200);
     expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(403);
@@ -282,6 +321,48 @@ describe('scopes', () => {
     });
     expect(bad.statusCode).toBe(400);
   });
+
+  it('refuses a banned key a scope it lacks with 403, its headers reporting the ban, logged as forbidden', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({
+      env: { PLANS_FILE: plansFile(PLANS), BAN_GRACE_MS: '0', BAN_THRESHOLD: '1', BAN_SECONDS: '120' },
+      logs,
+    });
+    const { key } = await addKey(gw, { plan: 'metered', scopes: ['pets:read'] });
+    const codes: string[] = [];
+    for (let i = 0; i < 15 && codes.at(-1) !== 'api_key_banned'; i++) {
+      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      codes.push(res.statusCode === 200 ? 'ok' : res.json().code);
+    }
+    expect(codes.at(-1)).toBe('api_key_banned');
+    const res = await gw.app.inject(post(key));
+    expect(res.statusCode).toBe(403);
+    expect(res.json().code).toBe('insufficient_scope');
+    expect(res.headers['x-ratelimit-remaining']).toBe('0');
+    expect(res.headers['ratelimit-policy']).toMatch(/, "ban";q=0;w=120$/);
+    expect(res.headers.ratelimit).toMatch(/, "ban";r=0;t=\d+$/);
+    const line = logs.find((l) => l.msg === 'request' && l.status === 403);
+    expect(line?.limiter).toBe('forbidden');
+  });
+
+  it('refuses a scope a key lacks with 403 while the limiter is unavailable (closed mode), nothing remaining until the retry in 5 s', async () => {
+    const { RedisProcess } = await import('@animal-store/tests/support/redis.js');
+    const own = await RedisProcess.start();
+    const at = Date.UTC(2026, 10, 24, 12, 0, 0, 250);
+    const gw = await gateways.start({
+      redisUrl: own.url,
+      now: () => at,
+      env: { PLANS_FILE: plansFile(PLANS), RATE_LIMIT_FAILURE_MODE: 'closed' },
+    });
+    await own.kill();
+    const { key } = await addKey(gw, { plan: 'metered', scopes: ['pets:read'] });
+    const res = await gw.app.inject(post(key));
+    expect(res.statusCode).toBe(403);
+    expect(res.json().code).toBe('insufficient_scope');
+    expect(res.headers['x-ratelimit-limit']).toBe('12');
+    expect(res.headers['x-ratelimit-remaining']).toBe('0');
+    expect(res.headers['x-ratelimit-reset']).toBe(String(Math.ceil((at + 5_000) / 1000)));
+  });
 });
 
 describe('IP allowlists', () => {
@@ -289,6 +370,7 @@ describe('IP allowlists', () => {
     ['an IPv4 CIDR', ['203.0.113.0/24'], '203.0.113.9', '198.51.100.7'],
     ['an IPv6 CIDR', ['2001:db8::/32'], '2001:db8:1::5', '2001:db9::5'],
     ['an IPv4 address, used over IPv6-mapped IPv4', ['203.0.113.9'], '::ffff:203.0.113.9', '::ffff:203.0.113.10'],
+    ['an IPv6 address, its one host', ['2001:db8::9'], '2001:db8::9', '2001:db8::10'],
   ])('serves a key only from its allowed addresses: %s', async (_label, cidrs, inside, outside) => {
     const gw = await withPlans();
     const { key, id } = await addKey(gw, { plan: 'free', allowedCidrs: cidrs });
@@ -297,7 +379,8 @@ describe('IP allowlists', () => {
     const refused = await gw.app.inject({ url: '/v1/pets', headers: bearer(key), remoteAddress: outside });
     expect(refused.statusCode).toBe(403);
     expect(refused.json().code).toBe('ip_not_allowed');
-    expect(refused.json().message).toContain(outside.replace('::ffff:', ''));
+    // An IPv6-mapped IPv4 client is named by its IPv4 address.
+    expect(refused.json().message).toBe(`This API key may not be used from ${outside.replace('::ffff:', '')}`);
     expect(refused.headers['x-ratelimit-remaining']).toBe('59');
     const usage = (await gw.admin.inject({ url: `/admin/keys/${id}/usage`, headers: bearer(ADMIN_TOKEN) })).json();
     expect(usage.windows.minute.used).toBe(1);
@@ -324,15 +407,37 @@ describe('IP allowlists', () => {
         payload: { allowedCidrs: [bad] },
       });
       expect(res.statusCode, bad).toBe(400);
-      expect(res.json().message).toContain(JSON.stringify(bad));
+      expect(res.json().message).toContain(`allowedCidrs: ${JSON.stringify(bad)}`);
     }
+    const changed = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      ...auth,
+      payload: { allowedCidrs: ['198.51.100.0/24'] },
+    });
+    expect(changed.json().allowedCidrs).toEqual(['198.51.100.0/24']);
     const cleared = await gw.admin.inject({
       method: 'PATCH',
       url: `/admin/keys/${id}`,
       ...auth,
       payload: { allowedCidrs: null },
     });
+    expect(cleared.statusCode).toBe(200);
     expect(cleared.json().allowedCidrs).toBeUndefined();
+  });
+
+  it('serves a key whose allowlist was set to an empty list from any address', async () => {
+    const gw = await withPlans();
+    const { key, id } = await addKey(gw, { plan: 'free', allowedCidrs: ['203.0.113.9'] });
+    const patched = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { allowedCidrs: [] },
+    });
+    expect(patched.statusCode).toBe(200);
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key), remoteAddress: '198.51.100.7' });
+    expect(res.statusCode).toBe(200);
   });
 });
 
@@ -359,6 +464,39 @@ describe('shadow mode', () => {
     );
     const marked = logs.filter((l) => l.msg === 'request' && l.limiter === 'shadow_refused');
     expect(marked).toHaveLength(4);
+  });
+
+  it('serves a banned key once its plan is in shadow mode, its headers still reporting the ban', async () => {
+    const gw = await withPlans({ BAN_THRESHOLD: '1', BAN_SECONDS: '120' });
+    const { key, id } = await addKey(gw, { plan: 'metered' });
+    const codes: string[] = [];
+    for (let i = 0; i < 15 && codes.at(-1) !== 'api_key_banned'; i++) {
+      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      codes.push(res.statusCode === 200 ? 'ok' : res.json().code);
+    }
+    expect(codes.at(-1)).toBe('api_key_banned');
+    const moved = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/keys/${id}`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { plan: 'trial' },
+    });
+    expect(moved.statusCode).toBe(200);
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-ratelimit-remaining']).toBe('0');
+    expect(res.headers['ratelimit-policy']).toMatch(/, "ban";q=0;w=120$/);
+  });
+
+  it('reports a shadow plan’s would-be limit refusal with its windows alone, no ban', async () => {
+    const gw = await withPlans();
+    const { key } = await addKey(gw, { plan: 'trial' });
+    for (let i = 0; i < 6; i++) await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-ratelimit-remaining']).toBe('0');
+    expect(res.headers['ratelimit-policy']).toBe('"minute";q=6;w=60, "day";q=1000;w=86400');
+    expect(Number(res.headers['x-ratelimit-reset'])).toBeGreaterThan(0);
   });
 
   it('RATE_LIMIT_SHADOW=true puts every plan in shadow mode', async () => {

@@ -17,7 +17,7 @@ export interface DecisionOptions {
   /** The length of a ban (BAN_SECONDS), reported in RateLimit-Policy while a key is banned. */
   banSeconds: number;
   /** Told of admitted requests (quota thresholds) and of bans as they start. */
-  webhooks?: Pick<Webhooks, 'onAdmitted' | 'onBanned'>;
+  webhooks: Pick<Webhooks, 'onAdmitted' | 'onBanned'>;
 }
 
 /**
@@ -83,7 +83,7 @@ export function limiterDecisions({ metrics, now, banSeconds, webhooks }: Decisio
       case 'admitted':
         setRateLimitHeaders(reply, decision.windows, at);
         // The gate charged the route's cost (forbidden requests, at cost 0, returned above).
-        webhooks?.onAdmitted(record, decision.windows, request.routeOptions.config.cost ?? 1);
+        webhooks.onAdmitted(record, decision.windows, request.routeOptions.config.cost ?? 1);
         return undefined;
       case 'limited':
         setRateLimitHeaders(reply, decision.windows, at);
@@ -98,7 +98,7 @@ export function limiterDecisions({ metrics, now, banSeconds, webhooks }: Decisio
             { refusals: decision.started.refusals, banEndsAt: new Date(decision.banEndsAt).toISOString() },
             'API key banned for ignoring rate limits',
           );
-          webhooks?.onBanned(record, decision.banEndsAt);
+          webhooks.onBanned(record, decision.banEndsAt);
         }
         setBannedHeaders(reply, decision.windows, at, decision.banEndsAt, banSeconds);
         return new ApiError(429, 'api_key_banned', 'This API key is temporarily banned for ignoring rate limits', {
