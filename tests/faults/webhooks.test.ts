@@ -1,7 +1,7 @@
 import { startReceiver } from '@animal-store/gateway/test/webhook-receiver.js';
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed, vi } from 'vitest';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { freePort } from '../support/runtime.js';
 import { killAllServices, ServiceProcess } from '../support/service-process.js';
@@ -50,9 +50,20 @@ describe('webhook deliveries across a SIGKILL', () => {
 
   it('is delivered after a restart when the gateway was killed with it pending', async () => {
     const hook = await startReceiver([503]);
+    // It hung once in a full CI run (60 s; 6.6 s alone, and 4 runs of 4 alone pass): on failure,
+    // what the receiver got, the queue's sets and each process's log, for the next look.
+    const started: ServiceProcess[] = [];
+    onTestFailed(async () => {
+      const sets = await inspect.keys(`{${PREFIX}webhooks}:deliveries:*`);
+      process.stderr.write(
+        `webhook SIGKILL test: received ${JSON.stringify(hook.received.map((r) => r.status))}; keys ${sets.join(' ')}\n` +
+          started.map((p, i) => `--- gateway ${i + 1}\n${p.output()}`).join('\n'),
+      );
+    });
     try {
       const adminPort = await freePort();
       const first = await gateway(adminPort);
+      started.push(first);
       const admin = `http://127.0.0.1:${adminPort}`;
       const auth = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
       const created = await fetch(`${admin}/admin/webhooks`, {
@@ -76,7 +87,7 @@ describe('webhook deliveries across a SIGKILL', () => {
       // Still waiting for its retry, not taken by the dead process: what this test is about.
       expect(await inspect.zcard(`{${PREFIX}webhooks}:deliveries:delayed`)).toBe(1);
 
-      await gateway(await freePort());
+      started.push(await gateway(await freePort()));
       await hook.until(2);
       const [refused, delivered] = hook.received as [(typeof hook.received)[0], (typeof hook.received)[0]];
       expect([refused.status, delivered.status]).toEqual([503, 200]);

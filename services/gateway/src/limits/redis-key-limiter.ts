@@ -30,10 +30,10 @@ interface Batch {
   waiters: Waiter[];
 }
 
-/** The script's four arguments for a window; a calendar window's end moves with the clock. */
 const isDay = (rule: WindowRule): boolean => rule.kind === 'calendar' && rule.name === 'day';
 
 /**
+ * The script's four arguments for a window; a calendar window's end moves with the clock.
  * `dayInHistory`: the key's usage history is kept, so a day window is counted in the day's history
  * hash (kind `h`) rather than a key of its own.
  */
