@@ -27,6 +27,9 @@ const KEY_ACTIONS: Record<string, WebhookEventType> = {
 const KEY_ACTION_FIELDS = ['changed', 'expiresAt', 'previousKeyExpiresAt'];
 
 /** A Standard Webhooks signing secret: `whsec_` and 32 random bytes in base64. */
+/** How soon a failed first round (endpoints unreadable: Redis not ready yet) is tried again. */
+const START_RETRY_MS = 1_000;
+
 export function newSigningSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
@@ -53,6 +56,7 @@ export class Webhooks {
   readonly queue: DeliveryQueue;
   private readonly percents: readonly number[];
   private scanTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> = Promise.resolve();
   private working: Promise<void> | undefined;
   private closed = false;
@@ -154,7 +158,16 @@ export class Webhooks {
         if (this.closed || (await this.store.list()).length === 0) return;
         await this.startWorking();
         if (await this.store.once(`scan.${slot}`, every)) await this.scan();
-      })().catch((err) => this.options.logger.warn({ err }, 'webhooks: expiry scan failed'));
+      })().catch((err) => {
+        this.options.logger.warn({ err }, 'webhooks: expiry scan failed');
+        // At start the Redis connection may not be ready yet: without a retry, a replica that
+        // restarts with deliveries waiting would make none until the next round (5 min by default).
+        if (!this.working && !this.closed) {
+          clearTimeout(this.retryTimer);
+          this.retryTimer = setTimeout(round, START_RETRY_MS);
+          this.retryTimer.unref();
+        }
+      });
     };
     this.scanTimer = setInterval(round, every);
     this.scanTimer.unref();
@@ -257,6 +270,7 @@ export class Webhooks {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.scanTimer);
+    clearTimeout(this.retryTimer);
     await this.scanning;
     await this.queue.close();
     await this.options.sender.close();
