@@ -184,7 +184,9 @@ describe('gateway with Redis failing', () => {
     // At most the requests that were in flight when recovery was seen (one per loop).
     expect(fallbackAtEnd - fallbackAtRecovery).toBeLessThanOrEqual(4);
 
-    // Logged once for the outage, not per request; and its end logged once.
+    // Logged once for the outage, not per request; and its end logged once (its line may still be
+    // in the process's log buffer, written within 500 ms).
+    await vi.waitFor(() => expect(gateway.messages(RECOVERED, logMark).length).toBeGreaterThan(0), { timeout: 2_000 });
     const notable = gateway.logs.slice(logMark).filter((l) => Number(l.json?.level) >= 40);
     const context = notable.map((l) => l.raw).join('\n');
     expect(gateway.messages(FAILING, logMark), context).toHaveLength(1);
