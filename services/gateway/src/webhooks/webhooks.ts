@@ -26,10 +26,13 @@ const KEY_ACTIONS: Record<string, WebhookEventType> = {
 /** Audit fields an event may carry: what changed, when something ends; never a secret. */
 const KEY_ACTION_FIELDS = ['changed', 'expiresAt', 'previousKeyExpiresAt'];
 
-/** A Standard Webhooks signing secret: `whsec_` and 32 random bytes in base64. */
-/** How soon a failed first round (endpoints unreadable: Redis not ready yet) is tried again. */
+/**
+ * How soon a round that failed before deliveries started (endpoints unreadable, the queue not
+ * opened: Redis not ready or down) is tried again; doubled each time up to the scan period.
+ */
 const START_RETRY_MS = 1_000;
 
+/** A Standard Webhooks signing secret: `whsec_` and 32 random bytes in base64. */
 export function newSigningSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
@@ -151,6 +154,7 @@ export class Webhooks {
    */
   async start(): Promise<void> {
     const every = this.options.config.expiryScanMs;
+    let retryMs = START_RETRY_MS;
     const round = () => {
       const slot = Math.floor(this.options.now() / every);
       this.scanning = (async () => {
@@ -164,8 +168,9 @@ export class Webhooks {
         // restarts with deliveries waiting would make none until the next round (5 min by default).
         if (!this.working && !this.closed) {
           clearTimeout(this.retryTimer);
-          this.retryTimer = setTimeout(round, START_RETRY_MS);
+          this.retryTimer = setTimeout(round, retryMs);
           this.retryTimer.unref();
+          retryMs = Math.min(retryMs * 2, every);
         }
       });
     };
@@ -181,7 +186,13 @@ export class Webhooks {
    */
   async startWorking(): Promise<void> {
     if (this.closed) return;
-    this.working ??= this.queue.start({ deliver: (job, attempt) => this.deliver(job, attempt) });
+    // A start that failed is forgotten, so the next round or endpoint tries it again.
+    this.working ??= this.queue
+      .start({ deliver: (job, attempt) => this.deliver(job, attempt) })
+      .catch((err: unknown) => {
+        this.working = undefined;
+        throw err;
+      });
     await this.working;
   }
 
