@@ -44,12 +44,12 @@ describe('logDestination', () => {
 const COMPILED = fileURLToPath(new URL('../dist/log-destination.js', import.meta.url));
 
 /**
- * A process whose stdout is a pipe, as under a container runtime or `npm start`: it writes
- * `lines` lines of `bytes` bytes each through logDestination(), says so on stderr, then flushes
- * and exits at once (process.exit drops whatever is still held).
+ * A script that writes `lines` lines of `bytes` bytes each through logDestination() on its stdout,
+ * says so on stderr, then, once a line arrives on stdin, flushes and exits at once (process.exit
+ * drops whatever is still held).
  */
-function writer(lines: number, bytes: number) {
-  const script = `
+function writerScript(lines: number, bytes: number): string {
+  return `
     const { logDestination } = await import(${JSON.stringify(COMPILED)});
     const out = logDestination();
     const pad = 'x'.repeat(${bytes} - 30);
@@ -57,7 +57,21 @@ function writer(lines: number, bytes: number) {
     process.stderr.write('written\\n');
     process.stdin.once('data', () => out.flush(() => process.exit(0)));
   `;
-  return spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
+/** A script that logs three lines and exits without a flush, as a failed start does. */
+const EXIT_WITHOUT_FLUSH = `
+  const { logDestination } = await import(${JSON.stringify(COMPILED)});
+  const out = logDestination();
+  for (let i = 0; i < 3; i++) out.write(JSON.stringify({ i, msg: 'before exit' }) + '\\n');
+  process.exit(1);
+`;
+
+/** A process whose stdout is a pipe, as under a container runtime or `npm start`: writerScript. */
+function writer(lines: number, bytes: number) {
+  return spawn(process.execPath, ['--input-type=module', '-e', writerScript(lines, bytes)], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
 }
 
 async function readAll(child: ChildProcess): Promise<string[]> {
@@ -83,13 +97,9 @@ describe('logDestination on a pipe', () => {
   });
 
   it('writes out what it still gathers when the process exits without a flush (a failed start)', async () => {
-    const script = `
-      const { logDestination } = await import(${JSON.stringify(COMPILED)});
-      const out = logDestination();
-      for (let i = 0; i < 3; i++) out.write(JSON.stringify({ i, msg: 'before exit' }) + '\\n');
-      process.exit(1);
-    `;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', EXIT_WITHOUT_FLUSH], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const lines = await readAll(child);
     expect(lines.map((l) => JSON.parse(l).i)).toEqual([0, 1, 2]);
   });
@@ -132,14 +142,7 @@ describe('logDestination on a file (node server.js > app.log)', () => {
   }
 
   it('writes every line in order, and flush waits for all', async () => {
-    const script = `
-      const { logDestination } = await import(${JSON.stringify(COMPILED)});
-      const out = logDestination();
-      for (let i = 0; i < 20000; i++) out.write(JSON.stringify({ i, pad: 'x'.repeat(170) }) + '\\n');
-      process.stderr.write('written\\n');
-      process.stdin.once('data', () => out.flush(() => process.exit(0)));
-    `;
-    const lines = await toFile(script, async (child) => {
+    const lines = await toFile(writerScript(20_000, 200), async (child) => {
       await once(child.stderr as NodeJS.ReadableStream, 'data');
       child.stdin?.write('flush\n');
     });
@@ -147,12 +150,6 @@ describe('logDestination on a file (node server.js > app.log)', () => {
   });
 
   it('writes out what it still gathers when the process exits without a flush (a failed start)', async () => {
-    const script = `
-      const { logDestination } = await import(${JSON.stringify(COMPILED)});
-      const out = logDestination();
-      for (let i = 0; i < 3; i++) out.write(JSON.stringify({ i, msg: 'before exit' }) + '\\n');
-      process.exit(1);
-    `;
-    expect((await toFile(script)).map((l) => JSON.parse(l).i)).toEqual([0, 1, 2]);
+    expect((await toFile(EXIT_WITHOUT_FLUSH)).map((l) => JSON.parse(l).i)).toEqual([0, 1, 2]);
   });
 });
