@@ -27,7 +27,21 @@ export function printRatios(ratios) {
 
 const signed = (ms) => (ms < 0 ? `${ms}` : `+${ms}`);
 
-export function printExtras({ refusals, redis, latency, memory, perRequest: c }) {
+export function printExtras({ refusals, redis, latency, memory, perRequest: c, config, againstCpu }) {
+  if (config.against) {
+    out(`gatewayAgainst: ${config.against.ref} (${config.against.commit}), ${config.against.packages}`);
+    out(
+      `  CPU µs per request, both loaded at once at ${againstCpu.rate} req/s each: gateway/gatewayAgainst ${againstCpu.ratio} (rounds: ${againstCpu.rounds.map((r) => `${r.a}/${r.b}`).join(' ')})`,
+    );
+  }
+  if (!config.quick) printFullRunExtras({ refusals, redis, latency, memory });
+  out(`per request at ${c.rate} req/s${num('CPU µs', 12)}${num('+ Redis', 9)}${num('stdout B', 10)}`);
+  for (const [name, r] of Object.entries(c.subjects)) {
+    out(`  ${name.padEnd(26)}${num(r.process, 12)}${num(r.redis ?? '', 9)}${num(r.stdoutBytes, 10)}`);
+  }
+}
+
+function printFullRunExtras({ refusals, redis, latency, memory }) {
   out(
     `refusals on the gateway, req/s as a share of admitted: 429 ${refusals['429/admitted']}, banned ${refusals['banned/admitted']}`,
   );
@@ -48,9 +62,5 @@ export function printExtras({ refusals, redis, latency, memory, perRequest: c })
   );
   for (const [n, r] of Object.entries(memory.readings)) {
     out(`  ${String(n).padEnd(8)} keys active: Redis used ${kib(r.redisBytes)}, gateway RSS ${kib(r.gatewayRssBytes)}`);
-  }
-  out(`per request at ${c.rate} req/s${num('CPU µs', 12)}${num('+ Redis', 9)}${num('stdout B', 10)}`);
-  for (const [name, r] of Object.entries(c.subjects)) {
-    out(`  ${name.padEnd(26)}${num(r.process, 12)}${num(r.redis ?? '', 9)}${num(r.stdoutBytes, 10)}`);
   }
 }

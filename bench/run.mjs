@@ -1,5 +1,7 @@
 // npm run bench [-- --out FILE] [--plot FILE.svg] [--rounds N] [--duration SECONDS] [--redis cluster|sentinel]
 // npm run bench -- --from FILE.json --plot FILE.svg     (draws a saved run, runs nothing)
+// npm run bench -- --against REF [--quick]   (also the gateway of commit REF, in the same rounds;
+//                                             --quick: only GET/POST and CPU per request)
 // Compares, in one run on loopback, the subjects of bench/subjects.mjs (pets alone, a bare proxy,
 // the gateway at its default log level, at warn and logging to a file, and the afternoon peer
 // stack), in interleaved rounds (bench/rounds.mjs); prints a table per request and the ratios.
@@ -12,6 +14,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
+import { buildAgainst } from './against.mjs';
 import { fixedRate } from './fixed-rate.mjs';
 import { KEY_COUNTS, keyCacheBytes, keysSubject, primeKeys, rotating, writeManyKeys } from './many-keys.mjs';
 import { plot } from './plot.mjs';
@@ -32,6 +35,8 @@ const { values: args } = parseArgs({
     redis: { type: 'string', default: 'standalone' },
     plot: { type: 'string' },
     from: { type: 'string' },
+    against: { type: 'string' },
+    quick: { type: 'boolean', default: false },
   },
 });
 const load = {
@@ -61,51 +66,16 @@ function machine() {
   return `${cpu.length} × ${cpu[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}, Redis ${redisVersion}`;
 }
 
-async function main() {
-  if (args.from) {
-    if (!args.plot) throw new Error('--from draws a saved run: give --plot FILE.svg too');
-    writeFileSync(args.plot, plot(JSON.parse(readFileSync(args.from, 'utf8'))));
-    process.stdout.write(`wrote ${args.plot}\n`);
-    return;
-  }
-  const redis = await startRedis();
-  const admin = new Redis(redis.url);
-  const dir = mkdtempSync(join(tmpdir(), 'bench-'));
-  const { subjects, keys, prefix, startGateway, startSlidingGateway } = await startSubjects({ redis, dir });
-  await admin.set(`${prefix}{${keys.bannedId}}:ban`, '1', 'PX', 3_600_000);
+const auth = (key) => ({ authorization: `Bearer ${key}` });
 
-  process.stdout.write(
-    `\nbench: ${load.connections} connections, keep-alive, no pipelining; ${load.warmup} s warm-up per subject, ` +
-      `then ${load.rounds} interleaved rounds × ${load.duration} s (order rotated each round); medians of rounds\n`,
-  );
-  const results = {
-    scenarios: {},
-    ratios: {},
-    config: {
-      ...load,
-      redis: args.redis,
-      subjects: SUBJECTS,
-      stdout: 'pipe drained by the bench (gatewayToFile: a file in the temporary folder)',
-    },
-    machine: machine(),
-  };
+/**
+ * Refusals on the gateway as users run it (a key over its limit, a banned key); a plan with
+ * sliding windows beside the spec's fixed ones, interleaved with the bare proxy and the gateway
+ * again; Redis commands per request of each.
+ */
+async function refusalsAndSliding({ subjects, keys, admin, results, startSlidingGateway }) {
   const s = results.scenarios;
-  for (const [method, title, request, status] of [
-    ['get', 'GET /v1/pets?limit=20', getPets, 200],
-    ['post', 'POST /v1/pets', postPet, 201],
-  ]) {
-    const measured = await interleave(
-      SUBJECTS.map((name) => ({ name, request: request(subjects[name]), status })),
-      load,
-      progress(title),
-    );
-    printTable(title, measured);
-    for (const [name, r] of Object.entries(measured)) s[`${method}.${name}`] = r;
-  }
-
-  // Refusals on the gateway as users run it: a key over its limit, and a banned key.
   const { gateway } = subjects;
-  const auth = (key) => ({ authorization: `Bearer ${key}` });
   await fetch(getPets(gateway).url, { headers: auth(keys.limited) });
   const refused = await interleave(
     [
@@ -122,8 +92,6 @@ async function main() {
   const share = (a) => Number((a.requestsPerSecond / s['get.gateway'].requestsPerSecond).toFixed(3));
   results.refusals = { '429/admitted': share(s['get.gateway429']), 'banned/admitted': share(s['get.gatewayBanned']) };
 
-  // A plan with sliding windows beside the spec's fixed ones, interleaved with the bare proxy and
-  // the gateway again: its ratio to each, its Redis commands and its CPU per request below.
   const gatewaySliding = await startSlidingGateway();
   const slidingRun = await interleave(
     [
@@ -145,10 +113,15 @@ async function main() {
     'gateway banned': await commandsPerRequest(admin, getPets(gateway, auth(keys.banned))),
     'peer admitted': await commandsPerRequest(admin, getPets(subjects.peer)),
   };
+  return { gatewaySliding };
+}
 
-  // Latency at fixed rates, a quarter, half and three quarters of what the bare proxy saturates at:
-  // the load a deployment runs at, where saturation runs measure only the ceiling.
-  const saturation = s['get.bareProxy'].requestsPerSecond;
+/**
+ * Latency at fixed rates, a quarter, half and three quarters of what the bare proxy saturates at:
+ * the load a deployment runs at, where saturation runs measure only the ceiling.
+ */
+async function latencyAtFixedRates({ subjects, results }) {
+  const saturation = results.scenarios['get.bareProxy'].requestsPerSecond;
   results.latency = { saturation, levels: {}, p50AddedMs: {}, p99AddedMs: {} };
   for (const share of [0.25, 0.5, 0.75]) {
     const level = `${share * 100}%`;
@@ -167,8 +140,10 @@ async function main() {
     results.latency.p99AddedMs[level] = added('p99Ms');
     process.stderr.write(`bench: latency at ${level} (${rate}/s) done\n`);
   }
+}
 
-  // Many keys: one more gateway (default settings) whose keys file holds 1 + 1k + 100k keys.
+/** Many keys: one more gateway (default settings) whose keys file holds 1 + 1k + 100k keys. */
+async function manyKeys({ subjects, admin, redis, dir, results, startGateway }) {
   const many = writeManyKeys(dir);
   const manyGateway = await startGateway({ REDIS_URL: redis.url, API_KEYS_FILE: many.file }, undefined);
   // The gateway's default (KEY_CACHE_MAX), unless this shell sets it: the child inherits the shell.
@@ -200,6 +175,89 @@ async function main() {
   };
   for (const n of KEY_COUNTS.slice(1))
     results.ratios[`get.${keysSubject(n)}/gateway`] = ratioByRound(keyRun[keysSubject(n)], keyRun.gateway);
+  return { manyGateway, many };
+}
+
+/**
+ * CPU per request of two gateways loaded at once, each at `rate`, in `load.rounds` rounds: both
+ * see the same machine in the same seconds, so their ratio holds where each one's own figure
+ * swings with the host. `ratio` is the median of the rounds' a/b.
+ */
+async function pairedCpu(a, b, rate) {
+  const fixed = (target) => ({ ...getPets(target), connections: load.connections / 2, overallRate: rate });
+  const rounds = [];
+  await Promise.all([a, b].map((t) => cannon({ ...fixed(t), duration: 1 })));
+  for (let round = 0; round < load.rounds; round++) {
+    const before = [cpuMicros(a.process.pid), cpuMicros(b.process.pid)];
+    const [na, nb] = await Promise.all(
+      [a, b].map(async (t) => (await cannon({ ...fixed(t), duration: load.duration })).requests.total),
+    );
+    const perA = (cpuMicros(a.process.pid) - before[0]) / na;
+    const perB = (cpuMicros(b.process.pid) - before[1]) / nb;
+    rounds.push({ a: Number(perA.toFixed(1)), b: Number(perB.toFixed(1)) });
+  }
+  const median = (xs) => {
+    const sorted = [...xs].sort((x, y) => x - y);
+    const mid = Math.floor(sorted.length / 2);
+    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  };
+  return { rate, ratio: Number(median(rounds.map((r) => r.a / r.b)).toFixed(3)), rounds };
+}
+
+async function main() {
+  if (args.from) {
+    if (!args.plot) throw new Error('--from draws a saved run: give --plot FILE.svg too');
+    writeFileSync(args.plot, plot(JSON.parse(readFileSync(args.from, 'utf8'))));
+    process.stdout.write(`wrote ${args.plot}\n`);
+    return;
+  }
+  const redis = await startRedis();
+  const admin = new Redis(redis.url);
+  const dir = mkdtempSync(join(tmpdir(), 'bench-'));
+  const against = args.against ? buildAgainst(args.against, dir) : undefined;
+  const names = against ? [...SUBJECTS, 'gatewayAgainst'] : SUBJECTS;
+  const { subjects, keys, prefix, startGateway, startSlidingGateway } = await startSubjects({ redis, dir, against });
+  await admin.set(`${prefix}{${keys.bannedId}}:ban`, '1', 'PX', 3_600_000);
+
+  process.stdout.write(
+    `\nbench: ${load.connections} connections, keep-alive, no pipelining; ${load.warmup} s warm-up per subject, ` +
+      `then ${load.rounds} interleaved rounds × ${load.duration} s (order rotated each round); medians of rounds\n`,
+  );
+  const results = {
+    scenarios: {},
+    ratios: {},
+    config: {
+      ...load,
+      redis: args.redis,
+      subjects: names,
+      ...(against && { against: { ref: against.ref, commit: against.commit, packages: against.packages } }),
+      quick: args.quick,
+      stdout: 'pipe drained by the bench (gatewayToFile: a file in the temporary folder)',
+    },
+    machine: machine(),
+  };
+  const s = results.scenarios;
+  for (const [method, title, request, status] of [
+    ['get', 'GET /v1/pets?limit=20', getPets, 200],
+    ['post', 'POST /v1/pets', postPet, 201],
+  ]) {
+    const measured = await interleave(
+      names.map((name) => ({ name, request: request(subjects[name]), status })),
+      load,
+      progress(title),
+    );
+    printTable(title, measured);
+    for (const [name, r] of Object.entries(measured)) s[`${method}.${name}`] = r;
+  }
+
+  // --quick stops here: the before/after of a change needs only the tables above and the CPU below.
+  const run = { subjects, keys, admin, redis, dir, results, startGateway, startSlidingGateway };
+  let extras = null;
+  if (!args.quick) {
+    const { gatewaySliding } = await refusalsAndSliding(run);
+    await latencyAtFixedRates(run);
+    extras = { gatewaySliding, ...(await manyKeys(run)) };
+  }
 
   // CPU and log bytes per request at a fixed, moderate rate: steadier than throughput on a shared
   // machine, and it shows where the time goes (the process itself, and Redis on its behalf).
@@ -220,15 +278,19 @@ async function main() {
     };
   };
   results.perRequest = { rate: cpuRate, subjects: {} };
-  for (const name of SUBJECTS) {
+  for (const name of names) {
     results.perRequest.subjects[name] = await costPer(subjects[name], !['direct', 'bareProxy'].includes(name));
   }
-  results.perRequest.subjects.gatewaySliding = await costPer(gatewaySliding, true);
-  results.perRequest.subjects.gateway100kKeys = await costPer(
-    manyGateway,
-    true,
-    rotating(manyGateway.url, many.sets[KEY_COUNTS.at(-1)]),
-  );
+  if (against) results.againstCpu = await pairedCpu(subjects.gateway, subjects.gatewayAgainst, cpuRate / 2);
+  if (extras) {
+    const { gatewaySliding, manyGateway, many } = extras;
+    results.perRequest.subjects.gatewaySliding = await costPer(gatewaySliding, true);
+    results.perRequest.subjects.gateway100kKeys = await costPer(
+      manyGateway,
+      true,
+      rotating(manyGateway.url, many.sets[KEY_COUNTS.at(-1)]),
+    );
+  }
 
   for (const method of ['get', 'post']) {
     const x = (name) => s[`${method}.${name}`];
@@ -238,12 +300,16 @@ async function main() {
     results.ratios[`${method}.gatewayToFile/bareProxy`] = ratioByRound(x('gatewayToFile'), x('bareProxy'));
     results.ratios[`${method}.gatewayToFile/gateway`] = ratioByRound(x('gatewayToFile'), x('gateway'));
     results.ratios[`${method}.bareProxy/direct`] = ratioByRound(x('bareProxy'), x('direct'));
+    if (against) {
+      results.ratios[`${method}.gateway/gatewayAgainst`] = ratioByRound(x('gateway'), x('gatewayAgainst'));
+      results.ratios[`${method}.gatewayAgainst/bareProxy`] = ratioByRound(x('gatewayAgainst'), x('bareProxy'));
+    }
   }
 
   // The same admitted GET through a gateway (default log level) on a local Sentinel or Cluster,
   // interleaved with a fresh standalone one: two new processes, so neither the first gateway's long
   // run nor the machine's drifting load tilts the ratio.
-  if (args.redis !== 'standalone') {
+  if (args.redis !== 'standalone' && !args.quick) {
     const topologyEnv = await startTopology(args.redis, { start, freePort, dir });
     const standalone = await startGateway({ REDIS_URL: redis.url }, undefined);
     const onTopology = await startGateway(topologyEnv, undefined);
@@ -273,6 +339,7 @@ async function main() {
   }
   admin.disconnect();
   await stopAll();
+  against?.remove();
   rmSync(dir, { recursive: true, force: true });
 }
 

@@ -5,6 +5,7 @@
 //   gatewayQuiet  the same gateway with LOG_LEVEL=warn
 //   gatewayToFile the gateway at its default log level with stdout to a file (`node … > app.log`)
 //   peer          fastify + @fastify/http-proxy + @fastify/rate-limit on the same Redis (bench/peer.mjs)
+// and with --against REF, gatewayAgainst: the gateway of commit REF as users run it (bench/against.mjs)
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -51,7 +52,7 @@ async function startPets() {
  * requests carry; the gateway's keys and Redis prefix; and `startGateway` for more gateways on the
  * same pets and keys.
  */
-export async function startSubjects({ redis, dir }) {
+export async function startSubjects({ redis, dir, against }) {
   const pets = await startPets();
   const keys = writeKeys(dir);
   // The gateway's default prefix on the bench's own Redis, so its keys are the size users' are (the
@@ -61,14 +62,14 @@ export async function startSubjects({ redis, dir }) {
 
   /**
    * `logLevel` undefined: the gateway's own default, whatever this shell exports. `stdoutFile`:
-   * its stdout to that file rather than the bench's pipe.
+   * its stdout to that file rather than the bench's pipe. `server`: another build's entry point.
    */
-  const startGateway = async (env, logLevel, stdoutFile) => {
+  const startGateway = async (env, logLevel, stdoutFile, server = 'services/gateway/dist/server.js') => {
     const port = await freePort();
     const child = start(
       'gateway',
       process.execPath,
-      ['services/gateway/dist/server.js'],
+      [server],
       {
         PORT: String(port),
         HOST: '127.0.0.1',
@@ -120,6 +121,8 @@ export async function startSubjects({ redis, dir }) {
     gatewayToFile: await startGateway({ REDIS_URL: redis.url }, undefined, join(dir, 'gateway.log')),
     peer: await peer(),
   };
+  if (against)
+    subjects.gatewayAgainst = await startGateway({ REDIS_URL: redis.url }, undefined, undefined, against.server);
   /**
    * The gateway as users run it, with one difference: its key's plan counts with sliding windows
    * (a PLANS_FILE of one plan, `metered`, whose keys carry their own limits), so the cost of the

@@ -1,0 +1,166 @@
+// npm run bench:profile [-- --seconds 10 --connections 32 --log-level info --keys 1 --out DIR]
+// A CPU profile (node --cpu-prof) of the gateway as users run it, at saturation, in front of the
+// bench's pets service and its own redis-server; then where the samples fell: per package (or the
+// gateway's and common's own code, node's internals, GC, idle) and the costliest functions by
+// self time. `--keys N` sends N keys in turn (from one API_KEYS_FILE, as the bench's many-keys
+// run does). The .cpuprofile stays in --out for Chrome DevTools or speedscope.
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createKey } from '@animal-store/gateway/keys/create-key.js';
+import { toKeyFileEntry } from '@animal-store/gateway/keys/keys-file.js';
+import { Redis } from 'ioredis';
+import { rotating } from './many-keys.mjs';
+import { cpuMicros, freePort, start, startRedis, stopAll, waitFor } from './processes.mjs';
+import { cannon } from './rounds.mjs';
+
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '32' },
+    'log-level': { type: 'string' },
+    keys: { type: 'string', default: '1' },
+    out: { type: 'string' },
+    top: { type: 'string', default: '25' },
+  },
+});
+
+/** Where a profile node's code lives: a package, the services' own code, node's internals, or a V8 bucket. */
+function bucket(frame) {
+  const { url, functionName } = frame;
+  if (!url) {
+    if (functionName === '(garbage collector)') return '(garbage collector)';
+    if (functionName === '(idle)') return '(idle)';
+    if (functionName === '(program)') return '(program)';
+    return '(native)';
+  }
+  if (url.startsWith('node:')) return 'node internals';
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg) return pkg[1];
+  const service = /services\/(\w+)\/(?:dist|src)\//.exec(url);
+  if (service) return `${service[1]} (own code)`;
+  return url;
+}
+
+/**
+ * `window`: [from, to] in ms since the process was spawned, the measured load: samples of the
+ * start-up and the warm-up are left out (the profile's clock starts as the process does, within
+ * a few ms).
+ */
+function summarize(profile, top, window) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map();
+  let total = 0;
+  let at = 0;
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] / 1000;
+    if (at < window[0] || at > window[1]) return;
+    total++;
+    self.set(id, (self.get(id) ?? 0) + 1);
+  });
+  const buckets = new Map();
+  const functions = new Map();
+  for (const [id, count] of self) {
+    const frame = byId.get(id).callFrame;
+    const b = bucket(frame);
+    buckets.set(b, (buckets.get(b) ?? 0) + count);
+    const name = `${frame.functionName || '(anonymous)'} ${frame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/services\//, '')}:${frame.lineNumber + 1}`;
+    functions.set(name, (functions.get(name) ?? 0) + count);
+  }
+  const idle = buckets.get('(idle)') ?? 0;
+  const busy = total - idle;
+  const pct = (n) => `${((100 * n) / busy).toFixed(1).padStart(5)} %`;
+  const lines = [
+    `samples ${total}, busy ${busy} (${((100 * busy) / total).toFixed(0)} %); shares of the busy samples:`,
+  ];
+  for (const [b, n] of [...buckets].filter(([b]) => b !== '(idle)').sort((x, y) => y[1] - x[1])) {
+    if (n / busy >= 0.001) lines.push(`  ${pct(n)}  ${b}`);
+  }
+  lines.push(`costliest ${top} functions by self time:`);
+  const busyFunctions = [...functions].filter(([f]) => !f.startsWith('(idle)'));
+  for (const [f, n] of busyFunctions.sort((x, y) => y[1] - x[1]).slice(0, top)) lines.push(`  ${pct(n)}  ${f}`);
+  return lines.join('\n');
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-profile-'));
+  const out = resolve(args.out ?? join(dir, 'profile'));
+  mkdirSync(out, { recursive: true });
+  const redis = await startRedis();
+  const petsPort = await freePort();
+  start('pets', process.execPath, ['services/pets/dist/server.js'], {
+    PORT: String(petsPort),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+  });
+  const petsUrl = `http://127.0.0.1:${petsPort}`;
+  await waitFor(`${petsUrl}/readyz`);
+  for (let i = 0; i < 40; i++) {
+    await fetch(`${petsUrl}/v1/pets`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `pet-${i}`, categoryId: i % 5, status: 'available' }),
+    });
+  }
+  const keys = Array.from({ length: Number(args.keys) }, (_, i) =>
+    createKey({ plan: 'enterprise', name: `profile ${i}`, limits: { perMinute: 1e9, perDay: 1e9 } }),
+  );
+  const keysFile = join(dir, 'keys.json');
+  writeFileSync(keysFile, JSON.stringify(keys.map((k) => toKeyFileEntry(k.record))));
+  const port = await freePort();
+  const spawned = performance.now();
+  const gateway = start(
+    'gateway',
+    process.execPath,
+    ['--cpu-prof', '--cpu-prof-dir', out, 'services/gateway/dist/server.js'],
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PETS_URL: petsUrl,
+      REDIS_URL: redis.url,
+      API_KEYS_FILE: keysFile,
+      LOG_LEVEL: args['log-level'],
+    },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(`${url}/readyz`);
+  const request = rotating(
+    url,
+    keys.map((k) => `Bearer ${k.key}`),
+  );
+  const connections = Number(args.connections);
+  await cannon({ ...request, connections, duration: 3 });
+  const admin = new Redis(redis.url);
+  const scriptCalls = async () =>
+    Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+  const calls = await scriptCalls();
+  const before = [cpuMicros(gateway.pid), cpuMicros(redis.pid)];
+  const from = performance.now() - spawned;
+  const result = await cannon({ ...request, connections, duration: Number(args.seconds) });
+  const window = [from, performance.now() - spawned];
+  const n = result.requests.total;
+  const per = (after, b) => ((after - b) / n).toFixed(1);
+  process.stdout.write(
+    `${n} requests, ${Math.round(result.requests.average)} req/s, ${result.non2xx} not 2xx; CPU µs per request: gateway ${per(cpuMicros(gateway.pid), before[0])}, Redis ${per(cpuMicros(redis.pid), before[1])}; script calls per request ${((await scriptCalls()) - calls) / n}\n`,
+  );
+  admin.disconnect();
+  // The profile is written as the process exits: wait for that, however long it takes.
+  const exited = new Promise((r) => gateway.once('exit', r));
+  gateway.stopping = true;
+  gateway.kill('SIGTERM');
+  await exited;
+  await stopAll();
+  const file = readdirSync(out).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no profile written in ${out}`);
+  process.stdout.write(`${summarize(JSON.parse(readFileSync(join(out, file), 'utf8')), Number(args.top), window)}\n`);
+  process.stdout.write(`profile: ${join(out, file)}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench:profile failed: ${err.stack ?? err}\n`);
+    process.exit(1);
+  },
+);
