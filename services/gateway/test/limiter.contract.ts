@@ -371,5 +371,23 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       expect(decisions.filter((d) => d.outcome === 'admitted')).toHaveLength(40);
       expect((await limiter.usage(keyId, policy)).windows.map((w) => w.used)).toEqual([40, 40]);
     });
+
+    it('decides many keys arriving together each on its own windows, as one key at a time would', async () => {
+      const { limiter } = await start(NO_BANS);
+      const keys = Array.from({ length: 40 }, newKeyId);
+      const limits = { perMinute: 2, perDay: 5 };
+      // Three requests per key, every key's in the same turn: one flush holds them all.
+      const decisions = await Promise.all(
+        keys.flatMap((keyId) => [1, 2, 3].map(() => limiter.consume(keyId, fixed(limits), 1))),
+      );
+      for (let k = 0; k < keys.length; k++) {
+        const mine = decisions.slice(3 * k, 3 * k + 3);
+        expect(mine.map((d) => d.outcome)).toEqual(['admitted', 'admitted', 'limited']);
+        expect(mine.map((d) => window(d, 'day').remaining)).toEqual([4, 3, 3]);
+      }
+      for (const keyId of keys) {
+        expect((await limiter.usage(keyId, fixed(limits))).windows.map((w) => w.used)).toEqual([2, 2]);
+      }
+    });
   });
 }

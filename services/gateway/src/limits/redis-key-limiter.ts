@@ -121,10 +121,20 @@ export class RedisKeyLimiter implements KeyLimiter {
     }
     this.lingered = 0;
     this.flushScheduled = false;
-    for (const [keyId, batch] of this.pending) {
-      if (this.inFlight.has(keyId)) continue;
-      this.pending.delete(keyId);
-      this.decide(keyId, batch);
+    // One write for every key's call: each would otherwise be a syscall of its own, and with many
+    // keys active a flush holds about one key per request (a CPU profile over 100,000 keys: one
+    // script call per request, and its socket write 13 % of the busy time). A Cluster client
+    // pipelines per node by itself (redis/clients.ts), and has no one socket to cork.
+    const socket = this.pending.size > 1 && !this.redis.isCluster ? (this.redis as Redis).stream : undefined;
+    socket?.cork();
+    try {
+      for (const [keyId, batch] of this.pending) {
+        if (this.inFlight.has(keyId)) continue;
+        this.pending.delete(keyId);
+        this.decide(keyId, batch);
+      }
+    } finally {
+      socket?.uncork();
     }
   };
 
