@@ -2,7 +2,7 @@
 // A CPU profile (node --cpu-prof) of the gateway as users run it, at saturation, in front of the
 // bench's pets service and its own redis-server; then where the samples fell: per package (or the
 // gateway's and common's own code, node's internals, GC, idle) and the costliest functions by
-// self time. `--keys N` sends N keys in turn (from one API_KEYS_FILE, as the bench's many-keys
+// self time. `--bare` profiles the bench's bare proxy instead, for comparison. `--keys N` sends N keys in turn (from one API_KEYS_FILE, as the bench's many-keys
 // run does). The .cpuprofile stays in --out for Chrome DevTools or speedscope.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +23,8 @@ const { values: args } = parseArgs({
     keys: { type: 'string', default: '1' },
     out: { type: 'string' },
     top: { type: 'string', default: '25' },
+    // The bare proxy (bench/bare-proxy.mjs) instead of the gateway, to hold the two side by side.
+    bare: { type: 'boolean', default: false },
   },
 });
 
@@ -113,7 +115,7 @@ async function main() {
   const gateway = start(
     'gateway',
     process.execPath,
-    ['--cpu-prof', '--cpu-prof-dir', out, 'services/gateway/dist/server.js'],
+    ['--cpu-prof', '--cpu-prof-dir', out, args.bare ? 'bench/bare-proxy.mjs' : 'services/gateway/dist/server.js'],
     {
       PORT: String(port),
       HOST: '127.0.0.1',
@@ -124,7 +126,8 @@ async function main() {
     },
   );
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(`${url}/readyz`);
+  // The bare proxy has no readiness route: the proxied list answers once it is up.
+  await waitFor(args.bare ? `${url}/v1/pets` : `${url}/readyz`);
   const request = rotating(
     url,
     keys.map((k) => `Bearer ${k.key}`),
