@@ -19,8 +19,9 @@ import { createKeyInFile, killAllServices, metricValue, ServiceProcess } from '.
  * replica suite (services/gateway/test/replicas.test.ts) covers each path alone in detail; this
  * one covers the real start-up, where the subscription used to race the connection's ready check.
  *
- * Bans live in Redis, so a key from a shared API_KEYS_FILE shows a ban lift; revocations and plan
- * changes need a key store the processes share, MongoDB, and run only where there is one.
+ * Bans live in Redis, so a key from a shared API_KEYS_FILE shows a ban lift; revocations, plan
+ * changes and rotations need a key store the processes share, MongoDB, and run only where there is
+ * one.
  */
 
 const ADMIN_TOKEN = 'key-events-admin-token-0123456789';
@@ -158,7 +159,7 @@ describe('gateway processes on one Redis', () => {
     expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(expiresAt));
   });
 
-  it('a revocation and a plan change on one replica apply on the other within 1 s (MongoDB key store)', async (ctx) => {
+  it('a revocation, a plan change and a rotation on one replica apply on the other within 1 s (MongoDB key store)', async (ctx) => {
     const found = await findMongo();
     if (!found.mongo) {
       console.warn(`[skip] key events between processes sharing MongoDB: ${found.reason}`);
@@ -185,6 +186,18 @@ describe('gateway processes on one Redis', () => {
     expect((await get(b, changedKey)).limit).toBe('60');
     expect((await admin(a, 'PATCH', `/admin/keys/${changed.body?.id}`, { plan: 'pro' })).status).toBe(200);
     await vi.waitFor(async () => expect((await get(b, changedKey)).limit).toBe('300'), {
+      timeout: 1_000,
+      interval: 50,
+    });
+
+    // B has served the old secret (and so holds it resolved): only the event can end it there.
+    const rotatedKey = await admin(a, 'POST', '/admin/keys', { plan: 'pro' });
+    const oldSecret = String(rotatedKey.body?.key);
+    expect((await get(b, oldSecret)).status).toBe(200);
+    const rotation = await admin(a, 'POST', `/admin/keys/${rotatedKey.body?.id}/rotate`, { gracePeriodSeconds: 0 });
+    expect(rotation.status).toBe(200);
+    expect((await get(b, String(rotation.body?.key))).status).toBe(200);
+    await vi.waitFor(async () => expect((await get(b, oldSecret)).code).toBe('expired_api_key'), {
       timeout: 1_000,
       interval: 50,
     });
