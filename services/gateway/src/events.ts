@@ -60,6 +60,9 @@ export interface SubscriptionHooks {
 /** How often a replica checks, with a message of its own, that its subscription still delivers. */
 const PROBE_MS = 5_000;
 
+/** The first wait before a failed SUBSCRIBE is sent again (see retrySoon). */
+const RETRY_MS = 250;
+
 /** A replica's own probe on the events channel: `{"probe":"<replica id>:<n>"}`. Others ignore it. */
 const PROBE_PREFIX = '{"probe":"';
 
@@ -82,6 +85,8 @@ export class RedisEventBus implements EventBus {
   /** `starting` until the first SUBSCRIBE or probe settles it. */
   private state: 'starting' | 'up' | 'down' = 'starting';
   private subscribing = false;
+  private retries = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /** Probes numbered as sent; the highest whose PUBLISH Redis accepted; the highest seen back. */
   private probeNumber = 0;
@@ -108,7 +113,7 @@ export class RedisEventBus implements EventBus {
     private readonly subscriber: RedisClient,
     private readonly channel: string,
     private readonly hooks: SubscriptionHooks,
-    probeMs = PROBE_MS,
+    private readonly probeMs = PROBE_MS,
   ) {
     subscriber.on('message', this.onMessage);
     // Every (re)connection of a standalone or Sentinel client; a Cluster's when it is (re)built.
@@ -141,18 +146,36 @@ export class RedisEventBus implements EventBus {
     this.subscriber.subscribe(this.channel).then(
       () => {
         this.subscribing = false;
+        this.retries = 0;
         if (!this.deliveryDoubted) this.up();
       },
       (err: Error) => {
         this.subscribing = false;
         this.down(`SUBSCRIBE failed: ${err.message}`);
+        this.retrySoon();
       },
     );
+  }
+
+  /**
+   * A failed SUBSCRIBE is tried again after RETRY_MS, doubled at each failure up to the probe
+   * period (whose round tries too), so a replica is not deaf for a whole period after one refusal.
+   */
+  private retrySoon(): void {
+    if (this.closed || this.retryTimer) return;
+    const wait = Math.min(RETRY_MS * 2 ** this.retries, this.probeMs);
+    this.retries++;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.state !== 'up' && this.subscriber.status === 'ready') this.subscribeChannel();
+    }, wait);
+    this.retryTimer.unref();
   }
 
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    clearTimeout(this.retryTimer);
     this.subscriber.off('message', this.onMessage);
     this.subscriber.off('ready', this.onReady);
     this.subscriber.off('close', this.onClose);

@@ -52,6 +52,8 @@ interface Replica {
   subscriber: RedisClient;
   /** What the bus told its hooks, in order: 'up', 'back', or 'down: <reason>'. */
   said: string[];
+  /** Resolves with the next thing the bus tells its hooks. */
+  nextSaid(): Promise<string>;
   /** The events its handler got, in order. */
   heard: GatewayEvent[];
   /** Every message on the bus's own connection, each recorded after the bus handled it. */
@@ -86,7 +88,12 @@ async function replica(
   const heard: GatewayEvent[] = [];
   const onConnection: string[] = [];
   const probes: string[] = [];
-  const say = (what: string) => said.push(what);
+  const waiting: Array<(what: string) => void> = [];
+  const say = (what: string) => {
+    said.push(what);
+    for (const resolve of waiting.splice(0)) resolve(what);
+  };
+  const nextSaid = () => new Promise<string>((resolve) => waiting.push(resolve));
   const bus = new RedisEventBus(
     publisher,
     subscriber,
@@ -107,7 +114,19 @@ async function replica(
     if (message.startsWith('{"probe"')) probes.push(message);
   });
   await watcher.subscribe(channel);
-  return { bus, channel, publisher, subscriber, said, heard, onConnection, probes, watcher, subscribedWhenMade };
+  return {
+    bus,
+    channel,
+    publisher,
+    subscriber,
+    said,
+    nextSaid,
+    heard,
+    onConnection,
+    probes,
+    watcher,
+    subscribedWhenMade,
+  };
 }
 
 /**
@@ -314,6 +333,21 @@ describe('the key-event bus between replicas (Redis pub/sub)', () => {
     expect(r.said).toHaveLength(2);
     expect(r.said[1]).toMatch(/^(up|back)$/);
     expect(r.bus.isSubscribed).toBe(true);
+  });
+
+  it('retries a refused SUBSCRIBE by itself, without waiting for a probe, and is up once Redis allows it', async () => {
+    const user = await refusedUser();
+    const r = await replica({ url: user.url, ready: true });
+    await subscriberCaughtUp(r);
+    expect(r.said[0]).toMatch(/^down: SUBSCRIBE failed: .*NOPERM/);
+    const next = r.nextSaid();
+    await user.allow();
+    // The probe clock never moves here: only the bus's own retry, on a real timer, can subscribe
+    // it again (without it this waits until the test times out).
+    expect(await next).toBe('back');
+    expect(r.bus.isSubscribed).toBe(true);
+    expect(r.said).toHaveLength(2);
+    expect(r.probes).toEqual([]);
   });
 
   it.each([
