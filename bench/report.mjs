@@ -27,7 +27,16 @@ export function printRatios(ratios) {
 
 const signed = (ms) => (ms < 0 ? `${ms}` : `+${ms}`);
 
-export function printExtras({ refusals, redis, latency, memory, perRequest: c, config, againstCpu }) {
+export function printExtras({
+  refusals,
+  redis,
+  latency,
+  memory,
+  perRequest: c,
+  config,
+  againstCpu,
+  againstCpu100kKeys,
+}) {
   if (config.against) {
     out(`gatewayAgainst: ${config.against.ref} (${config.against.commit}), ${config.against.packages}`);
     out(
@@ -35,6 +44,11 @@ export function printExtras({ refusals, redis, latency, memory, perRequest: c, c
     );
   }
   if (!config.quick) printFullRunExtras({ refusals, redis, latency, memory });
+  if (againstCpu100kKeys) {
+    out(
+      `CPU µs per request over 100k keys, both loaded at once at ${againstCpu100kKeys.rate} req/s each: gateway/gatewayAgainst ${againstCpu100kKeys.ratio} (rounds: ${againstCpu100kKeys.rounds.map((r) => `${r.a}/${r.b}`).join(' ')})`,
+    );
+  }
   out(`per request at ${c.rate} req/s${num('CPU µs', 12)}${num('+ Redis', 9)}${num('stdout B', 10)}`);
   for (const [name, r] of Object.entries(c.subjects)) {
     out(`  ${name.padEnd(26)}${num(r.process, 12)}${num(r.redis ?? '', 9)}${num(r.stdoutBytes, 10)}`);

@@ -143,9 +143,10 @@ async function latencyAtFixedRates({ subjects, results }) {
 }
 
 /** Many keys: one more gateway (default settings) whose keys file holds 1 + 1k + 100k keys. */
-async function manyKeys({ subjects, admin, redis, dir, results, startGateway }) {
+async function manyKeys({ subjects, admin, redis, dir, results, startGateway, against }) {
   const many = writeManyKeys(dir);
   const manyGateway = await startGateway({ REDIS_URL: redis.url, API_KEYS_FILE: many.file }, undefined);
+  const top = KEY_COUNTS.at(-1);
   // The gateway's default (KEY_CACHE_MAX), unless this shell sets it: the child inherits the shell.
   const keyCacheMax = Number(process.env.KEY_CACHE_MAX ?? 50_000);
   results.memory = {
@@ -153,6 +154,17 @@ async function manyKeys({ subjects, admin, redis, dir, results, startGateway }) 
     keyCacheMax,
     gatewayBytesPerCachedKey: keyCacheBytes(keyCacheMax),
   };
+  // With --against, that commit's gateway over the largest set too, its keys sent once first.
+  let againstMany = null;
+  if (against) {
+    againstMany = await startGateway(
+      { REDIS_URL: redis.url, API_KEYS_FILE: many.file },
+      undefined,
+      undefined,
+      against.server,
+    );
+    await cannon({ ...rotating(againstMany.url, many.sets[top]), connections: load.connections, amount: top });
+  }
   const keyRun = await interleave(
     [
       { name: 'bareProxy', request: getPets(subjects.bareProxy), status: 200 },
@@ -162,6 +174,9 @@ async function manyKeys({ subjects, admin, redis, dir, results, startGateway }) 
         request: rotating(manyGateway.url, many.sets[n]),
         status: 200,
       })),
+      ...(againstMany
+        ? [{ name: `${keysSubject(top)}Against`, request: rotating(againstMany.url, many.sets[top]), status: 200 }]
+        : []),
     ],
     load,
     progress('GET over 1, 1k and 100k keys'),
@@ -175,6 +190,12 @@ async function manyKeys({ subjects, admin, redis, dir, results, startGateway }) 
   };
   for (const n of KEY_COUNTS.slice(1))
     results.ratios[`get.${keysSubject(n)}/gateway`] = ratioByRound(keyRun[keysSubject(n)], keyRun.gateway);
+  if (againstMany) {
+    const name = keysSubject(top);
+    results.ratios[`get.${name}/${name}Against`] = ratioByRound(keyRun[name], keyRun[`${name}Against`]);
+    const request = (target) => rotating(target.url, many.sets[top]);
+    results.againstCpu100kKeys = await pairedCpu(manyGateway, againstMany, 500, request);
+  }
   return { manyGateway, many };
 }
 
@@ -183,8 +204,8 @@ async function manyKeys({ subjects, admin, redis, dir, results, startGateway }) 
  * see the same machine in the same seconds, so their ratio holds where each one's own figure
  * swings with the host. `ratio` is the median of the rounds' a/b.
  */
-async function pairedCpu(a, b, rate) {
-  const fixed = (target) => ({ ...getPets(target), connections: load.connections / 2, overallRate: rate });
+async function pairedCpu(a, b, rate, request = getPets) {
+  const fixed = (target) => ({ ...request(target), connections: load.connections / 2, overallRate: rate });
   const rounds = [];
   await Promise.all([a, b].map((t) => cannon({ ...fixed(t), duration: 1 })));
   for (let round = 0; round < load.rounds; round++) {
@@ -251,7 +272,7 @@ async function main() {
   }
 
   // --quick stops here: the before/after of a change needs only the tables above and the CPU below.
-  const run = { subjects, keys, admin, redis, dir, results, startGateway, startSlidingGateway };
+  const run = { subjects, keys, admin, redis, dir, results, startGateway, startSlidingGateway, against };
   let extras = null;
   if (!args.quick) {
     const { gatewaySliding } = await refusalsAndSliding(run);
