@@ -44,6 +44,5 @@ export function buildAgainst(ref, dir) {
     packages: lockChanged
       ? `today's node_modules (its package-lock.json differs from the working tree's)`
       : 'the same package-lock.json',
-    remove: () => execFileSync('git', ['worktree', 'remove', '--force', tree], { stdio: 'ignore' }),
   };
 }

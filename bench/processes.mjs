@@ -10,10 +10,31 @@ import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 
 const children = [];
+const cleanups = [];
 process.on('exit', () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const cleanup of cleanups.splice(0)) {
+    try {
+      cleanup();
+    } catch {
+      // Exiting anyway: what is left is in the temporary folder.
+    }
+  }
 });
-process.on('SIGINT', () => process.exit(130));
+// Ctrl-C, a `kill`, a closed terminal: each ends the run through the exit hook above, so no
+// subject outlives it (a SIGTERM used to leave every service running and its port taken).
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+]) {
+  process.on(signal, () => process.exit(code));
+}
+
+/** Runs `cleanup` (synchronous) when the bench exits, however it exits. */
+export function atExit(cleanup) {
+  cleanups.push(cleanup);
+}
 
 export function freePort() {
   return new Promise((resolve, reject) => {

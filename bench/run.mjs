@@ -18,7 +18,7 @@ import { buildAgainst } from './against.mjs';
 import { fixedRate } from './fixed-rate.mjs';
 import { KEY_COUNTS, keyCacheBytes, keysSubject, primeKeys, rotating, writeManyKeys } from './many-keys.mjs';
 import { plot } from './plot.mjs';
-import { cpuMicros, freePort, start, startRedis, stopAll } from './processes.mjs';
+import { atExit, cpuMicros, freePort, start, startRedis, stopAll } from './processes.mjs';
 import { commandsPerRequest } from './redis-commands.mjs';
 import { startTopology } from './redis-topology.mjs';
 import { printExtras, printRatios, printTable } from './report.mjs';
@@ -235,6 +235,12 @@ async function main() {
   const redis = await startRedis();
   const admin = new Redis(redis.url);
   const dir = mkdtempSync(join(tmpdir(), 'bench-'));
+  // Also when the run fails or is stopped: the folder holds the --against worktree, which git
+  // would otherwise keep listing.
+  atExit(() => {
+    rmSync(dir, { recursive: true, force: true });
+    execFileSync('git', ['worktree', 'prune'], { stdio: 'ignore' });
+  });
   const against = args.against ? buildAgainst(args.against, dir) : undefined;
   const names = against ? [...SUBJECTS, 'gatewayAgainst'] : SUBJECTS;
   const { subjects, keys, prefix, startGateway, startSlidingGateway } = await startSubjects({ redis, dir, against });
@@ -360,8 +366,6 @@ async function main() {
   }
   admin.disconnect();
   await stopAll();
-  against?.remove();
-  rmSync(dir, { recursive: true, force: true });
 }
 
 main().then(
