@@ -36,7 +36,13 @@ export function printExtras({
   config,
   againstCpu,
   againstCpu100kKeys,
+  bareProxyCpu,
 }) {
+  if (bareProxyCpu) {
+    out(
+      `CPU µs per request, both loaded at once at ${bareProxyCpu.rate} req/s each: (gateway + Redis)/bareProxy ${bareProxyCpu.ratio} (rounds: ${bareProxyCpu.rounds.map((r) => `${r.a}/${r.b}`).join(' ')})`,
+    );
+  }
   if (config.against) {
     out(`gatewayAgainst: ${config.against.ref} (${config.against.commit}), ${config.against.packages}`);
     out(

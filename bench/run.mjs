@@ -200,20 +200,22 @@ async function manyKeys({ subjects, admin, redis, dir, results, startGateway, ag
 }
 
 /**
- * CPU per request of two gateways loaded at once, each at `rate`, in `load.rounds` rounds: both
+ * CPU per request of two subjects loaded at once, each at `rate`, in `load.rounds` rounds: both
  * see the same machine in the same seconds, so their ratio holds where each one's own figure
- * swings with the host. `ratio` is the median of the rounds' a/b.
+ * swings with the host. `ratio` is the median of the rounds' a/b. With `redisPid`, that process's
+ * CPU counts as a's (a is then the only one of the two using it).
  */
-async function pairedCpu(a, b, rate, request = getPets) {
+async function pairedCpu(a, b, rate, request = getPets, redisPid = undefined) {
   const fixed = (target) => ({ ...request(target), connections: load.connections / 2, overallRate: rate });
+  const cpuOfA = () => cpuMicros(a.process.pid) + (redisPid ? cpuMicros(redisPid) : 0);
   const rounds = [];
   await Promise.all([a, b].map((t) => cannon({ ...fixed(t), duration: 1 })));
   for (let round = 0; round < load.rounds; round++) {
-    const before = [cpuMicros(a.process.pid), cpuMicros(b.process.pid)];
+    const before = [cpuOfA(), cpuMicros(b.process.pid)];
     const [na, nb] = await Promise.all(
       [a, b].map(async (t) => (await cannon({ ...fixed(t), duration: load.duration })).requests.total),
     );
-    const perA = (cpuMicros(a.process.pid) - before[0]) / na;
+    const perA = (cpuOfA() - before[0]) / na;
     const perB = (cpuMicros(b.process.pid) - before[1]) / nb;
     rounds.push({ a: Number(perA.toFixed(1)), b: Number(perB.toFixed(1)) });
   }
@@ -308,6 +310,9 @@ async function main() {
   for (const name of names) {
     results.perRequest.subjects[name] = await costPer(subjects[name], !['direct', 'bareProxy'].includes(name));
   }
+  // The gateway and its Redis against the bare proxy, loaded together: what the gateway costs on
+  // top of a proxy, in the figure this host swings least in (req/s ratios move ±20 % run to run).
+  results.bareProxyCpu = await pairedCpu(subjects.gateway, subjects.bareProxy, cpuRate / 2, getPets, redis.pid);
   if (against) results.againstCpu = await pairedCpu(subjects.gateway, subjects.gatewayAgainst, cpuRate / 2);
   if (extras) {
     const { gatewaySliding, manyGateway, many } = extras;
