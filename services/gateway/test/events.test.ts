@@ -71,7 +71,7 @@ interface Replica {
  * `closedAtOnce`, the bus is closed as soon as it is made.
  */
 async function replica(
-  options: { channel?: string; url?: string; ready?: boolean; closedAtOnce?: boolean } = {},
+  options: { channel?: string; url?: string; ready?: boolean; closedAtOnce?: boolean; probeMs?: number } = {},
 ): Promise<Replica> {
   // Once per test: installing the fake clock again would drop the timers already on it.
   if (!vi.isFakeTimers()) vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
@@ -99,7 +99,7 @@ async function replica(
     subscriber,
     channel,
     { onUp: (again) => say(again ? 'back' : 'up'), onDown: (reason) => say(`down: ${reason}`) },
-    PROBE_MS,
+    options.probeMs ?? PROBE_MS,
   );
   cleanups.push(() => bus.close());
   const subscribedWhenMade = bus.isSubscribed;
@@ -337,13 +337,15 @@ describe('the key-event bus between replicas (Redis pub/sub)', () => {
 
   it('retries a refused SUBSCRIBE by itself, without waiting for a probe, and is up once Redis allows it', async () => {
     const user = await refusedUser();
-    const r = await replica({ url: user.url, ready: true });
+    // A probe period longer than the test may last: the first retry comes well before it.
+    const r = await replica({ url: user.url, ready: true, probeMs: 600_000 });
     await subscriberCaughtUp(r);
     expect(r.said[0]).toMatch(/^down: SUBSCRIBE failed: .*NOPERM/);
     const next = r.nextSaid();
     await user.allow();
     // The probe clock never moves here: only the bus's own retry, on a real timer, can subscribe
-    // it again (without it this waits until the test times out).
+    // it again (without it, or with its first wait the probe period, this waits until the test
+    // times out).
     expect(await next).toBe('back');
     expect(r.bus.isSubscribed).toBe(true);
     expect(r.said).toHaveLength(2);
