@@ -30,6 +30,7 @@ export const areas = {
       `${SRC}/plans-file.ts`,
     ],
     testFiles: [
+      `${TEST}/limit-policy.test.ts`,
       `${TEST}/rate-limit-headers.test.ts`,
       `${TEST}/address-key.test.ts`,
       `${TEST}/memory-limiter.test.ts`,
