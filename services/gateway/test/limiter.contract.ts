@@ -372,6 +372,98 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       expect((await limiter.usage(keyId, policy)).windows.map((w) => w.used)).toEqual([40, 40]);
     });
 
+    it('sliding: a request costing the whole limit waits until the buckets in its way leave, not a whole window', async () => {
+      const { limiter, now, advance } = await start(NO_BANS);
+      const keyId = newKeyId();
+      const policy = policyFor({ perMinute: 3 }, 'sliding');
+      await advance(1_000 - (now() % 1_000));
+      const startedAt = now();
+      await limiter.consume(keyId, policy, 1);
+      await advance(10_000);
+      const refused = await limiter.consume(keyId, policy, 3);
+      if (refused.outcome !== 'limited') throw new Error(refused.outcome);
+      // The one unit leaves with its bucket, 61 s after it came: then 3 fit.
+      expect(refused.retryAfterMs).toBe(startedAt + 61_000 - now());
+      await advance(refused.retryAfterMs);
+      expect((await limiter.consume(keyId, policy, 3)).outcome).toBe('admitted');
+    });
+
+    it('reports a key’s usage without counting it: what each window holds, when it resets, refusals and ban', async () => {
+      const { limiter, now } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 2, perDay: 100 });
+      expect(await limiter.usage(keyId, policy)).toEqual({
+        windows: [
+          { name: 'minute', used: 0, resetAt: null },
+          { name: 'day', used: 0, resetAt: null },
+        ],
+        banEndsAt: null,
+        refusals: 0,
+      });
+      await limiter.consume(keyId, policy, 2);
+      await limiter.consume(keyId, policy, 1);
+      await limiter.consume(keyId, policy, 1);
+      const usage = await limiter.usage(keyId, policy);
+      expect(usage.windows.map((w) => [w.name, w.used])).toEqual([
+        ['minute', 2],
+        ['day', 2],
+      ]);
+      const minuteReset = usage.windows[0]?.resetAt ?? 0;
+      expect(minuteReset).toBeGreaterThan(now() + 55_000);
+      expect(minuteReset).toBeLessThanOrEqual(now() + 60_000);
+      expect(usage.windows[1]?.resetAt).toBe(periodEnd('day', now()));
+      expect(usage.refusals).toBe(2);
+      expect(usage.banEndsAt).toBeNull();
+      // Reading changed nothing.
+      expect(await limiter.usage(keyId, policy)).toMatchObject({ refusals: 2 });
+    });
+
+    it('sliding: reports when the oldest bucket of a window leaves as its reset', async () => {
+      const { limiter, now, advance } = await start(NO_BANS);
+      const keyId = newKeyId();
+      const policy = policyFor({ perMinute: 10 }, 'sliding');
+      await advance(1_000 - (now() % 1_000) + 250);
+      const startedAt = now();
+      await limiter.consume(keyId, policy, 1);
+      await advance(5_000);
+      await limiter.consume(keyId, policy, 2);
+      expect((await limiter.usage(keyId, policy)).windows).toEqual([
+        { name: 'minute', used: 3, resetAt: startedAt - 250 + 61_000 },
+      ]);
+      // Once that bucket has left, the next one's time is the reset.
+      await advance(56_000);
+      expect((await limiter.usage(keyId, policy)).windows).toEqual([
+        { name: 'minute', used: 2, resetAt: startedAt - 250 + 66_000 },
+      ]);
+    });
+
+    it('marks the one decision that started a ban with the refusals it took, and reports the ban', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 1, perDay: 100 });
+      const decisions = [];
+      for (let i = 0; i < BAN.threshold + 3; i++) decisions.push(await limiter.consume(keyId, policy, 1));
+      expect(decisions.map((d) => d.outcome)).toEqual([
+        'admitted',
+        ...Array(BAN.threshold).fill('limited'),
+        'banned',
+        'banned',
+      ]);
+      const [first, after] = decisions.slice(-2);
+      if (first?.outcome !== 'banned' || after?.outcome !== 'banned') throw new Error('expected bans');
+      expect(first.started).toEqual({ refusals: BAN.threshold + 1 });
+      expect(after.started).toBeUndefined();
+      // Both report the windows as they stand and the same end, give or take Redis's real-time TTL.
+      expect(after.windows.map((w) => [w.name, w.remaining])).toEqual([
+        ['minute', 0],
+        ['day', 99],
+      ]);
+      expect(Math.abs(after.banEndsAt - first.banEndsAt)).toBeLessThan(1_000);
+      const usage = await limiter.usage(keyId, policy);
+      expect(Math.abs((usage.banEndsAt ?? 0) - first.banEndsAt)).toBeLessThan(1_000);
+      expect(usage.refusals).toBe(0);
+    });
+
     it('decides many keys arriving together each on its own windows, as one key at a time would', async () => {
       const { limiter } = await start(NO_BANS);
       const keys = Array.from({ length: 40 }, newKeyId);
