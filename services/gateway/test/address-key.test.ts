@@ -16,6 +16,8 @@ describe('the per-address limiter key', () => {
     ['::1', '0:0:0:0::/64'],
     // The gap of a '::' before groups that reach into the first four.
     ['::1:2:3:4:5', '0:0:0:1::/64'],
+    // A '::' standing for one group, after the first.
+    ['2001::1:2:3:4:5:6', '2001:0:1:2::/64'],
     // Only the dotted IPv4-mapped form is an IPv4 client; NAT64 and hex-written addresses are IPv6.
     ['::ffff:cb00:7107', '0:0:0:0::/64'],
     ['64:ff9b::198.51.100.1', '64:ff9b:0:0::/64'],

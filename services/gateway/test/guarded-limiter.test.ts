@@ -133,9 +133,9 @@ describe('the usage history of the embedded limiter', () => {
     const keyId = randomUUID();
     const policy = policyFor({ perMinute: 3, perDay: 100 });
     const outcomes = [];
-    // 3 units admitted, a scope the key lacks (cost 0), a refusal, the ban, and two requests the
+    // 3 units admitted, a scope the key lacks (cost 0), a refusal, the ban, and three requests the
     // replica refuses from its memory of the ban: one of them for a scope it lacks.
-    for (const cost of [3, 0, 1, 1, 1, 0]) outcomes.push(outcome(await guard.consume(keyId, policy, cost)));
+    for (const cost of [3, 0, 1, 1, 1, 1, 0]) outcomes.push(outcome(await guard.consume(keyId, policy, cost)));
     expect(outcomes).toEqual([
       ['admitted', 'memory'],
       ['admitted', 'memory'],
@@ -143,10 +143,11 @@ describe('the usage history of the embedded limiter', () => {
       ['banned', 'memory'],
       ['banned', 'local-ban'],
       ['banned', 'local-ban'],
+      ['banned', 'local-ban'],
     ]);
     const hour = clock - (clock % HOUR_MS);
     expect(await history.hours(keyId, hour, hour + HOUR_MS)).toEqual([
-      { hour, admitted: 1, limited: 1, banned: 2, forbidden: 2, units: 3 },
+      { hour, admitted: 1, limited: 1, banned: 3, forbidden: 2, units: 3 },
     ]);
   });
 });
@@ -274,12 +275,38 @@ describe('while the shared limiter fails', () => {
     });
   });
 
-  it('serves from the fallback in open mode without hooks to tell', async () => {
-    const { guard, cut } = await replica('open', false);
+  it('serves from the fallback in open mode without hooks to tell, and from Redis once it is back', async () => {
+    const { guard, cut, restore } = await replica('open', false);
     await cut();
     const keyId = randomUUID();
     expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['admitted', 'fallback']);
     expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['limited', 'fallback']);
+    await restore();
+    clock += 500;
+    expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['admitted', 'shared']);
+  });
+
+  it('leaves the shared limiter’s decisions to its script’s history, counting only the bans it answers itself', async () => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const history = new MemoryUsageHistory(30 * 24 * HOUR_MS, now);
+    const guard = new GuardedLimiter(
+      {
+        kind: 'shared',
+        primary: new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, BAN, now),
+        fallback: new MemoryKeyLimiter(BAN, now),
+        mode: 'open',
+      },
+      now,
+      history,
+    );
+    const keyId = randomUUID();
+    await banKey(guard, keyId);
+    expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['banned', 'local-ban']);
+    const hour = clock - (clock % HOUR_MS);
+    expect(await history.hours(keyId, hour, hour + HOUR_MS)).toEqual([
+      { hour, admitted: 0, limited: 0, banned: 1, forbidden: 0, units: 0 },
+    ]);
   });
 
   it('lifts a ban the fallback took while Redis was down, not only the shared one', async () => {

@@ -98,6 +98,9 @@ describe('a plans file with problems', () => {
     expect(problems({ plans: [] })).toEqual([
       'plans must be an object naming at least one plan, such as { "free": { "windows": { "minute": 60 } } }',
     ]);
+    for (const text of ['null', '5', '"plans"']) {
+      expect(problems(text)).toEqual([`${SOURCE} must hold a JSON object { "plans": { … }, "routeCosts": { … } }`]);
+    }
   });
 
   it('names each bad plan field, shortening long names', () => {
@@ -118,6 +121,11 @@ describe('a plans file with problems', () => {
       'plans.odd: unknown field "limit" (windows, algorithm, scopes, shadow, description)',
       'plans.odd.shadow must be true or false',
       'plans.odd.description must be a string',
+    ]);
+    expect(problems({ plans: { a: null, b: 5, c: 'pro' } })).toEqual([
+      'plans.a must be an object { windows, algorithm, scopes, shadow }',
+      'plans.b must be an object { windows, algorithm, scopes, shadow }',
+      'plans.c must be an object { windows, algorithm, scopes, shadow }',
     ]);
   });
 
@@ -144,6 +152,7 @@ describe('a plans file with problems', () => {
       book({ plans: { free: { windows: { minute: 1_000_000 } } }, routeCosts: { 'GET /v1/pets': 1_000_000 } })
         .routeCosts,
     ).toEqual(new Map([['GET /v1/pets', 1_000_000]]));
+    expect(book({ plans, routeCosts: { 'GET /v1/pets': 1 } }).routeCosts).toEqual(new Map([['GET /v1/pets', 1]]));
     expect(problems({ plans, routeCosts: [] })).toEqual([
       'routeCosts must be an object such as { "POST /v1/pets": 5 }',
     ]);
@@ -205,6 +214,12 @@ describe('a plans file with problems, each named where it is', () => {
       'plans.bad.windows.day must be an integer from 1 to 1000000000',
       'routeCosts: no route "DELETE /v1/pets"; the routes are GET /v1/pets, POST /v1/pets, GET /v1/pets/:petId',
     ]);
+  });
+
+  it('checks route costs only against the plans it keeps', () => {
+    expect(
+      problems({ plans: { bad: { windows: { minute: 2 }, shadow: 'yes' } }, routeCosts: { 'GET /v1/pets': 5 } }),
+    ).toEqual(['plans.bad.shadow must be true or false']);
   });
 
   it('refuses a route cost above any window of any plan, naming the plan and window', () => {
@@ -342,7 +357,9 @@ describe('a key’s limits and scopes from its plan and its own', () => {
     expect(policy.windows.map((w) => [w.name, w.limit, w.kind])).toEqual([['minute', 20, 'sliding']]);
     expect(policy.shadow).toBe(true);
     expect(policyForKey(plans, 'free').shadow).toBe(false);
-    expect(policyForKey(plans, 'gone', { perHour: 7 }).windows.map((w) => w.kind)).toEqual(['fixed']);
+    const orphan = policyForKey(plans, 'gone', { perHour: 7 });
+    expect(orphan.windows.map((w) => w.kind)).toEqual(['fixed']);
+    expect(orphan.shadow).toBe(false);
   });
 
   it('have the key’s own scopes, else the plan’s, else both', () => {
