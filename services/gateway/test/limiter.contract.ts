@@ -353,7 +353,10 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       const expected = startedAt + 61_000 - now();
       expect(Math.abs(refused.retryAfterMs - expected)).toBeLessThanOrEqual(1);
       expect(Math.abs(window(refused, 'minute').resetAt - (startedAt + 61_000))).toBeLessThanOrEqual(1);
-      // A request of cost 3 must wait for the second pair too.
+      // A request of cost 2 fits once the first pair has left; one of cost 3 must wait for the second pair too.
+      const two = await limiter.consume(keyId, policy, 2);
+      if (two.outcome !== 'limited') throw new Error(two.outcome);
+      expect(two.retryAfterMs).toBe(expected);
       const costly = await limiter.consume(keyId, policy, 3);
       if (costly.outcome !== 'limited') throw new Error(costly.outcome);
       expect(Math.abs(costly.retryAfterMs - (startedAt + 71_000 - now()))).toBeLessThanOrEqual(1);
@@ -462,6 +465,113 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       const usage = await limiter.usage(keyId, policy);
       expect(Math.abs((usage.banEndsAt ?? 0) - first.banEndsAt)).toBeLessThan(1_000);
       expect(usage.refusals).toBe(0);
+    });
+
+    it('tells a refusal to wait for the windows that refused it only, not one the request would fill exactly', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 2, perDay: 3 });
+      for (let i = 0; i < 2; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+      // The day would hold exactly 3 with this one: it does not refuse, and its reset is hours away.
+      const refused = await limiter.consume(keyId, policy, 1);
+      if (refused.outcome !== 'limited') throw new Error(refused.outcome);
+      expect(refused.retryAfterMs).toBeLessThanOrEqual(60_000);
+    });
+
+    it('tells a refusal in a batch to wait for the window that the requests admitted with it filled', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 4, perDay: 100 });
+      const decisions = await Promise.all([2, 2, 1].map((cost) => limiter.consume(keyId, policy, cost)));
+      expect(decisions.map((d) => d.outcome)).toEqual(['admitted', 'admitted', 'limited']);
+      const refused = decisions[2];
+      if (refused?.outcome !== 'limited') throw new Error('expected a refusal');
+      expect(refused.retryAfterMs).toBeGreaterThan(55_000);
+      expect(refused.retryAfterMs).toBeLessThanOrEqual(60_000);
+    });
+
+    it('sliding: a request costing more than the whole limit waits a whole window, on a fresh key or a used one', async () => {
+      const { limiter, now, advance } = await start(NO_BANS);
+      const keyId = newKeyId();
+      const policy = policyFor({ perMinute: 3 }, 'sliding');
+      await advance(1_000 - (now() % 1_000));
+      // Fresh: the window's reset, a window and this bucket from now.
+      const fresh = await limiter.consume(keyId, policy, 4);
+      if (fresh.outcome !== 'limited') throw new Error(fresh.outcome);
+      expect(fresh.retryAfterMs).toBe(61_000);
+      await limiter.consume(keyId, policy, 1);
+      await advance(10_000);
+      // Its one unit leaves in 51 s; 4 never fit, so the wait is a whole window, not that.
+      const used = await limiter.consume(keyId, policy, 4);
+      if (used.outcome !== 'limited') throw new Error(used.outcome);
+      expect(used.retryAfterMs).toBe(60_000);
+    });
+
+    it('sliding: a costly refusal by a later window waits for as many of its buckets as it needs', async () => {
+      const { limiter, now, advance } = await start(NO_BANS);
+      const keyId = newKeyId();
+      const policy = policyFor({ perSecond: 10, perMinute: 4 }, 'sliding');
+      await advance(1_000 - (now() % 1_000));
+      const startedAt = now();
+      for (let i = 0; i < 2; i++) await limiter.consume(keyId, policy, 1);
+      await advance(10_000);
+      for (let i = 0; i < 2; i++) await limiter.consume(keyId, policy, 1);
+      // 3 more fit the minute once both pairs have left: 71 s after the first.
+      const refused = await limiter.consume(keyId, policy, 3);
+      if (refused.outcome !== 'limited') throw new Error(refused.outcome);
+      expect(refused.retryAfterMs).toBe(startedAt + 71_000 - now());
+    });
+
+    it('sliding: reports no reset for a window that holds nothing', async () => {
+      const { limiter } = await start();
+      const policy = policyFor({ perSecond: 2, perMinute: 5 }, 'sliding');
+      expect((await limiter.usage(newKeyId(), policy)).windows).toEqual([
+        { name: 'second', used: 0, resetAt: null },
+        { name: 'minute', used: 0, resetAt: null },
+      ]);
+    });
+
+    it('lifting a ban forgets the refusals counted toward one even when no ban is on', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 1, perDay: 100 });
+      await limiter.consume(keyId, policy, 1);
+      for (let i = 0; i < BAN.threshold; i++) await limiter.consume(keyId, policy, 1);
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(BAN.threshold);
+      await limiter.liftBan(keyId);
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+    });
+
+    it('lifting a ban starts the key over: its next refusal is in a fresh grace', async () => {
+      const { limiter, endGrace } = await start(GRACE);
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 1, perDay: 100 });
+      await limiter.consume(keyId, policy, 1);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+      await endGrace(keyId);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(1);
+      await limiter.liftBan(keyId);
+      for (let i = 0; i < GRACE.threshold + 2; i++) {
+        expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+      }
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
+    });
+
+    it('ends a grace with the windows that refused, not one the request would have filled exactly', async () => {
+      const { limiter, endGrace, endMinuteWindow } = await start(GRACE);
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 1, perDay: 3 });
+      await limiter.consume(keyId, policy, 1);
+      // Refused by the minute; the day (1 of 3) would hold 2: it plays no part in the grace.
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+      await endGrace(keyId);
+      await endMinuteWindow(keyId);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+      // The minute is full again: a fresh grace, so these are no strikes.
+      for (let i = 0; i < 3; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
     });
 
     it('decides many keys arriving together each on its own windows, as one key at a time would', async () => {

@@ -58,6 +58,22 @@ describe('the memory limiter on its own clock', () => {
     expect(next.windows[0]).toMatchObject({ remaining: 1, resetAt: clock + 60_000 });
   });
 
+  it('starts no window for a request of cost 0: the first one that costs starts it', async () => {
+    let clock = Date.UTC(2026, 10, 26, 12, 0, 0);
+    const limiter = new MemoryKeyLimiter(BAN, () => clock);
+    for (const policy of [policyFor({ perMinute: 5 }), policyFor({ perMinute: 5 }, 'sliding')]) {
+      const keyId = `k-${policy.id}`;
+      await limiter.consume(keyId, policy, 0);
+      expect((await limiter.usage(keyId, policy)).windows).toEqual([{ name: 'minute', used: 0, resetAt: null }]);
+      clock += 30_000;
+      const first = await limiter.consume(keyId, policy, 1);
+      expect(first.windows[0]).toMatchObject({
+        remaining: 4,
+        resetAt: clock + (policy.windows[0]?.kind === 'sliding' ? 61_000 : 60_000),
+      });
+    }
+  });
+
   it('ends a ban on its last millisecond', async () => {
     let clock = Date.UTC(2026, 10, 26, 12, 0, 0);
     const limiter = new MemoryKeyLimiter({ ...BAN, threshold: 0, durationMs: 10_000 }, () => clock);
@@ -77,14 +93,14 @@ describe('the memory limiter’s bound on the counters it keeps', () => {
     const clock = Date.UTC(2026, 10, 26, 12, 0, 0);
     const limiter = new MemoryKeyLimiter(BAN, () => clock, 10);
     const policy = policyFor({ perMinute: 1 });
-    for (let k = 0; k < 20; k++) await limiter.consume(`k${k}`, policy, 1);
+    for (let k = 0; k < 21; k++) await limiter.consume(`k${k}`, policy, 1);
     const remembered = [];
-    for (let k = 0; k < 20; k++) if ((await limiter.usage(`k${k}`, policy)).windows[0]?.used === 1) remembered.push(k);
+    for (let k = 0; k < 21; k++) if ((await limiter.usage(`k${k}`, policy)).windows[0]?.used === 1) remembered.push(k);
     // Each key holds one counter; at 10 the oldest go, down to 9, before the next key's.
-    expect(remembered).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+    expect(remembered).toEqual([11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
     // A forgotten key starts a fresh window; a remembered one is still refused.
     expect((await limiter.consume('k0', policy, 1)).outcome).toBe('admitted');
-    expect((await limiter.consume('k19', policy, 1)).outcome).toBe('limited');
+    expect((await limiter.consume('k20', policy, 1)).outcome).toBe('limited');
   });
 
   it('drops counters whose windows ended before forgetting any live one', async () => {

@@ -174,6 +174,9 @@ describe('one replica’s calls for a key', () => {
     }
     expect(await Promise.all(pending)).toEqual(Array(20).fill('failed'));
     await client.del(limiter.keyName(keyId, 'm'));
-    expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    // The failed requests were not sent again: this one is the window's first.
+    const next = await limiter.consume(keyId, policy, 1);
+    expect(next.outcome).toBe('admitted');
+    expect(next.windows[0]?.remaining).toBe(29);
   });
 });
