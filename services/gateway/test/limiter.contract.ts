@@ -562,9 +562,9 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
     it('ends a grace with the windows that refused, not one the request would have filled exactly', async () => {
       const { limiter, endGrace, endMinuteWindow } = await start(GRACE);
       const keyId = newKeyId();
-      const policy = fixed({ perMinute: 1, perDay: 3 });
+      const policy = fixed({ perMinute: 1, perDay: 2 });
       await limiter.consume(keyId, policy, 1);
-      // Refused by the minute; the day (1 of 3) would hold 2: it plays no part in the grace.
+      // Refused by the minute; the day (1 of 2) would be exactly full: it plays no part in the grace.
       expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
       await endGrace(keyId);
       await endMinuteWindow(keyId);
