@@ -173,6 +173,13 @@ describe('one replica’s calls for a key', () => {
       await turn();
     }
     expect(await Promise.all(pending)).toEqual(Array(20).fill('failed'));
+    // One request surely behind a failing call: sent three turns after the first, when the
+    // first's call has gone out (two lingering turns) and before its answer can be read.
+    const first = limiter.consume(keyId, policy, 1);
+    for (let i = 0; i < 3; i++) await turn();
+    const behind = limiter.consume(keyId, policy, 1);
+    await expect(first).rejects.toThrow('WRONGTYPE');
+    await expect(behind).rejects.toThrow('WRONGTYPE');
     await client.del(limiter.keyName(keyId, 'm'));
     // The failed requests were not sent again: this one is the window's first.
     const next = await limiter.consume(keyId, policy, 1);
