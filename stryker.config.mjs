@@ -30,13 +30,13 @@ export const areas = {
       `${SRC}/plans-file.ts`,
     ],
     testFiles: [
+      `${TEST}/limit-policy.test.ts`,
+      `${TEST}/rate-limit-headers.test.ts`,
       `${TEST}/address-key.test.ts`,
       `${TEST}/memory-limiter.test.ts`,
       `${TEST}/plans-file.test.ts`,
       `${TEST}/guarded-limiter.test.ts`,
       `${TEST}/redis-limiter.test.ts`,
-      `${TEST}/policies.test.ts`,
-      `${TEST}/gate.test.ts`,
     ],
   },
   // Key format, records and stores, keys files, expiry.

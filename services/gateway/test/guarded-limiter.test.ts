@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { type GuardedDecision, GuardedLimiter } from '../src/limits/guarded-limiter.js';
+import { type GuardedDecision, GuardedLimiter, limiterHealthLog } from '../src/limits/guarded-limiter.js';
 import type { BanPolicy } from '../src/limits/key-limiter.js';
 import { MemoryKeyLimiter } from '../src/limits/memory-key-limiter.js';
 import { policyFor } from '../src/limits/policy.js';
 import { RedisKeyLimiter } from '../src/limits/redis-key-limiter.js';
+import { HOUR_MS, MemoryUsageHistory } from '../src/limits/usage-history.js';
 import { connected, redisClient } from './helpers.js';
 
 // The guard in front of the limiters: a replica's memory of bans, and what happens while the
@@ -125,6 +126,69 @@ describe('a replica’s memory of bans', () => {
   });
 });
 
+describe('the usage history of the embedded limiter', () => {
+  it('counts what the limiter and the replica’s memory of bans decided: outcomes, forbidden and units', async () => {
+    const history = new MemoryUsageHistory(30 * 24 * HOUR_MS, now);
+    const guard = new GuardedLimiter({ kind: 'memory', primary: new MemoryKeyLimiter(BAN, now) }, now, history);
+    const keyId = randomUUID();
+    const policy = policyFor({ perMinute: 3, perDay: 100 });
+    const outcomes = [];
+    // 3 units admitted, a scope the key lacks (cost 0), a refusal, the ban, and three requests the
+    // replica refuses from its memory of the ban: one of them for a scope it lacks.
+    for (const cost of [3, 0, 1, 1, 1, 1, 0]) outcomes.push(outcome(await guard.consume(keyId, policy, cost)));
+    expect(outcomes).toEqual([
+      ['admitted', 'memory'],
+      ['admitted', 'memory'],
+      ['limited', 'memory'],
+      ['banned', 'memory'],
+      ['banned', 'local-ban'],
+      ['banned', 'local-ban'],
+      ['banned', 'local-ban'],
+    ]);
+    const hour = clock - (clock % HOUR_MS);
+    expect(await history.hours(keyId, hour, hour + HOUR_MS)).toEqual([
+      { hour, admitted: 1, limited: 1, banned: 3, forbidden: 2, units: 3 },
+    ]);
+  });
+});
+
+describe('what an operator hears about the shared limiter', () => {
+  const hear = (mode: 'open' | 'closed') => {
+    const heard: string[] = [];
+    let errors = 0;
+    const hooks = limiterHealthLog(
+      {
+        error: (obj, msg) => heard.push(`error ${(obj as { err: Error }).err.message}: ${msg}`),
+        warn: (msg) => heard.push(`warn ${msg}`),
+      },
+      { redisErrors: { inc: () => errors++ } },
+      mode,
+    );
+    return { hooks, heard, errors: () => errors };
+  };
+
+  it('in open mode: every failure counted, the first of an outage logged with the fallback, the recovery warned', () => {
+    const { hooks, heard, errors } = hear('open');
+    hooks.onPrimaryError?.(new Error('timeout'), true);
+    hooks.onPrimaryError?.(new Error('timeout'), false);
+    hooks.onRecovered?.();
+    expect(errors()).toBe(2);
+    expect(heard).toEqual([
+      'error timeout: Redis rate limiter failing: serving with the per-replica in-memory fallback',
+      'warn Redis rate limiter recovered: shared limits are back',
+    ]);
+  });
+
+  it('in closed mode: the first failure says keyed requests are refused with 503', () => {
+    const { hooks, heard, errors } = hear('closed');
+    hooks.onPrimaryError?.(new Error('refused'), true);
+    expect(errors()).toBe(1);
+    expect(heard).toEqual([
+      'error refused: Redis rate limiter failing: refusing keyed requests with 503 (RATE_LIMIT_FAILURE_MODE=closed)',
+    ]);
+  });
+});
+
 describe('while the shared limiter fails', () => {
   let redis: TestRedis;
   beforeAll(async () => {
@@ -135,7 +199,7 @@ describe('while the shared limiter fails', () => {
   });
 
   /** A replica on Redis whose connection the test cuts and restores; its hooks' calls recorded. */
-  const replica = async (mode: 'open' | 'closed') => {
+  const replica = async (mode: 'open' | 'closed', withHooks = true) => {
     const client = await connected(redisClient(redis.url));
     onTestFinished(() => client.disconnect());
     const calls: string[] = [];
@@ -145,10 +209,14 @@ describe('while the shared limiter fails', () => {
         primary: new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, BAN, now),
         fallback: new MemoryKeyLimiter(BAN, now),
         mode,
-        hooks: {
-          onPrimaryError: (_err, first) => calls.push(first ? 'error (first)' : 'error'),
-          onRecovered: () => calls.push('recovered'),
-        },
+        ...(withHooks
+          ? {
+              hooks: {
+                onPrimaryError: (_err: unknown, first: boolean) => calls.push(first ? 'error (first)' : 'error'),
+                onRecovered: () => calls.push('recovered'),
+              },
+            }
+          : {}),
       },
       now,
     );
@@ -205,5 +273,66 @@ describe('while the shared limiter fails', () => {
       source: 'local-ban',
       banEndsAt: endsAt,
     });
+  });
+
+  it('serves from the fallback in open mode without hooks to tell, and from Redis once it is back', async () => {
+    const { guard, cut, restore } = await replica('open', false);
+    await cut();
+    const keyId = randomUUID();
+    expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['admitted', 'fallback']);
+    expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['limited', 'fallback']);
+    await restore();
+    clock += 500;
+    expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['admitted', 'shared']);
+  });
+
+  it('leaves the shared limiter’s decisions to its script’s history, counting only the bans it answers itself', async () => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const history = new MemoryUsageHistory(30 * 24 * HOUR_MS, now);
+    const guard = new GuardedLimiter(
+      {
+        kind: 'shared',
+        primary: new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, BAN, now),
+        fallback: new MemoryKeyLimiter(BAN, now),
+        mode: 'open',
+      },
+      now,
+      history,
+    );
+    const keyId = randomUUID();
+    await banKey(guard, keyId);
+    expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['banned', 'local-ban']);
+    const hour = clock - (clock % HOUR_MS);
+    expect(await history.hours(keyId, hour, hour + HOUR_MS)).toEqual([
+      { hour, admitted: 0, limited: 0, banned: 1, forbidden: 0, units: 0 },
+    ]);
+  });
+
+  it('lifts a ban the fallback took while Redis was down, not only the shared one', async () => {
+    const { guard, cut } = await replica('open');
+    const keyId = randomUUID();
+    await cut();
+    await banKey(guard, keyId);
+    expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['banned', 'fallback']);
+    // The lift reaches the fallback though Redis is down; the minute window is still full.
+    await guard.liftBan(keyId).catch(() => {});
+    expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['limited', 'fallback']);
+  });
+
+  it('reports a key’s usage and ban as the shared limiter holds them', async () => {
+    const { guard } = await replica('open');
+    const keyId = randomUUID();
+    expect(await guard.banEndsAt(keyId)).toBeNull();
+    const endsAt = await banKey(guard, keyId);
+    // Redis keeps the ban as a TTL, read back a few ms later in real time.
+    const near = (at: number | null) => expect(at).toSatisfy((t: number) => t <= endsAt && t > endsAt - 1_000);
+    near(await guard.banEndsAt(keyId));
+    const usage = await guard.usage(keyId, POLICY);
+    expect(usage.windows.map((w) => [w.name, w.used])).toEqual([
+      ['minute', 1],
+      ['day', 1],
+    ]);
+    near(usage.banEndsAt);
   });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type InjectOptions, type LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, vi } from 'vitest';
 import { buildAdminApp } from '../src/admin/app.js';
@@ -15,9 +15,20 @@ import { createRedisClients, type RedisClient, redisOptions, whenReady } from '.
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
+/**
+ * The admin listener of a test gateway, built on first use: most tests never call it, and
+ * building it costs about as much as the rest of the gateway.
+ */
+export interface TestAdmin {
+  inject(options: InjectOptions | string): Promise<LightMyRequestResponse>;
+  listen(options: { host: string; port: number }): Promise<string>;
+  /** Its server, once `listen` has been called. */
+  readonly server: FastifyInstance['server'];
+}
+
 export interface TestGateway {
   app: FastifyInstance;
-  admin: FastifyInstance;
+  admin: TestAdmin;
   deps: GatewayDeps;
   config: GatewayConfig;
   redis: RedisClient | null;
@@ -100,9 +111,24 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
   if (subscriber && options.waitForSubscription !== false)
     await vi.waitFor(() => expect(deps.events.isSubscribed).toBe(true), { timeout: 5_000, interval: 10 });
   const app = await buildApp(config, deps);
-  const admin = await buildAdminApp(config, deps);
   await app.ready();
-  await admin.ready();
+  let adminApp: Promise<FastifyInstance> | undefined;
+  let adminBuilt: FastifyInstance | undefined;
+  const built = (): Promise<FastifyInstance> => {
+    adminApp ??= buildAdminApp(config, deps).then((instance) => {
+      adminBuilt = instance;
+      return instance;
+    });
+    return adminApp;
+  };
+  const admin: TestAdmin = {
+    inject: async (options) => (await built()).inject(options),
+    listen: async (options) => (await built()).listen(options),
+    get server() {
+      if (!adminBuilt) throw new Error('the test gateway’s admin listener was never used');
+      return adminBuilt.server;
+    },
+  };
   const gateway: TestGateway = {
     app,
     admin,
@@ -117,7 +143,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
       return gateway.url;
     },
     async close() {
-      await admin.close();
+      if (adminApp) await (await adminApp).close();
       await app.close();
       await deps.events.close();
       subscriber?.disconnect();

@@ -353,7 +353,10 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       const expected = startedAt + 61_000 - now();
       expect(Math.abs(refused.retryAfterMs - expected)).toBeLessThanOrEqual(1);
       expect(Math.abs(window(refused, 'minute').resetAt - (startedAt + 61_000))).toBeLessThanOrEqual(1);
-      // A request of cost 3 must wait for the second pair too.
+      // A request of cost 2 fits once the first pair has left; one of cost 3 must wait for the second pair too.
+      const two = await limiter.consume(keyId, policy, 2);
+      if (two.outcome !== 'limited') throw new Error(two.outcome);
+      expect(two.retryAfterMs).toBe(expected);
       const costly = await limiter.consume(keyId, policy, 3);
       if (costly.outcome !== 'limited') throw new Error(costly.outcome);
       expect(Math.abs(costly.retryAfterMs - (startedAt + 71_000 - now()))).toBeLessThanOrEqual(1);
@@ -370,6 +373,205 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       const decisions = await Promise.all(Array.from({ length: 150 }, () => limiter.consume(keyId, policy, 1)));
       expect(decisions.filter((d) => d.outcome === 'admitted')).toHaveLength(40);
       expect((await limiter.usage(keyId, policy)).windows.map((w) => w.used)).toEqual([40, 40]);
+    });
+
+    it('sliding: a request costing the whole limit waits until the buckets in its way leave, not a whole window', async () => {
+      const { limiter, now, advance } = await start(NO_BANS);
+      const keyId = newKeyId();
+      const policy = policyFor({ perMinute: 3 }, 'sliding');
+      await advance(1_000 - (now() % 1_000));
+      const startedAt = now();
+      await limiter.consume(keyId, policy, 1);
+      await advance(10_000);
+      const refused = await limiter.consume(keyId, policy, 3);
+      if (refused.outcome !== 'limited') throw new Error(refused.outcome);
+      // The one unit leaves with its bucket, 61 s after it came: then 3 fit.
+      expect(refused.retryAfterMs).toBe(startedAt + 61_000 - now());
+      await advance(refused.retryAfterMs);
+      expect((await limiter.consume(keyId, policy, 3)).outcome).toBe('admitted');
+    });
+
+    it('reports a key’s usage without counting it: what each window holds, when it resets, refusals and ban', async () => {
+      const { limiter, now } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 2, perDay: 100 });
+      expect(await limiter.usage(keyId, policy)).toEqual({
+        windows: [
+          { name: 'minute', used: 0, resetAt: null },
+          { name: 'day', used: 0, resetAt: null },
+        ],
+        banEndsAt: null,
+        refusals: 0,
+      });
+      await limiter.consume(keyId, policy, 2);
+      await limiter.consume(keyId, policy, 1);
+      await limiter.consume(keyId, policy, 1);
+      const usage = await limiter.usage(keyId, policy);
+      expect(usage.windows.map((w) => [w.name, w.used])).toEqual([
+        ['minute', 2],
+        ['day', 2],
+      ]);
+      const minuteReset = usage.windows[0]?.resetAt ?? 0;
+      expect(minuteReset).toBeGreaterThan(now() + 55_000);
+      expect(minuteReset).toBeLessThanOrEqual(now() + 60_000);
+      expect(usage.windows[1]?.resetAt).toBe(periodEnd('day', now()));
+      expect(usage.refusals).toBe(2);
+      expect(usage.banEndsAt).toBeNull();
+      // Reading changed nothing.
+      expect(await limiter.usage(keyId, policy)).toMatchObject({ refusals: 2 });
+    });
+
+    it('sliding: reports when the oldest bucket of a window leaves as its reset', async () => {
+      const { limiter, now, advance } = await start(NO_BANS);
+      const keyId = newKeyId();
+      const policy = policyFor({ perMinute: 10 }, 'sliding');
+      await advance(1_000 - (now() % 1_000) + 250);
+      const startedAt = now();
+      await limiter.consume(keyId, policy, 1);
+      await advance(5_000);
+      await limiter.consume(keyId, policy, 2);
+      expect((await limiter.usage(keyId, policy)).windows).toEqual([
+        { name: 'minute', used: 3, resetAt: startedAt - 250 + 61_000 },
+      ]);
+      // Once that bucket has left, the next one's time is the reset.
+      await advance(56_000);
+      expect((await limiter.usage(keyId, policy)).windows).toEqual([
+        { name: 'minute', used: 2, resetAt: startedAt - 250 + 66_000 },
+      ]);
+    });
+
+    it('marks the one decision that started a ban with the refusals it took, and reports the ban', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 1, perDay: 100 });
+      const decisions = [];
+      for (let i = 0; i < BAN.threshold + 3; i++) decisions.push(await limiter.consume(keyId, policy, 1));
+      expect(decisions.map((d) => d.outcome)).toEqual([
+        'admitted',
+        ...Array(BAN.threshold).fill('limited'),
+        'banned',
+        'banned',
+      ]);
+      const [first, after] = decisions.slice(-2);
+      if (first?.outcome !== 'banned' || after?.outcome !== 'banned') throw new Error('expected bans');
+      expect(first.started).toEqual({ refusals: BAN.threshold + 1 });
+      expect(after.started).toBeUndefined();
+      // Both report the windows as they stand and the same end, give or take Redis's real-time TTL.
+      expect(after.windows.map((w) => [w.name, w.remaining])).toEqual([
+        ['minute', 0],
+        ['day', 99],
+      ]);
+      expect(Math.abs(after.banEndsAt - first.banEndsAt)).toBeLessThan(1_000);
+      const usage = await limiter.usage(keyId, policy);
+      expect(Math.abs((usage.banEndsAt ?? 0) - first.banEndsAt)).toBeLessThan(1_000);
+      expect(usage.refusals).toBe(0);
+    });
+
+    it('tells a refusal to wait for the windows that refused it only, not one the request would fill exactly', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 2, perDay: 3 });
+      for (let i = 0; i < 2; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+      // The day would hold exactly 3 with this one: it does not refuse, and its reset is hours away.
+      const refused = await limiter.consume(keyId, policy, 1);
+      if (refused.outcome !== 'limited') throw new Error(refused.outcome);
+      expect(refused.retryAfterMs).toBeLessThanOrEqual(60_000);
+    });
+
+    it('tells a refusal in a batch to wait for the window that the requests admitted with it filled', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 4, perDay: 100 });
+      const decisions = await Promise.all([2, 2, 1].map((cost) => limiter.consume(keyId, policy, cost)));
+      expect(decisions.map((d) => d.outcome)).toEqual(['admitted', 'admitted', 'limited']);
+      const refused = decisions[2];
+      if (refused?.outcome !== 'limited') throw new Error('expected a refusal');
+      expect(refused.retryAfterMs).toBeGreaterThan(55_000);
+      expect(refused.retryAfterMs).toBeLessThanOrEqual(60_000);
+    });
+
+    it('sliding: a request costing more than the whole limit waits a whole window, on a fresh key or a used one', async () => {
+      const { limiter, now, advance } = await start(NO_BANS);
+      const keyId = newKeyId();
+      const policy = policyFor({ perMinute: 3 }, 'sliding');
+      await advance(1_000 - (now() % 1_000));
+      // Fresh: the window's reset, a window and this bucket from now.
+      const fresh = await limiter.consume(keyId, policy, 4);
+      if (fresh.outcome !== 'limited') throw new Error(fresh.outcome);
+      expect(fresh.retryAfterMs).toBe(61_000);
+      await limiter.consume(keyId, policy, 1);
+      await advance(10_000);
+      // Its one unit leaves in 51 s; 4 never fit, so the wait is a whole window, not that.
+      const used = await limiter.consume(keyId, policy, 4);
+      if (used.outcome !== 'limited') throw new Error(used.outcome);
+      expect(used.retryAfterMs).toBe(60_000);
+    });
+
+    it('sliding: a costly refusal by a later window waits for as many of its buckets as it needs', async () => {
+      const { limiter, now, advance } = await start(NO_BANS);
+      const keyId = newKeyId();
+      const policy = policyFor({ perSecond: 10, perMinute: 4 }, 'sliding');
+      await advance(1_000 - (now() % 1_000));
+      const startedAt = now();
+      for (let i = 0; i < 2; i++) await limiter.consume(keyId, policy, 1);
+      await advance(10_000);
+      for (let i = 0; i < 2; i++) await limiter.consume(keyId, policy, 1);
+      // 3 more fit the minute once both pairs have left: 71 s after the first.
+      const refused = await limiter.consume(keyId, policy, 3);
+      if (refused.outcome !== 'limited') throw new Error(refused.outcome);
+      expect(refused.retryAfterMs).toBe(startedAt + 71_000 - now());
+    });
+
+    it('sliding: reports no reset for a window that holds nothing', async () => {
+      const { limiter } = await start();
+      const policy = policyFor({ perSecond: 2, perMinute: 5 }, 'sliding');
+      expect((await limiter.usage(newKeyId(), policy)).windows).toEqual([
+        { name: 'second', used: 0, resetAt: null },
+        { name: 'minute', used: 0, resetAt: null },
+      ]);
+    });
+
+    it('lifting a ban forgets the refusals counted toward one even when no ban is on', async () => {
+      const { limiter } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 1, perDay: 100 });
+      await limiter.consume(keyId, policy, 1);
+      for (let i = 0; i < BAN.threshold; i++) await limiter.consume(keyId, policy, 1);
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(BAN.threshold);
+      await limiter.liftBan(keyId);
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+    });
+
+    it('lifting a ban starts the key over: its next refusal is in a fresh grace', async () => {
+      const { limiter, endGrace } = await start(GRACE);
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 1, perDay: 100 });
+      await limiter.consume(keyId, policy, 1);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+      await endGrace(keyId);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(1);
+      await limiter.liftBan(keyId);
+      for (let i = 0; i < GRACE.threshold + 2; i++) {
+        expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+      }
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
+    });
+
+    it('ends a grace with the windows that refused, not one the request would have filled exactly', async () => {
+      const { limiter, endGrace, endMinuteWindow } = await start(GRACE);
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 1, perDay: 2 });
+      await limiter.consume(keyId, policy, 1);
+      // Refused by the minute; the day (1 of 2) would be exactly full: it plays no part in the grace.
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+      await endGrace(keyId);
+      await endMinuteWindow(keyId);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+      // The minute is full again: a fresh grace, so these are no strikes.
+      for (let i = 0; i < 3; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
     });
 
     it('decides many keys arriving together each on its own windows, as one key at a time would', async () => {

@@ -128,3 +128,62 @@ describe('two replicas on one Redis', () => {
     expect(Math.abs(Date.now() + refused.retryAfterMs - monthEnd)).toBeLessThan(2_000);
   });
 });
+
+describe('one replica’s calls for a key', () => {
+  /** One turn of the event loop: requests spread over turns arrive while the key's call is out. */
+  const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const NO_BANS = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0 };
+  const start = async () => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    return { client, limiter: new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, NO_BANS) };
+  };
+
+  it('decides requests that arrive while the key’s call is out in its next call, in order', async () => {
+    const { limiter } = await start();
+    const keyId = `key_${randomUUID()}`;
+    const policy = policyFor({ perMinute: 30, perDay: 1_000 });
+    const pending = [];
+    for (let i = 0; i < 40; i++) {
+      pending.push(limiter.consume(keyId, policy, 1));
+      await turn();
+    }
+    const decisions = await Promise.all(pending);
+    expect(decisions.map((d) => d.outcome)).toEqual([...Array(30).fill('admitted'), ...Array(10).fill('limited')]);
+    expect(decisions.map((d) => d.windows[0]?.remaining)).toEqual([
+      ...Array.from({ length: 30 }, (_, i) => 29 - i),
+      ...Array(10).fill(0),
+    ]);
+  });
+
+  it('fails every request of a key whose call fails, those waiting behind it too, then sends the next anew', async () => {
+    const { client, limiter } = await start();
+    const keyId = `key_${randomUUID()}`;
+    const policy = policyFor({ perMinute: 30 });
+    // A window key of the wrong type: the script's INCRBY fails.
+    await client.hset(limiter.keyName(keyId, 'm'), 'x', '1');
+    const pending = [];
+    for (let i = 0; i < 20; i++) {
+      pending.push(
+        limiter.consume(keyId, policy, 1).then(
+          (d) => d.outcome,
+          (err: Error) => (err.message.includes('WRONGTYPE') ? 'failed' : err.message),
+        ),
+      );
+      await turn();
+    }
+    expect(await Promise.all(pending)).toEqual(Array(20).fill('failed'));
+    // One request surely behind a failing call: sent three turns after the first, when the
+    // first's call has gone out (two lingering turns) and before its answer can be read.
+    const first = limiter.consume(keyId, policy, 1);
+    for (let i = 0; i < 3; i++) await turn();
+    const behind = limiter.consume(keyId, policy, 1);
+    await expect(first).rejects.toThrow('WRONGTYPE');
+    await expect(behind).rejects.toThrow('WRONGTYPE');
+    await client.del(limiter.keyName(keyId, 'm'));
+    // The failed requests were not sent again: this one is the window's first.
+    const next = await limiter.consume(keyId, policy, 1);
+    expect(next.outcome).toBe('admitted');
+    expect(next.windows[0]?.remaining).toBe(29);
+  });
+});
