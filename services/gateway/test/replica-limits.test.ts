@@ -1,43 +1,25 @@
-import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
 import { impatientClient, politeWorkers } from './clients.js';
-import { ADMIN_TOKEN, addKey, bearer, startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
+import { ADMIN_TOKEN, addKey, bearer, type TestGateway, useGateways } from './helpers.js';
 
 /**
  * Two gateway instances on real sockets sharing one Redis (and one key store, standing in for
  * MongoDB), as two replicas of one deployment: how they share limits and bans. Key sync between
  * them is replicas.test.ts; this part is apart so that `npm run mutate -- sync` need not run it.
  */
-let redis: TestRedis;
-let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
-const open: TestGateway[] = [];
-
-beforeAll(async () => {
-  redis = await startRedis();
-  upstream = await startEchoUpstream();
-});
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((g) => g.close()));
-});
-afterAll(async () => {
-  await upstream?.close();
-  await redis?.stop();
-});
+const gateways = useGateways();
 
 async function replicas(env: Record<string, string> = {}) {
   const keyStore = new MemoryKeyStore();
   const prefix = `r${Date.now()}${Math.random().toString(36).slice(2, 6)}:`;
   const make = async () => {
-    const gw = await startGateway({
-      redisUrl: redis.url,
-      upstream: upstream.url,
+    const gw = await gateways.start({
       prefix,
       // Ban mechanics here are the point, not the grace after a window fills (unless a test sets it).
       env: { BAN_GRACE_MS: '0', ...env },
       keyStore,
     });
-    open.push(gw);
     await gw.listen();
     return gw;
   };
