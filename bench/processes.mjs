@@ -1,4 +1,5 @@
-// The processes `npm run bench` starts, how it waits for them, and how it ends them.
+// The processes `npm run bench` starts, how it waits for them, and how it ends them (and the
+// redis-server `npm run mutate` shares between its test runs).
 //
 // Every child's stdout is a pipe the bench drains: that is where a service's stdout goes in
 // production (a container runtime or a log shipper reads it). A service that logs per request pays
@@ -78,6 +79,10 @@ export function start(name, command, argv, env = {}, { stdoutFile } = {}) {
       child.stdoutBytes += d.length;
     });
   }
+  child.on('error', (err) => {
+    process.stderr.write(`bench: cannot start ${name} (${err.message})\n`);
+    process.exit(2);
+  });
   let stderr = '';
   child.stderr.on('data', (d) => {
     stderr += d;
@@ -138,6 +143,8 @@ export async function startRedis() {
   probe.on('error', () => {});
   await probe.connect().catch(() => {});
   for (let i = 0; i < 100 && probe.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
+  const ready = probe.status === 'ready';
   probe.disconnect();
+  if (!ready) throw new Error(`redis-server did not accept connections on ${url}`);
   return { url, pid: child.pid };
 }

@@ -11,11 +11,10 @@
 // Arguments that are not area names go to `stryker run` as they are. Reports: reports/mutation/<area>/
 // (index.html, mutation.json), and reports/mutation/summary.txt for the table printed at the end.
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { createConnection, createServer } from 'node:net';
 import { dirname, join, relative } from 'node:path';
+import { startRedis } from '../bench/processes.mjs';
 import { areas } from '../stryker.config.mjs';
 
 const names = Object.keys(areas);
@@ -39,47 +38,10 @@ const stryker = join(
  * One redis-server for the whole run, given to every test as REDIS_URL (tests/support/redis.ts
  * startRedis; callers namespace their keys): otherwise each test file that needs a Redis starts
  * its own, once per mutant that runs it. Tests that kill or restart a Redis start their own still.
- * A REDIS_URL already set is used as it is.
+ * A REDIS_URL already set is used as it is. The bench's own: it goes when this process exits,
+ * however it exits.
  */
-async function sharedRedis() {
-  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop() {} };
-  const probe = createServer().listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address();
-  probe.close();
-  const args = [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--loglevel',
-    'warning',
-  ];
-  const child = spawn('redis-server', args, { stdio: 'ignore' });
-  child.on('error', (err) => {
-    process.stderr.write(`npm run mutate: cannot start redis-server (${err.message})\n`);
-    process.exit(2);
-  });
-  for (let attempt = 0; ; attempt++) {
-    const socket = createConnection(port, '127.0.0.1');
-    const up = await new Promise((resolve) => {
-      socket.once('connect', () => resolve(true));
-      socket.once('error', () => resolve(false));
-    });
-    socket.destroy();
-    if (up) break;
-    if (attempt === 100) throw new Error(`redis-server did not accept connections on port ${port}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill() };
-}
-const redis = await sharedRedis();
-process.on('exit', () => redis.stop());
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(1));
+const redis = await startRedis();
 
 /** Runs Stryker on one area; resolves with its exit code and wall time in seconds. */
 function runArea(name) {
