@@ -27,6 +27,10 @@ export function printRatios(ratios) {
 
 const signed = (ms) => (ms < 0 ? `${ms}` : `+${ms}`);
 
+/** A paired CPU figure (run.mjs pairedCpu): its ratio and each round's a/b. */
+const paired = (what, ratioName, { rate, ratio, rounds }) =>
+  `${what}, both loaded at once at ${rate} req/s each: ${ratioName} ${ratio} (rounds: ${rounds.map((r) => `${r.a}/${r.b}`).join(' ')})`;
+
 export function printExtras({
   refusals,
   redis,
@@ -39,21 +43,15 @@ export function printExtras({
   bareProxyCpu,
 }) {
   if (bareProxyCpu) {
-    out(
-      `CPU µs per request, both loaded at once at ${bareProxyCpu.rate} req/s each: (gateway + Redis)/bareProxy ${bareProxyCpu.ratio} (rounds: ${bareProxyCpu.rounds.map((r) => `${r.a}/${r.b}`).join(' ')})`,
-    );
+    out(paired('CPU µs per request', '(gateway + Redis)/bareProxy', bareProxyCpu));
   }
   if (config.against) {
     out(`gatewayAgainst: ${config.against.ref} (${config.against.commit}), ${config.against.packages}`);
-    out(
-      `  CPU µs per request, both loaded at once at ${againstCpu.rate} req/s each: gateway/gatewayAgainst ${againstCpu.ratio} (rounds: ${againstCpu.rounds.map((r) => `${r.a}/${r.b}`).join(' ')})`,
-    );
+    out(paired('  CPU µs per request', 'gateway/gatewayAgainst', againstCpu));
   }
   if (!config.quick) printFullRunExtras({ refusals, redis, latency, memory });
   if (againstCpu100kKeys) {
-    out(
-      `CPU µs per request over 100k keys, both loaded at once at ${againstCpu100kKeys.rate} req/s each: gateway/gatewayAgainst ${againstCpu100kKeys.ratio} (rounds: ${againstCpu100kKeys.rounds.map((r) => `${r.a}/${r.b}`).join(' ')})`,
-    );
+    out(paired('CPU µs per request over 100k keys', 'gateway/gatewayAgainst', againstCpu100kKeys));
   }
   out(`per request at ${c.rate} req/s${num('CPU µs', 12)}${num('+ Redis', 9)}${num('stdout B', 10)}`);
   for (const [name, r] of Object.entries(c.subjects)) {
