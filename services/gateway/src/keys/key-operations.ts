@@ -108,9 +108,9 @@ export interface KeyUpdate {
 }
 
 /**
- * The change an update makes to the key as it stands: limits follow the plan (a key of a plan
- * without windows keeps its own unless new ones are given; a change to a plan with windows drops
- * them).
+ * The change an update makes to the key as it stands. Its own limits change only when new ones
+ * are given, or dropped (null), or the key moves to another plan with windows (limitsAfterChange):
+ * a rename, an expiry, scopes or addresses leave them as they are.
  */
 function changesFor(
   plans: PlanBook,
@@ -120,14 +120,15 @@ function changesFor(
   names?: FieldNames,
 ): KeyChanges {
   const plan = update.plan ?? current.plan;
-  const limits = update.limits === null ? undefined : limitsAfterChange(plans, plan, update.limits, current.limits);
+  const limits =
+    update.limits === null ? undefined : limitsAfterChange(plans, current.plan, plan, update.limits, current.limits);
   const problem = planProblem(plans, plan, limits, names?.limits);
   if (problem) throw new KeyRuleError(problem);
   const { scopes, allowedCidrs } = update;
   return {
     ...(update.plan !== undefined ? { plan: update.plan } : {}),
     ...(update.name !== undefined ? { name: update.name } : {}),
-    ...(limits ? { limits } : current.limits ? { limits: null } : {}),
+    ...(limits === current.limits ? {} : limits ? { limits } : { limits: null }),
     ...(scopes === null ? { scopes: null } : scopes ? { scopes: checkedScopes(scopes, names) } : {}),
     ...(allowedCidrs === null
       ? { allowedCidrs: null }
