@@ -336,37 +336,40 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
   it.each([
     ['without PLANS_FILE', false],
     ['with PLANS_FILE', true],
-  ])('update --file keeps a key’s own limits through a rename, an expiry, scopes and addresses, %s; a gateway on the file enforces them', async (_label, withPlans) => {
-    const env: Record<string, string> = {};
-    if (withPlans) {
-      env.PLANS_FILE = join(dir, 'plans.json');
-      await writeFile(env.PLANS_FILE, JSON.stringify({ plans: { free: { windows: { minute: 60, day: 1000 } } } }));
-    }
-    const created = oneJsonLine(
-      await cli(['create', '--plan', 'free', '--per-minute', '100', '--file', file, '--json'], env),
-    );
-    const changes = [
-      ['--name', 'renamed'],
-      ['--expires-at', '2099-01-01T00:00:00Z'],
-      ['--no-expiry'],
-      ['--scopes', 'pets:read'],
-      ['--allow-cidr', '127.0.0.0/8'],
-    ];
-    for (const change of changes) {
-      const printed = oneJsonLine(await cli(['update', created.id, ...change, '--file', file, '--json'], env));
-      expect(printed.limits, change.join(' ')).toEqual({ perMinute: 100, perDay: 1000 });
-      const [entry] = await records();
-      expect(entry?.limits, change.join(' ')).toEqual({ perMinute: 100 });
-    }
-    const gw = await startGateway({ env: { API_KEYS_FILE: file, ...env }, upstream: upstream.url });
-    try {
-      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(created.key) });
-      expect(res.statusCode, res.body).toBe(200);
-      expect(res.headers['x-ratelimit-limit']).toBe('100');
-    } finally {
-      await gw.close();
-    }
-  });
+  ])(
+    'update --file keeps a key’s own limits through a rename, an expiry, scopes and addresses, %s; a gateway on the file enforces them',
+    async (_label, withPlans) => {
+      const env: Record<string, string> = {};
+      if (withPlans) {
+        env.PLANS_FILE = join(dir, 'plans.json');
+        await writeFile(env.PLANS_FILE, JSON.stringify({ plans: { free: { windows: { minute: 60, day: 1000 } } } }));
+      }
+      const created = oneJsonLine(
+        await cli(['create', '--plan', 'free', '--per-minute', '100', '--file', file, '--json'], env),
+      );
+      const changes = [
+        ['--name', 'renamed'],
+        ['--expires-at', '2099-01-01T00:00:00Z'],
+        ['--no-expiry'],
+        ['--scopes', 'pets:read'],
+        ['--allow-cidr', '127.0.0.0/8'],
+      ];
+      for (const change of changes) {
+        const printed = oneJsonLine(await cli(['update', created.id, ...change, '--file', file, '--json'], env));
+        expect(printed.limits, change.join(' ')).toEqual({ perMinute: 100, perDay: 1000 });
+        const [entry] = await records();
+        expect(entry?.limits, change.join(' ')).toEqual({ perMinute: 100 });
+      }
+      const gw = await startGateway({ env: { API_KEYS_FILE: file, ...env }, upstream: upstream.url });
+      try {
+        const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(created.key) });
+        expect(res.statusCode, res.body).toBe(200);
+        expect(res.headers['x-ratelimit-limit']).toBe('100');
+      } finally {
+        await gw.close();
+      }
+    },
+  );
 
   it('update --file changes plan, limits, name and expiry of one entry, with the same rules as the API', async () => {
     const a = oneJsonLine(await cli(['create', '--plan', 'free', '--file', file, '--json']));
@@ -657,7 +660,11 @@ describe('keys CLI lifecycle commands through the admin API', () => {
 
   it('update --name, --expires-at and --scopes keep a key’s own limits: the answer and the next request say 100', async () => {
     const created = oneJsonLine(await cli(['create', '--plan', 'free', '--per-minute', '100', '--json'], env));
-    for (const change of [['--name', 'renamed'], ['--expires-at', '2099-01-01T00:00:00Z'], ['--scopes', 'pets:read']]) {
+    for (const change of [
+      ['--name', 'renamed'],
+      ['--expires-at', '2099-01-01T00:00:00Z'],
+      ['--scopes', 'pets:read'],
+    ]) {
       const printed = oneJsonLine(await cli(['update', created.id, ...change, '--json'], env));
       expect(printed.limits, change.join(' ')).toEqual({ perMinute: 100, perDay: 1000 });
       const next = await call(created.key);

@@ -11,6 +11,7 @@ import {
 } from '../../limits/usage-history.js';
 import { HistoryQuery, HistorySchema, KeyIdParams, TopQuery, TopSchema } from '../schemas.js';
 import { type AdminRouteOptions, errors, findKey, iso } from '../shared.js';
+import { unavailable } from '../store-unavailable.js';
 
 type Granularity = 'hour' | 'day';
 type Counts = UsageCounts & { refused: number };
@@ -83,9 +84,9 @@ export const historyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async
   const history = deps.history;
   const retentionDays = Math.round(history.retentionMs / DAY_MS);
 
-  function unavailable(err: unknown, log: { error(obj: object, msg: string): void }): never {
+  function historyUnavailable(err: unknown, log: { error(obj: object, msg: string): void }): never {
     log.error({ err }, 'cannot read the usage history');
-    throw new ApiError(503, 'rate_limiter_unavailable', 'Cannot reach Redis to read the usage history; retry');
+    throw unavailable('rate_limiter_unavailable', 'Cannot reach Redis to read the usage history');
   }
 
   app.get(
@@ -124,7 +125,7 @@ export const historyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async
       try {
         hours = await history.hours(record.id, from, to);
       } catch (err) {
-        unavailable(err, request.log);
+        historyUnavailable(err, request.log);
       }
       const totals = emptyCounts();
       for (const usage of hours) addCounts(totals, usage);
@@ -175,7 +176,7 @@ export const historyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async
         const ids = await history.activeKeys(from, to);
         perKey = await hoursOfKeys((id) => history.hours(id, from, to), ids);
       } catch (err) {
-        unavailable(err, request.log);
+        historyUnavailable(err, request.log);
       }
       const records = new Map((await deps.keyStore.list()).map((r) => [r.id, r]));
       for (const r of deps.keyResolver.fileRecords()) records.set(r.id, r);
