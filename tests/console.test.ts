@@ -194,7 +194,9 @@ describe('the console (/console on the admin listener)', () => {
     await page.reload();
     await page.getByText('The figures').click();
     const lastRow = page.getByTestId('chart-table').locator('tbody tr').last();
-    await expect.poll(() => lastRow.locator('td').allTextContents()).toEqual([expect.stringMatching(/h$/), '60', '10']);
+    await expect
+      .poll(() => lastRow.locator('td').allTextContents())
+      .toEqual([expect.stringMatching(/h$/), '60', '10', '0']);
     await shoot(page, 'key-1280');
     const pixels = await barPixels(page);
     expect(pixels.green).toBeGreaterThan(0);

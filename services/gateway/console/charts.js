@@ -1,5 +1,6 @@
-// Charts of the console: admitted vs refused per hour, drawn by uPlot on a canvas, with the same
-// figures in a table for screen readers and for anyone who wants the numbers.
+// Charts of the console: admitted vs refused per hour (and the admitted requests the pets service
+// did not serve), drawn by uPlot on a canvas, with the same figures in a table for screen readers
+// and for anyone who wants the numbers.
 
 import htm from 'htm';
 import { h } from 'preact';
@@ -14,14 +15,16 @@ function widthOf(el) {
 }
 
 /**
- * @param {{ title: string, rows: Array<{ start: string, admitted: number, refused: number }> }} props
+ * @param {{ title: string, rows: Array<{ start: string, admitted: number, refused: number, upstreamFailed: number }> }} props
  */
 export function HourlyChart({ title, rows }) {
   const box = useRef(null);
   useEffect(() => {
     if (!box.current) return undefined;
     const xs = rows.map((r) => Date.parse(r.start) / 1000);
-    // Side by side in each hour: admitted left of the hour's tick, refused right of it.
+    // Side by side in each hour: admitted left of the hour's tick, refused right of it. Failed
+    // upstream (admitted, not served, not billed) is stacked on the admitted bar: its bar, drawn
+    // first, reaches admitted + failed, and the admitted bar covers all of it but its top.
     const left = uPlot.paths.bars({ size: [0.45, 20], align: -1 });
     const right = uPlot.paths.bars({ size: [0.45, 20], align: 1 });
     // An empty hour draws nothing, not a bar of height 0.
@@ -35,12 +38,26 @@ export function HourlyChart({ title, rows }) {
         legend: { show: true },
         series: [
           {},
+          {
+            label: 'failed upstream',
+            stroke: '#8a5a00',
+            fill: '#c98a00',
+            paths: left,
+            points: { show: false },
+            // The legend says how many failed, not the height of the stack.
+            value: (_u, _v, _s, i) => (i === null || i === undefined ? '' : String(rows[i].upstreamFailed)),
+          },
           { label: 'admitted', stroke: '#1d6f42', fill: '#2e9a5c', paths: left, points: { show: false } },
           { label: 'refused', stroke: '#a4262c', fill: '#d13438', paths: right, points: { show: false } },
         ],
         axes: [{}, { size: 60 }],
       },
-      [xs, values('admitted'), values('refused')],
+      [
+        xs,
+        rows.map((r) => (r.upstreamFailed > 0 ? r.admitted + r.upstreamFailed : null)),
+        values('admitted'),
+        values('refused'),
+      ],
       box.current,
     );
     const resize = () => plot.setSize({ width: widthOf(box.current), height: 220 });
@@ -50,7 +67,7 @@ export function HourlyChart({ title, rows }) {
       plot.destroy();
     };
   }, [rows]);
-  const busy = rows.filter((r) => r.admitted + r.refused > 0);
+  const busy = rows.filter((r) => r.admitted + r.refused + r.upstreamFailed > 0);
   return html`<figure class="chart">
     <figcaption>${title}</figcaption>
     <div ref=${box} class="chart-canvas" aria-hidden="true"></div>
@@ -58,11 +75,11 @@ export function HourlyChart({ title, rows }) {
       <summary>The figures (${busy.length} ${busy.length === 1 ? 'hour' : 'hours'} with requests)</summary>
       <div class="table-wrap" tabindex="0" role="region" aria-label=${`${title}: figures`}>
         <table data-testid="chart-table">
-          <thead><tr><th scope="col">hour (UTC)</th><th scope="col">admitted</th><th scope="col">refused</th></tr></thead>
+          <thead><tr><th scope="col">hour (UTC)</th><th scope="col">admitted</th><th scope="col">refused</th><th scope="col">failed upstream</th></tr></thead>
           <tbody>
             ${busy.map(
               (r) =>
-                html`<tr><td>${r.start.slice(0, 13).replace('T', ' ')}h</td><td>${r.admitted}</td><td>${r.refused}</td></tr>`,
+                html`<tr><td>${r.start.slice(0, 13).replace('T', ' ')}h</td><td>${r.admitted}</td><td>${r.refused}</td><td>${r.upstreamFailed}</td></tr>`,
             )}
           </tbody>
         </table>

@@ -723,6 +723,40 @@ describe('keys CLI lifecycle commands through the admin API', () => {
   });
 });
 
+describe('keys CLI history with the pets service down', () => {
+  let gw: TestGateway;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    gw = await startGateway({ upstream: 'http://127.0.0.1:9' });
+    await gw.admin.listen({ host: '127.0.0.1', port: 0 });
+    env = { ADMIN_PORT: String((gw.admin.server.address() as AddressInfo).port), ADMIN_TOKEN };
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it('history and top show the requests pets never served as failed upstream, not admitted, not billed', async () => {
+    const created = oneJsonLine(await cli(['create', '--plan', 'pro', '--name', 'unserved', '--json'], env));
+    for (let i = 0; i < 2; i++) {
+      expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(created.key) })).statusCode).toBe(503);
+    }
+    const hourly = await cli(['history', created.id, '--days', '1'], env);
+    expect(hourly.code, hourly.stderr).toBe(0);
+    const lines = hourly.stdout.trimEnd().split('\n');
+    expect(lines[24]).toMatch(/ 0 \+2 failed upstream$/);
+    expect(lines[25]).toBe(
+      'total: 0 admitted (0 units), 0 refused (0 by limit, 0 by ban), 0 forbidden, 2 failed upstream (counted against the limit, not billed)',
+    );
+    const top = await cli(['top', '--sort', 'upstreamFailed'], env);
+    expect(top.code, top.stderr).toBe(0);
+    expect(top.stdout).toMatch(/ADMITTED +REFUSED +FORBIDDEN +UNITS +FAILED UPSTREAM\n/);
+    expect(top.stdout).toMatch(new RegExp(`${created.id} +unserved +pro +0 +0 +0 +0 +2`));
+    expect(top.stdout).toMatch(/total: 1 keys, 0 admitted, 0 refused, 2 failed upstream\n$/);
+  });
+});
+
 describe('keys CLI when the admin API cannot be reached', () => {
   it('names the URL it tried and why (connection refused), without the usage', async () => {
     // A port that was just free: nothing listens there.

@@ -54,7 +54,16 @@ function series(hours: HourUsage[], from: number, to: number, step: number): Arr
   return out;
 }
 
-const CSV_COLUMNS = ['start', 'admitted', 'limited', 'banned', 'refused', 'forbidden', 'units'] as const;
+const CSV_COLUMNS = [
+  'start',
+  'admitted',
+  'limited',
+  'banned',
+  'refused',
+  'forbidden',
+  'units',
+  'upstreamFailed',
+] as const;
 
 function toCsv(rows: Static<typeof HistorySchema>['series']): string {
   const lines = [CSV_COLUMNS.join(',')];
