@@ -110,20 +110,24 @@ export class Idempotency {
         );
       }
       answer = open<P>(secret, fingerprint, held.sealed);
-      reply.header('idempotent-replayed', 'true');
-      if (held.state === 'done') return reply.code(answer.status).send(answer.body);
+      if (held.state === 'done') return replay(reply, answer);
       current = heldText;
     }
     await op.apply(answer.plan);
     const done = JSON.stringify({ ...(JSON.parse(current) as Held), state: 'done' });
     // Whoever marks it done made it: the one audit line, however many ran it.
     if (await this.store.replace(recordKey, current, done)) op.made(answer.plan);
-    return reply.code(answer.status).send(answer.body);
+    // An answer planned by an earlier request is a replay, even when this one finished its write.
+    return heldText === null ? reply.code(answer.status).send(answer.body) : replay(reply, answer);
   }
 
   private sealingKey(key: string): Buffer {
     return Buffer.from(hkdfSync('sha256', key, this.adminToken, 'animal-store admin idempotency', 32));
   }
+}
+
+function replay(reply: FastifyReply, answer: Planned<unknown>): FastifyReply {
+  return reply.code(answer.status).header('idempotent-replayed', 'true').send(answer.body);
 }
 
 /** The request's Idempotency-Key, checked; undefined without one. */
