@@ -104,6 +104,8 @@ describe('admin API: /admin/webhooks', () => {
     ['a private address', { url: 'https://10.1.2.3/x', events: ['key.created'] }],
     ['IPv6 loopback', { url: 'https://[::1]/x', events: ['key.created'] }],
     ['IPv4-mapped private', { url: 'https://[::ffff:192.168.0.1]/x', events: ['key.created'] }],
+    ['IPv4-compatible loopback', { url: 'https://[::127.0.0.1]/x', events: ['key.created'] }],
+    ['a documentation address (TEST-NET-3)', { url: 'https://203.0.113.7/x', events: ['key.created'] }],
     ['an unknown event', { url: 'https://hooks.example.com/x', events: ['key.exploded'] }],
     ['no events', { url: 'https://hooks.example.com/x', events: [] }],
     ['the same event twice', { url: 'https://hooks.example.com/x', events: ['key.created', 'key.created'] }],
