@@ -141,6 +141,8 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
         [{ expiresAt: 'next week' }, /expiresAt must be an RFC 3339 timestamp/],
         [{ expiresAt: '2020-01-01T00:00:00Z' }, /expiresAt must be in the future/],
         [{ expiresAt: '2031-02-30T00:00:00Z' }, /not a real date/],
+        [{ expiresAt: '2031-11-31T00:00:00Z' }, /expiresAt is not a real date/],
+        [{ expiresAt: '2031-11-30T24:00:00Z' }, /expiresAt is not a real date/],
         [{ name: '' }, /name/],
         [{}, /Nothing to change/],
         [{ colour: 'red' }, /Nothing to change/],
