@@ -350,6 +350,32 @@ describe('expiry notices', () => {
   });
 });
 
+describe('key.expiring', () => {
+  it('says how many days are left, rounded up, not which notice it is', async () => {
+    const hook = await receiver();
+    const gw = await gateways.start({ env: { ...LOCAL, WEBHOOKS_EXPIRY_SCAN_SECONDS: '1' } });
+    await subscribe(gw, hook.url, ['key.expiring']);
+    const ids = new Map<string, number>();
+    for (const [hours, days] of [
+      [48, 2],
+      [12, 1],
+      [5 * 24 + 1, 6],
+    ] as const) {
+      const made = await gw.admin.inject({
+        method: 'POST',
+        url: '/admin/keys',
+        headers: admin,
+        payload: { plan: 'free', expiresAt: new Date(Date.now() + hours * 3_600_000).toISOString() },
+      });
+      ids.set((made.json() as { id: string }).id, days);
+    }
+    await hook.until(3);
+    await drained(gw);
+    const told = new Map(hook.events().map((e) => [e.data.keyId as string, e.data.days]));
+    expect(told).toEqual(ids);
+  });
+});
+
 describe('embedded mode', () => {
   it('says at start that deliveries wait in memory', async () => {
     const logs: Record<string, unknown>[] = [];
