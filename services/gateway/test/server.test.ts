@@ -4,6 +4,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { MINIMUM_NODE } from '@animal-store/common/node-version.js';
+import { olderNode } from '@animal-store/tests/support/runtime.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /** The gateway as deployed: dist/server.js started by node, read by an operator at a terminal. */
@@ -15,6 +17,8 @@ async function runToExit(
 ): Promise<{ code: number | null; output: string }> {
   const child = spawn(node, [SERVER], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', ADMIN_PORT: '0', METRICS_PORT: '0', ...env },
+    // A server that does not exit by itself is killed, so a failing test leaves no process behind.
+    timeout: 15_000,
   });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -53,6 +57,23 @@ describe('dist/server.js with a bad configuration', () => {
         `  - PLANS_FILE=${plans}: plans.free is given twice (lines 3 and 5): give each once\n` +
         `  - TRUST_PROXY entry "0.0.0.0/0" trusts every address: set TRUST_PROXY=true for that, or name your proxies' addresses\n` +
         `  - API_KEYS_FILE=${keys}: entry 0: sha256 must be 64 lowercase hex characters\n`,
+    );
+  });
+});
+
+describe('dist/server.js on a Node.js too old for it', () => {
+  const old = olderNode();
+  // Skipped only on a machine with no older Node at /usr/bin/node (this project's machines have 20).
+  it.skipIf(old === null)('says which version it needs and how to get it, and exits 1', async () => {
+    const { path, version } = old as NonNullable<typeof old>;
+    const { code, output } = await runToExit({}, path);
+    expect(code).toBe(1);
+    // Before undici loads: on Node 20 it dies of a TypeError reading zlib's zstd otherwise.
+    expect(output).toBe(
+      `gateway: needs Node.js ${MINIMUM_NODE} or later (24 LTS recommended); this is Node.js ${version} (${path}).\n` +
+        '  In a checkout, npm install puts Node 24 in node_modules/.bin: npm start uses it, or run\n' +
+        '  node_modules/.bin/node services/gateway/dist/server.js\n' +
+        '  Elsewhere, install Node.js 24 LTS (https://nodejs.org/en/download, or nvm install 24), or use the node:24 image.\n',
     );
   });
 });
