@@ -27,3 +27,11 @@ export function nodeTooOld(
     '  Elsewhere, install Node.js 24 LTS (https://nodejs.org/en/download, or nvm install 24), or use the node:24 image.\n'
   );
 }
+
+/** Exits 1 with nodeTooOld's message when this Node.js is too old; the first thing each service does. */
+export function exitIfNodeTooOld(service: 'gateway' | 'pets'): void {
+  const tooOld = nodeTooOld(service);
+  if (tooOld === undefined) return;
+  process.stderr.write(tooOld);
+  process.exit(1);
+}

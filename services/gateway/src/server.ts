@@ -1,14 +1,10 @@
-import { nodeTooOld } from '@animal-store/common/node-version.js';
+import { exitIfNodeTooOld } from '@animal-store/common/node-version.js';
 import type { Listener } from '@animal-store/common/serve.js';
 import type { GatewayConfig } from './config.js';
 
 // Before anything else loads: on an older Node a dependency fails as it loads (undici reads a zlib
 // function Node 20 lacks) with a TypeError that names no version. So the rest is imported after.
-const tooOld = nodeTooOld('gateway');
-if (tooOld) {
-  process.stderr.write(tooOld);
-  process.exit(1);
-}
+exitIfNodeTooOld('gateway');
 
 const [
   { ConfigError, redactUrl },

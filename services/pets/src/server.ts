@@ -1,15 +1,11 @@
-import { nodeTooOld } from '@animal-store/common/node-version.js';
+import { exitIfNodeTooOld } from '@animal-store/common/node-version.js';
 import type { Config } from './config.js';
 
 // The only file that reads process.env, connects clients and listens.
 
 // Before anything else loads, so that a Node too old for a dependency hears which one it needs
 // instead of whatever that dependency trips on. So the rest is imported after.
-const tooOld = nodeTooOld('pets');
-if (tooOld) {
-  process.stderr.write(tooOld);
-  process.exit(1);
-}
+exitIfNodeTooOld('pets');
 
 const [
   { ConfigError, redactUrl },

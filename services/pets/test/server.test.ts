@@ -2,8 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { MINIMUM_NODE } from '@animal-store/common/node-version.js';
+import { nodeTooOld } from '@animal-store/common/node-version.js';
 import { freePort, olderNode } from '@animal-store/tests/support/runtime.js';
+import { runToExit as runService } from '@animal-store/tests/support/service-process.js';
 import { describe, expect, it } from 'vitest';
 import { newApp } from './helpers.js';
 
@@ -60,15 +61,8 @@ async function startServer(env: Record<string, string>): Promise<{ child: ChildP
   return { child, url, logs };
 }
 
-async function runToExit(
-  env: Record<string, string>,
-  node = process.execPath,
-): Promise<{ code: number | null; output: string }> {
-  // A server that does not exit by itself is killed, so a failing test leaves no process behind.
-  const child = spawn(node, [SERVER], {
-    env: { PATH: process.env.PATH ?? '', METRICS_PORT: '0', ...env },
-    timeout: 15_000,
-  });
+async function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [SERVER], { env: { PATH: process.env.PATH ?? '', METRICS_PORT: '0', ...env } });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => {
     output += chunk.toString();
@@ -135,13 +129,8 @@ describe('dist/server.js on a Node.js too old for it', () => {
   // Skipped only on a machine with no older Node at /usr/bin/node (this project's machines have 20).
   it.skipIf(old === null)('says which version it needs and how to get it, and exits 1', async () => {
     const { path, version } = old as NonNullable<typeof old>;
-    const { code, output } = await runToExit({ PORT: '0' }, path);
-    expect(code).toBe(1);
-    expect(output).toBe(
-      `pets: needs Node.js ${MINIMUM_NODE} or later (24 LTS recommended); this is Node.js ${version} (${path}).\n` +
-        '  In a checkout, npm install puts Node 24 in node_modules/.bin: npm start uses it, or run\n' +
-        '  node_modules/.bin/node services/pets/dist/server.js\n' +
-        '  Elsewhere, install Node.js 24 LTS (https://nodejs.org/en/download, or nvm install 24), or use the node:24 image.\n',
-    );
+    const result = await runService('pets', { PORT: '0' }, 15_000, path);
+    expect(result.code).toBe(1);
+    expect(`${result.logs.map((l) => l.raw).join('\n')}\n`).toBe(nodeTooOld('pets', version, path));
   });
 });
