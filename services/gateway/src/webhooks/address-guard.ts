@@ -2,8 +2,9 @@ import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'nod
 import { isIP } from 'node:net';
 import { Address4, Address6 } from 'ip-address';
 // The package's copy of the two IANA special-purpose registries, kept by its maintainers and pinned
-// to the registries' CSV files by their tests; used here only to name the block that refused an
-// address (the decision is the package's isGlobal()).
+// to the registries' CSV files by their tests (isGlobal() decides from it). Read here too, to name
+// the block that refuses an address and to refuse a block the registry leaves without a yes, which
+// isGlobal() lets through.
 import { SPECIAL_PURPOSE as IPV4_REGISTRY } from 'ip-address/dist/v4/constants.js';
 import { SPECIAL_PURPOSE as IPV6_REGISTRY } from 'ip-address/dist/v6/constants.js';
 
@@ -64,20 +65,14 @@ interface Carried {
 }
 
 /** Where each form keeps the IPv4 address, in bits of the IPv6 one. */
-const CARRIERS: Array<{ form: string; block: Address6; text: string; bits: [number, number]; decides: boolean }> = [
-  ['IPv4-mapped', '::ffff:0:0/96', [96, 128], true],
-  ['NAT64', '64:ff9b::/96', [96, 128], true],
-  ['IPv4-translated', '::ffff:0:0:0/96', [96, 128], false],
-  ['IPv4-compatible', '::/96', [96, 128], false],
-  ['6to4', '2002::/16', [16, 48], false],
-  ['Teredo', '2001::/32', [96, 128], false],
-].map(([form, text, bits, decides]) => ({
-  form: form as string,
-  block: new Address6(text as string),
-  text: text as string,
-  bits: bits as [number, number],
-  decides: decides as boolean,
-}));
+const CARRIERS = [
+  { form: 'IPv4-mapped', text: '::ffff:0:0/96', bits: [96, 128], decides: true },
+  { form: 'NAT64', text: '64:ff9b::/96', bits: [96, 128], decides: true },
+  { form: 'IPv4-translated', text: '::ffff:0:0:0/96', bits: [96, 128], decides: false },
+  { form: 'IPv4-compatible', text: '::/96', bits: [96, 128], decides: false },
+  { form: '6to4', text: '2002::/16', bits: [16, 48], decides: false },
+  { form: 'Teredo', text: '2001::/32', bits: [96, 128], decides: false },
+].map((c) => ({ ...c, block: new Address6(c.text), bits: c.bits as [number, number] }));
 
 /**
  * The IPv4 address an IPv6 one carries, and in which form: a packet to it ends up at that IPv4
@@ -147,7 +142,8 @@ const systemLookup: Lookup = (hostname) =>
   );
 
 function refusal(host: string, address: string, reason: string): string {
-  return `${host} resolves to ${address}: ${reason}, not globally reachable`;
+  const unreachable = 'not globally reachable';
+  return `${host} resolves to ${address}: ${reason === unreachable ? reason : `${reason}, ${unreachable}`}`;
 }
 
 /**
