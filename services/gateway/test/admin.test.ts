@@ -246,6 +246,30 @@ describe('POST /admin/keys', () => {
     }
   });
 
+  it('refuses a name that is not UTF-8 with 400, and creates nothing', async () => {
+    const fresh = await startGateway({ upstream: upstream.url });
+    try {
+      // "Acme" then 0xff: a decoder that forgives would store "Acme\ufffd".
+      const payload = Buffer.concat([
+        Buffer.from('{"plan":"free","name":"Acme'),
+        Buffer.from([0xff]),
+        Buffer.from('"}'),
+      ]);
+      const res = await fresh.admin.inject({
+        method: 'POST',
+        url: '/admin/keys',
+        headers: { ...auth, 'content-type': 'application/json' },
+        payload,
+      });
+      expectError(res, 400, 'invalid_request');
+      expect(res.json().message).toBe('Request body is not valid UTF-8 (JSON is UTF-8 text)');
+      const list = await fresh.admin.inject({ method: 'GET', url: '/admin/keys', headers: auth });
+      expect(list.json()).toEqual([]);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('refuses a body that is not JSON with 415', async () => {
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
       const res = await gw.admin.inject({

@@ -178,6 +178,16 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
       /--expires-at must be an RFC 3339 timestamp/,
     ],
     [
+      'an expiry on a day that does not exist',
+      ['create', '--plan', 'free', '--expires-at', '2031-11-31T00:00:00Z'],
+      /--expires-at is not a real date and time/,
+    ],
+    [
+      'an expiry at 24:00',
+      ['create', '--plan', 'free', '--expires-at', '2031-11-30T24:00:00Z'],
+      /--expires-at is not a real date and time/,
+    ],
+    [
       'an expiry in the past',
       ['create', '--plan', 'free', '--expires-at', '2020-01-01T00:00:00Z'],
       /--expires-at must be in the future/,

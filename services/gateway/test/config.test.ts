@@ -41,7 +41,11 @@ describe('loadConfig defaults', () => {
     });
   });
 
-  it('reads every documented variable', () => {
+  it('reads every documented variable', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'config-'));
+    const keysFile = join(dir, 'keys.json');
+    const sha256 = 'a'.repeat(64);
+    await writeFile(keysFile, JSON.stringify([{ id: 'key_file', plan: 'pro', sha256 }]));
     const config = loadConfig({
       HOST: '127.0.0.1',
       PORT: '9000',
@@ -59,8 +63,9 @@ describe('loadConfig defaults', () => {
       BAN_SECONDS: '120',
       BAN_GRACE_MS: '250',
       ANON_PER_MINUTE: '10',
-      API_KEYS_FILE: '/etc/gateway/keys.json',
+      API_KEYS_FILE: keysFile,
     });
+    await rm(dir, { recursive: true, force: true });
     expect(config).toMatchObject({
       host: '127.0.0.1',
       port: 9000,
@@ -75,7 +80,8 @@ describe('loadConfig defaults', () => {
       failureMode: 'closed',
       ban: { threshold: 3, windowMs: 30_000, durationMs: 120_000, graceMs: 250 },
       anonPerMinute: 10,
-      apiKeysFile: '/etc/gateway/keys.json',
+      apiKeysFile: keysFile,
+      apiKeys: [{ id: 'key_file', name: 'key_file', plan: 'pro', sha256 }],
     });
   });
 
@@ -316,6 +322,15 @@ describe('TRUST_PROXY', () => {
     expect(err.problems).toEqual([expect.stringContaining('proxy.example.com')]);
     expect(configError({ TRUST_PROXY: 'yes' }).problems).toEqual([expect.stringContaining('TRUST_PROXY')]);
   });
+
+  it.each([['0.0.0.0/0'], ['::/0'], ['::ffff:0.0.0.0/0'], ['10.0.0.0/00']])(
+    'refuses %s, a zero prefix, saying TRUST_PROXY=true trusts every address',
+    (entry) => {
+      expect(configError({ TRUST_PROXY: `127.0.0.1,${entry}` }).problems).toEqual([
+        `TRUST_PROXY entry "${entry}" trusts every address: set TRUST_PROXY=true for that, or name your proxies' addresses`,
+      ]);
+    },
+  );
 
   it.each([['abc'], ['cafe::zz'], ['999.1.1.1'], ['10.0.0.0/33'], ['::1/129'], ['10.0.0.0/8/8'], ['10.0.0.0/']])(
     'refuses %s, which would otherwise crash the server at start',

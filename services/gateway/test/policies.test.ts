@@ -368,6 +368,8 @@ describe('scopes', () => {
 describe('IP allowlists', () => {
   it.each([
     ['an IPv4 CIDR', ['203.0.113.0/24'], '203.0.113.9', '198.51.100.7'],
+    // The edges of the prefix: its last address, and one differing only in the prefix's last bit.
+    ['an IPv4 CIDR at its edge', ['203.0.113.0/24'], '203.0.113.255', '203.0.112.255'],
     ['an IPv6 CIDR', ['2001:db8::/32'], '2001:db8:1::5', '2001:db9::5'],
     ['an IPv4 address, used over IPv6-mapped IPv4', ['203.0.113.9'], '::ffff:203.0.113.9', '::ffff:203.0.113.10'],
     ['an IPv6 address, its one host', ['2001:db8::9'], '2001:db8::9', '2001:db8::10'],
@@ -486,6 +488,38 @@ describe('shadow mode', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-ratelimit-remaining']).toBe('0');
     expect(res.headers['ratelimit-policy']).toMatch(/, "ban";q=0;w=120$/);
+  });
+
+  it('serves a banned key on a replica started with RATE_LIMIT_SHADOW=true, counted as shadow_refused', async () => {
+    // An operator turning shadow mode on for the whole deployment while a key is banned (in Redis):
+    // the replica in shadow serves it and says what it would have done; one not in shadow refuses.
+    const env = { PLANS_FILE: plansFile(PLANS), BAN_GRACE_MS: '0', BAN_THRESHOLD: '1', BAN_SECONDS: '120' };
+    const prefix = `shadowban${Date.now()}:`;
+    const strict = await gateways.start({ env, prefix });
+    const { key } = await addKey(strict, { plan: 'metered' });
+    let code = '';
+    for (let i = 0; i < 15 && code !== 'api_key_banned'; i++) {
+      const res = await strict.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      code = res.statusCode === 200 ? 'ok' : res.json().code;
+    }
+    expect(code).toBe('api_key_banned');
+    const logs: Record<string, unknown>[] = [];
+    const shadow = await gateways.start({
+      env: { ...env, RATE_LIMIT_SHADOW: 'true' },
+      prefix,
+      keyStore: strict.deps.keyStore,
+      logs,
+    });
+    const res = await shadow.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['retry-after']).toBeUndefined();
+    expect(res.headers['x-ratelimit-remaining']).toBe('0');
+    expect(res.headers['ratelimit-policy']).toMatch(/, "ban";q=0;w=120$/);
+    const metrics = await shadow.deps.registry.getSingleMetricAsString('gateway_rate_limit_decisions_total');
+    expect(metrics).toMatch(/^gateway_rate_limit_decisions_total\{[^}]*decision="shadow_refused"[^}]*\} 1$/m);
+    expect(metrics).not.toMatch(/decision="banned"/);
+    expect(logs.filter((l) => l.msg === 'request' && l.limiter === 'shadow_refused')).toHaveLength(1);
+    expect((await strict.app.inject({ url: '/v1/pets', headers: bearer(key) })).json().code).toBe('api_key_banned');
   });
 
   it('reports a shadow plan’s would-be limit refusal with its windows alone, no ban', async () => {

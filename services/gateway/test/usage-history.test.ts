@@ -193,7 +193,12 @@ describe('usage history through two replicas on one Redis', () => {
 
   it.each([
     ['from=yesterday', 'from must be an RFC 3339 date-time or a date'],
-    ['from=2026-02-31T00:00:00Z&to=2026-02-01', 'from must be'],
+    ['from=2026-02-31T00:00:00Z&to=2026-02-01', 'from is not a real date and time'],
+    // Dates and times that do not exist, which Date.parse rolls over into the next day.
+    ['from=2026-11-31', 'from is not a real date and time: "2026-11-31"'],
+    ['to=2026-11-01T24:00:00Z', 'to is not a real date and time: "2026-11-01T24:00:00Z"'],
+    ['from=2026-02-29T00:00:00Z', 'from is not a real date and time'],
+    ['from=2026-11-01T10:00:00', 'from must be an RFC 3339 date-time or a date'],
     ['granularity=week', 'granularity'],
     ['format=xml', 'format'],
     ['colour=red', 'colour'],

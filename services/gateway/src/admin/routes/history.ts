@@ -1,4 +1,4 @@
-import { ApiError } from '@animal-store/common/errors.js';
+import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
 import {
@@ -9,6 +9,7 @@ import {
   type HourUsage,
   type UsageCounts,
 } from '../../limits/usage-history.js';
+import { readRfc3339 } from '../../rfc3339.js';
 import { HistoryQuery, HistorySchema, KeyIdParams, TopQuery, TopSchema } from '../schemas.js';
 import { type AdminRouteOptions, errors, findKey, iso } from '../shared.js';
 
@@ -19,17 +20,17 @@ function withRefused(counts: UsageCounts): Counts {
   return { ...counts, refused: counts.limited + counts.banned };
 }
 
-/** An instant from the query: RFC 3339 date-time or a date (midnight UTC). */
+/** An instant from the query: RFC 3339 date-time or a date (midnight UTC), one that exists. */
 function instant(text: string, name: string): number {
-  const ms = /^\d{4}-\d{2}-\d{2}$/.test(text) ? Date.parse(`${text}T00:00:00Z`) : Date.parse(text);
-  if (!Number.isFinite(ms) || !/^\d{4}-\d{2}-\d{2}/.test(text)) {
-    throw new ApiError(
-      400,
-      'invalid_request',
-      `${name} must be an RFC 3339 date-time or a date (YYYY-MM-DD), not "${text}"`,
-    );
-  }
-  return ms;
+  const read = readRfc3339(text, true);
+  if (read.problem === undefined) return read.ms;
+  throw new ApiError(
+    400,
+    'invalid_request',
+    read.problem === 'calendar'
+      ? `${name} is not a real date and time: "${clipped(text)}"`
+      : `${name} must be an RFC 3339 date-time or a date (YYYY-MM-DD), not "${clipped(text)}"`,
+  );
 }
 
 /**
