@@ -1,3 +1,5 @@
+import { Agent, request } from 'node:http';
+
 /** One answer as a client sees it. */
 export interface Answer {
   status: number;
@@ -117,4 +119,57 @@ export async function runFleet(
     });
     if (got.some((a) => a.code === 'api_key_banned')) return { answers, bannedAt: at };
   }
+}
+
+/** How the clients of a fleet reach the gateway. */
+export interface FleetNetwork {
+  /** Each client from its own loopback address (127.0.0.2, .3, …), or every one from 127.0.0.1. */
+  addresses: 'one' | 'many';
+  /** Each client on one connection it keeps alive, or on a new connection for every request. */
+  connections: 'keep-alive' | 'new';
+}
+
+/**
+ * HTTP clients for a simulated fleet, over real sockets: `get(client, url, headers)` sends a GET
+ * as that client and reads its answer. `close()` ends the connections kept alive.
+ */
+export function httpFleet(network: FleetNetwork) {
+  const agents = new Map<number, Agent>();
+  const agentOf = (client: number): Agent | false => {
+    if (network.connections === 'new') return false;
+    let agent = agents.get(client);
+    if (!agent) {
+      agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      agents.set(client, agent);
+    }
+    return agent;
+  };
+  return {
+    get(client: number, url: string, headers: Record<string, string>): Promise<TimedAnswer> {
+      const localAddress = network.addresses === 'many' ? `127.0.0.${2 + (client % 250)}` : '127.0.0.1';
+      return new Promise((resolve, reject) => {
+        const req = request(url, { headers, agent: agentOf(client), localAddress }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            body += chunk;
+          });
+          res.on('end', () => {
+            const retryAfter = res.headers['retry-after'];
+            resolve({
+              status: res.statusCode ?? 0,
+              code: (JSON.parse(body) as { code?: string }).code,
+              ...(retryAfter === undefined ? {} : { retryAfter: Number(retryAfter) }),
+            });
+          });
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    },
+    close(): void {
+      for (const agent of agents.values()) agent.destroy();
+    },
+  };
 }
