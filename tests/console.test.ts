@@ -41,7 +41,7 @@ beforeAll(async () => {
     env: {
       // More refusals than the first test makes (12), fewer than the ban test's.
       BAN_THRESHOLD: '15',
-      // Every refusal counts, also those in the same second as the first.
+      // Each refusal counts toward a ban for the whole of its Retry-After.
       BAN_GRACE_MS: '0',
       // The webhook receiver is on loopback over http; retries in milliseconds.
       WEBHOOKS_ALLOW_INSECURE: 'true',

@@ -275,6 +275,30 @@ function parseRedis(r: EnvReader, env: Env): RedisTarget | undefined {
   return undefined;
 }
 
+/**
+ * BAN_*: a refusal counts toward a ban while its Retry-After (at least RETRY_AFTER_MIN_SECONDS, at
+ * most BAN_WINDOW_SECONDS, less BAN_GRACE_MS) runs; more than BAN_THRESHOLD at once ban the key.
+ */
+function parseBanPolicy(r: EnvReader): BanPolicy {
+  const ban: BanPolicy = {
+    threshold: r.int('BAN_THRESHOLD', 50, 1, 1_000_000),
+    windowMs: r.int('BAN_WINDOW_SECONDS', 60, 1, 86_400) * 1000,
+    durationMs: r.int('BAN_SECONDS', 900, 1, 30 * 86_400) * 1000,
+    graceMs: r.int('BAN_GRACE_MS', 500, 0, 60_000),
+    minRetryAfterMs: r.int('RETRY_AFTER_MIN_SECONDS', 8, 0, 3_600) * 1000,
+  };
+  // Otherwise no refusal, or none told the shortest wait, would ever count: bans would be off.
+  r.require(
+    ban.graceMs < ban.windowMs,
+    `BAN_GRACE_MS (${ban.graceMs}) must be less than BAN_WINDOW_SECONDS in milliseconds (${ban.windowMs})`,
+  );
+  r.require(
+    ban.minRetryAfterMs === 0 || ban.graceMs < ban.minRetryAfterMs,
+    `BAN_GRACE_MS (${ban.graceMs}) must be less than RETRY_AFTER_MIN_SECONDS in milliseconds (${ban.minRetryAfterMs})`,
+  );
+  return ban;
+}
+
 /** Parses and validates the gateway's environment once, at start; throws ConfigError listing every problem. */
 export function loadConfig(env: Env): GatewayConfig {
   const r = new EnvReader(env);
@@ -308,12 +332,7 @@ export function loadConfig(env: Env): GatewayConfig {
     mongoUrl,
     trustProxy: parseTrustProxy(r.string('TRUST_PROXY'), r),
     failureMode: r.oneOf('RATE_LIMIT_FAILURE_MODE', ['open', 'closed'] as const, 'open'),
-    ban: {
-      threshold: r.int('BAN_THRESHOLD', 10, 1, 1_000_000),
-      windowMs: r.int('BAN_WINDOW_SECONDS', 60, 1, 86_400) * 1000,
-      durationMs: r.int('BAN_SECONDS', 900, 1, 30 * 86_400) * 1000,
-      graceMs: r.int('BAN_GRACE_MS', 1_000, 0, 60_000),
-    },
+    ban: parseBanPolicy(r),
     anonPerMinute: r.int('ANON_PER_MINUTE', 60, 1, 1_000_000),
     apiKeysFile: r.string('API_KEYS_FILE'),
     apiKeys: parseApiKeysFile(r, plans),

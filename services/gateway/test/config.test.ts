@@ -34,7 +34,7 @@ describe('loadConfig defaults', () => {
       mongoUrl: undefined,
       trustProxy: false,
       failureMode: 'open',
-      ban: { threshold: 10, windowMs: 60_000, durationMs: 900_000, graceMs: 1_000 },
+      ban: { threshold: 50, windowMs: 60_000, durationMs: 900_000, graceMs: 500, minRetryAfterMs: 8_000 },
       anonPerMinute: 60,
       apiKeysFile: undefined,
       logLevel: 'info',
@@ -62,6 +62,7 @@ describe('loadConfig defaults', () => {
       BAN_WINDOW_SECONDS: '30',
       BAN_SECONDS: '120',
       BAN_GRACE_MS: '250',
+      RETRY_AFTER_MIN_SECONDS: '5',
       ANON_PER_MINUTE: '10',
       API_KEYS_FILE: keysFile,
     });
@@ -78,7 +79,7 @@ describe('loadConfig defaults', () => {
       redis: { mode: 'standalone', url: 'redis://redis:6379/0' },
       mongoUrl: 'mongodb://mongo:27017',
       failureMode: 'closed',
-      ban: { threshold: 3, windowMs: 30_000, durationMs: 120_000, graceMs: 250 },
+      ban: { threshold: 3, windowMs: 30_000, durationMs: 120_000, graceMs: 250, minRetryAfterMs: 5_000 },
       anonPerMinute: 10,
       apiKeysFile: keysFile,
       apiKeys: [{ id: 'key_file', name: 'key_file', plan: 'pro', sha256 }],
@@ -141,6 +142,17 @@ describe('loadConfig problems', () => {
       ).toHaveLength(1);
       expect(err.message).toContain(name);
     }
+  });
+
+  it.each([
+    [{ BAN_GRACE_MS: '8000' }, 'BAN_GRACE_MS (8000) must be less than RETRY_AFTER_MIN_SECONDS in milliseconds (8000)'],
+    [
+      { BAN_GRACE_MS: '5000', BAN_WINDOW_SECONDS: '5', RETRY_AFTER_MIN_SECONDS: '0' },
+      'BAN_GRACE_MS (5000) must be less than BAN_WINDOW_SECONDS in milliseconds (5000)',
+    ],
+  ])('refuses a ban grace under which no refusal would count (%o)', (env, problem) => {
+    expect(configError(env).problems).toEqual([problem]);
+    expect(() => loadConfig({ ...env, RETRY_AFTER_MIN_SECONDS: '0', BAN_WINDOW_SECONDS: '60' })).not.toThrow();
   });
 
   it.each([['-1'], ['65536'], ['http'], ['8080.5'], ['1e3']])('refuses PORT=%s', (port) => {

@@ -497,8 +497,9 @@ describe('limits', () => {
     // Each worker got exactly one 429, and none of them said banned.
     expect(workers.map((w) => w.filter((a) => a.status === 429).length)).toEqual(Array(50).fill(1));
     expect(answers.filter((a) => a.code === 'api_key_banned')).toHaveLength(0);
+    // Each 429 counts while its Retry-After runs: one per worker.
     const usage = await gw.admin.inject({ url: `/admin/keys/${id}/usage`, headers: bearer(ADMIN_TOKEN) });
-    expect(usage.json()).toMatchObject({ ban: null, refusals: 0 });
+    expect(usage.json()).toMatchObject({ ban: null, refusals: 50 });
   });
 
   it.each([
