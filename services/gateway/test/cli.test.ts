@@ -587,7 +587,10 @@ describe('keys CLI lifecycle commands through the admin API', () => {
     expect(noExpiry.plan).toBe('pro');
   });
 
-  it('history draws a key’s hours as bars with totals, and top ranks the keys with totals per plan', async () => {
+  // Ten CLI runs, each a Node start.
+  it('history draws a key’s hours as bars with totals, and top ranks the keys with totals per plan', {
+    timeout: 60_000,
+  }, async () => {
     const created = oneJsonLine(await cli(['create', '--plan', 'pro', '--name', 'charted', '--json'], env));
     for (let i = 0; i < 3; i++) expect((await call(created.key)).statusCode).toBe(200);
 
@@ -611,6 +614,16 @@ describe('keys CLI lifecycle commands through the admin API', () => {
     expect(top.stdout).toMatch(/^top keys by admitted, 24h from /);
     expect(top.stdout).toMatch(new RegExp(`${created.id} +charted +pro +3 +0 +0 +3`));
     expect(top.stdout).toMatch(/by plan\nPLAN +KEYS +ADMITTED +REFUSED +UNITS\n/);
+
+    // This month so far, a row a day: on the 1st, one row.
+    const month = JSON.parse((await cli(['history', created.id, '--period', 'current', '--json'], env)).stdout);
+    const monthStart = `${new Date().toISOString().slice(0, 8)}01T00:00:00.000Z`;
+    expect(month).toMatchObject({ granularity: 'day', from: monthStart });
+    expect(month.series).toHaveLength(new Date().getUTCDate());
+    expect(month.totals.admitted).toBe(3);
+    const badPeriod = await cli(['history', created.id, '--period', 'last'], env);
+    expect(badPeriod.code).toBe(2);
+    expect(badPeriod.stderr).toContain('--period must be current or previous');
 
     const badDays = await cli(['history', created.id, '--days', '401'], env);
     expect(badDays.code).toBe(2);

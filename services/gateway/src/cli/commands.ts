@@ -135,6 +135,18 @@ function needsAdminApi(command: string, values: Values): void {
 
 export async function history(id: string, values: Values): Promise<void> {
   needsAdminApi('history', values);
+  if (values.period !== undefined) {
+    if (values.period !== 'current' && values.period !== 'previous') {
+      throw usageError('history', '--period must be current or previous (the calendar month in UTC)');
+    }
+    if (values.days !== undefined) throw usageError('history', 'give --days or --period, not both');
+    const month = await admin().request<History>(
+      'GET',
+      `${keyPath(id)}/usage/history?granularity=day&period=${values.period}`,
+    );
+    print(values, month, historyChart(month));
+    return;
+  }
   const days = values.days === undefined ? 7 : boundedInt('history', '--days', values.days, 400);
   // Up to two days by the hour, longer by the day: a row each either way.
   const granularity = days <= 2 ? 'hour' : 'day';

@@ -33,6 +33,7 @@ async function main(argv: string[]): Promise<void> {
       'no-expiry': { type: 'boolean' },
       grace: { type: 'string' },
       days: { type: 'string' },
+      period: { type: 'string' },
       window: { type: 'string' },
       sort: { type: 'string' },
       limit: { type: 'string' },
