@@ -38,6 +38,7 @@ interface Printed {
   key: string;
   plan: string;
   limits: { perMinute: number; perDay: number };
+  createdAt: string;
 }
 
 /** stdout must be exactly one line holding one JSON object. */

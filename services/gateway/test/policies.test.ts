@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { InjectOptions } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { createKey } from '../src/keys/create-key.js';
@@ -164,7 +165,7 @@ describe('plans as data (PLANS_FILE)', () => {
     const iso = (ms: number) => new Date(ms).toISOString();
     const day = new Date(at);
     const nextMonth = Date.UTC(day.getUTCFullYear(), day.getUTCMonth() + 1, 1);
-    const refusal = async (plan: string, request: (key: string) => Parameters<typeof gw.app.inject>[0]) => {
+    const refusal = async (plan: string, request: (key: string) => InjectOptions) => {
       const { key } = await addKey(gw, { plan });
       let res = await gw.app.inject(request(key));
       while (res.statusCode === 200) res = await gw.app.inject(request(key));
