@@ -52,8 +52,8 @@ function assets(): Map<string, Asset> {
     ['/console/webhook-rules.js', { body: webhookRules(), type: JS }],
     ['/console/style.css', { body: own('style.css'), type: 'text/css; charset=utf-8' }],
     // The browser builds of each package: plain ES modules, loaded through the page's import map.
-    ['/console/vendor/preact.js', { body: pkg('preact', 'dist/preact.module.js'), type: JS }],
-    ['/console/vendor/preact-hooks.js', { body: pkg('preact', 'hooks/dist/hooks.module.js'), type: JS }],
+    ['/console/vendor/preact.js', { body: pkg('preact', 'dist/preact.mjs'), type: JS }],
+    ['/console/vendor/preact-hooks.js', { body: pkg('preact', 'hooks/dist/hooks.mjs'), type: JS }],
     ['/console/vendor/htm.js', { body: pkg('htm', 'dist/htm.module.js'), type: JS }],
     ['/console/vendor/uplot.js', { body: pkg('uplot', 'dist/uPlot.esm.js'), type: JS }],
     ['/console/vendor/uplot.css', { body: pkg('uplot', 'dist/uPlot.min.css'), type: 'text/css; charset=utf-8' }],
