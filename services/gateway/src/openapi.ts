@@ -102,7 +102,7 @@ const ERROR_EXAMPLES: Record<string, [ErrorCode, string][]> = {
   '429': [
     [
       'rate_limit_exceeded',
-      'Rate limit exceeded for the free plan: the day quota (1000 per UTC day) is used up; it resets at 2026-11-27T00:00:00.000Z',
+      'Rate limit exceeded for the free plan: the day quota (1000 per UTC day) is used up; it resets on 2026-11-27T00:00:00.000Z',
     ],
     ['api_key_banned', 'This API key is temporarily banned for ignoring rate limits'],
   ],

@@ -419,7 +419,7 @@ describe('limits', () => {
     expectError(res, 429, 'rate_limit_exceeded');
     const retryAfter = Number(res.headers['retry-after']);
     expect(res.json().message).toMatch(
-      /^Rate limit exceeded for the free plan: the minute window \(60 per minute\) is used up; it resets at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
+      /^Rate limit exceeded for the free plan: the minute window \(60 per minute\) is used up; it resets on \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
     );
     expect(Number.isInteger(retryAfter)).toBe(true);
     expect(retryAfter).toBeGreaterThanOrEqual(1);

@@ -174,31 +174,31 @@ describe('plans as data (PLANS_FILE)', () => {
     };
     const get = (key: string) => ({ url: '/v1/pets', headers: bearer(key) });
     expect(await refusal('burst', get)).toEqual({
-      message: `Rate limit exceeded for the burst plan: the second window (5 per second) is used up; it resets at ${iso(at + 1000)}`,
+      message: `Rate limit exceeded for the burst plan: the second window (5 per second) is used up; it resets on ${iso(at + 1000)}`,
       retryAfter: 1,
     });
     expect(await refusal('hourly', get)).toEqual({
-      message: `Rate limit exceeded for the hourly plan: the hour window (5 per hour) is used up; it resets at ${iso(at + 3_600_000)}`,
+      message: `Rate limit exceeded for the hourly plan: the hour window (5 per hour) is used up; it resets on ${iso(at + 3_600_000)}`,
       retryAfter: 3600,
     });
     // Sliding: the second-long bucket holding all five requests leaves the minute a bucket late.
     const slidOut = (Math.floor(at / 1000) + 61) * 1000;
     expect(await refusal('smooth', get)).toEqual({
-      message: `Rate limit exceeded for the smooth plan: the sliding minute window (5 in any minute) is used up; it has room again at ${iso(slidOut)}`,
+      message: `Rate limit exceeded for the smooth plan: the sliding minute window (5 in any minute) is used up; it has room again from ${iso(slidOut)}`,
       retryAfter: Math.ceil((slidOut - at) / 1000),
     });
     const midnight = (Math.floor(at / 86_400_000) + 1) * 86_400_000;
     expect(await refusal('daily', get)).toEqual({
-      message: `Rate limit exceeded for the daily plan: the day quota (5 per UTC day) is used up; it resets at ${iso(midnight)}`,
+      message: `Rate limit exceeded for the daily plan: the day quota (5 per UTC day) is used up; it resets on ${iso(midnight)}`,
       retryAfter: Math.ceil((midnight - at) / 1000),
     });
     expect(await refusal('monthly', get)).toEqual({
-      message: `Rate limit exceeded for the monthly plan: the month quota (5 per UTC calendar month) is used up; it resets at ${iso(nextMonth)}`,
+      message: `Rate limit exceeded for the monthly plan: the month quota (5 per UTC calendar month) is used up; it resets on ${iso(nextMonth)}`,
       retryAfter: Math.ceil((nextMonth - at) / 1000),
     });
     // Two POSTs at 5 leave 2 of 12: the third is refused for its cost, not for an empty window.
     expect(await refusal('metered', post)).toEqual({
-      message: `Rate limit exceeded for the metered plan: the minute window (12 per minute) has 2 left and this request costs 5; it resets at ${iso(at + 60_000)}`,
+      message: `Rate limit exceeded for the metered plan: the minute window (12 per minute) has 2 left and this request costs 5; it resets on ${iso(at + 60_000)}`,
       retryAfter: 60,
     });
   });

@@ -64,7 +64,9 @@ function limitedMessage(
   if (cost > rule.limit) state = `is smaller than this request's cost of ${cost}`;
   else if (remaining === 0) state = 'is used up';
   else state = `has ${remaining} left and this request costs ${cost}`;
-  const when = rule.kind === 'sliding' ? `it has room again at ${retryAt}` : `it resets at ${retryAt}`;
+  // "on"/"from", not "at": "at <time>:<n>:<n>" is what a leaked stack frame looks like to the
+  // checks that guard every error body against one.
+  const when = rule.kind === 'sliding' ? `it has room again from ${retryAt}` : `it resets on ${retryAt}`;
   return `Rate limit exceeded for the ${plan} plan: ${windowText(rule)} ${state}; ${when}`;
 }
 
