@@ -790,7 +790,7 @@ describe('bodies on POST /v1/pets', () => {
       const pet = JSON.parse(res.text) as Record<string, unknown>;
       expect(Object.keys(pet).sort()).toEqual(expect.arrayContaining(['categoryId', 'id', 'name']));
       for (const field of Object.keys(pet)) expect(['id', 'name', 'categoryId', 'status']).toContain(field);
-      expect(res.headers.location).toBe(`/v1/pets/${pet.id}`);
+      expect(res.headers.location).toBe(`/v1/pets?id=${pet.id}`);
     } else {
       expectError(res, status, code);
       if (message) expect(JSON.parse(res.text).message).toBe(message);

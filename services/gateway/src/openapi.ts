@@ -100,7 +100,10 @@ const ERROR_EXAMPLES: Record<string, [ErrorCode, string][]> = {
   '413': [['payload_too_large', 'Request body is larger than the limit']],
   '415': [['unsupported_media_type', 'Content-Type must be application/json']],
   '429': [
-    ['rate_limit_exceeded', 'Rate limit exceeded for the free plan'],
+    [
+      'rate_limit_exceeded',
+      'Rate limit exceeded for the free plan: the day quota (1000 per UTC day) is used up; it resets on 2026-11-27T00:00:00.000Z',
+    ],
     ['api_key_banned', 'This API key is temporarily banned for ignoring rate limits'],
   ],
   '502': [example(UPSTREAM_FAILURES.reset)],

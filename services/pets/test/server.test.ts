@@ -22,7 +22,7 @@ describe('on a real socket', () => {
       });
       expect(created.status).toBe(201);
       const pet = (await created.json()) as { id: number };
-      expect(created.headers.get('location')).toBe(`/v1/pets/${pet.id}`);
+      expect(created.headers.get('location')).toBe(`/v1/pets?id=${pet.id}`);
 
       const fetched = await fetch(`${address}/v1/pets/${pet.id}`);
       expect(fetched.status).toBe(200);

@@ -13,7 +13,13 @@ export interface WindowState {
 
 export type Decision =
   | { outcome: 'admitted'; windows: WindowState[] }
-  | { outcome: 'limited'; windows: WindowState[]; retryAfterMs: number }
+  | {
+      outcome: 'limited';
+      windows: WindowState[];
+      retryAfterMs: number;
+      /** The window the request waits longest for: the one that refused it. */
+      refusedBy: WindowRule;
+    }
   | {
       outcome: 'banned';
       windows: WindowState[];
@@ -143,7 +149,8 @@ function windowStates(
 /**
  * How long a refused request of `cost` must wait until every window has room for it: a fixed or
  * calendar window's reset; in a sliding window, until enough of its oldest buckets have left. A
- * cost above a window's limit never fits; it is told to wait a whole window.
+ * cost above a window's limit never fits; it is told to wait a whole window. With it, the window
+ * that makes it wait longest.
  */
 function waitFor(
   policy: LimitPolicy,
@@ -151,9 +158,10 @@ function waitFor(
   usedAfter: readonly number[],
   cost: number,
   now: number,
-): number {
+): { retryAfterMs: number; refusedBy: WindowRule } {
   let wait = 0;
   const rules = policy.windows;
+  let refusedBy = rules[0] as WindowRule;
   for (let w = 0; w < rules.length; w++) {
     const rule = rules[w] as WindowRule;
     const used = usedAfter[w] as number;
@@ -172,9 +180,12 @@ function waitFor(
         }
       }
     }
-    wait = Math.max(wait, until);
+    if (until >= wait) {
+      wait = until;
+      refusedBy = rule;
+    }
   }
-  return Math.max(wait, 1);
+  return { retryAfterMs: Math.max(wait, 1), refusedBy };
 }
 
 export interface Waiting {
@@ -212,8 +223,13 @@ export function settleBatch(
     }
     const windows = windowStates(policy, used, result.resetMs, now);
     if (outcome === 'L') {
-      const retryAfterMs = Math.max(waitFor(policy, result, final, waiter.cost, now), ban.minRetryAfterMs);
-      waiter.resolve({ outcome: 'limited', windows, retryAfterMs });
+      const { retryAfterMs, refusedBy } = waitFor(policy, result, final, waiter.cost, now);
+      waiter.resolve({
+        outcome: 'limited',
+        windows,
+        retryAfterMs: Math.max(retryAfterMs, ban.minRetryAfterMs),
+        refusedBy,
+      });
     } else {
       waiter.resolve({
         outcome: 'banned',

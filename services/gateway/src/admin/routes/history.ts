@@ -33,6 +33,52 @@ function instant(text: string, name: string): number {
   );
 }
 
+type HistoryRange = Pick<Static<typeof HistoryQuery>, 'from' | 'to' | 'period'>;
+
+/** The start of the step (hour or day) holding `ms`. */
+const stepStart = (ms: number, step: number) => ms - (((ms % step) + step) % step);
+
+/**
+ * The steps [from, to) a history query asks for. `from` and `to` are instants, or dates naming
+ * whole UTC days: `to=2026-11-30` includes the 30th. `period` is a calendar month in UTC, the one
+ * the month quota counts (`current`: so far; `previous`: all of it). A range reaching past now ends
+ * with the step that holds now, so "this month so far" is one request on any day of it.
+ */
+function historyRange(query: HistoryRange, now: number, step: number): { from: number; to: number } {
+  const current = stepStart(now, step) + step;
+  if (query.period !== undefined) {
+    if (query.from !== undefined || query.to !== undefined) {
+      throw new ApiError(
+        400,
+        'invalid_request',
+        'period names the range itself: give period, or from and to, not both',
+      );
+    }
+    const today = new Date(now);
+    const monthStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1);
+    if (query.period === 'current') return { from: monthStart, to: current };
+    return { from: Date.UTC(today.getUTCFullYear(), today.getUTCMonth() - 1, 1), to: monthStart };
+  }
+  let to = current;
+  if (query.to !== undefined) {
+    const end = instant(query.to, 'to') + (/^\d{4}-\d{2}-\d{2}$/.test(query.to) ? DAY_MS : 0);
+    to = Math.min(stepStart(end + step - 1, step), current);
+  }
+  const from =
+    query.from === undefined
+      ? to - (step === HOUR_MS ? 24 * HOUR_MS : 30 * DAY_MS)
+      : stepStart(instant(query.from, 'from'), step);
+  if (from >= current) {
+    throw new ApiError(
+      400,
+      'invalid_request',
+      `from must not be after the current ${step === HOUR_MS ? 'hour' : 'day'}`,
+    );
+  }
+  if (from >= to) throw new ApiError(400, 'invalid_request', 'from must be before to');
+  return { from, to };
+}
+
 /**
  * Every step of [from, to) with its counts, empty ones included, so a chart or an invoice sees
  * each hour (or day) once.
@@ -103,23 +149,14 @@ export const historyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async
       const granularity: Granularity = request.query.granularity ?? 'hour';
       const step = granularity === 'hour' ? HOUR_MS : DAY_MS;
       const now = deps.now();
-      const align = (ms: number) => ms - (((ms % step) + step) % step);
-      const to = request.query.to === undefined ? align(now) + step : align(instant(request.query.to, 'to') + step - 1);
-      const from =
-        request.query.from === undefined
-          ? to - (granularity === 'hour' ? 24 * HOUR_MS : 30 * DAY_MS)
-          : align(instant(request.query.from, 'from'));
-      if (from >= to) throw new ApiError(400, 'invalid_request', 'from must be before to');
-      const oldest = align(now - history.retentionMs);
+      const { from, to } = historyRange(request.query, now, step);
+      const oldest = stepStart(now - history.retentionMs, step);
       if (from < oldest) {
         throw new ApiError(
           400,
           'invalid_request',
           `The history is kept for ${retentionDays} days (USAGE_HISTORY_DAYS): from must be on or after ${iso(oldest)}`,
         );
-      }
-      if (to > align(now) + step) {
-        throw new ApiError(400, 'invalid_request', `to must not be after the current ${granularity}`);
       }
       let hours: HourUsage[];
       try {

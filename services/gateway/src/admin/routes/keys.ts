@@ -13,7 +13,7 @@ import {
   RotateKeySchema,
   UpdateKeySchema,
 } from '../schemas.js';
-import { type AdminRouteOptions, audit, errors, findKey, keyRules, keyView } from '../shared.js';
+import { type AdminRouteOptions, audit, createdKey, errors, findKey, keyRules, keyView } from '../shared.js';
 
 /** Keys: create, list, show, update, rotate and revoke. */
 export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
@@ -53,15 +53,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
         plan: record.plan,
         ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
       });
-      return reply.code(201).send({
-        id: record.id,
-        key,
-        plan: record.plan,
-        name: record.name,
-        ...keyRules(deps, record),
-        createdAt: record.createdAt,
-        ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
-      });
+      return reply.code(201).send(createdKey(deps, record, key));
     },
   );
 
