@@ -92,12 +92,14 @@ const gatewayEnv = serviceEnv({
 // Both services' configurations are checked before either starts, each in the words it would
 // use itself: every problem of the stack in one run, not one service's at a time.
 let configProblems = '';
+let gatewayConfig;
 for (const [name, load, serviceEnvironment] of [
   ['gateway', loadGatewayConfig, gatewayEnv],
   ['pets', loadPetsConfig, petsEnv],
 ]) {
   try {
-    load(serviceEnvironment);
+    const config = load(serviceEnvironment);
+    if (name === 'gateway') gatewayConfig = config;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     configProblems += `${name}: ${err.message}\n`;
@@ -155,6 +157,8 @@ process.on('exit', () => {
 // the keys CLI can update, rotate and revoke them (a keys file's entries refuse all three).
 const seedDemoKeys = embedded && !env.API_KEYS_FILE;
 const demoKeys = [];
+/** The limits a demo key of a plan without windows (the spec's enterprise) gets. */
+const OWN_LIMITS = { perMinute: 5_000, perDay: 1_000_000 };
 
 // In a terminal the JSON log lines are hard to read: one pretty line each instead. Piped
 // (CI, a log collector) they stay JSON; so they do without pino-pretty (a dev dependency).
@@ -227,10 +231,11 @@ try {
   start('gateway', 'services/gateway/dist/server.js', gatewayEnv);
   await waitReady(`${gatewayUrl}/readyz`, 'gateway');
   if (seedDemoKeys) {
-    const plans = [['free'], ['pro'], ['business'], ['enterprise', { perMinute: 5_000, perDay: 1_000_000 }]];
-    for (const [plan, limits] of plans) {
-      const { id, key } = await createDemoKey(plan, limits);
-      demoKeys.push({ plan, id, key });
+    // One per plan in force (PLANS_FILE's, else the spec's four); a plan without windows has keys
+    // that carry their own limits, so its demo key gets the spec's enterprise example.
+    for (const [plan, definition] of gatewayConfig.plans.plans) {
+      const { id, key } = await createDemoKey(plan, definition.windows ? undefined : OWN_LIMITS);
+      demoKeys.push({ plan, id, key, reads: definition.scopes.includes('pets:read') });
     }
   }
 } catch (err) {
@@ -249,9 +254,11 @@ const lines = [
 ];
 if (demoKeys.length > 0) {
   lines.push('  Demo keys (embedded mode; they last until you stop the stack):');
-  lines.push(`    ${'plan'.padEnd(10)} ${'id'.padEnd(20)} key`);
-  for (const k of demoKeys) lines.push(`    ${k.plan.padEnd(10)} ${k.id.padEnd(20)} ${k.key}`);
-  lines.push('', '  Try:', `    curl -i -H "Authorization: Bearer ${demoKeys[0].key}" ${gatewayUrl}/v1/pets`);
+  const width = Math.max(10, ...demoKeys.map((k) => k.plan.length));
+  lines.push(`    ${'plan'.padEnd(width)} ${'id'.padEnd(20)} key`);
+  for (const k of demoKeys) lines.push(`    ${k.plan.padEnd(width)} ${k.id.padEnd(20)} ${k.key}`);
+  const reader = demoKeys.find((k) => k.reads);
+  if (reader) lines.push('', '  Try:', `    curl -i -H "Authorization: Bearer ${reader.key}" ${gatewayUrl}/v1/pets`);
 }
 lines.push(
   '',

@@ -41,7 +41,7 @@ beforeAll(async () => {
     env: {
       // More refusals than the first test makes (12), fewer than the ban test's.
       BAN_THRESHOLD: '15',
-      // Every refusal counts, also those in the same second as the first.
+      // Each refusal counts toward a ban for the whole of its Retry-After.
       BAN_GRACE_MS: '0',
       // The webhook receiver is on loopback over http; retries in milliseconds.
       WEBHOOKS_ALLOW_INSECURE: 'true',
@@ -116,22 +116,47 @@ async function shoot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
-/** Pixels of the chart's canvas drawn in the admitted series' green and the refused series' red. */
-async function barPixels(page: Page): Promise<{ green: number; red: number }> {
+interface Bar {
+  /** CSS pixels. */
+  width: number;
+  height: number;
+}
+
+/**
+ * The bars of the chart's canvas, by colour: the admitted series' green and the refused series'
+ * red, each as the box its pixels fill (one busy hour: one bar each).
+ */
+async function bars(page: Page): Promise<{ green: Bar; red: Bar }> {
   // A string, evaluated in the page: this project's TypeScript has no DOM types.
   return page.evaluate(`(() => {
     const canvas = document.querySelector('.chart-canvas canvas');
-    if (!canvas) return { green: 0, red: 0 };
+    const none = { width: 0, height: 0 };
+    if (!canvas) return { green: none, red: none };
     const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
-    let green = 0;
-    let red = 0;
+    const box = () => ({ left: Infinity, right: -1, top: Infinity, bottom: -1 });
+    const green = box();
+    const red = box();
     for (let i = 0; i < data.length; i += 4) {
       const r = data[i], g = data[i + 1], b = data[i + 2];
-      if (g > 120 && r < 80 && b < 120) green++;
-      if (r > 180 && g < 80 && b < 80) red++;
+      const hit = g > 120 && r < 80 && b < 120 ? green : r > 180 && g < 80 && b < 80 ? red : null;
+      if (!hit) continue;
+      const x = (i / 4) % canvas.width, y = Math.floor(i / 4 / canvas.width);
+      hit.left = Math.min(hit.left, x); hit.right = Math.max(hit.right, x);
+      hit.top = Math.min(hit.top, y); hit.bottom = Math.max(hit.bottom, y);
     }
-    return { green, red };
+    const css = (b) => b.right < 0 ? none : {
+      width: (b.right - b.left + 1) / devicePixelRatio,
+      height: (b.bottom - b.top + 1) / devicePixelRatio,
+    };
+    return { green: css(green), red: css(red) };
   })()`);
+}
+
+/** How far right any table cell reaches, in CSS pixels: at 390 px nothing may lie beyond the screen. */
+async function widestCell(page: Page): Promise<number> {
+  return page.evaluate(
+    "Math.max(0, ...[...document.querySelectorAll('td, th')].filter((c) => c.getClientRects().length > 0 && getComputedStyle(c).position !== 'absolute' && !c.closest('thead')).map((c) => c.getBoundingClientRect().right))",
+  );
 }
 
 describe('the console (/console on the admin listener)', () => {
@@ -198,15 +223,28 @@ describe('the console (/console on the admin listener)', () => {
       .poll(() => lastRow.locator('td').allTextContents())
       .toEqual([expect.stringMatching(/h$/), '60', '10', '0']);
     await shoot(page, 'key-1280');
-    const pixels = await barPixels(page);
-    expect(pixels.green).toBeGreaterThan(0);
-    expect(pixels.red).toBeGreaterThan(0);
+    // Bars stand on zero, so heights compare as counts do: 10 refused is a sixth of 60 admitted.
+    // And one busy hour among the week's 168 is a bar, not a hairline.
+    const chart = await bars(page);
+    expect(chart.red.height / chart.green.height).toBeCloseTo(10 / 60, 1);
+    expect(Math.min(chart.green.width, chart.red.width)).toBeGreaterThanOrEqual(5);
     expect(await axeViolations(page)).toEqual([]);
 
-    // Rotate with the default grace: a new secret, and both work.
+    // Rotate with the default grace, chosen in words: a new secret, and both work for a day.
     await page.getByRole('button', { name: 'Rotate' }).click();
+    const dialog = page.getByRole('dialog');
+    const grace = dialog.getByLabel('The old secret keeps working for');
+    expect(await grace.locator('option').allTextContents()).toEqual([
+      'Not at all: it stops now',
+      '1 hour',
+      '1 day',
+      '3 days',
+      '7 days',
+    ]);
+    expect(await grace.evaluate((select: { value: string }) => select.value)).toBe('86400');
+    await shoot(page, 'rotate-1280');
     // The dialog's own button: the page's Rotate button stays in the tree behind the modal.
-    await page.getByRole('dialog').getByRole('button', { name: 'Rotate' }).click();
+    await dialog.getByRole('button', { name: 'Rotate' }).click();
     const rotated = await page.getByTestId('secret').inputValue();
     expect(rotated).toMatch(/^ask_/);
     expect(rotated).not.toBe(secret);
@@ -215,20 +253,33 @@ describe('the console (/console on the admin listener)', () => {
       const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
       expect(res.status).toBe(429);
     }
+    await expect.poll(() => page.getByTestId('old-secret').count()).toBe(1);
 
-    // Revoke, after confirming: both secrets get 401.
+    // Again, with no grace: the old secret stops at once, and the page no longer offers it as working.
+    await page.getByRole('button', { name: 'Rotate' }).click();
+    await grace.selectOption({ label: 'Not at all: it stops now' });
+    await dialog.getByRole('button', { name: 'Rotate' }).click();
+    const latest = await page.getByTestId('secret').inputValue();
+    await page.getByRole('button', { name: 'Done' }).click();
+    expect(await call(rotated)).toBe('401 expired_api_key');
+    await expect.poll(() => page.getByText('old secret until').count()).toBe(0);
+
+    // Revoke, after confirming: every secret gets 401.
     await page.getByRole('button', { name: 'Revoke' }).click();
     await shoot(page, 'revoke-confirm-1280');
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
     await expect.poll(() => page.getByTestId('key-status').textContent()).toBe('revoked');
-    for (const key of [secret, rotated]) {
+    for (const key of [secret, rotated, latest]) {
       const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
       expect(res.status).toBe(401);
     }
 
-    // The overview and the keys table, wide and narrow.
+    // The overview and the keys table, wide and narrow. Every request of the day counts: 60
+    // admitted, 10 refused by the minute and 2 after the first rotation.
     await page.getByRole('link', { name: 'Overview' }).click();
-    await expect.poll(() => page.getByTestId('total-admitted').textContent()).toBe('60');
+    await expect.poll(() => page.getByTestId('total-requests').textContent()).toBe('72');
+    expect(await page.getByTestId('total-admitted').textContent()).toBe('60');
+    expect(await page.getByTestId('total-refused').textContent()).toBe('12');
     await shoot(page, 'overview-1280');
     expect(await axeViolations(page)).toEqual([]);
     await page.getByRole('link', { name: 'Keys', exact: true }).click();
@@ -249,8 +300,9 @@ describe('the console (/console on the admin listener)', () => {
     ] as const) {
       await page.goto(`${consoleUrl}${hash}`);
       await page.getByRole('heading', { level: 1 }).first().waitFor();
-      // Nothing wider than the screen but the tables, which scroll in their own box.
+      // Nothing wider than the screen, tables included: their rows reflow into lines.
       expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      expect(await widestCell(page)).toBeLessThanOrEqual(390);
       await shoot(page, name);
       expect(await axeViolations(page)).toEqual([]);
     }
@@ -360,6 +412,66 @@ describe('the console (/console on the admin listener)', () => {
     await context.close();
   });
 
+  it('creates a key with its own scopes, addresses, hour and month windows and an expiry in UTC, from a browser in New York', {
+    timeout: 120_000,
+  }, async () => {
+    // The browser's own zone is not UTC: the expiry typed must still be taken as UTC, as labelled.
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 900 },
+      timezoneId: 'America/New_York',
+    });
+    const page = await context.newPage();
+    await page.goto(consoleUrl);
+    await page.getByLabel('Admin token (ADMIN_TOKEN)').fill(ADMIN_TOKEN);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await page.getByRole('link', { name: 'Keys', exact: true }).click();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Plan').selectOption('enterprise');
+    await dialog.getByLabel('Name').fill('reader-from-loopback');
+    await dialog.getByLabel('Scopes').selectOption({ label: 'pets:read only' });
+    await dialog.getByLabel('Allowed addresses (optional)').fill('127.0.0.1\n::1');
+    await dialog.getByLabel('Expires at, UTC (optional)').fill('2031-01-01T12:30');
+    // Every window a plan may limit is offered.
+    for (const window of ['second', 'minute', 'hour', 'day', 'month']) {
+      expect(await dialog.getByLabel(`Per ${window}`).count(), window).toBe(1);
+    }
+    await dialog.getByLabel('Per hour').fill('5');
+    await dialog.getByLabel('Per month').fill('100');
+    await shoot(page, 'key-create-1280');
+    expect(await axeViolations(page)).toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shoot(page, 'key-create-390');
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await dialog.getByRole('button', { name: 'Create', exact: true }).click();
+    const key = await page.getByTestId('secret').inputValue();
+    await page.getByRole('button', { name: 'Done' }).click();
+    const id = (await page.getByTestId('key-id').textContent()) as string;
+
+    const record = (await (await adminCall('GET', `/admin/keys/${id}`)).json()) as Record<string, unknown>;
+    expect(record).toMatchObject({
+      plan: 'enterprise',
+      scopes: ['pets:read'],
+      allowedCidrs: ['127.0.0.1/32', '::1/128'],
+      limits: { perHour: 5, perMonth: 100 },
+      expiresAt: '2031-01-01T12:30:00.000Z',
+    });
+    // The gateway applies them: reads pass (the hour binds), writes lack the scope.
+    const read = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
+    expect(read.status).toBe(200);
+    expect(read.headers.get('x-ratelimit-limit')).toBe('5');
+    const write = await fetch(`${gateway.url}/v1/pets`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Rex', categoryId: 1 }),
+    });
+    expect(write.status).toBe(403);
+    expect(((await write.json()) as { code: string }).code).toBe('insufficient_scope');
+    expect(await page.getByText('2031-01-01 12:30:00Z').count()).toBe(1);
+    await context.close();
+  });
+
   it('adds a webhook endpoint, shows its signed deliveries and retries, edits, rotates and deletes it', {
     timeout: 120_000,
   }, async () => {
@@ -412,6 +524,12 @@ describe('the console (/console on the admin listener)', () => {
       expect(await cells(0)).toEqual(['key.created', '1', 'delivered', '200']);
       await shoot(page, 'webhook-1280');
       expect(await axeViolations(page)).toEqual([]);
+      // The attempts' eight columns reflow on a phone.
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await widestCell(page)).toBeLessThanOrEqual(390);
+      await shoot(page, 'webhook-390');
+      expect(await axeViolations(page)).toEqual([]);
+      await page.setViewportSize({ width: 1280, height: 900 });
 
       // Edit: events untick and tick as the endpoint now listens.
       await page.getByRole('button', { name: 'Edit' }).click();
@@ -480,6 +598,13 @@ describe('the console (/console on the admin listener)', () => {
     }
     expect((await fetch(`${base}/console/../admin/keys`)).status).toBe(401);
     expect((await fetch(`${base}/console/nothing.js`)).status).toBe(404);
+    // The icon a browser asks every origin for, and the one the page names.
+    for (const path of ['/favicon.ico', '/console/favicon.svg']) {
+      const icon = await fetch(`${base}${path}`);
+      expect(icon.status, path).toBe(200);
+      expect(icon.headers.get('content-type'), path).toBe('image/svg+xml');
+      expect(await icon.text()).toMatch(/^<svg /);
+    }
     expect((await fetch(`${base}/admin/keys`)).status).toBe(401);
   });
 });

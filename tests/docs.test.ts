@@ -132,8 +132,8 @@ describe('the public API reference', () => {
       'Get an animal (deprecated, removed 5 December 2030: use GET /pets with its status or id filter)',
     );
     expect(text).toContain(
-      'More than 10 refused requests within 60 seconds, not counting those in the first second after the limit ' +
-        'was reached, bans the key for 15 minutes',
+      'A refused request counts toward a ban until its Retry-After has passed (for at most 1 minute): more than ' +
+        '50 counting at once ban the key for 15 minutes',
     );
     // Everything the rendered page points at is on this gateway (or inline data), but for the
     // license: swagger-ui links an SPDX identifier to its page at spdx.org, a link, never a load.

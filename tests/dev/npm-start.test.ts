@@ -1,9 +1,9 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -169,6 +169,34 @@ describe('npm start', () => {
 
     process.kill(s.npm.pid!, 'SIGTERM');
     await expectStoppedCleanly(s);
+  });
+
+  it("seeds a demo key for each plan of the README's PLANS_FILE example, which drops pro and business", async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const example = /\*\*Plans, scopes and costs \(`PLANS_FILE`\)\.\*\*[\s\S]*?```json\n([\s\S]*?)```/.exec(
+      readme,
+    )?.[1];
+    expect(example, 'the README has a PLANS_FILE example').toBeDefined();
+    const ports = await freePorts();
+    const plansFile = join(mkdtempSync(join(tmpdir(), 'npm-start-plans-')), 'plans.json');
+    writeFileSync(plansFile, example as string);
+    const s = npmStart(ports, [], { PLANS_FILE: plansFile });
+    const banner = await untilUp(s);
+    const plans = Object.keys(JSON.parse(example as string).plans);
+    const seeded = [...banner.matchAll(/^ +(\S+) +key_[0-9A-Za-z]{16} +(ask_[0-9A-Za-z]{46})$/gm)];
+    expect(seeded.map((m) => m[1])).toEqual(plans);
+    // Each demo key is served (the "Try" line's key first: it reads pets).
+    const tryKey = /curl -i -H "Authorization: Bearer (ask_\w+)"/.exec(banner)?.[1];
+    expect(tryKey).toBe(seeded[0]?.[2]);
+    for (const [, plan, key] of seeded) {
+      const res = await fetch(`http://127.0.0.1:${ports.PORT}/v1/pets`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      expect(res.status, plan).toBe(200);
+    }
+    process.kill(s.npm.pid!, 'SIGTERM');
+    await expectStoppedCleanly(s);
+    rmSync(dirname(plansFile), { recursive: true, force: true });
   });
 
   it('piped: every stdout line is a JSON log record; the banner, keys and token are on stderr', async () => {

@@ -481,6 +481,10 @@ describe('bodies on POST /v1/pets', () => {
     return `${head}${'p'.repeat(size - head.length - 2)}"}`;
   };
 
+  /** JSON text with raw bytes between its two halves. */
+  const utf8Body = (head: string, bytes: number[], tail: string) =>
+    new Uint8Array([...Buffer.from(head), ...bytes, ...Buffer.from(tail)]);
+
   type BodyCase = { name: string; body: () => Body; type?: string; status: number; code?: string; message?: string };
   const TOO_DEEP = 'Request body nests arrays and objects deeper than 64 levels';
   const cases: BodyCase[] = [
@@ -676,6 +680,21 @@ describe('bodies on POST /v1/pets', () => {
       status: 201,
     },
     { name: 'malformed JSON', body: () => '{"name":"x",', type: json, status: 400, code: 'invalid_request' },
+    // Bytes that are not UTF-8 in a name: refused, not stored with U+FFFD in their place.
+    ...[
+      ['a byte that starts no character (0xff)', [0xff]],
+      ['a truncated sequence (0xc3 alone)', [0xc3]],
+      ['an overlong "/" (0xc0 0xaf)', [0xc0, 0xaf]],
+      ['a UTF-16 surrogate written as UTF-8 (0xed 0xa0 0x80)', [0xed, 0xa0, 0x80]],
+    ].map(([label, bytes]) => ({
+      name: `invalid UTF-8 in the name: ${label}`,
+      body: () => utf8Body('{"name":"Rex', bytes as number[], '","categoryId":1}'),
+      type: json,
+      status: 400,
+      code: 'invalid_request',
+      message: 'Request body is not valid UTF-8 (JSON is UTF-8 text)',
+    })),
+
     {
       name: 'JSON with a trailing comma',
       body: () => '{"name":"x","categoryId":1,}',
@@ -771,7 +790,7 @@ describe('bodies on POST /v1/pets', () => {
       const pet = JSON.parse(res.text) as Record<string, unknown>;
       expect(Object.keys(pet).sort()).toEqual(expect.arrayContaining(['categoryId', 'id', 'name']));
       for (const field of Object.keys(pet)) expect(['id', 'name', 'categoryId', 'status']).toContain(field);
-      expect(res.headers.location).toBe(`/v1/pets/${pet.id}`);
+      expect(res.headers.location).toBe(`/v1/pets?id=${pet.id}`);
     } else {
       expectError(res, status, code);
       if (message) expect(JSON.parse(res.text).message).toBe(message);
@@ -780,6 +799,13 @@ describe('bodies on POST /v1/pets', () => {
     // pets runs in this very process: a prototype pollution would show here.
     expect(({} as Record<string, unknown>).admin).toBeUndefined();
     expect((Object.prototype as Record<string, unknown>).admin).toBeUndefined();
+  });
+
+  it('stores a name in UTF-8 beyond ASCII as it was sent', async () => {
+    const body = utf8Body('{"name":"Ré', [0xf0, 0x9f, 0x90, 0x95], '","categoryId":1}');
+    const res = await call('/v1/pets', { method: 'POST', headers: { 'content-type': json }, body });
+    expect(res.status, res.text.slice(0, 300)).toBe(201);
+    expect(JSON.parse(res.text).name).toBe('Ré🐕');
   });
 
   it('1 MiB + 1 sent chunked (no Content-Length) → 413', async () => {

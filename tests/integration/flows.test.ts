@@ -143,7 +143,7 @@ async function createPet(pet: { name: string; categoryId: number; status?: strin
   const created = res.body as Pet;
   expect(created).toEqual({ ...pet, id: expect.any(Number) });
   expect(Number.isSafeInteger(created.id) && created.id > 0).toBe(true);
-  expect(res.headers.get('location')).toBe(`/v1/pets/${created.id}`);
+  expect(res.headers.get('location')).toBe(`/v1/pets?id=${created.id}`);
   return created;
 }
 

@@ -1,5 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { nodeTooOld } from '@animal-store/common/node-version.js';
 
 /**
  * A suite's missing prerequisite: vitest prints just its one line (no stack, no code frame), so
@@ -84,4 +86,15 @@ export function scriptBinary(): string {
     throw new MissingPrerequisite('script is not on PATH: install util-linux (apt-get install bsdutils on Debian)');
   }
   return binary;
+}
+
+/**
+ * A Node.js too old for the services on this machine (the system's /usr/bin/node: 20 on the
+ * machines this project runs on, where npm puts the project's own Node 24 first on PATH), or null.
+ */
+export function olderNode(): { path: string; version: string } | null {
+  const path = '/usr/bin/node';
+  if (!existsSync(path)) return null;
+  const version = execFileSync(path, ['--version'], { encoding: 'utf8' }).trim().replace(/^v/, '');
+  return nodeTooOld('pets', version) === undefined ? null : { path, version };
 }

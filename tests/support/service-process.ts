@@ -254,14 +254,18 @@ export async function killAllServices(): Promise<void> {
   );
 }
 
-/** Runs a service that is expected to exit on its own, with a hard bound; reports how it ended. */
+/**
+ * Runs a service that is expected to exit on its own, with a hard bound; reports how it ended.
+ * `node`: the Node.js to run it on (the one running the tests by default).
+ */
 export async function runToExit(
   name: keyof typeof SERVERS,
   env: Record<string, string>,
   boundMs: number,
+  node = process.execPath,
 ): Promise<Exit & { elapsedMs: number; logs: LogLine[]; killedByBound: boolean }> {
   const started = Date.now();
-  const child = spawn(process.execPath, [SERVERS[name]], { env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(node, [SERVERS[name]], { env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   track(child);
   const logs: LogLine[] = [];
   collectLines(child, logs);

@@ -6,7 +6,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { HourlyChart } from './charts.js';
 import { KeyPage, Keys, statusOf } from './keys.js';
-import { api, ErrorNote, html, TOKEN, usePolled, when } from './ui.js';
+import { api, DataTable, ErrorNote, html, TOKEN, usePolled, when } from './ui.js';
 import { WebhookPage, Webhooks } from './webhooks.js';
 
 const HOUR = 3_600_000;
@@ -55,32 +55,38 @@ function Overview() {
   const [hourly] = usePolled(() => api('GET', '/admin/usage?window=1h&limit=1'), 10_000, []);
   const banned = (keys ?? []).filter((k) => statusOf(k) === 'banned');
   const minutes = Math.max(1, (Date.now() % HOUR) / 60_000);
+  const totals = top?.totals;
+  // Every decision: admitted, refused by a limit or a ban (429), refused a scope or address (403).
+  const requests = totals ? totals.admitted + totals.refused + totals.forbidden : null;
   return html`<section aria-labelledby="overview-title">
     <h1 id="overview-title">Overview</h1>
     <${ErrorNote} error=${error} />
     <div class="cards">
-      <div class="card"><span class="label">Requests, 24 h</span><span class="value" data-testid="total-admitted">${top?.totals.admitted ?? '…'}</span></div>
-      <div class="card"><span class="label">Refused, 24 h</span><span class="value">${top?.totals.refused ?? '…'}</span></div>
+      <div class="card"><span class="label">Requests, 24 h</span><span class="value" data-testid="total-requests">${requests ?? '…'}</span>
+        ${
+          totals
+            ? html`<span class="detail"
+                ><span data-testid="total-admitted">${totals.admitted}</span> admitted, <span data-testid="total-refused"
+                  >${totals.refused}</span
+                > refused (429)${totals.forbidden > 0 ? `, ${totals.forbidden} forbidden (403)` : ''}</span
+              >`
+            : null
+        }
+      </div>
+      <div class="card"><span class="label">Refused, 24 h</span><span class="value">${totals?.refused ?? '…'}</span>
+        ${requests ? html`<span class="detail">${Math.round((100 * totals.refused) / requests)} % of requests</span>` : null}
+      </div>
       <div class="card"><span class="label">Banned now</span><span class="value" data-testid="banned-now">${keys ? banned.length : '…'}</span></div>
-      <div class="card"><span class="label">Active keys, 24 h</span><span class="value">${top?.totals.keys ?? '…'}</span></div>
+      <div class="card"><span class="label">Active keys, 24 h</span><span class="value">${totals?.keys ?? '…'}</span></div>
     </div>
     <h2>Requests per minute by plan (this hour)</h2>
-    <div class="table-wrap" tabindex="0" role="region" aria-label="Requests per minute by plan"><table>
-      <thead><tr><th scope="col">plan</th><th scope="col">per minute</th><th scope="col">refused per minute</th><th scope="col">keys</th></tr></thead>
-      <tbody>${(hourly?.plans ?? []).map(
-        (p) =>
-          html`<tr><td>${p.plan}</td><td>${(p.admitted / minutes).toFixed(1)}</td><td>${(p.refused / minutes).toFixed(1)}</td><td>${p.keys}</td></tr>`,
-      )}</tbody>
-    </table></div>
+    <${DataTable} label="Requests per minute by plan" testid="plans-per-minute"
+      columns=${['plan', 'admitted per minute', 'refused per minute', 'keys']}
+      rows=${(hourly?.plans ?? []).map((p) => [p.plan, (p.admitted / minutes).toFixed(1), (p.refused / minutes).toFixed(1), p.keys])} />
     ${top ? html`<${HourlyChart} title="All keys, per hour, last 24 h" rows=${top.hours} />` : null}
     <h2>Top keys, 24 h</h2>
-    <div class="table-wrap" tabindex="0" role="region" aria-label="Top keys"><table>
-      <thead><tr><th scope="col">key</th><th scope="col">name</th><th scope="col">plan</th><th scope="col">admitted</th><th scope="col">refused</th></tr></thead>
-      <tbody>${(top?.keys ?? []).map(
-        (k) =>
-          html`<tr><td><a href=${`#/keys/${k.id}`}>${k.id}</a></td><td>${k.name}</td><td>${k.plan}</td><td>${k.admitted}</td><td>${k.refused}</td></tr>`,
-      )}</tbody>
-    </table></div>
+    <${DataTable} label="Top keys" testid="top-keys" columns=${['key', 'name', 'plan', 'admitted', 'refused']}
+      rows=${(top?.keys ?? []).map((k) => [html`<a href=${`#/keys/${k.id}`}>${k.id}</a>`, k.name, k.plan, k.admitted, k.refused])} />
     ${
       banned.length > 0
         ? html`<h2>Banned now</h2><ul>${banned.map((k) => html`<li><a href=${`#/keys/${k.id}`}>${k.id}</a> ${k.name} until ${when(k.bannedUntil)}</li>`)}</ul>`

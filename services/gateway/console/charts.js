@@ -1,13 +1,26 @@
-// Charts of the console: admitted vs refused per hour (and the admitted requests the pets service
-// did not serve), drawn by uPlot on a canvas, with the same figures in a table for screen readers
-// and for anyone who wants the numbers.
+// Charts of the console: requests per hour as bars, one per series side by side in each hour,
+// drawn by uPlot on a canvas, with the same figures in a table for screen readers and for anyone
+// who wants the numbers.
 
-import htm from 'htm';
-import { h } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
+import { DataTable, html } from './ui.js';
 
-const html = htm.bind(h);
+const HOUR_S = 3600;
+const HEIGHT = 220;
+/** The narrowest a bar is drawn, in CSS pixels: one busy hour among 168 is still seen. */
+const MIN_BAR_PX = 5;
+
+/**
+ * What an hourly chart shows, in order: a field of each row, its name in the legend and the
+ * table, its colours. Another count of the history (upstream failures, say) is one more entry.
+ */
+const HOURLY_SERIES = [
+  { field: 'admitted', label: 'admitted', stroke: '#1d6f42', fill: '#2e9a5c' },
+  { field: 'refused', label: 'refused', stroke: '#a4262c', fill: '#d13438' },
+  // Admitted, then not served by the pets service: counted against the limit, not billed.
+  { field: 'upstreamFailed', label: 'failed upstream', stroke: '#8a5a00', fill: '#c98a00' },
+];
 
 /** Width of the chart's box; uPlot needs pixels. */
 function widthOf(el) {
@@ -15,75 +28,108 @@ function widthOf(el) {
 }
 
 /**
- * @param {{ title: string, rows: Array<{ start: string, admitted: number, refused: number, upstreamFailed: number }> }} props
+ * How wide each of `count` bars of an hour is, in CSS pixels and in seconds: together 80 % of
+ * the hour, each at least MIN_BAR_PX, so a week of hours on a phone still shows every bar.
  */
-export function HourlyChart({ title, rows }) {
+function barWidth(u, count) {
+  const hourPx = u.valToPos(HOUR_S, 'x') - u.valToPos(0, 'x');
+  const px = Math.max(MIN_BAR_PX, (0.8 * hourPx) / count);
+  return { px, seconds: (px * HOUR_S) / hourPx };
+}
+
+/**
+ * Bars for the `index`-th of `count` series: side by side, centred on their hour's tick, so a
+ * third series is one more bar beside the others.
+ */
+function barsFor(index, count) {
+  return uPlot.paths.bars({
+    size: [1, Number.POSITIVE_INFINITY, MIN_BAR_PX],
+    disp: {
+      x0: {
+        unit: 1,
+        values: (u) => {
+          const { seconds } = barWidth(u, count);
+          return u.data[0].map((x) => x + (index - count / 2) * seconds);
+        },
+      },
+      size: { unit: 1, values: (u) => u.data[0].map(() => barWidth(u, count).seconds) },
+    },
+  });
+}
+
+/**
+ * How far the x scale reaches beyond the first and the last hour: half an hour, or more when the
+ * bars of an hour, at their narrowest, are wider than that, so the edge never clips them.
+ */
+function edgePadding(u, min, max, count) {
+  const plotPx = u.bbox.width > 0 ? u.bbox.width / uPlot.pxRatio : u.width;
+  const hourPx = plotPx / ((max - min) / HOUR_S + 1);
+  const barPx = Math.max(MIN_BAR_PX, (0.8 * hourPx) / count);
+  return Math.max(HOUR_S / 2, ((count * barPx) / 2 + 1) * (HOUR_S / hourPx));
+}
+
+/** Counts are whole: ticks at 1, 2, 5, 10, 20, 50, … */
+const WHOLE_INCREMENTS = Array.from({ length: 10 }, (_, power) => [1, 2, 5].map((m) => m * 10 ** power)).flat();
+
+/**
+ * @param {{ title: string, rows: Array<{ start: string } & Record<string, number>>, series?: typeof HOURLY_SERIES }} props
+ */
+export function HourlyChart({ title, rows, series = HOURLY_SERIES }) {
   const box = useRef(null);
   useEffect(() => {
     if (!box.current) return undefined;
     const xs = rows.map((r) => Date.parse(r.start) / 1000);
-    // Side by side in each hour: admitted left of the hour's tick, refused right of it. Failed
-    // upstream (admitted, not served, not billed) is stacked on the admitted bar: its bar, drawn
-    // first, reaches admitted + failed, and the admitted bar covers all of it but its top.
-    const left = uPlot.paths.bars({ size: [0.45, 20], align: -1 });
-    const right = uPlot.paths.bars({ size: [0.45, 20], align: 1 });
     // An empty hour draws nothing, not a bar of height 0.
     const values = (field) => rows.map((r) => (r[field] > 0 ? r[field] : null));
     const plot = new uPlot(
       {
         width: widthOf(box.current),
-        height: 220,
-        // Half an hour either side, so the first and the current hour's bars are whole.
-        scales: { x: { time: true, range: (_u, min, max) => [min - 1800, max + 1800] } },
+        height: HEIGHT,
+        scales: {
+          // Room either side, so the first and the current hour's bars are whole.
+          x: {
+            time: true,
+            range: (u, min, max) => {
+              const pad = edgePadding(u, min, max, series.length);
+              return [min - pad, max + pad];
+            },
+          },
+          // From zero: a bar's height is its count, so 19 refused looks a third of 60 admitted.
+          y: { range: (_u, _min, max) => [0, uPlot.rangeNum(0, Math.max(1, max ?? 0), 0.1, true)[1]] },
+        },
         legend: { show: true },
         series: [
           {},
-          {
-            label: 'failed upstream',
-            stroke: '#8a5a00',
-            fill: '#c98a00',
-            paths: left,
+          ...series.map((s, i) => ({
+            label: s.label,
+            stroke: s.stroke,
+            fill: s.fill,
+            // Fill only: an outline would eat into a narrow bar.
+            width: 0,
+            paths: barsFor(i, series.length),
             points: { show: false },
-            // The legend says how many failed, not the height of the stack.
-            value: (_u, _v, _s, i) => (i === null || i === undefined ? '' : String(rows[i].upstreamFailed)),
-          },
-          { label: 'admitted', stroke: '#1d6f42', fill: '#2e9a5c', paths: left, points: { show: false } },
-          { label: 'refused', stroke: '#a4262c', fill: '#d13438', paths: right, points: { show: false } },
+          })),
         ],
-        axes: [{}, { size: 60 }],
+        axes: [{}, { size: 60, incrs: WHOLE_INCREMENTS }],
       },
-      [
-        xs,
-        rows.map((r) => (r.upstreamFailed > 0 ? r.admitted + r.upstreamFailed : null)),
-        values('admitted'),
-        values('refused'),
-      ],
+      [xs, ...series.map((s) => values(s.field))],
       box.current,
     );
-    const resize = () => plot.setSize({ width: widthOf(box.current), height: 220 });
+    const resize = () => plot.setSize({ width: widthOf(box.current), height: HEIGHT });
     window.addEventListener('resize', resize);
     return () => {
       window.removeEventListener('resize', resize);
       plot.destroy();
     };
-  }, [rows]);
-  const busy = rows.filter((r) => r.admitted + r.refused + r.upstreamFailed > 0);
+  }, [rows, series]);
+  const busy = rows.filter((r) => series.some((s) => r[s.field] > 0));
   return html`<figure class="chart">
     <figcaption>${title}</figcaption>
     <div ref=${box} class="chart-canvas" aria-hidden="true"></div>
     <details>
       <summary>The figures (${busy.length} ${busy.length === 1 ? 'hour' : 'hours'} with requests)</summary>
-      <div class="table-wrap" tabindex="0" role="region" aria-label=${`${title}: figures`}>
-        <table data-testid="chart-table">
-          <thead><tr><th scope="col">hour (UTC)</th><th scope="col">admitted</th><th scope="col">refused</th><th scope="col">failed upstream</th></tr></thead>
-          <tbody>
-            ${busy.map(
-              (r) =>
-                html`<tr><td>${r.start.slice(0, 13).replace('T', ' ')}h</td><td>${r.admitted}</td><td>${r.refused}</td><td>${r.upstreamFailed}</td></tr>`,
-            )}
-          </tbody>
-        </table>
-      </div>
+      <${DataTable} label=${`${title}: figures`} testid="chart-table" columns=${['hour (UTC)', ...series.map((s) => s.label)]}
+        rows=${busy.map((r) => [`${r.start.slice(0, 13).replace('T', ' ')}h`, ...series.map((s) => r[s.field])])} />
     </details>
   </figure>`;
 }

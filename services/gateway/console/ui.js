@@ -35,6 +35,36 @@ export function when(iso) {
   return iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—';
 }
 
+/** Whether an instant (ISO text) is still to come: a grace that ended is not shown as one. */
+export function ahead(iso, now = Date.now()) {
+  return Boolean(iso) && Date.parse(iso) > now;
+}
+
+/**
+ * A `datetime-local` field's value read as UTC, the zone every time in this console is in (the
+ * field itself has none, and the browser's own would silently shift it).
+ */
+export function utcInstant(value) {
+  return new Date(`${value.length === 16 ? `${value}:00` : value}Z`).toISOString();
+}
+
+/**
+ * A table whose cells carry their column's name: on a narrow screen each row becomes a block of
+ * "column value" lines (style.css), so nothing is cut off at 390 px. The roles keep it a table
+ * for screen readers once CSS no longer displays it as one.
+ */
+export function DataTable({ label, testid, columns, rows }) {
+  return html`<div class="table-wrap" tabindex="0" role="region" aria-label=${label}>
+    <table class="reflow" role="table" data-testid=${testid}>
+      <thead role="rowgroup"><tr role="row">${columns.map((c) => html`<th scope="col" role="columnheader">${c}</th>`)}</tr></thead>
+      <tbody role="rowgroup">${rows.map(
+        (cells) =>
+          html`<tr role="row">${cells.map((cell, i) => html`<td role="cell" data-label=${columns[i]}>${cell}</td>`)}</tr>`,
+      )}</tbody>
+    </table>
+  </div>`;
+}
+
 /** Reloads `load` every `ms` while mounted; returns [data, error, reload]. */
 export function usePolled(load, ms, deps) {
   const [state, setState] = useState({ data: null, error: null });

@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { type Env, EnvReader, LOG_LEVELS } from '@animal-store/common/env.js';
 import { type OverloadConfig, readOverloadConfig } from '@animal-store/common/overload.js';
 import type { FastifyServerOptions } from 'fastify';
+import { type KeyFileEntry, keysFileEntries } from './keys/keys-file.js';
 import type { FailureMode } from './limits/guarded-limiter.js';
 import type { BanPolicy } from './limits/key-limiter.js';
 import { DEFAULT_PLANS, type PlanBook } from './plans.js';
@@ -30,6 +31,8 @@ export interface GatewayConfig {
   ban: BanPolicy;
   anonPerMinute: number;
   apiKeysFile: string | undefined;
+  /** API_KEYS_FILE's entries, read and checked at start with every other setting. */
+  apiKeys: KeyFileEntry[];
   logLevel: string;
   /** Longest a client may take to send a whole request (headers and body); 408 after it. */
   requestTimeoutMs: number;
@@ -75,6 +78,23 @@ function parsePlans(r: EnvReader): PlanBook {
     return { ...DEFAULT_PLANS, shadow };
   }
   return parsed;
+}
+
+/** API_KEYS_FILE (JSON, see keys/keys-file.ts): its keys, every problem in the file listed. */
+function parseApiKeysFile(r: EnvReader, plans: PlanBook): KeyFileEntry[] {
+  const file = r.string('API_KEYS_FILE');
+  if (file === undefined) return [];
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    r.problems.push(`API_KEYS_FILE=${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    return [];
+  }
+  const entries = keysFileEntries(text, `API_KEYS_FILE=${file}`, plans);
+  if (!('problems' in entries)) return entries;
+  r.problems.push(...entries.problems);
+  return [];
 }
 
 /** CORS_ORIGINS: comma-separated origins, each exactly as a browser sends it (scheme://host[:port]). */
@@ -171,7 +191,12 @@ function parseTrustProxy(raw: string | undefined, reader: EnvReader): FastifySer
     return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (version === 4 ? 32 : 128));
   };
   for (const entry of entries) {
-    if (!ipOrCidr(entry) && !['loopback', 'linklocal', 'uniquelocal'].includes(entry)) {
+    if (/\/0+$/.test(entry) && ipOrCidr(entry)) {
+      // proxy-addr refuses a zero prefix; every address a proxy is what TRUST_PROXY=true says.
+      reader.problems.push(
+        `TRUST_PROXY entry "${entry}" trusts every address: set TRUST_PROXY=true for that, or name your proxies' addresses`,
+      );
+    } else if (!ipOrCidr(entry) && !['loopback', 'linklocal', 'uniquelocal'].includes(entry)) {
       reader.problems.push(`TRUST_PROXY entry "${entry}" is not an IP, CIDR, hop count or true/false`);
     }
   }
@@ -250,6 +275,30 @@ function parseRedis(r: EnvReader, env: Env): RedisTarget | undefined {
   return undefined;
 }
 
+/**
+ * BAN_*: a refusal counts toward a ban while its Retry-After (at least RETRY_AFTER_MIN_SECONDS, at
+ * most BAN_WINDOW_SECONDS, less BAN_GRACE_MS) runs; more than BAN_THRESHOLD at once ban the key.
+ */
+function parseBanPolicy(r: EnvReader): BanPolicy {
+  const ban: BanPolicy = {
+    threshold: r.int('BAN_THRESHOLD', 50, 1, 1_000_000),
+    windowMs: r.int('BAN_WINDOW_SECONDS', 60, 1, 86_400) * 1000,
+    durationMs: r.int('BAN_SECONDS', 900, 1, 30 * 86_400) * 1000,
+    graceMs: r.int('BAN_GRACE_MS', 500, 0, 60_000),
+    minRetryAfterMs: r.int('RETRY_AFTER_MIN_SECONDS', 8, 0, 3_600) * 1000,
+  };
+  // Otherwise no refusal, or none told the shortest wait, would ever count: bans would be off.
+  r.require(
+    ban.graceMs < ban.windowMs,
+    `BAN_GRACE_MS (${ban.graceMs}) must be less than BAN_WINDOW_SECONDS in milliseconds (${ban.windowMs})`,
+  );
+  r.require(
+    ban.minRetryAfterMs === 0 || ban.graceMs < ban.minRetryAfterMs,
+    `BAN_GRACE_MS (${ban.graceMs}) must be less than RETRY_AFTER_MIN_SECONDS in milliseconds (${ban.minRetryAfterMs})`,
+  );
+  return ban;
+}
+
 /** Parses and validates the gateway's environment once, at start; throws ConfigError listing every problem. */
 export function loadConfig(env: Env): GatewayConfig {
   const r = new EnvReader(env);
@@ -267,6 +316,8 @@ export function loadConfig(env: Env): GatewayConfig {
   if (adminToken !== undefined) {
     r.require(adminToken.length >= 16, 'ADMIN_TOKEN must be at least 16 characters');
   }
+  // Keys name plans: the file's keys are checked against the plans in force.
+  const plans = parsePlans(r);
   const config: GatewayConfig = {
     production,
     host: r.string('HOST', '0.0.0.0'),
@@ -281,14 +332,10 @@ export function loadConfig(env: Env): GatewayConfig {
     mongoUrl,
     trustProxy: parseTrustProxy(r.string('TRUST_PROXY'), r),
     failureMode: r.oneOf('RATE_LIMIT_FAILURE_MODE', ['open', 'closed'] as const, 'open'),
-    ban: {
-      threshold: r.int('BAN_THRESHOLD', 10, 1, 1_000_000),
-      windowMs: r.int('BAN_WINDOW_SECONDS', 60, 1, 86_400) * 1000,
-      durationMs: r.int('BAN_SECONDS', 900, 1, 30 * 86_400) * 1000,
-      graceMs: r.int('BAN_GRACE_MS', 1_000, 0, 60_000),
-    },
+    ban: parseBanPolicy(r),
     anonPerMinute: r.int('ANON_PER_MINUTE', 60, 1, 1_000_000),
     apiKeysFile: r.string('API_KEYS_FILE'),
+    apiKeys: parseApiKeysFile(r, plans),
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     requestTimeoutMs: r.int('REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
     upstreamTimeoutMs: r.int('UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000),
@@ -302,7 +349,7 @@ export function loadConfig(env: Env): GatewayConfig {
     overload: readOverloadConfig(r),
     apiDocument: parseApiDocument(r),
     corsOrigins: parseCorsOrigins(r),
-    plans: parsePlans(r),
+    plans,
     webhooks: parseWebhooksConfig(r),
   };
   r.done();

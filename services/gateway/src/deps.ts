@@ -9,7 +9,7 @@ import { type IdempotencyStore, MemoryIdempotencyStore } from './idempotency/ide
 import { RedisIdempotencyStore } from './idempotency/redis-idempotency-store.js';
 import { KeyResolver } from './keys/key-resolver.js';
 import type { KeyStore } from './keys/key-store.js';
-import { readKeysFile, toKeyRecord } from './keys/keys-file.js';
+import { toKeyRecord } from './keys/keys-file.js';
 import { MemoryKeyStore } from './keys/memory-key-store.js';
 import { MongoKeyStore } from './keys/mongo-key-store.js';
 import { AnonymousLimiter } from './limits/anonymous-limiter.js';
@@ -94,9 +94,7 @@ export async function createDeps(
     keyStore = new MemoryKeyStore();
   }
   const loadedAt = new Date(now());
-  const fileRecords = config.apiKeysFile
-    ? (await readKeysFile(config.apiKeysFile, config.plans)).map((e) => toKeyRecord(e, loadedAt))
-    : [];
+  const fileRecords = config.apiKeys.map((e) => toKeyRecord(e, loadedAt));
   const keyResolver = new KeyResolver(keyStore, fileRecords, {
     maxEntries: config.keyCacheMax,
     positiveTtlMs: config.keyCacheTtlMs,

@@ -129,9 +129,11 @@ export const gate = fp(
       const sha256 = hashApiKey(presented);
       const cached = keyResolver.cached(sha256);
       if (cached !== undefined) return guarded(cached);
-      // An address already over its limit gets no store lookups: random well-formed keys cost
-      // the key store nothing once their sender is refused.
-      if (anonymous.isRefused(request.ip)) return refuseKeyless(keyless, request, reply, UNKNOWN, done);
+      // Looked up even from an address over its per-address limit: that limit is for requests
+      // without a valid key, and only the store can tell a valid key (one nobody has used yet,
+      // from an address others flooded) from a guess. Garbage never gets here (shape and
+      // checksum), a repeat is answered by the cache of unknown keys, and a guess is still
+      // counted against its address and refused.
       keyResolver
         .fetch(sha256)
         .then(guarded, (err) => done(keyStoreUnavailable(request, reply, err, anonymous.perMinute, now())));

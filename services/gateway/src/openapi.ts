@@ -100,7 +100,10 @@ const ERROR_EXAMPLES: Record<string, [ErrorCode, string][]> = {
   '413': [['payload_too_large', 'Request body is larger than the limit']],
   '415': [['unsupported_media_type', 'Content-Type must be application/json']],
   '429': [
-    ['rate_limit_exceeded', 'Rate limit exceeded for the free plan'],
+    [
+      'rate_limit_exceeded',
+      'Rate limit exceeded for the free plan: the day quota (1000 per UTC day) is used up; it resets on 2026-11-27T00:00:00.000Z',
+    ],
     ['api_key_banned', 'This API key is temporarily banned for ignoring rate limits'],
   ],
   '502': [example(UPSTREAM_FAILURES.reset)],
@@ -250,7 +253,7 @@ const DEFAULT_DOCUMENT_OPTIONS: PublicDocumentOptions = {
   servers: [{ url: OWN_BASE, description: 'The gateway that served this document' }],
   contact: { name: 'Animal store API support' },
   license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
-  ban: { threshold: 10, windowMs: 60_000, durationMs: 900_000, graceMs: 1_000 },
+  ban: { threshold: 50, windowMs: 60_000, durationMs: 900_000, graceMs: 500, minRetryAfterMs: 8_000 },
   plans: DEFAULT_PLANS,
 };
 
@@ -262,18 +265,14 @@ function duration(ms: number): string {
 
 /** The ban rule, in the words the reference page uses, with the numbers in force. */
 export function banRule(ban: BanPolicy): string {
-  const seconds = ban.graceMs / 1000;
-  const grace =
-    ban.graceMs <= 0
-      ? ''
-      : Number.isInteger(seconds)
-        ? `the first ${seconds === 1 ? 'second' : `${seconds} seconds`}`
-        : `the first ${ban.graceMs} milliseconds`;
+  const n = ban.threshold.toLocaleString('en-US');
+  const shortest =
+    ban.minRetryAfterMs > 0 ? ` A 429's \`Retry-After\` is at least ${duration(ban.minRetryAfterMs)}.` : '';
   return (
-    `More than ${ban.threshold.toLocaleString('en-US')} refused requests within ` +
-    `${(ban.windowMs / 1000).toLocaleString('en-US')} seconds` +
-    (grace ? `, not counting those in ${grace} after the limit was reached,` : '') +
-    ` bans the key for ${duration(ban.durationMs)} (429 \`api_key_banned\`).`
+    `A refused request counts toward a ban until its \`Retry-After\` has passed (for at most ` +
+    `${duration(ban.windowMs)}): more than ${n} counting at once ban the key for ${duration(ban.durationMs)} ` +
+    `(429 \`api_key_banned\`). Up to ${n} clients sharing a key are never banned while each waits out the ` +
+    `\`Retry-After\` of its last 429.${shortest}`
   );
 }
 

@@ -1,3 +1,4 @@
+import { repeatedMembers } from './json-members.js';
 import {
   ALGORITHMS,
   type Algorithm,
@@ -136,7 +137,8 @@ export function parsePlansFile(text: string, source: string, shadow: boolean): P
     return [`${source} is not valid JSON (${(err as Error).message})`];
   }
   if (!isObject(data)) return [`${source} must hold a JSON object { "plans": { … }, "routeCosts": { … } }`];
-  const problems: string[] = [];
+  // A plan (or any field) written twice would be the last one alone, the first dropped unseen.
+  const problems = repeatedMembers(text).map((p) => `${p}: give each once`);
   for (const field of Object.keys(data)) {
     if (field !== 'plans' && field !== 'routeCosts')
       problems.push(`unknown field ${quoted(field)} (plans, routeCosts)`);

@@ -123,7 +123,8 @@ export interface LimitNames {
   field(field: keyof Limits): string;
 }
 
-const JSON_NAMES: LimitNames = {
+/** The admin API's names: its JSON fields. */
+export const JSON_NAMES: LimitNames = {
   plan: 'plan',
   limits: 'limits { perSecond, perMinute, perHour, perDay, perMonth }',
   field: (field) => `limits.${field}`,

@@ -1,13 +1,34 @@
-import { ConfigError, redactUrl } from '@animal-store/common/env.js';
-import { logDestination } from '@animal-store/common/log-destination.js';
-import { buildMetricsApp } from '@animal-store/common/metrics.js';
-import { type Listener, serve } from '@animal-store/common/serve.js';
-import { buildAdminApp } from './admin/app.js';
-import { buildApp } from './app.js';
-import { type GatewayConfig, loadConfig } from './config.js';
-import { createDeps } from './deps.js';
-import { closeClients, openClients } from './external-clients.js';
-import { describeRedis } from './redis/clients.js';
+import { exitIfNodeTooOld } from '@animal-store/common/node-version.js';
+import type { Listener } from '@animal-store/common/serve.js';
+import type { GatewayConfig } from './config.js';
+
+// Before anything else loads: on an older Node a dependency fails as it loads (undici reads a zlib
+// function Node 20 lacks) with a TypeError that names no version. So the rest is imported after.
+exitIfNodeTooOld('gateway');
+
+const [
+  { ConfigError, redactUrl },
+  { logDestination },
+  { buildMetricsApp },
+  { serve },
+  { buildAdminApp },
+  { buildApp },
+  { loadConfig },
+  { createDeps },
+  { closeClients, openClients },
+  { describeRedis },
+] = await Promise.all([
+  import('@animal-store/common/env.js'),
+  import('@animal-store/common/log-destination.js'),
+  import('@animal-store/common/metrics.js'),
+  import('@animal-store/common/serve.js'),
+  import('./admin/app.js'),
+  import('./app.js'),
+  import('./config.js'),
+  import('./deps.js'),
+  import('./external-clients.js'),
+  import('./redis/clients.js'),
+]);
 
 async function main(): Promise<void> {
   let config: GatewayConfig;

@@ -246,6 +246,30 @@ describe('POST /admin/keys', () => {
     }
   });
 
+  it('refuses a name that is not UTF-8 with 400, and creates nothing', async () => {
+    const fresh = await startGateway({ upstream: upstream.url });
+    try {
+      // "Acme" then 0xff: a decoder that forgives would store "Acme\ufffd".
+      const payload = Buffer.concat([
+        Buffer.from('{"plan":"free","name":"Acme'),
+        Buffer.from([0xff]),
+        Buffer.from('"}'),
+      ]);
+      const res = await fresh.admin.inject({
+        method: 'POST',
+        url: '/admin/keys',
+        headers: { ...auth, 'content-type': 'application/json' },
+        payload,
+      });
+      expectError(res, 400, 'invalid_request');
+      expect(res.json().message).toBe('Request body is not valid UTF-8 (JSON is UTF-8 text)');
+      const list = await fresh.admin.inject({ method: 'GET', url: '/admin/keys', headers: auth });
+      expect(list.json()).toEqual([]);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('refuses a body that is not JSON with 415', async () => {
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
       const res = await gw.admin.inject({
@@ -590,13 +614,13 @@ describe('DELETE /admin/keys/:id (revoke)', () => {
 });
 
 describe('DELETE /admin/keys/:id/ban (lift a ban)', () => {
-  it('bans a free key on the 11th refusal after 60 admitted (BAN_THRESHOLD 10), and lifting it leaves only the rate limit', async () => {
-    const gw = await startGateway({ upstream: upstream.url, env: { BAN_GRACE_MS: '0' } });
+  it('bans a free key on the 51st refusal after 60 admitted (BAN_THRESHOLD 50), and lifting it leaves only the rate limit', async () => {
+    const gw = await startGateway({ upstream: upstream.url });
     try {
       const created = await createKey(gw, { plan: 'free' });
       for (let i = 1; i <= 60; i++) expect((await pets(gw, created.key)).statusCode, `request ${i}`).toBe(200);
-      // More than 10 refusals bans: refusals 1-10 are plain rate limiting, the 11th is the ban.
-      for (let i = 1; i <= 10; i++) expectError(await pets(gw, created.key), 429, 'rate_limit_exceeded');
+      // Each refusal counts until the minute ends: refusals 1-50 are plain rate limiting, the 51st is the ban.
+      for (let i = 1; i <= 50; i++) expectError(await pets(gw, created.key), 429, 'rate_limit_exceeded');
       const banned = await pets(gw, created.key);
       expectError(banned, 429, 'api_key_banned');
       const retryAfter = Number(banned.headers['retry-after']);

@@ -38,6 +38,7 @@ interface Printed {
   key: string;
   plan: string;
   limits: { perMinute: number; perDay: number };
+  createdAt: string;
 }
 
 /** stdout must be exactly one line holding one JSON object. */
@@ -82,7 +83,8 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
     const run = await cli(['create', '--plan', 'free', '--file', file, '--json']);
     const printed = oneJsonLine(run);
     expect(run.stderr).toBe('');
-    expect(Object.keys(printed).sort()).toEqual(['id', 'key', 'limits', 'plan']);
+    // The fields the admin API's create answers.
+    expect(Object.keys(printed).sort()).toEqual(['createdAt', 'id', 'key', 'limits', 'name', 'plan', 'scopes']);
     expect(printed.plan).toBe('free');
     expect(printed.limits).toEqual({ perMinute: 60, perDay: 1000 });
     expect(printed.key).toMatch(/^ask_[0-9A-Za-z]{46}$/);
@@ -176,6 +178,16 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
       'an expiry that is not RFC 3339',
       ['create', '--plan', 'free', '--expires-at', 'tomorrow'],
       /--expires-at must be an RFC 3339 timestamp/,
+    ],
+    [
+      'an expiry on a day that does not exist',
+      ['create', '--plan', 'free', '--expires-at', '2031-11-31T00:00:00Z'],
+      /--expires-at is not a real date and time/,
+    ],
+    [
+      'an expiry at 24:00',
+      ['create', '--plan', 'free', '--expires-at', '2031-11-30T24:00:00Z'],
+      /--expires-at is not a real date and time/,
     ],
     [
       'an expiry in the past',
@@ -444,7 +456,6 @@ describe('keys CLI through the admin API', () => {
 
   it('create, list, show, revoke: the revoked key is then refused by the gateway', async () => {
     const created = oneJsonLine(await cli(['create', '--plan', 'pro', '--name', 'from cli', '--json'], env));
-    expect(Object.keys(created).sort()).toEqual(['id', 'key', 'limits', 'plan']);
     expect(created).toMatchObject({ plan: 'pro', limits: { perMinute: 300, perDay: 10000 } });
     const ok = await gw.app.inject({ url: '/v1/pets', headers: bearer(created.key) });
     expect(ok.statusCode).toBe(200);
@@ -466,6 +477,29 @@ describe('keys CLI through the admin API', () => {
     const refused = await gw.app.inject({ url: '/v1/pets', headers: bearer(created.key) });
     expect(refused.statusCode).toBe(401);
     expect(refused.json().code).toBe('invalid_api_key');
+  });
+
+  it('create --json prints what the admin API answers, field for field, optional fields included', async () => {
+    const flags = ['--plan', 'pro', '--name', 'same', '--scopes', 'pets:read', '--allow-cidr', '203.0.113.0/24'];
+    const expiry = '2031-01-01T00:00:00Z';
+    const printed = oneJsonLine(await cli(['create', ...flags, '--expires-at', expiry, '--json'], env));
+    const answered = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/keys',
+      headers: bearer(ADMIN_TOKEN),
+      payload: {
+        plan: 'pro',
+        name: 'same',
+        scopes: ['pets:read'],
+        allowedCidrs: ['203.0.113.0/24'],
+        expiresAt: expiry,
+      },
+    });
+    const api = answered.json();
+    expect(Object.keys(printed).sort()).toEqual(Object.keys(api).sort());
+    const { id, key, createdAt, ...rest } = api;
+    expect(printed).toEqual({ ...rest, id: printed.id, key: printed.key, createdAt: printed.createdAt });
+    expect(printed).toMatchObject({ scopes: ['pets:read'], allowedCidrs: ['203.0.113.0/24'], name: 'same' });
   });
 
   it('creates an enterprise key with its limits', async () => {
@@ -588,7 +622,10 @@ describe('keys CLI lifecycle commands through the admin API', () => {
 
   const call = (key: string) => gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
 
-  it('create --expires-at, update --plan (counts carry over), usage, rotate: text for people, JSON with --json', async () => {
+  // Several CLI runs, each a Node start.
+  it('create --expires-at, update --plan (counts carry over), usage, rotate: text for people, JSON with --json', {
+    timeout: 60_000,
+  }, async () => {
     const created = oneJsonLine(
       await cli(['create', '--plan', 'free', '--name', 'trial', '--expires-at', '2031-06-01T00:00:00Z', '--json'], env),
     );
@@ -609,7 +646,7 @@ describe('keys CLI lifecycle commands through the admin API', () => {
     expect(usage.stdout).toMatch(/WINDOW +LIMIT +USED +REMAINING +RESETS/);
     expect(usage.stdout).toMatch(/minute +300 +51 +249 +\d{4}-/);
     expect(usage.stdout).toMatch(/day +10000 +51 +9949 +\d{4}-/);
-    expect(usage.stdout).toMatch(/ban: +none/);
+    expect(usage.stdout).toMatch(/ban: +none\nrefusals: +none toward a ban\n/);
     const usageJson = JSON.parse((await cli(['usage', created.id, '--json'], env)).stdout);
     expect(usageJson.windows.minute).toMatchObject({ limit: 300, used: 51, remaining: 249 });
 
@@ -625,7 +662,10 @@ describe('keys CLI lifecycle commands through the admin API', () => {
     expect(noExpiry.plan).toBe('pro');
   });
 
-  it('history draws a key’s hours as bars with totals, and top ranks the keys with totals per plan', async () => {
+  // Ten CLI runs, each a Node start.
+  it('history draws a key’s hours as bars with totals, and top ranks the keys with totals per plan', {
+    timeout: 60_000,
+  }, async () => {
     const created = oneJsonLine(await cli(['create', '--plan', 'pro', '--name', 'charted', '--json'], env));
     for (let i = 0; i < 3; i++) expect((await call(created.key)).statusCode).toBe(200);
 
@@ -649,6 +689,16 @@ describe('keys CLI lifecycle commands through the admin API', () => {
     expect(top.stdout).toMatch(/^top keys by admitted, 24h from /);
     expect(top.stdout).toMatch(new RegExp(`${created.id} +charted +pro +3 +0 +0 +3`));
     expect(top.stdout).toMatch(/by plan\nPLAN +KEYS +ADMITTED +REFUSED +UNITS\n/);
+
+    // This month so far, a row a day: on the 1st, one row.
+    const month = JSON.parse((await cli(['history', created.id, '--period', 'current', '--json'], env)).stdout);
+    const monthStart = `${new Date().toISOString().slice(0, 8)}01T00:00:00.000Z`;
+    expect(month).toMatchObject({ granularity: 'day', from: monthStart });
+    expect(month.series).toHaveLength(new Date().getUTCDate());
+    expect(month.totals.admitted).toBe(3);
+    const badPeriod = await cli(['history', created.id, '--period', 'last'], env);
+    expect(badPeriod.code).toBe(2);
+    expect(badPeriod.stderr).toContain('--period must be current or previous');
 
     const badDays = await cli(['history', created.id, '--days', '401'], env);
     expect(badDays.code).toBe(2);
@@ -689,11 +739,57 @@ describe('keys CLI lifecycle commands through the admin API', () => {
     expect((await cli(['show', created.id], env)).stdout).toMatch(/status: +revoked/);
   });
 
-  it('says what the admin API refused, in its words', async () => {
+  // Several CLI runs, each a Node start.
+  it('usage words the refusals as the key stands: toward a ban, then none while banned', {
+    timeout: 60_000,
+  }, async () => {
+    // Every refusal counts, also in the first second (the grace would forgive these).
+    const strict = await startGateway({ upstream: upstream.url, env: { BAN_GRACE_MS: '0' } });
+    try {
+      await strict.admin.listen({ host: '127.0.0.1', port: 0 });
+      const strictEnv = { ADMIN_PORT: String((strict.admin.server.address() as AddressInfo).port), ADMIN_TOKEN };
+      const created = oneJsonLine(
+        await cli(['create', '--plan', 'enterprise', '--per-minute', '1', '--per-day', '100', '--json'], strictEnv),
+      );
+      const send = () => strict.app.inject({ url: '/v1/pets', headers: bearer(created.key) });
+      expect((await send()).statusCode).toBe(200);
+      for (let i = 0; i < 3; i++) expect((await send()).json().code).toBe('rate_limit_exceeded');
+      const counting = await cli(['usage', created.id], strictEnv);
+      expect(counting.stdout).toMatch(/\nban: +none\nrefusals: +3 toward a ban\n$/);
+      // More than BAN_THRESHOLD (10) refusals within the minute ban the key.
+      let last = '';
+      for (let i = 0; i < 10 && last !== 'api_key_banned'; i++) last = (await send()).json().code;
+      expect(last).toBe('api_key_banned');
+      const banned = await cli(['usage', created.id], strictEnv);
+      expect(banned.stdout).toMatch(
+        /\nban: +until \d{4}-\S+ \S+\nrefusals: +none \(counting starts again when the ban ends\)\n$/,
+      );
+    } finally {
+      await strict.close();
+    }
+  });
+
+  // Several CLI runs, each a Node start.
+  it('says what the admin API refused in the flags that were typed, exiting 2 as for a mistake in the call', {
+    timeout: 60_000,
+  }, async () => {
     const created = oneJsonLine(await cli(['create', '--plan', 'free', '--json'], env));
-    const run = await cli(['update', created.id, '--plan', 'enterprise'], env);
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/admin API answered 400: enterprise keys need limits/);
+    const flagsNeeded = '(--per-second, --per-minute, --per-hour, --per-day or --per-month)';
+    for (const args of [
+      ['update', created.id, '--plan', 'enterprise'],
+      ['create', '--plan', 'enterprise'],
+    ]) {
+      const run = await cli(args, env);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr.split('\n')[0]).toBe(`keys: enterprise keys need limits ${flagsNeeded}`);
+      expect(run.stderr).toContain(`usage: npm run -s keys -- ${args[0]} `);
+    }
+    const order = await cli(['create', '--plan', 'free', '--per-minute', '2000'], env);
+    expect(order.stderr.split('\n')[0]).toBe('keys: --per-minute cannot exceed --per-day');
+    const plan = await cli(['create', '--plan', 'gold'], env);
+    expect(plan.stderr.split('\n')[0]).toBe('keys: --plan must be one of free, pro, business, enterprise');
+    const cidr = await cli(['update', created.id, '--allow-cidr', '10.0.0.0/33'], env);
+    expect(cidr.stderr).toMatch(/^keys: --allow-cidr: "10\.0\.0\.0\/33" /);
     const grace = await cli(['rotate', created.id, '--grace', '604801'], env);
     expect(grace.code).toBe(2);
     expect(grace.stderr).toMatch(/--grace must be a whole number of seconds from 0 to 604800/);

@@ -34,14 +34,18 @@ describe('loadConfig defaults', () => {
       mongoUrl: undefined,
       trustProxy: false,
       failureMode: 'open',
-      ban: { threshold: 10, windowMs: 60_000, durationMs: 900_000, graceMs: 1_000 },
+      ban: { threshold: 50, windowMs: 60_000, durationMs: 900_000, graceMs: 500, minRetryAfterMs: 8_000 },
       anonPerMinute: 60,
       apiKeysFile: undefined,
       logLevel: 'info',
     });
   });
 
-  it('reads every documented variable', () => {
+  it('reads every documented variable', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'config-'));
+    const keysFile = join(dir, 'keys.json');
+    const sha256 = 'a'.repeat(64);
+    await writeFile(keysFile, JSON.stringify([{ id: 'key_file', plan: 'pro', sha256 }]));
     const config = loadConfig({
       HOST: '127.0.0.1',
       PORT: '9000',
@@ -58,9 +62,11 @@ describe('loadConfig defaults', () => {
       BAN_WINDOW_SECONDS: '30',
       BAN_SECONDS: '120',
       BAN_GRACE_MS: '250',
+      RETRY_AFTER_MIN_SECONDS: '5',
       ANON_PER_MINUTE: '10',
-      API_KEYS_FILE: '/etc/gateway/keys.json',
+      API_KEYS_FILE: keysFile,
     });
+    await rm(dir, { recursive: true, force: true });
     expect(config).toMatchObject({
       host: '127.0.0.1',
       port: 9000,
@@ -73,9 +79,10 @@ describe('loadConfig defaults', () => {
       redis: { mode: 'standalone', url: 'redis://redis:6379/0' },
       mongoUrl: 'mongodb://mongo:27017',
       failureMode: 'closed',
-      ban: { threshold: 3, windowMs: 30_000, durationMs: 120_000, graceMs: 250 },
+      ban: { threshold: 3, windowMs: 30_000, durationMs: 120_000, graceMs: 250, minRetryAfterMs: 5_000 },
       anonPerMinute: 10,
-      apiKeysFile: '/etc/gateway/keys.json',
+      apiKeysFile: keysFile,
+      apiKeys: [{ id: 'key_file', name: 'key_file', plan: 'pro', sha256 }],
     });
   });
 
@@ -135,6 +142,17 @@ describe('loadConfig problems', () => {
       ).toHaveLength(1);
       expect(err.message).toContain(name);
     }
+  });
+
+  it.each([
+    [{ BAN_GRACE_MS: '8000' }, 'BAN_GRACE_MS (8000) must be less than RETRY_AFTER_MIN_SECONDS in milliseconds (8000)'],
+    [
+      { BAN_GRACE_MS: '5000', BAN_WINDOW_SECONDS: '5', RETRY_AFTER_MIN_SECONDS: '0' },
+      'BAN_GRACE_MS (5000) must be less than BAN_WINDOW_SECONDS in milliseconds (5000)',
+    ],
+  ])('refuses a ban grace under which no refusal would count (%o)', (env, problem) => {
+    expect(configError(env).problems).toEqual([problem]);
+    expect(() => loadConfig({ ...env, RETRY_AFTER_MIN_SECONDS: '0', BAN_WINDOW_SECONDS: '60' })).not.toThrow();
   });
 
   it.each([['-1'], ['65536'], ['http'], ['8080.5'], ['1e3']])('refuses PORT=%s', (port) => {
@@ -316,6 +334,15 @@ describe('TRUST_PROXY', () => {
     expect(err.problems).toEqual([expect.stringContaining('proxy.example.com')]);
     expect(configError({ TRUST_PROXY: 'yes' }).problems).toEqual([expect.stringContaining('TRUST_PROXY')]);
   });
+
+  it.each([['0.0.0.0/0'], ['::/0'], ['::ffff:0.0.0.0/0'], ['10.0.0.0/00']])(
+    'refuses %s, a zero prefix, saying TRUST_PROXY=true trusts every address',
+    (entry) => {
+      expect(configError({ TRUST_PROXY: `127.0.0.1,${entry}` }).problems).toEqual([
+        `TRUST_PROXY entry "${entry}" trusts every address: set TRUST_PROXY=true for that, or name your proxies' addresses`,
+      ]);
+    },
+  );
 
   it.each([['abc'], ['cafe::zz'], ['999.1.1.1'], ['10.0.0.0/33'], ['::1/129'], ['10.0.0.0/8/8'], ['10.0.0.0/']])(
     'refuses %s, which would otherwise crash the server at start',

@@ -47,20 +47,43 @@ describe('hop-by-hop request headers', () => {
   });
 });
 
-describe('well-formed keys nobody issued', () => {
-  it('stop reaching the key store once their sender is over the per-address limit', async () => {
-    const gw = await gateway({ env: { ANON_PER_MINUTE: '3' } });
+describe('keys from an address over its per-address limit', () => {
+  it.each([
+    ['garbage (no key shape)', (i: number) => `ask_garbage${i}`],
+    ['well-formed keys nobody issued', () => generateApiKey()],
+  ])('a valid key never used before is served after 70 of %s', async (_label, garbage) => {
+    const gw = await gateway();
     const codes: string[] = [];
-    for (let i = 0; i < 12; i++) {
-      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(generateApiKey()) });
-      codes.push((res.json() as { code: string }).code);
+    for (let i = 0; i < 70; i++) {
+      codes.push((await gw.app.inject({ url: '/v1/pets', headers: bearer(garbage(i)) })).json().code);
     }
-    expect(codes.slice(0, 3)).toEqual(['invalid_api_key', 'invalid_api_key', 'invalid_api_key']);
-    expect(codes.slice(3).every((c) => c === 'rate_limit_exceeded')).toBe(true);
-    // Three lookups answered 401, the fourth found the sender over its limit; no more after that.
-    expect(storeLookups(await gw.deps.registry.metrics())).toBe(4);
+    expect(codes.slice(-10)).toEqual(Array(10).fill('rate_limit_exceeded'));
+    const { key } = await addKey(gw.deps, 'pro');
+    const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.headers['x-ratelimit-limit']).toBe('300');
+    // The sender is still over its limit for everything without a valid key.
+    const after = await gw.app.inject({ url: '/v1/pets', headers: bearer(generateApiKey()) });
+    expect(after.json().code).toBe('rate_limit_exceeded');
   });
 
+  it('cost one key-store lookup per distinct well-formed key, none for repeats or garbage', async () => {
+    const gw = await gateway({ env: { ANON_PER_MINUTE: '3' } });
+    const codes: string[] = [];
+    const repeated = generateApiKey();
+    const send = async (key: string) =>
+      codes.push((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).json().code);
+    for (let i = 0; i < 12; i++) await send(generateApiKey());
+    for (let i = 0; i < 5; i++) await send(repeated);
+    for (let i = 0; i < 5; i++) await send(`ask_garbage${i}`);
+    expect(codes.slice(0, 3)).toEqual(['invalid_api_key', 'invalid_api_key', 'invalid_api_key']);
+    expect(codes.slice(3).every((c) => c === 'rate_limit_exceeded')).toBe(true);
+    // Each well-formed key is looked up before it is refused: 12 + 1, whatever the address's state.
+    expect(storeLookups(await gw.deps.registry.metrics())).toBe(13);
+  });
+});
+
+describe('well-formed keys nobody issued', () => {
   it('do not push known keys out of the cache', async () => {
     const store = new MemoryKeyStore();
     let lookups = 0;

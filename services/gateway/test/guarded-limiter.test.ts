@@ -15,7 +15,7 @@ import { connected, redisClient } from './helpers.js';
 // their outcome, where they were taken (`source`, the metrics label) and when a ban ends.
 
 /** One admitted request a minute, banned at the second refusal, for 15 minutes. */
-const BAN: BanPolicy = { threshold: 1, windowMs: 60_000, durationMs: 900_000, graceMs: 0 };
+const BAN: BanPolicy = { threshold: 1, windowMs: 60_000, durationMs: 900_000, graceMs: 0, minRetryAfterMs: 0 };
 const POLICY = policyFor({ perMinute: 1, perDay: 100 });
 
 let clock = Date.now();

@@ -1,10 +1,10 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ConfigError } from '@animal-store/common/env.js';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { createDeps } from '../src/deps.js';
 import { generateApiKey, hashApiKey } from '../src/keys/api-key.js';
 import { createKey, newSecret } from '../src/keys/create-key.js';
 import { toKeyFileEntry } from '../src/keys/keys-file.js';
@@ -192,6 +192,8 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
         [{ expiresAt: 'next week' }, /expiresAt must be an RFC 3339 timestamp/],
         [{ expiresAt: '2020-01-01T00:00:00Z' }, /expiresAt must be in the future/],
         [{ expiresAt: '2031-02-30T00:00:00Z' }, /not a real date/],
+        [{ expiresAt: '2031-11-31T00:00:00Z' }, /expiresAt is not a real date/],
+        [{ expiresAt: '2031-11-30T24:00:00Z' }, /expiresAt is not a real date/],
         [{ name: '' }, /name/],
         [{}, /Nothing to change/],
         [{ colour: 'red' }, /Nothing to change/],
@@ -525,23 +527,23 @@ describe('keys from API_KEYS_FILE', () => {
         { id: 'key_b', plan: 'enterprise', sha256: hashApiKey('b') },
       ]),
     );
-    const config = loadConfig({ LOG_LEVEL: 'silent', API_KEYS_FILE: path });
-    await expect(createDeps(config, {}, { defaultMetrics: false })).rejects.toThrow(
-      /entry 0: sha256 must be 64 lowercase hex.*entry 1: enterprise keys need limits/,
+    // With every other problem of the configuration, in one list.
+    expect(() => loadConfig({ LOG_LEVEL: 'loud', API_KEYS_FILE: path })).toThrow(
+      new ConfigError([
+        `API_KEYS_FILE=${path}: entry 0: sha256 must be 64 lowercase hex characters`,
+        `API_KEYS_FILE=${path}: entry 1: enterprise keys need limits { perSecond, perMinute, perHour, perDay, perMonth }`,
+        'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+      ]),
     );
     await expect(startGateway({ env: { API_KEYS_FILE: path } })).rejects.toThrow(path);
   });
 
   it('a gateway refuses to start when API_KEYS_FILE is missing or not JSON', async () => {
     const missing = join(dir, 'missing.json');
-    await expect(createDeps(loadConfig({ API_KEYS_FILE: missing }), {}, { defaultMetrics: false })).rejects.toThrow(
-      /ENOENT/,
-    );
+    expect(() => loadConfig({ API_KEYS_FILE: missing })).toThrow(`API_KEYS_FILE=${missing} cannot be read (ENOENT)`);
     const garbled = join(dir, 'garbled.json');
     await writeFile(garbled, '[{');
-    await expect(createDeps(loadConfig({ API_KEYS_FILE: garbled }), {}, { defaultMetrics: false })).rejects.toThrow(
-      /not valid JSON/,
-    );
+    expect(() => loadConfig({ API_KEYS_FILE: garbled })).toThrow(`API_KEYS_FILE=${garbled} is not valid JSON`);
   });
 
   it('a gateway started on a valid file serves its keys and lists them', async () => {

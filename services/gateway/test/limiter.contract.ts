@@ -1,28 +1,38 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import type { BanPolicy, Decision, KeyLimiter } from '../src/limits/key-limiter.js';
 import { type LimitPolicy, type Limits, periodEnd, policyFor } from '../src/limits/policy.js';
+import { type FleetClient, fleets, runFleet, type TimedAnswer } from './clients.js';
 
 export interface LimiterHarness {
   limiter: KeyLimiter;
   /** The limiter's clock. */
   now(): number;
-  /** Moves the limiter's clock forward: sliding windows slide and calendar periods turn with it. */
+  /**
+   * Moves the limiter's clock forward, and time with it for what the limiter keeps: sliding windows
+   * slide, calendar periods turn, and state whose time is up goes as it would (a Redis TTL runs
+   * out), never sooner.
+   */
   advance(ms: number): Promise<void>;
-  /** Ends the key's minute window now, as the passing of time would. */
-  endMinuteWindow(keyId: string): Promise<void>;
-  /** Ages the key's grace (BanPolicy.graceMs) past its end, as the passing of time would. */
-  endGrace(keyId: string): Promise<void>;
   cleanup(): Promise<void>;
 }
 
 /** The spec's shape of limits (fixed windows) as a policy, the way a key of a built-in plan has it. */
 const fixed = (limits: Limits): LimitPolicy => policyFor(limits);
 
-const BAN: BanPolicy = { threshold: 3, windowMs: 60_000, durationMs: 900_000, graceMs: 0 };
-/** The default policy's shape: refusals in the first second after a window fills are no strikes. */
-const GRACE: BanPolicy = { ...BAN, graceMs: 1_000 };
+/** Every refusal counts for its whole Retry-After, which is the windows' own wait. */
+const BAN: BanPolicy = { threshold: 3, windowMs: 60_000, durationMs: 900_000, graceMs: 0, minRetryAfterMs: 0 };
 /** For tests that probe a full window many times: no ban gets in their way. */
 const NO_BANS: BanPolicy = { ...BAN, threshold: 1_000_000 };
+/**
+ * Past a fixed window's end. Redis ends it by its TTL, which follows the test's clock a little late
+ * (by up to the wall-clock time the test spent between two moves of it, more on a busy machine: see
+ * test-clock.ts); the limiter's own decisions follow the clock to the millisecond.
+ */
+const TTL_LAG = 1_000;
+const MINUTE_ENDED = 60_000 + TTL_LAG;
+/** The gateway's own (config.ts): what fleets of clients sharing a key meet. */
+const DEFAULT_BAN: BanPolicy = loadConfig({}).ban;
 
 function window(decision: Decision, name: string) {
   const w = decision.windows.find((x) => x.name === name);
@@ -67,12 +77,12 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
     });
 
     it('counts only admitted requests: minute refusals leave the day window alone', async () => {
-      const { limiter, endMinuteWindow } = await start();
+      const { limiter, advance } = await start();
       const keyId = newKeyId();
       const limits = { perMinute: 3, perDay: 10 };
       for (let i = 0; i < 3; i++) await limiter.consume(keyId, fixed(limits), 1);
       for (let i = 0; i < 3; i++) expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
-      await endMinuteWindow(keyId);
+      await advance(MINUTE_ENDED);
       const next = await limiter.consume(keyId, fixed(limits), 1);
       expect(next.outcome).toBe('admitted');
       expect(window(next, 'minute').remaining).toBe(2);
@@ -94,7 +104,7 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
     });
 
     it(`bans a key after more than ${BAN.threshold} refusals, until the ban ends`, async () => {
-      const { limiter } = await start();
+      const { limiter, now } = await start();
       const keyId = newKeyId();
       const limits = { perMinute: 1, perDay: 100 };
       expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('admitted');
@@ -103,14 +113,14 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       const banned = await limiter.consume(keyId, fixed(limits), 1);
       expect(banned.outcome).toBe('banned');
       if (banned.outcome !== 'banned') return;
-      expect(banned.banEndsAt - Date.now()).toBeGreaterThan(BAN.durationMs - 5_000);
-      expect(banned.banEndsAt - Date.now()).toBeLessThanOrEqual(BAN.durationMs + 1_000);
+      expect(banned.banEndsAt - now()).toBeGreaterThan(BAN.durationMs - 5_000);
+      expect(banned.banEndsAt - now()).toBeLessThanOrEqual(BAN.durationMs + 1_000);
       expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('banned');
-      expect(await limiter.banEndsAt(keyId)).toBeGreaterThan(Date.now());
+      expect(await limiter.banEndsAt(keyId)).toBeGreaterThan(now());
     });
 
     it('lifting a ban also forgets the refusals counted towards the next one', async () => {
-      const { limiter, endMinuteWindow } = await start();
+      const { limiter, advance } = await start();
       const keyId = newKeyId();
       const limits = { perMinute: 1, perDay: 100 };
       await limiter.consume(keyId, fixed(limits), 1);
@@ -123,46 +133,8 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
         expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
       expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('banned');
       await limiter.liftBan(keyId);
-      await endMinuteWindow(keyId);
+      await advance(MINUTE_ENDED);
       expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('admitted');
-    });
-
-    it('counts no refusal in the grace after a window fills: 50 clients refused at once are not banned', async () => {
-      const { limiter } = await start(GRACE);
-      const keyId = newKeyId();
-      const limits = { perMinute: 10, perDay: 100 };
-      const decisions = await Promise.all(Array.from({ length: 60 }, () => limiter.consume(keyId, fixed(limits), 1)));
-      const outcomes = decisions.map((d) => d.outcome);
-      expect(outcomes.filter((o) => o === 'admitted')).toHaveLength(10);
-      expect(outcomes.filter((o) => o === 'limited')).toHaveLength(50);
-      expect(await limiter.banEndsAt(keyId)).toBeNull();
-      expect((await limiter.usage(keyId, fixed(limits))).refusals).toBe(0);
-    });
-
-    it(`bans a key whose client keeps sending past the grace: more than ${GRACE.threshold} refusals after it`, async () => {
-      const { limiter, endGrace } = await start(GRACE);
-      const keyId = newKeyId();
-      const limits = { perMinute: 1, perDay: 100 };
-      expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('admitted');
-      for (let i = 0; i < 20; i++) expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
-      await endGrace(keyId);
-      for (let i = 0; i < GRACE.threshold; i++)
-        expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
-      expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('banned');
-    });
-
-    it('starts a new grace each time a window fills again', async () => {
-      const { limiter, endGrace, endMinuteWindow } = await start(GRACE);
-      const keyId = newKeyId();
-      const limits = { perMinute: 1, perDay: 100 };
-      await limiter.consume(keyId, fixed(limits), 1);
-      await endGrace(keyId);
-      for (let i = 0; i < GRACE.threshold; i++)
-        expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
-      await endMinuteWindow(keyId);
-      expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('admitted');
-      // The window is full again: its first refusals are in a grace of their own.
-      for (let i = 0; i < 20; i++) expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('limited');
     });
 
     it('keeps keys apart', async () => {
@@ -329,11 +301,11 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
     });
 
     it('fixed, by contrast: a window starting at the first request admits its limit again right after it resets', async () => {
-      const { limiter, endMinuteWindow } = await start();
+      const { limiter, advance } = await start();
       const keyId = newKeyId();
       const policy = fixed({ perMinute: 5, perDay: 100 });
       for (let i = 0; i < 5; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
-      await endMinuteWindow(keyId);
+      await advance(MINUTE_ENDED);
       for (let i = 0; i < 5; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
     });
 
@@ -543,37 +515,6 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
     });
 
-    it('lifting a ban starts the key over: its next refusal is in a fresh grace', async () => {
-      const { limiter, endGrace } = await start(GRACE);
-      const keyId = newKeyId();
-      const policy = fixed({ perMinute: 1, perDay: 100 });
-      await limiter.consume(keyId, policy, 1);
-      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
-      await endGrace(keyId);
-      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
-      expect((await limiter.usage(keyId, policy)).refusals).toBe(1);
-      await limiter.liftBan(keyId);
-      for (let i = 0; i < GRACE.threshold + 2; i++) {
-        expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
-      }
-      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
-    });
-
-    it('ends a grace with the windows that refused, not one the request would have filled exactly', async () => {
-      const { limiter, endGrace, endMinuteWindow } = await start(GRACE);
-      const keyId = newKeyId();
-      const policy = fixed({ perMinute: 1, perDay: 2 });
-      await limiter.consume(keyId, policy, 1);
-      // Refused by the minute; the day (1 of 2) would be exactly full: it plays no part in the grace.
-      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
-      await endGrace(keyId);
-      await endMinuteWindow(keyId);
-      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
-      // The minute is full again: a fresh grace, so these are no strikes.
-      for (let i = 0; i < 3; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
-      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
-    });
-
     it('decides many keys arriving together each on its own windows, as one key at a time would', async () => {
       const { limiter } = await start(NO_BANS);
       const keys = Array.from({ length: 40 }, newKeyId);
@@ -590,6 +531,178 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       for (const keyId of keys) {
         expect((await limiter.usage(keyId, fixed(limits))).windows.map((w) => w.used)).toEqual([2, 2]);
       }
+    });
+
+    it('counts a refusal toward a ban until its Retry-After, less the grace, has passed', async () => {
+      const { limiter, advance } = await start({ ...BAN, graceMs: 500 });
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 1, perDay: 100 });
+      await limiter.consume(keyId, policy, 1);
+      await advance(50_000);
+      const refused = await limiter.consume(keyId, policy, 1);
+      if (refused.outcome !== 'limited') throw new Error(refused.outcome);
+      expect(refused.retryAfterMs).toBeGreaterThan(9_000);
+      expect(refused.retryAfterMs).toBeLessThan(11_000);
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(1);
+      // It counts in steps of 100 ms, rounded down: until the last step before its end.
+      await advance(refused.retryAfterMs - 500 - 100);
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(1);
+      await advance(100);
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
+    });
+
+    it('bans on the refusal that makes more than the threshold count at once, however far apart they came', async () => {
+      const { limiter, advance } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 1, perDay: 100 });
+      await limiter.consume(keyId, policy, 1);
+      const outcomes = [];
+      // Each told to wait for the minute's end: all four still count when the fourth comes.
+      for (let i = 0; i < BAN.threshold + 1; i++) {
+        await advance(12_000);
+        outcomes.push((await limiter.consume(keyId, policy, 1)).outcome);
+      }
+      expect(outcomes).toEqual([...Array(BAN.threshold).fill('limited'), 'banned']);
+    });
+
+    it('tells a refusal to wait at least the shortest Retry-After, counts it that long, and still admits when the window has room', async () => {
+      const { limiter, now, advance } = await start({ ...BAN, minRetryAfterMs: 8_000 });
+      const keyId = newKeyId();
+      const policy = policyFor({ perSecond: 1, perMinute: 100 });
+      await limiter.consume(keyId, policy, 1);
+      const refused = await limiter.consume(keyId, policy, 1);
+      if (refused.outcome !== 'limited') throw new Error(refused.outcome);
+      expect(refused.retryAfterMs).toBe(8_000);
+      // The window's own reset is still the second's.
+      expect(window(refused, 'second').resetAt - now()).toBeLessThanOrEqual(1_000);
+      await advance(1_000 + TTL_LAG);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+      await advance(6_800 - TTL_LAG);
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(1);
+      await advance(200);
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
+    });
+
+    it('counts a refusal for the window that refused it, not until another that it would have filled exactly resets', async () => {
+      const { limiter, advance } = await start();
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 1, perDay: 2 });
+      await limiter.consume(keyId, policy, 1);
+      await advance(50_000);
+      // Refused by the minute; the day (1 of 2) would be exactly full: it plays no part.
+      const refused = await limiter.consume(keyId, policy, 1);
+      if (refused.outcome !== 'limited') throw new Error(refused.outcome);
+      expect(refused.retryAfterMs).toBeLessThan(11_000);
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(1);
+      // The minute's end: the refusal is forgotten with it, not kept until the day's (or the ban window's) end.
+      await advance(refused.retryAfterMs);
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
+      await advance(MINUTE_ENDED - 60_000);
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+      for (let i = 0; i < BAN.threshold; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+    });
+
+    it(`counts every refusal of clients refused at once: ${DEFAULT_BAN.threshold} are no ban, one more is`, async () => {
+      const { limiter } = await start(DEFAULT_BAN);
+      const keyId = newKeyId();
+      const policy = fixed({ perMinute: 10, perDay: 1_000 });
+      const decisions = await Promise.all(
+        Array.from({ length: 10 + DEFAULT_BAN.threshold }, () => limiter.consume(keyId, policy, 1)),
+      );
+      expect(decisions.filter((d) => d.outcome === 'admitted')).toHaveLength(10);
+      expect(decisions.filter((d) => d.outcome === 'limited')).toHaveLength(DEFAULT_BAN.threshold);
+      expect(await limiter.banEndsAt(keyId)).toBeNull();
+      expect((await limiter.usage(keyId, policy)).refusals).toBe(DEFAULT_BAN.threshold);
+      const one = await limiter.consume(keyId, policy, 1);
+      if (one.outcome !== 'banned') throw new Error(one.outcome);
+      expect(one.started).toEqual({ refusals: DEFAULT_BAN.threshold + 1 });
+    });
+
+    /** A limiter's decision as a client reads the gateway's answer to it. */
+    const answerOf = (decision: Decision, at: number): TimedAnswer => {
+      if (decision.outcome === 'admitted') return { status: 200 };
+      if (decision.outcome === 'limited') {
+        return { status: 429, code: 'rate_limit_exceeded', retryAfter: Math.ceil(decision.retryAfterMs / 1000) };
+      }
+      return { status: 429, code: 'api_key_banned', retryAfter: Math.ceil((decision.banEndsAt - at) / 1000) };
+    };
+    const plans = {
+      fixed: fixed({ perMinute: 60, perDay: 1_000 }),
+      sliding: policyFor({ perMinute: 60, perDay: 1_000 }, 'sliding'),
+    };
+    const n = DEFAULT_BAN.threshold;
+    const politeFleets: Array<[string, () => FleetClient[], number]> = [
+      [
+        '14 clients of one request each, 0.5 s apart, after the window filled',
+        () => fleets.oneRequestEach(14, 500),
+        60,
+      ],
+      ['15 pollers each every 5 s', () => fleets.pollers(15, 5_000), 0],
+      ['20 workers starting 3 s apart, each every 200 ms', () => fleets.workers(20, 3_000, 200), 0],
+      [
+        `${n} clients of one request each, 100 ms apart, after the window filled`,
+        () => fleets.oneRequestEach(n, 100),
+        60,
+      ],
+      [`${n} pollers each every 2 s`, () => fleets.pollers(n, 2_000), 0],
+      [`${n} workers starting 100 ms apart, each every 100 ms`, () => fleets.workers(n, 100, 100), 0],
+    ];
+    for (const [plan, policy] of Object.entries(plans)) {
+      it.each(politeFleets)(
+        `never bans a fleet that honours Retry-After (${plan}): %s`,
+        async (_name, clients, fill) => {
+          const { limiter, now, advance } = await start(DEFAULT_BAN);
+          const keyId = newKeyId();
+          for (let i = 0; i < fill; i++) await limiter.consume(keyId, policy, 1);
+          // A client honouring Retry-After has at most one refusal counting at any moment.
+          let most = 0;
+          const send = async () => {
+            const answer = answerOf(await limiter.consume(keyId, policy, 1), now());
+            most = Math.max(most, (await limiter.usage(keyId, policy)).refusals);
+            return answer;
+          };
+          const fleet = clients();
+          const run = await runFleet(fleet, { now, advance }, send, 180_000);
+          expect(run.bannedAt).toBeNull();
+          expect(run.answers.filter((a) => a.status === 429).length).toBeGreaterThanOrEqual(14);
+          expect(most).toBeGreaterThan(0);
+          expect(most).toBeLessThanOrEqual(fleet.length);
+        },
+      );
+    }
+
+    it.each([
+      ['fixed, filled at once', plans.fixed, 60, 0],
+      ['sliding, filled one a second: room comes back every second', plans.sliding, 1, 1_000],
+    ])(
+      'bans a client sending every 100 ms into a full window within 15 s of its first 429 (%s)',
+      async (_name, policy, each, every) => {
+        const { limiter, now, advance } = await start(DEFAULT_BAN);
+        const keyId = newKeyId();
+        for (let i = 0; i < 60 / each; i++) {
+          for (let k = 0; k < each; k++) await limiter.consume(keyId, policy, 1);
+          await advance(every);
+        }
+        const send = async () => answerOf(await limiter.consume(keyId, policy, 1), now());
+        const run = await runFleet(fleets.rude(100), { now, advance }, send, 60_000);
+        const firstRefusal = run.answers.find((a) => a.status === 429)?.at ?? 0;
+        expect(run.bannedAt).not.toBeNull();
+        expect((run.bannedAt ?? 0) - firstRefusal).toBeLessThanOrEqual(15_000);
+      },
+    );
+
+    it('cannot tell a client retrying every 100 ms from ten polite ones when a refusal waits only a second', async () => {
+      // What the shortest Retry-After is for: without it, the same client as above goes unbanned.
+      const { limiter, now, advance } = await start({ ...DEFAULT_BAN, minRetryAfterMs: 0 });
+      const keyId = newKeyId();
+      for (let i = 0; i < 60; i++) {
+        await limiter.consume(keyId, plans.sliding, 1);
+        await advance(1_000);
+      }
+      const send = async () => answerOf(await limiter.consume(keyId, plans.sliding, 1), now());
+      const run = await runFleet(fleets.rude(100), { now, advance }, send, 60_000);
+      expect(run.answers.filter((a) => a.status === 429).length).toBeGreaterThan(400);
+      expect(run.bannedAt).toBeNull();
     });
   });
 }

@@ -3,32 +3,18 @@ import type { BanPolicy } from '../src/limits/key-limiter.js';
 import { MemoryKeyLimiter } from '../src/limits/memory-key-limiter.js';
 import { policyFor } from '../src/limits/policy.js';
 import { limiterContract } from './limiter.contract.js';
+import { testClock } from './test-clock.js';
 
 limiterContract('memory', async (ban) => {
   // A clock that moves only when the test moves it: sliding buckets and refusals to the millisecond.
-  let clock = Date.now();
-  const now = () => clock;
-  const limiter = new MemoryKeyLimiter(ban, now);
-  return {
-    limiter,
-    now,
-    advance: async (ms) => {
-      clock += ms;
-    },
-    endMinuteWindow: async () => {
-      clock += 60_000;
-    },
-    endGrace: async () => {
-      clock += ban.graceMs;
-    },
-    cleanup: async () => {},
-  };
+  const clock = testClock();
+  return { limiter: new MemoryKeyLimiter(ban, clock.now), ...clock, cleanup: async () => {} };
 });
 
 // What only the embedded limiter does: its fixed windows live on its own clock (Redis keeps them
 // as TTLs in real time), and it bounds the counters it keeps.
 
-const BAN: BanPolicy = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0 };
+const BAN: BanPolicy = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
 
 describe('the memory limiter on its own clock', () => {
   it('ends a fixed window exactly its length after its first admission, telling a refusal the time left', async () => {

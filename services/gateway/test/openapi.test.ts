@@ -289,22 +289,28 @@ describe('publicDocument', () => {
   });
 
   it('states the ban rule with the configured numbers, and the deprecated operation with its successor', () => {
-    const config = loadConfig({ BAN_THRESHOLD: '5', BAN_WINDOW_SECONDS: '30', BAN_SECONDS: '600' });
+    const config = loadConfig({
+      BAN_THRESHOLD: '5',
+      BAN_WINDOW_SECONDS: '30',
+      BAN_SECONDS: '600',
+      RETRY_AFTER_MIN_SECONDS: '3',
+    });
     const rule =
-      'More than 5 refused requests within 30 seconds, not counting those in the first second after the limit ' +
-      'was reached, bans the key for 10 minutes';
-    expect(banRule(config.ban)).toContain(rule);
+      'A refused request counts toward a ban until its `Retry-After` has passed (for at most 30 seconds): more ' +
+      'than 5 counting at once ban the key for 10 minutes (429 `api_key_banned`). Up to 5 clients sharing a key ' +
+      "are never banned while each waits out the `Retry-After` of its last 429. A 429's `Retry-After` is at least " +
+      '3 seconds.';
+    expect(banRule(config.ban)).toBe(rule);
     expect(publicDocument(upstream, publicDocumentOptions(config)).info.description).toContain(rule);
     expect(doc.info.description).toContain(
-      'More than 10 refused requests within 60 seconds, not counting those in the first second after the limit ' +
-        'was reached, bans the key for 15 minutes',
+      'more than 50 counting at once ban the key for 15 minutes (429 `api_key_banned`). Up to 50 clients sharing ' +
+        "a key are never banned while each waits out the `Retry-After` of its last 429. A 429's `Retry-After` is " +
+        'at least 8 seconds.',
     );
-    expect(banRule({ threshold: 1_000, windowMs: 60_000, durationMs: 90_000, graceMs: 2_000 })).toContain(
-      'More than 1,000 refused requests within 60 seconds, not counting those in the first 2 seconds after the ' +
-        'limit was reached, bans the key for 90 seconds',
-    );
-    expect(banRule({ threshold: 5, windowMs: 60_000, durationMs: 120_000, graceMs: 0 })).toBe(
-      'More than 5 refused requests within 60 seconds bans the key for 2 minutes (429 `api_key_banned`).',
+    expect(banRule({ threshold: 1_000, windowMs: 120_000, durationMs: 90_000, graceMs: 0, minRetryAfterMs: 0 })).toBe(
+      'A refused request counts toward a ban until its `Retry-After` has passed (for at most 2 minutes): more ' +
+        'than 1,000 counting at once ban the key for 90 seconds (429 `api_key_banned`). Up to 1,000 clients ' +
+        'sharing a key are never banned while each waits out the `Retry-After` of its last 429.',
     );
     expect(doc.info.description).toContain(
       '`GET /pets/{petId}` is deprecated and will be removed on 5 December 2030: use `GET /pets`',
@@ -463,8 +469,8 @@ describe('GET /v1/openapi.json on the gateway', () => {
       'https://staging.animal-store.test/v1',
     ]);
     expect(doc.info.description).toContain(
-      'More than 4 refused requests within 20 seconds, not counting those in the first second after the limit ' +
-        'was reached, bans the key for 2 minutes',
+      'A refused request counts toward a ban until its `Retry-After` has passed (for at most 20 seconds): more ' +
+        'than 4 counting at once ban the key for 2 minutes',
     );
     expect((await gw.app.inject({ url: '/docs/json' })).json()).toEqual(doc);
   });

@@ -168,6 +168,24 @@ describe('a plans file with problems, each named where it is', () => {
     expect(problem).toMatch(/^PLANS_FILE=plans\.json is not valid JSON \(.+\)$/);
   });
 
+  it('refuses a plan, a window or a route cost given twice, naming both lines', () => {
+    const text = [
+      '{',
+      '  "plans": {',
+      '    "free": { "windows": { "minute": 60, "day": 1000, "minute": 600 } },',
+      '    "pro": { "windows": { "minute": 300 } },',
+      '    "free": { "windows": { "minute": 6000 } }',
+      '  },',
+      '  "routeCosts": { "POST /v1/pets": 2, "POST /v1/pets": 3 }',
+      '}',
+    ].join('\n');
+    expect(problems(text)).toEqual([
+      'plans.free.windows.minute is given twice (lines 3 and 3): give each once',
+      'plans.free is given twice (lines 3 and 5): give each once',
+      'routeCosts["POST /v1/pets"] is given twice (lines 7 and 7): give each once',
+    ]);
+  });
+
   it('accepts plan names of 1 to 32 lower-case letters, digits, - and _, starting with a letter', () => {
     const plan = { windows: { minute: 1 } };
     const names = ['a', `a${'b'.repeat(31)}`, 'pro-2_x'];

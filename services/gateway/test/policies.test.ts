@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { InjectOptions } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { createKey } from '../src/keys/create-key.js';
@@ -136,6 +137,70 @@ describe('plans as data (PLANS_FILE)', () => {
     const usage = await gw.admin.inject({ url: `/admin/keys/${id}/usage`, headers: bearer(ADMIN_TOKEN) });
     expect(usage.json().windows.minute).toMatchObject({ limit: 12, used: 11, remaining: 1 });
     expect(usage.json().windows.day).toMatchObject({ limit: 1000, used: 11 });
+  });
+
+  it('names the window that refused and when it lets requests through, for every kind of window', async () => {
+    // A fixed clock within the current second, so each reset is known to the millisecond; the
+    // embedded limiter keeps to it (Redis's own expiry runs on Redis's clock). Both limiters
+    // settle a refusal in the same code.
+    const at = Math.floor(Date.now() / 1000) * 1000 + 250;
+    const gw = await gateways.start({
+      redisUrl: null,
+      now: () => at,
+      env: {
+        BAN_GRACE_MS: '0',
+        PLANS_FILE: plansFile({
+          plans: {
+            burst: { windows: { second: 5, minute: 100 } },
+            hourly: { windows: { hour: 5 } },
+            smooth: { windows: { minute: 5 }, algorithm: 'sliding' },
+            daily: { windows: { day: 5 } },
+            monthly: { windows: { month: 5 } },
+            metered: { windows: { minute: 12, day: 1000 } },
+          },
+          routeCosts: { 'POST /v1/pets': 5 },
+        }),
+      },
+    });
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const day = new Date(at);
+    const nextMonth = Date.UTC(day.getUTCFullYear(), day.getUTCMonth() + 1, 1);
+    const refusal = async (plan: string, request: (key: string) => InjectOptions) => {
+      const { key } = await addKey(gw, { plan });
+      let res = await gw.app.inject(request(key));
+      while (res.statusCode === 200) res = await gw.app.inject(request(key));
+      expect(res.statusCode).toBe(429);
+      return { message: res.json().message as string, retryAfter: Number(res.headers['retry-after']) };
+    };
+    const get = (key: string) => ({ url: '/v1/pets', headers: bearer(key) });
+    expect(await refusal('burst', get)).toEqual({
+      message: `Rate limit exceeded for the burst plan: the second window (5 per second) is used up; it resets on ${iso(at + 1000)}`,
+      retryAfter: 1,
+    });
+    expect(await refusal('hourly', get)).toEqual({
+      message: `Rate limit exceeded for the hourly plan: the hour window (5 per hour) is used up; it resets on ${iso(at + 3_600_000)}`,
+      retryAfter: 3600,
+    });
+    // Sliding: the second-long bucket holding all five requests leaves the minute a bucket late.
+    const slidOut = (Math.floor(at / 1000) + 61) * 1000;
+    expect(await refusal('smooth', get)).toEqual({
+      message: `Rate limit exceeded for the smooth plan: the sliding minute window (5 in any minute) is used up; it has room again from ${iso(slidOut)}`,
+      retryAfter: Math.ceil((slidOut - at) / 1000),
+    });
+    const midnight = (Math.floor(at / 86_400_000) + 1) * 86_400_000;
+    expect(await refusal('daily', get)).toEqual({
+      message: `Rate limit exceeded for the daily plan: the day quota (5 per UTC day) is used up; it resets on ${iso(midnight)}`,
+      retryAfter: Math.ceil((midnight - at) / 1000),
+    });
+    expect(await refusal('monthly', get)).toEqual({
+      message: `Rate limit exceeded for the monthly plan: the month quota (5 per UTC calendar month) is used up; it resets on ${iso(nextMonth)}`,
+      retryAfter: Math.ceil((nextMonth - at) / 1000),
+    });
+    // Two POSTs at 5 leave 2 of 12: the third is refused for its cost, not for an empty window.
+    expect(await refusal('metered', post)).toEqual({
+      message: `Rate limit exceeded for the metered plan: the minute window (12 per minute) has 2 left and this request costs 5; it resets on ${iso(at + 60_000)}`,
+      retryAfter: 60,
+    });
   });
 
   it('counts a costly request at its route’s cost for quota webhooks: a POST costing 5 from 78 to 83 of a day of 100 crosses 80 %', async () => {
@@ -368,6 +433,8 @@ describe('scopes', () => {
 describe('IP allowlists', () => {
   it.each([
     ['an IPv4 CIDR', ['203.0.113.0/24'], '203.0.113.9', '198.51.100.7'],
+    // The edges of the prefix: its last address, and one differing only in the prefix's last bit.
+    ['an IPv4 CIDR at its edge', ['203.0.113.0/24'], '203.0.113.255', '203.0.112.255'],
     ['an IPv6 CIDR', ['2001:db8::/32'], '2001:db8:1::5', '2001:db9::5'],
     ['an IPv4 address, used over IPv6-mapped IPv4', ['203.0.113.9'], '::ffff:203.0.113.9', '::ffff:203.0.113.10'],
     ['an IPv6 address, its one host', ['2001:db8::9'], '2001:db8::9', '2001:db8::10'],
@@ -486,6 +553,38 @@ describe('shadow mode', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-ratelimit-remaining']).toBe('0');
     expect(res.headers['ratelimit-policy']).toMatch(/, "ban";q=0;w=120$/);
+  });
+
+  it('serves a banned key on a replica started with RATE_LIMIT_SHADOW=true, counted as shadow_refused', async () => {
+    // An operator turning shadow mode on for the whole deployment while a key is banned (in Redis):
+    // the replica in shadow serves it and says what it would have done; one not in shadow refuses.
+    const env = { PLANS_FILE: plansFile(PLANS), BAN_GRACE_MS: '0', BAN_THRESHOLD: '1', BAN_SECONDS: '120' };
+    const prefix = `shadowban${Date.now()}:`;
+    const strict = await gateways.start({ env, prefix });
+    const { key } = await addKey(strict, { plan: 'metered' });
+    let code = '';
+    for (let i = 0; i < 15 && code !== 'api_key_banned'; i++) {
+      const res = await strict.app.inject({ url: '/v1/pets', headers: bearer(key) });
+      code = res.statusCode === 200 ? 'ok' : res.json().code;
+    }
+    expect(code).toBe('api_key_banned');
+    const logs: Record<string, unknown>[] = [];
+    const shadow = await gateways.start({
+      env: { ...env, RATE_LIMIT_SHADOW: 'true' },
+      prefix,
+      keyStore: strict.deps.keyStore,
+      logs,
+    });
+    const res = await shadow.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['retry-after']).toBeUndefined();
+    expect(res.headers['x-ratelimit-remaining']).toBe('0');
+    expect(res.headers['ratelimit-policy']).toMatch(/, "ban";q=0;w=120$/);
+    const metrics = await shadow.deps.registry.getSingleMetricAsString('gateway_rate_limit_decisions_total');
+    expect(metrics).toMatch(/^gateway_rate_limit_decisions_total\{[^}]*decision="shadow_refused"[^}]*\} 1$/m);
+    expect(metrics).not.toMatch(/decision="banned"/);
+    expect(logs.filter((l) => l.msg === 'request' && l.limiter === 'shadow_refused')).toHaveLength(1);
+    expect((await strict.app.inject({ url: '/v1/pets', headers: bearer(key) })).json().code).toBe('api_key_banned');
   });
 
   it('reports a shadow plan’s would-be limit refusal with its windows alone, no ban', async () => {

@@ -7,6 +7,7 @@ import { RedisUsageHistory } from '../src/limits/redis-usage-history.js';
 import { DAY_MS } from '../src/limits/usage-history.js';
 import { connected, redisClient } from './helpers.js';
 import { limiterContract } from './limiter.contract.js';
+import { testClock } from './test-clock.js';
 
 let redis: TestRedis;
 beforeAll(async () => {
@@ -23,32 +24,17 @@ afterAll(async () => {
  */
 for (const withHistory of [false, true]) {
   limiterContract(withHistory ? 'redis, with the usage history' : 'redis', async (ban) => {
-    const client = await connected(redisClient(redis.url));
-    // The limiter's clock drives sliding buckets and calendar periods; fixed windows live by Redis's
-    // own TTLs, which tests end by deleting the window's key.
-    // A clock that moves only when the test moves it: sliding buckets and refusals to the millisecond.
-    let clock = Date.now();
-    const now = () => clock;
+    // A command timeout of its own: the contract is about decisions, and this machine may be busy.
+    const client = await connected(redisClient(redis.url, 2_000));
     const prefix = `t${randomUUID().slice(0, 8)}:`;
+    // A clock that moves only when the test moves it, taking the TTLs of the limiter's keys with it:
+    // sliding buckets and refusals to the millisecond, and state gone only when its time is up.
+    const clock = testClock({ client, prefix });
     const history = withHistory ? new RedisUsageHistory(client, prefix, 35 * DAY_MS) : null;
-    const limiter = new RedisKeyLimiter(client, prefix, ban, now, history);
+    const limiter = new RedisKeyLimiter(client, prefix, ban, clock.now, history);
     return {
       limiter,
-      now,
-      advance: async (ms) => {
-        clock += ms;
-      },
-      endMinuteWindow: async (keyId) => {
-        // The grace key lives as long as the window that filled.
-        await client.del(limiter.keyName(keyId, 'm'), limiter.keyName(keyId, 'grace'));
-      },
-      endGrace: async (keyId) => {
-        // Its age is the lifetime it holds less its PTTL: take graceMs off the PTTL.
-        const grace = limiter.keyName(keyId, 'grace');
-        const left = await client.pttl(grace);
-        if (left > ban.graceMs) await client.pexpire(grace, left - ban.graceMs);
-        else await client.del(grace);
-      },
+      ...clock,
       cleanup: async () => {
         await history?.flush();
         client.disconnect();
@@ -59,7 +45,7 @@ for (const withHistory of [false, true]) {
 
 describe('two replicas on one Redis', () => {
   const replicas = async (n: number, prefix = `t${randomUUID().slice(0, 8)}:`) => {
-    const ban = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0 };
+    const ban = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
     const clients = await Promise.all(Array.from({ length: n }, () => connected(redisClient(redis.url))));
     onTestFinished(() => {
       for (const client of clients) client.disconnect();
@@ -91,7 +77,7 @@ describe('two replicas on one Redis', () => {
     const limiter = new RedisKeyLimiter(
       client,
       prefix,
-      { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0 },
+      { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 },
       Date.now,
       history,
     );
@@ -132,7 +118,7 @@ describe('two replicas on one Redis', () => {
 describe('one replica’s calls for a key', () => {
   /** One turn of the event loop: requests spread over turns arrive while the key's call is out. */
   const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-  const NO_BANS = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0 };
+  const NO_BANS = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
   const start = async () => {
     const client = await connected(redisClient(redis.url));
     onTestFinished(() => client.disconnect());
@@ -185,5 +171,46 @@ describe('one replica’s calls for a key', () => {
     const next = await limiter.consume(keyId, policy, 1);
     expect(next.outcome).toBe('admitted');
     expect(next.windows[0]?.remaining).toBe(29);
+  });
+});
+
+describe('what a key keeps in Redis for its refusals', () => {
+  const start = async () => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const clock = testClock({ client, prefix });
+    const history = new RedisUsageHistory(client, prefix, 35 * DAY_MS);
+    const ban = { threshold: 3, windowMs: 60_000, durationMs: 900_000, graceMs: 500, minRetryAfterMs: 0 };
+    const limiter = new RedisKeyLimiter(client, prefix, ban, clock.now, history);
+    onTestFinished(() => history.flush());
+    const keys = async () => (await client.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort();
+    return { client, clock, limiter, keys };
+  };
+
+  it('lets it expire with the Retry-After it counts, not with another window the request would have filled exactly', async () => {
+    const { client, clock, limiter } = await start();
+    const keyId = `key_${randomUUID()}`;
+    const policy = policyFor({ perMinute: 1, perDay: 2 });
+    await limiter.consume(keyId, policy, 1);
+    await clock.advance(50_000);
+    const refused = await limiter.consume(keyId, policy, 1);
+    if (refused.outcome !== 'limited') throw new Error(refused.outcome);
+    const pending = limiter.keyName(keyId, 'pending');
+    // Counted until the minute's end less the grace: its TTL is no longer.
+    expect(await client.pttl(pending)).toBeGreaterThan(0);
+    expect(await client.pttl(pending)).toBeLessThanOrEqual(refused.retryAfterMs - 500);
+    // And it goes by that TTL (a little late on the test's clock: see test-clock.ts).
+    await clock.advance(refused.retryAfterMs - 500 + 1_000);
+    expect(await client.exists(pending)).toBe(0);
+  });
+
+  it('keeps nothing toward a ban for a key that is only admitted: its windows and its history alone', async () => {
+    const { clock, limiter, keys } = await start();
+    const keyId = `key_${randomUUID()}`;
+    const policy = policyFor({ perMinute: 5, perDay: 100 });
+    for (let i = 0; i < 5; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    const day = Math.floor(clock.now() / DAY_MS);
+    expect(await keys()).toEqual([`usage:keys:${day}`, `{${keyId}}:h:${day}`, `{${keyId}}:m`].sort());
   });
 });

@@ -238,7 +238,12 @@ describe('usage history through two replicas on one Redis', () => {
 
   it.each([
     ['from=yesterday', 'from must be an RFC 3339 date-time or a date'],
-    ['from=2026-02-31T00:00:00Z&to=2026-02-01', 'from must be'],
+    ['from=2026-02-31T00:00:00Z&to=2026-02-01', 'from is not a real date and time'],
+    // Dates and times that do not exist, which Date.parse rolls over into the next day.
+    ['from=2026-11-31', 'from is not a real date and time: "2026-11-31"'],
+    ['to=2026-11-01T24:00:00Z', 'to is not a real date and time: "2026-11-01T24:00:00Z"'],
+    ['from=2026-02-29T00:00:00Z', 'from is not a real date and time'],
+    ['from=2026-11-01T10:00:00', 'from must be an RFC 3339 date-time or a date'],
     ['granularity=week', 'granularity'],
     ['format=xml', 'format'],
     ['colour=red', 'colour'],
@@ -252,7 +257,7 @@ describe('usage history through two replicas on one Redis', () => {
     expect(res.json().message).toContain(message);
   });
 
-  it('refuses a range before the retention, a range after now and an empty one, and 404s an unknown key', async () => {
+  it('refuses a range before the retention, one starting after now and an empty one, and 404s an unknown key', async () => {
     const clock = testClock();
     const { a } = await replicas(clock, { USAGE_HISTORY_DAYS: '2' });
     const { id } = await addKey(a.deps, 'free');
@@ -260,13 +265,83 @@ describe('usage history through two replicas on one Redis', () => {
     const before = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.now() - 3 * DAY_MS)}`);
     expect(before.statusCode).toBe(400);
     expect(before.json().message).toContain('kept for 2 days (USAGE_HISTORY_DAYS)');
+    const later = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.hour + HOUR_MS)}`);
+    expect(later.statusCode).toBe(400);
+    expect(later.json().message).toBe('from must not be after the current hour');
+    // A range that reaches past now ends with the current hour: what has happened so far.
     const after = await admin(a, `/admin/keys/${id}/usage/history?to=${iso(clock.now() + 2 * HOUR_MS)}`);
-    expect(after.statusCode).toBe(400);
+    expect(after.statusCode).toBe(200);
+    expect(after.json().to).toBe(iso(clock.hour + HOUR_MS));
     const empty = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.hour)}&to=${iso(clock.hour - 1)}`);
     expect(empty.json().message).toBe('from must be before to');
     const missing = await admin(a, '/admin/keys/key_nope/usage/history');
     expect(missing.statusCode).toBe(404);
     expect((await admin(a, '/admin/usage?window=3d')).statusCode).toBe(400);
+  });
+
+  it('answers this month so far on its first, a middle and its last day: period=current, or its first and last dates', async () => {
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const date = (ms: number) => iso(ms).slice(0, 10);
+    const today = new Date();
+    const monthStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1);
+    const monthEnd = Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + 1, 1);
+    for (const at of [monthStart + 10 * 60_000, monthStart + 14 * DAY_MS + 12 * HOUR_MS, monthEnd - 10 * 60_000]) {
+      const clock = testClock();
+      clock.set(at);
+      // Embedded: the history keeps to the test's clock, whatever day it names.
+      const { a } = await replicas(clock, {}, { redis: false });
+      const { id, key } = await addKey(a.deps, 'free');
+      expect(await send(a, key, 2)).toEqual([200, 200]);
+      const tomorrow = (Math.floor(at / DAY_MS) + 1) * DAY_MS;
+      const days = (Math.floor(at / DAY_MS) * DAY_MS - monthStart) / DAY_MS + 1;
+      for (const query of [
+        'period=current&granularity=day',
+        `from=${date(monthStart)}&to=${date(monthEnd - DAY_MS)}&granularity=day`,
+      ]) {
+        const res = await admin(a, `/admin/keys/${id}/usage/history?${query}`);
+        expect(res.statusCode, `${iso(at)} ${query}: ${res.body}`).toBe(200);
+        expect(res.json()).toMatchObject({ from: iso(monthStart), to: iso(tomorrow) });
+        expect(res.json().series).toHaveLength(days);
+        expect(res.json().totals.admitted).toBe(2);
+      }
+      // By the hour, today's date as `to` takes in today up to the current hour.
+      const hours = await admin(a, `/admin/keys/${id}/usage/history?from=${date(at)}&to=${date(at)}`);
+      expect(hours.statusCode).toBe(200);
+      expect(hours.json()).toMatchObject({
+        from: iso(Math.floor(at / DAY_MS) * DAY_MS),
+        to: iso(clock.hour + HOUR_MS),
+      });
+      expect(hours.json().totals.admitted).toBe(2);
+    }
+  });
+
+  it('answers the whole previous month with period=previous, and refuses period with from or to', async () => {
+    const clock = testClock();
+    const today = new Date(clock.now());
+    const previousStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth() - 1, 1);
+    const monthStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1);
+    // Its last hour, then the third of this month (within the 35 days kept).
+    clock.set(monthStart - 30 * 60_000);
+    const { a } = await replicas(clock, {}, { redis: false });
+    const { id, key } = await addKey(a.deps, 'free');
+    expect(await send(a, key, 3)).toEqual([200, 200, 200]);
+    clock.set(monthStart + 2 * DAY_MS + HOUR_MS);
+    expect(await send(a, key, 1)).toEqual([200]);
+    const res = await admin(a, `/admin/keys/${id}/usage/history?period=previous&granularity=day`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({
+      from: new Date(previousStart).toISOString(),
+      to: new Date(monthStart).toISOString(),
+    });
+    expect(res.json().series).toHaveLength((monthStart - previousStart) / DAY_MS);
+    expect(res.json().totals.admitted).toBe(3);
+    for (const query of ['period=current&from=2026-11-01', 'period=previous&to=2026-11-30']) {
+      const refused = await admin(a, `/admin/keys/${id}/usage/history?${query}`);
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json()).toMatchObject({ code: 'invalid_request', status: 400 });
+      expect(refused.json().message).toContain('give period, or from and to, not both');
+    }
+    expect((await admin(a, `/admin/keys/${id}/usage/history?period=last`)).statusCode).toBe(400);
   });
 
   it('keeps a day of history in Redis until its retention ends, and a revoked key’s history readable', async () => {

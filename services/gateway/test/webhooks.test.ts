@@ -104,6 +104,8 @@ describe('admin API: /admin/webhooks', () => {
     ['a private address', { url: 'https://10.1.2.3/x', events: ['key.created'] }],
     ['IPv6 loopback', { url: 'https://[::1]/x', events: ['key.created'] }],
     ['IPv4-mapped private', { url: 'https://[::ffff:192.168.0.1]/x', events: ['key.created'] }],
+    ['IPv4-compatible loopback', { url: 'https://[::127.0.0.1]/x', events: ['key.created'] }],
+    ['a documentation address (TEST-NET-3)', { url: 'https://203.0.113.7/x', events: ['key.created'] }],
     ['an unknown event', { url: 'https://hooks.example.com/x', events: ['key.exploded'] }],
     ['no events', { url: 'https://hooks.example.com/x', events: [] }],
     ['the same event twice', { url: 'https://hooks.example.com/x', events: ['key.created', 'key.created'] }],
@@ -345,6 +347,32 @@ describe('expiry notices', () => {
         data: { keyId: id, plan: 'free', name: expect.any(String), expiresAt: expect.any(String), days: 1 },
       },
     ]);
+  });
+});
+
+describe('key.expiring', () => {
+  it('says how many days are left, rounded up, not which notice it is', async () => {
+    const hook = await receiver();
+    const gw = await gateways.start({ env: { ...LOCAL, WEBHOOKS_EXPIRY_SCAN_SECONDS: '1' } });
+    await subscribe(gw, hook.url, ['key.expiring']);
+    const ids = new Map<string, number>();
+    for (const [hours, days] of [
+      [48, 2],
+      [12, 1],
+      [5 * 24 + 1, 6],
+    ] as const) {
+      const made = await gw.admin.inject({
+        method: 'POST',
+        url: '/admin/keys',
+        headers: admin,
+        payload: { plan: 'free', expiresAt: new Date(Date.now() + hours * 3_600_000).toISOString() },
+      });
+      ids.set((made.json() as { id: string }).id, days);
+    }
+    await hook.until(3);
+    await drained(gw);
+    const told = new Map(hook.events().map((e) => [e.data.keyId as string, e.data.days]));
+    expect(told).toEqual(ids);
   });
 });
 

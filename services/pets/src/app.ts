@@ -1,11 +1,11 @@
 import { registerBasePlugins } from '@animal-store/common/base-plugins.js';
 import { encodedBodyRefusal } from '@animal-store/common/content-encoding.js';
 import { EnvReader } from '@animal-store/common/env.js';
-import { ApiError } from '@animal-store/common/errors.js';
 import { MAX_HEADER_FIELDS, serverOptions } from '@animal-store/common/http.js';
+import { strictJsonBodies } from '@animal-store/common/json-body.js';
 import { createRegistry, httpMetrics } from '@animal-store/common/metrics.js';
 import { loadShedding, readOverloadConfig } from '@animal-store/common/overload.js';
-import { createValidatorCompiler, jsonNestingExceeds, MAX_JSON_DEPTH } from '@animal-store/common/validation.js';
+import { createValidatorCompiler } from '@animal-store/common/validation.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
 import type { Registry } from 'prom-client';
@@ -16,8 +16,6 @@ import { petRoutes } from './routes/pets.js';
 import { sharedSchemas } from './schemas.js';
 import { instrumentStore } from './store/instrumented-pet-store.js';
 import type { PetStore } from './store/pet-store.js';
-
-const TOO_DEEP = `Request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`;
 
 /** Without `overload`, the service sheds at the defaults (OVERLOAD_* unset). */
 export type AppConfig = Pick<Config, 'logLevel'> & Partial<Pick<Config, 'overload'>>;
@@ -36,18 +34,8 @@ export function buildApp(config: AppConfig, deps: AppDeps) {
     serverOptions({ logLevel: config.logLevel, serviceName: 'pets', logStream: deps.logStream }),
   ).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(createValidatorCompiler(sharedSchemas));
-  // Bodies are JSON only; fastify would otherwise also accept text/plain.
-  app.removeContentTypeParser('text/plain');
-  // fastify's own JSON parser, behind a nesting limit: parsing time grows with the nesting, and
-  // no pet nests anywhere near that deep.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
-    if (jsonNestingExceeds(text, MAX_JSON_DEPTH)) done(new ApiError(400, 'invalid_request', TOO_DEEP), undefined);
-    else parseJson(request, text, done);
-  });
-  // Nor are they ever decoded: one in a Content-Encoding is refused before it is read.
+  strictJsonBodies(app);
+  // Bodies are never decoded: one in a Content-Encoding is refused before it is read.
   app.addHook('preParsing', (request, _reply, payload, done) => {
     const refused = encodedBodyRefusal(request.headers);
     if (refused) done(refused);

@@ -1,14 +1,33 @@
-import { ConfigError, redactUrl } from '@animal-store/common/env.js';
-import { logDestination } from '@animal-store/common/log-destination.js';
-import { buildMetricsApp, createRegistry } from '@animal-store/common/metrics.js';
-import { serve } from '@animal-store/common/serve.js';
-import { MongoClient } from 'mongodb';
-import { buildApp } from './app.js';
-import { type Config, loadConfig } from './config.js';
-import { MemoryPetStore } from './store/memory-pet-store.js';
-import { MongoPetStore, mongoClientOptions, PETS_DB } from './store/mongo-pet-store.js';
+import { exitIfNodeTooOld } from '@animal-store/common/node-version.js';
+import type { Config } from './config.js';
 
 // The only file that reads process.env, connects clients and listens.
+
+// Before anything else loads, so that a Node too old for a dependency hears which one it needs
+// instead of whatever that dependency trips on. So the rest is imported after.
+exitIfNodeTooOld('pets');
+
+const [
+  { ConfigError, redactUrl },
+  { logDestination },
+  { buildMetricsApp, createRegistry },
+  { serve },
+  { MongoClient },
+  { buildApp },
+  { loadConfig },
+  { MemoryPetStore },
+  { MongoPetStore, mongoClientOptions, PETS_DB },
+] = await Promise.all([
+  import('@animal-store/common/env.js'),
+  import('@animal-store/common/log-destination.js'),
+  import('@animal-store/common/metrics.js'),
+  import('@animal-store/common/serve.js'),
+  import('mongodb'),
+  import('./app.js'),
+  import('./config.js'),
+  import('./store/memory-pet-store.js'),
+  import('./store/mongo-pet-store.js'),
+]);
 
 function readConfig(): Config {
   try {

@@ -35,11 +35,13 @@ describe('POST /v1/pets', () => {
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     const pet = res.json();
     expect(pet).toEqual({ id: pet.id, name: 'Rex', categoryId: 5, status: 'available' });
-    expect(res.headers.location).toBe(`/v1/pets/${pet.id}`);
+    expect(res.headers.location).toBe(`/v1/pets?id=${pet.id}`);
     conforms(res, '/v1/pets', 'post');
 
+    // The supported route, not the deprecated one: it answers the pet, with no Deprecation header.
     const fetched = await app.inject({ method: 'GET', url: String(res.headers.location) });
-    expect(fetched.json()).toEqual(pet);
+    expect(fetched.json()).toEqual([pet]);
+    expect(fetched.headers.deprecation).toBeUndefined();
   });
 
   it('201 without status: the Pet has no status field, and does not get one later', async () => {

@@ -2,7 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@animal-store/tests/support/runtime.js';
+import { nodeTooOld } from '@animal-store/common/node-version.js';
+import { freePort, olderNode } from '@animal-store/tests/support/runtime.js';
+import { runToExit as runService } from '@animal-store/tests/support/service-process.js';
 import { describe, expect, it } from 'vitest';
 import { newApp } from './helpers.js';
 
@@ -20,7 +22,7 @@ describe('on a real socket', () => {
       });
       expect(created.status).toBe(201);
       const pet = (await created.json()) as { id: number };
-      expect(created.headers.get('location')).toBe(`/v1/pets/${pet.id}`);
+      expect(created.headers.get('location')).toBe(`/v1/pets?id=${pet.id}`);
 
       const fetched = await fetch(`${address}/v1/pets/${pet.id}`);
       expect(fetched.status).toBe(200);
@@ -119,5 +121,16 @@ describe('dist/server.js', () => {
     expect(output).toContain('PET STORE: MongoDB');
     expect(output).toContain('failed to start');
     expect(output).not.toContain('hunter2');
+  });
+});
+
+describe('dist/server.js on a Node.js too old for it', () => {
+  const old = olderNode();
+  // Skipped only on a machine with no older Node at /usr/bin/node (this project's machines have 20).
+  it.skipIf(old === null)('says which version it needs and how to get it, and exits 1', async () => {
+    const { path, version } = old as NonNullable<typeof old>;
+    const result = await runService('pets', { PORT: '0' }, 15_000, path);
+    expect(result.code).toBe(1);
+    expect(`${result.logs.map((l) => l.raw).join('\n')}\n`).toBe(nodeTooOld('pets', version, path));
   });
 });

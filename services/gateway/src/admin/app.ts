@@ -1,5 +1,6 @@
 import { registerBasePlugins } from '@animal-store/common/base-plugins.js';
 import { serverOptions } from '@animal-store/common/http.js';
+import { strictJsonBodies } from '@animal-store/common/json-body.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { GatewayConfig } from '../config.js';
@@ -43,8 +44,8 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
     done();
   });
   app.setValidatorCompiler(createValidatorCompiler());
-  // Bodies are JSON only (415 otherwise); fastify would also accept text/plain, then fail validation with a 400.
-  app.removeContentTypeParser('text/plain');
+  // Bodies are JSON only (415 otherwise), UTF-8 and not absurdly nested.
+  strictJsonBodies(app);
   // A route that meets a store it cannot reach answers 503 with Retry-After (store-unavailable.ts).
   await registerBasePlugins(app, { classifyError: storeUnavailable });
 

@@ -3,6 +3,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
+import { LIMIT_FIELDS, SCOPES, WINDOW_NAMES } from '../plans.js';
 import { WEBHOOK_EVENTS } from '../webhooks/events.js';
 import { MAX_ATTEMPTS } from '../webhooks/webhook-store.js';
 
@@ -19,6 +21,7 @@ interface Asset {
 }
 
 const JS = 'text/javascript; charset=utf-8';
+const SVG = 'image/svg+xml';
 
 /**
  * A package's folder, found from its entry point: the browser builds served here are not in the
@@ -32,6 +35,17 @@ function packageDir(name: string): string {
     dir = up;
   }
   return dir;
+}
+
+/** What the key dialogs offer: the scopes, every window a plan or key may limit, the grace bounds. */
+function keyRules(): Buffer {
+  const windows = WINDOW_NAMES.map((name) => ({ name, field: LIMIT_FIELDS[name] }));
+  return Buffer.from(
+    `export const SCOPES = ${JSON.stringify(SCOPES)};\n` +
+      `export const WINDOWS = ${JSON.stringify(windows)};\n` +
+      `export const DEFAULT_GRACE_SECONDS = ${DEFAULT_GRACE_SECONDS};\n` +
+      `export const MAX_GRACE_SECONDS = ${MAX_GRACE_SECONDS};\n`,
+  );
 }
 
 function webhookRules(): Buffer {
@@ -48,12 +62,14 @@ function assets(): Map<string, Asset> {
     ...['app.js', 'ui.js', 'keys.js', 'webhooks.js', 'charts.js'].map(
       (name) => [`/console/${name}`, { body: own(name), type: JS }] as const,
     ),
-    // What the webhook pages offer and say, from the code that checks and keeps it.
+    // What the key and webhook pages offer and say, from the code that checks and keeps it.
+    ['/console/key-rules.js', { body: keyRules(), type: JS }],
     ['/console/webhook-rules.js', { body: webhookRules(), type: JS }],
+    ['/console/favicon.svg', { body: own('favicon.svg'), type: SVG }],
     ['/console/style.css', { body: own('style.css'), type: 'text/css; charset=utf-8' }],
     // The browser builds of each package: plain ES modules, loaded through the page's import map.
-    ['/console/vendor/preact.js', { body: pkg('preact', 'dist/preact.module.js'), type: JS }],
-    ['/console/vendor/preact-hooks.js', { body: pkg('preact', 'hooks/dist/hooks.module.js'), type: JS }],
+    ['/console/vendor/preact.js', { body: pkg('preact', 'dist/preact.mjs'), type: JS }],
+    ['/console/vendor/preact-hooks.js', { body: pkg('preact', 'hooks/dist/hooks.mjs'), type: JS }],
     ['/console/vendor/htm.js', { body: pkg('htm', 'dist/htm.module.js'), type: JS }],
     ['/console/vendor/uplot.js', { body: pkg('uplot', 'dist/uPlot.esm.js'), type: JS }],
     ['/console/vendor/uplot.css', { body: pkg('uplot', 'dist/uPlot.min.css'), type: 'text/css; charset=utf-8' }],
@@ -99,6 +115,11 @@ export async function consoleRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/console', { config: { unauthenticated: true } }, async (_request, reply) =>
     secure(reply).type('text/html; charset=utf-8').send(html),
+  );
+  // A browser asks every origin for /favicon.ico, also when it shows the admin API's JSON: the
+  // console's icon, without the token, rather than a 401 in the browser's console.
+  app.get('/favicon.ico', { config: { unauthenticated: true } }, async (_request, reply) =>
+    reply.type(SVG).header('cache-control', 'public, max-age=86400').send(files.get('/console/favicon.svg')?.body),
   );
   app.get('/console/*', { config: { unauthenticated: true } }, async (request, reply) => {
     const asset = files.get(request.url.split('?')[0] as string);

@@ -162,6 +162,8 @@ export const HistoryQuery = Type.Object(
   {
     from: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     to: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    /** The calendar month in UTC (the month quota's): `current` so far, or the whole `previous` one. */
+    period: Type.Optional(Type.Union([Type.Literal('current'), Type.Literal('previous')])),
     granularity: Type.Optional(Type.Union([Type.Literal('hour'), Type.Literal('day')])),
     format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')])),
   },

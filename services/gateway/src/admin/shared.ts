@@ -5,7 +5,7 @@ import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { limitsFor, scopesFor } from '../plans.js';
 import type { Idempotency } from './idempotency.js';
-import type { KeyViewSchema } from './schemas.js';
+import type { CreatedKeySchema, KeyViewSchema } from './schemas.js';
 
 /** What the admin routes are given: the gateway's collaborators, built once in deps.ts. */
 export interface AdminRouteOptions {
@@ -73,6 +73,23 @@ export async function keyView(
     ...(record.updatedAt ? { updatedAt: record.updatedAt } : {}),
     ...(record.revokedAt ? { revokedAt: record.revokedAt } : {}),
     ...(bannedUntil ? { bannedUntil: iso(bannedUntil) } : {}),
+  };
+}
+
+/** What creating a key answers: the key, shown this once, and the record as it is in force. */
+export function createdKey(
+  deps: Pick<GatewayDeps, 'plans'>,
+  record: KeyRecord,
+  key: string,
+): Static<typeof CreatedKeySchema> {
+  return {
+    id: record.id,
+    key,
+    plan: record.plan,
+    name: record.name,
+    ...keyRules(deps, record),
+    createdAt: record.createdAt,
+    ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
   };
 }
 

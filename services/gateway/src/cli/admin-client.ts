@@ -56,6 +56,16 @@ function unreachable(err: unknown): string {
   }
 }
 
+/** An answer of the admin API that is not a success, with its status and its message. */
+export class AdminApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly apiMessage: string,
+  ) {
+    super(`admin API answered ${status}: ${apiMessage}`);
+  }
+}
+
 export class AdminClient {
   constructor(
     readonly baseUrl: string,
@@ -109,8 +119,7 @@ export class AdminClient {
             "otherwise use the gateway's own ADMIN_TOKEN (or the file ADMIN_TOKEN_FILE names).",
         );
       }
-      const message = error?.message ?? response.statusText;
-      throw new Error(`admin API answered ${response.status}: ${message}`);
+      throw new AdminApiError(response.status, error?.message ?? response.statusText);
     }
     return data as T;
   }

@@ -1,10 +1,11 @@
 import type { Static } from 'typebox';
 import type { CreatedKeySchema, RotatedKeySchema } from '../admin/schemas.js';
+import { createdKey } from '../admin/shared.js';
 import { checkNewKey } from '../keys/key-operations.js';
 import { limitsFor, scopesFor } from '../plans.js';
-import { AdminClient } from './admin-client.js';
+import { AdminApiError, AdminClient } from './admin-client.js';
 import { createInFile, localPlans, rotateInFile, updateInFile } from './file-backend.js';
-import { boundedInt, createRequest, FLAG_NAMES, graceFrom, updateRequest, type Values } from './flags.js';
+import { boundedInt, createRequest, FLAG_NAMES, graceFrom, inFlagWords, updateRequest, type Values } from './flags.js';
 import { jsonLine, printable, when } from './format.js';
 import { type History, historyChart, type Top, topTable } from './history-text.js';
 import { type KeyView, keysTable, limitsText, showKey, showUsage, type Usage } from './key-text.js';
@@ -17,33 +18,32 @@ function print(values: Values, json: unknown, text: string): void {
 }
 
 const admin = () => AdminClient.fromEnv(process.env);
+
+/**
+ * The admin API's 400 for a key's fields: a mistake on the command line (exit 2, as with --file),
+ * said with the flags that were typed rather than the API's JSON fields.
+ */
+function refused(command: string, err: unknown): never {
+  if (err instanceof AdminApiError && err.status === 400) throw usageError(command, inFlagWords(err.apiMessage));
+  throw err;
+}
 const keyPath = (id: string) => `/admin/keys/${encodeURIComponent(id)}`;
 
 export async function create(values: Values): Promise<void> {
   const request = createRequest(values);
-  let created: Pick<Static<typeof CreatedKeySchema>, 'id' | 'key' | 'plan' | 'limits' | 'expiresAt'>;
+  // What the admin API answers, field for field, whichever holds the key.
+  let out: Static<typeof CreatedKeySchema>;
   if (typeof values.file === 'string') {
     // The admin API checks against the gateway's plans; a file against PLANS_FILE's, here.
     const plans = localPlans();
     const key = checkNewKey(plans, request, Date.now(), FLAG_NAMES);
     const { key: secret, record } = await createInFile(values.file, plans, key);
-    created = {
-      id: record.id,
-      key: secret,
-      plan: record.plan,
-      limits: limitsFor(plans, record.plan, record.limits),
-      ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
-    };
+    out = createdKey({ plans }, record, secret);
   } else {
-    created = await admin().request<Static<typeof CreatedKeySchema>>('POST', '/admin/keys', request);
+    out = await admin()
+      .request<Static<typeof CreatedKeySchema>>('POST', '/admin/keys', request)
+      .catch((err: unknown) => refused('create', err));
   }
-  const out = {
-    id: created.id,
-    key: created.key,
-    plan: created.plan,
-    limits: created.limits,
-    ...(created.expiresAt ? { expiresAt: created.expiresAt } : {}),
-  };
   print(
     values,
     out,
@@ -66,7 +66,9 @@ export async function update(id: string, values: Values): Promise<void> {
     );
     return;
   }
-  const view = await admin().request<KeyView>('PATCH', keyPath(id), change);
+  const view = await admin()
+    .request<KeyView>('PATCH', keyPath(id), change)
+    .catch((err: unknown) => refused('update', err));
   print(values, view, `updated ${printable(id)}\n${showKey(view)}`);
 }
 
@@ -135,6 +137,18 @@ function needsAdminApi(command: string, values: Values): void {
 
 export async function history(id: string, values: Values): Promise<void> {
   needsAdminApi('history', values);
+  if (values.period !== undefined) {
+    if (values.period !== 'current' && values.period !== 'previous') {
+      throw usageError('history', '--period must be current or previous (the calendar month in UTC)');
+    }
+    if (values.days !== undefined) throw usageError('history', 'give --days or --period, not both');
+    const month = await admin().request<History>(
+      'GET',
+      `${keyPath(id)}/usage/history?granularity=day&period=${values.period}`,
+    );
+    print(values, month, historyChart(month));
+    return;
+  }
   const days = values.days === undefined ? 7 : boundedInt('history', '--days', values.days, 400);
   // Up to two days by the hour, longer by the day: a row each either way.
   const granularity = days <= 2 ? 'hour' : 'day';

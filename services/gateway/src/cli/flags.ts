@@ -6,7 +6,7 @@ import {
   type KeyUpdate,
   MAX_GRACE_SECONDS,
 } from '../keys/key-operations.js';
-import { LIMIT_FIELDS, type Limits, WINDOW_NAMES } from '../plans.js';
+import { JSON_NAMES, LIMIT_FIELDS, type Limits, WINDOW_NAMES } from '../plans.js';
 import { usageError } from './usage.js';
 
 /* The command line's options as the key operations take them: each flag's shape checked here. */
@@ -27,6 +27,30 @@ export const FLAG_NAMES: FieldNames = {
   scopes: '--scopes',
   allowedCidrs: '--allow-cidr',
 };
+
+/**
+ * A refusal of the admin API in the CLI's words: the key rules name the fields as the API's JSON
+ * has them (`limits.perMinute`, `expiresAt`), and a CLI user typed flags. Each message starts with
+ * the field it is about; the limit fields and the camel-case names are replaced wherever they are.
+ */
+export function inFlagWords(message: string): string {
+  const anywhere: Array<[string, string]> = [
+    [JSON_NAMES.limits, FLAG_NAMES.limits.limits],
+    ...WINDOW_NAMES.map((w): [string, string] => [JSON_NAMES.field(LIMIT_FIELDS[w]), limitFlag(LIMIT_FIELDS[w])]),
+    ['expiresAt', FLAG_NAMES.expiresAt],
+    ['allowedCidrs', FLAG_NAMES.allowedCidrs],
+  ];
+  let out = message;
+  for (const [api, flag] of anywhere) out = out.replaceAll(api, flag);
+  const atStart: Array<[string, string]> = [
+    [JSON_NAMES.plan, FLAG_NAMES.limits.plan],
+    ['scopes', FLAG_NAMES.scopes],
+  ];
+  for (const [api, flag] of atStart) {
+    if (out.startsWith(`${api} `)) out = `${flag}${out.slice(api.length)}`;
+  }
+  return out;
+}
 
 /** Every flag that changes a key's limits, scopes or addresses. */
 const LIMIT_FLAGS = WINDOW_NAMES.map((w) => limitFlag(LIMIT_FIELDS[w]).slice(2));

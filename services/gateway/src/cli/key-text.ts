@@ -60,6 +60,13 @@ export function keysTable(keys: KeyView[]): string {
   return table(['ID', 'PLAN', 'LIMITS', 'STATUS', 'EXPIRES', 'SOURCE', 'NAME'], rows);
 }
 
+/** The refusals counted toward a ban, said as they matter in the key's state. */
+function refusalsText(u: Usage): string {
+  if (u.ban)
+    return u.refusals === 0 ? 'none (counting starts again when the ban ends)' : `${u.refusals} toward the next ban`;
+  return u.refusals === 0 ? 'none toward a ban' : `${u.refusals} toward a ban`;
+}
+
 export function showUsage(u: Usage): string {
   const rows = WINDOW_NAMES.flatMap((name) => {
     const w = u.windows[name];
@@ -70,7 +77,7 @@ export function showUsage(u: Usage): string {
     table(['WINDOW', 'LIMIT', 'USED', 'REMAINING', 'RESETS'], rows) +
     fields([
       ['ban', u.ban ? `until ${when(u.ban.until)}` : 'none'],
-      ['refusals', `${u.refusals} (counted toward a ban now)`],
+      ['refusals', refusalsText(u)],
     ])
   );
 }

@@ -33,6 +33,7 @@ async function main(argv: string[]): Promise<void> {
       'no-expiry': { type: 'boolean' },
       grace: { type: 'string' },
       days: { type: 'string' },
+      period: { type: 'string' },
       window: { type: 'string' },
       sort: { type: 'string' },
       limit: { type: 'string' },
@@ -98,7 +99,9 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     const command = process.argv[2] ?? '';
     err = command in COMMANDS ? usageError(command, (err as Error).message) : new UsageError((err as Error).message);
   }
-  // The message may quote the admin API, and so a record's text.
-  process.stderr.write(`keys: ${printable(err instanceof Error ? err.message : String(err))}\n`);
+  // The message may quote the admin API, and so a record's text: each line made printable, its
+  // line breaks kept (a usage mistake ends with the command's usage line).
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`keys: ${message.split('\n').map(printable).join('\n')}\n`);
   process.exit(err instanceof UsageError ? 2 : 1);
 });

@@ -13,7 +13,7 @@ export const COMMANDS: Record<string, string> = {
     'update ID [--plan P] [--per-… N | --plan-limits] [--scopes LIST | --plan-scopes] [--allow-cidr CIDR… | --any-address] [--name NAME] [--expires-at T | --no-expiry] [--file PATH]',
   rotate: 'rotate ID [--grace SECONDS] [--file PATH]',
   usage: 'usage ID',
-  history: 'history ID [--days N]',
+  history: 'history ID [--days N | --period current|previous]',
   top: 'top [--window 24h|7d|…] [--sort admitted|refused|units|forbidden] [--limit N]',
   revoke: 'revoke ID',
   unban: 'unban ID',
@@ -43,7 +43,8 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       Live windows (limit, used, remaining, reset), ban and refusals; counts as no request.
   ${COMMANDS.history}
       The key's history as a chart: admitted and refused per day for --days days (default 7),
-      per hour for 2 days or fewer; the totals with units, limit and ban refusals, 403s.
+      per hour for 2 days or fewer, or per day for this calendar month so far (--period current)
+      or the last one (--period previous), in UTC; the totals with units, limit and ban refusals, 403s.
   ${COMMANDS.top}
       The busiest keys of a window (default 24h, hours or days up to USAGE_HISTORY_DAYS) by
       admitted requests or --sort, --limit rows (default 20), and the totals per plan.

@@ -6,7 +6,7 @@ import type { KeyRecord } from '../keys/key-store.js';
 import type { GuardedDecision } from '../limits/guarded-limiter.js';
 import { setBannedHeaders, setRateLimitHeaders } from '../limits/headers.js';
 import { emptyWindows } from '../limits/key-limiter.js';
-import type { LimitPolicy } from '../limits/policy.js';
+import type { LimitPolicy, WindowRule } from '../limits/policy.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import { UNAVAILABLE_RETRY_SECONDS } from './refuse.js';
@@ -35,6 +35,40 @@ export type ApplyDecision = (
   decision: GuardedDecision,
   forbidden: ApiError | undefined,
 ) => ApiError | undefined;
+
+/** How a window reads in a refusal: what it allows, and over what. */
+function windowText(rule: WindowRule): string {
+  if (rule.kind === 'calendar') {
+    return rule.name === 'day'
+      ? `the day quota (${rule.limit} per UTC day)`
+      : `the month quota (${rule.limit} per UTC calendar month)`;
+  }
+  if (rule.kind === 'sliding') return `the sliding ${rule.name} window (${rule.limit} in any ${rule.name})`;
+  return `the ${rule.name} window (${rule.limit} per ${rule.name})`;
+}
+
+/**
+ * A 429's message: the window that refused and when it lets the request through, so a client told
+ * to wait 385,572 s learns that its month is spent, not that something is broken.
+ */
+function limitedMessage(
+  plan: string,
+  decision: Extract<GuardedDecision, { outcome: 'limited' }>,
+  cost: number,
+  at: number,
+): string {
+  const rule = decision.refusedBy;
+  const remaining = decision.windows.find((w) => w.name === rule.name)?.remaining ?? 0;
+  const retryAt = new Date(at + decision.retryAfterMs).toISOString();
+  let state: string;
+  if (cost > rule.limit) state = `is smaller than this request's cost of ${cost}`;
+  else if (remaining === 0) state = 'is used up';
+  else state = `has ${remaining} left and this request costs ${cost}`;
+  // "on"/"from", not "at": "at <time>:<n>:<n>" is what a leaked stack frame looks like to the
+  // checks that guard every error body against one.
+  const when = rule.kind === 'sliding' ? `it has room again from ${retryAt}` : `it resets on ${retryAt}`;
+  return `Rate limit exceeded for the ${plan} plan: ${windowText(rule)} ${state}; ${when}`;
+}
 
 export function limiterDecisions({ metrics, now, banSeconds, webhooks }: DecisionOptions): ApplyDecision {
   // One counter child per outcome and source, found without hashing labels on every request.
@@ -88,9 +122,12 @@ export function limiterDecisions({ metrics, now, banSeconds, webhooks }: Decisio
         return undefined;
       case 'limited':
         setRateLimitHeaders(reply, decision.windows, at);
-        return new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded for the ${record.plan} plan`, {
-          'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)),
-        });
+        return new ApiError(
+          429,
+          'rate_limit_exceeded',
+          limitedMessage(record.plan, decision, request.routeOptions.config.cost ?? 1, at),
+          { 'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)) },
+        );
       case 'banned':
         if (decision.started) {
           metrics.bans.inc({ source: decision.source });

@@ -58,15 +58,19 @@ function entryProblem(plans: PlanBook, entry: unknown, index: number): string | 
   return problem ? `entry ${index}: ${problem}` : null;
 }
 
-/** Parses and validates the file's text; throws one error naming every bad entry. */
-export function parseKeysFile(text: string, source: string, plans: PlanBook): KeyFileEntry[] {
+/** Parses and validates the file's text: its entries, or every problem, each naming its entry. */
+export function keysFileEntries(
+  text: string,
+  source: string,
+  plans: PlanBook,
+): KeyFileEntry[] | { problems: string[] } {
   let data: unknown;
   try {
     data = JSON.parse(text);
   } catch {
-    throw new Error(`${source} is not valid JSON`);
+    return { problems: [`${source} is not valid JSON`] };
   }
-  if (!Array.isArray(data)) throw new Error(`${source} must hold a JSON array of key records`);
+  if (!Array.isArray(data)) return { problems: [`${source} must hold a JSON array of key records`] };
   const problems = data.map((entry, index) => entryProblem(plans, entry, index)).filter((p): p is string => p !== null);
   const ids = new Set<string>();
   const hashes = new Set<string>();
@@ -83,10 +87,20 @@ export function parseKeysFile(text: string, source: string, plans: PlanBook): Ke
       hashes.add(sha256);
     }
   }
-  if (problems.length > 0) throw new Error(`${source}: ${problems.join('; ')}`);
+  if (problems.length > 0) return { problems: problems.map((p) => `${source}: ${p}`) };
   return (data as KeyFileEntry[]).map((e) =>
     toKeyFileEntry(e.allowedCidrs ? { ...e, allowedCidrs: normalisedCidrs(e.allowedCidrs) } : e),
   );
+}
+
+/** As keysFileEntries, throwing one error naming every problem (the keys CLI's --file). */
+export function parseKeysFile(text: string, source: string, plans: PlanBook): KeyFileEntry[] {
+  const entries = keysFileEntries(text, source, plans);
+  if ('problems' in entries) {
+    const [first = '', ...rest] = entries.problems;
+    throw new Error([first, ...rest.map((p) => p.slice(source.length + 2))].join('; '));
+  }
+  return entries;
 }
 
 function normalisedCidrs(cidrs: string[]): string[] {

@@ -1,4 +1,3 @@
-import { LRUCache } from 'lru-cache';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RedisClient } from '../redis/clients.js';
 import type { WindowState } from './key-limiter.js';
@@ -33,8 +32,6 @@ export function addressKey(ip: string): string {
  */
 export class AnonymousLimiter {
   private readonly limiter: RateLimiterRedis | RateLimiterMemory;
-  /** Addresses this replica has seen refused, until their window resets (bounded: a flood of addresses evicts the oldest). */
-  private readonly refusedUntil = new LRUCache<string, number>({ max: 100_000 });
 
   constructor(
     readonly perMinute: number,
@@ -54,12 +51,6 @@ export class AnonymousLimiter {
       : new RateLimiterMemory(base);
   }
 
-  /** True while this address is known to be over its limit: its requests need no further lookups. */
-  isRefused(ip: string): boolean {
-    const until = this.refusedUntil.get(addressKey(ip));
-    return until !== undefined && until > this.now();
-  }
-
   async consume(ip: string): Promise<AnonymousDecision> {
     const key = addressKey(ip);
     let res: RateLimiterRes;
@@ -72,7 +63,6 @@ export class AnonymousLimiter {
       allowed = false;
     }
     const resetAt = this.now() + res.msBeforeNext;
-    if (!allowed) this.refusedUntil.set(key, resetAt);
     return {
       allowed,
       window: {

@@ -13,7 +13,13 @@ export interface WindowState {
 
 export type Decision =
   | { outcome: 'admitted'; windows: WindowState[] }
-  | { outcome: 'limited'; windows: WindowState[]; retryAfterMs: number }
+  | {
+      outcome: 'limited';
+      windows: WindowState[];
+      retryAfterMs: number;
+      /** The window the request waits longest for: the one that refused it. */
+      refusedBy: WindowRule;
+    }
   | {
       outcome: 'banned';
       windows: WindowState[];
@@ -23,15 +29,45 @@ export type Decision =
     };
 
 /**
- * Ban policy: more than `threshold` refusals within `windowMs` bans the key for `durationMs`.
- * Refusals within `graceMs` of the first one since a window filled are not counted: clients that
- * share a key each receive a 429 then, and a client honouring Retry-After sends nothing after it.
+ * Ban policy. A client that honours Retry-After sends nothing while the Retry-After of its last
+ * 429 runs, so at any moment it holds at most one refusal whose Retry-After has not run out; a
+ * client that keeps sending into its refusals piles them up. So a refusal counts toward a ban while
+ * its Retry-After runs (at most `windowMs`, less `graceMs`), and the refusal that makes more than
+ * `threshold` of them count at once bans the key for `durationMs`: however their refusals spread in
+ * time, `threshold` clients that each honour Retry-After are never banned.
  */
 export interface BanPolicy {
+  /** The most refusals that may count at once: the size of a polite fleet that is never banned. */
   threshold: number;
+  /** The longest a refusal counts, however long its Retry-After. */
   windowMs: number;
   durationMs: number;
+  /**
+   * How much of each Retry-After does not count: a replica's clock may run ahead of the one that
+   * refused, and a client's timer may fire a little early.
+   */
   graceMs: number;
+  /**
+   * The shortest Retry-After a refusal gives. One client refused r times a second while each
+   * Retry-After is R seconds holds about r × R refusals at once, as r × R polite clients would:
+   * only a Retry-After long enough lets that pile pass `threshold` for a client that retries fast.
+   */
+  minRetryAfterMs: number;
+}
+
+/**
+ * A refusal counts until the end of the PENDING_BUCKET_MS-long step its Retry-After (capped at the
+ * ban window, less the grace) ends in, rounded down: limiters keep one count per step, so a key
+ * refused without pause holds at most windowMs / PENDING_BUCKET_MS counts, whatever the threshold.
+ */
+export const PENDING_BUCKET_MS = 100;
+
+/**
+ * The step, as an index of PENDING_BUCKET_MS-long steps since the epoch, until which a refusal made
+ * at `now` that is told to wait `waitMs` counts toward a ban; it counts while index × step > now.
+ */
+export function pendingUntil(ban: BanPolicy, now: number, waitMs: number): number {
+  return Math.floor((now + Math.min(waitMs, ban.windowMs) - ban.graceMs) / PENDING_BUCKET_MS);
 }
 
 /** One window's count as the limiter holds it; `resetAt` (epoch ms) is null while it holds nothing. */
@@ -47,7 +83,7 @@ export interface KeyUsage {
   windows: WindowUsage[];
   /** When the key's ban ends (epoch ms), or null when not banned. */
   banEndsAt: number | null;
-  /** Refusals counted toward a ban right now. */
+  /** Refusals counted toward a ban right now: those whose Retry-After has not run out. */
   refusals: number;
 }
 
@@ -113,7 +149,8 @@ function windowStates(
 /**
  * How long a refused request of `cost` must wait until every window has room for it: a fixed or
  * calendar window's reset; in a sliding window, until enough of its oldest buckets have left. A
- * cost above a window's limit never fits; it is told to wait a whole window.
+ * cost above a window's limit never fits; it is told to wait a whole window. With it, the window
+ * that makes it wait longest.
  */
 function waitFor(
   policy: LimitPolicy,
@@ -121,9 +158,10 @@ function waitFor(
   usedAfter: readonly number[],
   cost: number,
   now: number,
-): number {
+): { retryAfterMs: number; refusedBy: WindowRule } {
   let wait = 0;
   const rules = policy.windows;
+  let refusedBy = rules[0] as WindowRule;
   for (let w = 0; w < rules.length; w++) {
     const rule = rules[w] as WindowRule;
     const used = usedAfter[w] as number;
@@ -142,9 +180,12 @@ function waitFor(
         }
       }
     }
-    wait = Math.max(wait, until);
+    if (until >= wait) {
+      wait = until;
+      refusedBy = rule;
+    }
   }
-  return Math.max(wait, 1);
+  return { retryAfterMs: Math.max(wait, 1), refusedBy };
 }
 
 export interface Waiting {
@@ -154,13 +195,15 @@ export interface Waiting {
 
 /**
  * Answers each request of a batch from the limiter's result: what each window held once the
- * requests before it (and it, if admitted) were taken, when to retry, when a ban ends.
+ * requests before it (and it, if admitted) were taken, when to retry (never sooner than the ban
+ * policy's shortest Retry-After: the limiters count each refusal toward a ban for what it is told
+ * here), when a ban ends.
  */
 export function settleBatch(
   policy: LimitPolicy,
   waiters: readonly Waiting[],
   result: BatchResult,
-  banThreshold: number,
+  ban: BanPolicy,
   now: number,
 ): void {
   const used = result.used.slice();
@@ -180,13 +223,19 @@ export function settleBatch(
     }
     const windows = windowStates(policy, used, result.resetMs, now);
     if (outcome === 'L') {
-      waiter.resolve({ outcome: 'limited', windows, retryAfterMs: waitFor(policy, result, final, waiter.cost, now) });
+      const { retryAfterMs, refusedBy } = waitFor(policy, result, final, waiter.cost, now);
+      waiter.resolve({
+        outcome: 'limited',
+        windows,
+        retryAfterMs: Math.max(retryAfterMs, ban.minRetryAfterMs),
+        refusedBy,
+      });
     } else {
       waiter.resolve({
         outcome: 'banned',
         windows,
         banEndsAt: now + result.banTtlMs,
-        ...(result.banStartedAt === i + 1 ? { started: { refusals: banThreshold + 1 } } : {}),
+        ...(result.banStartedAt === i + 1 ? { started: { refusals: ban.threshold + 1 } } : {}),
       });
     }
   }

@@ -1,3 +1,5 @@
+import { PENDING_BUCKET_MS } from './key-limiter.js';
+
 /**
  * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
  * would: every window of the policy, the refusal count and the ban in one script. A request is
@@ -14,21 +16,25 @@
  * hash of bucket index to count, where a request sees every bucket the window overlaps, the
  * oldest whole (so no span of the window's length admits more than the limit).
  *
- * Refusals within the grace of the first refusal since a window filled are not strikes: many
- * clients sharing a key each get one 429 at that moment, and none of them has ignored it yet.
- * The grace key lives until the refusing window gives capacity back and holds its own lifetime,
- * so its age is that lifetime less its PTTL, whichever replica's clock set it.
+ * A refusal counts toward a ban while the Retry-After it is told runs (BanPolicy): the pending
+ * hash holds, per PENDING_BUCKET_MS-long step, how many refusals count until that step (the
+ * Retry-After, at least the shortest one, capped at the ban window, less the grace). It is read and
+ * written only on a refusal, dropping the steps that have passed, and lives until its last step, so
+ * a key that is not refused holds none. The refusal that makes more than the threshold count bans
+ * the key and clears the hash. Each refusal counts for the wait of the windows that refused it, as
+ * settleBatch tells it: not one that the request would have filled exactly.
  *
  * The batch is also counted in the key's usage history (usage-history.ts), in the same call:
  * per hour, admitted, limited, banned, forbidden (cost 0: a scope or address the key lacks) and
  * the units admitted.
  *
- * KEYS: the policy's window keys (an `h` window's is the history's day hash), then ban, strikes,
- * grace, the history's day hash, and with an `h` window the day's own key of earlier versions.
+ * KEYS: the policy's window keys (an `h` window's is the history's day hash), then ban, pending,
+ * the history's day hash, and with an `h` window the day's own key of earlier versions.
  * ARGV: window count, now (epoch ms), ban threshold (-1: refusals count toward no ban), ban window
- * ms, ban ms, grace ms, the history's hour of day ('' keeps no history: then no `h` window),
- * when its hash expires (epoch ms); then four per window: kind, limit, a, b (f: length ms, 0;
- * c and h: end epoch ms, 0; s: bucket ms, buckets per window); then one cost per request.
+ * ms, ban ms, grace ms, shortest Retry-After ms, the history's hour of day ('' keeps no history:
+ * then no `h` window), when its hash expires (epoch ms); then four per window: kind, limit, a, b
+ * (f: length ms, 0; c and h: end epoch ms, 0; s: bucket ms, buckets per window); then one cost
+ * per request.
  * Returns: outcomes (a letter per request: A admitted, L limited, B banned), ban ms left, 1 + the
  * index of the refusal that started a ban (or 0), then per window what it held before, then per
  * window ms until capacity starts to come back, then per window its live buckets after the batch
@@ -38,10 +44,11 @@ export const LIMIT_SCRIPT = `
 local nw = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
 local threshold = tonumber(ARGV[3])
+local step = ${PENDING_BUCKET_MS}
 local kind, limit, pa, pb, used = {}, {}, {}, {}, {}
 local counters = {KEYS[nw + 1]}
 for w = 1, nw do
-  local p = 5 + 4 * w
+  local p = 6 + 4 * w
   kind[w] = ARGV[p]
   limit[w] = tonumber(ARGV[p + 1])
   pa[w] = tonumber(ARGV[p + 2])
@@ -73,11 +80,11 @@ for w = 1, nw do
   elseif kind[w] == 'h' then
     local d = redis.call('HGET', KEYS[w], 'd')
     if not d then
-      -- Counted by a version that kept the day in a key of its own (KEYS[nw + 5]): moved once.
-      d = redis.call('GET', KEYS[nw + 5])
+      -- Counted by a version that kept the day in a key of its own (KEYS[nw + 4]): moved once.
+      d = redis.call('GET', KEYS[nw + 4])
       if d then
         redis.call('HSET', KEYS[w], 'd', d)
-        redis.call('DEL', KEYS[nw + 5])
+        redis.call('DEL', KEYS[nw + 4])
       end
     end
     used[w] = tonumber(d or '0')
@@ -100,7 +107,7 @@ local function resetOf(w)
   if ttl[w] < 0 then return pa[w] end
   return ttl[w]
 end
-local first = 9 + 4 * nw
+local first = 10 + 4 * nw
 local n = #ARGV - first + 1
 local out = {}
 local banTtl, startedAt = 0, 0
@@ -110,8 +117,24 @@ if v[1] then
   banned = true
   banTtl = redis.call('PTTL', KEYS[nw + 1])
 end
-local strikes, strikes0 = 0, nil
-local inGrace = nil
+-- The refusals that count toward a ban: read on the batch's first one that counts.
+local pending, last, added = nil, 0, {}
+local function readPending()
+  pending = 0
+  local h = redis.call('HGETALL', KEYS[nw + 2])
+  local gone = {}
+  for i = 1, #h, 2 do
+    local ends = tonumber(h[i])
+    if ends * step > now then
+      pending = pending + tonumber(h[i + 1])
+      if ends > last then last = ends end
+    else
+      gone[#gone + 1] = h[i]
+    end
+  end
+  if #gone > 0 then redis.call('HDEL', KEYS[nw + 2], unpack(gone)) end
+end
+local cap, grace, shortest = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
 for i = 1, n do
   local c = tonumber(ARGV[first + i - 1])
   local fits = not banned
@@ -131,27 +154,17 @@ for i = 1, n do
     refused = true
     out[i] = 'L'
     if threshold >= 0 then
-      if inGrace == nil then
-        inGrace = false
-        local grace = tonumber(ARGV[6])
-        if grace > 0 then
-          local g = redis.call('GET', KEYS[nw + 3])
-          if not g then
-            local wait = grace
-            for w = 1, nw do
-              if used[w] + taken + c > limit[w] then wait = math.max(wait, resetOf(w)) end
-            end
-            redis.call('SET', KEYS[nw + 3], wait, 'PX', wait)
-            inGrace = true
-          else
-            inGrace = tonumber(g) - redis.call('PTTL', KEYS[nw + 3]) < grace
-          end
-        end
+      -- What this refusal is told to wait, at least (settleBatch tells it no less).
+      local wait = shortest
+      for w = 1, nw do
+        if used[w] + taken + c > limit[w] then wait = math.max(wait, resetOf(w)) end
       end
-      if not inGrace then
-        if not strikes0 then strikes0 = tonumber(redis.call('GET', KEYS[nw + 2]) or '0') end
-        strikes = strikes + 1
-        if strikes0 + strikes > threshold then
+      local ends = math.floor((now + math.min(wait, cap) - grace) / step)
+      if ends * step > now then
+        if not pending then readPending() end
+        pending = pending + 1
+        added[ends] = (added[ends] or 0) + 1
+        if pending > threshold then
           banned = true
           startedAt = i
           out[i] = 'B'
@@ -179,10 +192,15 @@ if startedAt > 0 then
   banTtl = tonumber(ARGV[5])
   redis.call('SET', KEYS[nw + 1], '1', 'PX', ARGV[5])
   redis.call('DEL', KEYS[nw + 2])
-elseif strikes > 0 then
-  if redis.call('INCRBY', KEYS[nw + 2], strikes) == strikes then redis.call('PEXPIRE', KEYS[nw + 2], ARGV[4]) end
+elseif pending then
+  for ends, count in pairs(added) do
+    redis.call('HINCRBY', KEYS[nw + 2], string.format('%d', ends), count)
+    if ends > last then last = ends end
+  end
+  -- Gone with its last step, whichever replica reads it next.
+  redis.call('PEXPIRE', KEYS[nw + 2], string.format('%d', last * step - now))
 end
-local hour = ARGV[7]
+local hour = ARGV[8]
 if hour ~= '' then
   local counts = {a = 0, l = 0, b = 0, f = 0}
   for i = 1, n do
@@ -190,12 +208,12 @@ if hour ~= '' then
     if tonumber(ARGV[first + i - 1]) > 0 then o = string.lower(out[i]) end
     counts[o] = counts[o] + 1
   end
-  local h = KEYS[nw + 4]
+  local h = KEYS[nw + 3]
   for letter, count in pairs(counts) do
     if count > 0 then redis.call('HINCRBY', h, hour .. letter, count) end
   end
   if taken > 0 then redis.call('HINCRBY', h, hour .. 'u', taken) end
-  redis.call('PEXPIREAT', h, ARGV[8])
+  redis.call('PEXPIREAT', h, ARGV[9])
 end
 local result = {table.concat(out), banTtl, startedAt}
 for w = 1, nw do result[#result + 1] = used[w] end
@@ -223,10 +241,11 @@ return result
 `;
 
 /**
- * Reads without writing. KEYS: the policy's window keys, then ban, strikes, and with an `h` window
+ * Reads without writing. KEYS: the policy's window keys, then ban, pending, and with an `h` window
  * the day's own key of earlier versions (read when the hash has no day yet). ARGV: window count,
  * now, then per window: kind, a, b as for the limit script. Returns per window what it holds and
- * ms until capacity starts to come back (-1 when it holds nothing), then ban ms left, strikes.
+ * ms until capacity starts to come back (-1 when it holds nothing), then ban ms left, the refusals
+ * that count toward a ban now.
  */
 export const USAGE_SCRIPT = `
 local nw = tonumber(ARGV[1])
@@ -259,6 +278,11 @@ for w = 1, nw do
   result[#result + 1] = reset
 end
 result[#result + 1] = redis.call('PTTL', KEYS[nw + 1])
-result[#result + 1] = tonumber(redis.call('GET', KEYS[nw + 2]) or '0')
+local pending = 0
+local h = redis.call('HGETALL', KEYS[nw + 2])
+for i = 1, #h, 2 do
+  if tonumber(h[i]) * ${PENDING_BUCKET_MS} > now then pending = pending + tonumber(h[i + 1]) end
+end
+result[#result + 1] = pending
 return result
 `;

@@ -1,12 +1,15 @@
 import type { BanPolicy, BatchResult, Decision, KeyLimiter, KeyUsage, Waiting } from './key-limiter.js';
-import { settleBatch } from './key-limiter.js';
+import { PENDING_BUCKET_MS, pendingUntil, settleBatch } from './key-limiter.js';
 import type { LimitPolicy, WindowRule } from './policy.js';
 import { MINUTE_MS, periodEnd } from './policy.js';
 
 interface Counter {
   count: number;
   expiresAt: number;
-  /** Sliding windows: count by bucket index. */
+  /**
+   * Sliding windows: count by bucket index. Pending refusals: count by the PENDING_BUCKET_MS step
+   * until which they count toward a ban.
+   */
   buckets?: Map<number, number>;
 }
 
@@ -53,7 +56,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
       const now = this.now();
       this.sweep(now);
       const waiter: Waiting = { cost, resolve };
-      settleBatch(policy, [waiter], this.decide(keyId, policy, cost, now), this.ban.threshold, now);
+      settleBatch(policy, [waiter], this.decide(keyId, policy, cost, now), this.ban, now);
     });
   }
 
@@ -123,16 +126,41 @@ export class MemoryKeyLimiter implements KeyLimiter {
       }
       return result('A');
     }
-    if (policy.shadow || this.inGrace(keyId, policy, counters, used, cost, now)) return result('L');
-    const strikes = this.read(`${keyId}:strikes`, now) ?? { count: 0, expiresAt: now + this.ban.windowMs };
-    strikes.count++;
-    this.counters.set(`${keyId}:strikes`, strikes);
-    if (strikes.count > this.ban.threshold) {
-      this.counters.delete(`${keyId}:strikes`);
+    if (policy.shadow) return result('L');
+    // What this refusal is told to wait, at least (settleBatch tells it no less): the windows that
+    // refused it, not one it would have filled exactly.
+    let wait = this.ban.minRetryAfterMs;
+    rules.forEach((rule, w) => {
+      if ((used[w] as number) + cost > rule.limit) wait = Math.max(wait, this.resetMs(rule, counters[w], now));
+    });
+    const until = pendingUntil(this.ban, now, wait);
+    if (until * PENDING_BUCKET_MS <= now) return result('L');
+    const pending = this.pending(keyId, now);
+    pending.buckets?.set(until, (pending.buckets.get(until) ?? 0) + 1);
+    pending.count++;
+    pending.expiresAt = Math.max(pending.expiresAt, until * PENDING_BUCKET_MS);
+    if (pending.count > this.ban.threshold) {
+      this.counters.delete(`${keyId}:pending`);
       this.counters.set(`${keyId}:ban`, { count: 1, expiresAt: now + this.ban.durationMs });
       return result('B', this.ban.durationMs, 1);
     }
     return result('L');
+  }
+
+  /** The key's refusals that count toward a ban now (BanPolicy), those whose time has passed dropped. */
+  private pending(keyId: string, now: number): Counter {
+    const key = `${keyId}:pending`;
+    let pending = this.read(key, now);
+    if (!pending) {
+      pending = { count: 0, expiresAt: now, buckets: new Map() };
+      this.counters.set(key, pending);
+    }
+    for (const [until, count] of pending.buckets ?? []) {
+      if (until * PENDING_BUCKET_MS > now) continue;
+      pending.buckets?.delete(until);
+      pending.count -= count;
+    }
+    return pending;
   }
 
   private take(key: string, rule: WindowRule, counter: Counter | undefined, cost: number, now: number): Counter {
@@ -155,35 +183,9 @@ export class MemoryKeyLimiter implements KeyLimiter {
     return fresh;
   }
 
-  /**
-   * Whether this refusal falls within the grace after the first refusal since a window filled
-   * (see BanPolicy). The grace record's count holds when the grace ends; it lives until the
-   * refusing window gives capacity back, as the Redis script's grace key does.
-   */
-  private inGrace(
-    keyId: string,
-    policy: LimitPolicy,
-    counters: Array<Counter | undefined>,
-    used: number[],
-    cost: number,
-    now: number,
-  ): boolean {
-    const grace = this.ban.graceMs;
-    if (grace <= 0) return false;
-    const existing = this.read(`${keyId}:grace`, now);
-    if (existing) return now < existing.count;
-    let until = now + grace;
-    policy.windows.forEach((rule, w) => {
-      if ((used[w] as number) + cost > rule.limit) until = Math.max(until, now + this.resetMs(rule, counters[w], now));
-    });
-    this.counters.set(`${keyId}:grace`, { count: now + grace, expiresAt: until });
-    return true;
-  }
-
   async liftBan(keyId: string): Promise<void> {
     this.counters.delete(`${keyId}:ban`);
-    this.counters.delete(`${keyId}:strikes`);
-    this.counters.delete(`${keyId}:grace`);
+    this.counters.delete(`${keyId}:pending`);
   }
 
   async banEndsAt(keyId: string): Promise<number | null> {
@@ -203,7 +205,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
         return { name: rule.name, used, resetAt: used > 0 ? now + this.resetMs(rule, counter, now) : null };
       }),
       banEndsAt: this.read(`${keyId}:ban`, now)?.expiresAt ?? null,
-      refusals: this.read(`${keyId}:strikes`, now)?.count ?? 0,
+      refusals: this.read(`${keyId}:pending`, now) ? this.pending(keyId, now).count : 0,
     };
   }
 }

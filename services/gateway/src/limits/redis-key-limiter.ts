@@ -82,7 +82,8 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   /**
    * Key names share a hash tag so the script's keys sit in one Redis Cluster slot: the window's
-   * counter (`m`, `d`, …; see policy.ts), then ban, strikes and grace.
+   * counter (`m`, `d`, …; see policy.ts), then ban and pending (the refusals that count toward a
+   * ban; a name of its own, as earlier versions' strike counter was a string).
    */
   keyName(keyId: string, suffix: string): string {
     return `${this.prefix}{${keyId}}:${suffix}`;
@@ -144,7 +145,7 @@ export class RedisKeyLimiter implements KeyLimiter {
     const rules = policy.windows;
     const keysAndArgs: Array<string | number> = [];
     for (const rule of rules) keysAndArgs.push(this.windowKey(keyId, rule, now));
-    keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'strikes'), this.keyName(keyId, 'grace'));
+    keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'pending'));
     let historyHour = '';
     let historyExpireAt = 0;
     if (this.history) {
@@ -162,6 +163,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       this.ban.windowMs,
       this.ban.durationMs,
       this.ban.graceMs,
+      this.ban.minRetryAfterMs,
       historyHour,
       historyExpireAt,
     );
@@ -181,7 +183,7 @@ export class RedisKeyLimiter implements KeyLimiter {
         try {
           // At the moment the call was made: the script's resets count from it (a calendar window
           // then ends exactly at its period's end).
-          settleBatch(policy, waiters, batchResult(reply, rules.length), this.ban.threshold, now);
+          settleBatch(policy, waiters, batchResult(reply, rules.length), this.ban, now);
         } catch (err) {
           for (const waiter of waiters) waiter.reject(err);
         }
@@ -209,8 +211,7 @@ export class RedisKeyLimiter implements KeyLimiter {
   }
 
   async liftBan(keyId: string): Promise<void> {
-    // The grace goes too: a key freed by an operator starts over, its next refusal a fresh grace.
-    await this.redis.del(this.keyName(keyId, 'ban'), this.keyName(keyId, 'strikes'), this.keyName(keyId, 'grace'));
+    await this.redis.del(this.keyName(keyId, 'ban'), this.keyName(keyId, 'pending'));
   }
 
   async banEndsAt(keyId: string): Promise<number | null> {
@@ -223,7 +224,7 @@ export class RedisKeyLimiter implements KeyLimiter {
     const now = this.now();
     const rules = policy.windows;
     const keysAndArgs: Array<string | number> = rules.map((rule) => this.windowKey(keyId, rule, now));
-    keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'strikes'));
+    keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'pending'));
     if (this.history && rules.some(isDay)) keysAndArgs.push(this.keyName(keyId, 'd'));
     const numKeys = keysAndArgs.length;
     keysAndArgs.push(rules.length, now);

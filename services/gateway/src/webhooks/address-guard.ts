@@ -1,5 +1,12 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP, isIPv4 } from 'node:net';
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { isIP } from 'node:net';
+import { Address4, Address6 } from 'ip-address';
+// The package's copy of the two IANA special-purpose registries, kept by its maintainers and pinned
+// to the registries' CSV files by their tests (isGlobal() decides from it). Read here too, to name
+// the block that refuses an address and to refuse a block the registry leaves without a yes, which
+// isGlobal() lets through.
+import { SPECIAL_PURPOSE as IPV4_REGISTRY } from 'ip-address/dist/v4/constants.js';
+import { SPECIAL_PURPOSE as IPV6_REGISTRY } from 'ip-address/dist/v6/constants.js';
 
 /** Why an endpoint URL is refused: the admin API answers it with a 400, a delivery fails on it. */
 export class WebhookUrlError extends Error {}
@@ -9,65 +16,135 @@ export interface UrlRules {
   allowPrivate: boolean;
 }
 
-/**
- * Addresses a webhook may not reach unless WEBHOOKS_ALLOW_PRIVATE=true: the gateway's own
- * machine, its cluster and its cloud's metadata service are all behind them (SSRF).
- */
-const RANGES: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
-  ['0.0.0.0', 8, 'ipv4', 'unspecified'],
-  ['10.0.0.0', 8, 'ipv4', 'private'],
-  ['100.64.0.0', 10, 'ipv4', 'shared (carrier-grade NAT)'],
-  ['127.0.0.0', 8, 'ipv4', 'loopback'],
-  ['169.254.0.0', 16, 'ipv4', 'link-local'],
-  ['172.16.0.0', 12, 'ipv4', 'private'],
-  ['192.0.0.0', 24, 'ipv4', 'IETF protocol assignments'],
-  ['192.168.0.0', 16, 'ipv4', 'private'],
-  ['198.18.0.0', 15, 'ipv4', 'benchmarking'],
-  ['224.0.0.0', 4, 'ipv4', 'multicast'],
-  ['240.0.0.0', 4, 'ipv4', 'reserved'],
-  ['::', 128, 'ipv6', 'unspecified'],
-  ['::1', 128, 'ipv6', 'loopback'],
-  ['fc00::', 7, 'ipv6', 'unique local (private)'],
-  ['fe80::', 10, 'ipv6', 'link-local'],
-  ['fec0::', 10, 'ipv6', 'site-local'],
-  ['ff00::', 8, 'ipv6', 'multicast'],
-];
-
-const blocked = RANGES.map(([net, bits, family, reason]) => {
-  const list = new BlockList();
-  list.addSubnet(net, bits, family);
-  return { list, family, reason };
-});
-
-/** The IPv4 address an IPv6 one carries (mapped, NAT64, 6to4), which is where it really goes. */
-function embeddedIPv4(ip: string): string | undefined {
-  const lower = ip.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted?.[1] && isIPv4(dotted[1])) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  const sixToFour = /^2002:([0-9a-f]{1,4}):([0-9a-f]{1,4}):/.exec(lower);
-  const pair = hex ?? sixToFour;
-  if (!pair?.[1] || !pair[2]) return undefined;
-  const hi = Number.parseInt(pair[1], 16);
-  const lo = Number.parseInt(pair[2], 16);
-  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+interface Block<A> {
+  subnet: A;
+  text: string;
+  name: string;
+  /** The registry's "Globally Reachable": false, true, or null where it says N/A or nothing. */
+  reachable: boolean | null;
 }
 
-/** Why the address is off limits (loopback, private, …), or undefined for a public one. */
+const blocks = <A extends Address4 | Address6>(
+  registry: ReadonlyArray<readonly [string, string, boolean | null]>,
+  parse: (cidr: string) => A,
+): Array<Block<A>> =>
+  registry
+    .map(([cidr, name, reachable]) => ({ subnet: parse(cidr), text: cidr, name, reachable }))
+    // Most specific first: the first block that holds an address is the one that decides it.
+    .sort((a, b) => b.subnet.subnetMask - a.subnet.subnetMask);
+
+const V4_BLOCKS = blocks(IPV4_REGISTRY, (cidr) => new Address4(cidr));
+const V6_BLOCKS = blocks(IPV6_REGISTRY, (cidr) => new Address6(cidr));
+
+/** The registry block that decides an address, named, when it does not say "globally reachable". */
+function refusingBlock<A extends Address4 | Address6>(address: A, list: Array<Block<A>>): string | undefined {
+  const block = list.find((b) => address.isInSubnet(b.subnet));
+  return block && block.reachable !== true ? `${block.name} (${block.text})` : undefined;
+}
+
+/**
+ * Why an IPv4 address may not be dialled, or undefined when it is globally reachable. Both must
+ * agree to let it through: the package's isGlobal(), and the most specific registry block holding
+ * it saying yes (a block the registry leaves blank, 192.88.99.0/24, has no yes).
+ */
+function ipv4Refusal(address: Address4): string | undefined {
+  const own = refusingBlock(address, V4_BLOCKS) ?? (address.isMulticast() ? 'Multicast (224.0.0.0/4)' : undefined);
+  if (own === undefined && address.isGlobal()) return undefined;
+  return own ?? 'not globally reachable';
+}
+
+interface Carried {
+  form: string;
+  block: string;
+  ipv4: Address4;
+  /**
+   * Whether the IPv4 address alone decides: an IPv4-mapped address is that IPv4 address on a
+   * dual-stack socket, and the well-known NAT64 prefix is a translator's way to reach it.
+   */
+  decides: boolean;
+}
+
+/** Where each form keeps the IPv4 address, in bits of the IPv6 one. */
+const CARRIERS = [
+  { form: 'IPv4-mapped', text: '::ffff:0:0/96', bits: [96, 128], decides: true },
+  { form: 'NAT64', text: '64:ff9b::/96', bits: [96, 128], decides: true },
+  { form: 'IPv4-translated', text: '::ffff:0:0:0/96', bits: [96, 128], decides: false },
+  { form: 'IPv4-compatible', text: '::/96', bits: [96, 128], decides: false },
+  { form: '6to4', text: '2002::/16', bits: [16, 48], decides: false },
+  { form: 'Teredo', text: '2001::/32', bits: [96, 128], decides: false },
+].map((c) => ({ ...c, block: new Address6(c.text), bits: c.bits as [number, number] }));
+
+/**
+ * The IPv4 address an IPv6 one carries, and in which form: a packet to it ends up at that IPv4
+ * address (through a translator, a relay or a dual stack), so that address must be global too.
+ * The local-use NAT64 prefix (64:ff9b:1::/48) carries one where its operator chose: it is refused
+ * whatever it carries.
+ */
+function carriedIPv4(address: Address6): Carried | undefined {
+  // :: and ::1 are addresses of their own (unspecified, loopback), not IPv4-compatible ones.
+  if (address.getBits(0, 127) === 0n) return undefined;
+  const carrier = CARRIERS.find((c) => address.isInSubnet(c.block));
+  if (!carrier) return undefined;
+  let bits = address.getBits(...carrier.bits);
+  // Teredo stores its client's address with every bit inverted.
+  if (carrier.form === 'Teredo') bits ^= 0xffffffffn;
+  return { form: carrier.form, block: carrier.text, ipv4: Address4.fromBigInt(bits), decides: carrier.decides };
+}
+
+const GLOBAL_UNICAST = new Address6('2000::/3');
+const OUTSIDE_GLOBAL_UNICAST = 'not global unicast (outside 2000::/3)';
+
+/** Why an IPv6 address of its own (not one carrying an IPv4 address that decides) may not be dialled. */
+function ownIPv6Refusal(address: Address6): string | undefined {
+  const block = refusingBlock(address, V6_BLOCKS);
+  if (block) return block;
+  if (address.isMulticast()) return 'Multicast (ff00::/8)';
+  // The rest of the space outside global unicast is unassigned or reserved by the IETF.
+  if (!address.isInSubnet(GLOBAL_UNICAST)) return OUTSIDE_GLOBAL_UNICAST;
+  return undefined;
+}
+
+/** Why an IPv6 address may not be dialled, or undefined when it and what it carries are global. */
+function ipv6Refusal(address: Address6): string | undefined {
+  const carried = carriedIPv4(address);
+  const carriedRefusal = carried && ipv4Refusal(carried.ipv4);
+  const own = carried?.decides ? undefined : ownIPv6Refusal(address);
+  if (own === undefined && carriedRefusal === undefined) {
+    return address.isGlobal() ? undefined : 'not globally reachable';
+  }
+  if (!carried) return own;
+  // The carrier's block is named once, with what it carries; a refusal of its own comes first.
+  const carrier = own?.endsWith(`(${carried.block})`) ? own : `${carried.form} (${carried.block})`;
+  const first = own && own !== carrier && own !== OUTSIDE_GLOBAL_UNICAST ? `${own}; ` : '';
+  return `${first}${carrier} carrying ${carried.ipv4.address}${carriedRefusal ? `, ${carriedRefusal}` : ''}`;
+}
+
+/**
+ * Why an address is off limits, or undefined for one the IANA special-purpose registries (IPv4 and
+ * IPv6) mark globally reachable. What they mark not globally reachable, or leave without a yes
+ * (Teredo and 6to4 need a relay), is refused: the gateway's own machine, its cluster, its cloud's
+ * metadata service and the documentation ranges are all among them (SSRF). An IPv6 address that
+ * carries an IPv4 one (mapped, translated, compatible, NAT64, 6to4, Teredo) must carry a global one.
+ */
 export function forbiddenAddress(ip: string): string | undefined {
   const bare = ip.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  const v4 = isIPv4(bare) ? bare : embeddedIPv4(bare);
-  const [address, family] = v4 ? [v4, 'ipv4' as const] : [bare, 'ipv6' as const];
-  if (isIP(address) === 0) return 'not an IP address';
-  return blocked.find((b) => b.family === family && b.list.check(address, family))?.reason;
+  const family = isIP(bare);
+  if (family === 0) return 'not an IP address';
+  return family === 4 ? ipv4Refusal(new Address4(bare)) : ipv6Refusal(new Address6(bare));
 }
 
-type Lookup = (hostname: string) => Promise<LookupAddress[]>;
+/** Resolves a host name to its addresses, as dns.lookup with `all` does. */
+export type Lookup = (hostname: string) => Promise<LookupAddress[]>;
 
 const systemLookup: Lookup = (hostname) =>
   new Promise((resolve, reject) =>
     dnsLookup(hostname, { all: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))),
   );
+
+function refusal(host: string, address: string, reason: string): string {
+  const unreachable = 'not globally reachable';
+  return `${host} resolves to ${address}: ${reason === unreachable ? reason : `${reason}, ${unreachable}`}`;
+}
 
 /**
  * Checks an endpoint URL: https (unless insecure is allowed), no credentials, and a host whose
@@ -105,7 +182,7 @@ export async function checkWebhookUrl(text: string, rules: UrlRules, lookup: Loo
     const reason = forbiddenAddress(address);
     if (reason) {
       throw new WebhookUrlError(
-        `url's host ${host} resolves to a ${reason} address (${address}); endpoints must be public (WEBHOOKS_ALLOW_PRIVATE is off)`,
+        `url's ${refusal(host, address, reason)}; endpoints must be public (WEBHOOKS_ALLOW_PRIVATE is off)`,
       );
     }
   }
@@ -117,22 +194,34 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
 /**
  * A `lookup` for the delivery's socket that refuses forbidden addresses: the check applies to the
  * address connected to, so a name that changes between the check and the connection gains nothing.
+ * `resolve` replaces the system resolver (dns.lookup with the socket's options) where a caller
+ * needs names of its own.
  */
-export function guardedLookup(allowPrivate: boolean) {
-  return (hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+export function guardedLookup(allowPrivate: boolean, resolve?: Lookup) {
+  return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    const answered = (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => {
       if (err) return callback(err, []);
       const bad = allowPrivate ? undefined : addresses.find((a) => forbiddenAddress(a.address));
       if (bad) {
         const error: NodeJS.ErrnoException = new WebhookUrlError(
-          `${hostname} resolves to a ${forbiddenAddress(bad.address)} address (${bad.address})`,
+          refusal(hostname, bad.address, forbiddenAddress(bad.address) as string),
         );
         error.code = 'EWEBHOOKADDRESS';
         return callback(error, []);
       }
       if (options.all) return callback(null, addresses);
-      const first = addresses[0] as LookupAddress;
+      const first = addresses[0];
+      if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
       callback(null, first.address, first.family);
-    });
+    };
+    if (!resolve) {
+      dnsLookup(hostname, { ...options, all: true }, answered);
+      return;
+    }
+    const family = { 4: 4, IPv4: 4, 6: 6, IPv6: 6 }[options.family ?? 0];
+    resolve(hostname).then(
+      (addresses) => answered(null, family ? addresses.filter((a) => a.family === family) : addresses),
+      (err: NodeJS.ErrnoException) => answered(err, []),
+    );
   };
 }

@@ -10,7 +10,7 @@ export interface ExpiryNotice {
   /** Once per key, expiry and notice, on every replica. */
   marker: string;
   markerTtlMs: number;
-  /** 7 or 1 for key.expiring. */
+  /** For key.expiring: the whole days left, rounded up (a key that expires in 12 hours has 1). */
   days?: number;
 }
 
@@ -30,7 +30,9 @@ export function expiryNotice(record: KeyRecord, now: number): ExpiryNotice | und
     if (-left > EXPIRED_LOOKBACK_MS) return undefined;
     return { type: 'key.expired', marker: `expired.${base}`, markerTtlMs };
   }
-  if (left <= DAY_MS) return { type: 'key.expiring', marker: `expiring1.${base}`, markerTtlMs, days: 1 };
-  if (left <= 7 * DAY_MS) return { type: 'key.expiring', marker: `expiring7.${base}`, markerTtlMs, days: 7 };
+  // The notice is named for its threshold (one each per expiry); what it says is the time left.
+  const days = Math.ceil(left / DAY_MS);
+  if (left <= DAY_MS) return { type: 'key.expiring', marker: `expiring1.${base}`, markerTtlMs, days };
+  if (left <= 7 * DAY_MS) return { type: 'key.expiring', marker: `expiring7.${base}`, markerTtlMs, days };
   return undefined;
 }

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
-import { guardedLookup } from './address-guard.js';
+import { guardedLookup, type Lookup } from './address-guard.js';
 import type { Subscription } from './webhook-store.js';
 
 export interface AttemptResult {
@@ -43,9 +43,11 @@ export class WebhookSender {
     private readonly timeoutMs: number,
     allowPrivate: boolean,
     private readonly now: () => number = Date.now,
+    /** Resolves endpoint names instead of the system resolver. */
+    resolve?: Lookup,
   ) {
     this.agent = new Agent({
-      connect: { timeout: timeoutMs, lookup: guardedLookup(allowPrivate) },
+      connect: { timeout: timeoutMs, lookup: guardedLookup(allowPrivate, resolve) },
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
       connections: 16,

@@ -81,14 +81,15 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
         operationId: 'createPet',
         summary: 'Add an animal',
         description:
-          'Adds an animal and answers it with the identifier the service assigned, and its path in `Location`. ' +
+          'Adds an animal and answers it with the identifier the service assigned, and where to read it in ' +
+          '`Location` (`/v1/pets?id={id}`). ' +
           '`name` and `categoryId` are required; `status` is optional and has no default; fields not listed ' +
           'in NewPet are ignored.',
         tags: ['pets'],
         body: NewPetRef,
         response: {
           201: json('The animal is added; the body carries the assigned id.', PetRef, {
-            Location: { type: 'string', description: 'Path of the new animal: /v1/pets/{id}.' },
+            Location: { type: 'string', description: 'Where to read the new animal: /v1/pets?id={id}.' },
           }),
           400: error(
             'The body is not JSON, nests arrays and objects deeper than 64 levels, lacks name or categoryId, or holds an invalid value.',
@@ -103,7 +104,8 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     async (request, reply) => {
       const { name, categoryId, status } = request.body;
       const pet = await store.create({ name, categoryId, status });
-      reply.code(201).header('location', `/v1/pets/${pet.id}`);
+      // The supported read, not the deprecated /v1/pets/{id} (design.md).
+      reply.code(201).header('location', `/v1/pets?id=${pet.id}`);
       return pet;
     },
   );

@@ -1,4 +1,4 @@
-import { ApiError } from '@animal-store/common/errors.js';
+import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
 import {
@@ -9,6 +9,7 @@ import {
   type HourUsage,
   type UsageCounts,
 } from '../../limits/usage-history.js';
+import { readRfc3339 } from '../../rfc3339.js';
 import { HistoryQuery, HistorySchema, KeyIdParams, TopQuery, TopSchema } from '../schemas.js';
 import { type AdminRouteOptions, errors, findKey, iso } from '../shared.js';
 import { unavailable } from '../store-unavailable.js';
@@ -20,17 +21,63 @@ function withRefused(counts: UsageCounts): Counts {
   return { ...counts, refused: counts.limited + counts.banned };
 }
 
-/** An instant from the query: RFC 3339 date-time or a date (midnight UTC). */
+/** An instant from the query: RFC 3339 date-time or a date (midnight UTC), one that exists. */
 function instant(text: string, name: string): number {
-  const ms = /^\d{4}-\d{2}-\d{2}$/.test(text) ? Date.parse(`${text}T00:00:00Z`) : Date.parse(text);
-  if (!Number.isFinite(ms) || !/^\d{4}-\d{2}-\d{2}/.test(text)) {
+  const read = readRfc3339(text, true);
+  if (read.problem === undefined) return read.ms;
+  throw new ApiError(
+    400,
+    'invalid_request',
+    read.problem === 'calendar'
+      ? `${name} is not a real date and time: "${clipped(text)}"`
+      : `${name} must be an RFC 3339 date-time or a date (YYYY-MM-DD), not "${clipped(text)}"`,
+  );
+}
+
+type HistoryRange = Pick<Static<typeof HistoryQuery>, 'from' | 'to' | 'period'>;
+
+/** The start of the step (hour or day) holding `ms`. */
+const stepStart = (ms: number, step: number) => ms - (((ms % step) + step) % step);
+
+/**
+ * The steps [from, to) a history query asks for. `from` and `to` are instants, or dates naming
+ * whole UTC days: `to=2026-11-30` includes the 30th. `period` is a calendar month in UTC, the one
+ * the month quota counts (`current`: so far; `previous`: all of it). A range reaching past now ends
+ * with the step that holds now, so "this month so far" is one request on any day of it.
+ */
+function historyRange(query: HistoryRange, now: number, step: number): { from: number; to: number } {
+  const current = stepStart(now, step) + step;
+  if (query.period !== undefined) {
+    if (query.from !== undefined || query.to !== undefined) {
+      throw new ApiError(
+        400,
+        'invalid_request',
+        'period names the range itself: give period, or from and to, not both',
+      );
+    }
+    const today = new Date(now);
+    const monthStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1);
+    if (query.period === 'current') return { from: monthStart, to: current };
+    return { from: Date.UTC(today.getUTCFullYear(), today.getUTCMonth() - 1, 1), to: monthStart };
+  }
+  let to = current;
+  if (query.to !== undefined) {
+    const end = instant(query.to, 'to') + (/^\d{4}-\d{2}-\d{2}$/.test(query.to) ? DAY_MS : 0);
+    to = Math.min(stepStart(end + step - 1, step), current);
+  }
+  const from =
+    query.from === undefined
+      ? to - (step === HOUR_MS ? 24 * HOUR_MS : 30 * DAY_MS)
+      : stepStart(instant(query.from, 'from'), step);
+  if (from >= current) {
     throw new ApiError(
       400,
       'invalid_request',
-      `${name} must be an RFC 3339 date-time or a date (YYYY-MM-DD), not "${text}"`,
+      `from must not be after the current ${step === HOUR_MS ? 'hour' : 'day'}`,
     );
   }
-  return ms;
+  if (from >= to) throw new ApiError(400, 'invalid_request', 'from must be before to');
+  return { from, to };
 }
 
 /**
@@ -112,23 +159,14 @@ export const historyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async
       const granularity: Granularity = request.query.granularity ?? 'hour';
       const step = granularity === 'hour' ? HOUR_MS : DAY_MS;
       const now = deps.now();
-      const align = (ms: number) => ms - (((ms % step) + step) % step);
-      const to = request.query.to === undefined ? align(now) + step : align(instant(request.query.to, 'to') + step - 1);
-      const from =
-        request.query.from === undefined
-          ? to - (granularity === 'hour' ? 24 * HOUR_MS : 30 * DAY_MS)
-          : align(instant(request.query.from, 'from'));
-      if (from >= to) throw new ApiError(400, 'invalid_request', 'from must be before to');
-      const oldest = align(now - history.retentionMs);
+      const { from, to } = historyRange(request.query, now, step);
+      const oldest = stepStart(now - history.retentionMs, step);
       if (from < oldest) {
         throw new ApiError(
           400,
           'invalid_request',
           `The history is kept for ${retentionDays} days (USAGE_HISTORY_DAYS): from must be on or after ${iso(oldest)}`,
         );
-      }
-      if (to > align(now) + step) {
-        throw new ApiError(400, 'invalid_request', `to must not be after the current ${granularity}`);
       }
       let hours: HourUsage[];
       try {

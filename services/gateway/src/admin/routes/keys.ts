@@ -21,7 +21,16 @@ import {
   RotateKeySchema,
   UpdateKeySchema,
 } from '../schemas.js';
-import { type AdminRouteOptions, audit, errors, findKey, idempotentErrors, keyRules, keyView } from '../shared.js';
+import {
+  type AdminRouteOptions,
+  audit,
+  createdKey,
+  errors,
+  findKey,
+  idempotentErrors,
+  keyRules,
+  keyView,
+} from '../shared.js';
 
 /** Keys: create, list, show, update, rotate and revoke. */
 export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps, idempotency }) => {
@@ -59,16 +68,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
           const { key, record } = await applying(async () =>
             createKey(checkNewKey(deps.plans, request.body, now), new Date(now)),
           );
-          const body: Static<typeof CreatedKeySchema> = {
-            id: record.id,
-            key,
-            plan: record.plan,
-            name: record.name,
-            ...keyRules(deps, record),
-            createdAt: record.createdAt,
-            ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
-          };
-          return { plan: record, status: 201, body };
+          return { plan: record, status: 201, body: createdKey(deps, record, key) };
         },
         apply: (record) => insertOnce(deps.keyStore, record),
         made: (record) =>
