@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { queueConnection } from '../src/redis/clients.js';
 import { BullmqDeliveryQueue } from '../src/webhooks/bullmq-delivery-queue.js';
-import { type DeliveryJob, RetryDelivery, retryDelayMs } from '../src/webhooks/delivery-queue.js';
+import { type DeliveryJob, type DeliveryQueue, RetryDelivery, retryDelayMs } from '../src/webhooks/delivery-queue.js';
 import { MemoryDeliveryQueue } from '../src/webhooks/memory-delivery-queue.js';
 
 /**
@@ -26,6 +26,19 @@ const job = (): DeliveryJob => ({
   event: { type: 'webhook.test', timestamp: new Date().toISOString(), data: {} },
   enqueuedAt: Date.now(),
 });
+
+/** Starts the queue on an endpoint that always fails and queues one delivery (id `j1`); returns its attempts so far. */
+async function failingDelivery(queue: DeliveryQueue): Promise<number[]> {
+  const attempts: number[] = [];
+  await queue.start({
+    deliver: async (_job, attempt) => {
+      attempts.push(attempt);
+      throw new RetryDelivery('endpoint answered 503');
+    },
+  });
+  await queue.add(job(), 'j1');
+  return attempts;
+}
 
 describe('the retry schedule', () => {
   it.each(Object.entries(JITTER))(
@@ -57,14 +70,7 @@ describe('the memory queue (embedded mode)', () => {
       const retry = { baseMs: 1_000, maxMs: 4_000, random };
       const queue = new MemoryDeliveryQueue(retry);
       onTestFinished(() => queue.close());
-      const attempts: number[] = [];
-      await queue.start({
-        deliver: async (_job, attempt) => {
-          attempts.push(attempt);
-          throw new RetryDelivery('endpoint answered 503');
-        },
-      });
-      await queue.add(job(), 'j1');
+      const attempts = await failingDelivery(queue);
       await vi.advanceTimersByTimeAsync(0);
       expect(attempts).toEqual([1]);
       for (let retryNo = 1; retryNo <= 4; retryNo++) {
@@ -104,14 +110,7 @@ describe('the BullMQ queue', () => {
         await inspect.close();
         await inspect.disconnect();
       });
-      const attempts: number[] = [];
-      await queue.start({
-        deliver: async (_job, attempt) => {
-          attempts.push(attempt);
-          throw new RetryDelivery('endpoint answered 503');
-        },
-      });
-      await queue.add(job(), 'j1');
+      const attempts = await failingDelivery(queue);
       for (let retryNo = 1; retryNo <= 4; retryNo++) {
         const delayed = await vi.waitFor(
           async () => {
