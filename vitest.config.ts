@@ -16,6 +16,7 @@ const ZONED = [
   'memory-limiter',
   'redis-limiter',
   'usage-history',
+  'usage-history-stores',
   'webhooks',
   'webhook-retries',
 ].map((name) => `services/gateway/test/${name}.test.ts`);
