@@ -167,7 +167,7 @@ describe('usage history through two replicas on one Redis', () => {
     await vi.waitFor(
       async () => {
         const totals = (await admin(a, `/admin/keys/${id}/usage/history`)).json().totals;
-        expect(totals).toMatchObject({ admitted: 1, limited: 1, banned: 1 + 1 + 4 + 3 });
+        expect(totals).toMatchObject({ admitted: 1, limited: 1, banned: 1 + 1 + 4 + 3, refused: 1 + 1 + 1 + 4 + 3 });
       },
       { timeout: 5_000, interval: 100 },
     );
@@ -224,6 +224,12 @@ describe('usage history through two replicas on one Redis', () => {
     expect(after.statusCode).toBe(400);
     const empty = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.hour)}&to=${iso(clock.hour - 1)}`);
     expect(empty.json().message).toBe('from must be before to');
+    // The retention's first hour, and a top-keys window as long as the retention, are still in.
+    const oldest = clock.hour - 2 * DAY_MS;
+    expect((await admin(a, `/admin/keys/${id}/usage/history?from=${iso(oldest)}`)).statusCode).toBe(200);
+    expect((await admin(a, `/admin/keys/${id}/usage/history?from=${iso(oldest - 1)}`)).statusCode).toBe(400);
+    expect((await admin(a, '/admin/usage?window=2d')).statusCode).toBe(200);
+    expect((await admin(a, '/admin/usage?window=49h')).statusCode).toBe(400);
     const missing = await admin(a, '/admin/keys/key_nope/usage/history');
     expect(missing.statusCode).toBe(404);
     expect((await admin(a, '/admin/usage?window=3d')).statusCode).toBe(400);
@@ -237,6 +243,12 @@ describe('usage history through two replicas on one Redis', () => {
     const day = Math.floor(clock.now() / DAY_MS);
     const expiresAt = await a.redis?.pexpiretime(`${a.config.redisPrefix}{${id}}:h:${day}`);
     expect(expiresAt).toBe((day + 1) * DAY_MS + 35 * DAY_MS);
+    // And the day's set of active keys (top keys) with it.
+    await vi.waitFor(async () =>
+      expect(await a.redis?.pexpiretime(`${a.config.redisPrefix}usage:keys:${day}`)).toBe(
+        (day + 1) * DAY_MS + 35 * DAY_MS,
+      ),
+    );
     const revoked = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
     expect(revoked.statusCode).toBe(204);
     expect((await admin(a, `/admin/keys/${id}/usage/history`)).json().totals.admitted).toBe(1);
