@@ -8,7 +8,6 @@ import { DAY_MS } from '../src/limits/usage-history.js';
 import { connected, redisClient } from './helpers.js';
 import { limiterContract } from './limiter.contract.js';
 import { testClock } from './test-clock.js';
-import { RedisClock } from './redis-clock.js';
 
 let redis: TestRedis;
 beforeAll(async () => {
@@ -218,12 +217,12 @@ describe('what a key keeps in Redis for its refusals', () => {
 
 describe('calendar windows in Redis', () => {
   const NO_BANS = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
-  /** A limiter on its own prefix whose clock and Redis's move together (redis-clock.ts). */
+  /** A limiter on its own prefix whose clock and Redis's move together (test-clock.ts). */
   const start = async (withHistory: boolean) => {
     const client = await connected(redisClient(redis.url));
     onTestFinished(() => client.disconnect());
     const prefix = `t${randomUUID().slice(0, 8)}:`;
-    const clock = new RedisClock(prefix).use(client);
+    const clock = testClock({ client, prefix });
     const history = withHistory ? new RedisUsageHistory(client, prefix, 35 * DAY_MS) : null;
     return { client, clock, limiter: new RedisKeyLimiter(client, prefix, NO_BANS, clock.now, history) };
   };

@@ -4,7 +4,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { RedisUsageHistory } from '../src/limits/redis-usage-history.js';
 import { DAY_MS, HOUR_MS, MemoryUsageHistory } from '../src/limits/usage-history.js';
 import { connected, redisClient } from './helpers.js';
-import { RedisClock } from './redis-clock.js';
+import { testClockFrom } from './test-clock.js';
 import { usageHistoryContract } from './usage-history.contract.js';
 
 let redis: TestRedis | undefined;
@@ -34,8 +34,8 @@ usageHistoryContract('redis', async (retentionMs) => {
   if (!redis) throw new Error('no Redis');
   const client = await connected(redisClient(redis.url, 2_000));
   const prefix = `uh${randomUUID().slice(0, 8)}:`;
-  // Today's hours expire by Redis's real clock: it moves with the history's (redis-clock.ts).
-  const clock = new RedisClock(prefix, start()).use(client);
+  // Today's hours expire by Redis's real clock: it moves with the history's (test-clock.ts).
+  const clock = testClockFrom(start(), { client, prefix });
   const history = new RedisUsageHistory(client, prefix, retentionMs);
   return {
     history,

@@ -1,17 +1,18 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createKey } from '../src/keys/create-key.js';
 import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
 import { DAY_MS, HOUR_MS } from '../src/limits/usage-history.js';
 import { ADMIN_TOKEN, addKey, bearer, type TestGateway, useGateways } from './helpers.js';
-import { RedisClock } from './redis-clock.js';
+import { testClock } from './test-clock.js';
 
 const gateways = useGateways();
 
 /** A clock the test moves; it starts 10 minutes into the current hour, so writes never expire at once. */
-function testClock() {
+function hourClock() {
   let t = Math.floor(Date.now() / HOUR_MS) * HOUR_MS + 10 * 60_000;
   return {
     now: () => t,
@@ -76,7 +77,7 @@ const count = (statuses: number[], status: number) => statuses.filter((s) => s =
 
 describe('usage history through two replicas on one Redis', () => {
   it('counts every decision of concurrent traffic exactly, in the hour it was made', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a, b } = await replicas(clock);
     const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 50, perDay: 10_000 });
     const statuses = (await Promise.all([send(a, key, 60), send(b, key, 60)])).flat();
@@ -103,7 +104,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('puts requests on either side of an hour in their own hours, and sums them by day', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock);
     const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 1000, perDay: 10_000 });
     const nextHour = clock.hour + HOUR_MS;
@@ -128,7 +129,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('counts route costs as units, and refusals of a scope the key lacks as forbidden, not admitted', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock, {
       PLANS_FILE: plansFile({
         plans: { metered: { windows: { minute: 100 } }, reader: { windows: { minute: 100 }, scopes: ['pets:read'] } },
@@ -151,7 +152,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('counts refusals of a ban the replica already knows (no Redis call) as banned, on every replica', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a, b } = await replicas(clock, { BAN_THRESHOLD: '1' });
     const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 1, perDay: 100 });
     // 200, then 429 limited (strike 1), then 429 banned: the ban starts in the shared script.
@@ -174,7 +175,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('exports the series as CSV for billing, by format=csv or Accept: text/csv', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock);
     const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 2, perDay: 100 });
     await send(a, key, 3);
@@ -208,7 +209,7 @@ describe('usage history through two replicas on one Redis', () => {
     ['format=xml', 'format'],
     ['colour=red', 'colour'],
   ])('refuses %s with 400 in the error shape', async (query, message) => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock);
     const { id } = await addKey(a.deps, 'free');
     const res = await admin(a, `/admin/keys/${id}/usage/history?${query}`);
@@ -218,7 +219,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('refuses a range before the retention, one starting after now and an empty one, and 404s an unknown key', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock, { USAGE_HISTORY_DAYS: '2' });
     const { id } = await addKey(a.deps, 'free');
     const iso = (ms: number) => new Date(ms).toISOString();
@@ -252,7 +253,7 @@ describe('usage history through two replicas on one Redis', () => {
     const monthStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1);
     const monthEnd = Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + 1, 1);
     for (const at of [monthStart + 10 * 60_000, monthStart + 14 * DAY_MS + 12 * HOUR_MS, monthEnd - 10 * 60_000]) {
-      const clock = testClock();
+      const clock = hourClock();
       clock.set(at);
       // Embedded: the history keeps to the test's clock, whatever day it names.
       const { a } = await replicas(clock, {}, { redis: false });
@@ -282,7 +283,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('answers the whole previous month with period=previous, and refuses period with from or to', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const today = new Date(clock.now());
     const previousStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth() - 1, 1);
     const monthStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1);
@@ -311,7 +312,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('keeps a day of history in Redis until its retention ends, and a revoked key’s history readable', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock, { USAGE_HISTORY_DAYS: '35' });
     const { id, key } = await addKey(a.deps, 'free');
     await send(a, key, 1);
@@ -333,7 +334,7 @@ describe('usage history through two replicas on one Redis', () => {
 describe('top keys (GET /admin/usage)', () => {
   for (const backend of ['redis', 'memory'] as const) {
     it(`ranks keys by admitted or refused, with totals per plan and per hour (${backend})`, async () => {
-      const clock = testClock();
+      const clock = hourClock();
       const { a, b } = await replicas(clock, {}, { redis: backend === 'redis' });
       const busy = await addKey(a.deps, 'enterprise', { perMinute: 100, perDay: 10_000 });
       const refused = await addKey(a.deps, 'enterprise', { perMinute: 2, perDay: 10_000 });
@@ -375,9 +376,9 @@ const busy = (series: Array<{ start: string; admitted: number }>) =>
 describe('top keys over earlier days', () => {
   it('lists keys idle since an earlier day in a week’s top keys: each day’s active keys outlive their day', async () => {
     const prefix = newPrefix();
-    const clock = new RedisClock(prefix);
+    const clock = testClock();
     const { a } = await replicas(clock, {}, { prefix });
-    clock.use(a.redis);
+    if (a.redis) clock.ages({ client: a.redis as Redis, prefix });
     const keys = [];
     for (let i = 0; i < 3; i++) keys.push(await addKey(a.deps, 'enterprise', { perMinute: 100, perDay: 1_000 }));
     // One key a day, three days running, then two days with none: each day's state ages in Redis.
@@ -405,7 +406,7 @@ describe('a `to` inside an hour or a day', () => {
     ['memory', Date.UTC(2026, 10, 30) / DAY_MS],
   ] as const)('includes the hour and the day it falls in (%s)', async (backend, day) => {
     const at = (h: number, m = 0, s = 0) => day * DAY_MS + h * HOUR_MS + m * 60_000 + s * 1_000;
-    const clock = testClock();
+    const clock = hourClock();
     clock.set(at(13, 20));
     const { a } = await replicas(clock, {}, { redis: backend === 'redis' });
     const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 100, perDay: 1_000 });
@@ -461,7 +462,7 @@ describe.each(['America/New_York', 'Pacific/Chatham'])('with the gateway in TZ=%
       // UTC hour before.
       const day = Math.floor(Date.now() / DAY_MS) - 1;
       const at = (h: number, m = 0) => day * DAY_MS + h * HOUR_MS + m * 60_000;
-      const clock = testClock();
+      const clock = hourClock();
       clock.set(at(3, 5));
       const { a } = await replicas(clock, {}, { redis: backend === 'redis' });
       const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 100, perDay: 1_000 });

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DAY_MS } from '../src/limits/usage-history.js';
 import { ADMIN_TOKEN, addKey, bearer, startGateway, type TestGateway, useGateways } from './helpers.js';
-import { RedisClock } from './redis-clock.js';
+import { testClock } from './test-clock.js';
 import { type Received, startReceiver } from './webhook-receiver.js';
 
 /**
@@ -363,9 +364,9 @@ describe.each([
 ])('quota events day after day (%s)', (_name, withRedis) => {
   it('sends a day’s warning again on each following day: the once-a-period marker ends with its day', async () => {
     const prefix = `wd${randomUUID().slice(0, 8)}:`;
-    const clock = new RedisClock(prefix);
+    const clock = testClock();
     const gw = await gateways.start({ env: LOCAL, prefix, now: clock.now, ...(withRedis ? {} : { redisUrl: null }) });
-    clock.use(gw.redis);
+    if (gw.redis) clock.ages({ client: gw.redis as Redis, prefix });
     const hook = await receiver();
     await subscribe(gw, hook.url, ['key.quota.warning']);
     const { key } = await addKey(gw.deps, 'enterprise', { perMinute: 100, perDay: 10 });
