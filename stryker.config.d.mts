@@ -7,7 +7,9 @@ export interface MutationArea {
   testFiles: string[];
 }
 
-export declare const areas: Record<'limits' | 'keys' | 'cache' | 'gate' | 'sync', MutationArea>;
+export type AreaName = 'limits' | 'keys' | 'cache' | 'gate' | 'sync' | 'policy' | 'history' | 'webhooks' | 'guard';
+
+export declare const areas: Record<AreaName, MutationArea>;
 
 declare const options: PartialStrykerOptions;
 export default options;

@@ -1,8 +1,9 @@
 // @ts-check
-// `npm run mutate` (scripts/mutate.mjs): mutation testing of the rate limits, the API keys, their
-// sync between replicas, the event bus and the gate, one area at a time, each against the test
-// files that exercise it. Not part of `npm test`; incremental mode reruns only what changed since
-// the last. See docs/architecture.md, "Mutation testing".
+// `npm run mutate` (scripts/mutate.mjs): mutation testing of the rate limits and their policy, the
+// API keys, their sync between replicas, the event bus, the gate, the usage history, webhooks and
+// the webhook address guard, one area at a time, each against the test files that exercise it. Not
+// part of `npm test`; incremental mode reruns only what changed since the last. See
+// docs/architecture.md, "Mutation testing".
 
 const SRC = 'services/gateway/src';
 const TEST = 'services/gateway/test';
@@ -14,20 +15,17 @@ const TEST = 'services/gateway/test';
  * an area when it exercises that code directly; suites that spawn processes and the topology
  * suites are left out everywhere, and so are files that reach the code only on the way to
  * something else (every gateway test creates keys, but api-key.ts is tested in api-key.test.ts).
- * @type {Record<'limits' | 'keys' | 'cache' | 'gate' | 'sync', import('./stryker.config.d.mts').MutationArea>}
+ * @type {Record<import('./stryker.config.d.mts').AreaName, import('./stryker.config.d.mts').MutationArea>}
  */
 export const areas = {
-  // The limiters (memory and Redis), their headers and failure mode, the plans and PLANS_FILE.
-  // Not the usage history (limits/usage-history.ts, limits/redis-usage-history.ts): it records
-  // decisions for billing and decides nothing, its tests (usage-history.test.ts) are not among
-  // these, and its ~100 mutants, reached by every gateway test here, would each run them all.
+  // The limiters (memory and Redis), their headers and failure mode. Not the policy they enforce
+  // (`policy`) nor the usage history (`history`): each has an area of its own.
   limits: {
     mutate: [
       `${SRC}/limits/**/*.ts`,
+      `!${SRC}/limits/policy.ts`,
       `!${SRC}/limits/usage-history.ts`,
       `!${SRC}/limits/redis-usage-history.ts`,
-      `${SRC}/plans.ts`,
-      `${SRC}/plans-file.ts`,
     ],
     testFiles: [
       `${TEST}/limit-policy.test.ts`,
@@ -79,6 +77,45 @@ export const areas = {
   sync: {
     mutate: [`${SRC}/key-sync.ts`, `${SRC}/events.ts`],
     testFiles: [`${TEST}/events.test.ts`, `${TEST}/replicas.test.ts`],
+  },
+  // The limit policy: a plan's windows (fixed, sliding, calendar day and month), shadow mode, the
+  // plans and route costs of PLANS_FILE, a key's limits and scopes from its plan.
+  policy: {
+    mutate: [`${SRC}/limits/policy.ts`, `${SRC}/plans.ts`, `${SRC}/plans-file.ts`],
+    testFiles: [
+      `${TEST}/limit-policy.test.ts`,
+      `${TEST}/plans-file.test.ts`,
+      `${TEST}/rate-limit-headers.test.ts`,
+      `${TEST}/memory-limiter.test.ts`,
+      // Costs and shadow mode as a client meets them: what a request takes, what is let through.
+      `${TEST}/policies.test.ts`,
+    ],
+  },
+  // The usage history (memory and Redis) and what is read from it: a key's series and its CSV,
+  // the top keys. It decides nothing; billing is computed from it.
+  history: {
+    mutate: [
+      `${SRC}/limits/usage-history.ts`,
+      `${SRC}/limits/redis-usage-history.ts`,
+      `${SRC}/admin/routes/history.ts`,
+    ],
+    testFiles: [
+      // The stores' contract first (memory and Redis), then the admin routes on two replicas.
+      `${TEST}/usage-history-stores.test.ts`,
+      `${TEST}/usage-history.test.ts`,
+      `${TEST}/guarded-limiter.test.ts`,
+    ],
+  },
+  // Webhooks: intake (the admin routes), fan-out of events to endpoints, signing, delivery through
+  // either queue, retries and the failing mark. The address guard is an area of its own.
+  webhooks: {
+    mutate: [`${SRC}/webhooks/**/*.ts`, `!${SRC}/webhooks/address-guard.ts`, `${SRC}/admin/routes/webhooks.ts`],
+    testFiles: [`${TEST}/webhook-retries.test.ts`, `${TEST}/webhook-stores.test.ts`, `${TEST}/webhooks.test.ts`],
+  },
+  // The SSRF rules for webhook endpoints: when a URL is accepted and each address dialled.
+  guard: {
+    mutate: [`${SRC}/webhooks/address-guard.ts`],
+    testFiles: [`${TEST}/webhook-addresses.test.ts`, `${TEST}/webhooks.test.ts`],
   },
 };
 

@@ -2,6 +2,25 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 const TOPOLOGY = 'tests/topology/**/*.test.ts';
 
+/**
+ * The suites whose answers hang on UTC hours, days and months (the usage history, the limits,
+ * webhooks) run a second time in a zone far from UTC, whatever the machine's: Chatham is UTC+12:45,
+ * +13:45 under daylight saving, so a local hour, day or month used in place of UTC's shows there
+ * even where a whole-hour zone would hide it. Tests that need a zone of their own set
+ * process.env.TZ themselves and say which in their names.
+ */
+const FAR_ZONE = 'Pacific/Chatham';
+const ZONED = [
+  'limit-policy',
+  'rate-limit-headers',
+  'memory-limiter',
+  'redis-limiter',
+  'usage-history',
+  'usage-history-stores',
+  'webhooks',
+  'webhook-retries',
+].map((name) => `services/gateway/test/${name}.test.ts`);
+
 export default defineConfig({
   // Tests import the services by package name (`@animal-store/gateway/app.js`); this condition in
   // their `exports` maps those names to the TypeScript sources the tests have always run, where
@@ -23,6 +42,7 @@ export default defineConfig({
           exclude: [...configDefaults.exclude, TOPOLOGY],
         },
       },
+      { extends: true, test: { name: `TZ=${FAR_ZONE}`, include: ZONED, env: { TZ: FAR_ZONE } } },
       // The Redis Cluster and Sentinel suites (a dozen Redis processes and gateways under load)
       // run after all others, alone: side by side they starve suites that time Redis commands
       // in 200 ms, and the others would blur the failover figures they measure.

@@ -214,3 +214,58 @@ describe('what a key keeps in Redis for its refusals', () => {
     expect(await keys()).toEqual([`usage:keys:${day}`, `{${keyId}}:h:${day}`, `{${keyId}}:m`].sort());
   });
 });
+
+describe('calendar windows in Redis', () => {
+  const NO_BANS = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
+  /** A limiter on its own prefix whose clock and Redis's move together (test-clock.ts). */
+  const start = async (withHistory: boolean) => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const clock = testClock({ client, prefix });
+    const history = withHistory ? new RedisUsageHistory(client, prefix, 35 * DAY_MS) : null;
+    return { client, clock, limiter: new RedisKeyLimiter(client, prefix, NO_BANS, clock.now, history) };
+  };
+  /** 00:00 UTC on the 1st of the month after the one holding `ms`. */
+  const nextFirst = (ms: number) => {
+    const d = new Date(ms);
+    return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  };
+
+  it('keeps a month’s counter in Redis until 00:00 UTC on the 1st, the reset its decisions announce', async () => {
+    const { client, clock, limiter } = await start(true);
+    const keyId = `key_${randomUUID()}`;
+    const decision = await limiter.consume(keyId, policyFor({ perMinute: 100, perMonth: 1_000 }), 1);
+    const month = decision.windows.find((w) => w.name === 'month');
+    expect(month?.resetAt).toBe(nextFirst(clock.now()));
+    expect(await client.pexpiretime(limiter.keyName(keyId, 'mo'))).toBe(nextFirst(clock.now()));
+  });
+
+  it('keeps a day’s counter of its own (no usage history) until the next 00:00 UTC', async () => {
+    const { client, clock, limiter } = await start(false);
+    const keyId = `key_${randomUUID()}`;
+    const decision = await limiter.consume(keyId, policyFor({ perMinute: 100, perDay: 1_000 }), 1);
+    const midnight = (Math.floor(clock.now() / DAY_MS) + 1) * DAY_MS;
+    expect(decision.windows.find((w) => w.name === 'day')?.resetAt).toBe(midnight);
+    expect(await client.pexpiretime(limiter.keyName(keyId, 'd'))).toBe(midnight);
+  });
+
+  it('gives a spent month back when Redis’s clock passes the 1st, not a minute before', async () => {
+    const { clock, limiter } = await start(true);
+    const keyId = `key_${randomUUID()}`;
+    const policy = policyFor({ perMinute: 100, perMonth: 3 });
+    for (let i = 0; i < 3; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    const refused = await limiter.consume(keyId, policy, 1);
+    expect(refused).toMatchObject({ outcome: 'limited', retryAfterMs: nextFirst(clock.now()) - clock.now() });
+
+    const first = nextFirst(clock.now());
+    await clock.moveTo(first - 60_000);
+    expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+    expect((await limiter.usage(keyId, policy)).windows[1]).toMatchObject({ used: 3, resetAt: first });
+
+    await clock.moveTo(first + 1_000);
+    const next = await limiter.consume(keyId, policy, 1);
+    expect(next.outcome).toBe('admitted');
+    expect(next.windows[1]).toMatchObject({ name: 'month', remaining: 2, resetAt: nextFirst(first) });
+  });
+});

@@ -1,16 +1,18 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createKey } from '../src/keys/create-key.js';
 import { MemoryKeyStore } from '../src/keys/memory-key-store.js';
 import { DAY_MS, HOUR_MS } from '../src/limits/usage-history.js';
 import { ADMIN_TOKEN, addKey, bearer, type TestGateway, useGateways } from './helpers.js';
+import { testClock } from './test-clock.js';
 
 const gateways = useGateways();
 
 /** A clock the test moves; it starts 10 minutes into the current hour, so writes never expire at once. */
-function testClock() {
+function hourClock() {
   let t = Math.floor(Date.now() / HOUR_MS) * HOUR_MS + 10 * 60_000;
   return {
     now: () => t,
@@ -30,18 +32,22 @@ function plansFile(content: unknown): string {
   return path;
 }
 
+const newPrefix = () => `h${Math.random().toString(36).slice(2, 8)}:`;
+
 async function replicas(
-  clock: ReturnType<typeof testClock>,
+  clock: { now: () => number },
   env: Record<string, string> = {},
-  options: { redis?: boolean } = {},
+  options: { redis?: boolean; prefix?: string } = {},
 ) {
   const keyStore = new MemoryKeyStore();
-  const prefix = `h${Math.random().toString(36).slice(2, 8)}:`;
+  const prefix = options.prefix ?? newPrefix();
   const make = () =>
     gateways.start({
       ...(options.redis === false ? { redisUrl: null } : {}),
       prefix,
-      env: { BAN_GRACE_MS: '0', BAN_THRESHOLD: '1000', ...env },
+      // Commands may take 2 s, not 250 ms: these tests count decisions and read them back, and on a
+      // loaded machine a read that times out answers 503, which is another test's subject.
+      env: { BAN_GRACE_MS: '0', BAN_THRESHOLD: '1000', REDIS_COMMAND_TIMEOUT_MS: '2000', ...env },
       keyStore,
       now: clock.now,
     });
@@ -83,7 +89,7 @@ const counts = (given: Record<string, number>) => ({
 
 describe('usage history through two replicas on one Redis', () => {
   it('counts every decision of concurrent traffic exactly, in the hour it was made', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a, b } = await replicas(clock);
     const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 50, perDay: 10_000 });
     const statuses = (await Promise.all([send(a, key, 60), send(b, key, 60)])).flat();
@@ -103,7 +109,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('puts requests on either side of an hour in their own hours, and sums them by day', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock);
     const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 1000, perDay: 10_000 });
     const nextHour = clock.hour + HOUR_MS;
@@ -128,7 +134,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('counts route costs as units, and refusals of a scope the key lacks as forbidden, not admitted', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock, {
       PLANS_FILE: plansFile({
         plans: { metered: { windows: { minute: 100 } }, reader: { windows: { minute: 100 }, scopes: ['pets:read'] } },
@@ -151,7 +157,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('counts admitted requests the upstream did not serve apart (upstreamFailed), bills none of their units, and still counts them against the limit', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const keyStore = new MemoryKeyStore();
     const prefix = `h${Math.random().toString(36).slice(2, 8)}:`;
     const env = {
@@ -182,7 +188,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('counts upstream failures apart in the embedded (memory) history too', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const gw = await gateways.start({ redisUrl: null, now: clock.now, upstream: 'http://127.0.0.1:9' });
     const { id, key } = await addKey(gw.deps, 'free');
     expect(count(await send(gw, key, 3), 503)).toBe(3);
@@ -191,7 +197,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('counts refusals of a ban the replica already knows (no Redis call) as banned, on every replica', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a, b } = await replicas(clock, { BAN_THRESHOLD: '1' });
     const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 1, perDay: 100 });
     // 200, then 429 limited (strike 1), then 429 banned: the ban starts in the shared script.
@@ -207,14 +213,14 @@ describe('usage history through two replicas on one Redis', () => {
     await vi.waitFor(
       async () => {
         const totals = (await admin(a, `/admin/keys/${id}/usage/history`)).json().totals;
-        expect(totals).toMatchObject({ admitted: 1, limited: 1, banned: 1 + 1 + 4 + 3 });
+        expect(totals).toMatchObject({ admitted: 1, limited: 1, banned: 1 + 1 + 4 + 3, refused: 1 + 1 + 1 + 4 + 3 });
       },
       { timeout: 5_000, interval: 100 },
     );
   });
 
   it('exports the series as CSV for billing, by format=csv or Accept: text/csv', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock);
     const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 2, perDay: 100 });
     await send(a, key, 3);
@@ -248,7 +254,7 @@ describe('usage history through two replicas on one Redis', () => {
     ['format=xml', 'format'],
     ['colour=red', 'colour'],
   ])('refuses %s with 400 in the error shape', async (query, message) => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock);
     const { id } = await addKey(a.deps, 'free');
     const res = await admin(a, `/admin/keys/${id}/usage/history?${query}`);
@@ -258,7 +264,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('refuses a range before the retention, one starting after now and an empty one, and 404s an unknown key', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock, { USAGE_HISTORY_DAYS: '2' });
     const { id } = await addKey(a.deps, 'free');
     const iso = (ms: number) => new Date(ms).toISOString();
@@ -274,6 +280,12 @@ describe('usage history through two replicas on one Redis', () => {
     expect(after.json().to).toBe(iso(clock.hour + HOUR_MS));
     const empty = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.hour)}&to=${iso(clock.hour - 1)}`);
     expect(empty.json().message).toBe('from must be before to');
+    // The retention's first hour, and a top-keys window as long as the retention, are still in.
+    const oldest = clock.hour - 2 * DAY_MS;
+    expect((await admin(a, `/admin/keys/${id}/usage/history?from=${iso(oldest)}`)).statusCode).toBe(200);
+    expect((await admin(a, `/admin/keys/${id}/usage/history?from=${iso(oldest - 1)}`)).statusCode).toBe(400);
+    expect((await admin(a, '/admin/usage?window=2d')).statusCode).toBe(200);
+    expect((await admin(a, '/admin/usage?window=49h')).statusCode).toBe(400);
     const missing = await admin(a, '/admin/keys/key_nope/usage/history');
     expect(missing.statusCode).toBe(404);
     expect((await admin(a, '/admin/usage?window=3d')).statusCode).toBe(400);
@@ -286,7 +298,7 @@ describe('usage history through two replicas on one Redis', () => {
     const monthStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1);
     const monthEnd = Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + 1, 1);
     for (const at of [monthStart + 10 * 60_000, monthStart + 14 * DAY_MS + 12 * HOUR_MS, monthEnd - 10 * 60_000]) {
-      const clock = testClock();
+      const clock = hourClock();
       clock.set(at);
       // Embedded: the history keeps to the test's clock, whatever day it names.
       const { a } = await replicas(clock, {}, { redis: false });
@@ -316,7 +328,7 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('answers the whole previous month with period=previous, and refuses period with from or to', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const today = new Date(clock.now());
     const previousStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth() - 1, 1);
     const monthStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1);
@@ -345,13 +357,19 @@ describe('usage history through two replicas on one Redis', () => {
   });
 
   it('keeps a day of history in Redis until its retention ends, and a revoked key’s history readable', async () => {
-    const clock = testClock();
+    const clock = hourClock();
     const { a } = await replicas(clock, { USAGE_HISTORY_DAYS: '35' });
     const { id, key } = await addKey(a.deps, 'free');
     await send(a, key, 1);
     const day = Math.floor(clock.now() / DAY_MS);
     const expiresAt = await a.redis?.pexpiretime(`${a.config.redisPrefix}{${id}}:h:${day}`);
     expect(expiresAt).toBe((day + 1) * DAY_MS + 35 * DAY_MS);
+    // And the day's set of active keys (top keys) with it.
+    await vi.waitFor(async () =>
+      expect(await a.redis?.pexpiretime(`${a.config.redisPrefix}usage:keys:${day}`)).toBe(
+        (day + 1) * DAY_MS + 35 * DAY_MS,
+      ),
+    );
     const revoked = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
     expect(revoked.statusCode).toBe(204);
     expect((await admin(a, `/admin/keys/${id}/usage/history`)).json().totals.admitted).toBe(1);
@@ -361,7 +379,7 @@ describe('usage history through two replicas on one Redis', () => {
 describe('top keys (GET /admin/usage)', () => {
   for (const backend of ['redis', 'memory'] as const) {
     it(`ranks keys by admitted or refused, with totals per plan and per hour (${backend})`, async () => {
-      const clock = testClock();
+      const clock = hourClock();
       const { a, b } = await replicas(clock, {}, { redis: backend === 'redis' });
       const busy = await addKey(a.deps, 'enterprise', { perMinute: 100, perDay: 10_000 });
       const refused = await addKey(a.deps, 'enterprise', { perMinute: 2, perDay: 10_000 });
@@ -391,6 +409,136 @@ describe('top keys (GET /admin/usage)', () => {
       const lastHour = (await admin(a, '/admin/usage?window=1h')).json();
       expect(lastHour.keys.map((k: { id: string }) => k.id)).toEqual([small.id]);
       expect((await admin(a, '/admin/usage?window=24x')).statusCode).toBe(400);
+    });
+  }
+});
+
+const iso = (ms: number) => new Date(ms).toISOString();
+/** [start, admitted] of the steps of a series that admitted anything. */
+const busy = (series: Array<{ start: string; admitted: number }>) =>
+  series.filter((step) => step.admitted > 0).map((step) => [step.start, step.admitted]);
+
+describe('top keys over earlier days', () => {
+  it('lists keys idle since an earlier day in a week’s top keys: each day’s active keys outlive their day', async () => {
+    const prefix = newPrefix();
+    const clock = testClock();
+    const { a } = await replicas(clock, {}, { prefix });
+    if (a.redis) clock.ages({ client: a.redis as Redis, prefix });
+    const keys = [];
+    for (let i = 0; i < 3; i++) keys.push(await addKey(a.deps, 'enterprise', { perMinute: 100, perDay: 1_000 }));
+    // One key a day, three days running, then two days with none: each day's state ages in Redis.
+    for (const [i, k] of keys.entries()) {
+      if (i > 0) await clock.advance(DAY_MS);
+      expect(count(await send(a, k.key, i + 1), 200)).toBe(i + 1);
+    }
+    await clock.advance(2 * DAY_MS);
+
+    const week = (await admin(a, '/admin/usage?window=7d')).json();
+    expect(week.keys.map((k: { id: string; admitted: number }) => [k.id, k.admitted])).toEqual(
+      keys.map((k, i) => [k.id, i + 1]).reverse(),
+    );
+    expect(week.totals).toMatchObject({ admitted: 6, keys: 3 });
+    // The last two days saw nobody.
+    expect((await admin(a, '/admin/usage?window=48h')).json().keys).toEqual([]);
+  });
+});
+
+describe('a `to` inside an hour or a day', () => {
+  // Redis: yesterday (UTC), so the day's hash lives by Redis's real clock; memory, on its own
+  // clock: 30 November 2026 itself, the last day of a billing month.
+  it.each([
+    ['redis', Math.floor(Date.now() / DAY_MS) - 1],
+    ['memory', Date.UTC(2026, 10, 30) / DAY_MS],
+  ] as const)('includes the hour and the day it falls in (%s)', async (backend, day) => {
+    const at = (h: number, m = 0, s = 0) => day * DAY_MS + h * HOUR_MS + m * 60_000 + s * 1_000;
+    const clock = hourClock();
+    clock.set(at(13, 20));
+    const { a } = await replicas(clock, {}, { redis: backend === 'redis' });
+    const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 100, perDay: 1_000 });
+    expect(count(await send(a, key, 1), 200)).toBe(1);
+    clock.set(at(23, 59, 30));
+    expect(count(await send(a, key, 2), 200)).toBe(2);
+    clock.set(at(25, 10));
+    const history = async (query: string) => {
+      const res = await admin(a, `/admin/keys/${id}/usage/history?${query}`);
+      expect(res.statusCode, res.body).toBe(200);
+      return res;
+    };
+
+    for (const to of [at(23, 59, 59), at(23, 59, 59) + 999, at(12, 0, 1)]) {
+      const days = (await history(`granularity=day&to=${iso(to)}`)).json();
+      expect(days.to).toBe(iso(at(24)));
+      expect(days.series.at(-1)).toMatchObject({ start: iso(at(0)), admitted: 3, units: 3 });
+      expect(days.totals.admitted).toBe(3);
+    }
+    const csv = (await history(`granularity=day&to=${iso(at(23, 59, 59))}&format=csv`)).body;
+    expect(csv.trim().split('\n').at(-1)).toBe(`${iso(at(0))},3,0,0,0,0,3,0`);
+
+    const hours = (await history(`from=${iso(at(10))}&to=${iso(at(13, 30))}`)).json();
+    expect(hours.to).toBe(iso(at(14)));
+    expect(busy(hours.series)).toEqual([[iso(at(13)), 1]]);
+    const lastHour = (await history(`from=${iso(at(20))}&to=${iso(at(23, 59, 59))}`)).json();
+    expect(lastHour.to).toBe(iso(at(24)));
+    expect(busy(lastHour.series)).toEqual([[iso(at(23)), 2]]);
+  });
+});
+
+/**
+ * The history is kept in UTC hours and days whatever the gateway's zone. Each of these tests sets
+ * its own zone (process.env.TZ, which Node applies at once): New York (UTC−5 in November, a day
+ * behind UTC in the evening) and Chatham (UTC+13:45 in its summer, a quarter hour off any UTC hour
+ * and a day ahead in the morning).
+ */
+describe.each(['America/New_York', 'Pacific/Chatham'])('with the gateway in TZ=%s', (zone) => {
+  let before: string | undefined;
+  beforeAll(() => {
+    before = process.env.TZ;
+    process.env.TZ = zone;
+  });
+  afterAll(() => {
+    if (before === undefined) delete process.env.TZ;
+    else process.env.TZ = before;
+  });
+
+  for (const backend of ['redis', 'memory'] as const) {
+    it(`files each request under its UTC hour and day: series, CSV and top keys (${backend})`, async () => {
+      // Yesterday (UTC) at 03:05 and 20:05: the previous evening and the afternoon in New York,
+      // that afternoon and the next morning in Chatham, each in a Chatham hour that began in the
+      // UTC hour before.
+      const day = Math.floor(Date.now() / DAY_MS) - 1;
+      const at = (h: number, m = 0) => day * DAY_MS + h * HOUR_MS + m * 60_000;
+      const clock = hourClock();
+      clock.set(at(3, 5));
+      const { a } = await replicas(clock, {}, { redis: backend === 'redis' });
+      const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 100, perDay: 1_000 });
+      expect(count(await send(a, key, 1), 200)).toBe(1);
+      clock.set(at(20, 5));
+      expect(count(await send(a, key, 2), 200)).toBe(2);
+      clock.set(at(25, 10));
+
+      const url = `/admin/keys/${id}/usage/history`;
+      const hours = (await admin(a, `${url}?from=${iso(at(0))}&to=${iso(at(24))}`)).json();
+      expect(hours.series[0].start).toBe(iso(at(0)));
+      expect(busy(hours.series)).toEqual([
+        [iso(at(3)), 1],
+        [iso(at(20)), 2],
+      ]);
+      const csv = (await admin(a, `${url}?from=${iso(at(0))}&to=${iso(at(24))}&format=csv`)).body;
+      expect(csv).toContain(`\n${iso(at(3))},1,0,0,0,0,1,0\n`);
+      expect(csv).toContain(`\n${iso(at(20))},2,0,0,0,0,2,0\n`);
+      const days = (await admin(a, `${url}?granularity=day&from=${iso(at(0))}&to=${iso(at(48))}`)).json();
+      expect(days.series.map((d: { start: string; admitted: number }) => [d.start, d.admitted])).toEqual([
+        [iso(at(0)), 3],
+        [iso(at(24)), 0],
+      ]);
+
+      const top = (await admin(a, '/admin/usage?window=48h')).json();
+      expect(top.from).toBe(iso(at(-22)));
+      expect(busy(top.hours)).toEqual([
+        [iso(at(3)), 1],
+        [iso(at(20)), 2],
+      ]);
+      expect(top.keys).toEqual([expect.objectContaining({ id, admitted: 3 })]);
     });
   }
 });

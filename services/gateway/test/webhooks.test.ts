@@ -1,6 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { DAY_MS } from '../src/limits/usage-history.js';
 import { ADMIN_TOKEN, addKey, bearer, startGateway, type TestGateway, useGateways } from './helpers.js';
+import { testClock } from './test-clock.js';
 import { type Received, startReceiver } from './webhook-receiver.js';
 
 /**
@@ -258,6 +262,39 @@ describe.each([
     expect(hook.events()[0]?.data).toEqual({ keyId: id, plan: 'pro', name: 'test-free', changed: ['plan'] });
   });
 
+  it('signs with the old secret too while a rotation’s grace lasts, then with the new one alone', async () => {
+    // The gateway's clock starts a day back, so that the grace (24 h from the rotation) ends now:
+    // every delivery's timestamp is then within the 5 minutes a receiver tolerates.
+    let clock = Date.now() - DAY_MS;
+    const gw = await gateways.start({
+      env: LOCAL,
+      now: () => clock,
+      ...(withRedis ? {} : { redisUrl: null }),
+    });
+    const hook = await receiver();
+    const { id, secret: old } = await subscribe(gw, hook.url, ['key.created']);
+    const rotated = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/rotate`, headers: admin });
+    expect(rotated.statusCode).toBe(200);
+    const { secret, previousSecretExpiresAt } = rotated.json() as { secret: string; previousSecretExpiresAt: string };
+    expect(Date.parse(previousSecretExpiresAt)).toBe(clock + DAY_MS);
+    const ping = async (): Promise<Received> => {
+      const res = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/test`, headers: admin });
+      expect(res.statusCode).toBe(202);
+      await hook.until(hook.received.length + 1);
+      return hook.received.at(-1) as Received;
+    };
+
+    clock = Date.parse(previousSecretExpiresAt) - 60_000;
+    const during = await ping();
+    expect(verified(old, during)).toMatchObject({ type: 'webhook.test', data: { webhookId: id } });
+    expect(verified(secret, during)).toMatchObject({ type: 'webhook.test', data: { webhookId: id } });
+
+    clock = Date.parse(previousSecretExpiresAt) + 60_000;
+    const after = await ping();
+    expect(() => verified(old, after)).toThrow();
+    expect(verified(secret, after)).toMatchObject({ type: 'webhook.test', data: { webhookId: id } });
+  });
+
   it('sends key.banned when a key is banned, and nothing for events not subscribed to', async () => {
     const gw = await start({ BAN_THRESHOLD: '1', BAN_GRACE_MS: '0' });
     const hook = await receiver();
@@ -318,6 +355,34 @@ describe('quota events', () => {
       [50, 5],
       [90, 9],
     ]);
+  });
+});
+
+describe.each([
+  ['Redis', true],
+  ['memory', false],
+])('quota events day after day (%s)', (_name, withRedis) => {
+  it('sends a day’s warning again on each following day: the once-a-period marker ends with its day', async () => {
+    const prefix = `wd${randomUUID().slice(0, 8)}:`;
+    const clock = testClock();
+    const gw = await gateways.start({ env: LOCAL, prefix, now: clock.now, ...(withRedis ? {} : { redisUrl: null }) });
+    if (gw.redis) clock.ages({ client: gw.redis as Redis, prefix });
+    const hook = await receiver();
+    await subscribe(gw, hook.url, ['key.quota.warning']);
+    const { key } = await addKey(gw.deps, 'enterprise', { perMinute: 100, perDay: 10 });
+    const today = Math.floor(clock.now() / DAY_MS);
+    for (let day = 0; day < 3; day++) {
+      // Ten minutes into each next day, Redis's clock with it: what expires with a day has.
+      if (day > 0) await clock.moveTo((today + day) * DAY_MS + 10 * 60_000);
+      for (let i = 0; i < 8; i++) {
+        expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+      }
+      await vi.waitFor(() => expect(hook.received).toHaveLength(day + 1), { timeout: 5_000, interval: 20 });
+    }
+    await drained(gw);
+    expect(hook.events().map((e) => [e.type, e.data.used, e.data.resetAt])).toEqual(
+      [1, 2, 3].map((d) => ['key.quota.warning', 8, new Date((today + d) * DAY_MS).toISOString()]),
+    );
   });
 });
 

@@ -81,6 +81,9 @@ export class RedisUsageHistory implements UsageHistory {
 
   private noteActive(keyId: string, day: number): void {
     if (day !== this.seenDay || this.seen.size >= MAX_SEEN) {
+      // The keys noted so far are the previous day's: indexed under it before the day changes
+      // (decisions on both sides of midnight may be noted in one turn).
+      if (this.unindexed.length > 0) this.writeIndex();
       this.seenDay = day;
       this.seen.clear();
     }
@@ -96,6 +99,7 @@ export class RedisUsageHistory implements UsageHistory {
   private readonly writeIndex = (): void => {
     this.indexScheduled = false;
     const ids = this.unindexed;
+    if (ids.length === 0) return;
     this.unindexed = [];
     const day = this.seenDay;
     const key = this.indexKey(day);

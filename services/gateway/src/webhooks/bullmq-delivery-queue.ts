@@ -1,6 +1,6 @@
 import { type Job, Queue, Worker } from 'bullmq';
 import type { RedisClient } from '../redis/clients.js';
-import type { DeliveryJob, DeliveryQueue, QueueHandlers, QueueStats } from './delivery-queue.js';
+import type { DeliveryJob, DeliveryQueue, QueueHandlers, QueueStats, RetrySchedule } from './delivery-queue.js';
 import { retryDelayMs } from './delivery-queue.js';
 
 const QUEUE = 'deliveries';
@@ -13,7 +13,7 @@ export interface BullmqQueueOptions {
   connect: () => RedisClient;
   /** The gateway's REDIS_PREFIX; BullMQ's keys go under `{<prefix>webhooks}`, one Cluster slot. */
   prefix: string;
-  retry: { baseMs: number; maxMs: number };
+  retry: RetrySchedule;
   concurrency?: number;
 }
 
@@ -63,12 +63,12 @@ export class BullmqDeliveryQueue implements DeliveryQueue {
   }
 
   async start(handlers: QueueHandlers): Promise<void> {
-    const { baseMs, maxMs } = this.options.retry;
+    const { baseMs, maxMs, random } = this.options.retry;
     this.worker = new Worker(QUEUE, (job: Job) => handlers.deliver(job.data as DeliveryJob, job.attemptsMade + 1), {
       connection: this.connection(),
       prefix: `{${this.options.prefix}webhooks}`,
       concurrency: this.options.concurrency ?? 8,
-      settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(attemptsMade, baseMs, maxMs) },
+      settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(attemptsMade, baseMs, maxMs, random) },
     });
     this.worker.on('error', () => {});
   }

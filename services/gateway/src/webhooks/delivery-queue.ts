@@ -37,6 +37,14 @@ export interface DeliveryQueue {
   close(): Promise<void>;
 }
 
+/** WEBHOOKS_RETRY_BASE_MS and WEBHOOKS_RETRY_MAX_DELAY_MS, and where the jitter comes from. */
+export interface RetrySchedule {
+  baseMs: number;
+  maxMs: number;
+  /** Uniform in [0, 1); Math.random unless a test fixes it to see the schedule's bounds. */
+  random?: () => number;
+}
+
 /**
  * Exponential backoff with jitter: the n-th retry waits base·2^(n-1), capped, then a random part of
  * it off (between half and all of it), so endpoints that failed together are not retried together.

@@ -1,4 +1,4 @@
-import type { DeliveryJob, DeliveryQueue, QueueHandlers, QueueStats } from './delivery-queue.js';
+import type { DeliveryJob, DeliveryQueue, QueueHandlers, QueueStats, RetrySchedule } from './delivery-queue.js';
 import { retryDelayMs } from './delivery-queue.js';
 
 interface Pending {
@@ -18,7 +18,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   private handlers: QueueHandlers | undefined;
   private closed = false;
 
-  constructor(private readonly retry: { baseMs: number; maxMs: number }) {}
+  constructor(private readonly retry: RetrySchedule) {}
 
   async add(job: DeliveryJob, jobId: string): Promise<void> {
     if (this.closed || this.pending.has(jobId)) return;
@@ -50,7 +50,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
       // Any failure is retried (RetryDelivery, or a store that could not be read); giving up is
       // the handler's call, made by returning.
       if (this.closed) return;
-      const delay = retryDelayMs(entry.attempt, this.retry.baseMs, this.retry.maxMs);
+      const delay = retryDelayMs(entry.attempt, this.retry.baseMs, this.retry.maxMs, this.retry.random);
       entry.attempt += 1;
       this.schedule(id, entry, delay);
     }
