@@ -15,6 +15,7 @@ import { createKeyInFile, killAllServices, metricValue, ServiceProcess } from '.
  */
 
 const UPSTREAM_TIMEOUT_MS = 500;
+const ADMIN_TOKEN = 'faults-upstream-admin-token-0123';
 /** Nothing waits on the upstream much past its timeout. */
 const BOUND_MS = UPSTREAM_TIMEOUT_MS + 1_500;
 
@@ -96,21 +97,27 @@ class ChaosUpstream {
 describe('gateway with a misbehaving pets upstream', () => {
   let dir: string;
   let key: string;
+  let keyId: string;
   let upstream: ChaosUpstream;
   let gateway: ServiceProcess;
+  let admin: string;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'faults-upstream-'));
     const keysFile = join(dir, 'keys.json');
-    ({ key } = await createKeyInFile(keysFile));
+    ({ key, id: keyId } = await createKeyInFile(keysFile));
     upstream = new ChaosUpstream(await freePort());
     await upstream.up();
+    const adminPort = await freePort();
     gateway = await ServiceProcess.start('gateway', {
       PETS_URL: upstream.url,
       API_KEYS_FILE: keysFile,
       UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
       LOG_LEVEL: 'info',
+      ADMIN_TOKEN,
+      ADMIN_PORT: String(adminPort),
     });
+    admin = `http://127.0.0.1:${adminPort}`;
   });
 
   beforeEach(async () => {
@@ -230,5 +237,19 @@ describe('gateway with a misbehaving pets upstream', () => {
     expect(failed.map((l) => l.raw)).toEqual([]);
     expect(tally([await request()])).toEqual({ '200': 1 });
     expect(gateway.alive).toBe(true);
+  });
+
+  it('bills nothing it did not serve: the key’s usage history counts each 502, 503 and 504 as upstreamFailed, apart from the admitted', async () => {
+    const metrics = await (await fetch(`${gateway.metricsUrl}/metrics`)).text();
+    const served = ['200', '201'].reduce((n, status) => n + metricValue(metrics, 'http_requests_total', { status }), 0);
+    // Every answer the upstream did not give (a 503 of load shedding is no upstream failure).
+    const failed = metricValue(metrics, 'gateway_upstream_errors_total');
+    expect(failed).toBeGreaterThan(0);
+    const res = await fetch(`${admin}/admin/keys/${keyId}/usage/history`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(res.status).toBe(200);
+    const { totals } = (await res.json()) as { totals: Record<string, number> };
+    expect(totals).toMatchObject({ admitted: served, units: served, upstreamFailed: failed });
   });
 });

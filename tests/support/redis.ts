@@ -98,6 +98,16 @@ export class RedisProcess implements TestRedis {
     throw new Error(`redis-server on port ${this.port} did not answer PING`);
   }
 
+  /** SIGSTOP: its connections stay open and nothing answers, as a stalled Redis does. */
+  freeze(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  /** SIGCONT after freeze: it answers everything it was sent meanwhile, in order. */
+  thaw(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   /** SIGKILL, like a crash: no clean shutdown for clients to see. */
   async kill(): Promise<void> {
     const child = this.child;

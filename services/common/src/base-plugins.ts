@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { type AccessLogOptions, accessLog } from './access-log.js';
-import { errorHandling } from './error-handler.js';
+import { type ErrorHandlingOptions, errorHandling } from './error-handler.js';
 import { httpBasics, type OnMalformed } from './http.js';
 import { traceContext } from './trace-context.js';
 
@@ -12,6 +12,8 @@ export interface BasePluginOptions {
   /** Runs for a request refused as malformed before any route (the gateway charges its address). */
   onMalformed?: OnMalformed;
   maxHeaderFields?: number;
+  /** What an error no route answered means (a store that cannot be reached: 503). */
+  classifyError?: ErrorHandlingOptions['classify'];
 }
 
 /**
@@ -23,5 +25,5 @@ export function registerBasePlugins(app: FastifyInstance, opts: BasePluginOption
   if (opts.traceContext !== false) app.register(traceContext);
   if (opts.accessLog !== false) app.register(accessLog, opts.accessLog ?? {});
   app.register(httpBasics, { onMalformed: opts.onMalformed, maxHeaderFields: opts.maxHeaderFields });
-  return app.register(errorHandling);
+  return app.register(errorHandling, opts.classifyError ? { classify: opts.classifyError } : {});
 }

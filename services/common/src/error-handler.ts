@@ -75,19 +75,37 @@ function allowedMethods(app: FastifyInstance, url: string): string[] {
   return METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
 }
 
+export interface ErrorHandlingOptions {
+  /**
+   * The answer an error no route turned into an ApiError means, when the service knows it: a
+   * store that cannot be reached (a timed-out Redis command, no MongoDB server to select) is a
+   * 503 with Retry-After, not a 500. Undefined leaves the error as it is.
+   */
+  classify?: (err: Error) => ApiError | undefined;
+}
+
 /**
  * One error handler and one not-found handler per service. A known path asked with another
  * method answers 405 with Allow, an unknown path 404; both in the Error shape.
  */
 export const errorHandling = fp(
-  async (app: FastifyInstance) => {
-    app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  async (app: FastifyInstance, opts: ErrorHandlingOptions) => {
+    app.setErrorHandler((raised: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      let err: FastifyError | ApiError = raised;
+      if (!(raised instanceof ApiError) && opts.classify) {
+        const meant = opts.classify(raised);
+        if (meant) {
+          // Kept for the log line below: the client sees only the answer it means.
+          meant.cause = raised;
+          err = meant;
+        }
+      }
       const body = toErrorBody(err);
       // A 5xx ApiError without a cause is a deliberate answer (limiter unavailable, key store down)
       // whose reason was logged once where it was detected: logging it again with a stack for
       // every refused request would flood the logs at error level for as long as an outage lasts.
       const deliberate = err instanceof ApiError && err.cause === undefined;
-      if (body.status >= 500 && !deliberate) request.log.error({ err }, 'request failed');
+      if (body.status >= 500 && !deliberate) request.log.error({ err: raised }, 'request failed');
       // The access line already says so at info; the reason is for debugging only.
       else request.log.debug({ code: body.code, reason: err.message }, 'request refused');
       return sendError(reply, body, err instanceof ApiError ? err.headers : {});

@@ -23,6 +23,8 @@ export type ErrorCode =
   | 'unauthorized'
   | 'conflict'
   | 'admin_rate_limited'
+  | 'store_unavailable'
+  | 'idempotency_key_reused'
   | 'internal_error';
 
 // Open (no additionalProperties: false): it describes responses, and a field added later must not

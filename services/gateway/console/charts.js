@@ -18,6 +18,8 @@ const MIN_BAR_PX = 5;
 const HOURLY_SERIES = [
   { field: 'admitted', label: 'admitted', stroke: '#1d6f42', fill: '#2e9a5c' },
   { field: 'refused', label: 'refused', stroke: '#a4262c', fill: '#d13438' },
+  // Admitted, then not served by the pets service: counted against the limit, not billed.
+  { field: 'upstreamFailed', label: 'failed upstream', stroke: '#8a5a00', fill: '#c98a00' },
 ];
 
 /** Width of the chart's box; uPlot needs pixels. */

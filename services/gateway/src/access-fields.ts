@@ -6,6 +6,8 @@ declare module 'fastify' {
     limiterDecision: string | undefined;
     /** Where it was taken: shared, memory, local-ban, fallback, or address (the per-IP limit). */
     limiterSource: string | undefined;
+    /** When an admitted request was admitted (epoch ms): the hour its usage history counts it in. */
+    admittedAt: number | undefined;
   }
 }
 

@@ -61,7 +61,7 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     dispatcher: pool,
     document: publicDocumentOptions(config),
   });
-  await registerProxy(app, { pool, metrics: deps.metrics, costs: config.plans.routeCosts });
+  await registerProxy(app, { pool, metrics: deps.metrics, costs: config.plans.routeCosts, history: deps.history });
   await app.register(webhookLifecycle, { webhooks: deps.webhooks });
   return app;
 }

@@ -5,6 +5,8 @@ import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config.js';
 import { type EventBus, LocalEventBus, RedisEventBus, type SubscriptionHooks } from './events.js';
+import { type IdempotencyStore, MemoryIdempotencyStore } from './idempotency/idempotency-store.js';
+import { RedisIdempotencyStore } from './idempotency/redis-idempotency-store.js';
 import { KeyResolver } from './keys/key-resolver.js';
 import type { KeyStore } from './keys/key-store.js';
 import { toKeyRecord } from './keys/keys-file.js';
@@ -48,6 +50,8 @@ export interface GatewayDeps {
   events: EventBus;
   /** Subscriptions, the delivery queue and the events that feed it (webhooks/). */
   webhooks: Webhooks;
+  /** What each admin Idempotency-Key did (admin/idempotency.ts): in Redis, or this process's memory. */
+  idempotency: IdempotencyStore;
   now: () => number;
   /** The public listener's logger, also used by collaborators that log on their own (limiter, events). */
   logger: FastifyBaseLogger;
@@ -149,6 +153,7 @@ export async function createDeps(
     anonymous,
     events,
     webhooks,
+    idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
     now,
     backends: {
       keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}`,

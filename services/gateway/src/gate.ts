@@ -81,6 +81,7 @@ export const gate = fp(
     app.decorateRequest('apiKey', null);
     app.decorateRequest('limiterDecision', undefined);
     app.decorateRequest('limiterSource', undefined);
+    app.decorateRequest('admittedAt', undefined);
 
     // Callback style with a synchronous path up to the limiter: this runs on every request, and
     // each await would cost a promise and a microtask.

@@ -98,17 +98,22 @@ export function scopesFor(book: PlanBook, plan: Plan, own?: readonly Scope[]): r
 }
 
 /**
- * A key's own limits after a change of plan or limits (admin API and keys file alike): the given
- * ones, else a key of a plan without windows keeps its own; on any other plan they are dropped,
- * so a plan change brings the new plan's limits.
+ * A key's own limits after an update (admin API and keys file alike): the ones given, else the
+ * key's own as they are, unless the update moves the key to another plan with windows of its
+ * own: a plan change brings the new plan's limits. A change of anything else (name, expiry,
+ * scopes, addresses), or a "change" to the plan the key already has, keeps them: they are what
+ * the customer was given.
  */
 export function limitsAfterChange(
   book: PlanBook,
-  plan: Plan,
+  from: Plan,
+  to: Plan,
   given: Limits | undefined,
   current: Limits | undefined,
 ): Limits | undefined {
-  return given ?? (book.plans.get(plan)?.windows ? undefined : current);
+  if (given) return given;
+  if (to === from || !book.plans.get(to)?.windows) return current;
+  return undefined;
 }
 
 /** How a caller names the fields in its messages: JSON paths for the API, flags for the CLI. */

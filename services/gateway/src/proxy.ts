@@ -7,6 +7,7 @@ import { childTraceparent } from '@animal-store/common/trace-context.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Dispatcher, Pool } from 'undici';
 import { BUFFERED_BODY_BYTES, ForwardHandler, type ForwardPolicy, type ResponseHeaders } from './forward-handler.js';
+import type { UsageHistory } from './limits/usage-history.js';
 import type { GatewayMetrics } from './metrics.js';
 import { PROXIED_ROUTES, routeName } from './public-routes.js';
 import { UPSTREAM_FAILURES, upstreamFailure } from './upstream-failure.js';
@@ -17,7 +18,18 @@ export interface ProxyOptions {
   metrics: GatewayMetrics;
   /** Units each route takes from a key's windows (PlanBook.routeCosts); 1 when absent. */
   costs: ReadonlyMap<string, number>;
+  /** Told of admitted requests the upstream did not serve, which are not billed. */
+  history: Pick<UsageHistory, 'upstreamFailed'>;
 }
+
+/** Answers that say the pets service did not serve the request: unreachable, timed out, or unable. */
+const UNSERVED = new Set([502, 503, 504]);
+
+/**
+ * Where a decision is in the usage history: the shared limiter's (Redis) and the embedded one's.
+ * The fallback's decisions (Redis failing) are not, so neither are their failures.
+ */
+const IN_HISTORY = new Set(['shared', 'memory']);
 
 /**
  * Request headers never forwarded: the ones only the gateway may set (a client sending them is
@@ -265,6 +277,22 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
   };
   // Encapsulated: the pass-through body parser applies to these routes only.
   await app.register(async (scope) => {
+    // An admitted request the upstream did not serve took its cost from the key's windows (the
+    // limiter decided before the upstream answered, and giving it back would be a second write
+    // racing the next requests), but is not billed: the history counts it apart.
+    scope.addHook('onResponse', (request, reply, done) => {
+      const key = request.apiKey;
+      if (
+        key &&
+        UNSERVED.has(reply.statusCode) &&
+        request.limiterDecision === 'admitted' &&
+        request.admittedAt !== undefined &&
+        IN_HISTORY.has(request.limiterSource ?? '')
+      ) {
+        opts.history.upstreamFailed(key.id, request.routeOptions.config.cost ?? 1, request.admittedAt);
+      }
+      done();
+    });
     // Bodies stream through to pets unread: pets parses and validates them.
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_request, payload, done) => done(null, payload));

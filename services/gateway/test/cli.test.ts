@@ -345,6 +345,44 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
     expect(entry).not.toHaveProperty('allowedCidrs');
   });
 
+  it.each([
+    ['without PLANS_FILE', false],
+    ['with PLANS_FILE', true],
+  ])(
+    'update --file keeps a key’s own limits through a rename, an expiry, scopes and addresses, %s; a gateway on the file enforces them',
+    async (_label, withPlans) => {
+      const env: Record<string, string> = {};
+      if (withPlans) {
+        env.PLANS_FILE = join(dir, 'plans.json');
+        await writeFile(env.PLANS_FILE, JSON.stringify({ plans: { free: { windows: { minute: 60, day: 1000 } } } }));
+      }
+      const created = oneJsonLine(
+        await cli(['create', '--plan', 'free', '--per-minute', '100', '--file', file, '--json'], env),
+      );
+      const changes = [
+        ['--name', 'renamed'],
+        ['--expires-at', '2099-01-01T00:00:00Z'],
+        ['--no-expiry'],
+        ['--scopes', 'pets:read'],
+        ['--allow-cidr', '127.0.0.0/8'],
+      ];
+      for (const change of changes) {
+        const printed = oneJsonLine(await cli(['update', created.id, ...change, '--file', file, '--json'], env));
+        expect(printed.limits, change.join(' ')).toEqual({ perMinute: 100, perDay: 1000 });
+        const [entry] = await records();
+        expect(entry?.limits, change.join(' ')).toEqual({ perMinute: 100 });
+      }
+      const gw = await startGateway({ env: { API_KEYS_FILE: file, ...env }, upstream: upstream.url });
+      try {
+        const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(created.key) });
+        expect(res.statusCode, res.body).toBe(200);
+        expect(res.headers['x-ratelimit-limit']).toBe('100');
+      } finally {
+        await gw.close();
+      }
+    },
+  );
+
   it('update --file changes plan, limits, name and expiry of one entry, with the same rules as the API', async () => {
     const a = oneJsonLine(await cli(['create', '--plan', 'free', '--file', file, '--json']));
     const b = oneJsonLine(await cli(['create', '--plan', 'free', '--file', file, '--json']));
@@ -670,6 +708,21 @@ describe('keys CLI lifecycle commands through the admin API', () => {
     expect(badWindow.stderr).toMatch(/400/);
   });
 
+  it('update --name, --expires-at and --scopes keep a key’s own limits: the answer and the next request say 100', async () => {
+    const created = oneJsonLine(await cli(['create', '--plan', 'free', '--per-minute', '100', '--json'], env));
+    for (const change of [
+      ['--name', 'renamed'],
+      ['--expires-at', '2099-01-01T00:00:00Z'],
+      ['--scopes', 'pets:read'],
+    ]) {
+      const printed = oneJsonLine(await cli(['update', created.id, ...change, '--json'], env));
+      expect(printed.limits, change.join(' ')).toEqual({ perMinute: 100, perDay: 1000 });
+      const next = await call(created.key);
+      expect(next.statusCode, next.body).toBe(200);
+      expect(next.headers['x-ratelimit-limit'], change.join(' ')).toBe('100');
+    }
+  });
+
   it('list and show print tables by default and JSON with --json', async () => {
     const created = oneJsonLine(await cli(['create', '--plan', 'business', '--name', 'tabled', '--json'], env));
     const list = await cli(['list'], env);
@@ -763,6 +816,40 @@ describe('keys CLI lifecycle commands through the admin API', () => {
       ADMIN_PORT: '1',
     });
     expect(run.code, run.stderr).toBe(0);
+  });
+});
+
+describe('keys CLI history with the pets service down', () => {
+  let gw: TestGateway;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    gw = await startGateway({ upstream: 'http://127.0.0.1:9' });
+    await gw.admin.listen({ host: '127.0.0.1', port: 0 });
+    env = { ADMIN_PORT: String((gw.admin.server.address() as AddressInfo).port), ADMIN_TOKEN };
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it('history and top show the requests pets never served as failed upstream, not admitted, not billed', async () => {
+    const created = oneJsonLine(await cli(['create', '--plan', 'pro', '--name', 'unserved', '--json'], env));
+    for (let i = 0; i < 2; i++) {
+      expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(created.key) })).statusCode).toBe(503);
+    }
+    const hourly = await cli(['history', created.id, '--days', '1'], env);
+    expect(hourly.code, hourly.stderr).toBe(0);
+    const lines = hourly.stdout.trimEnd().split('\n');
+    expect(lines[24]).toMatch(/ 0 \+2 failed upstream$/);
+    expect(lines[25]).toBe(
+      'total: 0 admitted (0 units), 0 refused (0 by limit, 0 by ban), 0 forbidden, 2 failed upstream (counted against the limit, not billed)',
+    );
+    const top = await cli(['top', '--sort', 'upstreamFailed'], env);
+    expect(top.code, top.stderr).toBe(0);
+    expect(top.stdout).toMatch(/ADMITTED +REFUSED +FORBIDDEN +UNITS +FAILED UPSTREAM\n/);
+    expect(top.stdout).toMatch(new RegExp(`${created.id} +unserved +pro +0 +0 +0 +0 +2`));
+    expect(top.stdout).toMatch(/total: 1 keys, 0 admitted, 0 refused, 2 failed upstream\n$/);
   });
 });
 

@@ -147,7 +147,7 @@ describe('the usage history of the embedded limiter', () => {
     ]);
     const hour = clock - (clock % HOUR_MS);
     expect(await history.hours(keyId, hour, hour + HOUR_MS)).toEqual([
-      { hour, admitted: 1, limited: 1, banned: 3, forbidden: 2, units: 3 },
+      { hour, admitted: 1, limited: 1, banned: 3, forbidden: 2, units: 3, upstreamFailed: 0 },
     ]);
   });
 });
@@ -305,7 +305,7 @@ describe('while the shared limiter fails', () => {
     expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['banned', 'local-ban']);
     const hour = clock - (clock % HOUR_MS);
     expect(await history.hours(keyId, hour, hour + HOUR_MS)).toEqual([
-      { hour, admitted: 0, limited: 0, banned: 1, forbidden: 0, units: 0 },
+      { hour, admitted: 0, limited: 0, banned: 1, forbidden: 0, units: 0, upstreamFailed: 0 },
     ]);
   });
 

@@ -189,6 +189,28 @@ export async function startEchoUpstream(): Promise<{ url: string; app: FastifyIn
 }
 
 /**
+ * A test file's Redis and one client on it (commands bounded at 2 s: a store's contract is not
+ * about timeouts), for its store suites: started before its tests, stopped after. Call at the top
+ * level of the file; the getter works inside tests.
+ */
+export function useRedisClient(): () => Redis {
+  let redis: TestRedis | undefined;
+  let client: Redis | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+    client = await connected(redisClient(redis.url, 2_000));
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await redis?.stop();
+  });
+  return () => {
+    if (!client) throw new Error('useRedisClient: no Redis (did its beforeAll fail?)');
+    return client;
+  };
+}
+
+/**
  * A test file's gateways: one Redis and one echo upstream for the whole file, and every gateway
  * started through `start` closed after its test. Call at the top level of the file.
  */

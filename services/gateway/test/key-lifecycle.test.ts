@@ -71,6 +71,24 @@ async function spend(gw: TestGateway, key: string, n: number): Promise<LightMyRe
   return last as LightMyRequestResponse;
 }
 
+let plansDir: string | undefined;
+afterAll(async () => {
+  if (plansDir) await rm(plansDir, { recursive: true, force: true });
+});
+
+/** A PLANS_FILE with the built-in free and pro plans as a deployment would write them. */
+async function plansFile(): Promise<string> {
+  plansDir ??= await mkdtemp(join(tmpdir(), 'lifecycle-plans-'));
+  const path = join(plansDir, 'plans.json');
+  await writeFile(
+    path,
+    JSON.stringify({
+      plans: { free: { windows: { minute: 60, day: 1000 } }, pro: { windows: { minute: 300, day: 10000 } } },
+    }),
+  );
+  return path;
+}
+
 const LIMITERS: Array<[string, GatewayOptions]> = [
   ['memory limiter', { redisUrl: null }],
   ['Redis limiter', {}],
@@ -128,6 +146,39 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
       const shown = await gw.admin.inject({ url: `/admin/keys/${id}`, headers: admin });
       expect(shown.json()).toEqual(down.json());
     });
+
+    it.each([
+      ['the built-in plans', {}],
+      ['a PLANS_FILE', { PLANS_FILE: 'plans' }],
+    ])(
+      'keeps a key’s own limits through a change of anything but its plan, with %s; a plan change drops them',
+      async (_plans, env) => {
+        const gw = await start({ env: 'PLANS_FILE' in env ? { PLANS_FILE: await plansFile() } : {} });
+        const { id, key } = await create(gw, { plan: 'free', limits: { perMinute: 100 } });
+        const changes: Array<Record<string, unknown>> = [
+          { name: 'renamed' },
+          { expiresAt: '2099-01-01T00:00:00Z' },
+          { expiresAt: null },
+          { scopes: ['pets:read'] },
+          { scopes: null },
+          { allowedCidrs: ['127.0.0.0/8'] },
+          { allowedCidrs: null },
+          // The plan it already has is no change of plan.
+          { plan: 'free' },
+        ];
+        for (const change of changes) {
+          const res = await patch(gw, id, change);
+          expect(res.statusCode, res.body).toBe(200);
+          expect(res.json().limits, JSON.stringify(change)).toEqual({ perMinute: 100, perDay: 1000 });
+          const next = await call(gw, key);
+          expect(next.statusCode, next.body).toBe(200);
+          expect(next.headers['x-ratelimit-limit'], JSON.stringify(change)).toBe('100');
+        }
+        const moved = await patch(gw, id, { plan: 'pro' });
+        expect(moved.json().limits).toEqual({ perMinute: 300, perDay: 10_000 });
+        expect((await call(gw, key)).headers['x-ratelimit-limit']).toBe('300');
+      },
+    );
 
     it('validates as create does, and changes nothing when it refuses', async () => {
       const gw = await start();

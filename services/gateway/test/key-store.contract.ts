@@ -228,6 +228,25 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(await store.findByHash(rotation.sha256)).toBeNull();
     });
 
+    it('rotates only from the secret it is told is current: another answers null and changes nothing', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('pro');
+      await store.insert(rec);
+      const planned = (from: string) => ({
+        sha256: hashApiKey(generateApiKey()),
+        previousExpiresAt: '2025-08-02T00:00:00.000Z',
+        from,
+      });
+      const first = planned(rec.sha256);
+      const second = planned(rec.sha256);
+      expect((await store.rotate(rec.id, first, new Date('2025-08-01T00:00:00.000Z')))?.sha256).toBe(first.sha256);
+      const before = await store.get(rec.id);
+      expect(await store.rotate(rec.id, second, new Date('2025-08-01T00:01:00.000Z'))).toBeNull();
+      expect(await store.get(rec.id)).toStrictEqual(before);
+      expect(await store.findByHash(rec.sha256)).toStrictEqual(before);
+      expect(await store.findByHash(second.sha256)).toBeNull();
+    });
+
     it('rotates: the new and the previous secret find one record; a second rotation ends the oldest secret', async (ctx) => {
       const store = await fresh(ctx);
       const rec = record('pro');

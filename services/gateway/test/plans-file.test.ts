@@ -386,10 +386,11 @@ describe('a key’s limits and scopes from its plan and its own', () => {
     expect(scopesFor(plans, 'gone')).toEqual(['pets:read', 'pets:write']);
   });
 
-  it('after a change: the limits given, else a plan without windows keeps the key’s own, another plan drops them', () => {
-    expect(limitsAfterChange(plans, 'free', { perMinute: 5 }, { perMinute: 9 })).toEqual({ perMinute: 5 });
-    expect(limitsAfterChange(plans, 'free', undefined, { perMinute: 9 })).toBeUndefined();
-    expect(limitsAfterChange(plans, 'enterprise', undefined, { perMinute: 9 })).toEqual({ perMinute: 9 });
-    expect(limitsAfterChange(plans, 'gone', undefined, { perMinute: 9 })).toEqual({ perMinute: 9 });
+  it('after a change: the limits given, else the key’s own unless it moves to another plan with windows', () => {
+    expect(limitsAfterChange(plans, 'free', 'free', { perMinute: 5 }, { perMinute: 9 })).toEqual({ perMinute: 5 });
+    expect(limitsAfterChange(plans, 'free', 'free', undefined, { perMinute: 9 })).toEqual({ perMinute: 9 });
+    expect(limitsAfterChange(plans, 'enterprise', 'free', undefined, { perMinute: 9 })).toBeUndefined();
+    expect(limitsAfterChange(plans, 'free', 'enterprise', undefined, { perMinute: 9 })).toEqual({ perMinute: 9 });
+    expect(limitsAfterChange(plans, 'free', 'gone', undefined, { perMinute: 9 })).toEqual({ perMinute: 9 });
   });
 });

@@ -39,8 +39,26 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       history.count(newKeyId(), 'admitted', 1, hour);
       await history.flush();
       expect(await history.hours(key, hour - 2 * HOUR_MS, hour + HOUR_MS)).toEqual([
-        { hour: hour - HOUR_MS, admitted: 0, limited: 0, banned: 1, forbidden: 1, units: 0 },
-        { hour, admitted: 2, limited: 1, banned: 0, forbidden: 0, units: 5 },
+        { hour: hour - HOUR_MS, admitted: 0, limited: 0, banned: 1, forbidden: 1, units: 0, upstreamFailed: 0 },
+        { hour, admitted: 2, limited: 1, banned: 0, forbidden: 0, units: 5, upstreamFailed: 0 },
+      ]);
+    });
+
+    it('reports an admission the upstream did not serve as upstreamFailed, not admitted, and bills none of its units', async () => {
+      const { history, now } = await start();
+      const [key, orphan] = [newKeyId(), newKeyId()];
+      const hour = now() - (now() % HOUR_MS);
+      history.count(key, 'admitted', 5, hour + 10);
+      history.count(key, 'admitted', 1, hour + 20);
+      history.upstreamFailed(key, 5, hour + 10);
+      // A failure counted without its admission (that one in the hour before, a millisecond earlier) is never below zero.
+      history.upstreamFailed(orphan, 2, hour);
+      await history.flush();
+      expect(await history.hours(key, hour, hour + HOUR_MS)).toEqual([
+        { hour, admitted: 1, limited: 0, banned: 0, forbidden: 0, units: 1, upstreamFailed: 1 },
+      ]);
+      expect(await history.hours(orphan, hour, hour + HOUR_MS)).toEqual([
+        { hour, admitted: 0, limited: 0, banned: 0, forbidden: 0, units: 0, upstreamFailed: 1 },
       ]);
     });
 
@@ -54,7 +72,7 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       const hours = await history.hours(key, midnight - HOUR_MS, midnight + 2 * HOUR_MS);
       expect(hours.map((h) => h.hour)).toEqual([midnight - HOUR_MS, midnight, midnight + HOUR_MS]);
       expect(await history.hours(key, midnight, midnight + HOUR_MS)).toEqual([
-        { hour: midnight, admitted: 1, limited: 0, banned: 0, forbidden: 0, units: 1 },
+        { hour: midnight, admitted: 1, limited: 0, banned: 0, forbidden: 0, units: 1, upstreamFailed: 0 },
       ]);
       expect(await history.hours(newKeyId(), midnight - DAY_MS, midnight + DAY_MS)).toEqual([]);
     });

@@ -75,6 +75,18 @@ async function send(gw: TestGateway, key: string, n: number, method: 'GET' | 'PO
 
 const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
 
+/** Counts as the history reports them: zero unless given. */
+const counts = (given: Record<string, number>) => ({
+  admitted: 0,
+  limited: 0,
+  banned: 0,
+  refused: 0,
+  forbidden: 0,
+  units: 0,
+  upstreamFailed: 0,
+  ...given,
+});
+
 describe('usage history through two replicas on one Redis', () => {
   it('counts every decision of concurrent traffic exactly, in the hour it was made', async () => {
     const clock = hourClock();
@@ -87,18 +99,11 @@ describe('usage history through two replicas on one Redis', () => {
     const res = await admin(a, `/admin/keys/${id}/usage/history`);
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body.totals).toEqual({ admitted: 50, limited: 70, banned: 0, refused: 70, forbidden: 0, units: 50 });
+    expect(body.totals).toEqual(counts({ admitted: 50, limited: 70, refused: 70, units: 50 }));
     expect(body.granularity).toBe('hour');
     expect(body.series).toHaveLength(24);
-    expect(body.series.at(-1)).toEqual({
-      start: new Date(clock.hour).toISOString(),
-      admitted: 50,
-      limited: 70,
-      banned: 0,
-      refused: 70,
-      forbidden: 0,
-      units: 50,
-    });
+    // All of it in this hour.
+    expect(body.series.at(-1)).toEqual({ start: new Date(clock.hour).toISOString(), ...body.totals });
     // The same answer from the other replica: the history is shared, not per process.
     expect((await admin(b, `/admin/keys/${id}/usage/history`)).json().totals).toEqual(body.totals);
   });
@@ -148,7 +153,47 @@ describe('usage history through two replicas on one Redis', () => {
     const m = (await admin(a, `/admin/keys/${metered.record.id}/usage/history`)).json().totals;
     expect(m).toMatchObject({ admitted: 5, units: 17, forbidden: 0 });
     const r = (await admin(a, `/admin/keys/${reader.record.id}/usage/history`)).json().totals;
-    expect(r).toEqual({ admitted: 0, limited: 0, banned: 0, refused: 0, forbidden: 4, units: 0 });
+    expect(r).toEqual(counts({ forbidden: 4 }));
+  });
+
+  it('counts admitted requests the upstream did not serve apart (upstreamFailed), bills none of their units, and still counts them against the limit', async () => {
+    const clock = hourClock();
+    const keyStore = new MemoryKeyStore();
+    const prefix = `h${Math.random().toString(36).slice(2, 8)}:`;
+    const env = {
+      PLANS_FILE: plansFile({ plans: { metered: { windows: { minute: 100 } } }, routeCosts: { 'POST /v1/pets': 5 } }),
+    };
+    // Two replicas on one Redis: one in front of the echo upstream, one in front of nothing.
+    const served = await gateways.start({ prefix, env, keyStore, now: clock.now });
+    const down = await gateways.start({ prefix, env, keyStore, now: clock.now, upstream: 'http://127.0.0.1:9' });
+    const { key, record } = createKey({ plan: 'metered', name: 'm' });
+    await keyStore.insert(record);
+    expect(count(await send(served, key, 4), 200)).toBe(4);
+    expect(count(await send(down, key, 3), 503)).toBe(3);
+    expect(count(await send(down, key, 2, 'POST'), 503)).toBe(2);
+
+    // Against the limit: 4 + 3 + 2 × 5 units, whichever replica answers.
+    const next = await served.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expect(next.headers['x-ratelimit-remaining']).toBe(String(100 - 17 - 1));
+    const history = (await admin(down, `/admin/keys/${record.id}/usage/history`)).json();
+    expect(history.totals).toEqual(counts({ admitted: 5, units: 5, upstreamFailed: 5 }));
+    expect(history.series.at(-1)).toMatchObject({ admitted: 5, units: 5, upstreamFailed: 5 });
+    const csv = await admin(served, `/admin/keys/${record.id}/usage/history?format=csv`);
+    expect(csv.body.split('\n').at(-2)).toBe(`${new Date(clock.hour).toISOString()},5,0,0,0,0,5,5`);
+    const top = (await admin(served, '/admin/usage?sort=upstreamFailed')).json();
+    expect(top.keys).toEqual([expect.objectContaining({ id: record.id, admitted: 5, units: 5, upstreamFailed: 5 })]);
+    expect(top.totals).toMatchObject({ admitted: 5, units: 5, upstreamFailed: 5 });
+    expect(top.plans).toEqual([expect.objectContaining({ plan: 'metered', admitted: 5, units: 5, upstreamFailed: 5 })]);
+    expect(top.hours.at(-1)).toMatchObject({ admitted: 5, upstreamFailed: 5 });
+  });
+
+  it('counts upstream failures apart in the embedded (memory) history too', async () => {
+    const clock = hourClock();
+    const gw = await gateways.start({ redisUrl: null, now: clock.now, upstream: 'http://127.0.0.1:9' });
+    const { id, key } = await addKey(gw.deps, 'free');
+    expect(count(await send(gw, key, 3), 503)).toBe(3);
+    const totals = (await admin(gw, `/admin/keys/${id}/usage/history`)).json().totals;
+    expect(totals).toMatchObject({ admitted: 0, units: 0, upstreamFailed: 3 });
   });
 
   it('counts refusals of a ban the replica already knows (no Redis call) as banned, on every replica', async () => {
@@ -189,10 +234,10 @@ describe('usage history through two replicas on one Redis', () => {
       expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
       expect(res.headers['content-disposition']).toMatch(/^attachment; filename="usage-[\w.:-]+\.csv"$/);
       expect(res.body.trim().split('\n')).toEqual([
-        'start,admitted,limited,banned,refused,forbidden,units',
-        `${new Date(clock.hour - 2 * HOUR_MS).toISOString()},0,0,0,0,0,0`,
-        `${new Date(clock.hour - HOUR_MS).toISOString()},0,0,0,0,0,0`,
-        `${new Date(clock.hour).toISOString()},2,1,0,1,0,2`,
+        'start,admitted,limited,banned,refused,forbidden,units,upstreamFailed',
+        `${new Date(clock.hour - 2 * HOUR_MS).toISOString()},0,0,0,0,0,0,0`,
+        `${new Date(clock.hour - HOUR_MS).toISOString()},0,0,0,0,0,0,0`,
+        `${new Date(clock.hour).toISOString()},2,1,0,1,0,2,0`,
       ]);
     }
   });
@@ -352,8 +397,8 @@ describe('top keys (GET /admin/usage)', () => {
       expect(top.keys[0]).toMatchObject({ plan: 'enterprise', admitted: 30, refused: 0, revoked: false });
       expect(top.totals).toMatchObject({ admitted: 37, refused: 10, keys: 3 });
       expect(top.plans).toEqual([
-        { plan: 'enterprise', keys: 2, admitted: 32, limited: 10, banned: 0, refused: 10, forbidden: 0, units: 32 },
-        { plan: 'free', keys: 1, admitted: 5, limited: 0, banned: 0, refused: 0, forbidden: 0, units: 5 },
+        { plan: 'enterprise', keys: 2, ...counts({ admitted: 32, limited: 10, refused: 10, units: 32 }) },
+        { plan: 'free', keys: 1, ...counts({ admitted: 5, units: 5 }) },
       ]);
       expect(top.hours).toHaveLength(24);
       expect(top.hours.at(-1)).toMatchObject({ admitted: 4 });
@@ -427,7 +472,7 @@ describe('a `to` inside an hour or a day', () => {
       expect(days.totals.admitted).toBe(3);
     }
     const csv = (await history(`granularity=day&to=${iso(at(23, 59, 59))}&format=csv`)).body;
-    expect(csv.trim().split('\n').at(-1)).toBe(`${iso(at(0))},3,0,0,0,0,3`);
+    expect(csv.trim().split('\n').at(-1)).toBe(`${iso(at(0))},3,0,0,0,0,3,0`);
 
     const hours = (await history(`from=${iso(at(10))}&to=${iso(at(13, 30))}`)).json();
     expect(hours.to).toBe(iso(at(14)));
@@ -479,8 +524,8 @@ describe.each(['America/New_York', 'Pacific/Chatham'])('with the gateway in TZ=%
         [iso(at(20)), 2],
       ]);
       const csv = (await admin(a, `${url}?from=${iso(at(0))}&to=${iso(at(24))}&format=csv`)).body;
-      expect(csv).toContain(`\n${iso(at(3))},1,0,0,0,0,1\n`);
-      expect(csv).toContain(`\n${iso(at(20))},2,0,0,0,0,2\n`);
+      expect(csv).toContain(`\n${iso(at(3))},1,0,0,0,0,1,0\n`);
+      expect(csv).toContain(`\n${iso(at(20))},2,0,0,0,0,2,0\n`);
       const days = (await admin(a, `${url}?granularity=day&from=${iso(at(0))}&to=${iso(at(48))}`)).json();
       expect(days.series.map((d: { start: string; admitted: number }) => [d.start, d.admitted])).toEqual([
         [iso(at(0)), 3],

@@ -44,6 +44,14 @@ export function webhookStoreContract(name: string, make: () => Promise<WebhookSt
       expect(await store.get('wh_a')).toBeNull();
     });
 
+    it('adds a subscription once: a second add with its id leaves the first as it is', async () => {
+      const store = await make();
+      expect(await store.add(subscription('wh_a'))).toBe(true);
+      expect(await store.add(subscription('wh_a', { url: 'https://other.example.com/y' }))).toBe(false);
+      expect(await store.get('wh_a')).toEqual(subscription('wh_a'));
+      expect(await store.list()).toHaveLength(1);
+    });
+
     it('gives copies: changing what it returned changes nothing stored', async () => {
       const store = await make();
       await store.put(subscription('wh_a'));

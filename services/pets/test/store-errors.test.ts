@@ -1,6 +1,7 @@
+import { isMongoUnreachable } from '@animal-store/common/mongo-errors.js';
 import { MongoServerError, MongoServerSelectionError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { isStoreUnreachable, withStoreErrors } from '../src/store/errors.js';
+import { withStoreErrors } from '../src/store/errors.js';
 
 function serverError(code: number, labels: string[] = []): MongoServerError {
   const err = new MongoServerError({ message: `server said ${code}`, code, errorLabels: labels });
@@ -15,7 +16,7 @@ describe('which MongoDB failures become 503 upstream_unavailable', () => {
     ['a write the driver labels retryable', serverError(12345, ['RetryableWriteError'])],
     ['no server to select', new MongoServerSelectionError('no server', { type: 'Unknown' } as never)],
   ])('%s', async (_label, err) => {
-    expect(isStoreUnreachable(err)).toBe(true);
+    expect(isMongoUnreachable(err)).toBe(true);
     await expect(withStoreErrors(() => Promise.reject(err))).rejects.toMatchObject({
       statusCode: 503,
       code: 'upstream_unavailable',
@@ -27,7 +28,7 @@ describe('which MongoDB failures become 503 upstream_unavailable', () => {
     ['a bad query', serverError(2)],
     ['a programming error', new TypeError('x is undefined')],
   ])('not %s, which stays a failure of its own', async (_label, err) => {
-    expect(isStoreUnreachable(err)).toBe(false);
+    expect(isMongoUnreachable(err)).toBe(false);
     await expect(withStoreErrors(() => Promise.reject(err))).rejects.toBe(err);
   });
 });

@@ -7,7 +7,9 @@ import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
 import { adminAuth } from './auth-limit.js';
 import { consoleRoutes } from './console.js';
+import { Idempotency } from './idempotency.js';
 import { adminRoutes } from './routes/index.js';
+import { storeUnavailable } from './store-unavailable.js';
 
 /**
  * Answers here carry plaintext keys (create, rotate) and key records: no cache on the way may keep
@@ -44,7 +46,8 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
   app.setValidatorCompiler(createValidatorCompiler());
   // Bodies are JSON only (415 otherwise), UTF-8 and not absurdly nested.
   strictJsonBodies(app);
-  await registerBasePlugins(app);
+  // A route that meets a store it cannot reach answers 503 with Retry-After (store-unavailable.ts).
+  await registerBasePlugins(app, { classifyError: storeUnavailable });
 
   const auth = adminAuth(token, deps.now);
   app.addHook('onRequest', async function (request, reply) {
@@ -52,7 +55,7 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
     return auth.call(this, request, reply);
   });
 
-  await app.register(adminRoutes, { deps });
+  await app.register(adminRoutes, { deps, idempotency: new Idempotency(deps.idempotency, token) });
   await app.register(consoleRoutes);
   return app;
 }

@@ -151,8 +151,10 @@ const CountFields = {
   refused: Type.Integer(),
   /** A scope or address the key lacks: 403, at no cost. */
   forbidden: Type.Integer(),
-  /** The admitted requests' cost. */
+  /** The served requests' cost: what is billed. */
   units: Type.Integer(),
+  /** Admitted, then not served: the pets service answered 502, 503 or 504. Counted against the limit, not billed. */
+  upstreamFailed: Type.Integer(),
 };
 const CountsSchema = Type.Object(CountFields);
 
@@ -183,7 +185,13 @@ export const TopQuery = Type.Object(
   {
     window: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}[hd]$' })),
     sort: Type.Optional(
-      Type.Union([Type.Literal('admitted'), Type.Literal('refused'), Type.Literal('units'), Type.Literal('forbidden')]),
+      Type.Union([
+        Type.Literal('admitted'),
+        Type.Literal('refused'),
+        Type.Literal('units'),
+        Type.Literal('forbidden'),
+        Type.Literal('upstreamFailed'),
+      ]),
     ),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
   },

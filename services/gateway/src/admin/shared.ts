@@ -4,17 +4,22 @@ import type { Static } from 'typebox';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { limitsFor, scopesFor } from '../plans.js';
+import type { Idempotency } from './idempotency.js';
 import type { CreatedKeySchema, KeyViewSchema } from './schemas.js';
 
 /** What the admin routes are given: the gateway's collaborators, built once in deps.ts. */
 export interface AdminRouteOptions {
   deps: GatewayDeps;
+  /** Runs the creates under their Idempotency-Key. */
+  idempotency: Idempotency;
 }
 
 export type Source = 'store' | 'file';
 type AdminAction = 'create' | 'update' | 'rotate' | 'revoke' | 'unban';
 
 export const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 503: ErrorSchema };
+/** A route that takes an Idempotency-Key: also 422 for a key reused with another body. */
+export const idempotentErrors = { ...errors, 422: ErrorSchema };
 
 export function iso(ms: number): string {
   return new Date(ms).toISOString();

@@ -7,6 +7,7 @@ interface Counts {
   refused: number;
   forbidden: number;
   units: number;
+  upstreamFailed: number;
 }
 
 export interface History {
@@ -53,19 +54,23 @@ export function historyChart(history: History): string {
   for (const s of history.series) {
     const admitted = bar(s.admitted, max);
     const refused = s.refused > 0 ? '░'.repeat(Math.max(1, Math.round((s.refused / max) * BAR_CELLS))) : '';
-    const figures = s.admitted + s.refused === 0 ? '' : `${s.admitted}${s.refused ? ` +${s.refused} refused` : ''}`;
+    const figures =
+      s.admitted + s.refused + s.upstreamFailed === 0
+        ? ''
+        : `${s.admitted}${s.refused ? ` +${s.refused} refused` : ''}${s.upstreamFailed ? ` +${s.upstreamFailed} failed upstream` : ''}`;
     lines.push(`${label(s.start)}  ${`${admitted}${refused}`.padEnd(BAR_CELLS + 2)} ${figures}`.trimEnd());
   }
   const t = history.totals;
   lines.push(
-    `total: ${t.admitted} admitted (${t.units} units), ${t.refused} refused (${t.limited} by limit, ${t.banned} by ban), ${t.forbidden} forbidden`,
+    `total: ${t.admitted} admitted (${t.units} units), ${t.refused} refused (${t.limited} by limit, ${t.banned} by ban), ${t.forbidden} forbidden` +
+      (t.upstreamFailed ? `, ${t.upstreamFailed} failed upstream (counted against the limit, not billed)` : ''),
   );
   return `${lines.join('\n')}\n`;
 }
 
 export function topTable(top: Top): string {
   const keys = table(
-    ['KEY', 'NAME', 'PLAN', 'ADMITTED', 'REFUSED', 'FORBIDDEN', 'UNITS'],
+    ['KEY', 'NAME', 'PLAN', 'ADMITTED', 'REFUSED', 'FORBIDDEN', 'UNITS', 'FAILED UPSTREAM'],
     top.keys.map((k) => [
       `${k.id}${k.revoked ? ' (revoked)' : ''}`,
       k.name,
@@ -74,6 +79,7 @@ export function topTable(top: Top): string {
       String(k.refused),
       String(k.forbidden),
       String(k.units),
+      String(k.upstreamFailed),
     ]),
   );
   const plans = table(
@@ -83,6 +89,6 @@ export function topTable(top: Top): string {
   const t = top.totals;
   return (
     `top keys by ${top.sort}, ${top.window} from ${when(top.from)} to ${when(top.to)}\n${top.keys.length > 0 ? keys : '(no requests)\n'}` +
-    `\nby plan\n${plans}total: ${t.keys} keys, ${t.admitted} admitted, ${t.refused} refused\n`
+    `\nby plan\n${plans}total: ${t.keys} keys, ${t.admitted} admitted, ${t.refused} refused${t.upstreamFailed ? `, ${t.upstreamFailed} failed upstream` : ''}\n`
   );
 }

@@ -51,11 +51,16 @@ export class FileKeyStore implements Pick<KeyStore, 'get' | 'insert' | 'update' 
 
   /** The file keeps no prefix: a rotation's is dropped. */
   async rotate(id: string, rotation: Rotation, at: Date): Promise<KeyRecord | null> {
-    const entry = await updateKeysFileEntry(this.path, this.plans, id, (current) => ({
-      ...current,
-      sha256: rotation.sha256,
-      previous: { sha256: current.sha256, expiresAt: rotation.previousExpiresAt },
-    }));
-    return entry && toKeyRecord(entry, at);
+    let stale = false;
+    const entry = await updateKeysFileEntry(this.path, this.plans, id, (current) => {
+      stale = rotation.from !== undefined && current.sha256 !== rotation.from;
+      if (stale) return current;
+      return {
+        ...current,
+        sha256: rotation.sha256,
+        previous: { sha256: current.sha256, expiresAt: rotation.previousExpiresAt },
+      };
+    });
+    return entry && !stale ? toKeyRecord(entry, at) : null;
   }
 }

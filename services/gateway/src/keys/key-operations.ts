@@ -11,7 +11,7 @@ import {
 import { parseCidrs } from './cidrs.js';
 import { createKey, type NewKey, newSecret } from './create-key.js';
 import { parseExpiry, previousSecretEnds } from './expiry.js';
-import type { KeyChanges, KeyRecord, KeyStore } from './key-store.js';
+import { DuplicateKeyError, type KeyChanges, type KeyRecord, type KeyStore, type Rotation } from './key-store.js';
 
 /*
  * The rules for making and changing keys, whatever holds them: the admin API applies them to the
@@ -83,6 +83,18 @@ export function checkNewKey(plans: PlanBook, request: KeyRequest, now: number, n
   };
 }
 
+/**
+ * Stores a record made by createKey, again if need be: a record the store already holds with the
+ * same id and secret is taken as stored (a retry of a create that reached the store).
+ */
+export async function insertOnce(store: Pick<KeyStore, 'insert' | 'get'>, record: KeyRecord): Promise<void> {
+  try {
+    await store.insert(record);
+  } catch (err) {
+    if (!(err instanceof DuplicateKeyError) || (await store.get(record.id))?.sha256 !== record.sha256) throw err;
+  }
+}
+
 /** Makes the key and stores its record: the plaintext key is in the answer only. */
 export async function issueKey(
   store: Pick<KeyStore, 'insert'>,
@@ -108,9 +120,9 @@ export interface KeyUpdate {
 }
 
 /**
- * The change an update makes to the key as it stands: limits follow the plan (a key of a plan
- * without windows keeps its own unless new ones are given; a change to a plan with windows drops
- * them).
+ * The change an update makes to the key as it stands. Its own limits change only when new ones
+ * are given, or dropped (null), or the key moves to another plan with windows (limitsAfterChange):
+ * a rename, an expiry, scopes or addresses leave them as they are.
  */
 function changesFor(
   plans: PlanBook,
@@ -120,14 +132,15 @@ function changesFor(
   names?: FieldNames,
 ): KeyChanges {
   const plan = update.plan ?? current.plan;
-  const limits = update.limits === null ? undefined : limitsAfterChange(plans, plan, update.limits, current.limits);
+  const limits =
+    update.limits === null ? undefined : limitsAfterChange(plans, current.plan, plan, update.limits, current.limits);
   const problem = planProblem(plans, plan, limits, names?.limits);
   if (problem) throw new KeyRuleError(problem);
   const { scopes, allowedCidrs } = update;
   return {
     ...(update.plan !== undefined ? { plan: update.plan } : {}),
     ...(update.name !== undefined ? { name: update.name } : {}),
-    ...(limits ? { limits } : current.limits ? { limits: null } : {}),
+    ...(limits === current.limits ? {} : limits ? { limits } : { limits: null }),
     ...(scopes === null ? { scopes: null } : scopes ? { scopes: checkedScopes(scopes, names) } : {}),
     ...(allowedCidrs === null
       ? { allowedCidrs: null }
@@ -158,21 +171,52 @@ export interface RotatedKey {
 }
 
 /**
- * Gives a live key a new secret; the current one keeps working for the grace period, never past
- * the key's own expiry. Null when the store no longer holds the key live.
+ * A rotation of a live key, drawn but not made: its new secret, and the rotation that replaces
+ * the current secret with it, which keeps working for the grace period, never past the key's own
+ * expiry.
  */
+export function planRotation(
+  current: KeyRecord,
+  now: number,
+  graceSeconds: number = DEFAULT_GRACE_SECONDS,
+): { key: string; rotation: Rotation & { from: string } } {
+  const secret = newSecret();
+  return {
+    key: secret.key,
+    rotation: {
+      sha256: secret.sha256,
+      prefix: secret.prefix,
+      previousExpiresAt: previousSecretEnds(current.expiresAt, now, graceSeconds),
+      from: current.sha256,
+    },
+  };
+}
+
+/**
+ * Makes a planned rotation, again if need be: a key that already has the planned secret was
+ * rotated by this plan before (a retry). Null when the store no longer holds the key live, or
+ * another rotation replaced the secret the plan started from.
+ */
+export async function applyRotation(
+  store: Pick<KeyStore, 'rotate' | 'get'>,
+  id: string,
+  rotation: Rotation,
+  at: number,
+): Promise<KeyRecord | null> {
+  const rotated = await store.rotate(id, rotation, new Date(at));
+  if (rotated) return rotated;
+  const current = await store.get(id);
+  return current && !current.revokedAt && current.sha256 === rotation.sha256 ? current : null;
+}
+
+/** Gives a live key a new secret (planRotation, applyRotation). Null when it cannot be made. */
 export async function rotateKey(
-  store: Pick<KeyStore, 'rotate'>,
+  store: Pick<KeyStore, 'rotate' | 'get'>,
   current: KeyRecord,
   now: number,
   graceSeconds: number = DEFAULT_GRACE_SECONDS,
 ): Promise<RotatedKey | null> {
-  const previousKeyExpiresAt = previousSecretEnds(current.expiresAt, now, graceSeconds);
-  const secret = newSecret();
-  const record = await store.rotate(
-    current.id,
-    { sha256: secret.sha256, prefix: secret.prefix, previousExpiresAt: previousKeyExpiresAt },
-    new Date(now),
-  );
-  return record && { key: secret.key, record, previousKeyExpiresAt };
+  const { key, rotation } = planRotation(current, now, graceSeconds);
+  const record = await applyRotation(store, current.id, rotation, now);
+  return record && { key, record, previousKeyExpiresAt: rotation.previousExpiresAt };
 }

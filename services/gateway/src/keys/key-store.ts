@@ -77,6 +77,12 @@ export interface Rotation {
   sha256: string;
   prefix?: string;
   previousExpiresAt: string;
+  /**
+   * The hash of the secret being replaced: the rotation is made only while it is still the
+   * current one, so two rotations planned from the same secret cannot both be made (the second
+   * would end the first one's grace at once).
+   */
+  from?: string;
 }
 
 /** What a replica needs to drop a changed key from its cache. */
@@ -94,7 +100,8 @@ export interface KeyStore {
   update(id: string, changes: KeyChanges, at: Date): Promise<KeyRecord | null>;
   /**
    * Gives a live key a new secret; the current one becomes `previous`, replacing (and so ending)
-   * any older previous secret. Null when there is no such live key.
+   * any older previous secret. Null when there is no such live key, or its current secret is not
+   * `rotation.from`.
    */
   rotate(id: string, rotation: Rotation, at: Date): Promise<KeyRecord | null>;
   /** Marks the key revoked; false when there is no such live key. */

@@ -45,7 +45,7 @@ export class MemoryKeyStore implements KeyStore {
 
   async rotate(id: string, rotation: Rotation, at: Date): Promise<KeyRecord | null> {
     const record = this.live(id);
-    if (!record) return null;
+    if (!record || (rotation.from !== undefined && record.sha256 !== rotation.from)) return null;
     if (this.byHash.has(rotation.sha256)) throw new DuplicateKeyError();
     if (record.previous) this.byHash.delete(record.previous.sha256);
     record.previous = { sha256: record.sha256, expiresAt: rotation.previousExpiresAt };

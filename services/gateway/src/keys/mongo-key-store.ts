@@ -163,7 +163,11 @@ export class MongoKeyStore implements KeyStore {
       // A pipeline update reads the current hash and writes the new one in one atomic step, so
       // two rotations at once cannot both keep the same secret as "previous".
       const doc = await this.keys.findOneAndUpdate(
-        { id: { $eq: id }, revokedAt: { $exists: false } },
+        {
+          id: { $eq: id },
+          revokedAt: { $exists: false },
+          ...(rotation.from === undefined ? {} : { sha256: { $eq: rotation.from } }),
+        },
         [
           {
             $set: {

@@ -2,23 +2,29 @@ import type { RedisClient } from '../redis/clients.js';
 import {
   DAY_MS,
   daysTouched,
-  emptyCounts,
+  emptyStored,
   type HistoryOutcome,
   HOUR_MS,
   type HourUsage,
-  type UsageCounts,
+  reported,
+  type StoredCounts,
   type UsageHistory,
 } from './usage-history.js';
 
-/** Field suffixes of a day's hash: `<hour of day><letter>`, e.g. `13a` = admitted from 13:00 UTC. */
-const FIELDS: Record<keyof UsageCounts, string> = {
+/**
+ * Field suffixes of a day's hash: `<hour of day><letter>`, e.g. `13a` = admitted from 13:00 UTC.
+ * `x` and `y` (failed upstream, and their units) are written only for an hour that has some.
+ */
+const FIELDS: Record<keyof StoredCounts, string> = {
   admitted: 'a',
   limited: 'l',
   banned: 'b',
   forbidden: 'f',
   units: 'u',
+  upstreamFailed: 'x',
+  upstreamFailedUnits: 'y',
 };
-const BY_LETTER = new Map(Object.entries(FIELDS).map(([name, letter]) => [letter, name as keyof UsageCounts]));
+const BY_LETTER = new Map(Object.entries(FIELDS).map(([name, letter]) => [letter, name as keyof StoredCounts]));
 
 /** How long counts taken outside the script wait to be written together. */
 const FLUSH_MS = 1_000;
@@ -37,7 +43,7 @@ const MAX_SEEN = 1_000_000;
 export class RedisUsageHistory implements UsageHistory {
   readonly kind = 'redis';
   /** `count` calls not yet written: `<key id>\n<hour start>` → counts. */
-  private buffered = new Map<string, UsageCounts>();
+  private buffered = new Map<string, StoredCounts>();
   private flushTimer: NodeJS.Timeout | null = null;
   private seenDay = -1;
   private readonly seen = new Set<string>();
@@ -114,16 +120,27 @@ export class RedisUsageHistory implements UsageHistory {
   };
 
   count(keyId: string, outcome: HistoryOutcome, units: number, at: number): void {
+    const counts = this.bufferedHour(keyId, at);
+    counts[outcome]++;
+    counts.units += units;
+  }
+
+  upstreamFailed(keyId: string, units: number, admittedAt: number): void {
+    const counts = this.bufferedHour(keyId, admittedAt);
+    counts.upstreamFailed++;
+    counts.upstreamFailedUnits += units;
+  }
+
+  /** The counts of the key's hour at `at` waiting to be written; the write is scheduled. */
+  private bufferedHour(keyId: string, at: number): StoredCounts {
     const hour = at - (at % HOUR_MS);
     this.noteActive(keyId, Math.floor(at / DAY_MS));
     const id = `${keyId}\n${hour}`;
     let counts = this.buffered.get(id);
     if (!counts) {
-      counts = emptyCounts();
+      counts = emptyStored();
       this.buffered.set(id, counts);
     }
-    counts[outcome]++;
-    counts.units += units;
     if (!this.flushTimer) {
       this.flushTimer = setTimeout(() => {
         this.flushTimer = null;
@@ -131,6 +148,7 @@ export class RedisUsageHistory implements UsageHistory {
       }, FLUSH_MS);
       this.flushTimer.unref();
     }
+    return counts;
   }
 
   async flush(): Promise<void> {
@@ -150,7 +168,7 @@ export class RedisUsageHistory implements UsageHistory {
       const key = this.dayKey(keyId, day);
       const hourOfDay = (hour - day * DAY_MS) / HOUR_MS;
       for (const [name, letter] of Object.entries(FIELDS)) {
-        const n = counts[name as keyof UsageCounts];
+        const n = counts[name as keyof StoredCounts];
         if (n > 0) writes.push(this.redis.hincrby(key, `${hourOfDay}${letter}`, n));
       }
       writes.push(this.redis.pexpireat(key, (day + 1) * DAY_MS + this.retentionMs));
@@ -164,21 +182,22 @@ export class RedisUsageHistory implements UsageHistory {
     const hashes = await Promise.all(days.map((day) => this.redis.hgetall(this.dayKey(keyId, day))));
     const out: HourUsage[] = [];
     days.forEach((day, i) => {
-      const byHour = new Map<number, HourUsage>();
+      const byHour = new Map<number, StoredCounts>();
       for (const [field, value] of Object.entries(hashes[i] ?? {})) {
         const name = BY_LETTER.get(field.slice(-1));
         const hourOfDay = Number(field.slice(0, -1));
         if (!name || !Number.isInteger(hourOfDay)) continue;
         const hour = day * DAY_MS + hourOfDay * HOUR_MS;
         if (hour < from || hour >= to) continue;
-        let usage = byHour.get(hour);
-        if (!usage) {
-          usage = { hour, ...emptyCounts() };
-          byHour.set(hour, usage);
+        let stored = byHour.get(hour);
+        if (!stored) {
+          stored = emptyStored();
+          byHour.set(hour, stored);
         }
-        usage[name] += Number(value);
+        stored[name] += Number(value);
       }
-      out.push(...[...byHour.values()].sort((a, b) => a.hour - b.hour));
+      const hours = [...byHour].map(([hour, stored]) => ({ hour, ...reported(stored) }));
+      out.push(...hours.sort((a, b) => a.hour - b.hour));
     });
     return out;
   }

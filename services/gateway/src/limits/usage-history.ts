@@ -7,8 +7,9 @@ export const DAY_MS = 86_400_000;
 
 export type HistoryOutcome = 'admitted' | 'limited' | 'banned' | 'forbidden';
 
-/** One hour (or day) of one key. `refused` is not stored: limited + banned. */
+/** One hour (or day) of one key, as it is reported. `refused` is not stored: limited + banned. */
 export interface UsageCounts {
+  /** Admitted and served: the upstream answered (a 502, 503 or 504 is upstreamFailed instead). */
   admitted: number;
   /** Refused by a window's limit (429 rate_limit_exceeded; in shadow mode, let through). */
   limited: number;
@@ -16,8 +17,24 @@ export interface UsageCounts {
   banned: number;
   /** A scope or address the key lacks (403), at no cost. */
   forbidden: number;
-  /** Units the admitted requests cost (a request costs 1 unless its route says more). */
+  /** Units the served requests cost (a request costs 1 unless its route says more): what is billed. */
   units: number;
+  /**
+   * Admitted, then never served: the pets service could not be reached, timed out or said it
+   * could not serve (502, 503, 504). Their cost still counted against the key's limits (the
+   * limiter decided before the upstream answered); they are not billed.
+   */
+  upstreamFailed: number;
+}
+
+/**
+ * What is stored: every admission as the limiter counted it (`admitted`, `units`, written with
+ * its decision), and apart from them the admissions that then failed upstream and their units,
+ * written once the answer is known. Reported counts are the difference (reported).
+ */
+export interface StoredCounts extends Omit<UsageCounts, 'upstreamFailed'> {
+  upstreamFailed: number;
+  upstreamFailedUnits: number;
 }
 
 export interface HourUsage extends UsageCounts {
@@ -33,7 +50,11 @@ export function daysTouched(from: number, to: number): number[] {
 }
 
 export function emptyCounts(): UsageCounts {
-  return { admitted: 0, limited: 0, banned: 0, forbidden: 0, units: 0 };
+  return { admitted: 0, limited: 0, banned: 0, forbidden: 0, units: 0, upstreamFailed: 0 };
+}
+
+export function emptyStored(): StoredCounts {
+  return { admitted: 0, limited: 0, banned: 0, forbidden: 0, units: 0, upstreamFailed: 0, upstreamFailedUnits: 0 };
 }
 
 export function addCounts(into: UsageCounts, from: UsageCounts): void {
@@ -42,6 +63,24 @@ export function addCounts(into: UsageCounts, from: UsageCounts): void {
   into.banned += from.banned;
   into.forbidden += from.forbidden;
   into.units += from.units;
+  into.upstreamFailed += from.upstreamFailed;
+}
+
+/**
+ * An hour's stored counts as reported: the failed admissions taken out of the admitted and
+ * their units out of the billed. Never below zero: a failure is counted in the hour of its
+ * admission (the caller passes the decision's time), but a decision a millisecond before the hour
+ * could still be counted in the one before.
+ */
+export function reported(stored: StoredCounts): UsageCounts {
+  return {
+    admitted: Math.max(0, stored.admitted - stored.upstreamFailed),
+    limited: stored.limited,
+    banned: stored.banned,
+    forbidden: stored.forbidden,
+    units: Math.max(0, stored.units - stored.upstreamFailedUnits),
+    upstreamFailed: stored.upstreamFailed,
+  };
 }
 
 /**
@@ -54,6 +93,11 @@ export interface UsageHistory {
   /** How far back hours are kept, in ms. */
   readonly retentionMs: number;
   count(keyId: string, outcome: HistoryOutcome, units: number, at: number): void;
+  /**
+   * An admitted request (counted with `units` at `admittedAt`) that the upstream then did not
+   * serve: reported as upstreamFailed, not admitted, and its units not billed.
+   */
+  upstreamFailed(keyId: string, units: number, admittedAt: number): void;
   /** The key's hours in [from, to) (epoch ms, hour-aligned by the caller) that hold anything. */
   hours(keyId: string, from: number, to: number): Promise<HourUsage[]>;
   /** Every key with at least one decision in the UTC days that [from, to) touches. */
@@ -66,7 +110,7 @@ export interface UsageHistory {
 export class MemoryUsageHistory implements UsageHistory {
   readonly kind = 'memory';
   /** Key id → hour start → counts. */
-  private readonly keys = new Map<string, Map<number, UsageCounts>>();
+  private readonly keys = new Map<string, Map<number, StoredCounts>>();
   private lastPrune = 0;
 
   constructor(
@@ -75,6 +119,19 @@ export class MemoryUsageHistory implements UsageHistory {
   ) {}
 
   count(keyId: string, outcome: HistoryOutcome, units: number, at: number): void {
+    const counts = this.hourOf(keyId, at);
+    counts[outcome]++;
+    counts.units += units;
+    this.prune(at);
+  }
+
+  upstreamFailed(keyId: string, units: number, admittedAt: number): void {
+    const counts = this.hourOf(keyId, admittedAt);
+    counts.upstreamFailed++;
+    counts.upstreamFailedUnits += units;
+  }
+
+  private hourOf(keyId: string, at: number): StoredCounts {
     const hour = at - (at % HOUR_MS);
     let hours = this.keys.get(keyId);
     if (!hours) {
@@ -83,12 +140,10 @@ export class MemoryUsageHistory implements UsageHistory {
     }
     let counts = hours.get(hour);
     if (!counts) {
-      counts = emptyCounts();
+      counts = emptyStored();
       hours.set(hour, counts);
     }
-    counts[outcome]++;
-    counts.units += units;
-    this.prune(at);
+    return counts;
   }
 
   /** Hours past the retention go, at most once an hour. */
@@ -106,7 +161,7 @@ export class MemoryUsageHistory implements UsageHistory {
     const oldest = this.now() - this.retentionMs;
     const out: HourUsage[] = [];
     for (const [hour, counts] of this.keys.get(keyId) ?? []) {
-      if (hour >= from && hour < to && hour + HOUR_MS > oldest) out.push({ hour, ...counts });
+      if (hour >= from && hour < to && hour + HOUR_MS > oldest) out.push({ hour, ...reported(counts) });
     }
     return out.sort((a, b) => a.hour - b.hour);
   }

@@ -14,6 +14,12 @@ export class MemoryWebhookStore implements WebhookStore {
     this.subscriptions.set(subscription.id, structuredClone(subscription));
   }
 
+  async add(subscription: Subscription): Promise<boolean> {
+    if (this.subscriptions.has(subscription.id)) return false;
+    await this.put(subscription);
+    return true;
+  }
+
   async get(id: string): Promise<Subscription | null> {
     const found = this.subscriptions.get(id);
     return found ? structuredClone(found) : null;

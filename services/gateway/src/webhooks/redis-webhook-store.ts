@@ -28,6 +28,10 @@ export class RedisWebhookStore implements WebhookStore {
     await this.redis.hset(this.hash, subscription.id, JSON.stringify(subscription));
   }
 
+  async add(subscription: Subscription): Promise<boolean> {
+    return (await this.redis.hsetnx(this.hash, subscription.id, JSON.stringify(subscription))) === 1;
+  }
+
   async get(id: string): Promise<Subscription | null> {
     const text = await this.redis.hget(this.hash, id);
     return text ? (JSON.parse(text) as Subscription) : null;

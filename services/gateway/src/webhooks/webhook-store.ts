@@ -38,6 +38,8 @@ export interface WebhookStore {
   readonly kind: string;
   /** Inserts or replaces. */
   put(subscription: Subscription): Promise<void>;
+  /** Inserts unless one with its id exists, which it leaves as it is: false then. */
+  add(subscription: Subscription): Promise<boolean>;
   get(id: string): Promise<Subscription | null>;
   list(): Promise<Subscription[]>;
   /** False when there was none. Its attempts go too. */

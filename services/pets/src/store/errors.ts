@@ -1,61 +1,5 @@
 import { ApiError } from '@animal-store/common/errors.js';
-import {
-  MongoClientClosedError,
-  MongoError,
-  MongoNetworkError,
-  MongoNotConnectedError,
-  MongoOperationTimeoutError,
-  MongoServerError,
-  MongoServerSelectionError,
-  MongoTopologyClosedError,
-} from 'mongodb';
-
-/**
- * Server answers that say "not now" rather than "never": an election in progress or a primary
- * stepping down (the driver labels these retryable), or an operation that ran out of time.
- */
-const TRANSIENT_SERVER_CODES = new Set([
-  6, // HostUnreachable
-  7, // HostNotFound
-  89, // NetworkTimeout
-  91, // ShutdownInProgress
-  189, // PrimarySteppedDown
-  262, // ExceededTimeLimit
-  50, // MaxTimeMSExpired
-  9001, // SocketException
-  10107, // NotWritablePrimary
-  11600, // InterruptedAtShutdown
-  11602, // InterruptedDueToReplStateChange
-  13435, // NotPrimaryNoSecondaryOk
-  13436, // NotPrimaryOrSecondary
-]);
-
-function isTransientServerError(err: unknown): boolean {
-  if (!(err instanceof MongoServerError)) return false;
-  return (
-    err.hasErrorLabel('RetryableWriteError') ||
-    err.hasErrorLabel('TransientTransactionError') ||
-    (typeof err.code === 'number' && TRANSIENT_SERVER_CODES.has(err.code))
-  );
-}
-
-/**
- * Errors that mean "MongoDB cannot be reached right now" rather than "this request is wrong":
- * the client should retry later, and another replica may already be fine.
- */
-export function isStoreUnreachable(err: unknown): boolean {
-  return (
-    isTransientServerError(err) ||
-    err instanceof MongoServerSelectionError ||
-    err instanceof MongoNetworkError ||
-    err instanceof MongoTopologyClosedError ||
-    err instanceof MongoNotConnectedError ||
-    err instanceof MongoClientClosedError ||
-    err instanceof MongoOperationTimeoutError ||
-    // The driver does not export the class of a pool checkout timeout, only its name.
-    (err instanceof MongoError && err.name === 'MongoWaitQueueTimeoutError')
-  );
-}
+import { isMongoUnreachable } from '@animal-store/common/mongo-errors.js';
 
 function storeUnavailable(cause?: unknown): ApiError {
   const error = new ApiError(503, 'upstream_unavailable', 'The pet store is unavailable; retry later');
@@ -69,6 +13,6 @@ export async function withStoreErrors<T>(operation: () => Promise<T>): Promise<T
   try {
     return await operation();
   } catch (err) {
-    throw isStoreUnreachable(err) ? storeUnavailable(err) : err;
+    throw isMongoUnreachable(err) ? storeUnavailable(err) : err;
   }
 }

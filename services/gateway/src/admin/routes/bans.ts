@@ -1,8 +1,8 @@
-import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { KeyIdParams } from '../schemas.js';
 import { type AdminRouteOptions, audit, errors, findKey } from '../shared.js';
+import { unavailable } from '../store-unavailable.js';
 
 /** Lifting a key's ban, on every replica: the shared limiter, this one's memory, the others by event. */
 export const banRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
@@ -15,7 +15,7 @@ export const banRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
         await deps.limiter.liftBan(record.id);
       } catch (err) {
         request.log.error({ err }, 'cannot lift ban');
-        throw new ApiError(503, 'rate_limiter_unavailable', 'Cannot reach the rate limiter to lift the ban; retry');
+        throw unavailable('rate_limiter_unavailable', 'Cannot reach the rate limiter to lift the ban');
       }
       await deps.events.publish({ type: 'ban-lifted', id: record.id }).catch((err) => {
         request.log.warn({ err }, 'ban-lift event not published');

@@ -12,6 +12,7 @@ import {
 import { readRfc3339 } from '../../rfc3339.js';
 import { HistoryQuery, HistorySchema, KeyIdParams, TopQuery, TopSchema } from '../schemas.js';
 import { type AdminRouteOptions, errors, findKey, iso } from '../shared.js';
+import { unavailable } from '../store-unavailable.js';
 
 type Granularity = 'hour' | 'day';
 type Counts = UsageCounts & { refused: number };
@@ -100,7 +101,16 @@ function series(hours: HourUsage[], from: number, to: number, step: number): Arr
   return out;
 }
 
-const CSV_COLUMNS = ['start', 'admitted', 'limited', 'banned', 'refused', 'forbidden', 'units'] as const;
+const CSV_COLUMNS = [
+  'start',
+  'admitted',
+  'limited',
+  'banned',
+  'refused',
+  'forbidden',
+  'units',
+  'upstreamFailed',
+] as const;
 
 function toCsv(rows: Static<typeof HistorySchema>['series']): string {
   const lines = [CSV_COLUMNS.join(',')];
@@ -130,9 +140,9 @@ export const historyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async
   const history = deps.history;
   const retentionDays = Math.round(history.retentionMs / DAY_MS);
 
-  function unavailable(err: unknown, log: { error(obj: object, msg: string): void }): never {
+  function historyUnavailable(err: unknown, log: { error(obj: object, msg: string): void }): never {
     log.error({ err }, 'cannot read the usage history');
-    throw new ApiError(503, 'rate_limiter_unavailable', 'Cannot reach Redis to read the usage history; retry');
+    throw unavailable('rate_limiter_unavailable', 'Cannot reach Redis to read the usage history');
   }
 
   app.get(
@@ -162,7 +172,7 @@ export const historyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async
       try {
         hours = await history.hours(record.id, from, to);
       } catch (err) {
-        unavailable(err, request.log);
+        historyUnavailable(err, request.log);
       }
       const totals = emptyCounts();
       for (const usage of hours) addCounts(totals, usage);
@@ -213,7 +223,7 @@ export const historyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async
         const ids = await history.activeKeys(from, to);
         perKey = await hoursOfKeys((id) => history.hours(id, from, to), ids);
       } catch (err) {
-        unavailable(err, request.log);
+        historyUnavailable(err, request.log);
       }
       const records = new Map((await deps.keyStore.list()).map((r) => [r.id, r]));
       for (const r of deps.keyResolver.fileRecords()) records.set(r.id, r);

@@ -1,8 +1,16 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { announceKeyChange } from '../../key-sync.js';
-import { checkNewKey, issueKey, KeyRuleError, rotateKey, updateKey } from '../../keys/key-operations.js';
+import { createKey } from '../../keys/create-key.js';
+import {
+  applyRotation,
+  checkNewKey,
+  insertOnce,
+  KeyRuleError,
+  planRotation,
+  updateKey,
+} from '../../keys/key-operations.js';
 import type { KeyRecord } from '../../keys/key-store.js';
 import {
   CreatedKeySchema,
@@ -13,10 +21,19 @@ import {
   RotateKeySchema,
   UpdateKeySchema,
 } from '../schemas.js';
-import { type AdminRouteOptions, audit, createdKey, errors, findKey, keyRules, keyView } from '../shared.js';
+import {
+  type AdminRouteOptions,
+  audit,
+  createdKey,
+  errors,
+  findKey,
+  idempotentErrors,
+  keyRules,
+  keyView,
+} from '../shared.js';
 
 /** Keys: create, list, show, update, rotate and revoke. */
-export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
+export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps, idempotency }) => {
   /** A stored, unrevoked key: what update and rotate act on. */
   async function findLiveStoreKey(id: string, doing: string): Promise<KeyRecord> {
     const { record, source } = await findKey(deps, id);
@@ -43,18 +60,23 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
 
   app.post(
     '/admin/keys',
-    { schema: { body: CreateKeySchema, response: { 201: CreatedKeySchema, ...errors } } },
-    async (request, reply) => {
-      const now = deps.now();
-      const { key, record } = await applying(() =>
-        issueKey(deps.keyStore, checkNewKey(deps.plans, request.body, now), now),
-      );
-      audit(deps, request.log, 'create', record.id, {
-        plan: record.plan,
-        ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
-      });
-      return reply.code(201).send(createdKey(deps, record, key));
-    },
+    { schema: { body: CreateKeySchema, response: { 201: CreatedKeySchema, ...idempotentErrors } } },
+    async (request, reply) =>
+      idempotency.run(request, reply, {
+        plan: async () => {
+          const now = deps.now();
+          const { key, record } = await applying(async () =>
+            createKey(checkNewKey(deps.plans, request.body, now), new Date(now)),
+          );
+          return { plan: record, status: 201, body: createdKey(deps, record, key) };
+        },
+        apply: (record) => insertOnce(deps.keyStore, record),
+        made: (record) =>
+          audit(deps, request.log, 'create', record.id, {
+            plan: record.plan,
+            ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
+          }),
+      }),
   );
 
   app.get('/admin/keys', { schema: { response: { 200: Type.Array(KeyViewSchema), ...errors } } }, async () => {
@@ -105,30 +127,42 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
   app.post(
     '/admin/keys/:id/rotate',
     {
-      schema: { params: KeyIdParams, body: RotateKeySchema, response: { 200: RotatedKeySchema, ...errors } },
+      schema: { params: KeyIdParams, body: RotateKeySchema, response: { 200: RotatedKeySchema, ...idempotentErrors } },
       // The body is optional: a bare POST rotates with the default grace.
       preValidation: (request, _reply, done) => {
         request.body ??= {};
         done();
       },
     },
-    async (request) => {
-      const current = await findLiveStoreKey(request.params.id, 'rotate');
-      const rotated = await rotateKey(deps.keyStore, current, deps.now(), request.body.gracePeriodSeconds);
-      if (!rotated) throw new ApiError(409, 'conflict', `Key ${current.id} was revoked`);
-      const { key, record, previousKeyExpiresAt } = rotated;
-      await announceKeyChange(deps, 'key-changed', record.id, request.log);
-      audit(deps, request.log, 'rotate', record.id, { previousKeyExpiresAt });
-      return {
-        id: record.id,
-        key,
-        plan: record.plan,
-        ...keyRules(deps, record),
-        name: record.name,
-        createdAt: record.createdAt,
-        previousKeyExpiresAt,
-      };
-    },
+    async (request, reply) =>
+      idempotency.run(request, reply, {
+        plan: async () => {
+          const current = await findLiveStoreKey(request.params.id, 'rotate');
+          const at = deps.now();
+          const { key, rotation } = planRotation(current, at, request.body.gracePeriodSeconds);
+          const body: Static<typeof RotatedKeySchema> = {
+            id: current.id,
+            key,
+            plan: current.plan,
+            ...keyRules(deps, current),
+            name: current.name,
+            createdAt: current.createdAt,
+            previousKeyExpiresAt: rotation.previousExpiresAt,
+          };
+          return { plan: { id: current.id, rotation, at }, status: 200, body };
+        },
+        apply: async ({ id, rotation, at }) => {
+          const record = await applyRotation(deps.keyStore, id, rotation, at);
+          if (!record) {
+            const now = await deps.keyStore.get(id);
+            if (!now || now.revokedAt) throw new ApiError(409, 'conflict', `Key ${id} was revoked`);
+            throw new ApiError(409, 'conflict', `Key ${id} was rotated by another request meanwhile; rotate it again`);
+          }
+          await announceKeyChange(deps, 'key-changed', id, request.log);
+        },
+        made: ({ id, rotation }) =>
+          audit(deps, request.log, 'rotate', id, { previousKeyExpiresAt: rotation.previousExpiresAt }),
+      }),
   );
 
   app.delete(

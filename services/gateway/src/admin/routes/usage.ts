@@ -1,9 +1,9 @@
-import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { KeyUsage } from '../../limits/key-limiter.js';
 import { LIMIT_FIELDS, limitsFor, policyForKey } from '../../plans.js';
 import { KeyIdParams, UsageSchema } from '../schemas.js';
 import { type AdminRouteOptions, errors, findKey, iso } from '../shared.js';
+import { unavailable } from '../store-unavailable.js';
 
 /** A key's live usage as the shared limiter counts it: every window, its ban, its refusals. */
 export const usageRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
@@ -18,7 +18,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
         usage = await deps.limiter.usage(record.id, policyForKey(deps.plans, record.plan, record.limits));
       } catch (err) {
         request.log.error({ err }, 'cannot read usage');
-        throw new ApiError(503, 'rate_limiter_unavailable', 'Cannot reach the rate limiter to read usage; retry');
+        throw unavailable('rate_limiter_unavailable', 'Cannot reach the rate limiter to read usage');
       }
       const windows: Record<string, { limit: number; used: number; remaining: number; resetAt: string | null }> = {};
       for (const w of usage.windows) {

@@ -7,7 +7,8 @@ import { Type } from 'typebox';
 import { WebhookUrlError } from '../../webhooks/address-guard.js';
 import type { Subscription } from '../../webhooks/webhook-store.js';
 import { newSigningSecret } from '../../webhooks/webhooks.js';
-import { type AdminRouteOptions, errors, iso } from '../shared.js';
+import { type AdminRouteOptions, errors, idempotentErrors, iso } from '../shared.js';
+import { within } from '../store-unavailable.js';
 import {
   CreatedWebhookSchema,
   CreateWebhookSchema,
@@ -18,6 +19,9 @@ import {
   WebhookIdParams,
   WebhookViewSchema,
 } from '../webhook-schemas.js';
+
+/** The longest a ping waits for the delivery queue before its request gets a 503. */
+const QUEUE_WAIT_MS = 5_000;
 
 /** How long a rotated-out secret still signs, so receivers can switch without losing a delivery. */
 const PREVIOUS_SECRET_MS = 86_400_000;
@@ -38,7 +42,7 @@ function view(s: Subscription): Static<typeof WebhookViewSchema> {
 }
 
 /** Webhook endpoints: create (the secret shown once), list, show, update, delete, rotate, ping, deliveries. */
-export const webhookRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
+export const webhookRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps, idempotency }) => {
   const { webhooks } = deps;
 
   /** Like the key actions' audit (admin/shared.ts): one line naming no secret, one count. */
@@ -64,22 +68,38 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async
 
   app.post(
     '/admin/webhooks',
-    { schema: { body: CreateWebhookSchema, response: { 201: CreatedWebhookSchema, ...errors } } },
-    async (request, reply) => {
-      const body = request.body;
-      const subscription: Subscription = {
-        id: `wh_${randomBytes(12).toString('base64url')}`,
-        url: await checkedUrl(body.url),
-        events: body.events,
-        description: body.description ?? '',
-        secret: newSigningSecret(),
-        createdAt: iso(deps.now()),
-      };
-      await webhooks.store.put(subscription);
-      await webhooks.startWorking();
-      audit(request.log, 'webhook-create', subscription.id, { url: subscription.url, events: subscription.events });
-      return reply.code(201).send({ ...view(subscription), secret: subscription.secret });
-    },
+    { schema: { body: CreateWebhookSchema, response: { 201: CreatedWebhookSchema, ...idempotentErrors } } },
+    async (request, reply) =>
+      idempotency.run(request, reply, {
+        plan: async () => {
+          const body = request.body;
+          const subscription: Subscription = {
+            id: `wh_${randomBytes(12).toString('base64url')}`,
+            url: await checkedUrl(body.url),
+            events: body.events,
+            description: body.description ?? '',
+            secret: newSigningSecret(),
+            createdAt: iso(deps.now()),
+          };
+          return { plan: subscription, status: 201, body: { ...view(subscription), secret: subscription.secret } };
+        },
+        // Added, not put: a retry must not overwrite what was changed since (a PATCH, a rotation).
+        apply: async (subscription) => {
+          await webhooks.store.add(subscription);
+          // Deliveries start here now, or at the next scan round: the endpoint exists either way.
+          await webhooks.startWorking().catch((err: unknown) => {
+            request.log.warn({ err }, 'webhooks: deliveries not started yet; the next scan round starts them');
+          });
+        },
+        // A write that timed out may still be made once Redis answers: the removal queued behind
+        // it takes it back, so a failed create without an Idempotency-Key leaves no endpoint whose
+        // secret nobody has.
+        undo: async (subscription) => {
+          await webhooks.store.remove(subscription.id);
+        },
+        made: (subscription) =>
+          audit(request.log, 'webhook-create', subscription.id, { url: subscription.url, events: subscription.events }),
+      }),
   );
 
   app.get('/admin/webhooks', { schema: { response: { 200: Type.Array(WebhookViewSchema), ...errors } } }, async () =>
@@ -148,7 +168,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async
     { schema: { params: WebhookIdParams, response: { 202: PingSchema, ...errors } } },
     async (request, reply) => {
       const subscription = await find(request.params.id);
-      const eventId = await webhooks.ping(subscription);
+      // The queue's connection waits out a Redis outage instead of failing: the request may not.
+      const eventId = await within(QUEUE_WAIT_MS, 'The webhook delivery queue', webhooks.ping(subscription));
       audit(request.log, 'webhook-test', subscription.id, { eventId });
       return reply.code(202).send({ id: subscription.id, eventId });
     },

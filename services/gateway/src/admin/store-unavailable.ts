@@ -1,0 +1,42 @@
+import { ApiError } from '@animal-store/common/errors.js';
+import { isMongoUnreachable } from '@animal-store/common/mongo-errors.js';
+import { UNAVAILABLE_RETRY_SECONDS } from '../gate/refuse.js';
+import { isRedisUnreachable } from '../redis/errors.js';
+
+const RETRY_AFTER = { 'retry-after': String(UNAVAILABLE_RETRY_SECONDS) };
+
+/**
+ * The admin API's answer to an error that says a store cannot be reached, whichever route met it:
+ * Redis (webhooks, the limiter, the usage history, idempotency records) stalled, down or failing
+ * over, or the key store's MongoDB without a server to select. 503 with Retry-After, never a 500:
+ * the request was fine and may succeed in a few seconds. The admin app's error handler asks this
+ * of every error a route lets through (common/error-handler.ts), so no route needs a try/catch
+ * of its own for it.
+ */
+export function storeUnavailable(err: Error): ApiError | undefined {
+  if (isRedisUnreachable(err)) return unavailable('store_unavailable', 'Redis cannot be reached');
+  if (isMongoUnreachable(err)) return unavailable('store_unavailable', 'The key store (MongoDB) cannot be reached');
+  return undefined;
+}
+
+/** A 503 whose Retry-After says when to try again. */
+export function unavailable(code: 'store_unavailable' | 'rate_limiter_unavailable', what: string): ApiError {
+  return new ApiError(503, code, `${what}; retry in ${UNAVAILABLE_RETRY_SECONDS} s`, RETRY_AFTER);
+}
+
+/**
+ * Bounds a call on a connection that waits for Redis instead of failing (the webhook queue's: it
+ * must ride out a failover). A request waits at most `ms`, then gets the 503; the call may still
+ * complete once Redis answers.
+ */
+export async function within<T>(ms: number, what: string, call: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(unavailable('store_unavailable', `${what} did not answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([call, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

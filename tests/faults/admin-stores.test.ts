@@ -1,0 +1,280 @@
+import { randomUUID } from 'node:crypto';
+import { startReceiver } from '@animal-store/gateway/test/webhook-receiver.js';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { RedisProcess, redisServerBinary } from '../support/redis.js';
+import { freePort } from '../support/runtime.js';
+import { killAllServices, ServiceProcess } from '../support/service-process.js';
+
+/**
+ * Every admin route with Redis frozen (SIGSTOP: connections stay open, nothing answers) and with
+ * Redis dead (connection refused), on a gateway process started as in production: a route that
+ * needs Redis answers 503 in the Error shape with Retry-After, within its command timeout and
+ * never a 500; a route that does not (the keys on their own store, the plans, the console) goes on
+ * answering. A Redis of this file's own: it is frozen and killed.
+ */
+
+const ADMIN_TOKEN = 'faults-admin-stores-token-0123';
+const COMMAND_TIMEOUT_MS = 200;
+/** The slowest admin route waits on a few Redis commands in turn; none may wait much longer. */
+const BOUND_MS = 3_000;
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: string;
+  ms: number;
+}
+
+interface Fixtures {
+  keyId: string;
+  /** A key for the revoke row: the others use keyId. */
+  spareKeyId: string;
+  webhookId: string;
+}
+
+type Row = [label: string, method: string, path: (f: Fixtures) => string, body: unknown, ok: number | 503];
+
+/** What each route answers with Redis unreachable: its usual status, or 503. */
+const ROUTES: Row[] = [
+  ['plans', 'GET', () => '/admin/plans', undefined, 200],
+  ['list keys', 'GET', () => '/admin/keys', undefined, 200],
+  ['show a key', 'GET', (f) => `/admin/keys/${f.keyId}`, undefined, 200],
+  ['create a key', 'POST', () => '/admin/keys', { plan: 'free' }, 201],
+  ['update a key', 'PATCH', (f) => `/admin/keys/${f.keyId}`, { name: 'renamed' }, 200],
+  ['rotate a key', 'POST', (f) => `/admin/keys/${f.keyId}/rotate`, {}, 200],
+  ['revoke a key', 'DELETE', (f) => `/admin/keys/${f.spareKeyId}`, undefined, 204],
+  ['live usage', 'GET', (f) => `/admin/keys/${f.keyId}/usage`, undefined, 503],
+  ['usage history', 'GET', (f) => `/admin/keys/${f.keyId}/usage/history`, undefined, 503],
+  ['usage history as CSV', 'GET', (f) => `/admin/keys/${f.keyId}/usage/history?format=csv`, undefined, 503],
+  ['top keys', 'GET', () => '/admin/usage', undefined, 503],
+  ['lift a ban', 'DELETE', (f) => `/admin/keys/${f.keyId}/ban`, undefined, 503],
+  ['list webhooks', 'GET', () => '/admin/webhooks', undefined, 503],
+  [
+    'create a webhook',
+    'POST',
+    () => '/admin/webhooks',
+    { url: 'http://127.0.0.1:9/hook', events: ['key.created'] },
+    503,
+  ],
+  ['show a webhook', 'GET', (f) => `/admin/webhooks/${f.webhookId}`, undefined, 503],
+  ['update a webhook', 'PATCH', (f) => `/admin/webhooks/${f.webhookId}`, { description: 'x' }, 503],
+  ['rotate a webhook secret', 'POST', (f) => `/admin/webhooks/${f.webhookId}/rotate`, {}, 503],
+  ['ping a webhook', 'POST', (f) => `/admin/webhooks/${f.webhookId}/test`, {}, 503],
+  ['webhook deliveries', 'GET', (f) => `/admin/webhooks/${f.webhookId}/deliveries`, undefined, 503],
+  ['delete a webhook', 'DELETE', (f) => `/admin/webhooks/${f.webhookId}`, undefined, 503],
+  ['the console', 'GET', () => '/console', undefined, 200],
+  ['the console’s script', 'GET', () => '/console/app.js', undefined, 200],
+];
+
+/** A Redis of the test's own and a gateway process on it, with its admin listener. */
+class Stack {
+  private constructor(
+    readonly redis: RedisProcess,
+    readonly gateway: ServiceProcess,
+    private readonly admin: string,
+  ) {}
+
+  static async start(): Promise<Stack> {
+    const redis = await RedisProcess.start();
+    const adminPort = await freePort();
+    const gateway = await ServiceProcess.start('gateway', {
+      REDIS_URL: redis.url,
+      REDIS_COMMAND_TIMEOUT_MS: String(COMMAND_TIMEOUT_MS),
+      ADMIN_TOKEN,
+      ADMIN_PORT: String(adminPort),
+      PETS_URL: 'http://127.0.0.1:9',
+      WEBHOOKS_ALLOW_INSECURE: 'true',
+      WEBHOOKS_ALLOW_PRIVATE: 'true',
+      LOG_LEVEL: 'info',
+    });
+    return new Stack(redis, gateway, `http://127.0.0.1:${adminPort}`);
+  }
+
+  async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+    const started = Date.now();
+    const res = await fetch(`${this.admin}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${ADMIN_TOKEN}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    return { status: res.status, headers: res.headers, body: await res.text(), ms: Date.now() - started };
+  }
+
+  /** The audit lines the gateway logged for this action. */
+  audits(action: string): Array<Record<string, unknown>> {
+    return this.gateway.logs.flatMap((l) => (l.json?.audit === action ? [l.json] : []));
+  }
+
+  /**
+   * Waits for an audit line of `action`: the process writes its log asynchronously, in order, so
+   * once it is there every line logged before it is too.
+   */
+  async auditLogged(action: string): Promise<void> {
+    await vi.waitFor(() => expect(this.audits(action).length).toBeGreaterThan(0), { timeout: 5_000, interval: 20 });
+  }
+
+  async stop(): Promise<void> {
+    await this.gateway.kill();
+    // SIGKILL ends a stopped (SIGSTOP) redis-server too.
+    await this.redis.kill();
+  }
+}
+
+beforeAll(() => {
+  // The tests freeze and kill their own redis-server: REDIS_URL cannot stand in for it.
+  redisServerBinary();
+});
+
+afterEach(async () => {
+  await killAllServices();
+});
+
+describe('every admin route with Redis unreachable', () => {
+  let stack: Stack;
+  let fixtures: Fixtures;
+
+  beforeEach(async () => {
+    stack = await Stack.start();
+    const key = await stack.call('POST', '/admin/keys', { plan: 'free' });
+    const spare = await stack.call('POST', '/admin/keys', { plan: 'free' });
+    const hook = await stack.call('POST', '/admin/webhooks', {
+      url: 'http://127.0.0.1:9/hook',
+      events: ['key.banned'],
+    });
+    expect([key.status, spare.status, hook.status]).toEqual([201, 201, 201]);
+    fixtures = {
+      keyId: JSON.parse(key.body).id,
+      spareKeyId: JSON.parse(spare.body).id,
+      webhookId: JSON.parse(hook.body).id,
+    };
+  });
+
+  afterEach(async () => {
+    await stack?.stop();
+  });
+
+  /** Every row, one after the other: each answers as the table says, in time, never a 500. */
+  async function expectTable(): Promise<void> {
+    for (const [label, method, path, body, ok] of ROUTES) {
+      const answer = await stack.call(method, path(fixtures), body);
+      const context = `${label}: ${answer.status} in ${answer.ms} ms ${answer.body.slice(0, 160)}`;
+      // Soft: one run reports every route that answers otherwise.
+      expect.soft(answer.status, context).toBe(ok);
+      expect.soft(answer.ms, context).toBeLessThan(BOUND_MS);
+      if (ok !== 503 || answer.status !== 503) continue;
+      expect.soft(answer.headers.get('content-type'), context).toMatch(/^application\/json/);
+      const error = JSON.parse(answer.body);
+      expect.soft(error, context).toEqual({ code: expect.any(String), message: expect.any(String), status: 503 });
+      expect.soft(['store_unavailable', 'rate_limiter_unavailable'], context).toContain(error.code);
+      expect.soft(error.message, context).not.toMatch(/timed out|ECONNREFUSED|stack|127\.0\.0\.1/);
+      expect.soft(Number(answer.headers.get('retry-after')), context).toBeGreaterThanOrEqual(1);
+    }
+  }
+
+  it('frozen (SIGSTOP): the routes that need it answer 503 with Retry-After, the others go on; all answer again once it thaws', async () => {
+    stack.redis.freeze();
+    try {
+      await expectTable();
+    } finally {
+      stack.redis.thaw();
+    }
+    // Served again once it thaws (what the frozen writes did is the idempotency tests' business).
+    const after = await stack.call('GET', '/admin/webhooks');
+    expect(after.status, after.body).toBe(200);
+  });
+
+  it('dead (connection refused): the same answers, at once', async () => {
+    await stack.redis.kill();
+    await expectTable();
+  });
+});
+
+describe('a create while Redis is frozen', () => {
+  let stack: Stack;
+
+  beforeEach(async () => {
+    stack = await Stack.start();
+  });
+
+  afterEach(async () => {
+    await stack?.stop();
+  });
+
+  /** A create sent while Redis is frozen: its answer, which must be a 503 with Retry-After. */
+  async function frozenCreate(path: string, body: unknown, headers: Record<string, string> = {}): Promise<void> {
+    stack.redis.freeze();
+    let answer: Answer;
+    try {
+      answer = await stack.call('POST', path, body, headers);
+    } finally {
+      stack.redis.thaw();
+    }
+    expect(answer.status, answer.body).toBe(503);
+    expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  }
+
+  it('a webhook endpoint: 503, then its retry with the same Idempotency-Key makes exactly one, whose secret signs its deliveries, audited once', async () => {
+    const hook = await startReceiver();
+    try {
+      const key = randomUUID();
+      const body = { url: hook.url, events: ['key.created'] };
+      await frozenCreate('/admin/webhooks', body, { 'idempotency-key': key });
+
+      const retried = await stack.call('POST', '/admin/webhooks', body, { 'idempotency-key': key });
+      expect(retried.status, retried.body).toBe(201);
+      const { id, secret } = JSON.parse(retried.body) as { id: string; secret: string };
+      const again = await stack.call('POST', '/admin/webhooks', body, { 'idempotency-key': key });
+      expect(again.status).toBe(201);
+      expect(JSON.parse(again.body)).toEqual(JSON.parse(retried.body));
+
+      const listed = JSON.parse((await stack.call('GET', '/admin/webhooks')).body) as Array<{ id: string }>;
+      expect(listed.map((s) => s.id)).toEqual([id]);
+      // The endpoint's deliveries are signed with the secret the caller was given.
+      expect((await stack.call('POST', `/admin/webhooks/${id}/test`, {})).status).toBe(202);
+      await stack.auditLogged('webhook-test');
+      expect(stack.audits('webhook-create').map((a) => a.webhookId)).toEqual([id]);
+      await hook.until(1);
+      const [delivery] = hook.received;
+      expect(
+        new Webhook(secret).verify(delivery?.body ?? '', delivery?.headers as Record<string, string>),
+      ).toMatchObject({
+        type: 'webhook.test',
+        data: { webhookId: id },
+      });
+    } finally {
+      await hook.close();
+    }
+  });
+
+  it('a webhook endpoint without an Idempotency-Key: 503, and nothing is left once Redis thaws', async () => {
+    await frozenCreate('/admin/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['key.created'] });
+    const listed = await stack.call('GET', '/admin/webhooks');
+    expect(listed.status).toBe(200);
+    expect(JSON.parse(listed.body)).toEqual([]);
+  });
+
+  it('an API key: 503, then its retry with the same Idempotency-Key makes exactly one, whose plaintext the caller has, audited once', async () => {
+    const key = randomUUID();
+    await frozenCreate('/admin/keys', { plan: 'pro', name: 'retried' }, { 'idempotency-key': key });
+    const retried = await stack.call(
+      'POST',
+      '/admin/keys',
+      { plan: 'pro', name: 'retried' },
+      { 'idempotency-key': key },
+    );
+    expect(retried.status, retried.body).toBe(201);
+    const created = JSON.parse(retried.body) as { id: string; key: string };
+    expect(created.key).toMatch(/^ask_/);
+    const listed = JSON.parse((await stack.call('GET', '/admin/keys')).body) as Array<{ id: string; name: string }>;
+    expect(listed.filter((k) => k.name === 'retried').map((k) => k.id)).toEqual([created.id]);
+    expect((await stack.call('DELETE', `/admin/keys/${created.id}`)).status).toBe(204);
+    await stack.auditLogged('revoke');
+    expect(stack.audits('create').map((a) => a.keyId)).toEqual([created.id]);
+  });
+});
