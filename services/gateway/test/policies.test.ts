@@ -175,7 +175,8 @@ describe('plans as data (PLANS_FILE)', () => {
     const get = (key: string) => ({ url: '/v1/pets', headers: bearer(key) });
     expect(await refusal('burst', get)).toEqual({
       message: `Rate limit exceeded for the burst plan: the second window (5 per second) is used up; it resets on ${iso(at + 1000)}`,
-      retryAfter: 1,
+      // Retry-After never says less than RETRY_AFTER_MIN_SECONDS (8), whatever the window: see Bans.
+      retryAfter: 8,
     });
     expect(await refusal('hourly', get)).toEqual({
       message: `Rate limit exceeded for the hourly plan: the hour window (5 per hour) is used up; it resets on ${iso(at + 3_600_000)}`,

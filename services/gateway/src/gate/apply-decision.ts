@@ -59,7 +59,8 @@ function limitedMessage(
 ): string {
   const rule = decision.refusedBy;
   const remaining = decision.windows.find((w) => w.name === rule.name)?.remaining ?? 0;
-  const retryAt = new Date(at + decision.retryAfterMs).toISOString();
+  // The window's own time, not the Retry-After, which the ban policy may make longer.
+  const retryAt = new Date(at + decision.roomInMs).toISOString();
   let state: string;
   if (cost > rule.limit) state = `is smaller than this request's cost of ${cost}`;
   else if (remaining === 0) state = 'is used up';

@@ -16,7 +16,10 @@ export type Decision =
   | {
       outcome: 'limited';
       windows: WindowState[];
+      /** What the client is told to wait: never less than the ban policy's shortest Retry-After. */
       retryAfterMs: number;
+      /** When the refusing window has room for the request (ms from now), which may be sooner. */
+      roomInMs: number;
       /** The window the request waits longest for: the one that refused it. */
       refusedBy: WindowRule;
     }
@@ -228,6 +231,7 @@ export function settleBatch(
         outcome: 'limited',
         windows,
         retryAfterMs: Math.max(retryAfterMs, ban.minRetryAfterMs),
+        roomInMs: retryAfterMs,
         refusedBy,
       });
     } else {
