@@ -393,11 +393,15 @@ describe('key administration', () => {
     const created = printed(
       await runCli(['create', '--plan', 'pro', '--json'], { ADMIN_URL: stack.adminUrl, ADMIN_TOKEN: stack.adminToken }),
     );
+    // The same fields as the admin API's create answer.
     expect(created).toEqual({
       id: expect.any(String),
       key: expect.any(String),
       plan: 'pro',
+      name: created.id,
       limits: { perMinute: 300, perDay: 10_000 },
+      scopes: ['pets:read', 'pets:write'],
+      createdAt: expect.any(String),
     });
     const res = await api('GET', '/v1/pets', { key: created.key });
     expect(res.status).toBe(200);
