@@ -24,17 +24,18 @@ export const areas = {
     mutate: [
       `${SRC}/limits/**/*.ts`,
       `!${SRC}/limits/policy.ts`,
-      `!${SRC}/limits/usage-history.ts`,
-      `!${SRC}/limits/redis-usage-history.ts`,
+      // The rate-limit headers and the per-address charge moved to gate/ but are the limits' edge.
+      `${SRC}/gate/rate-limit-headers.ts`,
+      `${SRC}/gate/keyless.ts`,
     ],
     testFiles: [
-      `${TEST}/limit-policy.test.ts`,
-      `${TEST}/rate-limit-headers.test.ts`,
-      `${TEST}/address-key.test.ts`,
-      `${TEST}/memory-limiter.test.ts`,
-      `${TEST}/plans-file.test.ts`,
-      `${TEST}/guarded-limiter.test.ts`,
-      `${TEST}/redis-limiter.test.ts`,
+      `${TEST}/limits/policy.test.ts`,
+      `${TEST}/gate/rate-limit-headers.test.ts`,
+      `${TEST}/limits/anonymous-limiter.test.ts`,
+      `${TEST}/limits/engines/memory-key-limiter.test.ts`,
+      `${TEST}/plans/plans-file.test.ts`,
+      `${TEST}/limits/guarded-limiter.test.ts`,
+      `${TEST}/limits/engines/redis-key-limiter.test.ts`,
     ],
   },
   // Key format, records and stores, keys files, expiry.
@@ -46,76 +47,80 @@ export const areas = {
       ...(process.env.MONGO_URL ? [] : [`!${SRC}/keys/mongo-key-store.ts`]),
     ],
     testFiles: [
-      `${TEST}/api-key.test.ts`,
-      `${TEST}/cidrs.test.ts`,
-      `${TEST}/memory-key-store.test.ts`,
-      `${TEST}/mongo-key-store.test.ts`,
-      `${TEST}/keys-file.test.ts`,
-      `${TEST}/file-key-store.test.ts`,
-      `${TEST}/key-lifecycle.test.ts`,
+      `${TEST}/keys/api-key.test.ts`,
+      `${TEST}/keys/cidrs.test.ts`,
+      `${TEST}/keys/memory-key-store.test.ts`,
+      `${TEST}/keys/mongo-key-store.test.ts`,
+      `${TEST}/keys/keys-file.test.ts`,
+      `${TEST}/keys/file-key-store.test.ts`,
+      `${TEST}/keys/key-lifecycle.test.ts`,
       // Scopes and allowed addresses through the admin API.
-      `${TEST}/policies.test.ts`,
+      `${TEST}/plans/policies.test.ts`,
     ],
   },
   // The key cache in front of the store.
   cache: {
     mutate: [`${SRC}/keys/key-resolver.ts`],
-    testFiles: [`${TEST}/key-resolver.test.ts`, `${TEST}/key-lifecycle.test.ts`],
+    testFiles: [`${TEST}/keys/key-resolver.test.ts`, `${TEST}/keys/key-lifecycle.test.ts`],
   },
   gate: {
-    mutate: [`${SRC}/gate.ts`, `${SRC}/gate/**/*.ts`],
+    mutate: [`${SRC}/gate/**/*.ts`, `!${SRC}/gate/rate-limit-headers.ts`, `!${SRC}/gate/keyless.ts`],
     testFiles: [
-      `${TEST}/gate.test.ts`,
+      `${TEST}/gate/gate.test.ts`,
       // Scopes, IP allowlists, shadow plans and route costs: the gate's 403s and what it charges.
-      `${TEST}/policies.test.ts`,
-      `${TEST}/gate-hardening.test.ts`,
-      `${TEST}/key-lifecycle.test.ts`,
+      `${TEST}/plans/policies.test.ts`,
+      `${TEST}/gate/gate-hardening.test.ts`,
+      `${TEST}/keys/key-lifecycle.test.ts`,
       'tests/hostile/operations.test.ts',
     ],
   },
   // Key sync between replicas and the event bus under it.
   sync: {
-    mutate: [`${SRC}/key-sync.ts`, `${SRC}/events.ts`],
-    testFiles: [`${TEST}/events.test.ts`, `${TEST}/replicas.test.ts`],
+    mutate: [`${SRC}/replicas/key-sync.ts`, `${SRC}/replicas/event-bus.ts`],
+    testFiles: [`${TEST}/replicas/event-bus.test.ts`, `${TEST}/replicas/key-sync.test.ts`],
   },
   // The limit policy: a plan's windows (fixed, sliding, calendar day and month), shadow mode, the
   // plans and route costs of PLANS_FILE, a key's limits and scopes from its plan.
   policy: {
-    mutate: [`${SRC}/limits/policy.ts`, `${SRC}/plans.ts`, `${SRC}/plans-file.ts`],
+    mutate: [`${SRC}/limits/policy.ts`, `${SRC}/plans/plans.ts`, `${SRC}/plans/plans-file.ts`],
     testFiles: [
-      `${TEST}/limit-policy.test.ts`,
-      `${TEST}/plans-file.test.ts`,
-      `${TEST}/rate-limit-headers.test.ts`,
-      `${TEST}/memory-limiter.test.ts`,
+      `${TEST}/limits/policy.test.ts`,
+      `${TEST}/plans/plans-file.test.ts`,
+      `${TEST}/gate/rate-limit-headers.test.ts`,
+      `${TEST}/limits/engines/memory-key-limiter.test.ts`,
       // Costs and shadow mode as a client meets them: what a request takes, what is let through.
-      `${TEST}/policies.test.ts`,
+      `${TEST}/plans/policies.test.ts`,
     ],
   },
   // The usage history (memory and Redis) and what is read from it: a key's series and its CSV,
   // the top keys. It decides nothing; billing is computed from it.
   history: {
-    mutate: [
-      `${SRC}/limits/usage-history.ts`,
-      `${SRC}/limits/redis-usage-history.ts`,
-      `${SRC}/admin/routes/history.ts`,
-    ],
+    mutate: [`${SRC}/usage/usage-history.ts`, `${SRC}/usage/redis-usage-history.ts`, `${SRC}/admin/routes/usage.ts`],
     testFiles: [
       // The stores' contract first (memory and Redis), then the admin routes on two replicas.
-      `${TEST}/usage-history-stores.test.ts`,
-      `${TEST}/usage-history.test.ts`,
-      `${TEST}/guarded-limiter.test.ts`,
+      `${TEST}/usage/usage-history-stores.test.ts`,
+      `${TEST}/usage/usage-history.test.ts`,
+      `${TEST}/limits/guarded-limiter.test.ts`,
     ],
   },
   // Webhooks: intake (the admin routes), fan-out of events to endpoints, signing, delivery through
   // either queue, retries and the failing mark. The address guard is an area of its own.
   webhooks: {
-    mutate: [`${SRC}/webhooks/**/*.ts`, `!${SRC}/webhooks/address-guard.ts`, `${SRC}/admin/routes/webhooks.ts`],
-    testFiles: [`${TEST}/webhook-retries.test.ts`, `${TEST}/webhook-stores.test.ts`, `${TEST}/webhooks.test.ts`],
+    mutate: [
+      `${SRC}/webhooks/**/*.ts`,
+      `!${SRC}/webhooks/delivery/address-guard.ts`,
+      `${SRC}/admin/routes/webhooks.ts`,
+    ],
+    testFiles: [
+      `${TEST}/webhooks/retries.test.ts`,
+      `${TEST}/webhooks/webhook-stores.test.ts`,
+      `${TEST}/webhooks/webhooks.test.ts`,
+    ],
   },
   // The SSRF rules for webhook endpoints: when a URL is accepted and each address dialled.
   guard: {
-    mutate: [`${SRC}/webhooks/address-guard.ts`],
-    testFiles: [`${TEST}/webhook-addresses.test.ts`, `${TEST}/webhooks.test.ts`],
+    mutate: [`${SRC}/webhooks/delivery/address-guard.ts`],
+    testFiles: [`${TEST}/webhooks/address-guard.test.ts`, `${TEST}/webhooks/webhooks.test.ts`],
   },
 };
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createRegistry } from '@animal-store/common/metrics.js';
-import { startGateway, type TestGateway } from '@animal-store/gateway/test/helpers.js';
+import { startGateway, type TestGateway } from '@animal-store/gateway/test/support/helpers.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 import SwaggerParser from '@apidevtools/swagger-parser';

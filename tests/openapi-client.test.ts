@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { EnvReader } from '@animal-store/common/env.js';
 import { createRegistry } from '@animal-store/common/metrics.js';
 import { readOverloadConfig } from '@animal-store/common/overload.js';
-import { addKey, startGateway, type TestGateway } from '@animal-store/gateway/test/helpers.js';
+import { addKey, startGateway, type TestGateway } from '@animal-store/gateway/test/support/helpers.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';

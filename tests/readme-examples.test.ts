@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { EnvReader } from '@animal-store/common/env.js';
 import { createRegistry } from '@animal-store/common/metrics.js';
 import { readOverloadConfig } from '@animal-store/common/overload.js';
-import { ADMIN_TOKEN, startGateway, type TestGateway } from '@animal-store/gateway/test/helpers.js';
+import { ADMIN_TOKEN, startGateway, type TestGateway } from '@animal-store/gateway/test/support/helpers.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -171,7 +171,7 @@ describe("the README's examples, as written", () => {
     const block = /The CLI edits such a file[\s\S]*?```sh\n([\s\S]*?)```/.exec(README)?.[1];
     expect(block, 'README.md, Keys in a file: the sh block').toBeDefined();
     // `npm run -s keys --` is the built CLI (what `npm test` builds), run by this Node.
-    const cli = `"${process.execPath}" ${fileURLToPath(new URL('../services/gateway/dist/cli/keys.js', import.meta.url))}`;
+    const cli = `"${process.execPath}" ${fileURLToPath(new URL('../services/gateway/dist/cli/main.js', import.meta.url))}`;
     const dir = mkdtempSync(join(tmpdir(), 'readme-keys-file-'));
     stack.push({ close: async () => rmSync(dir, { recursive: true, force: true }) });
     let id = '';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '@animal-store/gateway/config.js';
-import { parsePlansFile } from '@animal-store/gateway/plans-file.js';
+import { parsePlansFile } from '@animal-store/gateway/plans/plans-file.js';
 import * as k8s from 'kubernetes-models';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';

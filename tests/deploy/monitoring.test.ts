@@ -10,7 +10,7 @@ import { buildMetricsApp, createRegistry } from '@animal-store/common/metrics.js
 import { buildApp as buildGateway } from '@animal-store/gateway/app.js';
 import { loadConfig } from '@animal-store/gateway/config.js';
 import { createDeps } from '@animal-store/gateway/deps.js';
-import { addKey, bearer } from '@animal-store/gateway/test/helpers.js';
+import { addKey, bearer } from '@animal-store/gateway/test/support/helpers.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 import * as k8s from 'kubernetes-models';

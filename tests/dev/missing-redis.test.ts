@@ -25,7 +25,7 @@ describe('npm test on a machine without redis-server', () => {
     ({ output, exitCode } = await new Promise<{ output: string; exitCode: number | null }>((resolve) => {
       execFile(
         process.execPath,
-        [VITEST, 'run', 'services/gateway/test/replicas.test.ts'],
+        [VITEST, 'run', 'services/gateway/test/replicas/key-sync.test.ts'],
         { cwd: ROOT, env, maxBuffer: 16 * 1024 * 1024 },
         (err, stdout, stderr) => {
           resolve({ output: `${stdout}\n${stderr}`, exitCode: err ? ((err.code as number | undefined) ?? 1) : 0 });

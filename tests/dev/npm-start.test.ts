@@ -228,7 +228,7 @@ describe('npm start', () => {
       new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
         execFile(
           process.execPath,
-          [join(ROOT, 'services/gateway/dist/cli/keys.js'), ...args],
+          [join(ROOT, 'services/gateway/dist/cli/main.js'), ...args],
           { env: { PATH: process.env.PATH ?? '', ADMIN_URL: adminUrl, ADMIN_TOKEN: adminToken } },
           (error, stdout, stderr) => done({ code: error ? Number(error.code) : 0, stdout, stderr }),
         );

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { startReceiver } from '@animal-store/gateway/test/webhook-receiver.js';
+import { startReceiver } from '@animal-store/gateway/test/support/webhook-receiver.js';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { RedisProcess, redisServerBinary } from '../support/redis.js';

@@ -205,7 +205,7 @@ describe('gateway with a misbehaving pets upstream', () => {
 
   // An answer of the size pets gives is held until it is whole (forward-handler.ts), so a break
   // in its body is still an Error answer. A large answer that breaks off mid-stream breaks off at
-  // the client: services/gateway/test/proxy.test.ts.
+  // the client: services/gateway/test/proxy/proxy.test.ts.
   it('pets closing mid-body: 502 upstream_unavailable, never a truncated 200 or a hang, and the gateway stays up', async () => {
     upstream.mode = 'close-mid-body';
     const outcomes = await Promise.all([request(), request(), request()]);

@@ -1,4 +1,4 @@
-import { startReceiver } from '@animal-store/gateway/test/webhook-receiver.js';
+import { startReceiver } from '@animal-store/gateway/test/support/webhook-receiver.js';
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed, vi } from 'vitest';

@@ -4,7 +4,13 @@ import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { createRegistry } from '@animal-store/common/metrics.js';
 import { generateApiKey } from '@animal-store/gateway/keys/api-key.js';
-import { ADMIN_TOKEN, addKey, bearer, startGateway, type TestGateway } from '@animal-store/gateway/test/helpers.js';
+import {
+  ADMIN_TOKEN,
+  addKey,
+  bearer,
+  startGateway,
+  type TestGateway,
+} from '@animal-store/gateway/test/support/helpers.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -1663,7 +1669,7 @@ describe('methods and unknown paths', () => {
     }
   });
 
-  // GET /v1 and /v1/ are the index (services/gateway/test/openapi.test.ts).
+  // GET /v1 and /v1/ are the index (services/gateway/test/reference/openapi.test.ts).
   const unknown = ['/v1/unknown', '/v1/pets/1/extra', '/V1/PETS', '/unknown', '/v2/pets', '/v1/pets/1/'];
   it.each(unknown)('GET %s → 404', async (path) => {
     const res = await call(path);

@@ -12,7 +12,7 @@ import {
   redisClient,
   startGateway,
   type TestGateway,
-} from '@animal-store/gateway/test/helpers.js';
+} from '@animal-store/gateway/test/support/helpers.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 import type { FastifyInstance } from 'fastify';

@@ -13,7 +13,7 @@ import { REPO_ROOT, type Stack, startStack } from '../support/stack.js';
  * and the keys CLI.
  */
 
-const CLI = join(REPO_ROOT, 'services/gateway/dist/cli/keys.js');
+const CLI = join(REPO_ROOT, 'services/gateway/dist/cli/main.js');
 // Building both images from scratch takes minutes; processes start in seconds.
 const HOOK_TIMEOUT = (await containerRuntime()) ? 600_000 : 60_000;
 const RUN = Math.random().toString(36).slice(2, 8);

@@ -16,7 +16,7 @@ import { createKeyInFile, killAllServices, metricValue, ServiceProcess } from '.
  * Key events between gateway replicas started as users start them (`node dist/server.js`, one
  * process each) on one Redis, with the key store poll at its longest: what reaches the other
  * replica within a second can only have come through its pub/sub subscription. The in-process
- * replica suite (services/gateway/test/replicas.test.ts) covers each path alone in detail; this
+ * replica suite (services/gateway/test/replicas/key-sync.test.ts) covers each path alone in detail; this
  * one covers the real start-up, where the subscription used to race the connection's ready check.
  *
  * Bans live in Redis, so a key from a shared API_KEYS_FILE shows a ban lift; revocations, plan

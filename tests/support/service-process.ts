@@ -13,7 +13,7 @@ export const SERVERS = {
   gateway: join(ROOT, 'services/gateway/dist/server.js'),
   pets: join(ROOT, 'services/pets/dist/server.js'),
 } as const;
-const KEYS_CLI = join(ROOT, 'services/gateway/dist/cli/keys.js');
+const KEYS_CLI = join(ROOT, 'services/gateway/dist/cli/main.js');
 
 export interface LogLine {
   /** When the test process read the line. */

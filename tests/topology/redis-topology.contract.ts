@@ -13,8 +13,8 @@ import {
   startEchoUpstream,
   startGateway,
   type TestGateway,
-} from '@animal-store/gateway/test/helpers.js';
-import { startReceiver } from '@animal-store/gateway/test/webhook-receiver.js';
+} from '@animal-store/gateway/test/support/helpers.js';
+import { startReceiver } from '@animal-store/gateway/test/support/webhook-receiver.js';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisInspector } from '../support/redis-inspect.js';

@@ -4,18 +4,18 @@ import { httpMetrics } from '@animal-store/common/metrics.js';
 import { loadShedding } from '@animal-store/common/overload.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { gatewayAccessFields } from './access-fields.js';
 import type { GatewayConfig } from './config.js';
-import { cors } from './cors.js';
 import type { GatewayDeps } from './deps.js';
-import { gate } from './gate.js';
-import { keySync } from './key-sync.js';
-import { setExhaustedAnonymousHeaders } from './limits/headers.js';
-import { keylessCharge } from './limits/keyless.js';
-import { publicDocumentOptions } from './openapi.js';
-import { registerProxy, upstreamPool } from './proxy.js';
-import { docsRoutes } from './routes/docs.js';
-import { healthRoutes } from './routes/health.js';
+import { gatewayAccessFields } from './gate/access-fields.js';
+import { cors } from './gate/cors.js';
+import { gate } from './gate/gate.js';
+import { keylessCharge } from './gate/keyless.js';
+import { setExhaustedAnonymousHeaders } from './gate/rate-limit-headers.js';
+import { healthRoutes } from './observability/health-routes.js';
+import { registerProxy, upstreamPool } from './proxy/proxy.js';
+import { docsRoutes } from './reference/docs-routes.js';
+import { publicDocumentOptions } from './reference/openapi.js';
+import { keySync } from './replicas/key-sync.js';
 import { webhookLifecycle } from './webhooks/lifecycle.js';
 
 /** The public gateway: health, then the gate and the proxy to the pets service. Does not listen. */

@@ -6,8 +6,8 @@ import type { FastifyServerOptions } from 'fastify';
 import { type KeyFileEntry, keysFileEntries } from './keys/keys-file.js';
 import type { FailureMode } from './limits/guarded-limiter.js';
 import type { BanPolicy } from './limits/key-limiter.js';
-import { DEFAULT_PLANS, type PlanBook } from './plans.js';
-import { parsePlansFile } from './plans-file.js';
+import { DEFAULT_PLANS, type PlanBook } from './plans/plans.js';
+import { parsePlansFile } from './plans/plans-file.js';
 import type { HostPort, RedisTarget } from './redis/clients.js';
 import { parseWebhooksConfig, type WebhooksConfig } from './webhooks/config.js';
 

@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { type Db, MongoClient } from 'mongodb';
 import type { GatewayConfig } from './config.js';
-import type { EventBus } from './events.js';
 import { createRedisClients, type RedisClient } from './redis/clients.js';
+import type { EventBus } from './replicas/event-bus.js';
 
 /** The gateway's connections to the outside: opened by openClients, closed by closeClients. */
 export interface ExternalClients {

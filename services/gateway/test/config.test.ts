@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ConfigError } from '@animal-store/common/env.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { startGateway } from './helpers.js';
+import { startGateway } from './support/helpers.js';
 
 /** The ConfigError loadConfig throws for `env`; fails the test when it does not throw one. */
 function configError(env: Record<string, string>): ConfigError {

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { addKey, bearer, useGateways } from './helpers.js';
+import { addKey, bearer, useGateways } from './support/helpers.js';
 
 const gateways = useGateways();
 

@@ -1,7 +1,7 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { onRequestAsyncHookHandler } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import { BEARER_CHALLENGE, invalidTokenChallenge, parseBearer } from '../bearer.js';
+import { BEARER_CHALLENGE, invalidTokenChallenge, parseBearer } from '../gate/bearer.js';
 import { sameSecret } from '../keys/api-key.js';
 import { addressKey } from '../limits/anonymous-limiter.js';
 

@@ -4,9 +4,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
-import { LIMIT_FIELDS, SCOPES, WINDOW_NAMES } from '../plans.js';
-import { WEBHOOK_EVENTS } from '../webhooks/events.js';
-import { MAX_ATTEMPTS } from '../webhooks/webhook-store.js';
+import { LIMIT_FIELDS, SCOPES, WINDOW_NAMES } from '../plans/plans.js';
+import { WEBHOOK_EVENTS } from '../webhooks/event-types.js';
+import { MAX_ATTEMPTS } from '../webhooks/subscriptions/webhook-store.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

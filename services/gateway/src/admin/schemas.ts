@@ -1,7 +1,7 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
 import { MAX_GRACE_SECONDS } from '../keys/key-operations.js';
-import { ALGORITHMS, SCOPES, type Scope } from '../plans.js';
+import { ALGORITHMS, SCOPES, type Scope } from '../plans/plans.js';
 
 /** A plan in force (PLANS_FILE decides which; planProblem says which when it is not one). */
 const PlanSchema = Type.String({ minLength: 1, maxLength: 32 });

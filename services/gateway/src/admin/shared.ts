@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Static } from 'typebox';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
-import { limitsFor, scopesFor } from '../plans.js';
+import { limitsFor, scopesFor } from '../plans/plans.js';
 import type { Idempotency } from './idempotency.js';
 import type { CreatedKeySchema, KeyViewSchema } from './schemas.js';
 

@@ -1,6 +1,6 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
-import { WEBHOOK_EVENTS, type WebhookEventType } from '../webhooks/events.js';
+import { WEBHOOK_EVENTS, type WebhookEventType } from '../webhooks/event-types.js';
 
 const Timestamp = Type.String({ format: 'date-time' });
 

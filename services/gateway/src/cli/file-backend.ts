@@ -4,8 +4,8 @@ import { FileKeyStore } from '../keys/file-key-store.js';
 import { issueKey, type KeyUpdate, type RotatedKey, rotateKey, updateKey } from '../keys/key-operations.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { type KeyFileEntry, toKeyFileEntry } from '../keys/keys-file.js';
-import { DEFAULT_PLANS, type PlanBook } from '../plans.js';
-import { parsePlansFile } from '../plans-file.js';
+import { DEFAULT_PLANS, type PlanBook } from '../plans/plans.js';
+import { parsePlansFile } from '../plans/plans-file.js';
 import { FLAG_NAMES } from './flags.js';
 import { UsageError } from './usage.js';
 

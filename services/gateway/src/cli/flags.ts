@@ -6,7 +6,7 @@ import {
   type KeyUpdate,
   MAX_GRACE_SECONDS,
 } from '../keys/key-operations.js';
-import { JSON_NAMES, LIMIT_FIELDS, type Limits, WINDOW_NAMES } from '../plans.js';
+import { JSON_NAMES, LIMIT_FIELDS, type Limits, WINDOW_NAMES } from '../plans/plans.js';
 import { usageError } from './usage.js';
 
 /* The command line's options as the key operations take them: each flag's shape checked here. */

@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import type { KeyViewSchema, UsageSchema } from '../admin/schemas.js';
-import { LIMIT_FIELDS, type Limits, WINDOW_NAMES } from '../plans.js';
+import { LIMIT_FIELDS, type Limits, WINDOW_NAMES } from '../plans/plans.js';
 import { fields, table, when } from './format.js';
 
 /* Keys and their usage as text for people. */

@@ -1,5 +1,5 @@
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
-import { SCOPES } from '../plans.js';
+import { SCOPES } from '../plans/plans.js';
 
 /** A mistake in how the CLI was called or configured: exit 2, with the command's usage. */
 export class UsageError extends Error {}

@@ -1,14 +1,14 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Counter } from 'prom-client';
-import '../access-fields.js';
+import './access-fields.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import type { GuardedDecision } from '../limits/guarded-limiter.js';
-import { setBannedHeaders, setRateLimitHeaders } from '../limits/headers.js';
 import { emptyWindows } from '../limits/key-limiter.js';
 import type { LimitPolicy, WindowRule } from '../limits/policy.js';
-import type { GatewayMetrics } from '../metrics.js';
+import type { GatewayMetrics } from '../observability/metrics.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
+import { setBannedHeaders, setRateLimitHeaders } from './rate-limit-headers.js';
 import { UNAVAILABLE_RETRY_SECONDS } from './refuse.js';
 
 export interface DecisionOptions {

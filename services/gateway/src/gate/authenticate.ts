@@ -1,8 +1,8 @@
 import { ApiError } from '@animal-store/common/errors.js';
-import { invalidTokenChallenge, parseBearer } from '../bearer.js';
 import { isWellFormedApiKey } from '../keys/api-key.js';
 import type { ResolvedKey } from '../keys/key-resolver.js';
-import type { KeylessReason } from '../limits/keyless.js';
+import { invalidTokenChallenge, parseBearer } from './bearer.js';
+import type { KeylessReason } from './keyless.js';
 
 /** Why a request has no usable key (the framework-error path adds 'bad_request'). */
 type AuthFailure = Exclude<KeylessReason, 'bad_request' | 'reference'>;

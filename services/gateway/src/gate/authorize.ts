@@ -1,8 +1,8 @@
 import { BlockList, isIPv4 } from 'node:net';
 import { ApiError } from '@animal-store/common/errors.js';
-import { insufficientScopeChallenge } from '../bearer.js';
 import type { KeyRecord } from '../keys/key-store.js';
-import { type PlanBook, type Scope, scopesFor } from '../plans.js';
+import { type PlanBook, type Scope, scopesFor } from '../plans/plans.js';
+import { insufficientScopeChallenge } from './bearer.js';
 
 /** Each key's allowlist, built once per cached record (records are replaced, never changed, on update). */
 const allowlists = new WeakMap<KeyRecord, BlockList>();

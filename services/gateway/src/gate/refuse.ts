@@ -1,9 +1,9 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { BEARER_CHALLENGE, invalidTokenChallenge } from '../bearer.js';
-import { setExhaustedAnonymousHeaders } from '../limits/headers.js';
-import type { KeylessCharge, KeylessReason } from '../limits/keyless.js';
 import type { KeyRefusal } from './authenticate.js';
+import { BEARER_CHALLENGE, invalidTokenChallenge } from './bearer.js';
+import type { KeylessCharge, KeylessReason } from './keyless.js';
+import { setExhaustedAnonymousHeaders } from './rate-limit-headers.js';
 
 /** Seconds a client is told to wait when the limiter or the key store is unavailable. */
 export const UNAVAILABLE_RETRY_SECONDS = 5;

@@ -1,4 +1,4 @@
-import type { Limits, Plan, Scope } from '../plans.js';
+import type { Limits, Plan, Scope } from '../plans/plans.js';
 import { generateApiKey, hashApiKey, keyPrefix, newKeyId } from './api-key.js';
 import type { KeyRecord } from './key-store.js';
 

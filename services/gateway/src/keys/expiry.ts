@@ -1,5 +1,5 @@
 import { clipped } from '@animal-store/common/errors.js';
-import { readRfc3339 } from '../rfc3339.js';
+import { readRfc3339 } from '@animal-store/common/rfc3339.js';
 
 /**
  * Reads a key expiry as the admin API, the CLI and API_KEYS_FILE take it: RFC 3339 text, which

@@ -1,4 +1,4 @@
-import type { PlanBook } from '../plans.js';
+import type { PlanBook } from '../plans/plans.js';
 import { applyChanges, type KeyChanges, type KeyRecord, type KeyStore, type Rotation } from './key-store.js';
 import {
   appendToKeysFile,

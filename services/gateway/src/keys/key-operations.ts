@@ -7,7 +7,7 @@ import {
   planProblem,
   type Scope,
   scopesProblem,
-} from '../plans.js';
+} from '../plans/plans.js';
 import { parseCidrs } from './cidrs.js';
 import { createKey, type NewKey, newSecret } from './create-key.js';
 import { parseExpiry, previousSecretEnds } from './expiry.js';

@@ -1,4 +1,4 @@
-import type { Limits, Plan, Scope } from '../plans.js';
+import type { Limits, Plan, Scope } from '../plans/plans.js';
 
 /** A secret replaced by a rotation, still accepted until `expiresAt`. */
 export interface PreviousSecret {

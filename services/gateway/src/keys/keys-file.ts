@@ -1,5 +1,5 @@
 import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { type Limits, type PlanBook, planProblem, type Scope, scopesProblem } from '../plans.js';
+import { type Limits, type PlanBook, planProblem, type Scope, scopesProblem } from '../plans/plans.js';
 import { parseCidrs } from './cidrs.js';
 import { parseExpiry } from './expiry.js';
 import type { KeyRecord, PreviousSecret } from './key-store.js';

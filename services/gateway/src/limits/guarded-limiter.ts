@@ -1,6 +1,6 @@
+import type { HistoryOutcome, UsageHistory } from '../usage/usage-history.js';
 import type { Decision, KeyLimiter, KeyUsage, WindowState } from './key-limiter.js';
 import type { LimitPolicy } from './policy.js';
-import type { HistoryOutcome, UsageHistory } from './usage-history.js';
 
 export type FailureMode = 'open' | 'closed';
 

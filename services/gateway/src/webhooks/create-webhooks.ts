@@ -4,13 +4,13 @@ import type { GatewayConfig } from '../config.js';
 import type { KeyResolver } from '../keys/key-resolver.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { queueConnection, type RedisClient } from '../redis/clients.js';
-import { BullmqDeliveryQueue } from './bullmq-delivery-queue.js';
-import type { DeliveryQueue } from './delivery-queue.js';
-import { MemoryDeliveryQueue } from './memory-delivery-queue.js';
-import { MemoryWebhookStore } from './memory-webhook-store.js';
+import { BullmqDeliveryQueue } from './delivery/bullmq-delivery-queue.js';
+import type { DeliveryQueue } from './delivery/delivery-queue.js';
+import { MemoryDeliveryQueue } from './delivery/memory-delivery-queue.js';
+import { WebhookSender } from './delivery/send.js';
 import { createWebhookMetrics } from './metrics.js';
-import { RedisWebhookStore } from './redis-webhook-store.js';
-import { WebhookSender } from './send.js';
+import { MemoryWebhookStore } from './subscriptions/memory-webhook-store.js';
+import { RedisWebhookStore } from './subscriptions/redis-webhook-store.js';
 import { Webhooks } from './webhooks.js';
 
 /**

@@ -2,17 +2,17 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { KeyRecord } from '../keys/key-store.js';
 import type { WindowState } from '../limits/key-limiter.js';
-import { checkWebhookUrl, WebhookUrlError } from './address-guard.js';
 import type { WebhooksConfig } from './config.js';
-import type { DeliveryJob, DeliveryQueue } from './delivery-queue.js';
-import { RetryDelivery } from './delivery-queue.js';
-import type { KeyRef, WebhookEvent, WebhookEventType } from './events.js';
-import { PING_EVENT } from './events.js';
-import { expiryNotice } from './expiry-notices.js';
+import { checkWebhookUrl, WebhookUrlError } from './delivery/address-guard.js';
+import type { DeliveryJob, DeliveryQueue } from './delivery/delivery-queue.js';
+import { RetryDelivery } from './delivery/delivery-queue.js';
+import { signedHeaders, type WebhookSender } from './delivery/send.js';
+import type { KeyRef, WebhookEvent, WebhookEventType } from './event-types.js';
+import { PING_EVENT } from './event-types.js';
+import { expiryNotice } from './intake/expiry-notices.js';
+import { quotaCrossings } from './intake/quota-crossings.js';
 import type { WebhookMetrics } from './metrics.js';
-import { quotaCrossings } from './quota-crossings.js';
-import { signedHeaders, type WebhookSender } from './send.js';
-import type { Subscription, WebhookStore } from './webhook-store.js';
+import type { Subscription, WebhookStore } from './subscriptions/webhook-store.js';
 
 /** Key changes made through the admin API (admin/shared.ts audit), as the events they send. */
 const KEY_ACTIONS: Record<string, WebhookEventType> = {

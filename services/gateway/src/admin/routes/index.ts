@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminRouteOptions } from '../shared.js';
-import { banRoutes } from './bans.js';
-import { historyRoutes } from './history.js';
+import { keyBanRoutes } from './key-ban.js';
+import { keyUsageRoutes } from './key-usage.js';
 import { keyRoutes } from './keys.js';
 import { planRoutes } from './plans.js';
 import { usageRoutes } from './usage.js';
@@ -15,9 +15,9 @@ import { webhookRoutes } from './webhooks.js';
  */
 export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, opts) => {
   await app.register(keyRoutes, opts);
+  await app.register(keyUsageRoutes, opts);
   await app.register(usageRoutes, opts);
-  await app.register(historyRoutes, opts);
-  await app.register(banRoutes, opts);
+  await app.register(keyBanRoutes, opts);
   await app.register(planRoutes, opts);
   await app.register(webhookRoutes, opts);
 };

@@ -1,7 +1,6 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { type Static, Type } from 'typebox';
-import { announceKeyChange } from '../../key-sync.js';
 import { createKey } from '../../keys/create-key.js';
 import {
   applyRotation,
@@ -12,6 +11,7 @@ import {
   updateKey,
 } from '../../keys/key-operations.js';
 import type { KeyRecord } from '../../keys/key-store.js';
+import { announceKeyChange } from '../../replicas/key-sync.js';
 import {
   CreatedKeySchema,
   CreateKeySchema,

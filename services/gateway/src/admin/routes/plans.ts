@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { LIMIT_FIELDS, WINDOW_NAMES } from '../../plans.js';
+import { LIMIT_FIELDS, WINDOW_NAMES } from '../../plans/plans.js';
 import { PlansSchema } from '../schemas.js';
 import { type AdminRouteOptions, errors } from '../shared.js';
 

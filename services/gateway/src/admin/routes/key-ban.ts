@@ -1,0 +1,27 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { KeyIdParams } from '../schemas.js';
+import { type AdminRouteOptions, audit, errors, findKey } from '../shared.js';
+import { unavailable } from '../store-unavailable.js';
+
+/** Lifting a key's ban, on every replica: the shared limiter, this one's memory, the others by event. */
+export const keyBanRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
+  app.delete(
+    '/admin/keys/:id/ban',
+    { schema: { params: KeyIdParams, response: { 204: Type.Null(), ...errors } } },
+    async (request, reply) => {
+      const { record } = await findKey(deps, request.params.id);
+      try {
+        await deps.limiter.liftBan(record.id);
+      } catch (err) {
+        request.log.error({ err }, 'cannot lift ban');
+        throw unavailable('rate_limiter_unavailable', 'Cannot reach the rate limiter to lift the ban');
+      }
+      await deps.events.publish({ type: 'ban-lifted', id: record.id }).catch((err) => {
+        request.log.warn({ err }, 'ban-lift event not published');
+      });
+      audit(deps, request.log, 'unban', record.id);
+      return reply.code(204).send(null);
+    },
+  );
+};

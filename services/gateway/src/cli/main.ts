@@ -1,0 +1,107 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { KeyRuleError } from '../keys/key-operations.js';
+import type { Values } from './flags.js';
+import { printable } from './format.js';
+import { create, history, list, revoke, rotate, show, top, unban, update, usage } from './key-commands.js';
+import { COMMANDS, USAGE, UsageError, usageError } from './usage.js';
+import { webhooks } from './webhook-commands.js';
+
+/*
+ * The keys CLI (`npm run -s keys -- …`, bin animal-store-keys): its options, the command, and how
+ * it exits: 0 done, 2 a mistake in how it was called (with the command's usage), 1 anything else.
+ */
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      plan: { type: 'string' },
+      name: { type: 'string' },
+      'per-second': { type: 'string' },
+      'per-minute': { type: 'string' },
+      'per-hour': { type: 'string' },
+      'per-day': { type: 'string' },
+      'per-month': { type: 'string' },
+      'plan-limits': { type: 'boolean' },
+      scopes: { type: 'string' },
+      'plan-scopes': { type: 'boolean' },
+      'allow-cidr': { type: 'string', multiple: true },
+      'any-address': { type: 'boolean' },
+      'expires-at': { type: 'string' },
+      'no-expiry': { type: 'boolean' },
+      grace: { type: 'string' },
+      days: { type: 'string' },
+      period: { type: 'string' },
+      window: { type: 'string' },
+      sort: { type: 'string' },
+      limit: { type: 'string' },
+      file: { type: 'string' },
+      events: { type: 'string' },
+      description: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command, id, ...extra] = positionals;
+  if (values.help || !command) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (!(command in COMMANDS)) {
+    throw new UsageError(
+      `unknown command "${command}"; commands: ${Object.keys(COMMANDS).join(', ')} (--help for their options)`,
+    );
+  }
+  if (command === 'webhooks') return webhooks(positionals.slice(1), values);
+  if (extra.length > 0) throw usageError(command, `unexpected argument "${extra[0]}"`);
+  try {
+    await run(command, id, values);
+  } catch (err) {
+    // What the key rules refuse is a mistake in how the command was called.
+    if (err instanceof KeyRuleError) throw usageError(command, err.message);
+    throw err;
+  }
+}
+
+async function run(command: string, id: string | undefined, values: Values): Promise<void> {
+  const needId = (): string => {
+    if (!id) throw usageError(command, `${command} needs a key id`);
+    return id;
+  };
+  switch (command) {
+    case 'create':
+      return create(values);
+    case 'list':
+      return list(values);
+    case 'show':
+      return show(needId(), values);
+    case 'update':
+      return update(needId(), values);
+    case 'rotate':
+      return rotate(needId(), values);
+    case 'usage':
+      return usage(needId(), values);
+    case 'history':
+      return history(needId(), values);
+    case 'top':
+      return top(values);
+    case 'revoke':
+      return revoke(needId(), values);
+    case 'unban':
+      return unban(needId(), values);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    const command = process.argv[2] ?? '';
+    err = command in COMMANDS ? usageError(command, (err as Error).message) : new UsageError((err as Error).message);
+  }
+  // The message may quote the admin API, and so a record's text: each line made printable, its
+  // line breaks kept (a usage mistake ends with the command's usage line).
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`keys: ${message.split('\n').map(printable).join('\n')}\n`);
+  process.exit(err instanceof UsageError ? 2 : 1);
+});

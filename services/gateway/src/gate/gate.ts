@@ -1,0 +1,143 @@
+/**
+ * The gate in front of every non-public route, as thin glue over three steps:
+ *   gate/authenticate.ts    the bearer key: well-formed, known, not expired (or a KeyRefusal)
+ *   gate/apply-decision.ts  the key limiter's decision: headers, counters, the 429/503 refusal
+ *   gate/refuse.ts          refusals without a usable key (charged to the address) or key store
+ *
+ *   gate/authorize.ts     the key's scopes and allowed addresses against the route and client
+ *
+ * A route's scope and cost come from its config (set where the proxy registers it); a request
+ * its key may not make asks the limiter at cost 0, so its 403 carries true rate-limit headers
+ * and takes nothing.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { GatewayDeps } from '../deps.js';
+import { hashApiKey } from '../keys/api-key.js';
+import type { ResolvedKey } from '../keys/key-resolver.js';
+import type { KeyRecord } from '../keys/key-store.js';
+import './access-fields.js';
+import type { LimitPolicy } from '../limits/policy.js';
+import { type PlanBook, policyForKey, type Scope } from '../plans/plans.js';
+import { limiterDecisions } from './apply-decision.js';
+import { MISSING, presentedKey, UNKNOWN, unusableKey } from './authenticate.js';
+import { forbidden } from './authorize.js';
+import type { KeylessCharge } from './keyless.js';
+import { chargeAddress, keyStoreUnavailable, refuseKeyless } from './refuse.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated key, set by the gate for every request it admits. */
+    apiKey: KeyRecord | null;
+  }
+  interface FastifyContextConfig {
+    /** Routes anyone may call without a key and without counting against a limit. */
+    public?: boolean;
+    /**
+     * Routes anyone may call without a key, each request counted against its address's limit
+     * whether it carries a key or not: the Authorization header is not read there.
+     */
+    addressLimited?: boolean;
+    /** The scope a key needs here (pets:read, pets:write). */
+    scope?: Scope;
+    /** Units a request here takes from each of its key's windows (PLANS_FILE routeCosts; 1). */
+    cost?: number;
+  }
+}
+
+export type GateOptions = Pick<
+  GatewayDeps,
+  'keyResolver' | 'limiter' | 'anonymous' | 'metrics' | 'now' | 'webhooks'
+> & {
+  /** Counts keyless requests against their address; shared with the framework-error path. */
+  keyless: KeylessCharge;
+  /** The length of a ban (BAN_SECONDS), reported in RateLimit-Policy while a key is banned. */
+  banSeconds: number;
+  plans: PlanBook;
+};
+
+/** fastify's request logger is a pino child, which can extend its own bindings. */
+type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
+
+/**
+ * Authenticates the bearer key, then takes the rate-limit decision, and puts the rate-limit
+ * headers on the reply whatever happens next. Answers to keyed API requests are personal: never
+ * stored by a cache (Cache-Control: no-store).
+ */
+export const gate = fp(
+  async (app: FastifyInstance, opts: GateOptions) => {
+    const { keyResolver, limiter, anonymous, keyless, now, plans } = opts;
+    const applyDecision = limiterDecisions(opts);
+    // Records are cached and replaced (never changed) when a key changes: one policy per record.
+    const policies = new WeakMap<KeyRecord, LimitPolicy>();
+    const policyOf = (record: KeyRecord): LimitPolicy => {
+      let policy = policies.get(record);
+      if (!policy) {
+        policy = policyForKey(plans, record.plan, record.limits);
+        policies.set(record, policy);
+      }
+      return policy;
+    };
+    app.decorateRequest('apiKey', null);
+    app.decorateRequest('limiterDecision', undefined);
+    app.decorateRequest('limiterSource', undefined);
+    app.decorateRequest('admittedAt', undefined);
+
+    // Callback style with a synchronous path up to the limiter: this runs on every request, and
+    // each await would cost a promise and a microtask.
+    app.addHook('onRequest', (request, reply, done) => {
+      const config = request.routeOptions.config;
+      if (config.public) return done();
+      if (config.addressLimited) {
+        return chargeAddress(keyless, request, reply, 'reference', done);
+      }
+      reply.header('cache-control', 'no-store');
+      const header = request.headers.authorization;
+      if (header === undefined || header === '') {
+        // A path nothing serves is a 404 with or without a key (GET /metrics here is not the
+        // metrics listener); it still counts against the address like any keyless request.
+        if (request.is404) return chargeAddress(keyless, request, reply, 'missing', done);
+        return refuseKeyless(keyless, request, reply, MISSING, done);
+      }
+      const presented = presentedKey(header);
+      if (typeof presented !== 'string') return refuseKeyless(keyless, request, reply, presented, done);
+      const withKey = (resolved: ResolvedKey | null) => {
+        if (resolved === null) return refuseKeyless(keyless, request, reply, UNKNOWN, done);
+        const refusal = unusableKey(resolved, now());
+        if (refusal !== undefined) return refuseKeyless(keyless, request, reply, refusal, done);
+        const record = resolved.record;
+        request.apiKey = record;
+        // Every later line for this request (refusals, upstream errors, completion) names the key.
+        // The request's logger is already its own child: extending its bindings costs far less
+        // than a second child per request.
+        (request.log as RequestLogger).setBindings?.({ keyId: record.id });
+        const policy = policyOf(record);
+        const denied = forbidden(record, config.scope, request.ip, plans);
+        limiter
+          .consume(record.id, policy, denied === undefined ? (config.cost ?? 1) : 0)
+          .then((decision) => done(applyDecision(request, reply, record, policy, decision, denied)), done);
+      };
+      const guarded = (resolved: ResolvedKey | null) => {
+        try {
+          withKey(resolved);
+        } catch (err) {
+          // A record the code cannot use (say, an enterprise key stored without limits) fails
+          // this request, not the process.
+          done(err as Error);
+        }
+      };
+      const sha256 = hashApiKey(presented);
+      const cached = keyResolver.cached(sha256);
+      if (cached !== undefined) return guarded(cached);
+      // Looked up even from an address over its per-address limit: that limit is for requests
+      // without a valid key, and only the store can tell a valid key (one nobody has used yet,
+      // from an address others flooded) from a guess. Garbage never gets here (shape and
+      // checksum), a repeat is answered by the cache of unknown keys, and a guess is still
+      // counted against its address and refused.
+      keyResolver
+        .fetch(sha256)
+        .then(guarded, (err) => done(keyStoreUnavailable(request, reply, err, anonymous.perMinute, now())));
+    });
+  },
+  { name: 'gate' },
+);

@@ -1,0 +1,288 @@
+import { PENDING_BUCKET_MS } from '../key-limiter.js';
+
+/**
+ * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
+ * would: every window of the policy, the refusal count and the ban in one script. A request is
+ * admitted only while every window has room for its cost, and takes its cost from each; a refused
+ * one takes nothing, so a cheaper request after it may still fit. Once the ban threshold is
+ * crossed, that refusal and every request after it are banned. rate-limiter-flexible counts
+ * every attempt per limiter and needs a command per window, so it cannot keep each window free
+ * of the others' refusals in a single round trip.
+ *
+ * Windows: `f` fixed, a counter that lives its length from its first admission; `c` calendar, a
+ * counter that expires at the period's end (the caller's clock names the period); `h` the day, as
+ * `c` but kept as the field `d` of the key's usage-history hash of that day (its key names the
+ * day, so a new day starts from nothing; one Redis key per active key less); `s` sliding, a
+ * hash of bucket index to count, where a request sees every bucket the window overlaps, the
+ * oldest whole (so no span of the window's length admits more than the limit).
+ *
+ * A refusal counts toward a ban while the Retry-After it is told runs (BanPolicy): the pending
+ * hash holds, per PENDING_BUCKET_MS-long step, how many refusals count until that step (the
+ * Retry-After, at least the shortest one, capped at the ban window, less the grace). It is read and
+ * written only on a refusal, dropping the steps that have passed, and lives until its last step, so
+ * a key that is not refused holds none. The refusal that makes more than the threshold count bans
+ * the key and clears the hash. Each refusal counts for the wait of the windows that refused it, as
+ * settleBatch tells it: not one that the request would have filled exactly.
+ *
+ * The batch is also counted in the key's usage history (usage-history.ts), in the same call:
+ * per hour, admitted, limited, banned, forbidden (cost 0: a scope or address the key lacks) and
+ * the units admitted.
+ *
+ * KEYS: the policy's window keys (an `h` window's is the history's day hash), then ban, pending,
+ * the history's day hash, and with an `h` window the day's own key of earlier versions.
+ * ARGV: window count, now (epoch ms), ban threshold (-1: refusals count toward no ban), ban window
+ * ms, ban ms, grace ms, shortest Retry-After ms, the history's hour of day ('' keeps no history:
+ * then no `h` window), when its hash expires (epoch ms); then four per window: kind, limit, a, b
+ * (f: length ms, 0; c and h: end epoch ms, 0; s: bucket ms, buckets per window); then one cost
+ * per request.
+ * Returns: outcomes (a letter per request: A admitted, L limited, B banned), ban ms left, 1 + the
+ * index of the refusal that started a ban (or 0), then per window what it held before, then per
+ * window ms until capacity starts to come back, then per window its live buckets after the batch
+ * as "index:count,…" oldest first (sliding windows of a batch with a refusal; else "").
+ */
+export const LIMIT_SCRIPT = `
+local nw = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+local threshold = tonumber(ARGV[3])
+local step = ${PENDING_BUCKET_MS}
+local kind, limit, pa, pb, used = {}, {}, {}, {}, {}
+local counters = {KEYS[nw + 1]}
+for w = 1, nw do
+  local p = 6 + 4 * w
+  kind[w] = ARGV[p]
+  limit[w] = tonumber(ARGV[p + 1])
+  pa[w] = tonumber(ARGV[p + 2])
+  pb[w] = tonumber(ARGV[p + 3])
+  if kind[w] ~= 's' and kind[w] ~= 'h' then counters[#counters + 1] = KEYS[w] end
+end
+local v = redis.call('MGET', unpack(counters))
+local f = 1
+local cur, from, low, live = {}, {}, {}, {}
+for w = 1, nw do
+  if kind[w] == 's' then
+    cur[w] = math.floor(now / pa[w])
+    from[w] = cur[w] - pb[w]
+    local h = redis.call('HGETALL', KEYS[w])
+    local sum, stale, l = 0, {}, {}
+    for i = 1, #h, 2 do
+      local idx = tonumber(h[i])
+      if idx < from[w] then
+        stale[#stale + 1] = h[i]
+      else
+        sum = sum + tonumber(h[i + 1])
+        l[#l + 1] = idx
+        if not low[w] or idx < low[w] then low[w] = idx end
+      end
+    end
+    if #stale > 0 then redis.call('HDEL', KEYS[w], unpack(stale)) end
+    used[w] = sum
+    live[w] = h
+  elseif kind[w] == 'h' then
+    local d = redis.call('HGET', KEYS[w], 'd')
+    if not d then
+      -- Counted by a version that kept the day in a key of its own (KEYS[nw + 4]): moved once.
+      d = redis.call('GET', KEYS[nw + 4])
+      if d then
+        redis.call('HSET', KEYS[w], 'd', d)
+        redis.call('DEL', KEYS[nw + 4])
+      end
+    end
+    used[w] = tonumber(d or '0')
+  else
+    f = f + 1
+    used[w] = tonumber(v[f] or '0')
+  end
+end
+local ttl = {}
+local taken = 0
+local function resetOf(w)
+  if kind[w] == 'c' or kind[w] == 'h' then return pa[w] - now end
+  if kind[w] == 's' then
+    local oldest = low[w]
+    if not oldest then oldest = cur[w] end
+    return (oldest + pb[w] + 1) * pa[w] - now
+  end
+  if used[w] == 0 then return pa[w] end
+  if not ttl[w] then ttl[w] = redis.call('PTTL', KEYS[w]) end
+  if ttl[w] < 0 then return pa[w] end
+  return ttl[w]
+end
+local first = 10 + 4 * nw
+local n = #ARGV - first + 1
+local out = {}
+local banTtl, startedAt = 0, 0
+local banned = false
+local refused = false
+if v[1] then
+  banned = true
+  banTtl = redis.call('PTTL', KEYS[nw + 1])
+end
+-- The refusals that count toward a ban: read on the batch's first one that counts.
+local pending, last, added = nil, 0, {}
+local function readPending()
+  pending = 0
+  local h = redis.call('HGETALL', KEYS[nw + 2])
+  local gone = {}
+  for i = 1, #h, 2 do
+    local ends = tonumber(h[i])
+    if ends * step > now then
+      pending = pending + tonumber(h[i + 1])
+      if ends > last then last = ends end
+    else
+      gone[#gone + 1] = h[i]
+    end
+  end
+  if #gone > 0 then redis.call('HDEL', KEYS[nw + 2], unpack(gone)) end
+end
+local cap, grace, shortest = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
+for i = 1, n do
+  local c = tonumber(ARGV[first + i - 1])
+  local fits = not banned
+  -- A request of cost 0 (one its key may not make, asked only for the headers) takes nothing and
+  -- is refused nothing: it never counts toward a ban.
+  if fits and c > 0 then
+    for w = 1, nw do
+      if used[w] + taken + c > limit[w] then fits = false break end
+    end
+  end
+  if banned then
+    out[i] = 'B'
+  elseif fits then
+    taken = taken + c
+    out[i] = 'A'
+  else
+    refused = true
+    out[i] = 'L'
+    if threshold >= 0 then
+      -- What this refusal is told to wait, at least (settleBatch tells it no less).
+      local wait = shortest
+      for w = 1, nw do
+        if used[w] + taken + c > limit[w] then wait = math.max(wait, resetOf(w)) end
+      end
+      local ends = math.floor((now + math.min(wait, cap) - grace) / step)
+      if ends * step > now then
+        if not pending then readPending() end
+        pending = pending + 1
+        added[ends] = (added[ends] or 0) + 1
+        if pending > threshold then
+          banned = true
+          startedAt = i
+          out[i] = 'B'
+        end
+      end
+    end
+  end
+end
+if taken > 0 then
+  for w = 1, nw do
+    if kind[w] == 's' then
+      redis.call('HINCRBY', KEYS[w], cur[w], taken)
+      redis.call('PEXPIRE', KEYS[w], (pb[w] + 1) * pa[w])
+      if not low[w] then low[w] = cur[w] end
+    elseif kind[w] == 'h' then
+      -- Its expiry is the history's, set below.
+      redis.call('HINCRBY', KEYS[w], 'd', taken)
+    elseif redis.call('INCRBY', KEYS[w], taken) == taken then
+      if kind[w] == 'f' then redis.call('PEXPIRE', KEYS[w], pa[w]) else redis.call('PEXPIREAT', KEYS[w], pa[w]) end
+      ttl[w] = pa[w]
+    end
+  end
+end
+if startedAt > 0 then
+  banTtl = tonumber(ARGV[5])
+  redis.call('SET', KEYS[nw + 1], '1', 'PX', ARGV[5])
+  redis.call('DEL', KEYS[nw + 2])
+elseif pending then
+  for ends, count in pairs(added) do
+    redis.call('HINCRBY', KEYS[nw + 2], string.format('%d', ends), count)
+    if ends > last then last = ends end
+  end
+  -- Gone with its last step, whichever replica reads it next.
+  redis.call('PEXPIRE', KEYS[nw + 2], string.format('%d', last * step - now))
+end
+local hour = ARGV[8]
+if hour ~= '' then
+  local counts = {a = 0, l = 0, b = 0, f = 0}
+  for i = 1, n do
+    local o = 'f'
+    if tonumber(ARGV[first + i - 1]) > 0 then o = string.lower(out[i]) end
+    counts[o] = counts[o] + 1
+  end
+  local h = KEYS[nw + 3]
+  for letter, count in pairs(counts) do
+    if count > 0 then redis.call('HINCRBY', h, hour .. letter, count) end
+  end
+  if taken > 0 then redis.call('HINCRBY', h, hour .. 'u', taken) end
+  redis.call('PEXPIREAT', h, ARGV[9])
+end
+local result = {table.concat(out), banTtl, startedAt}
+for w = 1, nw do result[#result + 1] = used[w] end
+for w = 1, nw do result[#result + 1] = resetOf(w) end
+for w = 1, nw do
+  local text = ''
+  if kind[w] == 's' and refused then
+    local counts = {}
+    local h = live[w]
+    for i = 1, #h, 2 do
+      local idx = tonumber(h[i])
+      if idx >= from[w] then counts[idx] = tonumber(h[i + 1]) end
+    end
+    if taken > 0 then counts[cur[w]] = (counts[cur[w]] or 0) + taken end
+    local order = {}
+    for idx in pairs(counts) do order[#order + 1] = idx end
+    table.sort(order)
+    local parts = {}
+    for _, idx in ipairs(order) do parts[#parts + 1] = string.format('%d:%d', idx, counts[idx]) end
+    text = table.concat(parts, ',')
+  end
+  result[#result + 1] = text
+end
+return result
+`;
+
+/**
+ * Reads without writing. KEYS: the policy's window keys, then ban, pending, and with an `h` window
+ * the day's own key of earlier versions (read when the hash has no day yet). ARGV: window count,
+ * now, then per window: kind, a, b as for the limit script. Returns per window what it holds and
+ * ms until capacity starts to come back (-1 when it holds nothing), then ban ms left, the refusals
+ * that count toward a ban now.
+ */
+export const USAGE_SCRIPT = `
+local nw = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+local result = {}
+for w = 1, nw do
+  local p = 3 * w
+  local kind, a, b = ARGV[p], tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
+  local used, reset = 0, -1
+  if kind == 's' then
+    local from = math.floor(now / a) - b
+    local h = redis.call('HGETALL', KEYS[w])
+    local low = nil
+    for i = 1, #h, 2 do
+      local idx = tonumber(h[i])
+      if idx >= from then
+        used = used + tonumber(h[i + 1])
+        if not low or idx < low then low = idx end
+      end
+    end
+    if low then reset = (low + b + 1) * a - now end
+  elseif kind == 'h' then
+    used = tonumber(redis.call('HGET', KEYS[w], 'd') or redis.call('GET', KEYS[nw + 3]) or '0')
+    if used > 0 then reset = a - now end
+  else
+    used = tonumber(redis.call('GET', KEYS[w]) or '0')
+    if used > 0 then reset = redis.call('PTTL', KEYS[w]) end
+  end
+  result[#result + 1] = used
+  result[#result + 1] = reset
+end
+result[#result + 1] = redis.call('PTTL', KEYS[nw + 1])
+local pending = 0
+local h = redis.call('HGETALL', KEYS[nw + 2])
+for i = 1, #h, 2 do
+  if tonumber(h[i]) * ${PENDING_BUCKET_MS} > now then pending = pending + tonumber(h[i + 1]) end
+end
+result[#result + 1] = pending
+return result
+`;

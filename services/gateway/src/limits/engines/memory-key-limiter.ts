@@ -1,0 +1,211 @@
+import type { BanPolicy, BatchResult, Decision, KeyLimiter, KeyUsage, Waiting } from '../key-limiter.js';
+import { PENDING_BUCKET_MS, pendingUntil, settleBatch } from '../key-limiter.js';
+import type { LimitPolicy, WindowRule } from '../policy.js';
+import { MINUTE_MS, periodEnd } from '../policy.js';
+
+interface Counter {
+  count: number;
+  expiresAt: number;
+  /**
+   * Sliding windows: count by bucket index. Pending refusals: count by the PENDING_BUCKET_MS step
+   * until which they count toward a ban.
+   */
+  buckets?: Map<number, number>;
+}
+
+/**
+ * The same decision as the Redis limit script (limit-script.ts), in one process: the embedded
+ * default and the per-replica fallback while Redis is unreachable. Time comes from `now` so tests
+ * drive it.
+ */
+export class MemoryKeyLimiter implements KeyLimiter {
+  private readonly counters = new Map<string, Counter>();
+  private lastSweep = 0;
+
+  constructor(
+    private readonly ban: BanPolicy,
+    private readonly now: () => number = Date.now,
+    private readonly maxCounters = 200_000,
+  ) {}
+
+  private read(key: string, now: number): Counter | undefined {
+    const c = this.counters.get(key);
+    if (c && c.expiresAt <= now) {
+      this.counters.delete(key);
+      return undefined;
+    }
+    return c;
+  }
+
+  /** Expired counters are dropped lazily; a sweep bounds memory when many keys go quiet. */
+  private sweep(now: number): void {
+    if (this.counters.size < this.maxCounters && now - this.lastSweep < MINUTE_MS) return;
+    this.lastSweep = now;
+    for (const [key, c] of this.counters) if (c.expiresAt <= now) this.counters.delete(key);
+    // Still too many live keys: forget the oldest, as a bounded cache would, down to 90% so the
+    // next new key does not pay for another full sweep.
+    const target = Math.floor(this.maxCounters * 0.9);
+    for (const key of this.counters.keys()) {
+      if (this.counters.size <= target) break;
+      this.counters.delete(key);
+    }
+  }
+
+  consume(keyId: string, policy: LimitPolicy, cost: number): Promise<Decision> {
+    return new Promise((resolve) => {
+      const now = this.now();
+      this.sweep(now);
+      const waiter: Waiting = { cost, resolve };
+      settleBatch(policy, [waiter], this.decide(keyId, policy, cost, now), this.ban, now);
+    });
+  }
+
+  /** A sliding window's live buckets (stale ones dropped) and their sum. */
+  private slide(
+    key: string,
+    rule: WindowRule,
+    now: number,
+  ): { counter: Counter | undefined; used: number; from: number } {
+    const counter = this.read(key, now);
+    const from = Math.floor(now / rule.bucketMs) - rule.lengthMs / rule.bucketMs;
+    let used = 0;
+    if (counter?.buckets) {
+      for (const [index, count] of counter.buckets) {
+        if (index < from) counter.buckets.delete(index);
+        else used += count;
+      }
+    }
+    return { counter, used, from };
+  }
+
+  private resetMs(rule: WindowRule, counter: Counter | undefined, now: number): number {
+    if (rule.kind === 'calendar') return periodEnd(rule.name as 'day' | 'month', now) - now;
+    if (rule.kind === 'fixed') return counter ? counter.expiresAt - now : rule.lengthMs;
+    const current = Math.floor(now / rule.bucketMs);
+    let oldest = current;
+    if (counter?.buckets) for (const index of counter.buckets.keys()) oldest = Math.min(oldest, index);
+    return (oldest + rule.lengthMs / rule.bucketMs + 1) * rule.bucketMs - now;
+  }
+
+  private decide(keyId: string, policy: LimitPolicy, cost: number, now: number): BatchResult {
+    const rules = policy.windows;
+    const counters: Array<Counter | undefined> = [];
+    const used: number[] = [];
+    for (const rule of rules) {
+      const key = `${keyId}:${rule.suffix}`;
+      if (rule.kind === 'sliding') {
+        const slid = this.slide(key, rule, now);
+        counters.push(slid.counter);
+        used.push(slid.used);
+      } else {
+        const counter = this.read(key, now);
+        counters.push(counter);
+        used.push(counter?.count ?? 0);
+      }
+    }
+    const result = (outcome: 'A' | 'L' | 'B', banTtlMs = 0, banStartedAt = 0): BatchResult => ({
+      outcomes: outcome,
+      banTtlMs,
+      banStartedAt,
+      used,
+      resetMs: rules.map((rule, w) => this.resetMs(rule, counters[w], now)),
+      buckets: rules.map((rule, w) => {
+        const buckets = counters[w]?.buckets;
+        if (outcome === 'A' || rule.kind !== 'sliding' || !buckets) return null;
+        return [...buckets.entries()].sort(([a], [b]) => a - b).flat();
+      }),
+    });
+
+    const ban = this.read(`${keyId}:ban`, now);
+    if (ban) return result('B', ban.expiresAt - now);
+    if (cost === 0 || rules.every((rule, w) => (used[w] as number) + cost <= rule.limit)) {
+      if (cost > 0) {
+        rules.forEach((rule, w) => {
+          counters[w] = this.take(`${keyId}:${rule.suffix}`, rule, counters[w], cost, now);
+        });
+      }
+      return result('A');
+    }
+    if (policy.shadow) return result('L');
+    // What this refusal is told to wait, at least (settleBatch tells it no less): the windows that
+    // refused it, not one it would have filled exactly.
+    let wait = this.ban.minRetryAfterMs;
+    rules.forEach((rule, w) => {
+      if ((used[w] as number) + cost > rule.limit) wait = Math.max(wait, this.resetMs(rule, counters[w], now));
+    });
+    const until = pendingUntil(this.ban, now, wait);
+    if (until * PENDING_BUCKET_MS <= now) return result('L');
+    const pending = this.pending(keyId, now);
+    pending.buckets?.set(until, (pending.buckets.get(until) ?? 0) + 1);
+    pending.count++;
+    pending.expiresAt = Math.max(pending.expiresAt, until * PENDING_BUCKET_MS);
+    if (pending.count > this.ban.threshold) {
+      this.counters.delete(`${keyId}:pending`);
+      this.counters.set(`${keyId}:ban`, { count: 1, expiresAt: now + this.ban.durationMs });
+      return result('B', this.ban.durationMs, 1);
+    }
+    return result('L');
+  }
+
+  /** The key's refusals that count toward a ban now (BanPolicy), those whose time has passed dropped. */
+  private pending(keyId: string, now: number): Counter {
+    const key = `${keyId}:pending`;
+    let pending = this.read(key, now);
+    if (!pending) {
+      pending = { count: 0, expiresAt: now, buckets: new Map() };
+      this.counters.set(key, pending);
+    }
+    for (const [until, count] of pending.buckets ?? []) {
+      if (until * PENDING_BUCKET_MS > now) continue;
+      pending.buckets?.delete(until);
+      pending.count -= count;
+    }
+    return pending;
+  }
+
+  private take(key: string, rule: WindowRule, counter: Counter | undefined, cost: number, now: number): Counter {
+    if (rule.kind === 'sliding') {
+      const index = Math.floor(now / rule.bucketMs);
+      const c = counter ?? { count: 0, expiresAt: 0, buckets: new Map<number, number>() };
+      const buckets = c.buckets as Map<number, number>;
+      buckets.set(index, (buckets.get(index) ?? 0) + cost);
+      c.expiresAt = (index + 1) * rule.bucketMs + rule.lengthMs;
+      this.counters.set(key, c);
+      return c;
+    }
+    if (counter) {
+      counter.count += cost;
+      return counter;
+    }
+    const expiresAt = rule.kind === 'calendar' ? periodEnd(rule.name as 'day' | 'month', now) : now + rule.lengthMs;
+    const fresh = { count: cost, expiresAt };
+    this.counters.set(key, fresh);
+    return fresh;
+  }
+
+  async liftBan(keyId: string): Promise<void> {
+    this.counters.delete(`${keyId}:ban`);
+    this.counters.delete(`${keyId}:pending`);
+  }
+
+  async banEndsAt(keyId: string): Promise<number | null> {
+    return this.read(`${keyId}:ban`, this.now())?.expiresAt ?? null;
+  }
+
+  async usage(keyId: string, policy: LimitPolicy): Promise<KeyUsage> {
+    const now = this.now();
+    return {
+      windows: policy.windows.map((rule) => {
+        const key = `${keyId}:${rule.suffix}`;
+        if (rule.kind !== 'sliding') {
+          const c = this.read(key, now);
+          return { name: rule.name, used: c?.count ?? 0, resetAt: c ? c.expiresAt : null };
+        }
+        const { counter, used } = this.slide(key, rule, now);
+        return { name: rule.name, used, resetAt: used > 0 ? now + this.resetMs(rule, counter, now) : null };
+      }),
+      banEndsAt: this.read(`${keyId}:ban`, now)?.expiresAt ?? null,
+      refusals: this.read(`${keyId}:pending`, now) ? this.pending(keyId, now).count : 0,
+    };
+  }
+}

@@ -1,0 +1,204 @@
+import {
+  ALGORITHMS,
+  type Algorithm,
+  LIMIT_FIELDS,
+  type LimitPolicy,
+  type Limits,
+  policyFor,
+  WINDOW_NAMES,
+} from '../limits/policy.js';
+
+export type { Algorithm, Limits } from '../limits/policy.js';
+
+/** What a key may do: read pets (GET, HEAD) and add them (POST). */
+export const SCOPES = ['pets:read', 'pets:write'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** A plan's name; the plans in force (PlanBook) say which names exist. */
+export type Plan = string;
+
+export interface PlanDefinition {
+  /** Its windows' limits; absent: every key of the plan carries its own (the spec's enterprise). */
+  windows?: Limits;
+  /** How its second, minute and hour windows count; day and month are calendar quotas. */
+  algorithm: Algorithm;
+  /** The scopes of its keys, unless a key has its own. */
+  scopes: readonly Scope[];
+  /** Refuses nothing for limits or bans; would-be refusals are counted and logged. */
+  shadow: boolean;
+  /** For people: what the plan is for. */
+  description?: string;
+}
+
+/** The plans in force and what each route costs: the spec's table, or PLANS_FILE. */
+export interface PlanBook {
+  plans: ReadonlyMap<Plan, PlanDefinition>;
+  /** Units a request takes from every window, by `METHOD /route` (default 1). */
+  routeCosts: ReadonlyMap<string, number>;
+  /** RATE_LIMIT_SHADOW: every plan in shadow mode. */
+  shadow: boolean;
+  /** Where the plans come from, for the start-up log and GET /admin/plans. */
+  source: string;
+}
+
+const ALL_SCOPES: readonly Scope[] = SCOPES;
+
+/** The spec's four plans; enterprise limits live on each key. */
+export const DEFAULT_PLANS: PlanBook = {
+  plans: new Map<Plan, PlanDefinition>([
+    ['free', { windows: { perMinute: 60, perDay: 1_000 }, algorithm: 'fixed', scopes: ALL_SCOPES, shadow: false }],
+    ['pro', { windows: { perMinute: 300, perDay: 10_000 }, algorithm: 'fixed', scopes: ALL_SCOPES, shadow: false }],
+    [
+      'business',
+      { windows: { perMinute: 1_000, perDay: 100_000 }, algorithm: 'fixed', scopes: ALL_SCOPES, shadow: false },
+    ],
+    ['enterprise', { algorithm: 'fixed', scopes: ALL_SCOPES, shadow: false }],
+  ]),
+  routeCosts: new Map(),
+  shadow: false,
+  source: 'built-in (the spec’s four plans)',
+};
+
+function isPlan(book: PlanBook, value: unknown): value is Plan {
+  return typeof value === 'string' && book.plans.has(value);
+}
+
+/**
+ * A key's limits: its plan's windows with the key's own over them. Empty for a key whose plan
+ * is not in force (a PLANS_FILE that dropped it) and that has none of its own.
+ */
+export function limitsFor(book: PlanBook, plan: Plan, custom?: Limits): Limits {
+  const windows = book.plans.get(plan)?.windows;
+  if (!windows) return custom ?? {};
+  return custom ? { ...windows, ...custom } : windows;
+}
+
+/**
+ * What the limiter enforces for a key of this plan with these limits of its own. Throws for a key
+ * nothing limits: its plan is not in force and it has no limits of its own, or its plan has no
+ * windows and neither does it. Such a key fails its requests (500, logged) until an operator
+ * moves it to a plan in force: serving it unlimited would be worse.
+ */
+export function policyForKey(book: PlanBook, plan: Plan, custom?: Limits): LimitPolicy {
+  const definition = book.plans.get(plan);
+  const limits = limitsFor(book, plan, custom);
+  if (Object.keys(limits).length === 0) {
+    throw new Error(
+      definition
+        ? `keys of the ${plan} plan carry their own limits, and this one has none`
+        : `the key's plan ${plan} is not in force (${book.source}): move it to one that is (keys update ID --plan P)`,
+    );
+  }
+  return policyFor(limits, definition?.algorithm ?? 'fixed', book.shadow || (definition?.shadow ?? false));
+}
+
+/** The scopes a key has: its own, else its plan's. */
+export function scopesFor(book: PlanBook, plan: Plan, own?: readonly Scope[]): readonly Scope[] {
+  return own ?? book.plans.get(plan)?.scopes ?? ALL_SCOPES;
+}
+
+/**
+ * A key's own limits after an update (admin API and keys file alike): the ones given, else the
+ * key's own as they are, unless the update moves the key to another plan with windows of its
+ * own: a plan change brings the new plan's limits. A change of anything else (name, expiry,
+ * scopes, addresses), or a "change" to the plan the key already has, keeps them: they are what
+ * the customer was given.
+ */
+export function limitsAfterChange(
+  book: PlanBook,
+  from: Plan,
+  to: Plan,
+  given: Limits | undefined,
+  current: Limits | undefined,
+): Limits | undefined {
+  if (given) return given;
+  if (to === from || !book.plans.get(to)?.windows) return current;
+  return undefined;
+}
+
+/** How a caller names the fields in its messages: JSON paths for the API, flags for the CLI. */
+export interface LimitNames {
+  plan: string;
+  limits: string;
+  field(field: keyof Limits): string;
+}
+
+/** The admin API's names: its JSON fields. */
+export const JSON_NAMES: LimitNames = {
+  plan: 'plan',
+  limits: 'limits { perSecond, perMinute, perHour, perDay, perMonth }',
+  field: (field) => `limits.${field}`,
+};
+
+const MAX_LIMIT = 1_000_000_000;
+
+/** Why limits are unacceptable (each a positive integer; a longer window never below a shorter one). */
+function limitsProblem(limits: unknown, names: LimitNames): string | null {
+  // From a file, limits can be anything JSON holds; null would throw below.
+  if (typeof limits !== 'object' || limits === null || Array.isArray(limits))
+    return `${names.limits} must be an object`;
+  const given = limits as Record<string, unknown>;
+  const known = new Set<string>(Object.values(LIMIT_FIELDS));
+  for (const field of Object.keys(given)) {
+    if (!known.has(field)) return `${names.limits}: unknown field ${JSON.stringify(field.slice(0, 40))}`;
+  }
+  for (const name of WINDOW_NAMES) {
+    const n = given[LIMIT_FIELDS[name]];
+    if (n === undefined) continue;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1 || n > MAX_LIMIT) {
+      return `${names.field(LIMIT_FIELDS[name])} must be an integer from 1 to ${MAX_LIMIT}`;
+    }
+  }
+  return null;
+}
+
+/** Why windows are out of order: a longer window may not allow less than a shorter one. */
+function orderProblem(limits: Limits, names: LimitNames): string | null {
+  let shorter: keyof Limits | undefined;
+  for (const name of WINDOW_NAMES) {
+    const field = LIMIT_FIELDS[name];
+    const limit = limits[field];
+    if (limit === undefined) continue;
+    if (shorter !== undefined && (limits[shorter] as number) > limit) {
+      return `${names.field(shorter)} cannot exceed ${names.field(field)}`;
+    }
+    shorter = field;
+  }
+  return null;
+}
+
+/**
+ * Why a plan/limits pair is unacceptable, or null when it is fine. Shared by the admin API, CLI
+ * and keys file, each naming the fields as its users write them. Any key may set limits of its
+ * own over its plan's windows; a plan without windows needs them.
+ */
+export function planProblem(
+  book: PlanBook,
+  plan: unknown,
+  limits: unknown,
+  names: LimitNames = JSON_NAMES,
+): string | null {
+  if (!isPlan(book, plan)) return `${names.plan} must be one of ${[...book.plans.keys()].join(', ')}`;
+  const definition = book.plans.get(plan) as PlanDefinition;
+  if (limits === undefined) return definition.windows ? null : `${plan} keys need ${names.limits}`;
+  const problem = limitsProblem(limits, names);
+  if (problem) return problem;
+  if (Object.keys(limits as object).length === 0) return `${names.limits} must set at least one window`;
+  return orderProblem(limitsFor(book, plan, limits as Limits), names);
+}
+
+/** Why a list of scopes is unacceptable (known names, no repeats), or null. */
+export function scopesProblem(scopes: unknown, name: string): string | null {
+  if (!Array.isArray(scopes)) return `${name} must be a list of ${SCOPES.join(', ')}`;
+  const seen = new Set<string>();
+  for (const scope of scopes) {
+    if (typeof scope !== 'string' || !(SCOPES as readonly string[]).includes(scope)) {
+      return `${name} may hold only ${SCOPES.join(', ')}`;
+    }
+    if (seen.has(scope)) return `${name} names ${scope} twice`;
+    seen.add(scope);
+  }
+  return null;
+}
+
+export { ALGORITHMS, LIMIT_FIELDS, WINDOW_NAMES };

@@ -1,0 +1,418 @@
+import { afterEach, describe, expect, it, type TestContext } from 'vitest';
+import { generateApiKey, hashApiKey, keyPrefix, newKeyId } from '../../src/keys/api-key.js';
+import { DuplicateKeyError, type KeyRecord, type KeyStore } from '../../src/keys/key-store.js';
+import type { Limits, Plan } from '../../src/plans/plans.js';
+
+export interface KeyStoreFixture {
+  store: KeyStore;
+  cleanup(): Promise<void>;
+}
+
+function record(plan: Plan = 'free', overrides: Partial<KeyRecord> = {}, limits?: Limits): KeyRecord {
+  const key = generateApiKey();
+  return {
+    id: newKeyId(),
+    name: `contract ${plan}`,
+    plan,
+    ...(limits ? { limits } : {}),
+    sha256: hashApiKey(key),
+    prefix: keyPrefix(key),
+    createdAt: '2024-05-01T12:34:56.789Z',
+    ...overrides,
+  };
+}
+
+const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
+
+/**
+ * What every KeyStore must do, run against each implementation. `make` gives a fresh, empty
+ * store and a way to dispose of it; it returns null when the backend is not available here.
+ */
+export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixture> | null): void {
+  describe(`${name} (KeyStore contract)`, () => {
+    let fixture: KeyStoreFixture | null = null;
+
+    afterEach(async () => {
+      await fixture?.cleanup();
+      fixture = null;
+    });
+
+    async function fresh(ctx: TestContext): Promise<KeyStore> {
+      const made = make();
+      if (made === null) ctx.skip(`${name} is not available`);
+      fixture = await (made as Promise<KeyStoreFixture>);
+      return fixture.store;
+    }
+
+    it('gives back an inserted enterprise record, limits included, by hash and by id', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('enterprise', {}, { perMinute: 7, perDay: 70 });
+      await store.insert(rec);
+      expect(await store.findByHash(rec.sha256)).toStrictEqual(rec);
+      expect(await store.get(rec.id)).toStrictEqual(rec);
+    });
+
+    it('gives back a plan record without inventing limits or revokedAt, with createdAt as ISO text', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('pro', { createdAt: new Date('2025-01-02T03:04:05.006Z').toISOString() });
+      await store.insert(rec);
+      const got = await store.get(rec.id);
+      expect(got).toStrictEqual(rec);
+      expect(got).not.toHaveProperty('limits');
+      expect(got).not.toHaveProperty('revokedAt');
+      expect(typeof got?.createdAt).toBe('string');
+      expect(new Date(got?.createdAt as string).toISOString()).toBe(got?.createdAt);
+      expect(got?.createdAt).toBe('2025-01-02T03:04:05.006Z');
+    });
+
+    it('keeps a record without a prefix (as loaded from a keys file) without one', async (ctx) => {
+      const store = await fresh(ctx);
+      const { prefix: _, ...rec } = record('business');
+      await store.insert(rec);
+      const got = await store.findByHash(rec.sha256);
+      expect(got).toStrictEqual(rec);
+      expect(got).not.toHaveProperty('prefix');
+    });
+
+    it('refuses a second record with the same id, and keeps the first', async (ctx) => {
+      const store = await fresh(ctx);
+      const first = record('free');
+      await store.insert(first);
+      const second = record('pro', { id: first.id });
+      await expect(store.insert(second)).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect(await store.get(first.id)).toStrictEqual(first);
+      expect(await store.findByHash(second.sha256)).toBeNull();
+      expect(await store.list()).toHaveLength(1);
+    });
+
+    it('refuses a second record with the same hash, and keeps the first', async (ctx) => {
+      const store = await fresh(ctx);
+      const first = record('free');
+      await store.insert(first);
+      const second = record('pro', { sha256: first.sha256 });
+      await expect(store.insert(second)).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect(await store.findByHash(first.sha256)).toStrictEqual(first);
+      expect(await store.get(second.id)).toBeNull();
+      expect(await store.list()).toHaveLength(1);
+    });
+
+    it("refuses a record whose previous secret is another key's previous secret, and keeps the first", async (ctx) => {
+      const store = await fresh(ctx);
+      const previous = { sha256: hashApiKey(generateApiKey()), expiresAt: '2030-01-01T00:00:00.000Z' };
+      const first = record('free', { previous });
+      await store.insert(first);
+      const second = record('pro', { previous });
+      await expect(store.insert(second)).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect(await store.findByHash(previous.sha256)).toStrictEqual(first);
+      expect(await store.get(second.id)).toBeNull();
+    });
+
+    it('answers null for an unknown hash or id', async (ctx) => {
+      const store = await fresh(ctx);
+      await store.insert(record('free'));
+      expect(await store.findByHash(hashApiKey(generateApiKey()))).toBeNull();
+      expect(await store.get(newKeyId())).toBeNull();
+    });
+
+    it('lists nothing when empty, and every record once inserted', async (ctx) => {
+      const store = await fresh(ctx);
+      expect(await store.list()).toEqual([]);
+      const records = [
+        record('free'),
+        record('pro'),
+        record('business'),
+        record('enterprise', {}, { perMinute: 1, perDay: 2 }),
+      ];
+      for (const r of records) await store.insert(r);
+      const listed = await store.list();
+      expect(listed).toHaveLength(records.length);
+      expect([...listed].sort(byId)).toStrictEqual([...records].sort(byId));
+    });
+
+    it('revokes once: sets revokedAt, answers true, then false; keeps the record', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('pro');
+      const other = record('free');
+      await store.insert(rec);
+      await store.insert(other);
+      const at = new Date('2025-06-01T10:00:00.123Z');
+      expect(await store.revoke(rec.id, at)).toBe(true);
+      expect(await store.revoke(rec.id, new Date('2025-06-02T10:00:00.000Z'))).toBe(false);
+      const expected = { ...rec, updatedAt: '2025-06-01T10:00:00.123Z', revokedAt: '2025-06-01T10:00:00.123Z' };
+      expect(await store.get(rec.id)).toStrictEqual(expected);
+      expect(await store.findByHash(rec.sha256)).toStrictEqual(expected);
+      expect((await store.list()).find((r) => r.id === rec.id)).toStrictEqual(expected);
+      // The other key is untouched.
+      expect(await store.get(other.id)).toStrictEqual(other);
+    });
+
+    it('answers false when revoking an unknown id', async (ctx) => {
+      const store = await fresh(ctx);
+      expect(await store.revoke(newKeyId(), new Date())).toBe(false);
+    });
+
+    it('reports only the keys changed (updated, rotated, revoked) strictly after the given moment', async (ctx) => {
+      const store = await fresh(ctx);
+      const revoked = record('free');
+      const updated = record('pro');
+      const rotated = record('business');
+      const untouched = record('free');
+      for (const r of [revoked, updated, rotated, untouched]) await store.insert(r);
+      const t1 = new Date('2025-06-01T10:00:00.000Z');
+      const t2 = new Date('2025-06-01T10:05:00.000Z');
+      const t3 = new Date('2025-06-01T10:10:00.000Z');
+      await store.revoke(revoked.id, t1);
+      await store.update(updated.id, { name: 'renamed' }, t2);
+      const next = hashApiKey(generateApiKey());
+      await store.rotate(rotated.id, { sha256: next, previousExpiresAt: '2025-06-02T10:10:00.000Z' }, t3);
+
+      const all = await store.changedSince(new Date('2025-06-01T09:00:00.000Z'));
+      expect([...all].sort(byId)).toStrictEqual(
+        [
+          { id: revoked.id, sha256: revoked.sha256, updatedAt: t1.toISOString() },
+          { id: updated.id, sha256: updated.sha256, updatedAt: t2.toISOString() },
+          { id: rotated.id, sha256: next, updatedAt: t3.toISOString() },
+        ].sort(byId),
+      );
+      expect(await store.changedSince(t1)).toHaveLength(2);
+      expect(await store.changedSince(t2)).toStrictEqual([
+        { id: rotated.id, sha256: next, updatedAt: t3.toISOString() },
+      ]);
+      expect(await store.changedSince(t3)).toEqual([]);
+    });
+
+    it('updates plan, name, limits and expiry of a live key, and clears what is given as null', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('free');
+      await store.insert(rec);
+      const at = new Date('2025-07-01T00:00:00.000Z');
+      const expected: KeyRecord = {
+        ...rec,
+        plan: 'enterprise',
+        name: 'acme',
+        limits: { perMinute: 9, perDay: 90 },
+        expiresAt: '2031-01-01T00:00:00.000Z',
+        updatedAt: at.toISOString(),
+      };
+      const changes = {
+        plan: 'enterprise' as const,
+        name: 'acme',
+        limits: { perMinute: 9, perDay: 90 },
+        expiresAt: '2031-01-01T00:00:00.000Z',
+      };
+      expect(await store.update(rec.id, changes, at)).toStrictEqual(expected);
+      expect(await store.get(rec.id)).toStrictEqual(expected);
+      expect(await store.findByHash(rec.sha256)).toStrictEqual(expected);
+
+      const later = new Date('2025-07-02T00:00:00.000Z');
+      const cleared = await store.update(rec.id, { plan: 'pro', limits: null, expiresAt: null }, later);
+      const { limits: _l, expiresAt: _e, ...rest } = expected;
+      expect(cleared).toStrictEqual({ ...rest, plan: 'pro', updatedAt: later.toISOString() });
+      expect(await store.get(rec.id)).toStrictEqual(cleared);
+      expect(cleared).not.toHaveProperty('limits');
+      expect(cleared).not.toHaveProperty('expiresAt');
+    });
+
+    it('changes nothing and answers null when updating or rotating an unknown or revoked key', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('free');
+      await store.insert(rec);
+      await store.revoke(rec.id, new Date('2025-06-01T00:00:00.000Z'));
+      const before = await store.get(rec.id);
+      const rotation = { sha256: hashApiKey(generateApiKey()), previousExpiresAt: '2025-06-03T00:00:00.000Z' };
+      expect(await store.update(rec.id, { plan: 'pro' }, new Date())).toBeNull();
+      expect(await store.rotate(rec.id, rotation, new Date())).toBeNull();
+      expect(await store.update(newKeyId(), { plan: 'pro' }, new Date())).toBeNull();
+      expect(await store.rotate(newKeyId(), rotation, new Date())).toBeNull();
+      expect(await store.get(rec.id)).toStrictEqual(before);
+      expect(await store.findByHash(rotation.sha256)).toBeNull();
+    });
+
+    it('rotates only from the secret it is told is current: another answers null and changes nothing', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('pro');
+      await store.insert(rec);
+      const planned = (from: string) => ({
+        sha256: hashApiKey(generateApiKey()),
+        previousExpiresAt: '2025-08-02T00:00:00.000Z',
+        from,
+      });
+      const first = planned(rec.sha256);
+      const second = planned(rec.sha256);
+      expect((await store.rotate(rec.id, first, new Date('2025-08-01T00:00:00.000Z')))?.sha256).toBe(first.sha256);
+      const before = await store.get(rec.id);
+      expect(await store.rotate(rec.id, second, new Date('2025-08-01T00:01:00.000Z'))).toBeNull();
+      expect(await store.get(rec.id)).toStrictEqual(before);
+      expect(await store.findByHash(rec.sha256)).toStrictEqual(before);
+      expect(await store.findByHash(second.sha256)).toBeNull();
+    });
+
+    it('rotates: the new and the previous secret find one record; a second rotation ends the oldest secret', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('pro');
+      await store.insert(rec);
+      const second = hashApiKey(generateApiKey());
+      const t1 = new Date('2025-08-01T00:00:00.000Z');
+      const once = await store.rotate(
+        rec.id,
+        { sha256: second, prefix: 'ask_abcdef', previousExpiresAt: '2025-08-02T00:00:00.000Z' },
+        t1,
+      );
+      const expected: KeyRecord = {
+        ...rec,
+        sha256: second,
+        prefix: 'ask_abcdef',
+        previous: { sha256: rec.sha256, expiresAt: '2025-08-02T00:00:00.000Z' },
+        updatedAt: t1.toISOString(),
+      };
+      expect(once).toStrictEqual(expected);
+      expect(await store.findByHash(second)).toStrictEqual(expected);
+      expect(await store.findByHash(rec.sha256)).toStrictEqual(expected);
+      expect(await store.get(rec.id)).toStrictEqual(expected);
+
+      const third = hashApiKey(generateApiKey());
+      const t2 = new Date('2025-08-01T01:00:00.000Z');
+      const twice = await store.rotate(rec.id, { sha256: third, previousExpiresAt: '2025-08-01T02:00:00.000Z' }, t2);
+      const { prefix: _p, ...withoutPrefix } = expected;
+      const expected2: KeyRecord = {
+        ...withoutPrefix,
+        sha256: third,
+        previous: { sha256: second, expiresAt: '2025-08-01T02:00:00.000Z' },
+        updatedAt: t2.toISOString(),
+      };
+      expect(twice).toStrictEqual(expected2);
+      expect(await store.findByHash(third)).toStrictEqual(expected2);
+      expect(await store.findByHash(second)).toStrictEqual(expected2);
+      expect(await store.findByHash(rec.sha256)).toBeNull();
+      expect(await store.list()).toStrictEqual([expected2]);
+    });
+
+    it('folds the old expiry into the previous secret when the expiry changes: its end never moves later', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('pro');
+      await store.insert(rec);
+      const second = hashApiKey(generateApiKey());
+      await store.rotate(rec.id, { sha256: second, previousExpiresAt: '2025-09-01T01:00:00.000Z' }, new Date());
+      const soon = '2025-09-01T00:00:10.000Z';
+      const shortened = await store.update(rec.id, { expiresAt: soon }, new Date('2025-09-01T00:00:00.000Z'));
+      // Cut by the key's expiry until then, but its own end is kept while the key could still change.
+      expect(shortened?.previous).toStrictEqual({ sha256: rec.sha256, expiresAt: '2025-09-01T01:00:00.000Z' });
+
+      const at = new Date('2025-09-01T00:00:20.000Z');
+      const changes = {
+        expiresAt: null,
+        name: '$sha256',
+        plan: 'enterprise' as const,
+        limits: { perMinute: 5, perDay: 50 },
+      };
+      // The rotation gave no prefix: the record keeps none.
+      const { prefix: _p, ...withoutPrefix } = rec;
+      const expected: KeyRecord = {
+        ...withoutPrefix,
+        sha256: second,
+        name: '$sha256',
+        plan: 'enterprise',
+        limits: { perMinute: 5, perDay: 50 },
+        previous: { sha256: rec.sha256, expiresAt: soon },
+        updatedAt: at.toISOString(),
+      };
+      expect(await store.update(rec.id, changes, at)).toStrictEqual(expected);
+      expect(await store.findByHash(rec.sha256)).toStrictEqual(expected);
+
+      // A later expiry moves nothing back; a key without a previous secret gains none.
+      const later = await store.update(
+        rec.id,
+        { expiresAt: '2031-01-01T00:00:00.000Z', limits: null, plan: 'pro' },
+        at,
+      );
+      expect(later?.previous).toStrictEqual({ sha256: rec.sha256, expiresAt: soon });
+      expect(later).not.toHaveProperty('limits');
+      const plain = record('free');
+      await store.insert(plain);
+      const expiring = await store.update(plain.id, { expiresAt: '2031-01-01T00:00:00.000Z' }, at);
+      expect(expiring).toStrictEqual({ ...plain, expiresAt: '2031-01-01T00:00:00.000Z', updatedAt: at.toISOString() });
+    });
+
+    it("keeps the expiry and the previous secret's end when a change leaves the expiry alone", async (ctx) => {
+      const store = await fresh(ctx);
+      // An expiry earlier than the previous secret's own end (as a keys file may have it).
+      const rec = record('pro', {
+        expiresAt: '2030-06-01T00:00:00.000Z',
+        previous: { sha256: hashApiKey(generateApiKey()), expiresAt: '2031-01-01T00:00:00.000Z' },
+      });
+      await store.insert(rec);
+      const at = new Date('2025-10-01T00:00:00.000Z');
+      const expected = { ...rec, name: 'renamed', plan: 'business' as const, updatedAt: at.toISOString() };
+      expect(await store.update(rec.id, { name: 'renamed', plan: 'business' }, at)).toStrictEqual(expected);
+      expect(await store.get(rec.id)).toStrictEqual(expected);
+    });
+
+    it("leaves the previous secret's end where it was when the expiry moves later", async (ctx) => {
+      const store = await fresh(ctx);
+      const previous = { sha256: hashApiKey(generateApiKey()), expiresAt: '2029-12-01T00:00:00.000Z' };
+      const rec = record('pro', { expiresAt: '2030-01-01T00:00:00.000Z', previous });
+      await store.insert(rec);
+      const at = new Date('2025-10-01T00:00:00.000Z');
+      const later = await store.update(rec.id, { expiresAt: '2032-01-01T00:00:00.000Z' }, at);
+      expect(later).toStrictEqual({ ...rec, expiresAt: '2032-01-01T00:00:00.000Z', updatedAt: at.toISOString() });
+    });
+
+    it('refuses a rotation to a hash another key holds, changing nothing', async (ctx) => {
+      const store = await fresh(ctx);
+      const a = record('free');
+      const b = record('pro');
+      await store.insert(a);
+      await store.insert(b);
+      await expect(
+        store.rotate(a.id, { sha256: b.sha256, previousExpiresAt: '2025-08-02T00:00:00.000Z' }, new Date()),
+      ).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect(await store.get(a.id)).toStrictEqual(a);
+      expect(await store.findByHash(b.sha256)).toStrictEqual(b);
+    });
+
+    it('keeps an inserted expiry and previous secret (as loaded from a keys file)', async (ctx) => {
+      const store = await fresh(ctx);
+      const old = hashApiKey(generateApiKey());
+      const rec = record('free', {
+        expiresAt: '2031-02-03T04:05:06.007Z',
+        previous: { sha256: old, expiresAt: '2030-01-01T00:00:00.000Z' },
+      });
+      await store.insert(rec);
+      expect(await store.get(rec.id)).toStrictEqual(rec);
+      expect(await store.findByHash(old)).toStrictEqual(rec);
+    });
+
+    it('answers ping', async (ctx) => {
+      const store = await fresh(ctx);
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+
+    it('hands out copies: changing a returned or inserted record does not change the store', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('enterprise', {}, { perMinute: 5, perDay: 50 });
+      const original = structuredClone(rec);
+      await store.insert(rec);
+      rec.name = 'changed after insert';
+      (rec.limits as Limits).perMinute = 999;
+
+      const got = (await store.get(original.id)) as KeyRecord;
+      got.name = 'changed';
+      got.plan = 'free';
+      (got.limits as Limits).perDay = 1;
+      got.revokedAt = '2020-01-01T00:00:00.000Z';
+
+      const found = (await store.findByHash(original.sha256)) as KeyRecord;
+      found.sha256 = 'f'.repeat(64);
+      (found.limits as Limits).perMinute = 2;
+
+      const [listed] = await store.list();
+      (listed as KeyRecord).name = 'changed in list';
+      ((listed as KeyRecord).limits as Limits).perDay = 3;
+
+      expect(await store.get(original.id)).toStrictEqual(original);
+      expect(await store.findByHash(original.sha256)).toStrictEqual(original);
+      expect(await store.list()).toStrictEqual([original]);
+      expect(await store.changedSince(new Date(0))).toEqual([]);
+    });
+  });
+}

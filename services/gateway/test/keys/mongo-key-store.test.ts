@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { findMongo } from '@animal-store/tests/support/mongo.js';
+import { type Db, MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateApiKey, hashApiKey, newKeyId } from '../../src/keys/api-key.js';
+import { MongoKeyStore } from '../../src/keys/mongo-key-store.js';
+import { keyStoreContract } from './key-store.contract.js';
+
+const { mongo, reason } = await findMongo();
+if (!mongo) console.warn(`[skip] MongoKeyStore contract: ${reason}`);
+
+describe.skipIf(!mongo)('MongoKeyStore', () => {
+  let client: MongoClient;
+
+  beforeAll(async () => {
+    client = new MongoClient(mongo!.url, { serverSelectionTimeoutMS: 10_000 });
+    await client.connect();
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await mongo?.stop();
+  });
+
+  /** A database of its own per store, so parallel runs and real data are never touched. */
+  async function freshDb(): Promise<{ db: Db; store: MongoKeyStore; cleanup(): Promise<void> }> {
+    const db = client.db(`gateway_test_${randomBytes(8).toString('hex')}`);
+    const store = new MongoKeyStore(db);
+    await store.init();
+    return {
+      db,
+      store,
+      cleanup: async () => {
+        await db.dropDatabase();
+      },
+    };
+  }
+
+  keyStoreContract('MongoKeyStore', freshDb);
+
+  it('creates unique indexes on id and sha256, and init is idempotent', async () => {
+    const { db, store, cleanup } = await freshDb();
+    try {
+      await store.init();
+      const indexes = await db.collection('keys').listIndexes().toArray();
+      const byName = new Map(indexes.map((index) => [index.name, index]));
+      expect(byName.get('id_unique')?.key).toEqual({ id: 1 });
+      expect(byName.get('id_unique')?.unique).toBe(true);
+      expect(byName.get('sha256_unique')?.key).toEqual({ sha256: 1 });
+      expect(byName.get('sha256_unique')?.unique).toBe(true);
+      // A rotated-out secret is found by its hash too, and no two keys share one.
+      expect(byName.get('previous_sha256_unique')?.key).toEqual({ 'previous.sha256': 1 });
+      expect(byName.get('previous_sha256_unique')?.unique).toBe(true);
+      expect(byName.get('updatedAt')?.key).toEqual({ updatedAt: 1 });
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('stores every timestamp as a date, and never a plaintext key', async () => {
+    const { db, store, cleanup } = await freshDb();
+    try {
+      const key = generateApiKey();
+      const id = newKeyId();
+      await store.insert({
+        id,
+        name: 'n',
+        plan: 'free',
+        sha256: hashApiKey(key),
+        createdAt: '2025-01-01T00:00:00.000Z',
+        expiresAt: '2030-01-01T00:00:00.000Z',
+      });
+      const next = generateApiKey();
+      const rotation = { sha256: hashApiKey(next), previousExpiresAt: '2025-01-20T00:00:00.000Z' };
+      await store.rotate(id, rotation, new Date('2025-01-19T00:00:00.000Z'));
+      await store.revoke(id, new Date('2025-02-01T00:00:00.000Z'));
+      const doc = await db.collection('keys').findOne({ id }, { projection: { _id: 0 } });
+      expect(doc?.createdAt).toBeInstanceOf(Date);
+      expect(doc?.revokedAt).toBeInstanceOf(Date);
+      expect(doc).toEqual({
+        id,
+        name: 'n',
+        plan: 'free',
+        sha256: hashApiKey(next),
+        previous: { sha256: hashApiKey(key), expiresAt: new Date('2025-01-20T00:00:00.000Z') },
+        createdAt: new Date('2025-01-01T00:00:00.000Z'),
+        expiresAt: new Date('2030-01-01T00:00:00.000Z'),
+        updatedAt: new Date('2025-02-01T00:00:00.000Z'),
+        revokedAt: new Date('2025-02-01T00:00:00.000Z'),
+      });
+      expect(JSON.stringify(doc)).not.toContain(key);
+      expect(JSON.stringify(doc)).not.toContain(next);
+    } finally {
+      await cleanup();
+    }
+  });
+});

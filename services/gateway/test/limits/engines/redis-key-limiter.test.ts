@@ -1,0 +1,271 @@
+import { randomUUID } from 'node:crypto';
+import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { RedisKeyLimiter } from '../../../src/limits/engines/redis-key-limiter.js';
+import { policyFor } from '../../../src/limits/policy.js';
+import { RedisUsageHistory } from '../../../src/usage/redis-usage-history.js';
+import { DAY_MS } from '../../../src/usage/usage-history.js';
+import { connected, redisClient } from '../../support/helpers.js';
+import { testClock } from '../../support/test-clock.js';
+import { limiterContract } from '../limiter.contract.js';
+
+let redis: TestRedis;
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  // Unset when beforeAll failed: that failure is the one to report, not a TypeError here.
+  await redis?.stop();
+});
+
+/**
+ * Every case twice: without the usage history (the day window a key of its own) and with it, as
+ * the gateway runs (the day window the field `d` of the day's history hash).
+ */
+for (const withHistory of [false, true]) {
+  limiterContract(withHistory ? 'redis, with the usage history' : 'redis', async (ban) => {
+    // A command timeout of its own: the contract is about decisions, and this machine may be busy.
+    const client = await connected(redisClient(redis.url, 2_000));
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    // A clock that moves only when the test moves it, taking the TTLs of the limiter's keys with it:
+    // sliding buckets and refusals to the millisecond, and state gone only when its time is up.
+    const clock = testClock({ client, prefix });
+    const history = withHistory ? new RedisUsageHistory(client, prefix, 35 * DAY_MS) : null;
+    const limiter = new RedisKeyLimiter(client, prefix, ban, clock.now, history);
+    return {
+      limiter,
+      ...clock,
+      cleanup: async () => {
+        await history?.flush();
+        client.disconnect();
+      },
+    };
+  });
+}
+
+describe('two replicas on one Redis', () => {
+  const replicas = async (n: number, prefix = `t${randomUUID().slice(0, 8)}:`) => {
+    const ban = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
+    const clients = await Promise.all(Array.from({ length: n }, () => connected(redisClient(redis.url))));
+    onTestFinished(() => {
+      for (const client of clients) client.disconnect();
+    });
+    return clients.map((client) => new RedisKeyLimiter(client, prefix, ban));
+  };
+
+  it.each([
+    ['fixed', policyFor({ perMinute: 100, perDay: 1_000 })],
+    ['sliding', policyFor({ perSecond: 1_000, perMinute: 100, perDay: 1_000 }, 'sliding')],
+    ['monthly', policyFor({ perMonth: 100 })],
+  ])('share every window exactly under concurrency, costs included (%s)', async (_label, policy) => {
+    const [a, b] = (await replicas(2)) as [RedisKeyLimiter, RedisKeyLimiter];
+    const keyId = `key_${randomUUID()}`;
+    // 3 units each: 33 fit in 100, whichever replica sends them.
+    const decisions = await Promise.all(
+      Array.from({ length: 120 }, (_, i) => (i % 2 === 0 ? a : b).consume(keyId, policy, 3)),
+    );
+    expect(decisions.filter((d) => d.outcome === 'admitted')).toHaveLength(33);
+    const usage = await a.usage(keyId, policy);
+    for (const w of usage.windows) expect(w.used, w.name).toBe(99);
+  });
+
+  it('carries a day counted by an earlier version (a key of its own) into the history hash, once', async () => {
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const history = new RedisUsageHistory(client, prefix, 35 * DAY_MS);
+    const limiter = new RedisKeyLimiter(
+      client,
+      prefix,
+      { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 },
+      Date.now,
+      history,
+    );
+    const policy = policyFor({ perMinute: 1_000, perDay: 100 });
+    const keyId = `key_${randomUUID()}`;
+    const dayEnd = (Math.floor(Date.now() / DAY_MS) + 1) * DAY_MS;
+    await client.set(limiter.keyName(keyId, 'd'), '95', 'PXAT', dayEnd);
+
+    expect((await limiter.usage(keyId, policy)).windows.map((w) => [w.name, w.used])).toEqual([
+      ['minute', 0],
+      ['day', 95],
+    ]);
+    const outcomes = [];
+    for (let i = 0; i < 6; i++) outcomes.push((await limiter.consume(keyId, policy, 1)).outcome);
+    expect(outcomes).toEqual(['admitted', 'admitted', 'admitted', 'admitted', 'admitted', 'limited']);
+    expect(await client.exists(limiter.keyName(keyId, 'd'))).toBe(0);
+    expect(await client.hget(history.dayKey(keyId, Math.floor(Date.now() / DAY_MS)), 'd')).toBe('100');
+  });
+
+  it('keeps a month’s count through a restart: a new limiter on the same Redis goes on from it', async () => {
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const [first] = (await replicas(1, prefix)) as [RedisKeyLimiter];
+    const policy = policyFor({ perMinute: 1_000, perMonth: 5 });
+    const keyId = `key_${randomUUID()}`;
+    for (let i = 0; i < 4; i++) expect((await first.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    const [again] = (await replicas(1, prefix)) as [RedisKeyLimiter];
+    expect((await again.usage(keyId, policy)).windows.map((w) => w.used)).toEqual([4, 4]);
+    expect((await again.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    const refused = await again.consume(keyId, policy, 1);
+    expect(refused.outcome).toBe('limited');
+    if (refused.outcome !== 'limited') return;
+    const now = new Date();
+    const monthEnd = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+    expect(Math.abs(Date.now() + refused.retryAfterMs - monthEnd)).toBeLessThan(2_000);
+  });
+});
+
+describe('one replica’s calls for a key', () => {
+  /** One turn of the event loop: requests spread over turns arrive while the key's call is out. */
+  const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const NO_BANS = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
+  const start = async () => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    return { client, limiter: new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, NO_BANS) };
+  };
+
+  it('decides requests that arrive while the key’s call is out in its next call, in order', async () => {
+    const { limiter } = await start();
+    const keyId = `key_${randomUUID()}`;
+    const policy = policyFor({ perMinute: 30, perDay: 1_000 });
+    const pending = [];
+    for (let i = 0; i < 40; i++) {
+      pending.push(limiter.consume(keyId, policy, 1));
+      await turn();
+    }
+    const decisions = await Promise.all(pending);
+    expect(decisions.map((d) => d.outcome)).toEqual([...Array(30).fill('admitted'), ...Array(10).fill('limited')]);
+    expect(decisions.map((d) => d.windows[0]?.remaining)).toEqual([
+      ...Array.from({ length: 30 }, (_, i) => 29 - i),
+      ...Array(10).fill(0),
+    ]);
+  });
+
+  it('fails every request of a key whose call fails, those waiting behind it too, then sends the next anew', async () => {
+    const { client, limiter } = await start();
+    const keyId = `key_${randomUUID()}`;
+    const policy = policyFor({ perMinute: 30 });
+    // A window key of the wrong type: the script's INCRBY fails.
+    await client.hset(limiter.keyName(keyId, 'm'), 'x', '1');
+    const pending = [];
+    for (let i = 0; i < 20; i++) {
+      pending.push(
+        limiter.consume(keyId, policy, 1).then(
+          (d) => d.outcome,
+          (err: Error) => (err.message.includes('WRONGTYPE') ? 'failed' : err.message),
+        ),
+      );
+      await turn();
+    }
+    expect(await Promise.all(pending)).toEqual(Array(20).fill('failed'));
+    // One request surely behind a failing call: sent three turns after the first, when the
+    // first's call has gone out (two lingering turns) and before its answer can be read.
+    const first = limiter.consume(keyId, policy, 1);
+    for (let i = 0; i < 3; i++) await turn();
+    const behind = limiter.consume(keyId, policy, 1);
+    await expect(first).rejects.toThrow('WRONGTYPE');
+    await expect(behind).rejects.toThrow('WRONGTYPE');
+    await client.del(limiter.keyName(keyId, 'm'));
+    // The failed requests were not sent again: this one is the window's first.
+    const next = await limiter.consume(keyId, policy, 1);
+    expect(next.outcome).toBe('admitted');
+    expect(next.windows[0]?.remaining).toBe(29);
+  });
+});
+
+describe('what a key keeps in Redis for its refusals', () => {
+  const start = async () => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const clock = testClock({ client, prefix });
+    const history = new RedisUsageHistory(client, prefix, 35 * DAY_MS);
+    const ban = { threshold: 3, windowMs: 60_000, durationMs: 900_000, graceMs: 500, minRetryAfterMs: 0 };
+    const limiter = new RedisKeyLimiter(client, prefix, ban, clock.now, history);
+    onTestFinished(() => history.flush());
+    const keys = async () => (await client.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort();
+    return { client, clock, limiter, keys };
+  };
+
+  it('lets it expire with the Retry-After it counts, not with another window the request would have filled exactly', async () => {
+    const { client, clock, limiter } = await start();
+    const keyId = `key_${randomUUID()}`;
+    const policy = policyFor({ perMinute: 1, perDay: 2 });
+    await limiter.consume(keyId, policy, 1);
+    await clock.advance(50_000);
+    const refused = await limiter.consume(keyId, policy, 1);
+    if (refused.outcome !== 'limited') throw new Error(refused.outcome);
+    const pending = limiter.keyName(keyId, 'pending');
+    // Counted until the minute's end less the grace: its TTL is no longer.
+    expect(await client.pttl(pending)).toBeGreaterThan(0);
+    expect(await client.pttl(pending)).toBeLessThanOrEqual(refused.retryAfterMs - 500);
+    // And it goes by that TTL (a little late on the test's clock: see test-clock.ts).
+    await clock.advance(refused.retryAfterMs - 500 + 1_000);
+    expect(await client.exists(pending)).toBe(0);
+  });
+
+  it('keeps nothing toward a ban for a key that is only admitted: its windows and its history alone', async () => {
+    const { clock, limiter, keys } = await start();
+    const keyId = `key_${randomUUID()}`;
+    const policy = policyFor({ perMinute: 5, perDay: 100 });
+    for (let i = 0; i < 5; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    const day = Math.floor(clock.now() / DAY_MS);
+    expect(await keys()).toEqual([`usage:keys:${day}`, `{${keyId}}:h:${day}`, `{${keyId}}:m`].sort());
+  });
+});
+
+describe('calendar windows in Redis', () => {
+  const NO_BANS = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
+  /** A limiter on its own prefix whose clock and Redis's move together (test-clock.ts). */
+  const start = async (withHistory: boolean) => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const clock = testClock({ client, prefix });
+    const history = withHistory ? new RedisUsageHistory(client, prefix, 35 * DAY_MS) : null;
+    return { client, clock, limiter: new RedisKeyLimiter(client, prefix, NO_BANS, clock.now, history) };
+  };
+  /** 00:00 UTC on the 1st of the month after the one holding `ms`. */
+  const nextFirst = (ms: number) => {
+    const d = new Date(ms);
+    return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  };
+
+  it('keeps a month’s counter in Redis until 00:00 UTC on the 1st, the reset its decisions announce', async () => {
+    const { client, clock, limiter } = await start(true);
+    const keyId = `key_${randomUUID()}`;
+    const decision = await limiter.consume(keyId, policyFor({ perMinute: 100, perMonth: 1_000 }), 1);
+    const month = decision.windows.find((w) => w.name === 'month');
+    expect(month?.resetAt).toBe(nextFirst(clock.now()));
+    expect(await client.pexpiretime(limiter.keyName(keyId, 'mo'))).toBe(nextFirst(clock.now()));
+  });
+
+  it('keeps a day’s counter of its own (no usage history) until the next 00:00 UTC', async () => {
+    const { client, clock, limiter } = await start(false);
+    const keyId = `key_${randomUUID()}`;
+    const decision = await limiter.consume(keyId, policyFor({ perMinute: 100, perDay: 1_000 }), 1);
+    const midnight = (Math.floor(clock.now() / DAY_MS) + 1) * DAY_MS;
+    expect(decision.windows.find((w) => w.name === 'day')?.resetAt).toBe(midnight);
+    expect(await client.pexpiretime(limiter.keyName(keyId, 'd'))).toBe(midnight);
+  });
+
+  it('gives a spent month back when Redis’s clock passes the 1st, not a minute before', async () => {
+    const { clock, limiter } = await start(true);
+    const keyId = `key_${randomUUID()}`;
+    const policy = policyFor({ perMinute: 100, perMonth: 3 });
+    for (let i = 0; i < 3; i++) expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    const refused = await limiter.consume(keyId, policy, 1);
+    expect(refused).toMatchObject({ outcome: 'limited', retryAfterMs: nextFirst(clock.now()) - clock.now() });
+
+    const first = nextFirst(clock.now());
+    await clock.moveTo(first - 60_000);
+    expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
+    expect((await limiter.usage(keyId, policy)).windows[1]).toMatchObject({ used: 3, resetAt: first });
+
+    await clock.moveTo(first + 1_000);
+    const next = await limiter.consume(keyId, policy, 1);
+    expect(next.outcome).toBe('admitted');
+    expect(next.windows[1]).toMatchObject({ name: 'month', remaining: 2, resetAt: nextFirst(first) });
+  });
+});

@@ -1,0 +1,120 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { DAY_MS, daysTouched, HOUR_MS, type UsageHistory } from '../../src/usage/usage-history.js';
+
+export interface HistoryHarness {
+  history: UsageHistory;
+  /** The history's clock: 10:20 UTC on some day, until moved. */
+  now(): number;
+  /** Moves the clock on, and with it what the store lets expire (Redis: its TTLs). */
+  advance(ms: number): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+const RETENTION_MS = 3 * DAY_MS;
+let counter = 0;
+const newKeyId = () => `key_history_${process.pid}_${counter++}`;
+
+/** What both usage histories must do alike: UTC hours in, the same hours and keys out. */
+export function usageHistoryContract(name: string, make: (retentionMs: number) => Promise<HistoryHarness>): void {
+  describe(`${name} usage history contract`, () => {
+    let harness: HistoryHarness | undefined;
+    const start = async () => {
+      harness = await make(RETENTION_MS);
+      return harness;
+    };
+    afterEach(async () => {
+      await harness?.cleanup();
+      harness = undefined;
+    });
+
+    it('counts each outcome and the units in the UTC hour of each decision, hours oldest first', async () => {
+      const { history, now } = await start();
+      const key = newKeyId();
+      const hour = now() - (now() % HOUR_MS);
+      history.count(key, 'admitted', 3, hour + 5);
+      history.count(key, 'admitted', 2, hour + HOUR_MS - 1);
+      history.count(key, 'limited', 0, hour);
+      history.count(key, 'banned', 0, hour - 1);
+      history.count(key, 'forbidden', 0, hour - HOUR_MS);
+      history.count(newKeyId(), 'admitted', 1, hour);
+      await history.flush();
+      expect(await history.hours(key, hour - 2 * HOUR_MS, hour + HOUR_MS)).toEqual([
+        { hour: hour - HOUR_MS, admitted: 0, limited: 0, banned: 1, forbidden: 1, units: 0, upstreamFailed: 0 },
+        { hour, admitted: 2, limited: 1, banned: 0, forbidden: 0, units: 5, upstreamFailed: 0 },
+      ]);
+    });
+
+    it('reports an admission the upstream did not serve as upstreamFailed, not admitted, and bills none of its units', async () => {
+      const { history, now } = await start();
+      const [key, orphan] = [newKeyId(), newKeyId()];
+      const hour = now() - (now() % HOUR_MS);
+      history.count(key, 'admitted', 5, hour + 10);
+      history.count(key, 'admitted', 1, hour + 20);
+      history.upstreamFailed(key, 5, hour + 10);
+      // A failure counted without its admission (that one in the hour before, a millisecond earlier) is never below zero.
+      history.upstreamFailed(orphan, 2, hour);
+      await history.flush();
+      expect(await history.hours(key, hour, hour + HOUR_MS)).toEqual([
+        { hour, admitted: 1, limited: 0, banned: 0, forbidden: 0, units: 1, upstreamFailed: 1 },
+      ]);
+      expect(await history.hours(orphan, hour, hour + HOUR_MS)).toEqual([
+        { hour, admitted: 0, limited: 0, banned: 0, forbidden: 0, units: 0, upstreamFailed: 1 },
+      ]);
+    });
+
+    it('reads the hours from `from` up to, not including, `to`, across days', async () => {
+      const { history, now } = await start();
+      const key = newKeyId();
+      const midnight = now() - (now() % DAY_MS);
+      for (const at of [midnight - HOUR_MS, midnight, midnight + HOUR_MS, midnight + 2 * HOUR_MS]) {
+        history.count(key, 'admitted', 1, at + 30_000);
+      }
+      const hours = await history.hours(key, midnight - HOUR_MS, midnight + 2 * HOUR_MS);
+      expect(hours.map((h) => h.hour)).toEqual([midnight - HOUR_MS, midnight, midnight + HOUR_MS]);
+      expect(await history.hours(key, midnight, midnight + HOUR_MS)).toEqual([
+        { hour: midnight, admitted: 1, limited: 0, banned: 0, forbidden: 0, units: 1, upstreamFailed: 0 },
+      ]);
+      expect(await history.hours(newKeyId(), midnight - DAY_MS, midnight + DAY_MS)).toEqual([]);
+    });
+
+    it('knows which keys decided anything on the UTC days a range touches', async () => {
+      const { history, now } = await start();
+      const [early, late, both] = [newKeyId(), newKeyId(), newKeyId()];
+      const midnight = now() - (now() % DAY_MS);
+      history.count(early, 'forbidden', 0, midnight - 1);
+      history.count(late, 'limited', 0, midnight);
+      history.count(both, 'admitted', 1, midnight - DAY_MS);
+      history.count(both, 'admitted', 1, midnight + HOUR_MS);
+      await history.flush();
+      const sorted = async (from: number, to: number) => (await history.activeKeys(from, to)).sort();
+      expect(await sorted(midnight - HOUR_MS, midnight)).toEqual([both, early].sort());
+      expect(await sorted(midnight, midnight + 1)).toEqual([both, late].sort());
+      expect(await sorted(midnight - 1, midnight + 1)).toEqual([both, early, late].sort());
+      expect(await sorted(midnight + DAY_MS, midnight + 2 * DAY_MS)).toEqual([]);
+    });
+
+    it('keeps an hour for the retention after it ends, and forgets it once its day ended that long ago', async () => {
+      const { history, now, advance } = await start();
+      const key = newKeyId();
+      const hourEnd = now() - (now() % HOUR_MS) + HOUR_MS;
+      const dayEnd = now() - (now() % DAY_MS) + DAY_MS;
+      history.count(key, 'admitted', 1, now());
+      await history.flush();
+      const span = [dayEnd - DAY_MS, dayEnd] as const;
+      await advance(hourEnd + RETENTION_MS - 1 - now());
+      expect(await history.hours(key, ...span)).toHaveLength(1);
+      await advance(dayEnd + RETENTION_MS + 1 - now());
+      expect(await history.hours(key, ...span)).toEqual([]);
+    });
+  });
+}
+
+describe('the UTC days a range touches', () => {
+  it('are every day from the one holding `from` to the one holding the last instant before `to`', () => {
+    expect(daysTouched(0, 1)).toEqual([0]);
+    expect(daysTouched(DAY_MS - 1, DAY_MS)).toEqual([0]);
+    expect(daysTouched(DAY_MS - 1, DAY_MS + 1)).toEqual([0, 1]);
+    expect(daysTouched(3 * DAY_MS, 5 * DAY_MS)).toEqual([3, 4]);
+    expect(daysTouched(DAY_MS, DAY_MS)).toEqual([]);
+  });
+});

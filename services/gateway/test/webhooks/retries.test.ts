@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
+import { Queue } from 'bullmq';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { queueConnection } from '../../src/redis/clients.js';
+import { BullmqDeliveryQueue } from '../../src/webhooks/delivery/bullmq-delivery-queue.js';
+import {
+  type DeliveryJob,
+  type DeliveryQueue,
+  RetryDelivery,
+  retryDelayMs,
+} from '../../src/webhooks/delivery/delivery-queue.js';
+import { MemoryDeliveryQueue } from '../../src/webhooks/delivery/memory-delivery-queue.js';
+
+/**
+ * The retry schedule as the README documents it (WEBHOOKS_RETRY_BASE_MS, WEBHOOKS_RETRY_MAX_DELAY_MS):
+ * the n-th retry waits base·2^(n−1), capped at the maximum, between half and all of it at random.
+ * The jitter is fixed at either end here, so each wait is exact.
+ */
+const full = (retry: number, baseMs: number, maxMs: number): number => Math.min(maxMs, baseMs * 2 ** (retry - 1));
+const JITTER = {
+  /** The shortest wait: half. */
+  lowest: { random: () => 0, part: 0.5 },
+  /** The longest: all of it (random() stays below 1). */
+  highest: { random: () => 1 - Number.EPSILON, part: 1 },
+};
+
+const job = (): DeliveryJob => ({
+  subscriptionId: 'wh_test',
+  eventId: `msg_${randomUUID()}`,
+  event: { type: 'webhook.test', timestamp: new Date().toISOString(), data: {} },
+  enqueuedAt: Date.now(),
+});
+
+/** Starts the queue on an endpoint that always fails and queues one delivery (id `j1`); returns its attempts so far. */
+async function failingDelivery(queue: DeliveryQueue): Promise<number[]> {
+  const attempts: number[] = [];
+  await queue.start({
+    deliver: async (_job, attempt) => {
+      attempts.push(attempt);
+      throw new RetryDelivery('endpoint answered 503');
+    },
+  });
+  await queue.add(job(), 'j1');
+  return attempts;
+}
+
+describe('the retry schedule', () => {
+  it.each(Object.entries(JITTER))(
+    'doubles from the base to the maximum (jitter at its %s)',
+    (_end, { random, part }) => {
+      // The defaults: 5 s doubling to 1 h, reached at the 11th retry.
+      const waits = Array.from({ length: 12 }, (_, i) => retryDelayMs(i + 1, 5_000, 3_600_000, random));
+      expect(waits).toEqual(
+        [5, 10, 20, 40, 80, 160, 320, 640, 1_280, 2_560, 3_600, 3_600].map((s) => Math.round(s * 1_000 * part)),
+      );
+      expect(retryDelayMs(60, 20, 100, random)).toBe(Math.round(100 * part));
+    },
+  );
+
+  it('waits at least a millisecond', () => {
+    expect(retryDelayMs(1, 1, 1, JITTER.lowest.random)).toBe(1);
+  });
+});
+
+describe('the memory queue (embedded mode)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it.each(Object.entries(JITTER))(
+    'makes each retry exactly its wait after the failure before (jitter at its %s)',
+    async (_end, { random, part }) => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const retry = { baseMs: 1_000, maxMs: 4_000, random };
+      const queue = new MemoryDeliveryQueue(retry);
+      onTestFinished(() => queue.close());
+      const attempts = await failingDelivery(queue);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(attempts).toEqual([1]);
+      for (let retryNo = 1; retryNo <= 4; retryNo++) {
+        const wait = Math.round(full(retryNo, retry.baseMs, retry.maxMs) * part);
+        await vi.advanceTimersByTimeAsync(wait - 1);
+        expect(attempts, `retry ${retryNo} after ${wait - 1} ms`).toHaveLength(retryNo);
+        await vi.advanceTimersByTimeAsync(1);
+        expect(attempts, `retry ${retryNo} after ${wait} ms`).toHaveLength(retryNo + 1);
+      }
+      expect(attempts).toEqual([1, 2, 3, 4, 5]);
+    },
+  );
+});
+
+describe('the BullMQ queue', () => {
+  let redis: TestRedis | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it.each(Object.entries(JITTER))(
+    'delays each retry by its wait after the failure before (jitter at its %s)',
+    async (_end, { random, part }) => {
+      if (!redis) throw new Error('no Redis');
+      const target = { mode: 'standalone', url: redis.url } as const;
+      const prefix = `wr${randomUUID().slice(0, 8)}:`;
+      // Waits of minutes: each retry is read from the delayed job, then promoted to run at once.
+      const retry = { baseMs: 60_000, maxMs: 240_000, random };
+      const queue = new BullmqDeliveryQueue({ connect: () => queueConnection(target), prefix, retry });
+      // The queue's own name and keys, read the way BullMQ keeps them.
+      const inspect = new Queue('deliveries', { connection: queueConnection(target), prefix: `{${prefix}webhooks}` });
+      onTestFinished(async () => {
+        await queue.close();
+        await inspect.close();
+        await inspect.disconnect();
+      });
+      const attempts = await failingDelivery(queue);
+      for (let retryNo = 1; retryNo <= 4; retryNo++) {
+        const delayed = await vi.waitFor(
+          async () => {
+            const found = await inspect.getJob('j1');
+            expect(await found?.getState()).toBe('delayed');
+            expect(found?.attemptsMade).toBe(retryNo);
+            return found;
+          },
+          { timeout: 10_000, interval: 20 },
+        );
+        expect(delayed?.delay, `retry ${retryNo}`).toBe(Math.round(full(retryNo, retry.baseMs, retry.maxMs) * part));
+        await delayed?.promote();
+      }
+      expect(attempts).toEqual([1, 2, 3, 4]);
+    },
+  );
+});

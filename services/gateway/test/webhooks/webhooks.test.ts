@@ -1,0 +1,456 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { DAY_MS } from '../../src/usage/usage-history.js';
+import { ADMIN_TOKEN, addKey, bearer, startGateway, type TestGateway, useGateways } from '../support/helpers.js';
+import { testClock } from '../support/test-clock.js';
+import { type Received, startReceiver } from '../support/webhook-receiver.js';
+
+/**
+ * Webhooks end to end: a real receiver on loopback, deliveries through the queue (BullMQ on Redis,
+ * or memory), signatures checked with the standardwebhooks library, retries, replicas.
+ */
+const gateways = useGateways();
+const receivers: Array<Awaited<ReturnType<typeof startReceiver>>> = [];
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+});
+
+/** Loopback over http for the receiver, and retries in milliseconds so tests run fast. */
+const LOCAL = {
+  WEBHOOKS_ALLOW_INSECURE: 'true',
+  WEBHOOKS_ALLOW_PRIVATE: 'true',
+  WEBHOOKS_RETRY_BASE_MS: '20',
+  WEBHOOKS_RETRY_MAX_DELAY_MS: '100',
+};
+
+async function receiver(script: number[] = []) {
+  const r = await startReceiver(script);
+  receivers.push(r);
+  return r;
+}
+
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+async function subscribe(gw: TestGateway, url: string, events: string[]): Promise<{ id: string; secret: string }> {
+  const res = await gw.admin.inject({
+    method: 'POST',
+    url: '/admin/webhooks',
+    headers: admin,
+    payload: { url, events },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json();
+}
+
+function verified(secret: string, request: Received): unknown {
+  return new Webhook(secret).verify(request.body, request.headers as Record<string, string>);
+}
+
+async function drained(...gws: TestGateway[]): Promise<void> {
+  for (const gw of gws) {
+    await vi.waitFor(async () => expect((await gw.deps.webhooks.queue.stats()).depth).toBe(0), {
+      timeout: 10_000,
+      interval: 20,
+    });
+  }
+}
+
+describe('admin API: /admin/webhooks', () => {
+  it('creates (the secret once), lists, shows, updates, rotates and deletes an endpoint', async () => {
+    const gw = await gateways.start({ env: LOCAL });
+    const hook = await receiver();
+    const created = await subscribe(gw, hook.url, ['key.created', 'key.quota.warning']);
+    expect(created.secret).toMatch(/^whsec_/);
+
+    const list = await gw.admin.inject({ url: '/admin/webhooks', headers: admin });
+    expect(list.statusCode).toBe(200);
+    expect(list.json()).toEqual([expect.objectContaining({ id: created.id, url: hook.url, description: '' })]);
+    expect(list.body).not.toContain(created.secret);
+
+    const patched = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/webhooks/${created.id}`,
+      headers: admin,
+      payload: { events: ['key.revoked'], description: 'billing' },
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect(patched.json()).toMatchObject({ events: ['key.revoked'], description: 'billing' });
+
+    const rotated = await gw.admin.inject({
+      method: 'POST',
+      url: `/admin/webhooks/${created.id}/rotate`,
+      headers: admin,
+    });
+    expect(rotated.statusCode).toBe(200);
+    const { secret } = rotated.json() as { secret: string };
+    expect(secret).not.toBe(created.secret);
+    const shown = await gw.admin.inject({ url: `/admin/webhooks/${created.id}`, headers: admin });
+    expect(shown.json()).toHaveProperty('previousSecretExpiresAt');
+    expect(shown.body).not.toContain(secret);
+
+    const removed = await gw.admin.inject({ method: 'DELETE', url: `/admin/webhooks/${created.id}`, headers: admin });
+    expect(removed.statusCode).toBe(204);
+    const gone = await gw.admin.inject({ url: `/admin/webhooks/${created.id}`, headers: admin });
+    expect(gone.statusCode).toBe(404);
+    expect(gone.json()).toEqual({ code: 'not_found', message: expect.any(String), status: 404 });
+  });
+
+  // Hostile inputs, with the endpoint rules on (no WEBHOOKS_ALLOW_*).
+  const refused: Array<[string, string | object]> = [
+    ['not a URL', { url: 'hooks example', events: ['key.created'] }],
+    ['http without WEBHOOKS_ALLOW_INSECURE', { url: 'http://hooks.example.com/x', events: ['key.created'] }],
+    ['credentials in the URL', { url: 'https://user:pw@hooks.example.com/x', events: ['key.created'] }],
+    ['a loopback address', { url: 'https://127.0.0.1/x', events: ['key.created'] }],
+    ['a name for loopback', { url: 'https://localhost/x', events: ['key.created'] }],
+    ['the metadata service', { url: 'https://169.254.169.254/latest', events: ['key.created'] }],
+    ['a private address', { url: 'https://10.1.2.3/x', events: ['key.created'] }],
+    ['IPv6 loopback', { url: 'https://[::1]/x', events: ['key.created'] }],
+    ['IPv4-mapped private', { url: 'https://[::ffff:192.168.0.1]/x', events: ['key.created'] }],
+    ['IPv4-compatible loopback', { url: 'https://[::127.0.0.1]/x', events: ['key.created'] }],
+    ['a documentation address (TEST-NET-3)', { url: 'https://203.0.113.7/x', events: ['key.created'] }],
+    ['an unknown event', { url: 'https://hooks.example.com/x', events: ['key.exploded'] }],
+    ['no events', { url: 'https://hooks.example.com/x', events: [] }],
+    ['the same event twice', { url: 'https://hooks.example.com/x', events: ['key.created', 'key.created'] }],
+    ['an unknown field', { url: 'https://hooks.example.com/x', events: ['key.created'], secret: 'mine' }],
+    [
+      'a control character in the description',
+      { url: 'https://hooks.example.com/x', events: ['key.created'], description: 'a\u0007b' },
+    ],
+    ['malformed JSON', '{"url": "https://hooks.example.com/x", "events": ['],
+  ];
+  it.each(refused)('refuses %s with 400 in the Error shape', async (_why, payload) => {
+    const gw = await gateways.start();
+    const res = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/webhooks',
+      headers: { ...admin, 'content-type': 'application/json' },
+      payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+    });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toEqual({ code: 'invalid_request', message: expect.any(String), status: 400 });
+    const list = await gw.admin.inject({ url: '/admin/webhooks', headers: admin });
+    expect(list.json()).toEqual([]);
+  });
+
+  it('refuses a PATCH to a private address and an empty PATCH', async () => {
+    const gw = await gateways.start();
+    const made = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/webhooks',
+      headers: admin,
+      payload: { url: 'https://8.8.8.8/x', events: ['key.created'] },
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    const { id } = made.json() as { id: string };
+    for (const payload of [{ url: 'https://192.168.1.1/x' }, {}]) {
+      const res = await gw.admin.inject({ method: 'PATCH', url: `/admin/webhooks/${id}`, headers: admin, payload });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json()).toMatchObject({ code: 'invalid_request', status: 400 });
+    }
+  });
+});
+
+describe.each([
+  ['BullMQ on Redis', true],
+  ['memory (embedded)', false],
+])('delivery through %s', (_name, withRedis) => {
+  const start = (env: Record<string, string> = {}) =>
+    gateways.start({ env: { ...LOCAL, ...env }, ...(withRedis ? {} : { redisUrl: null }) });
+
+  it('signs a ping so that the standardwebhooks library verifies it', async () => {
+    const gw = await start();
+    const hook = await receiver();
+    const { id, secret } = await subscribe(gw, hook.url, ['key.created']);
+    const ping = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/test`, headers: admin });
+    expect(ping.statusCode).toBe(202);
+    await hook.until(1);
+    const [request] = hook.received as [Received];
+    expect(request.headers['webhook-id']).toBe(ping.json().eventId);
+    expect(verified(secret, request)).toMatchObject({ type: 'webhook.test', data: { webhookId: id } });
+    expect(() => verified(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, request)).toThrow();
+  });
+
+  it('delivers on the third attempt to an endpoint answering 503 twice, and lists each attempt', async () => {
+    const gw = await start();
+    const hook = await receiver([503, 503]);
+    const { id, secret } = await subscribe(gw, hook.url, ['key.created']);
+    const created = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/keys',
+      headers: admin,
+      payload: { plan: 'pro', name: 'acme' },
+    });
+    expect(created.statusCode).toBe(201);
+    const key = created.json() as { id: string; key: string };
+    await hook.until(3);
+    expect(hook.received.map((r) => r.status)).toEqual([503, 503, 200]);
+    // One delivery: the same webhook-id on every attempt.
+    expect(new Set(hook.received.map((r) => r.headers['webhook-id'])).size).toBe(1);
+    const event = verified(secret, hook.received[2] as Received);
+    expect(event).toEqual({
+      type: 'key.created',
+      timestamp: expect.any(String),
+      data: { keyId: key.id, plan: 'pro', name: 'acme' },
+    });
+    expect(JSON.stringify(hook.received.map((r) => r.body))).not.toContain(key.key);
+
+    await vi.waitFor(async () => {
+      const res = await gw.admin.inject({ url: `/admin/webhooks/${id}/deliveries`, headers: admin });
+      expect(res.json().map((a: { statusCode: number; outcome: string }) => [a.statusCode, a.outcome])).toEqual([
+        [200, 'delivered'],
+        [503, 'retrying'],
+        [503, 'retrying'],
+      ]);
+    });
+    const [last] = (await gw.admin.inject({ url: `/admin/webhooks/${id}/deliveries`, headers: admin })).json();
+    expect(last).toMatchObject({ attempt: 3, event: 'key.created', error: null, latencyMs: expect.any(Number) });
+  });
+
+  it('marks an endpoint failing once a delivery runs out of retries', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({
+      env: {
+        ...LOCAL,
+        WEBHOOKS_RETRY_FOR_SECONDS: '1',
+        WEBHOOKS_RETRY_BASE_MS: '200',
+        WEBHOOKS_RETRY_MAX_DELAY_MS: '400',
+      },
+      logs,
+      ...(withRedis ? {} : { redisUrl: null }),
+    });
+    const hook = await receiver(Array(100).fill(500));
+    const { id } = await subscribe(gw, hook.url, ['key.created']);
+    await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/test`, headers: admin });
+    await vi.waitFor(
+      async () => {
+        const res = await gw.admin.inject({ url: `/admin/webhooks/${id}`, headers: admin });
+        expect(res.json().failing).toMatchObject({ reason: 'endpoint answered 500' });
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(logs.find((l) => l.audit === 'webhook-failing')).toMatchObject({ level: 40, webhookId: id });
+    const metrics = await gw.deps.registry.getSingleMetricAsString('gateway_webhook_endpoints_failing_total');
+    expect(metrics).toMatch(/^gateway_webhook_endpoints_failing_total(\{[^}]*\})? 1$/m);
+    const deliveries = await gw.admin.inject({ url: `/admin/webhooks/${id}/deliveries`, headers: admin });
+    expect(deliveries.json()[0]).toMatchObject({ outcome: 'failed', statusCode: 500 });
+  });
+
+  it('sends key changes: updated, rotated, ban lifted, revoked', async () => {
+    const gw = await start();
+    const hook = await receiver();
+    await subscribe(gw, hook.url, ['key.updated', 'key.rotated', 'key.ban_lifted', 'key.revoked']);
+    const { id } = await addKey(gw.deps, 'free');
+    for (const [method, path, payload] of [
+      ['PATCH', '', { plan: 'pro' }],
+      ['POST', '/rotate', {}],
+      ['DELETE', '/ban', undefined],
+      ['DELETE', '', undefined],
+    ] as const) {
+      const res = await gw.admin.inject({
+        method,
+        url: `/admin/keys/${id}${path}`,
+        headers: admin,
+        ...(payload ? { payload } : {}),
+      });
+      expect(res.statusCode, res.body).toBeLessThan(300);
+      // One at a time, so the order of arrival is the order of the changes.
+      await hook.until(hook.received.length + 1);
+    }
+    expect(hook.events().map((e) => e.type)).toEqual(['key.updated', 'key.rotated', 'key.ban_lifted', 'key.revoked']);
+    expect(hook.events()[0]?.data).toEqual({ keyId: id, plan: 'pro', name: 'test-free', changed: ['plan'] });
+  });
+
+  it('signs with the old secret too while a rotation’s grace lasts, then with the new one alone', async () => {
+    // The gateway's clock starts a day back, so that the grace (24 h from the rotation) ends now:
+    // every delivery's timestamp is then within the 5 minutes a receiver tolerates.
+    let clock = Date.now() - DAY_MS;
+    const gw = await gateways.start({
+      env: LOCAL,
+      now: () => clock,
+      ...(withRedis ? {} : { redisUrl: null }),
+    });
+    const hook = await receiver();
+    const { id, secret: old } = await subscribe(gw, hook.url, ['key.created']);
+    const rotated = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/rotate`, headers: admin });
+    expect(rotated.statusCode).toBe(200);
+    const { secret, previousSecretExpiresAt } = rotated.json() as { secret: string; previousSecretExpiresAt: string };
+    expect(Date.parse(previousSecretExpiresAt)).toBe(clock + DAY_MS);
+    const ping = async (): Promise<Received> => {
+      const res = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/test`, headers: admin });
+      expect(res.statusCode).toBe(202);
+      await hook.until(hook.received.length + 1);
+      return hook.received.at(-1) as Received;
+    };
+
+    clock = Date.parse(previousSecretExpiresAt) - 60_000;
+    const during = await ping();
+    expect(verified(old, during)).toMatchObject({ type: 'webhook.test', data: { webhookId: id } });
+    expect(verified(secret, during)).toMatchObject({ type: 'webhook.test', data: { webhookId: id } });
+
+    clock = Date.parse(previousSecretExpiresAt) + 60_000;
+    const after = await ping();
+    expect(() => verified(old, after)).toThrow();
+    expect(verified(secret, after)).toMatchObject({ type: 'webhook.test', data: { webhookId: id } });
+  });
+
+  it('sends key.banned when a key is banned, and nothing for events not subscribed to', async () => {
+    const gw = await start({ BAN_THRESHOLD: '1', BAN_GRACE_MS: '0' });
+    const hook = await receiver();
+    await subscribe(gw, hook.url, ['key.banned']);
+    const { key } = await addKey(gw.deps, 'enterprise', { perMinute: 1, perDay: 1 });
+    for (let i = 0; i < 4; i++) await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    await hook.until(1);
+    await drained(gw);
+    expect(hook.events().map((e) => e.type)).toEqual(['key.banned']);
+    expect(hook.events()[0]?.data).toMatchObject({ plan: 'enterprise', bannedUntil: expect.any(String) });
+  });
+});
+
+describe('quota events', () => {
+  it('two replicas crossing 80 % together send one key.quota.warning, then one key.quota.exhausted', async () => {
+    const prefix = `wq${Date.now()}:`;
+    const hook = await receiver();
+    const a = await gateways.start({ env: LOCAL, prefix });
+    const b = await gateways.start({ env: LOCAL, prefix, keyStore: a.deps.keyStore });
+    await subscribe(a, hook.url, ['key.quota.warning', 'key.quota.exhausted']);
+    const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 20, perDay: 20 });
+    // 16 of 20 (80 %) at once, half through each replica.
+    const burst = (n: number) =>
+      Promise.all(
+        Array.from({ length: n }, (_, i) => (i % 2 ? a : b).app.inject({ url: '/v1/pets', headers: bearer(key) })),
+      );
+    expect((await burst(16)).map((r) => r.statusCode)).toEqual(Array(16).fill(200));
+    await hook.until(1);
+    expect((await burst(4)).map((r) => r.statusCode)).toEqual(Array(4).fill(200));
+    await hook.until(2);
+    await drained(a, b);
+    const events = hook.events();
+    expect(events.map((e) => e.type)).toEqual(['key.quota.warning', 'key.quota.exhausted']);
+    expect(events[0]?.data).toEqual({
+      keyId: id,
+      plan: 'enterprise',
+      name: 'test-enterprise',
+      window: 'day',
+      limit: 20,
+      used: 16,
+      threshold: 80,
+      resetAt: expect.stringMatching(/T00:00:00\.000Z$/),
+    });
+    expect(events[1]?.data).toMatchObject({ window: 'day', used: 20, threshold: 100 });
+  });
+
+  it('sends a warning at each threshold of WEBHOOKS_QUOTA_WARNING_PERCENT', async () => {
+    const hook = await receiver();
+    const gw = await gateways.start({ env: { ...LOCAL, WEBHOOKS_QUOTA_WARNING_PERCENT: '50,90' } });
+    await subscribe(gw, hook.url, ['key.quota.warning']);
+    const { key } = await addKey(gw.deps, 'enterprise', { perMinute: 10, perDay: 10 });
+    for (let i = 0; i < 4; i++) await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    expect(hook.received).toHaveLength(0);
+    for (let i = 0; i < 5; i++) await gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+    await hook.until(2);
+    await drained(gw);
+    expect(hook.events().map((e) => [e.data.threshold, e.data.used])).toEqual([
+      [50, 5],
+      [90, 9],
+    ]);
+  });
+});
+
+describe.each([
+  ['Redis', true],
+  ['memory', false],
+])('quota events day after day (%s)', (_name, withRedis) => {
+  it('sends a day’s warning again on each following day: the once-a-period marker ends with its day', async () => {
+    const prefix = `wd${randomUUID().slice(0, 8)}:`;
+    const clock = testClock();
+    const gw = await gateways.start({ env: LOCAL, prefix, now: clock.now, ...(withRedis ? {} : { redisUrl: null }) });
+    if (gw.redis) clock.ages({ client: gw.redis as Redis, prefix });
+    const hook = await receiver();
+    await subscribe(gw, hook.url, ['key.quota.warning']);
+    const { key } = await addKey(gw.deps, 'enterprise', { perMinute: 100, perDay: 10 });
+    const today = Math.floor(clock.now() / DAY_MS);
+    for (let day = 0; day < 3; day++) {
+      // Ten minutes into each next day, Redis's clock with it: what expires with a day has.
+      if (day > 0) await clock.moveTo((today + day) * DAY_MS + 10 * 60_000);
+      for (let i = 0; i < 8; i++) {
+        expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+      }
+      await vi.waitFor(() => expect(hook.received).toHaveLength(day + 1), { timeout: 5_000, interval: 20 });
+    }
+    await drained(gw);
+    expect(hook.events().map((e) => [e.type, e.data.used, e.data.resetAt])).toEqual(
+      [1, 2, 3].map((d) => ['key.quota.warning', 8, new Date((today + d) * DAY_MS).toISOString()]),
+    );
+  });
+});
+
+describe('expiry notices', () => {
+  it('sends key.expiring once a day before, whichever replica scans first', async () => {
+    const prefix = `we${Date.now()}:`;
+    const hook = await receiver();
+    const env = { ...LOCAL, WEBHOOKS_EXPIRY_SCAN_SECONDS: '1' };
+    const a = await gateways.start({ env, prefix });
+    const b = await gateways.start({ env, prefix, keyStore: a.deps.keyStore });
+    await subscribe(a, hook.url, ['key.expiring', 'key.expired']);
+    const made = await a.admin.inject({
+      method: 'POST',
+      url: '/admin/keys',
+      headers: admin,
+      payload: { plan: 'free', expiresAt: new Date(Date.now() + 12 * 3_600_000).toISOString() },
+    });
+    const { id } = made.json() as { id: string };
+    await hook.until(1);
+    // Both replicas scan again at once: the notice is already sent.
+    await Promise.all([a.deps.webhooks.scan(), b.deps.webhooks.scan()]);
+    await drained(a, b);
+    expect(hook.events()).toEqual([
+      {
+        type: 'key.expiring',
+        timestamp: expect.any(String),
+        data: { keyId: id, plan: 'free', name: expect.any(String), expiresAt: expect.any(String), days: 1 },
+      },
+    ]);
+  });
+});
+
+describe('key.expiring', () => {
+  it('says how many days are left, rounded up, not which notice it is', async () => {
+    const hook = await receiver();
+    const gw = await gateways.start({ env: { ...LOCAL, WEBHOOKS_EXPIRY_SCAN_SECONDS: '1' } });
+    await subscribe(gw, hook.url, ['key.expiring']);
+    const ids = new Map<string, number>();
+    for (const [hours, days] of [
+      [48, 2],
+      [12, 1],
+      [5 * 24 + 1, 6],
+    ] as const) {
+      const made = await gw.admin.inject({
+        method: 'POST',
+        url: '/admin/keys',
+        headers: admin,
+        payload: { plan: 'free', expiresAt: new Date(Date.now() + hours * 3_600_000).toISOString() },
+      });
+      ids.set((made.json() as { id: string }).id, days);
+    }
+    await hook.until(3);
+    await drained(gw);
+    const told = new Map(hook.events().map((e) => [e.data.keyId as string, e.data.days]));
+    expect(told).toEqual(ids);
+  });
+});
+
+describe('embedded mode', () => {
+  it('says at start that deliveries wait in memory', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await startGateway({ redisUrl: null, logs });
+    try {
+      expect(logs.find((l) => String(l.msg).startsWith('webhooks: deliveries wait in memory'))).toMatchObject({
+        level: 30,
+      });
+    } finally {
+      await gw.close();
+    }
+  });
+});
