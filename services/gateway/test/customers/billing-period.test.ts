@@ -1,0 +1,126 @@
+import { describe, expect, it } from 'vitest';
+import {
+  billingPeriod,
+  billingProblem,
+  canonicalTimeZone,
+  DEFAULT_BILLING,
+  dayPeriod,
+  type Period,
+  previousBillingPeriod,
+  startOfLocalDay,
+} from '../../src/customers/billing-period.js';
+
+const iso = (p: Period) => [p.start.toISOString(), p.end.toISOString()];
+const hours = (p: Period) => (p.end.getTime() - p.start.getTime()) / 3_600_000;
+
+describe('billing periods', () => {
+  it('defaults to calendar months in UTC, as keys without a customer have today', () => {
+    expect(iso(billingPeriod(new Date('2026-11-26T18:00:00Z'), DEFAULT_BILLING))).toEqual([
+      '2026-11-01T00:00:00.000Z',
+      '2026-12-01T00:00:00.000Z',
+    ]);
+  });
+
+  it('runs from the anchor day at local midnight, across a change of offset', () => {
+    // Paris is UTC+2 until 25 October 2026 and UTC+1 after.
+    const period = billingPeriod(new Date('2026-11-10T12:00:00Z'), { anchorDay: 15, timeZone: 'Europe/Paris' });
+    expect(iso(period)).toEqual(['2026-10-14T22:00:00.000Z', '2026-11-14T23:00:00.000Z']);
+  });
+
+  it('puts the anchor instant itself in the new period and the millisecond before it in the old', () => {
+    const billing = { anchorDay: 15, timeZone: 'Europe/Paris' };
+    const start = new Date('2026-11-14T23:00:00Z');
+    expect(billingPeriod(start, billing).start).toEqual(start);
+    expect(billingPeriod(new Date(start.getTime() - 1), billing).end).toEqual(start);
+  });
+
+  it('keeps the anchor day in February and in 30-day months (28 is the highest anchor)', () => {
+    const billing = { anchorDay: 28, timeZone: 'UTC' };
+    expect(iso(billingPeriod(new Date('2026-02-28T00:00:00Z'), billing))).toEqual([
+      '2026-02-28T00:00:00.000Z',
+      '2026-03-28T00:00:00.000Z',
+    ]);
+    expect(iso(billingPeriod(new Date('2026-02-27T23:59:59Z'), billing))).toEqual([
+      '2026-01-28T00:00:00.000Z',
+      '2026-02-28T00:00:00.000Z',
+    ]);
+  });
+
+  it('rolls over the year on an anchor in December and January', () => {
+    expect(iso(billingPeriod(new Date('2027-01-03T00:00:00Z'), { anchorDay: 5, timeZone: 'UTC' }))).toEqual([
+      '2026-12-05T00:00:00.000Z',
+      '2027-01-05T00:00:00.000Z',
+    ]);
+  });
+
+  it('gives the period before, for previous-period reports', () => {
+    const billing = { anchorDay: 3, timeZone: 'America/New_York' };
+    expect(iso(previousBillingPeriod(new Date('2026-03-10T12:00:00Z'), billing))).toEqual([
+      '2026-02-03T05:00:00.000Z',
+      '2026-03-03T05:00:00.000Z',
+    ]);
+  });
+
+  it('counts a local day of the customer zone, not of the gateway', () => {
+    // 02:00 UTC on the 27th is still the 26th in New York.
+    expect(iso(dayPeriod(new Date('2026-11-27T02:00:00Z'), 'America/New_York'))).toEqual([
+      '2026-11-26T05:00:00.000Z',
+      '2026-11-27T05:00:00.000Z',
+    ]);
+  });
+});
+
+describe('days with daylight-saving changes', () => {
+  it('has 23 hours on the spring day and 25 on the autumn day (New York)', () => {
+    expect(hours(dayPeriod(new Date('2026-03-08T12:00:00Z'), 'America/New_York'))).toBe(23);
+    expect(hours(dayPeriod(new Date('2026-11-01T12:00:00Z'), 'America/New_York'))).toBe(25);
+    expect(hours(dayPeriod(new Date('2026-11-02T12:00:00Z'), 'America/New_York'))).toBe(24);
+  });
+
+  it('starts at 01:00 where the clocks skip midnight (Santiago, September)', () => {
+    const day = dayPeriod(new Date('2026-09-06T12:00:00Z'), 'America/Santiago');
+    expect(iso(day)).toEqual(['2026-09-06T04:00:00.000Z', '2026-09-07T03:00:00.000Z']);
+    expect(hours(day)).toBe(23);
+    // The day before ends where this one starts: no instant belongs to neither.
+    expect(dayPeriod(new Date('2026-09-05T12:00:00Z'), 'America/Santiago').end).toEqual(day.start);
+  });
+
+  it('has 23½ hours where the change is half an hour (Lord Howe Island)', () => {
+    expect(hours(dayPeriod(new Date('2026-10-04T12:00:00Z'), 'Australia/Lord_Howe'))).toBe(23.5);
+  });
+
+  it('finds local midnight in zones ahead of and behind UTC by more than 12 hours', () => {
+    expect(startOfLocalDay({ year: 2026, month: 11, day: 26 }, 'Pacific/Kiritimati').toISOString()).toBe(
+      '2026-11-25T10:00:00.000Z',
+    );
+    expect(startOfLocalDay({ year: 2026, month: 11, day: 26 }, 'Pacific/Pago_Pago').toISOString()).toBe(
+      '2026-11-26T11:00:00.000Z',
+    );
+  });
+});
+
+describe('billing settings a client sends', () => {
+  it.each([
+    [{ anchorDay: 1, timeZone: 'UTC' }, null],
+    [{ anchorDay: 28, timeZone: 'Europe/Paris' }, null],
+    [{ timeZone: 'utc' }, null],
+    [{ anchorDay: 29 }, 'anchorDay'],
+    [{ anchorDay: 31 }, 'anchorDay'],
+    [{ anchorDay: 0 }, 'anchorDay'],
+    [{ anchorDay: 1.5 }, 'anchorDay'],
+    [{ anchorDay: '1' }, 'anchorDay'],
+    [{ timeZone: 'Mars/Olympus_Mons' }, 'timeZone'],
+    [{ timeZone: '' }, 'timeZone'],
+    [{ timeZone: 42 }, 'timeZone'],
+  ])('%j → problem naming %s', (billing, field) => {
+    const problem = billingProblem(billing);
+    if (field === null) expect(problem).toBeNull();
+    else expect(problem).toContain(`billing.${field}`);
+  });
+
+  it('stores a zone under its canonical name', () => {
+    expect(canonicalTimeZone('utc')).toBe('UTC');
+    expect(canonicalTimeZone('europe/paris')).toBe('Europe/Paris');
+    expect(canonicalTimeZone('Nowhere/Special')).toBeNull();
+  });
+});
