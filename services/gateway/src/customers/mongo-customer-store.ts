@@ -1,0 +1,162 @@
+import type { Collection, Db, Filter } from 'mongodb';
+import { MongoServerError } from 'mongodb';
+import { decodeCursor, encodeCursor, type Page, type PageRequest } from '../paging/page.js';
+import {
+  type ChangedCustomer,
+  type CustomerChanges,
+  type CustomerFilter,
+  type CustomerRecord,
+  type CustomerStore,
+  DuplicateCustomerError,
+} from './customer-store.js';
+
+/**
+ * Timestamps are BSON dates (sortable); `nameLower` is kept beside `name` so a case-insensitive
+ * prefix search is an anchored range on an index instead of a collection scan.
+ */
+type CustomerDocument = Omit<CustomerRecord, 'createdAt' | 'updatedAt' | 'deletedAt'> & {
+  nameLower: string;
+  createdAt: Date;
+  updatedAt?: Date;
+  deletedAt?: Date;
+};
+
+const PROJECTION = { _id: 0, nameLower: 0 } as const;
+/** Newest first, ties by id: the order of every list and the shape of every cursor. */
+const ORDER = { createdAt: -1, id: -1 } as const;
+
+function toRecord(doc: CustomerDocument): CustomerRecord {
+  const { createdAt, updatedAt, deletedAt, nameLower: _, ...rest } = doc;
+  return {
+    ...rest,
+    createdAt: createdAt.toISOString(),
+    ...(updatedAt ? { updatedAt: updatedAt.toISOString() } : {}),
+    ...(deletedAt ? { deletedAt: deletedAt.toISOString() } : {}),
+  };
+}
+
+function toDocument(record: CustomerRecord): CustomerDocument {
+  const { createdAt, updatedAt, deletedAt, ...rest } = record;
+  return {
+    ...rest,
+    nameLower: record.name.toLowerCase(),
+    createdAt: new Date(createdAt),
+    ...(updatedAt ? { updatedAt: new Date(updatedAt) } : {}),
+    ...(deletedAt ? { deletedAt: new Date(deletedAt) } : {}),
+  };
+}
+
+/** The index a duplicate-key error came from tells which field was taken. */
+function duplicateOf(err: unknown): DuplicateCustomerError | null {
+  if (!(err instanceof MongoServerError) || err.code !== 11000) return null;
+  return new DuplicateCustomerError(String(err.message).includes('externalId') ? 'externalId' : 'id');
+}
+
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Customers in MongoDB (db "gateway", collection "customers"). */
+export class MongoCustomerStore implements CustomerStore {
+  readonly kind = 'mongo' as const;
+  private readonly customers: Collection<CustomerDocument>;
+
+  constructor(db: Db) {
+    this.customers = db.collection<CustomerDocument>('customers');
+  }
+
+  /** Creates the indexes every query here uses; idempotent, run once at start. */
+  async init(): Promise<void> {
+    await this.customers.createIndexes([
+      { key: { id: 1 }, name: 'id_unique', unique: true },
+      {
+        key: { externalId: 1 },
+        name: 'externalId_live_unique',
+        unique: true,
+        partialFilterExpression: { externalId: { $exists: true }, deletedAt: { $exists: false } },
+      },
+      { key: ORDER, name: 'created_id' },
+      { key: { nameLower: 1, ...ORDER }, name: 'name_created_id' },
+      { key: { plan: 1, ...ORDER }, name: 'plan_created_id' },
+      { key: { updatedAt: 1 }, name: 'updatedAt', sparse: true },
+    ]);
+  }
+
+  async insert(record: CustomerRecord): Promise<void> {
+    try {
+      await this.customers.insertOne(toDocument(record));
+    } catch (err) {
+      throw duplicateOf(err) ?? err;
+    }
+  }
+
+  async get(id: string): Promise<CustomerRecord | null> {
+    const doc = await this.customers.findOne(
+      { id: { $eq: id }, deletedAt: { $exists: false } },
+      { projection: PROJECTION },
+    );
+    return doc ? toRecord(doc) : null;
+  }
+
+  async list(filter: CustomerFilter, page: PageRequest): Promise<Page<CustomerRecord>> {
+    const query: Filter<CustomerDocument> = { deletedAt: { $exists: false } };
+    if (filter.plan !== undefined) query.plan = { $eq: filter.plan };
+    if (filter.externalId !== undefined) query.externalId = { $eq: filter.externalId };
+    if (filter.name !== undefined) query.nameLower = { $regex: `^${escapeRegex(filter.name.toLowerCase())}` };
+    if (page.after !== undefined) {
+      const { createdAt, id } = decodeCursor(page.after);
+      const at = new Date(createdAt);
+      query.$or = [{ createdAt: { $lt: at } }, { createdAt: at, id: { $lt: id } }];
+    }
+    // One more than asked tells whether a next page exists without counting.
+    const docs = await this.customers
+      .find(query, { projection: { _id: 0 }, sort: ORDER, limit: page.limit + 1 })
+      .toArray();
+    const items = docs.slice(0, page.limit).map(toRecord);
+    const last = items.at(-1);
+    return { items, next: docs.length > page.limit && last ? encodeCursor(last) : null };
+  }
+
+  async update(id: string, changes: CustomerChanges, at: Date): Promise<CustomerRecord | null> {
+    const $set: Record<string, unknown> = { updatedAt: at };
+    const $unset: Record<string, ''> = {};
+    if (changes.name !== undefined) {
+      $set.name = changes.name;
+      $set.nameLower = changes.name.toLowerCase();
+    }
+    if (changes.plan !== undefined) $set.plan = changes.plan;
+    if (changes.billing !== undefined) $set.billing = { ...changes.billing };
+    for (const field of ['limits', 'externalId', 'metadata'] as const) {
+      const value = changes[field];
+      if (value === null) $unset[field] = '';
+      else if (value !== undefined) $set[field] = typeof value === 'string' ? value : { ...value };
+    }
+    try {
+      const doc = await this.customers.findOneAndUpdate(
+        { id: { $eq: id }, deletedAt: { $exists: false } },
+        Object.keys($unset).length > 0 ? { $set, $unset } : { $set },
+        { returnDocument: 'after', projection: { _id: 0 } },
+      );
+      return doc ? toRecord(doc) : null;
+    } catch (err) {
+      throw duplicateOf(err) ?? err;
+    }
+  }
+
+  async delete(id: string, at: Date): Promise<boolean> {
+    const result = await this.customers.updateOne(
+      { id: { $eq: id }, deletedAt: { $exists: false } },
+      { $set: { deletedAt: at, updatedAt: at } },
+    );
+    return result.modifiedCount === 1;
+  }
+
+  async changedSince(since: Date): Promise<ChangedCustomer[]> {
+    const docs = await this.customers
+      .find({ updatedAt: { $gt: since } }, { projection: { _id: 0, id: 1, updatedAt: 1 } })
+      .toArray();
+    return docs.map((doc) => ({ id: doc.id, ...(doc.updatedAt ? { updatedAt: doc.updatedAt.toISOString() } : {}) }));
+  }
+
+  async ping(): Promise<void> {
+    await this.customers.db.command({ ping: 1 });
+  }
+}
