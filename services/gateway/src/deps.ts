@@ -4,6 +4,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config.js';
+import type { CustomerStore } from './customers/customer-store.js';
+import { MemoryCustomerStore } from './customers/memory-customer-store.js';
+import { MongoCustomerStore } from './customers/mongo-customer-store.js';
 import { type IdempotencyStore, MemoryIdempotencyStore } from './idempotency/idempotency-store.js';
 import { RedisIdempotencyStore } from './idempotency/redis-idempotency-store.js';
 import { KeyResolver } from './keys/key-resolver.js';
@@ -34,6 +37,8 @@ export interface GatewayClients {
   keysDb?: Db | null;
   /** A store to use as it is: several in-process replicas sharing one, as they would share MongoDB. */
   keyStore?: KeyStore;
+  /** As keyStore: one customer store shared by in-process replicas. */
+  customerStore?: CustomerStore;
 }
 
 export interface GatewayDeps {
@@ -42,6 +47,8 @@ export interface GatewayDeps {
   registry: Registry;
   metrics: GatewayMetrics;
   keyStore: KeyStore;
+  /** The accounts above the keys, beside the keys (the same MongoDB database, or memory). */
+  customerStore: CustomerStore;
   keyResolver: KeyResolver;
   limiter: GuardedLimiter;
   /** Each key's decisions per hour: in Redis beside the limits, or this process's memory. */
@@ -62,6 +69,15 @@ export interface GatewayDeps {
 }
 
 type LogStream = { write(line: string): void };
+
+/** The customer store: the one given, else beside the keys in MongoDB, else in memory. */
+async function customerStoreFor(clients: GatewayClients): Promise<CustomerStore> {
+  if (clients.customerStore) return clients.customerStore;
+  if (!clients.keysDb) return new MemoryCustomerStore();
+  const store = new MongoCustomerStore(clients.keysDb);
+  await store.init();
+  return store;
+}
 
 /** Builds every collaborator of the gateway from its config and clients: the one composition root. */
 export async function createDeps(
@@ -147,6 +163,7 @@ export async function createDeps(
     registry,
     metrics,
     keyStore,
+    customerStore: await customerStoreFor(clients),
     keyResolver,
     limiter,
     history,

@@ -4,13 +4,13 @@ import { MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import { ALGORITHMS, SCOPES, type Scope } from '../plans/plans.js';
 
 /** A plan in force (PLANS_FILE decides which; planProblem says which when it is not one). */
-const PlanSchema = Type.String({ minLength: 1, maxLength: 32 });
-const Timestamp = Type.String({ format: 'date-time' });
+export const PlanSchema = Type.String({ minLength: 1, maxLength: 32 });
+export const Timestamp = Type.String({ format: 'date-time' });
 
 const Limit = Type.Integer({ minimum: 1, maximum: 1_000_000_000 });
 
 /** A key's own limits over its plan's windows: any of five, at least one. */
-const LimitsSchema = Type.Object(
+export const LimitsSchema = Type.Object(
   {
     perSecond: Type.Optional(Limit),
     perMinute: Type.Optional(Limit),
@@ -28,14 +28,19 @@ const ScopesSchema = Type.Array(ScopeSchema, { uniqueItems: true, maxItems: SCOP
 /** CIDRs, each checked and normalised by parseCidrs (a bare address is its /32 or /128). */
 const CidrsSchema = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 100 });
 
-const NameSchema = Type.String({ minLength: 1, maxLength: 100, format: PLAIN_TEXT });
+export const NameSchema = Type.String({ minLength: 1, maxLength: 100, format: PLAIN_TEXT });
 
 /** RFC 3339 text, checked by parseExpiry (real date, in the future) rather than by a format. */
 const ExpiryInput = Type.String({ minLength: 1, maxLength: 64 });
 
+/** A customer's id; an unknown one is answered 400 naming the field. */
+const CustomerRef = Type.String({ minLength: 1, maxLength: 64 });
+
 export const CreateKeySchema = Type.Object(
   {
-    plan: PlanSchema,
+    /** Required unless customerId is given: a customer's keys are on its plan. */
+    plan: Type.Optional(PlanSchema),
+    customerId: Type.Optional(CustomerRef),
     name: Type.Optional(NameSchema),
     limits: Type.Optional(LimitsSchema),
     scopes: Type.Optional(ScopesSchema),
@@ -53,6 +58,8 @@ export const UpdateKeySchema = Type.Object(
     scopes: Type.Optional(Type.Union([ScopesSchema, Type.Null()])),
     allowedCidrs: Type.Optional(Type.Union([CidrsSchema, Type.Null()])),
     expiresAt: Type.Optional(Type.Union([ExpiryInput, Type.Null()])),
+    /** Moves the key to this customer (and so to its plan); null: the key stands for itself. */
+    customerId: Type.Optional(Type.Union([CustomerRef, Type.Null()])),
   },
   { additionalProperties: false },
 );
@@ -71,6 +78,8 @@ const KeyFields = {
   /** In force: the key's own, else its plan's. */
   scopes: ScopesSchema,
   allowedCidrs: Type.Optional(CidrsSchema),
+  /** The customer whose windows the key shares. */
+  customerId: Type.Optional(Type.String()),
   createdAt: Timestamp,
 };
 

@@ -97,10 +97,11 @@ export function createdKey(
 export function keyRules(
   deps: Pick<GatewayDeps, 'plans'>,
   record: KeyRecord,
-): Pick<Static<typeof KeyViewSchema>, 'limits' | 'scopes' | 'allowedCidrs'> {
+): Pick<Static<typeof KeyViewSchema>, 'limits' | 'scopes' | 'allowedCidrs' | 'customerId'> {
   return {
     limits: limitsFor(deps.plans, record.plan, record.limits),
     scopes: [...scopesFor(deps.plans, record.plan, record.scopes)],
     ...(record.allowedCidrs ? { allowedCidrs: record.allowedCidrs } : {}),
+    ...(record.customerId ? { customerId: record.customerId } : {}),
   };
 }

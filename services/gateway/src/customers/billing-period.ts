@@ -75,7 +75,7 @@ export function billingProblem(billing: { anchorDay?: unknown; timeZone?: unknow
 }
 
 /** The local calendar date of an instant in a zone. */
-export function localDate(at: Date, timeZone: string): LocalDate {
+function localDate(at: Date, timeZone: string): LocalDate {
   const parts = formatterFor(timeZone).formatToParts(at);
   const value = (type: string) => Number(parts.find((p) => p.type === type)?.value);
   return { year: value('year'), month: value('month'), day: value('day') };

@@ -99,5 +99,3 @@ export function newCustomerId(): string {
   for (let i = 0; i < 16; i++) id += ALPHABET[randomInt(62)];
   return id;
 }
-
-export const CUSTOMER_ID_PATTERN = '^cus_[A-Za-z0-9]{16}$';

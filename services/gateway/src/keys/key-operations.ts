@@ -117,6 +117,8 @@ export interface KeyUpdate {
   allowedCidrs?: readonly string[] | null;
   name?: string;
   expiresAt?: string | null;
+  /** Checked by the caller (the customer exists, the key fits it). */
+  customerId?: string | null;
 }
 
 /**
@@ -149,6 +151,7 @@ function changesFor(
         : {}),
     ...(update.expiresAt === null ? { expiresAt: null } : {}),
     ...(typeof update.expiresAt === 'string' ? { expiresAt: checkedExpiry(update.expiresAt, now, names) } : {}),
+    ...(update.customerId !== undefined ? { customerId: update.customerId } : {}),
   };
 }
 

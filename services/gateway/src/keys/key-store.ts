@@ -16,6 +16,8 @@ export interface KeyRecord {
   scopes?: Scope[];
   /** Client addresses (CIDRs) the key may be used from; absent: any. */
   allowedCidrs?: string[];
+  /** The customer the key belongs to, whose windows it shares; absent: the key stands for itself. */
+  customerId?: string;
   /** Hex SHA-256 of the key; the key itself is never stored. */
   sha256: string;
   /** First characters of the key, for people to recognise it (absent for keys from API_KEYS_FILE). */
@@ -41,6 +43,8 @@ export interface KeyChanges {
   allowedCidrs?: string[] | null;
   name?: string;
   expiresAt?: string | null;
+  /** Moves the key to another customer; null: the key stands for itself again. */
+  customerId?: string | null;
 }
 
 /**
@@ -52,7 +56,10 @@ export interface KeyChanges {
  * or cleared expiry never brings a rotated-out secret back: its end can move earlier, never later.
  */
 export function applyChanges(
-  record: Pick<KeyRecord, 'plan' | 'name' | 'limits' | 'scopes' | 'allowedCidrs' | 'expiresAt' | 'previous'>,
+  record: Pick<
+    KeyRecord,
+    'plan' | 'name' | 'limits' | 'scopes' | 'allowedCidrs' | 'expiresAt' | 'previous' | 'customerId'
+  >,
   changes: KeyChanges,
 ): void {
   if (changes.plan !== undefined) record.plan = changes.plan;
@@ -63,6 +70,8 @@ export function applyChanges(
   else if (changes.scopes !== undefined) record.scopes = [...changes.scopes];
   if (changes.allowedCidrs === null) delete record.allowedCidrs;
   else if (changes.allowedCidrs !== undefined) record.allowedCidrs = [...changes.allowedCidrs];
+  if (changes.customerId === null) delete record.customerId;
+  else if (changes.customerId !== undefined) record.customerId = changes.customerId;
   if (changes.expiresAt !== undefined && record.previous && record.expiresAt) {
     if (Date.parse(record.expiresAt) < Date.parse(record.previous.expiresAt)) {
       record.previous = { ...record.previous, expiresAt: record.expiresAt };
@@ -96,6 +105,8 @@ export interface KeyStore {
   findByHash(sha256: string): Promise<KeyRecord | null>;
   get(id: string): Promise<KeyRecord | null>;
   list(): Promise<KeyRecord[]>;
+  /** The unrevoked keys of a customer, oldest first. */
+  liveKeysOf(customerId: string): Promise<KeyRecord[]>;
   /** Applies changes to a live key; null when there is no such live (unrevoked) key. */
   update(id: string, changes: KeyChanges, at: Date): Promise<KeyRecord | null>;
   /**

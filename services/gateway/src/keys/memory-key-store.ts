@@ -30,6 +30,13 @@ export class MemoryKeyStore implements KeyStore {
     return [...this.byId.values()].map((r) => structuredClone(r));
   }
 
+  async liveKeysOf(customerId: string): Promise<KeyRecord[]> {
+    return [...this.byId.values()]
+      .filter((r) => r.customerId === customerId && !r.revokedAt)
+      .sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt))
+      .map((r) => structuredClone(r));
+  }
+
   private live(id: string): KeyRecord | null {
     const record = this.byId.get(id);
     return record && !record.revokedAt ? record : null;

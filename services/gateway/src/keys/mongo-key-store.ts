@@ -63,6 +63,11 @@ export class MongoKeyStore implements KeyStore {
         partialFilterExpression: { 'previous.sha256': { $exists: true } },
       },
       { key: { updatedAt: 1 }, name: 'updatedAt', sparse: true },
+      {
+        key: { customerId: 1, createdAt: 1 },
+        name: 'customerId_created',
+        partialFilterExpression: { customerId: { $exists: true } },
+      },
     ]);
   }
 
@@ -93,6 +98,16 @@ export class MongoKeyStore implements KeyStore {
     return docs.map(toRecord);
   }
 
+  async liveKeysOf(customerId: string): Promise<KeyRecord[]> {
+    const docs = await this.keys
+      .find(
+        { customerId: { $eq: customerId }, revokedAt: { $exists: false } },
+        { projection: PROJECTION, sort: { createdAt: 1 } },
+      )
+      .toArray();
+    return docs.map(toRecord);
+  }
+
   async update(id: string, changes: KeyChanges, at: Date): Promise<KeyRecord | null> {
     if (changes.expiresAt !== undefined) return this.updateExpiry(id, changes, changes.expiresAt, at);
     const $set: Record<string, unknown> = { updatedAt: at };
@@ -108,6 +123,8 @@ export class MongoKeyStore implements KeyStore {
       if (value === null) $unset[field] = '';
       else if (value !== undefined) $set[field] = [...value];
     }
+    if (changes.customerId === null) $unset.customerId = '';
+    else if (changes.customerId !== undefined) $set.customerId = changes.customerId;
     if (changes.expiresAt === null) $unset.expiresAt = '';
     else if (changes.expiresAt !== undefined) $set.expiresAt = new Date(changes.expiresAt);
     const doc = await this.keys.findOneAndUpdate(
@@ -151,6 +168,8 @@ export class MongoKeyStore implements KeyStore {
       if (value === null) $set[field] = '$$REMOVE';
       else if (value !== undefined) $set[field] = { $literal: [...value] };
     }
+    if (changes.customerId === null) $set.customerId = '$$REMOVE';
+    else if (changes.customerId !== undefined) $set.customerId = { $literal: changes.customerId };
     const doc = await this.keys.findOneAndUpdate({ id: { $eq: id }, revokedAt: { $exists: false } }, [{ $set }], {
       returnDocument: 'after',
       projection: PROJECTION,

@@ -58,14 +58,14 @@ export function decodeCursor(cursor: string): Position {
 }
 
 /** Newest first; equal creation times by id, descending, so the order is total. */
-export function compareByCreation(a: Position, b: Position): number {
+function compareByCreation(a: Position, b: Position): number {
   const byTime = Date.parse(b.createdAt) - Date.parse(a.createdAt);
   if (byTime !== 0) return byTime;
   return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 }
 
 /** True when `item` comes after the cursor's position in list order. */
-export function isAfter(item: Position, position: Position): boolean {
+function isAfter(item: Position, position: Position): boolean {
   return compareByCreation(position, item) < 0;
 }
 

@@ -3,6 +3,7 @@ import { ReplyError } from 'ioredis';
 import { MongoClient, MongoServerError, MongoServerSelectionError } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeUnavailable } from '../../src/admin/store-unavailable.js';
+import { MongoCustomerStore } from '../../src/customers/mongo-customer-store.js';
 import { createKey } from '../../src/keys/create-key.js';
 import { MongoKeyStore } from '../../src/keys/mongo-key-store.js';
 import { ADMIN_TOKEN, bearer, startGateway, type TestGateway } from '../support/helpers.js';
@@ -55,7 +56,7 @@ describe('which errors mean a store cannot be reached', () => {
   });
 });
 
-describe('every key route with the key store’s MongoDB unreachable', () => {
+describe('every key and customer route with the stores’ MongoDB unreachable', () => {
   let client: MongoClient;
   let gw: TestGateway;
   const auth = bearer(ADMIN_TOKEN);
@@ -66,7 +67,12 @@ describe('every key route with the key store’s MongoDB unreachable', () => {
       serverSelectionTimeoutMS: 300,
       connectTimeoutMS: 300,
     });
-    gw = await startGateway({ redisUrl: null, keyStore: new MongoKeyStore(client.db('gateway')) });
+    const db = client.db('gateway');
+    gw = await startGateway({
+      redisUrl: null,
+      keyStore: new MongoKeyStore(db),
+      customerStore: new MongoCustomerStore(db),
+    });
   });
 
   afterAll(async () => {
@@ -86,6 +92,12 @@ describe('every key route with the key store’s MongoDB unreachable', () => {
     ['GET', `/admin/keys/${id}/usage/history`, undefined],
     ['DELETE', `/admin/keys/${id}/ban`, undefined],
     ['GET', '/admin/usage', undefined],
+    ['POST', '/admin/keys', { customerId: 'cus_0000000000000000' }],
+    ['POST', '/admin/customers', { name: 'Acme', plan: 'pro' }],
+    ['GET', '/admin/customers', undefined],
+    ['GET', '/admin/customers/cus_0000000000000000', undefined],
+    ['PATCH', '/admin/customers/cus_0000000000000000', { name: 'renamed' }],
+    ['DELETE', '/admin/customers/cus_0000000000000000', undefined],
   ] as const)('%s %s answers 503 store_unavailable with Retry-After', async (method, url, payload) => {
     const res = await gw.admin.inject({ method, url, headers: auth, ...(payload ? { payload } : {}) });
     expect(res.statusCode, res.body).toBe(503);

@@ -414,5 +414,34 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(await store.list()).toStrictEqual([original]);
       expect(await store.changedSince(new Date(0))).toEqual([]);
     });
+
+    it("lists a customer's live keys, oldest first, and follows a key moved away or detached", async (ctx) => {
+      const store = await fresh(ctx);
+      const first = record('pro', { customerId: 'cus_A', createdAt: '2026-11-01T00:00:00.000Z' });
+      const second = record('pro', { customerId: 'cus_A', createdAt: '2026-11-02T00:00:00.000Z' });
+      const revoked = record('pro', { customerId: 'cus_A' });
+      const other = record('pro', { customerId: 'cus_B' });
+      const alone = record('pro');
+      for (const rec of [second, first, revoked, other, alone]) await store.insert(rec);
+      await store.revoke(revoked.id, new Date());
+      expect((await store.liveKeysOf('cus_A')).map((r) => r.id)).toEqual([first.id, second.id]);
+      expect(await store.get(first.id)).toStrictEqual(first);
+
+      const moved = await store.update(first.id, { customerId: 'cus_B' }, new Date('2026-11-20T00:00:00.000Z'));
+      expect(moved?.customerId).toBe('cus_B');
+      expect(moved?.limits).toStrictEqual(first.limits);
+      expect((await store.liveKeysOf('cus_A')).map((r) => r.id)).toEqual([second.id]);
+      // `other` was created in 2024, before `first`.
+      expect((await store.liveKeysOf('cus_B')).map((r) => r.id)).toEqual([other.id, first.id]);
+      // Detached along with an expiry change (the other update path in MongoDB).
+      const detached = await store.update(
+        second.id,
+        { customerId: null, expiresAt: '2099-01-01T00:00:00.000Z' },
+        new Date('2026-11-21T00:00:00.000Z'),
+      );
+      expect(detached).not.toHaveProperty('customerId');
+      expect(await store.liveKeysOf('cus_A')).toEqual([]);
+      expect(await store.liveKeysOf('cus_none')).toEqual([]);
+    });
   });
 }

@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, expect, vi } from 'vitest';
 import { buildAdminApp } from '../../src/admin/app.js';
 import { buildApp } from '../../src/app.js';
 import { type GatewayConfig, loadConfig } from '../../src/config.js';
+import type { CustomerStore } from '../../src/customers/customer-store.js';
 import { createDeps, type GatewayDeps } from '../../src/deps.js';
 import { createKey } from '../../src/keys/create-key.js';
 import type { KeyStore } from '../../src/keys/key-store.js';
@@ -50,6 +51,8 @@ export interface GatewayOptions {
   now?: () => number;
   /** A key store shared with other gateways, standing in for MongoDB. */
   keyStore?: KeyStore;
+  /** A customer store shared with other gateways, standing in for MongoDB. */
+  customerStore?: CustomerStore;
   /** Whether to connect the pub/sub subscriber (default true with Redis). */
   pubsub?: boolean;
   /** Collects the gateway's log lines (both listeners), parsed, at LOG_LEVEL info unless env says otherwise. */
@@ -99,7 +102,12 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
   const logs = options.logs;
   const deps = await createDeps(
     config,
-    { redis, subscriber, ...(options.keyStore ? { keyStore: options.keyStore } : {}) },
+    {
+      redis,
+      subscriber,
+      ...(options.keyStore ? { keyStore: options.keyStore } : {}),
+      ...(options.customerStore ? { customerStore: options.customerStore } : {}),
+    },
     {
       defaultMetrics: false,
       ...(options.now ? { now: options.now } : {}),

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminRouteOptions } from '../shared.js';
+import { customerRoutes } from './customers.js';
 import { keyBanRoutes } from './key-ban.js';
 import { keyUsageRoutes } from './key-usage.js';
 import { keyRoutes } from './keys.js';
@@ -9,7 +10,7 @@ import { webhookRoutes } from './webhooks.js';
 
 /**
  * The admin API's routes, one file per resource: keys (create, list, show, update, rotate,
- * revoke), their live usage and its history, their bans, the plans in force, webhook endpoints.
+ * revoke), their live usage and its history, their bans, the plans in force, webhook endpoints, customers.
  * Every change evicts the key here and tells the other
  * replicas.
  */
@@ -20,4 +21,5 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
   await app.register(keyBanRoutes, opts);
   await app.register(planRoutes, opts);
   await app.register(webhookRoutes, opts);
+  await app.register(customerRoutes, opts);
 };

@@ -1,12 +1,14 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { type Static, Type } from 'typebox';
+import { KeyOwnershipError, ownerOf, planWithCustomer } from '../../customers/key-ownership.js';
 import { createKey } from '../../keys/create-key.js';
 import {
   applyRotation,
   checkNewKey,
   insertOnce,
   KeyRuleError,
+  type KeyUpdate,
   planRotation,
   updateKey,
 } from '../../keys/key-operations.js';
@@ -53,9 +55,26 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
     try {
       return await operation();
     } catch (err) {
-      if (err instanceof KeyRuleError) throw new ApiError(400, 'invalid_request', err.message);
+      if (err instanceof KeyRuleError || err instanceof KeyOwnershipError) {
+        throw new ApiError(400, 'invalid_request', err.message);
+      }
       throw err;
     }
+  }
+
+  /**
+   * A key update as the key rules see it once its customer is known: a key of a customer (its
+   * own, or the one it moves to) is on that customer's plan, with limits no looser than its.
+   */
+  async function withOwner(current: KeyRecord, body: Static<typeof UpdateKeySchema>): Promise<KeyUpdate> {
+    const customerId = body.customerId === undefined ? current.customerId : body.customerId;
+    const { customerId: _, ...update } = body;
+    const moves = body.customerId !== undefined ? { customerId: body.customerId } : {};
+    if (customerId == null) return { ...update, ...moves };
+    const customer = await ownerOf(deps.customerStore, customerId);
+    const limits = body.limits === undefined ? current.limits : (body.limits ?? undefined);
+    const plan = planWithCustomer(deps.plans, customer, { plan: body.plan, limits });
+    return { ...update, ...moves, ...(plan !== current.plan ? { plan } : {}) };
   }
 
   app.post(
@@ -65,15 +84,22 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
       idempotency.run(request, reply, {
         plan: async () => {
           const now = deps.now();
-          const { key, record } = await applying(async () =>
-            createKey(checkNewKey(deps.plans, request.body, now), new Date(now)),
-          );
+          const { customerId } = request.body;
+          const { key, record } = await applying(async () => {
+            const customer = customerId === undefined ? null : await ownerOf(deps.customerStore, customerId);
+            const plan = planWithCustomer(deps.plans, customer, request.body);
+            if (plan === undefined) throw new KeyRuleError('plan is required (or customerId, for its plan)');
+            const made = createKey(checkNewKey(deps.plans, { ...request.body, plan }, now), new Date(now));
+            if (customer) made.record.customerId = customer.id;
+            return made;
+          });
           return { plan: record, status: 201, body: createdKey(deps, record, key) };
         },
         apply: (record) => insertOnce(deps.keyStore, record),
         made: (record) =>
           audit(deps, request.log, 'create', record.id, {
             plan: record.plan,
+            ...(record.customerId ? { customerId: record.customerId } : {}),
             ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
           }),
       }),
@@ -101,24 +127,30 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
     { schema: { params: KeyIdParams, body: UpdateKeySchema, response: { 200: KeyViewSchema, ...errors } } },
     async (request) => {
       const body = request.body;
-      const fields = (['plan', 'limits', 'scopes', 'allowedCidrs', 'name', 'expiresAt'] as const).filter(
+      const fields = (['plan', 'limits', 'scopes', 'allowedCidrs', 'name', 'expiresAt', 'customerId'] as const).filter(
         (f) => body[f] !== undefined,
       );
       if (fields.length === 0) {
         throw new ApiError(
           400,
           'invalid_request',
-          'Nothing to change: give one or more of plan, limits, scopes, allowedCidrs, name, expiresAt',
+          'Nothing to change: give one or more of plan, limits, scopes, allowedCidrs, name, expiresAt, customerId',
         );
       }
       const current = await findLiveStoreKey(request.params.id, 'change');
-      const updated = await applying(() => updateKey(deps.plans, deps.keyStore, current, body, deps.now()));
+      const updated = await applying(async () => {
+        const update = await withOwner(current, body);
+        return updateKey(deps.plans, deps.keyStore, current, update, deps.now());
+      });
       // Revoked between the read and the write.
       if (!updated) throw new ApiError(409, 'conflict', `Key ${current.id} was revoked`);
       await announceKeyChange(deps, 'key-changed', updated.id, request.log);
       audit(deps, request.log, 'update', updated.id, {
         changed: fields,
-        ...(body.plan !== undefined && body.plan !== current.plan ? { from: current.plan, to: body.plan } : {}),
+        ...(updated.plan !== current.plan ? { from: current.plan, to: updated.plan } : {}),
+        ...(updated.customerId !== current.customerId
+          ? { fromCustomer: current.customerId ?? null, toCustomer: updated.customerId ?? null }
+          : {}),
       });
       return keyView(deps, updated, 'store');
     },
