@@ -64,7 +64,7 @@ function positiveInt(command: string, name: string, raw: unknown): number | unde
 }
 
 /** The --per-… flags given, as limits of the key's own; null for --plan-limits. */
-function limitsFrom(command: string, values: Values): Limits | null | undefined {
+export function limitsFrom(command: string, values: Values): Limits | null | undefined {
   const limits: Limits = {};
   for (const window of WINDOW_NAMES) {
     const field = LIMIT_FIELDS[window];
@@ -122,16 +122,26 @@ function expiryFrom(command: string, values: Values): string | null | undefined 
 }
 
 /** What `create` asks for; the key rules (checkNewKey) decide on it. */
-export function createRequest(values: Values): KeyRequest {
+export function createRequest(values: Values): Omit<KeyRequest, 'plan'> & { plan?: string; customerId?: string } {
   const plan = values.plan;
-  if (typeof plan !== 'string') throw usageError('create', 'create needs --plan');
+  const customerId = values.customer;
+  if (customerId !== undefined && (typeof customerId !== 'string' || customerId.length === 0)) {
+    throw usageError('create', '--customer needs a customer id');
+  }
+  if (typeof plan !== 'string' && customerId === undefined)
+    throw usageError('create', 'create needs --plan (or --customer)');
+  if (customerId !== undefined && values.file !== undefined) {
+    throw usageError('create', '--customer works through the admin API; an API_KEYS_FILE holds no customers');
+  }
   const limits = limitsFrom('create', values);
   const scopes = scopesFrom('create', values);
   const allowedCidrs = cidrsFrom('create', values);
   const expiresAt = expiryFrom('create', values);
   const name = nameFrom('create', values);
   return {
-    plan,
+    // Without --plan, --customer is given: the admin API puts the key on its customer's plan.
+    ...(typeof plan === 'string' ? { plan } : {}),
+    ...(typeof customerId === 'string' ? { customerId } : {}),
     ...(limits ? { limits } : {}),
     ...(scopes ? { scopes } : {}),
     ...(allowedCidrs ? { allowedCidrs } : {}),

@@ -36,7 +36,8 @@ export async function create(values: Values): Promise<void> {
   if (typeof values.file === 'string') {
     // The admin API checks against the gateway's plans; a file against PLANS_FILE's, here.
     const plans = localPlans();
-    const key = checkNewKey(plans, request, Date.now(), FLAG_NAMES);
+    // createRequest refuses --customer with --file, so a plan was given; '' would be refused by name.
+    const key = checkNewKey(plans, { ...request, plan: request.plan ?? '' }, Date.now(), FLAG_NAMES);
     const { key: secret, record } = await createInFile(values.file, plans, key);
     out = createdKey({ plans }, record, secret);
   } else {

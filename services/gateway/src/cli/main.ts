@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { KeyRuleError } from '../keys/key-operations.js';
+import { customers } from './customer-commands.js';
 import type { Values } from './flags.js';
 import { printable } from './format.js';
 import { create, history, list, revoke, rotate, show, top, unban, update, usage } from './key-commands.js';
@@ -40,6 +41,12 @@ async function main(argv: string[]): Promise<void> {
       file: { type: 'string' },
       events: { type: 'string' },
       description: { type: 'string' },
+      customer: { type: 'string' },
+      'billing-anchor-day': { type: 'string' },
+      'time-zone': { type: 'string' },
+      'external-id': { type: 'string' },
+      after: { type: 'string' },
+      'revoke-keys': { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -55,6 +62,7 @@ async function main(argv: string[]): Promise<void> {
     );
   }
   if (command === 'webhooks') return webhooks(positionals.slice(1), values);
+  if (command === 'customers') return customers(positionals.slice(1), values);
   if (extra.length > 0) throw usageError(command, `unexpected argument "${extra[0]}"`);
   try {
     await run(command, id, values);

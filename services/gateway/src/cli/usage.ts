@@ -6,7 +6,7 @@ export class UsageError extends Error {}
 
 export const COMMANDS: Record<string, string> = {
   create:
-    'create --plan PLAN [--name NAME] [--per-second|--per-minute|--per-hour|--per-day|--per-month N]… [--scopes LIST] [--allow-cidr CIDR]… [--expires-at T] [--file PATH]',
+    'create --plan PLAN | --customer ID [--name NAME] [--per-second|--per-minute|--per-hour|--per-day|--per-month N]… [--scopes LIST] [--allow-cidr CIDR]… [--expires-at T] [--file PATH]',
   list: 'list',
   show: 'show ID',
   update:
@@ -17,6 +17,8 @@ export const COMMANDS: Record<string, string> = {
   top: 'top [--window 24h|7d|…] [--sort admitted|refused|units|forbidden] [--limit N]',
   revoke: 'revoke ID',
   unban: 'unban ID',
+  customers:
+    'customers create --name NAME --plan PLAN [--per-… N]… [--billing-anchor-day D] [--time-zone TZ] [--external-id X] | customers list [--name PREFIX] [--plan P] [--external-id X] [--limit N] [--after CURSOR] | customers show ID | customers update ID [--name|--plan|--per-…|--plan-limits|--billing-anchor-day|--time-zone|--external-id] | customers delete ID [--revoke-keys]',
   webhooks: 'webhooks add URL --events LIST [--description TEXT] | webhooks list | webhooks rm ID | webhooks test ID',
 };
 
@@ -27,7 +29,9 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       unless PLANS_FILE says otherwise). --per-…: its own limits over its plan's windows (a plan
       without windows, such as enterprise, needs them). --scopes: a comma-separated list of
       ${SCOPES.join(', ')} (default: its plan's). --allow-cidr: an address or CIDR it may be used
-      from, repeatable (default: any). --expires-at: RFC 3339, in the future.
+      from, repeatable (default: any). --expires-at: RFC 3339, in the future. --customer: the
+      key belongs to that customer and is on its plan (--plan may then be left out; through the
+      admin API only, not with --file).
   ${COMMANDS.list}
       Every key, as a table.
   ${COMMANDS.show}
@@ -52,6 +56,11 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       Revoke a key (both secrets, on every replica within 5 s).
   ${COMMANDS.unban}
       Lift a key's ban and forget its refusals.
+  ${COMMANDS.customers}
+      Customers, the accounts above the keys: their plan and own limits are shared by all their
+      keys; their billing month starts on --billing-anchor-day (1–28, default 1) at midnight in
+      --time-zone (IANA, default UTC). list pages newest first (--after the cursor it prints).
+      delete is refused while the customer has live keys, unless --revoke-keys.
   ${COMMANDS.webhooks}
       Webhook endpoints (Standard Webhooks): add one for a comma-separated list of events (prints
       its signing secret once), list them with their state, remove one, or queue a ping to it.

@@ -1,0 +1,155 @@
+import type { Static } from 'typebox';
+import type { CustomerPageSchema, CustomerViewSchema } from '../admin/customer-schemas.js';
+import { AdminApiError, AdminClient } from './admin-client.js';
+import { boundedInt, inFlagWords, limitsFrom, type Values } from './flags.js';
+import { fields, jsonLine, printable, table, when } from './format.js';
+import { limitsText } from './key-text.js';
+import { usageError } from './usage.js';
+
+/* `keys customers create|list|show|update|delete`: customers through the admin API. */
+
+type CustomerView = Static<typeof CustomerViewSchema>;
+type CustomerPage = Static<typeof CustomerPageSchema>;
+
+const customerPath = (id: string) => `/admin/customers/${encodeURIComponent(id)}`;
+
+function print(values: Values, json: unknown, text: string): void {
+  process.stdout.write(values.json ? `${jsonLine(json)}\n` : text);
+}
+
+/** The admin API's field names as the flags that were typed. */
+function inCustomerFlags(message: string): string {
+  return inFlagWords(message)
+    .replaceAll('billing.anchorDay', '--billing-anchor-day')
+    .replaceAll('billing.timeZone', '--time-zone')
+    .replaceAll('externalId', '--external-id');
+}
+
+function refused(err: unknown): never {
+  if (err instanceof AdminApiError && err.status === 400)
+    throw usageError('customers', inCustomerFlags(err.apiMessage));
+  throw err;
+}
+
+function text(values: Values, flag: string): string | undefined {
+  const value = values[flag];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length === 0) throw usageError('customers', `--${flag} needs a value`);
+  return value;
+}
+
+/** --billing-anchor-day and --time-zone as the admin API's `billing`; checked there (1–28, a known zone). */
+function billingFrom(values: Values): { anchorDay?: number; timeZone?: string } | undefined {
+  const day = text(values, 'billing-anchor-day');
+  const timeZone = text(values, 'time-zone');
+  if (day !== undefined && !/^[0-9]{1,2}$/.test(day)) {
+    throw usageError('customers', '--billing-anchor-day must be a whole number from 1 to 28');
+  }
+  if (day === undefined && timeZone === undefined) return undefined;
+  return { ...(day !== undefined ? { anchorDay: Number(day) } : {}), ...(timeZone !== undefined ? { timeZone } : {}) };
+}
+
+/** The fields create and update share, as given on the command line. */
+function customerFields(values: Values): Record<string, unknown> {
+  const limits = limitsFrom('customers', values);
+  const billing = billingFrom(values);
+  const externalId = text(values, 'external-id');
+  const name = text(values, 'name');
+  const plan = text(values, 'plan');
+  return {
+    ...(name !== undefined ? { name } : {}),
+    ...(plan !== undefined ? { plan } : {}),
+    ...(limits !== undefined ? { limits } : {}),
+    ...(billing !== undefined ? { billing } : {}),
+    ...(externalId !== undefined ? { externalId } : {}),
+  };
+}
+
+function showCustomer(c: CustomerView): string {
+  return fields([
+    ['id', printable(c.id)],
+    ['name', printable(c.name)],
+    ['plan', c.plan],
+    ['limits', `${limitsText(c.limits)}${c.ownLimits ? ' (own)' : ''}`],
+    ['billing', `from day ${c.billing.anchorDay}, ${c.billing.timeZone}`],
+    ['period', `${when(c.currentPeriod.start)} to ${when(c.currentPeriod.end)}`],
+    ['external id', c.externalId === undefined ? undefined : printable(c.externalId)],
+    ['created', when(c.createdAt)],
+    ['updated', when(c.updatedAt)],
+  ]);
+}
+
+function customersTable(page: CustomerPage): string {
+  if (page.items.length === 0) return 'no customers\n';
+  const rows = page.items.map((c) => [
+    c.id,
+    printable(c.name),
+    c.plan,
+    `${c.billing.anchorDay} ${c.billing.timeZone}`,
+    printable(c.externalId ?? ''),
+  ]);
+  const more = page.next ? `more: --after ${page.next}\n` : '';
+  return table(['ID', 'NAME', 'PLAN', 'BILLING', 'EXTERNAL ID'], rows) + more;
+}
+
+async function list(admin: AdminClient, values: Values): Promise<void> {
+  const query = new URLSearchParams();
+  for (const [flag, param] of [
+    ['name', 'name'],
+    ['plan', 'plan'],
+    ['external-id', 'externalId'],
+    ['after', 'after'],
+  ] as const) {
+    const value = text(values, flag);
+    if (value !== undefined) query.set(param, value);
+  }
+  if (values.limit !== undefined) query.set('limit', String(boundedInt('customers', '--limit', values.limit, 500)));
+  const page = await admin.request<CustomerPage>('GET', `/admin/customers?${query}`).catch(refused);
+  print(values, page, customersTable(page));
+}
+
+/** `customers <action> [ID]`: the action's own arguments are checked here. */
+export async function customers(args: string[], values: Values): Promise<void> {
+  const [action, id, ...extra] = args;
+  if (extra.length > 0) throw usageError('customers', `unexpected argument "${extra[0]}"`);
+  const admin = AdminClient.fromEnv(process.env);
+  const need = (): string => {
+    if (!id) throw usageError('customers', `customers ${action} needs a customer id`);
+    return id;
+  };
+  switch (action) {
+    case 'create': {
+      const body = customerFields(values);
+      if (body.name === undefined || body.plan === undefined) {
+        throw usageError('customers', 'customers create needs --name and --plan');
+      }
+      const made = await admin.request<CustomerView>('POST', '/admin/customers', body).catch(refused);
+      return print(values, made, `created ${made.id}\n${showCustomer(made)}`);
+    }
+    case 'list':
+      return list(admin, values);
+    case 'show': {
+      const found = await admin.request<CustomerView>('GET', customerPath(need()));
+      return print(values, found, showCustomer(found));
+    }
+    case 'update': {
+      const body = customerFields(values);
+      if (values['plan-limits']) body.limits = null;
+      if (Object.keys(body).length === 0) {
+        throw usageError(
+          'customers',
+          'nothing to change: give --name, --plan, --per-… limits or --plan-limits, --billing-anchor-day, --time-zone or --external-id',
+        );
+      }
+      const updated = await admin.request<CustomerView>('PATCH', customerPath(need()), body).catch(refused);
+      return print(values, updated, showCustomer(updated));
+    }
+    case 'delete': {
+      const target = need();
+      await admin.request('DELETE', `${customerPath(target)}${values['revoke-keys'] ? '?revokeKeys=true' : ''}`);
+      return print(values, { id: target, deleted: true }, `deleted ${printable(target)}\n`);
+    }
+    default:
+      throw usageError('customers', action ? `unknown customers action "${action}"` : 'customers needs an action');
+  }
+}
