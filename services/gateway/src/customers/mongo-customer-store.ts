@@ -1,6 +1,6 @@
 import type { Collection, Db, Filter } from 'mongodb';
 import { MongoServerError } from 'mongodb';
-import { decodeCursor, encodeCursor, type Page, type PageRequest } from '../paging/page.js';
+import { decodeCursor, encodeCursor, type Page, type PageRequest, startsWithPattern } from '../paging/page.js';
 import {
   type ChangedCustomer,
   type CustomerChanges,
@@ -52,8 +52,6 @@ function duplicateOf(err: unknown): DuplicateCustomerError | null {
   return new DuplicateCustomerError(String(err.message).includes('externalId') ? 'externalId' : 'id');
 }
 
-const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
 /** Customers in MongoDB (db "gateway", collection "customers"). */
 export class MongoCustomerStore implements CustomerStore {
   readonly kind = 'mongo' as const;
@@ -100,7 +98,7 @@ export class MongoCustomerStore implements CustomerStore {
     const query: Filter<CustomerDocument> = { deletedAt: { $exists: false } };
     if (filter.plan !== undefined) query.plan = { $eq: filter.plan };
     if (filter.externalId !== undefined) query.externalId = { $eq: filter.externalId };
-    if (filter.name !== undefined) query.nameLower = { $regex: `^${escapeRegex(filter.name.toLowerCase())}` };
+    if (filter.name !== undefined) query.nameLower = { $regex: startsWithPattern(filter.name.toLowerCase()) };
     if (page.after !== undefined) {
       const { createdAt, id } = decodeCursor(page.after);
       const at = new Date(createdAt);

@@ -1,3 +1,4 @@
+import type { Page, PageRequest } from '../paging/page.js';
 import type { Limits, Plan, Scope } from '../plans/plans.js';
 
 /** A secret replaced by a rotation, still accepted until `expiresAt`. */
@@ -94,6 +95,28 @@ export interface Rotation {
   from?: string;
 }
 
+/** What a list of keys may be narrowed to, in the store (indexed in MongoDB). */
+export interface KeyFilter {
+  /** Names that start with this, ignoring case. */
+  name?: string;
+  plan?: Plan;
+  /** Keys whose shown prefix starts with this (what a person reads off a leaked key). */
+  prefix?: string;
+  customerId?: string;
+  /** true: revoked keys only; false: live keys only; absent: both. */
+  revoked?: boolean;
+}
+
+/** Whether a record passes a filter; the memory store's version of the Mongo query. */
+export function keyMatches(record: KeyRecord, filter: KeyFilter): boolean {
+  if (filter.plan !== undefined && record.plan !== filter.plan) return false;
+  if (filter.customerId !== undefined && record.customerId !== filter.customerId) return false;
+  if (filter.revoked !== undefined && (record.revokedAt !== undefined) !== filter.revoked) return false;
+  if (filter.prefix !== undefined && !(record.prefix ?? '').startsWith(filter.prefix)) return false;
+  if (filter.name !== undefined && !record.name.toLowerCase().startsWith(filter.name.toLowerCase())) return false;
+  return true;
+}
+
 /** What a replica needs to drop a changed key from its cache. */
 export type ChangedKey = Pick<KeyRecord, 'id' | 'sha256' | 'updatedAt'>;
 
@@ -105,6 +128,8 @@ export interface KeyStore {
   findByHash(sha256: string): Promise<KeyRecord | null>;
   get(id: string): Promise<KeyRecord | null>;
   list(): Promise<KeyRecord[]>;
+  /** Keys newest first, a page at a time. Throws BadCursorError for a cursor it did not make. */
+  page(filter: KeyFilter, request: PageRequest): Promise<Page<KeyRecord>>;
   /** The unrevoked keys of a customer, oldest first. */
   liveKeysOf(customerId: string): Promise<KeyRecord[]>;
   /** Applies changes to a live key; null when there is no such live (unrevoked) key. */

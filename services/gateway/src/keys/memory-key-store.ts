@@ -1,5 +1,6 @@
-import type { ChangedKey, KeyChanges, KeyRecord, KeyStore, Rotation } from './key-store.js';
-import { applyChanges, DuplicateKeyError } from './key-store.js';
+import { type Page, type PageRequest, pageOf } from '../paging/page.js';
+import type { ChangedKey, KeyChanges, KeyFilter, KeyRecord, KeyStore, Rotation } from './key-store.js';
+import { applyChanges, DuplicateKeyError, keyMatches } from './key-store.js';
 
 /** Key records in process memory: the embedded default, and what API_KEYS_FILE records load into. */
 export class MemoryKeyStore implements KeyStore {
@@ -28,6 +29,14 @@ export class MemoryKeyStore implements KeyStore {
 
   async list(): Promise<KeyRecord[]> {
     return [...this.byId.values()].map((r) => structuredClone(r));
+  }
+
+  async page(filter: KeyFilter, request: PageRequest): Promise<Page<KeyRecord>> {
+    const result = pageOf(
+      [...this.byId.values()].filter((r) => keyMatches(r, filter)),
+      request,
+    );
+    return { items: result.items.map((r) => structuredClone(r)), next: result.next };
   }
 
   async liveKeysOf(customerId: string): Promise<KeyRecord[]> {

@@ -1,6 +1,7 @@
-import type { Collection, Db } from 'mongodb';
+import type { Collection, Db, Filter } from 'mongodb';
 import { MongoServerError } from 'mongodb';
-import type { ChangedKey, KeyChanges, KeyRecord, KeyStore, Rotation } from './key-store.js';
+import { decodeCursor, encodeCursor, type Page, type PageRequest, startsWithPattern } from '../paging/page.js';
+import type { ChangedKey, KeyChanges, KeyFilter, KeyRecord, KeyStore, Rotation } from './key-store.js';
 import { DuplicateKeyError } from './key-store.js';
 
 /** Timestamps are BSON dates in MongoDB (sortable, TTL-able); ISO text everywhere else. */
@@ -10,9 +11,32 @@ type KeyDocument = Omit<KeyRecord, 'createdAt' | 'revokedAt' | 'updatedAt' | 'ex
   updatedAt?: Date;
   expiresAt?: Date;
   previous?: { sha256: string; expiresAt: Date };
+  /**
+   * The name lower-cased, so a case-insensitive name search is an anchored range on an index.
+   * Records written before it existed get it from init().
+   */
+  nameLower?: string;
 };
 
-const PROJECTION = { _id: 0 } as const;
+const PROJECTION = { _id: 0, nameLower: 0 } as const;
+/** Newest first, ties by id: the order of every page and the shape of every cursor. */
+const ORDER = { createdAt: -1, id: -1 } as const;
+
+/** The Mongo query for a filter and the position a page resumes after. */
+function pageQuery(filter: KeyFilter, after: string | undefined): Filter<KeyDocument> {
+  const query: Filter<KeyDocument> = {};
+  if (filter.plan !== undefined) query.plan = { $eq: filter.plan };
+  if (filter.customerId !== undefined) query.customerId = { $eq: filter.customerId };
+  if (filter.revoked !== undefined) query.revokedAt = { $exists: filter.revoked };
+  if (filter.name !== undefined) query.nameLower = { $regex: startsWithPattern(filter.name.toLowerCase()) };
+  if (filter.prefix !== undefined) query.prefix = { $regex: startsWithPattern(filter.prefix) };
+  if (after !== undefined) {
+    const position = decodeCursor(after);
+    const at = new Date(position.createdAt);
+    query.$or = [{ createdAt: { $lt: at } }, { createdAt: at, id: { $lt: position.id } }];
+  }
+  return query;
+}
 
 function toRecord(doc: KeyDocument): KeyRecord {
   const { createdAt, revokedAt, updatedAt, expiresAt, previous, ...rest } = doc;
@@ -30,6 +54,7 @@ function toDocument(record: KeyRecord): KeyDocument {
   const { createdAt, revokedAt, updatedAt, expiresAt, previous, ...rest } = record;
   return {
     ...rest,
+    nameLower: record.name.toLowerCase(),
     createdAt: new Date(createdAt),
     ...(expiresAt ? { expiresAt: new Date(expiresAt) } : {}),
     ...(previous ? { previous: { sha256: previous.sha256, expiresAt: new Date(previous.expiresAt) } } : {}),
@@ -64,11 +89,21 @@ export class MongoKeyStore implements KeyStore {
       },
       { key: { updatedAt: 1 }, name: 'updatedAt', sparse: true },
       {
-        key: { customerId: 1, createdAt: 1 },
-        name: 'customerId_created',
+        key: { customerId: 1, ...ORDER },
+        name: 'customerId_created_id',
         partialFilterExpression: { customerId: { $exists: true } },
       },
+      { key: ORDER, name: 'created_id' },
+      { key: { nameLower: 1, ...ORDER }, name: 'name_created_id' },
+      { key: { plan: 1, ...ORDER }, name: 'plan_created_id' },
+      {
+        key: { prefix: 1, ...ORDER },
+        name: 'prefix_created_id',
+        partialFilterExpression: { prefix: { $exists: true } },
+      },
     ]);
+    // Records written before names were kept lower-cased too: one server-side pass, then none.
+    await this.keys.updateMany({ nameLower: { $exists: false } }, [{ $set: { nameLower: { $toLower: '$name' } } }]);
   }
 
   async insert(record: KeyRecord): Promise<void> {
@@ -98,6 +133,16 @@ export class MongoKeyStore implements KeyStore {
     return docs.map(toRecord);
   }
 
+  async page(filter: KeyFilter, request: PageRequest): Promise<Page<KeyRecord>> {
+    // One more than asked tells whether a next page exists without counting.
+    const docs = await this.keys
+      .find(pageQuery(filter, request.after), { projection: PROJECTION, sort: ORDER, limit: request.limit + 1 })
+      .toArray();
+    const items = docs.slice(0, request.limit).map(toRecord);
+    const last = items.at(-1);
+    return { items, next: docs.length > request.limit && last ? encodeCursor(last) : null };
+  }
+
   async liveKeysOf(customerId: string): Promise<KeyRecord[]> {
     const docs = await this.keys
       .find(
@@ -113,7 +158,10 @@ export class MongoKeyStore implements KeyStore {
     const $set: Record<string, unknown> = { updatedAt: at };
     const $unset: Record<string, ''> = {};
     if (changes.plan !== undefined) $set.plan = changes.plan;
-    if (changes.name !== undefined) $set.name = changes.name;
+    if (changes.name !== undefined) {
+      $set.name = changes.name;
+      $set.nameLower = changes.name.toLowerCase();
+    }
     if (changes.limits === null) $unset.limits = '';
     else if (changes.limits !== undefined) {
       $set.limits = { ...changes.limits };
@@ -160,7 +208,10 @@ export class MongoKeyStore implements KeyStore {
       },
     };
     if (changes.plan !== undefined) $set.plan = { $literal: changes.plan };
-    if (changes.name !== undefined) $set.name = { $literal: changes.name };
+    if (changes.name !== undefined) {
+      $set.name = { $literal: changes.name };
+      $set.nameLower = { $literal: changes.name.toLowerCase() };
+    }
     if (changes.limits === null) $set.limits = '$$REMOVE';
     else if (changes.limits !== undefined) $set.limits = { $literal: { ...changes.limits } };
     for (const field of ['scopes', 'allowedCidrs'] as const) {

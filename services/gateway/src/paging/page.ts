@@ -81,3 +81,8 @@ export function pageOf<T extends Position>(all: Iterable<T>, request: PageReques
   const last = items.at(-1);
   return { items, next: rest.length > request.limit && last ? encodeCursor(last) : null };
 }
+
+/** A regular expression that matches text starting with `text` as typed (`a.c` is no pattern). */
+export function startsWithPattern(text: string): string {
+  return `^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`;
+}

@@ -443,5 +443,44 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(await store.liveKeysOf('cus_A')).toEqual([]);
       expect(await store.liveKeysOf('cus_none')).toEqual([]);
     });
+
+    it('pages keys newest first, filtered by name prefix, plan, shown prefix, customer and state', async (ctx) => {
+      const store = await fresh(ctx);
+      const at = (day: number) => `2026-11-${String(day).padStart(2, '0')}T00:00:00.000Z`;
+      const made = [
+        record('free', { name: 'Acme prod', createdAt: at(1), customerId: 'cus_A' }),
+        record('pro', { name: 'acme staging', createdAt: at(2), customerId: 'cus_A' }),
+        record('pro', { name: 'Zeta', createdAt: at(3) }),
+        record('free', { name: 'A.C.M.E', createdAt: at(4) }),
+        record('pro', { name: 'acme ci', createdAt: at(5), customerId: 'cus_A' }),
+      ];
+      for (const rec of made) await store.insert(rec);
+      await store.revoke(made[4]!.id, new Date('2026-11-20T00:00:00.000Z'));
+      const ids = async (filter: object, limit = 2) => {
+        const seen: string[] = [];
+        let after: string | undefined;
+        do {
+          const page = await store.page(filter, { limit, ...(after ? { after } : {}) });
+          expect(page.items.length).toBeLessThanOrEqual(limit);
+          seen.push(...page.items.map((r) => r.id));
+          after = page.next ?? undefined;
+        } while (after);
+        return seen;
+      };
+      const id = (i: number) => made[i]!.id;
+      expect(await ids({})).toEqual([id(4), id(3), id(2), id(1), id(0)]);
+      expect(await ids({ name: 'ACME' })).toEqual([id(4), id(1), id(0)]);
+      expect(await ids({ name: 'a.c' })).toEqual([id(3)]);
+      expect(await ids({ plan: 'pro' })).toEqual([id(4), id(2), id(1)]);
+      expect(await ids({ customerId: 'cus_A', revoked: false })).toEqual([id(1), id(0)]);
+      expect(await ids({ revoked: true })).toEqual([id(4)]);
+      expect(await ids({ prefix: made[2]!.prefix })).toEqual([id(2)]);
+      // A renamed key is found by its new name only.
+      await store.update(id(2), { name: 'Acme renamed' }, new Date('2026-11-21T00:00:00.000Z'));
+      expect(await ids({ name: 'acme r' })).toEqual([id(2)]);
+      expect(await ids({ name: 'zeta' })).toEqual([]);
+      const page = await store.page({}, { limit: 5 });
+      expect(page.items[2]).toStrictEqual({ ...made[2], name: 'Acme renamed', updatedAt: '2026-11-21T00:00:00.000Z' });
+    });
   });
 }
