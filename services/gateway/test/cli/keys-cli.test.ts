@@ -1,37 +1,15 @@
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/keys/api-key.js';
 import { createKey } from '../../src/keys/create-key.js';
+import { CLI, type Run, runCli } from '../support/cli.js';
 import { ADMIN_TOKEN, bearer, startEchoUpstream, startGateway, type TestGateway } from '../support/helpers.js';
 
-const CLI = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../dist/cli/main.js');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the built CLI with exactly the given environment on top of PATH (no ADMIN_* leaks in from outside). */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((done) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 15_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        done({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const cli = runCli;
 
 interface Printed {
   id: string;

@@ -1,36 +1,22 @@
-import { execFile } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/helpers.js';
+import { adminEnv, runCli } from '../support/cli.js';
+import { startGateway, type TestGateway } from '../support/helpers.js';
 import { type Received, startReceiver } from '../support/webhook-receiver.js';
 
 /** `keys webhooks add|list|rm|test` against a gateway's admin listener (embedded mode). */
-const CLI = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../dist/cli/main.js');
 
 let gw: TestGateway;
 let env: Record<string, string>;
 beforeAll(async () => {
   gw = await startGateway({ redisUrl: null, env: { WEBHOOKS_ALLOW_INSECURE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true' } });
-  await gw.admin.listen({ host: '127.0.0.1', port: 0 });
-  env = { ADMIN_URL: `127.0.0.1:${(gw.admin.server.address() as AddressInfo).port}`, ADMIN_TOKEN };
+  env = await adminEnv(gw);
 });
 afterAll(async () => {
   await gw?.close();
 });
 
-function keys(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 15_000 },
-      (error, stdout, stderr) => done({ code: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
-    );
-  });
-}
+const keys = (args: string[]) => runCli(args, env);
 
 it('adds, lists, pings and removes an endpoint', async () => {
   const hook = await startReceiver();
