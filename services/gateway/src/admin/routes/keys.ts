@@ -2,62 +2,49 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { type Static, Type } from 'typebox';
 import { createKey } from '../../keys/create-key.js';
-import {
-  applyRotation,
-  checkNewKey,
-  insertOnce,
-  KeyRuleError,
-  planRotation,
-  updateKey,
-} from '../../keys/key-operations.js';
-import type { KeyRecord } from '../../keys/key-store.js';
+import { checkNewKey, insertOnce, KeyRuleError, updateKey } from '../../keys/key-operations.js';
 import { announceKeyChange } from '../../replicas/key-sync.js';
-import {
-  CreatedKeySchema,
-  CreateKeySchema,
-  KeyIdParams,
-  KeyViewSchema,
-  RotatedKeySchema,
-  RotateKeySchema,
-  UpdateKeySchema,
-} from '../schemas.js';
+import { audit } from '../audit.js';
+import { CreatedKeySchema, CreateKeySchema, KeyIdParams, KeyViewSchema, UpdateKeySchema } from '../schemas.js';
 import {
   type AdminRouteOptions,
-  audit,
   createdKey,
   errors,
   findKey,
+  findLiveStoreKey,
   idempotentErrors,
-  keyRules,
   keyView,
 } from '../shared.js';
 
-/** Keys: create, list, show, update, rotate and revoke. */
-export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps, idempotency }) => {
-  /** A stored, unrevoked key: what update and rotate act on. */
-  async function findLiveStoreKey(id: string, doing: string): Promise<KeyRecord> {
-    const { record, source } = await findKey(deps, id);
-    if (source === 'file') {
-      throw new ApiError(
-        409,
-        'conflict',
-        `Key ${id} comes from API_KEYS_FILE; ${doing} it in that file (npm run keys -- … --file PATH) and roll the gateway`,
-      );
-    }
-    if (record.revokedAt) throw new ApiError(409, 'conflict', `Key ${id} was revoked at ${record.revokedAt}`);
-    return record;
+/** Runs a key operation (keys/key-operations.ts), answering what its rules refuse with a 400. */
+async function applying<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (err) {
+    if (err instanceof KeyRuleError) throw new ApiError(400, 'invalid_request', err.message);
+    throw err;
   }
+}
 
-  /** Runs a key operation (keys/key-operations.ts), answering what its rules refuse with a 400. */
-  async function applying<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      return await operation();
-    } catch (err) {
-      if (err instanceof KeyRuleError) throw new ApiError(400, 'invalid_request', err.message);
-      throw err;
-    }
+const CHANGEABLE = ['plan', 'limits', 'scopes', 'allowedCidrs', 'name', 'expiresAt'] as const;
+
+/** The fields a PATCH changes; a 400 when it changes none. */
+function fieldsToChange(body: Static<typeof UpdateKeySchema>): Array<(typeof CHANGEABLE)[number]> {
+  const fields = CHANGEABLE.filter((f) => body[f] !== undefined);
+  if (fields.length === 0) {
+    throw new ApiError(
+      400,
+      'invalid_request',
+      'Nothing to change: give one or more of plan, limits, scopes, allowedCidrs, name, expiresAt',
+    );
   }
+  return fields;
+}
 
+/** Keys: create, list, show, update and revoke (rotate: key-rotate.ts). */
+export const keyRoutes: FastifyPluginAsyncTypebox<
+  AdminRouteOptions<'plans' | 'keyStore' | 'keyResolver' | 'limiter' | 'events' | 'metrics' | 'webhooks' | 'now'>
+> = async (app, { deps, idempotency }) => {
   app.post(
     '/admin/keys',
     { schema: { body: CreateKeySchema, response: { 201: CreatedKeySchema, ...idempotentErrors } } },
@@ -101,17 +88,8 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
     { schema: { params: KeyIdParams, body: UpdateKeySchema, response: { 200: KeyViewSchema, ...errors } } },
     async (request) => {
       const body = request.body;
-      const fields = (['plan', 'limits', 'scopes', 'allowedCidrs', 'name', 'expiresAt'] as const).filter(
-        (f) => body[f] !== undefined,
-      );
-      if (fields.length === 0) {
-        throw new ApiError(
-          400,
-          'invalid_request',
-          'Nothing to change: give one or more of plan, limits, scopes, allowedCidrs, name, expiresAt',
-        );
-      }
-      const current = await findLiveStoreKey(request.params.id, 'change');
+      const fields = fieldsToChange(body);
+      const current = await findLiveStoreKey(deps, request.params.id, 'change');
       const updated = await applying(() => updateKey(deps.plans, deps.keyStore, current, body, deps.now()));
       // Revoked between the read and the write.
       if (!updated) throw new ApiError(409, 'conflict', `Key ${current.id} was revoked`);
@@ -122,47 +100,6 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
       });
       return keyView(deps, updated, 'store');
     },
-  );
-
-  app.post(
-    '/admin/keys/:id/rotate',
-    {
-      schema: { params: KeyIdParams, body: RotateKeySchema, response: { 200: RotatedKeySchema, ...idempotentErrors } },
-      // The body is optional: a bare POST rotates with the default grace.
-      preValidation: (request, _reply, done) => {
-        request.body ??= {};
-        done();
-      },
-    },
-    async (request, reply) =>
-      idempotency.run(request, reply, {
-        plan: async () => {
-          const current = await findLiveStoreKey(request.params.id, 'rotate');
-          const at = deps.now();
-          const { key, rotation } = planRotation(current, at, request.body.gracePeriodSeconds);
-          const body: Static<typeof RotatedKeySchema> = {
-            id: current.id,
-            key,
-            plan: current.plan,
-            ...keyRules(deps, current),
-            name: current.name,
-            createdAt: current.createdAt,
-            previousKeyExpiresAt: rotation.previousExpiresAt,
-          };
-          return { plan: { id: current.id, rotation, at }, status: 200, body };
-        },
-        apply: async ({ id, rotation, at }) => {
-          const record = await applyRotation(deps.keyStore, id, rotation, at);
-          if (!record) {
-            const now = await deps.keyStore.get(id);
-            if (!now || now.revokedAt) throw new ApiError(409, 'conflict', `Key ${id} was revoked`);
-            throw new ApiError(409, 'conflict', `Key ${id} was rotated by another request meanwhile; rotate it again`);
-          }
-          await announceKeyChange(deps, 'key-changed', id, request.log);
-        },
-        made: ({ id, rotation }) =>
-          audit(deps, request.log, 'rotate', id, { previousKeyExpiresAt: rotation.previousExpiresAt }),
-      }),
   );
 
   app.delete(
