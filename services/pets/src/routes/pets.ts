@@ -108,7 +108,7 @@ const createPet: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { sto
     async (request, reply) => {
       const { name, categoryId, status } = request.body;
       const pet = await store.create({ name, categoryId, status });
-      // The supported read, not the deprecated /v1/pets/{id} (design.md).
+      // The supported read, not the deprecated /v1/pets/{id}.
       reply.code(201).header('location', `/v1/pets?id=${pet.id}`);
       return pet;
     },
