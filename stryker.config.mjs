@@ -95,7 +95,13 @@ export const areas = {
   // The usage history (memory and Redis) and what is read from it: a key's series and its CSV,
   // the top keys. It decides nothing; billing is computed from it.
   history: {
-    mutate: [`${SRC}/usage/usage-history.ts`, `${SRC}/usage/redis-usage-history.ts`, `${SRC}/admin/routes/usage.ts`],
+    mutate: [
+      `${SRC}/usage/usage-history.ts`,
+      `${SRC}/usage/redis-usage-history.ts`,
+      `${SRC}/usage/reports.ts`,
+      `${SRC}/admin/routes/usage.ts`,
+      `${SRC}/admin/routes/key-usage.ts`,
+    ],
     testFiles: [
       // The stores' contract first (memory and Redis), then the admin routes on two replicas.
       `${TEST}/usage/usage-history-stores.test.ts`,
@@ -110,6 +116,7 @@ export const areas = {
       `${SRC}/webhooks/**/*.ts`,
       `!${SRC}/webhooks/delivery/address-guard.ts`,
       `${SRC}/admin/routes/webhooks.ts`,
+      `${SRC}/admin/routes/webhook-deliveries.ts`,
     ],
     testFiles: [
       `${TEST}/webhooks/retries.test.ts`,

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRegistry } from '@animal-store/common/metrics.js';
 import { loadConfig } from '@animal-store/gateway/config.js';
-import { publicDocument, publicDocumentOptions } from '@animal-store/gateway/reference/openapi.js';
+import { publicDocument } from '@animal-store/gateway/reference/openapi.js';
+import { publicDocumentOptions } from '@animal-store/gateway/reference/openapi-description.js';
 import { buildApp } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 

@@ -14,7 +14,7 @@ import { setExhaustedAnonymousHeaders } from './gate/rate-limit-headers.js';
 import { healthRoutes } from './observability/health-routes.js';
 import { registerProxy, upstreamPool } from './proxy/proxy.js';
 import { docsRoutes } from './reference/docs-routes.js';
-import { publicDocumentOptions } from './reference/openapi.js';
+import { publicDocumentOptions } from './reference/openapi-description.js';
 import { keySync } from './replicas/key-sync.js';
 import { webhookLifecycle } from './webhooks/lifecycle.js';
 

@@ -99,16 +99,7 @@ export async function createDeps(
   const logger = createLogger({ serviceName: 'gateway', logLevel: config.logLevel, logStream: options.logStream });
   const redis = clients.redis ?? null;
 
-  let keyStore: KeyStore;
-  if (clients.keyStore) {
-    keyStore = clients.keyStore;
-  } else if (clients.keysDb) {
-    const mongoStore = new MongoKeyStore(clients.keysDb);
-    await mongoStore.init();
-    keyStore = mongoStore;
-  } else {
-    keyStore = new MemoryKeyStore();
-  }
+  const keyStore = await createKeyStore(clients);
   const loadedAt = new Date(now());
   const fileRecords = config.apiKeys.map((e) => toKeyRecord(e, loadedAt));
   const keyResolver = new KeyResolver(keyStore, fileRecords, {
@@ -142,18 +133,7 @@ export async function createDeps(
   const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
 
   const subscriber = clients.subscriber ?? null;
-  const events: EventBus =
-    redis && subscriber
-      ? new RedisEventBus(
-          redis,
-          subscriber,
-          `${config.redisPrefix}events`,
-          subscriptionLog(logger, metrics, config.revocationPollMs),
-          options.eventProbeMs,
-        )
-      : new LocalEventBus();
-  // In one process every "replica" hears every event.
-  if (!(events instanceof RedisEventBus)) metrics.eventBusSubscribed.set(1);
+  const events = createEventBus(config, redis, subscriber, { logger, metrics, probeMs: options.eventProbeMs });
   const webhooks = createWebhooks(config, redis, { registry, logger, keyStore, keyResolver, now });
 
   return {
@@ -181,6 +161,36 @@ export async function createDeps(
       webhooks: webhooks.queue.kind,
     },
   };
+}
+
+/** The store given, MongoDB when its database is, or this process's memory. */
+async function createKeyStore(clients: GatewayClients): Promise<KeyStore> {
+  if (clients.keyStore) return clients.keyStore;
+  if (!clients.keysDb) return new MemoryKeyStore();
+  const mongoStore = new MongoKeyStore(clients.keysDb);
+  await mongoStore.init();
+  return mongoStore;
+}
+
+/** Redis pub/sub between the replicas when both connections are given, else this process alone. */
+function createEventBus(
+  config: GatewayConfig,
+  redis: RedisClient | null,
+  subscriber: RedisClient | null,
+  parts: { logger: FastifyBaseLogger; metrics: GatewayMetrics; probeMs: number | undefined },
+): EventBus {
+  if (redis && subscriber) {
+    return new RedisEventBus(
+      redis,
+      subscriber,
+      `${config.redisPrefix}events`,
+      subscriptionLog(parts.logger, parts.metrics, config.revocationPollMs),
+      parts.probeMs,
+    );
+  }
+  // In one process every "replica" hears every event.
+  parts.metrics.eventBusSubscribed.set(1);
+  return new LocalEventBus();
 }
 
 /** The subscription's state as a gauge, a warning when it is lost and a line when it is back. */

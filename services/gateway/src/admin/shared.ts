@@ -1,21 +1,23 @@
 import { ApiError, clipped, ErrorSchema } from '@animal-store/common/errors.js';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Static } from 'typebox';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { limitsFor, scopesFor } from '../plans/plans.js';
+import type { Subscription } from '../webhooks/subscriptions/webhook-store.js';
 import type { Idempotency } from './idempotency.js';
 import type { CreatedKeySchema, KeyViewSchema } from './schemas.js';
 
-/** What the admin routes are given: the gateway's collaborators, built once in deps.ts. */
-export interface AdminRouteOptions {
-  deps: GatewayDeps;
+/**
+ * What the admin routes are given: the collaborators each one uses (built once in deps.ts), as
+ * the gate takes them, and the creates' Idempotency-Key runner.
+ */
+export interface AdminRouteOptions<K extends keyof GatewayDeps = keyof GatewayDeps> {
+  deps: Pick<GatewayDeps, K>;
   /** Runs the creates under their Idempotency-Key. */
   idempotency: Idempotency;
 }
 
 export type Source = 'store' | 'file';
-type AdminAction = 'create' | 'update' | 'rotate' | 'revoke' | 'unban';
 
 export const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 503: ErrorSchema };
 /** A route that takes an Idempotency-Key: also 422 for a key reused with another body. */
@@ -25,22 +27,11 @@ export function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
 
-/** One audit line and one count per change; the line names fields, never a secret. */
-export function audit(
-  deps: GatewayDeps,
-  log: FastifyBaseLogger,
-  action: AdminAction,
-  keyId: string,
-  fields: Record<string, unknown> = {},
-): void {
-  deps.metrics.adminActions.inc({ action });
-  log.info({ audit: action, keyId, ...fields }, `admin: ${action} ${keyId}`);
-  // Every audited key change is also an event for the webhook endpoints subscribed to it.
-  deps.webhooks.keyAction(action, keyId, fields);
-}
-
 /** A key by id, from API_KEYS_FILE first, then the store; 404 when neither has it. */
-export async function findKey(deps: GatewayDeps, id: string): Promise<{ record: KeyRecord; source: Source }> {
+export async function findKey(
+  deps: Pick<GatewayDeps, 'keyResolver' | 'keyStore'>,
+  id: string,
+): Promise<{ record: KeyRecord; source: Source }> {
   const fromFile = deps.keyResolver.fileRecord(id);
   if (fromFile) return { record: fromFile, source: 'file' };
   const record = await deps.keyStore.get(id);
@@ -48,9 +39,34 @@ export async function findKey(deps: GatewayDeps, id: string): Promise<{ record: 
   return { record, source: 'store' };
 }
 
+/** A webhook endpoint by id; 404 when there is none. */
+export async function findWebhook(deps: Pick<GatewayDeps, 'webhooks'>, id: string): Promise<Subscription> {
+  const found = await deps.webhooks.store.get(id);
+  if (!found) throw new ApiError(404, 'not_found', `No webhook with id ${clipped(id)}`);
+  return found;
+}
+
+/** A stored, unrevoked key: what update and rotate act on. */
+export async function findLiveStoreKey(
+  deps: Pick<GatewayDeps, 'keyResolver' | 'keyStore'>,
+  id: string,
+  doing: string,
+): Promise<KeyRecord> {
+  const { record, source } = await findKey(deps, id);
+  if (source === 'file') {
+    throw new ApiError(
+      409,
+      'conflict',
+      `Key ${id} comes from API_KEYS_FILE; ${doing} it in that file (npm run keys -- … --file PATH) and roll the gateway`,
+    );
+  }
+  if (record.revokedAt) throw new ApiError(409, 'conflict', `Key ${id} was revoked at ${record.revokedAt}`);
+  return record;
+}
+
 /** What an operator sees of a key: never its hash, with its ban if the limiter can say. */
 export async function keyView(
-  deps: GatewayDeps,
+  deps: Pick<GatewayDeps, 'limiter' | 'plans'>,
   record: KeyRecord,
   source: Source,
 ): Promise<Static<typeof KeyViewSchema>> {

@@ -24,6 +24,12 @@ export function unavailable(code: 'store_unavailable' | 'rate_limiter_unavailabl
   return new ApiError(503, code, `${what}; retry in ${UNAVAILABLE_RETRY_SECONDS} s`, RETRY_AFTER);
 }
 
+/** The usage history could not be read: logged, and the request gets the 503. */
+export function historyUnavailable(err: unknown, log: { error(obj: object, msg: string): void }): never {
+  log.error({ err }, 'cannot read the usage history');
+  throw unavailable('rate_limiter_unavailable', 'Cannot reach Redis to read the usage history');
+}
+
 /**
  * Bounds a call on a connection that waits for Redis instead of failing (the webhook queue's: it
  * must ride out a failover). A request waits at most `ms`, then gets the 503; the call may still

@@ -7,12 +7,12 @@ import {
   policyFor,
   WINDOW_NAMES,
 } from '../limits/policy.js';
+import { SCOPES, type Scope } from '../proxy/proxied-routes.js';
 
 export type { Algorithm, Limits } from '../limits/policy.js';
 
-/** What a key may do: read pets (GET, HEAD) and add them (POST). */
-export const SCOPES = ['pets:read', 'pets:write'] as const;
-export type Scope = (typeof SCOPES)[number];
+// The scopes are named where the routes that need them are listed, below every plan.
+export { SCOPES, type Scope } from '../proxy/proxied-routes.js';
 
 /** A plan's name; the plans in force (PlanBook) say which names exist. */
 export type Plan = string;

@@ -1,5 +1,8 @@
 import type { HTTPMethods } from 'fastify';
-import type { Scope } from '../plans/plans.js';
+
+/** What a key may do: read pets (GET, HEAD) and add them (POST). */
+export const SCOPES = ['pets:read', 'pets:write'] as const;
+export type Scope = (typeof SCOPES)[number];
 
 /**
  * What the gateway forwards, by route template and method: the pets API, with the scope each

@@ -9,7 +9,9 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { API_INDEX, API_INDEX_SCHEMA } from './api-index.js';
-import { type OpenApiDocument, OpenApiSource, OpenApiUnavailable, type PublicDocumentOptions } from './openapi.js';
+import type { OpenApiDocument } from './openapi.js';
+import type { PublicDocumentOptions } from './openapi-description.js';
+import { OpenApiSource, OpenApiUnavailable } from './openapi-source.js';
 
 export interface DocsOptions {
   /** Base URL of the pets service, whose /v1/openapi.json the public document is made from. */

@@ -1,12 +1,18 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { GatewayDeps } from '../deps.js';
 import type { KeyResolver } from '../keys/key-resolver.js';
+import type { KeyStore } from '../keys/key-store.js';
+import type { GuardedLimiter } from '../limits/guarded-limiter.js';
 import type { EventBus } from './event-bus.js';
 
-export type KeySyncOptions = Pick<GatewayDeps, 'events' | 'keyResolver' | 'keyStore' | 'limiter' | 'now'> & {
+export interface KeySyncOptions {
+  events: EventBus;
+  keyResolver: KeyResolver;
+  keyStore: Pick<KeyStore, 'changedSince'>;
+  limiter: Pick<GuardedLimiter, 'forgetBan' | 'forgetBans' | 'recheckBans'>;
+  now: () => number;
   pollMs: number;
-};
+}
 
 /** Polls overlap by this much so a change stamped by a replica with a slower clock is not missed. */
 const CLOCK_SLACK_MS = 30_000;

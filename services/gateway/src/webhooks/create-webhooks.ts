@@ -1,14 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
-import type { GatewayConfig } from '../config.js';
 import type { KeyResolver } from '../keys/key-resolver.js';
 import type { KeyRecord } from '../keys/key-store.js';
-import { queueConnection, type RedisClient } from '../redis/clients.js';
+import { queueConnection, type RedisClient, type RedisTarget } from '../redis/clients.js';
+import type { WebhooksConfig } from './config.js';
 import { BullmqDeliveryQueue } from './delivery/bullmq-delivery-queue.js';
 import type { DeliveryQueue } from './delivery/delivery-queue.js';
 import { MemoryDeliveryQueue } from './delivery/memory-delivery-queue.js';
+import { createWebhookMetrics } from './delivery/metrics.js';
 import { WebhookSender } from './delivery/send.js';
-import { createWebhookMetrics } from './metrics.js';
 import { MemoryWebhookStore } from './subscriptions/memory-webhook-store.js';
 import { RedisWebhookStore } from './subscriptions/redis-webhook-store.js';
 import { Webhooks } from './webhooks.js';
@@ -18,7 +18,7 @@ import { Webhooks } from './webhooks.js';
  * replicas), or all in this process in embedded mode. Called by createDeps.
  */
 export function createWebhooks(
-  config: GatewayConfig,
+  config: { webhooks: WebhooksConfig; redis: RedisTarget | undefined; redisPrefix: string },
   redis: RedisClient | null,
   parts: {
     registry: Registry;

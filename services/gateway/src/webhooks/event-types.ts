@@ -1,4 +1,4 @@
-/** What a subscription may listen to (issue 23); the payload never holds a secret. */
+/** What a subscription may listen to; the payload never holds a secret. */
 export const WEBHOOK_EVENTS = [
   'key.quota.warning',
   'key.quota.exhausted',

@@ -5,15 +5,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { RATE_LIMIT_HEADER_NAMES } from '../../src/gate/rate-limit-headers.js';
-import {
-  banRule,
-  isOpenApi31,
-  type OpenApiDocument,
-  OpenApiSource,
-  OpenApiUnavailable,
-  publicDocument,
-  publicDocumentOptions,
-} from '../../src/reference/openapi.js';
+import { isOpenApi31, type OpenApiDocument, publicDocument } from '../../src/reference/openapi.js';
+import { banRule, publicDocumentOptions } from '../../src/reference/openapi-description.js';
+import { OpenApiSource, OpenApiUnavailable } from '../../src/reference/openapi-source.js';
 import { addKey, bearer, startEchoUpstream, startGateway, type TestGateway } from '../support/helpers.js';
 
 type Response = {

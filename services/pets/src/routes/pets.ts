@@ -37,7 +37,8 @@ const deprecationHeaderDocs = {
   },
 } as const;
 
-export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { store }) => {
+/** GET /v1/pets: a page of animals, filtered by id and status. */
+const listPets: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { store }) => {
   app.get(
     '/v1/pets',
     {
@@ -73,7 +74,10 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       return page;
     },
   );
+};
 
+/** POST /v1/pets: adds an animal. */
+const createPet: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { store }) => {
   app.post(
     '/v1/pets',
     {
@@ -104,12 +108,15 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
     async (request, reply) => {
       const { name, categoryId, status } = request.body;
       const pet = await store.create({ name, categoryId, status });
-      // The supported read, not the deprecated /v1/pets/{id} (design.md).
+      // The supported read, not the deprecated /v1/pets/{id}.
       reply.code(201).header('location', `/v1/pets?id=${pet.id}`);
       return pet;
     },
   );
+};
 
+/** GET /v1/pets/:petId: one animal, the deprecated way. */
+const getPet: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { store }) => {
   app.get(
     '/v1/pets/:petId',
     {
@@ -144,4 +151,10 @@ export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app
       return pet;
     },
   );
+};
+
+export const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, opts) => {
+  await app.register(listPets, opts);
+  await app.register(createPet, opts);
+  await app.register(getPet, opts);
 };

@@ -1,16 +1,15 @@
 import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Static } from 'typebox';
 import { Type } from 'typebox';
 import { billingPeriod } from '../../customers/billing-period.js';
 import { CustomerRuleError, checkNewCustomer, customerChanges } from '../../customers/customer-operations.js';
 import { type CustomerRecord, type CustomerStore, DuplicateCustomerError } from '../../customers/customer-store.js';
 import type { GatewayDeps } from '../../deps.js';
-import { updateKey } from '../../keys/key-operations.js';
 import { BadCursorError } from '../../paging/page.js';
-import { limitsAfterChange, limitsFor, planProblem } from '../../plans/plans.js';
-import { announceKeyChange } from '../../replicas/key-sync.js';
+import { limitsFor } from '../../plans/plans.js';
+import { audit } from '../audit.js';
+import { checkKeysCanFollow, moveKeysToPlan, revokeKeysOf } from '../customer-keys.js';
 import {
   CreateCustomerSchema,
   CustomerIdParams,
@@ -20,10 +19,9 @@ import {
   DeleteCustomerQuery,
   UpdateCustomerSchema,
 } from '../customer-schemas.js';
-import { type AdminRouteOptions, audit, errors, idempotentErrors } from '../shared.js';
+import { type AdminRouteOptions, errors, idempotentErrors } from '../shared.js';
 
 type CustomerView = Static<typeof CustomerViewSchema>;
-type CustomerAction = 'customer.create' | 'customer.update' | 'customer.delete';
 
 /** What an operator sees of a customer: its limits in force and the billing period it is in now. */
 function customerView(deps: Pick<GatewayDeps, 'plans' | 'now'>, record: CustomerRecord): CustomerView {
@@ -41,18 +39,6 @@ function customerView(deps: Pick<GatewayDeps, 'plans' | 'now'>, record: Customer
     createdAt: record.createdAt,
     ...(record.updatedAt ? { updatedAt: record.updatedAt } : {}),
   };
-}
-
-/** One audit line and one count per change to a customer; the line names fields, never values of metadata. */
-function auditCustomer(
-  deps: Pick<GatewayDeps, 'metrics'>,
-  log: FastifyBaseLogger,
-  action: CustomerAction,
-  customerId: string,
-  fields: Record<string, unknown> = {},
-): void {
-  deps.metrics.adminActions.inc({ action });
-  log.info({ audit: action, customerId, ...fields }, `admin: ${action} ${customerId}`);
 }
 
 /** The store's and the rules' refusals as the API answers them. */
@@ -87,37 +73,10 @@ async function insertOnce(store: CustomerStore, record: CustomerRecord): Promise
 }
 
 /** Customers: the accounts above the keys. Create, list (paged, filtered), show, update, delete. */
-export const customerRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps, idempotency }) => {
+export const customerRoutes: FastifyPluginAsyncTypebox<
+  AdminRouteOptions<'plans' | 'customerStore' | 'keyStore' | 'keyResolver' | 'events' | 'metrics' | 'webhooks' | 'now'>
+> = async (app, { deps, idempotency }) => {
   const store = deps.customerStore;
-
-  /** Refuses a plan change one of the customer's keys could not make (a plan without windows, say). */
-  async function checkKeysCanFollow(customerId: string, plan: string): Promise<void> {
-    for (const key of await deps.keyStore.liveKeysOf(customerId)) {
-      const limits = limitsAfterChange(deps.plans, key.plan, plan, undefined, key.limits);
-      const problem = planProblem(deps.plans, plan, limits);
-      if (problem)
-        throw new ApiError(409, 'conflict', `Key ${key.id} of this customer cannot move to ${plan}: ${problem}`);
-    }
-  }
-
-  /**
-   * A customer's keys follow it to its new plan (the plan sits on the customer), each as a plan
-   * change of its own: audited, announced to the replicas, own limits replaced by the plan's.
-   */
-  async function moveKeysToPlan(customer: CustomerRecord, log: FastifyBaseLogger): Promise<void> {
-    for (const key of await deps.keyStore.liveKeysOf(customer.id)) {
-      if (key.plan === customer.plan) continue;
-      const moved = await updateKey(deps.plans, deps.keyStore, key, { plan: customer.plan }, deps.now());
-      if (!moved) continue; // revoked meanwhile
-      await announceKeyChange(deps, 'key-changed', key.id, log);
-      audit(deps, log, 'update', key.id, {
-        changed: ['plan'],
-        from: key.plan,
-        to: customer.plan,
-        customerId: customer.id,
-      });
-    }
-  }
 
   app.post(
     '/admin/customers',
@@ -130,7 +89,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = asyn
         },
         apply: (record) => answering(() => insertOnce(store, record)),
         made: (record) =>
-          auditCustomer(deps, request.log, 'customer.create', record.id, {
+          audit(deps, request.log, 'customer.create', record.id, {
             plan: record.plan,
             ...(record.externalId !== undefined ? { externalId: record.externalId } : {}),
           }),
@@ -168,16 +127,16 @@ export const customerRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = asyn
       const current = await findCustomer(store, request.params.id);
       const changes = await answering(async () => customerChanges(deps.plans, current, request.body));
       if (changes.plan !== undefined && changes.plan !== current.plan)
-        await checkKeysCanFollow(current.id, changes.plan);
+        await checkKeysCanFollow(deps, current.id, changes.plan);
       const updated = await answering(() => store.update(current.id, changes, new Date(deps.now())));
       // Deleted between the read and the write.
       if (!updated) throw new ApiError(404, 'not_found', `No customer with id ${clipped(current.id)}`);
       const body = request.body;
-      auditCustomer(deps, request.log, 'customer.update', updated.id, {
+      audit(deps, request.log, 'customer.update', updated.id, {
         changed: Object.keys(body).filter((field) => body[field as keyof typeof body] !== undefined),
         ...(body.plan !== undefined && body.plan !== current.plan ? { from: current.plan, to: body.plan } : {}),
       });
-      if (updated.plan !== current.plan) await moveKeysToPlan(updated, request.log);
+      if (updated.plan !== current.plan) await moveKeysToPlan(deps, updated, request.log);
       return customerView(deps, updated);
     },
   );
@@ -193,25 +152,10 @@ export const customerRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = asyn
     },
     async (request, reply) => {
       const customer = await findCustomer(store, request.params.id);
-      const keys = await deps.keyStore.liveKeysOf(customer.id);
-      if (keys.length > 0 && !request.query.revokeKeys) {
-        throw new ApiError(
-          409,
-          'conflict',
-          `Customer ${customer.id} has ${keys.length} live key${keys.length === 1 ? '' : 's'}: revoke ${
-            keys.length === 1 ? 'it' : 'them'
-          } first, or delete with ?revokeKeys=true`,
-        );
-      }
       const at = new Date(deps.now());
-      for (const key of keys) {
-        if (await deps.keyStore.revoke(key.id, at)) {
-          await announceKeyChange(deps, 'key-revoked', key.id, request.log);
-          audit(deps, request.log, 'revoke', key.id, { customerId: customer.id });
-        }
-      }
+      const revoked = await revokeKeysOf(deps, customer.id, request.query.revokeKeys === true, at, request.log);
       if (await store.delete(customer.id, at)) {
-        auditCustomer(deps, request.log, 'customer.delete', customer.id, { revokedKeys: keys.length });
+        audit(deps, request.log, 'customer.delete', customer.id, { revokedKeys: revoked });
       }
       return reply.code(204).send(null);
     },

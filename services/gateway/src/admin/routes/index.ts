@@ -2,24 +2,28 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminRouteOptions } from '../shared.js';
 import { customerRoutes } from './customers.js';
 import { keyBanRoutes } from './key-ban.js';
+import { keyRotateRoutes } from './key-rotate.js';
 import { keyUsageRoutes } from './key-usage.js';
 import { keyRoutes } from './keys.js';
 import { planRoutes } from './plans.js';
 import { usageRoutes } from './usage.js';
+import { webhookDeliveryRoutes } from './webhook-deliveries.js';
 import { webhookRoutes } from './webhooks.js';
 
 /**
- * The admin API's routes, one file per resource: keys (create, list, show, update, rotate,
- * revoke), their live usage and its history, their bans, the plans in force, webhook endpoints, customers.
- * Every change evicts the key here and tells the other
- * replicas.
+ * The admin API's routes, one file per resource, named for its URL: keys (create, list, show,
+ * update, revoke), their rotation, their live usage and its history, their bans, the usage of all
+ * keys, the plans in force, webhook endpoints, customers. Every change evicts the key here and tells the
+ * other replicas.
  */
 export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, opts) => {
   await app.register(keyRoutes, opts);
+  await app.register(keyRotateRoutes, opts);
   await app.register(keyUsageRoutes, opts);
   await app.register(usageRoutes, opts);
   await app.register(keyBanRoutes, opts);
   await app.register(planRoutes, opts);
   await app.register(webhookRoutes, opts);
+  await app.register(webhookDeliveryRoutes, opts);
   await app.register(customerRoutes, opts);
 };

@@ -1,11 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { audit } from '../audit.js';
 import { KeyIdParams } from '../schemas.js';
-import { type AdminRouteOptions, audit, errors, findKey } from '../shared.js';
+import { type AdminRouteOptions, errors, findKey } from '../shared.js';
 import { unavailable } from '../store-unavailable.js';
 
 /** Lifting a key's ban, on every replica: the shared limiter, this one's memory, the others by event. */
-export const keyBanRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
+export const keyBanRoutes: FastifyPluginAsyncTypebox<
+  AdminRouteOptions<'keyStore' | 'keyResolver' | 'limiter' | 'events' | 'metrics' | 'webhooks'>
+> = async (app, { deps }) => {
   app.delete(
     '/admin/keys/:id/ban',
     { schema: { params: KeyIdParams, response: { 204: Type.Null(), ...errors } } },

@@ -1,12 +1,86 @@
+import { ApiError, clipped } from '@animal-store/common/errors.js';
+import { readRfc3339 } from '@animal-store/common/rfc3339.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Static } from 'typebox';
 import type { KeyUsage } from '../../limits/key-limiter.js';
 import { LIMIT_FIELDS, limitsFor, policyForKey } from '../../plans/plans.js';
-import { KeyIdParams, UsageSchema } from '../schemas.js';
+import { series, sumOf, toCsv, withRefused } from '../../usage/reports.js';
+import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
+import { HistoryQuery, HistorySchema, KeyIdParams, UsageSchema } from '../schemas.js';
 import { type AdminRouteOptions, errors, findKey, iso } from '../shared.js';
-import { unavailable } from '../store-unavailable.js';
+import { historyUnavailable, unavailable } from '../store-unavailable.js';
 
-/** A key's live usage as the shared limiter counts it: every window, its ban, its refusals. */
-export const keyUsageRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
+type Granularity = 'hour' | 'day';
+
+/** An instant from the query: RFC 3339 date-time or a date (midnight UTC), one that exists. */
+function instant(text: string, name: string): number {
+  const read = readRfc3339(text, true);
+  if (read.problem === undefined) return read.ms;
+  throw new ApiError(
+    400,
+    'invalid_request',
+    read.problem === 'calendar'
+      ? `${name} is not a real date and time: "${clipped(text)}"`
+      : `${name} must be an RFC 3339 date-time or a date (YYYY-MM-DD), not "${clipped(text)}"`,
+  );
+}
+
+type HistoryRange = Pick<Static<typeof HistoryQuery>, 'from' | 'to' | 'period'>;
+
+/** The start of the step (hour or day) holding `ms`. */
+const stepStart = (ms: number, step: number) => ms - (((ms % step) + step) % step);
+
+/**
+ * The steps [from, to) a history query asks for. `from` and `to` are instants, or dates naming
+ * whole UTC days: `to=2026-11-30` includes the 30th. `period` is a calendar month in UTC, the one
+ * the month quota counts (`current`: so far; `previous`: all of it). A range reaching past now ends
+ * with the step that holds now, so "this month so far" is one request on any day of it.
+ */
+function historyRange(query: HistoryRange, now: number, step: number): { from: number; to: number } {
+  const current = stepStart(now, step) + step;
+  if (query.period !== undefined) {
+    if (query.from !== undefined || query.to !== undefined) {
+      throw new ApiError(
+        400,
+        'invalid_request',
+        'period names the range itself: give period, or from and to, not both',
+      );
+    }
+    const today = new Date(now);
+    const monthStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1);
+    if (query.period === 'current') return { from: monthStart, to: current };
+    return { from: Date.UTC(today.getUTCFullYear(), today.getUTCMonth() - 1, 1), to: monthStart };
+  }
+  let to = current;
+  if (query.to !== undefined) {
+    const end = instant(query.to, 'to') + (/^\d{4}-\d{2}-\d{2}$/.test(query.to) ? DAY_MS : 0);
+    to = Math.min(stepStart(end + step - 1, step), current);
+  }
+  const from =
+    query.from === undefined
+      ? to - (step === HOUR_MS ? 24 * HOUR_MS : 30 * DAY_MS)
+      : stepStart(instant(query.from, 'from'), step);
+  if (from >= current) {
+    throw new ApiError(
+      400,
+      'invalid_request',
+      `from must not be after the current ${step === HOUR_MS ? 'hour' : 'day'}`,
+    );
+  }
+  if (from >= to) throw new ApiError(400, 'invalid_request', 'from must be before to');
+  return { from, to };
+}
+
+/**
+ * A key's usage: live, as the shared limiter counts it (every window, its ban, its refusals), and
+ * over time from the usage history (an hourly or daily series, JSON or CSV for billing).
+ */
+export const keyUsageRoutes: FastifyPluginAsyncTypebox<
+  AdminRouteOptions<'history' | 'keyStore' | 'keyResolver' | 'limiter' | 'plans' | 'now'>
+> = async (app, { deps }) => {
+  const history = deps.history;
+  const retentionDays = Math.round(history.retentionMs / DAY_MS);
+
   app.get(
     '/admin/keys/:id/usage',
     { schema: { params: KeyIdParams, response: { 200: UsageSchema, ...errors } } },
@@ -38,6 +112,59 @@ export const keyUsageRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = asyn
         ban: usage.banEndsAt === null ? null : { until: iso(usage.banEndsAt) },
         refusals: usage.refusals,
       };
+    },
+  );
+
+  app.get(
+    '/admin/keys/:id/usage/history',
+    {
+      schema: {
+        params: KeyIdParams,
+        querystring: HistoryQuery,
+        response: { 200: HistorySchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { record } = await findKey(deps, request.params.id);
+      const granularity: Granularity = request.query.granularity ?? 'hour';
+      const step = granularity === 'hour' ? HOUR_MS : DAY_MS;
+      const now = deps.now();
+      const { from, to } = historyRange(request.query, now, step);
+      const oldest = stepStart(now - history.retentionMs, step);
+      if (from < oldest) {
+        throw new ApiError(
+          400,
+          'invalid_request',
+          `The history is kept for ${retentionDays} days (USAGE_HISTORY_DAYS): from must be on or after ${iso(oldest)}`,
+        );
+      }
+      let hours: HourUsage[];
+      try {
+        hours = await history.hours(record.id, from, to);
+      } catch (err) {
+        historyUnavailable(err, request.log);
+      }
+      const body = {
+        id: record.id,
+        granularity,
+        from: iso(from),
+        to: iso(to),
+        retentionDays,
+        totals: withRefused(sumOf(hours)),
+        series: series(hours, from, to, step).map(({ start, ...counts }) => ({ start: iso(start), ...counts })),
+      };
+      const wantsCsv =
+        request.query.format === 'csv' ||
+        (request.query.format === undefined && /\btext\/csv\b/.test(request.headers.accept ?? ''));
+      if (!wantsCsv) return body;
+      const file = `usage-${record.id}-${body.from.slice(0, 13)}-${granularity}.csv`;
+      return (
+        reply
+          .type('text/csv; charset=utf-8')
+          .header('content-disposition', `attachment; filename="${file.replace(/[^\w.:-]/g, '_')}"`)
+          // A string body with its own type is sent as it is: the 200 schema describes the JSON answer.
+          .send(toCsv(body.series) as never)
+      );
     },
   );
 };

@@ -2,81 +2,89 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { type Static, Type } from 'typebox';
 import { KeyOwnershipError, ownerOf, planWithCustomer } from '../../customers/key-ownership.js';
+import type { GatewayDeps } from '../../deps.js';
 import { createKey } from '../../keys/create-key.js';
-import {
-  applyRotation,
-  checkNewKey,
-  insertOnce,
-  KeyRuleError,
-  type KeyUpdate,
-  planRotation,
-  updateKey,
-} from '../../keys/key-operations.js';
+import { checkNewKey, insertOnce, KeyRuleError, type KeyUpdate, updateKey } from '../../keys/key-operations.js';
 import type { KeyRecord } from '../../keys/key-store.js';
 import { announceKeyChange } from '../../replicas/key-sync.js';
-import {
-  CreatedKeySchema,
-  CreateKeySchema,
-  KeyIdParams,
-  KeyViewSchema,
-  RotatedKeySchema,
-  RotateKeySchema,
-  UpdateKeySchema,
-} from '../schemas.js';
+import { audit } from '../audit.js';
+import { CreatedKeySchema, CreateKeySchema, KeyIdParams, KeyViewSchema, UpdateKeySchema } from '../schemas.js';
 import {
   type AdminRouteOptions,
-  audit,
   createdKey,
   errors,
   findKey,
+  findLiveStoreKey,
   idempotentErrors,
-  keyRules,
   keyView,
 } from '../shared.js';
 
-/** Keys: create, list, show, update, rotate and revoke. */
-export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps, idempotency }) => {
-  /** A stored, unrevoked key: what update and rotate act on. */
-  async function findLiveStoreKey(id: string, doing: string): Promise<KeyRecord> {
-    const { record, source } = await findKey(deps, id);
-    if (source === 'file') {
-      throw new ApiError(
-        409,
-        'conflict',
-        `Key ${id} comes from API_KEYS_FILE; ${doing} it in that file (npm run keys -- … --file PATH) and roll the gateway`,
-      );
+/** Runs a key operation (keys/key-operations.ts), answering what its rules refuse with a 400. */
+async function applying<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (err) {
+    if (err instanceof KeyRuleError || err instanceof KeyOwnershipError) {
+      throw new ApiError(400, 'invalid_request', err.message);
     }
-    if (record.revokedAt) throw new ApiError(409, 'conflict', `Key ${id} was revoked at ${record.revokedAt}`);
-    return record;
+    throw err;
   }
+}
 
-  /** Runs a key operation (keys/key-operations.ts), answering what its rules refuse with a 400. */
-  async function applying<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      return await operation();
-    } catch (err) {
-      if (err instanceof KeyRuleError || err instanceof KeyOwnershipError) {
-        throw new ApiError(400, 'invalid_request', err.message);
-      }
-      throw err;
-    }
+const CHANGEABLE = ['plan', 'limits', 'scopes', 'allowedCidrs', 'name', 'expiresAt', 'customerId'] as const;
+
+/** The fields a PATCH changes; a 400 when it changes none. */
+function fieldsToChange(body: Static<typeof UpdateKeySchema>): Array<(typeof CHANGEABLE)[number]> {
+  const fields = CHANGEABLE.filter((f) => body[f] !== undefined);
+  if (fields.length === 0) {
+    throw new ApiError(
+      400,
+      'invalid_request',
+      'Nothing to change: give one or more of plan, limits, scopes, allowedCidrs, name, expiresAt, customerId',
+    );
   }
+  return fields;
+}
 
-  /**
-   * A key update as the key rules see it once its customer is known: a key of a customer (its
-   * own, or the one it moves to) is on that customer's plan, with limits no looser than its.
-   */
-  async function withOwner(current: KeyRecord, body: Static<typeof UpdateKeySchema>): Promise<KeyUpdate> {
-    const customerId = body.customerId === undefined ? current.customerId : body.customerId;
-    const { customerId: _, ...update } = body;
-    const moves = body.customerId !== undefined ? { customerId: body.customerId } : {};
-    if (customerId == null) return { ...update, ...moves };
-    const customer = await ownerOf(deps.customerStore, customerId);
-    const limits = body.limits === undefined ? current.limits : (body.limits ?? undefined);
-    const plan = planWithCustomer(deps.plans, customer, { plan: body.plan, limits });
-    return { ...update, ...moves, ...(plan !== current.plan ? { plan } : {}) };
-  }
+/**
+ * A key update as the key rules see it once its customer is known: a key of a customer (its own,
+ * or the one it moves to) is on that customer's plan, with limits no looser than its.
+ */
+async function withOwner(
+  deps: Pick<GatewayDeps, 'plans' | 'customerStore'>,
+  current: KeyRecord,
+  body: Static<typeof UpdateKeySchema>,
+): Promise<KeyUpdate> {
+  const customerId = body.customerId === undefined ? current.customerId : body.customerId;
+  const { customerId: _, ...update } = body;
+  const moves = body.customerId !== undefined ? { customerId: body.customerId } : {};
+  if (customerId == null) return { ...update, ...moves };
+  const customer = await ownerOf(deps.customerStore, customerId);
+  const limits = body.limits === undefined ? current.limits : (body.limits ?? undefined);
+  const plan = planWithCustomer(deps.plans, customer, { plan: body.plan, limits });
+  return { ...update, ...moves, ...(plan !== current.plan ? { plan } : {}) };
+}
 
+/** A new key's record: of the customer it names (on its plan), or on the plan it names. */
+async function newKey(
+  deps: Pick<GatewayDeps, 'plans' | 'customerStore'>,
+  body: Static<typeof CreateKeySchema>,
+  now: number,
+): Promise<{ key: string; record: KeyRecord }> {
+  const customer = body.customerId === undefined ? null : await ownerOf(deps.customerStore, body.customerId);
+  const plan = planWithCustomer(deps.plans, customer, body);
+  if (plan === undefined) throw new KeyRuleError('plan is required (or customerId, for its plan)');
+  const made = createKey(checkNewKey(deps.plans, { ...body, plan }, now), new Date(now));
+  if (customer) made.record.customerId = customer.id;
+  return made;
+}
+
+/** Keys: create, list, show, update and revoke (rotate: key-rotate.ts). */
+export const keyRoutes: FastifyPluginAsyncTypebox<
+  AdminRouteOptions<
+    'plans' | 'keyStore' | 'customerStore' | 'keyResolver' | 'limiter' | 'events' | 'metrics' | 'webhooks' | 'now'
+  >
+> = async (app, { deps, idempotency }) => {
   app.post(
     '/admin/keys',
     { schema: { body: CreateKeySchema, response: { 201: CreatedKeySchema, ...idempotentErrors } } },
@@ -84,15 +92,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
       idempotency.run(request, reply, {
         plan: async () => {
           const now = deps.now();
-          const { customerId } = request.body;
-          const { key, record } = await applying(async () => {
-            const customer = customerId === undefined ? null : await ownerOf(deps.customerStore, customerId);
-            const plan = planWithCustomer(deps.plans, customer, request.body);
-            if (plan === undefined) throw new KeyRuleError('plan is required (or customerId, for its plan)');
-            const made = createKey(checkNewKey(deps.plans, { ...request.body, plan }, now), new Date(now));
-            if (customer) made.record.customerId = customer.id;
-            return made;
-          });
+          const { key, record } = await applying(() => newKey(deps, request.body, now));
           return { plan: record, status: 201, body: createdKey(deps, record, key) };
         },
         apply: (record) => insertOnce(deps.keyStore, record),
@@ -127,21 +127,11 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
     { schema: { params: KeyIdParams, body: UpdateKeySchema, response: { 200: KeyViewSchema, ...errors } } },
     async (request) => {
       const body = request.body;
-      const fields = (['plan', 'limits', 'scopes', 'allowedCidrs', 'name', 'expiresAt', 'customerId'] as const).filter(
-        (f) => body[f] !== undefined,
+      const fields = fieldsToChange(body);
+      const current = await findLiveStoreKey(deps, request.params.id, 'change');
+      const updated = await applying(async () =>
+        updateKey(deps.plans, deps.keyStore, current, await withOwner(deps, current, body), deps.now()),
       );
-      if (fields.length === 0) {
-        throw new ApiError(
-          400,
-          'invalid_request',
-          'Nothing to change: give one or more of plan, limits, scopes, allowedCidrs, name, expiresAt, customerId',
-        );
-      }
-      const current = await findLiveStoreKey(request.params.id, 'change');
-      const updated = await applying(async () => {
-        const update = await withOwner(current, body);
-        return updateKey(deps.plans, deps.keyStore, current, update, deps.now());
-      });
       // Revoked between the read and the write.
       if (!updated) throw new ApiError(409, 'conflict', `Key ${current.id} was revoked`);
       await announceKeyChange(deps, 'key-changed', updated.id, request.log);
@@ -154,47 +144,6 @@ export const keyRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (ap
       });
       return keyView(deps, updated, 'store');
     },
-  );
-
-  app.post(
-    '/admin/keys/:id/rotate',
-    {
-      schema: { params: KeyIdParams, body: RotateKeySchema, response: { 200: RotatedKeySchema, ...idempotentErrors } },
-      // The body is optional: a bare POST rotates with the default grace.
-      preValidation: (request, _reply, done) => {
-        request.body ??= {};
-        done();
-      },
-    },
-    async (request, reply) =>
-      idempotency.run(request, reply, {
-        plan: async () => {
-          const current = await findLiveStoreKey(request.params.id, 'rotate');
-          const at = deps.now();
-          const { key, rotation } = planRotation(current, at, request.body.gracePeriodSeconds);
-          const body: Static<typeof RotatedKeySchema> = {
-            id: current.id,
-            key,
-            plan: current.plan,
-            ...keyRules(deps, current),
-            name: current.name,
-            createdAt: current.createdAt,
-            previousKeyExpiresAt: rotation.previousExpiresAt,
-          };
-          return { plan: { id: current.id, rotation, at }, status: 200, body };
-        },
-        apply: async ({ id, rotation, at }) => {
-          const record = await applyRotation(deps.keyStore, id, rotation, at);
-          if (!record) {
-            const now = await deps.keyStore.get(id);
-            if (!now || now.revokedAt) throw new ApiError(409, 'conflict', `Key ${id} was revoked`);
-            throw new ApiError(409, 'conflict', `Key ${id} was rotated by another request meanwhile; rotate it again`);
-          }
-          await announceKeyChange(deps, 'key-changed', id, request.log);
-        },
-        made: ({ id, rotation }) =>
-          audit(deps, request.log, 'rotate', id, { previousKeyExpiresAt: rotation.previousExpiresAt }),
-      }),
   );
 
   app.delete(

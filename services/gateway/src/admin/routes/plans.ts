@@ -4,7 +4,7 @@ import { PlansSchema } from '../schemas.js';
 import { type AdminRouteOptions, errors } from '../shared.js';
 
 /** The plans in force (PLANS_FILE or the spec's four) and what each route costs. */
-export const planRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, { deps }) => {
+export const planRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'plans'>> = async (app, { deps }) => {
   app.get('/admin/plans', { schema: { response: { 200: PlansSchema, ...errors } } }, async () => {
     const { plans, routeCosts, shadow, source } = deps.plans;
     return {

@@ -1,6 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../support/helpers.js';
+import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../../support/helpers.js';
 
 /*
  * /admin/customers: the accounts above the keys. What an operator sees and may do through the

@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { DeliveryQueue } from './delivery/delivery-queue.js';
+import type { DeliveryQueue } from './delivery-queue.js';
 
 /** The webhook series, on the gateway's registry (GET /metrics). */
 export function createWebhookMetrics(registry: Registry, queue: DeliveryQueue, now: () => number) {

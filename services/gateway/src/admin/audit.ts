@@ -1,0 +1,54 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { GatewayDeps } from '../deps.js';
+import type { AdminAction } from '../keys/admin-actions.js';
+
+const WEBHOOK_ACTIONS = [
+  'webhook-create',
+  'webhook-update',
+  'webhook-rotate',
+  'webhook-delete',
+  'webhook-test',
+] as const;
+
+/** What an operator does to a webhook endpoint through the admin API. */
+export type WebhookAction = (typeof WEBHOOK_ACTIONS)[number];
+
+const CUSTOMER_ACTIONS = ['customer.create', 'customer.update', 'customer.delete'] as const;
+
+/** What an operator does to a customer through the admin API. */
+export type CustomerAction = (typeof CUSTOMER_ACTIONS)[number];
+
+type Action = AdminAction | WebhookAction | CustomerAction;
+
+function isWebhookAction(action: Action): action is WebhookAction {
+  return (WEBHOOK_ACTIONS as readonly string[]).includes(action);
+}
+
+function isCustomerAction(action: Action): action is CustomerAction {
+  return (CUSTOMER_ACTIONS as readonly string[]).includes(action);
+}
+
+/**
+ * One audit line and one count per change; the line names fields, never a secret. A change to a
+ * key (named by keyId) is also an event for the webhook endpoints subscribed to it; a change to
+ * an endpoint (named by webhookId) or a customer (customerId) is not.
+ */
+export function audit(
+  deps: Pick<GatewayDeps, 'metrics' | 'webhooks'>,
+  log: FastifyBaseLogger,
+  action: Action,
+  id: string,
+  fields: Record<string, unknown> = {},
+): void {
+  deps.metrics.adminActions.inc({ action });
+  if (isWebhookAction(action)) {
+    log.info({ audit: action, webhookId: id, ...fields }, `admin: ${action} ${id}`);
+    return;
+  }
+  if (isCustomerAction(action)) {
+    log.info({ audit: action, customerId: id, ...fields }, `admin: ${action} ${id}`);
+    return;
+  }
+  log.info({ audit: action, keyId: id, ...fields }, `admin: ${action} ${id}`);
+  deps.webhooks.keyAction(action, id, fields);
+}

@@ -1,0 +1,37 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { audit } from '../audit.js';
+import { type AdminRouteOptions, errors, findWebhook } from '../shared.js';
+import { within } from '../store-unavailable.js';
+import { DeliveryAttemptsSchema, PingSchema, WebhookIdParams } from '../webhook-schemas.js';
+
+/** The longest a ping waits for the delivery queue before its request gets a 503. */
+const QUEUE_WAIT_MS = 5_000;
+
+/** A webhook endpoint's deliveries: a ping through the queue, and the latest attempts. */
+export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'webhooks' | 'metrics'>> = async (
+  app,
+  { deps },
+) => {
+  const { webhooks } = deps;
+
+  app.post(
+    '/admin/webhooks/:id/test',
+    { schema: { params: WebhookIdParams, response: { 202: PingSchema, ...errors } } },
+    async (request, reply) => {
+      const subscription = await findWebhook(deps, request.params.id);
+      // The queue's connection waits out a Redis outage instead of failing: the request may not.
+      const eventId = await within(QUEUE_WAIT_MS, 'The webhook delivery queue', webhooks.ping(subscription));
+      audit(deps, request.log, 'webhook-test', subscription.id, { eventId });
+      return reply.code(202).send({ id: subscription.id, eventId });
+    },
+  );
+
+  app.get(
+    '/admin/webhooks/:id/deliveries',
+    { schema: { params: WebhookIdParams, response: { 200: DeliveryAttemptsSchema, ...errors } } },
+    async (request) => {
+      await findWebhook(deps, request.params.id);
+      return webhooks.store.attempts(request.params.id);
+    },
+  );
+};

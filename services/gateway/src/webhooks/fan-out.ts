@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { DeliveryJob, DeliveryQueue } from './delivery/delivery-queue.js';
+import { type KeyRef, PING_EVENT, type WebhookEvent, type WebhookEventType } from './event-types.js';
+import type { Subscription, WebhookStore } from './subscriptions/webhook-store.js';
+
+/** Sends an event only once across the replicas: the first caller within `ttlMs` takes the marker. */
+export interface Once {
+  marker: string;
+  ttlMs: number;
+}
+
+/**
+ * One event in, one queued delivery per subscribed endpoint out, deduplicated across the replicas
+ * by marker. Nothing here throws at its callers: a lost event is logged, never a failed request.
+ */
+export class FanOut {
+  constructor(
+    private readonly store: WebhookStore,
+    private readonly queue: DeliveryQueue,
+    private readonly logger: FastifyBaseLogger,
+    private readonly now: () => number,
+  ) {}
+
+  /**
+   * Queues the event for every endpoint subscribed to it. With a marker, only the first caller
+   * anywhere within `ttlMs` does: the others (replicas that saw the same crossing) send nothing.
+   */
+  async emit(type: WebhookEventType, key: KeyRef, data: object, once?: Once): Promise<void> {
+    try {
+      if (once && !(await this.store.once(once.marker, once.ttlMs))) return;
+      const subscriptions = (await this.store.list()).filter((s) => s.events.includes(type));
+      if (subscriptions.length === 0) return;
+      const now = this.now();
+      const event: WebhookEvent = { type, timestamp: new Date(now).toISOString(), data: { ...key, ...data } };
+      // A deduplicated event keeps one id everywhere, so a receiver can drop a repeat by webhook-id.
+      const eventId = once ? `msg_${once.marker}` : `msg_${randomUUID()}`;
+      await Promise.all(subscriptions.map((s) => this.enqueue(s.id, eventId, event, now)));
+    } catch (err) {
+      this.logger.warn({ err, event: type, keyId: key.keyId }, 'webhooks: event not queued');
+    }
+  }
+
+  /** POST /admin/webhooks/:id/test: a ping through the queue, like any delivery. */
+  async ping(subscription: Subscription): Promise<string> {
+    const now = this.now();
+    const eventId = `msg_${randomUUID()}`;
+    const event: WebhookEvent = {
+      type: PING_EVENT,
+      timestamp: new Date(now).toISOString(),
+      data: { webhookId: subscription.id },
+    };
+    await this.enqueue(subscription.id, eventId, event, now);
+    return eventId;
+  }
+
+  private async enqueue(subscriptionId: string, eventId: string, event: WebhookEvent, now: number): Promise<void> {
+    const job: DeliveryJob = { subscriptionId, eventId, event, enqueuedAt: now };
+    // BullMQ ids may not hold ':'.
+    await this.queue.add(job, `${eventId}.${subscriptionId}`.replaceAll(':', '_'));
+  }
+}

@@ -1,0 +1,93 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { AdminAction } from '../../keys/admin-actions.js';
+import type { KeyRecord } from '../../keys/key-store.js';
+import type { WindowState } from '../../limits/key-limiter.js';
+import type { KeyRef, WebhookEventType } from '../event-types.js';
+import type { FanOut } from '../fan-out.js';
+import { expiryNotice } from './expiry-notices.js';
+import { quotaCrossings } from './quota-crossings.js';
+
+/** Key changes made through the admin API (admin/audit.ts), as the events they send. */
+const KEY_ACTIONS: Record<AdminAction, WebhookEventType> = {
+  create: 'key.created',
+  update: 'key.updated',
+  rotate: 'key.rotated',
+  revoke: 'key.revoked',
+  unban: 'key.ban_lifted',
+};
+
+/** Audit fields an event may carry: what changed, when something ends; never a secret. */
+const KEY_ACTION_FIELDS = ['changed', 'expiresAt', 'previousKeyExpiresAt'];
+
+/** Where the expiry scan finds keys: the key store and API_KEYS_FILE. */
+export interface KeySource {
+  get(id: string): Promise<KeyRecord | null>;
+  list(): Promise<KeyRecord[]>;
+}
+
+/**
+ * What happens to keys, as webhook events: quota thresholds crossed and bans started (the gate),
+ * admin changes (the audit), expiries (the scan). Hands each to the fan-out; never throws.
+ */
+export class KeyEvents {
+  constructor(
+    private readonly fanOut: FanOut,
+    private readonly keys: KeySource,
+    private readonly percents: readonly number[],
+    private readonly logger: FastifyBaseLogger,
+    private readonly now: () => number,
+  ) {}
+
+  /** After an admitted request (gate/apply-decision.ts): quota events for thresholds it crossed. */
+  onAdmitted(record: KeyRecord, windows: readonly WindowState[], cost: number): void {
+    const crossed = quotaCrossings(windows, cost, this.percents);
+    if (!crossed) return;
+    const at = this.now();
+    for (const quota of crossed) {
+      const marker = `quota.${record.id}.${quota.window}.${Date.parse(quota.resetAt)}.${quota.threshold}`;
+      void this.fanOut.emit(
+        quota.threshold === 100 ? 'key.quota.exhausted' : 'key.quota.warning',
+        keyRef(record),
+        quota,
+        {
+          marker,
+          ttlMs: Date.parse(quota.resetAt) - at + 86_400_000,
+        },
+      );
+    }
+  }
+
+  /** When a request started a ban (only that one decision carries `started`). */
+  onBanned(record: KeyRecord, banEndsAt: number): void {
+    void this.fanOut.emit('key.banned', keyRef(record), { bannedUntil: new Date(banEndsAt).toISOString() });
+  }
+
+  /** After an audited admin change to a key: the matching event, with the key as it is now. */
+  keyAction(action: AdminAction, keyId: string, fields: Record<string, unknown>): void {
+    const type = KEY_ACTIONS[action];
+    const extra = Object.fromEntries(Object.entries(fields).filter(([k]) => KEY_ACTION_FIELDS.includes(k)));
+    void this.keys
+      .get(keyId)
+      .then((record) => this.fanOut.emit(type, record ? keyRef(record) : { keyId, plan: '', name: '' }, extra))
+      .catch((err) => this.logger.warn({ err, keyId, event: type }, 'webhooks: event not sent'));
+  }
+
+  /** The expiry notices due now, each sent once whichever replica's scan finds it first. */
+  async scan(): Promise<void> {
+    const now = this.now();
+    for (const record of await this.keys.list()) {
+      const notice = expiryNotice(record, now);
+      if (!notice) continue;
+      await this.fanOut.emit(
+        notice.type,
+        keyRef(record),
+        { expiresAt: record.expiresAt, ...(notice.days ? { days: notice.days } : {}) },
+        { marker: notice.marker, ttlMs: notice.markerTtlMs },
+      );
+    }
+  }
+}
+
+function keyRef(record: KeyRecord): KeyRef {
+  return { keyId: record.id, plan: record.plan, name: record.name };
+}
