@@ -71,16 +71,10 @@ function historyRange(query: HistoryRange, now: number, step: number): { from: n
   return { from, to };
 }
 
-/**
- * A key's usage: live, as the shared limiter counts it (every window, its ban, its refusals), and
- * over time from the usage history (an hourly or daily series, JSON or CSV for billing).
- */
-export const keyUsageRoutes: FastifyPluginAsyncTypebox<
-  AdminRouteOptions<'history' | 'keyStore' | 'keyResolver' | 'limiter' | 'plans' | 'now'>
+/** A key's live usage as the shared limiter counts it: every window, its ban, its refusals. */
+const liveUsage: FastifyPluginAsyncTypebox<
+  AdminRouteOptions<'keyStore' | 'keyResolver' | 'limiter' | 'plans'>
 > = async (app, { deps }) => {
-  const history = deps.history;
-  const retentionDays = Math.round(history.retentionMs / DAY_MS);
-
   app.get(
     '/admin/keys/:id/usage',
     { schema: { params: KeyIdParams, response: { 200: UsageSchema, ...errors } } },
@@ -114,6 +108,14 @@ export const keyUsageRoutes: FastifyPluginAsyncTypebox<
       };
     },
   );
+};
+
+/** A key's usage over time from the usage history: an hourly or daily series, JSON or CSV for billing. */
+const usageHistory: FastifyPluginAsyncTypebox<
+  AdminRouteOptions<'history' | 'keyStore' | 'keyResolver' | 'now'>
+> = async (app, { deps }) => {
+  const history = deps.history;
+  const retentionDays = Math.round(history.retentionMs / DAY_MS);
 
   app.get(
     '/admin/keys/:id/usage/history',
@@ -167,4 +169,12 @@ export const keyUsageRoutes: FastifyPluginAsyncTypebox<
       );
     },
   );
+};
+
+/** A key's usage: live, and over time. */
+export const keyUsageRoutes: FastifyPluginAsyncTypebox<
+  AdminRouteOptions<'history' | 'keyStore' | 'keyResolver' | 'limiter' | 'plans' | 'now'>
+> = async (app, opts) => {
+  await app.register(liveUsage, opts);
+  await app.register(usageHistory, opts);
 };
