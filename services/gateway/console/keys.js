@@ -16,10 +16,11 @@ export function statusOf(key, now = Date.now()) {
   return 'active';
 }
 
+const UNITS = Object.fromEntries(WINDOWS.map((w) => [w.field, w.unit]));
+
 function limitsText(limits) {
-  const names = { perSecond: 's', perMinute: 'min', perHour: 'h', perDay: 'day', perMonth: 'month' };
   return Object.entries(limits ?? {})
-    .map(([k, v]) => `${v}/${names[k] ?? k}`)
+    .map(([k, v]) => `${v}/${UNITS[k] ?? k}`)
     .join(', ');
 }
 
@@ -28,7 +29,7 @@ function LimitFields({ prefix, legend, children }) {
   return html`<fieldset class="limits">
     <legend>${legend}</legend>
     ${WINDOWS.map(
-      (w) => html`<label for=${`${prefix}-${w.name}`}>Per ${w.name}</label>
+      (w) => html`<label for=${`${prefix}-${w.name}`}>${w.label}</label>
         <input id=${`${prefix}-${w.name}`} name=${w.field} type="number" min="1" step="1" />`,
     )}
     ${children}

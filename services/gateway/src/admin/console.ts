@@ -4,7 +4,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
-import { LIMIT_FIELDS, SCOPES, WINDOW_NAMES } from '../plans/plans.js';
+import { WINDOWS } from '../limits/windows.js';
+import { SCOPES } from '../plans/plans.js';
 import { WEBHOOK_EVENTS } from '../webhooks/event-types.js';
 import { MAX_ATTEMPTS } from '../webhooks/subscriptions/webhook-store.js';
 
@@ -39,7 +40,7 @@ function packageDir(name: string): string {
 
 /** What the key dialogs offer: the scopes, every window a plan or key may limit, the grace bounds. */
 function keyRules(): Buffer {
-  const windows = WINDOW_NAMES.map((name) => ({ name, field: LIMIT_FIELDS[name] }));
+  const windows = WINDOWS.map(({ name, field, unit, label }) => ({ name, field, unit, label }));
   return Buffer.from(
     `export const SCOPES = ${JSON.stringify(SCOPES)};\n` +
       `export const WINDOWS = ${JSON.stringify(windows)};\n` +

@@ -40,7 +40,7 @@ const isDay = (rule: WindowRule): boolean => rule.kind === 'calendar' && rule.na
 function windowArgs(rule: WindowRule, now: number, dayInHistory: boolean): [string, number, number, number] {
   if (rule.kind === 'calendar') {
     const kind = dayInHistory && isDay(rule) ? 'h' : 'c';
-    return [kind, rule.limit, periodEnd(rule.name as 'day' | 'month', now), 0];
+    return [kind, rule.limit, periodEnd(rule.name, now), 0];
   }
   if (rule.kind === 'sliding') return ['s', rule.limit, rule.bucketMs, rule.lengthMs / rule.bucketMs];
   return ['f', rule.limit, rule.lengthMs, 0];
@@ -239,7 +239,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       const reset = Number(reply[2 * w + 1]);
       if (used === 0 || reset <= 0) return { name: rule.name, used, resetAt: null };
       // A calendar window ends at its period's end, to the millisecond.
-      const resetAt = rule.kind === 'calendar' ? periodEnd(rule.name as 'day' | 'month', now) : read + reset;
+      const resetAt = rule.kind === 'calendar' ? periodEnd(rule.name, now) : read + reset;
       return { name: rule.name, used, resetAt };
     });
     const banTtl = Number(reply[2 * rules.length]);
