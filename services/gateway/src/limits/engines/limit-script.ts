@@ -29,7 +29,7 @@ import { PENDING_BUCKET_MS } from '../key-limiter.js';
  * the units admitted.
  *
  * KEYS: the policy's window keys (an `h` window's is the history's day hash), then ban, pending,
- * the history's day hash, and with an `h` window the day's own key of earlier versions.
+ * the history's day hash.
  * ARGV: window count, now (epoch ms), ban threshold (-1: refusals count toward no ban), ban window
  * ms, ban ms, grace ms, shortest Retry-After ms, the history's hour of day ('' keeps no history:
  * then no `h` window), when its hash expires (epoch ms); then four per window: kind, limit, a, b
@@ -78,16 +78,7 @@ for w = 1, nw do
     used[w] = sum
     live[w] = h
   elseif kind[w] == 'h' then
-    local d = redis.call('HGET', KEYS[w], 'd')
-    if not d then
-      -- Counted by a version that kept the day in a key of its own (KEYS[nw + 4]): moved once.
-      d = redis.call('GET', KEYS[nw + 4])
-      if d then
-        redis.call('HSET', KEYS[w], 'd', d)
-        redis.call('DEL', KEYS[nw + 4])
-      end
-    end
-    used[w] = tonumber(d or '0')
+    used[w] = tonumber(redis.call('HGET', KEYS[w], 'd') or '0')
   else
     f = f + 1
     used[w] = tonumber(v[f] or '0')
@@ -241,8 +232,7 @@ return result
 `;
 
 /**
- * Reads without writing. KEYS: the policy's window keys, then ban, pending, and with an `h` window
- * the day's own key of earlier versions (read when the hash has no day yet). ARGV: window count,
+ * Reads without writing. KEYS: the policy's window keys, then ban, pending. ARGV: window count,
  * now, then per window: kind, a, b as for the limit script. Returns per window what it holds and
  * ms until capacity starts to come back (-1 when it holds nothing), then ban ms left, the refusals
  * that count toward a ban now.
@@ -268,7 +258,7 @@ for w = 1, nw do
     end
     if low then reset = (low + b + 1) * a - now end
   elseif kind == 'h' then
-    used = tonumber(redis.call('HGET', KEYS[w], 'd') or redis.call('GET', KEYS[nw + 3]) or '0')
+    used = tonumber(redis.call('HGET', KEYS[w], 'd') or '0')
     if used > 0 then reset = a - now end
   else
     used = tonumber(redis.call('GET', KEYS[w]) or '0')

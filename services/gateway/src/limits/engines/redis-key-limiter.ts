@@ -151,7 +151,6 @@ export class RedisKeyLimiter implements KeyLimiter {
     if (this.history) {
       const [key, hour, expireAt] = this.history.scriptArgs(keyId, now);
       keysAndArgs.push(key);
-      if (rules.some(isDay)) keysAndArgs.push(this.keyName(keyId, 'd'));
       historyHour = hour;
       historyExpireAt = expireAt;
     }
@@ -225,7 +224,6 @@ export class RedisKeyLimiter implements KeyLimiter {
     const rules = policy.windows;
     const keysAndArgs: Array<string | number> = rules.map((rule) => this.windowKey(keyId, rule, now));
     keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'pending'));
-    if (this.history && rules.some(isDay)) keysAndArgs.push(this.keyName(keyId, 'd'));
     const numKeys = keysAndArgs.length;
     keysAndArgs.push(rules.length, now);
     for (const rule of rules) {

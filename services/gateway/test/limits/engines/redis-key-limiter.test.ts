@@ -69,34 +69,6 @@ describe('two replicas on one Redis', () => {
     for (const w of usage.windows) expect(w.used, w.name).toBe(99);
   });
 
-  it('carries a day counted by an earlier version (a key of its own) into the history hash, once', async () => {
-    const prefix = `t${randomUUID().slice(0, 8)}:`;
-    const client = await connected(redisClient(redis.url));
-    onTestFinished(() => client.disconnect());
-    const history = new RedisUsageHistory(client, prefix, 35 * DAY_MS);
-    const limiter = new RedisKeyLimiter(
-      client,
-      prefix,
-      { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 },
-      Date.now,
-      history,
-    );
-    const policy = policyFor({ perMinute: 1_000, perDay: 100 });
-    const keyId = `key_${randomUUID()}`;
-    const dayEnd = (Math.floor(Date.now() / DAY_MS) + 1) * DAY_MS;
-    await client.set(limiter.keyName(keyId, 'd'), '95', 'PXAT', dayEnd);
-
-    expect((await limiter.usage(keyId, policy)).windows.map((w) => [w.name, w.used])).toEqual([
-      ['minute', 0],
-      ['day', 95],
-    ]);
-    const outcomes = [];
-    for (let i = 0; i < 6; i++) outcomes.push((await limiter.consume(keyId, policy, 1)).outcome);
-    expect(outcomes).toEqual(['admitted', 'admitted', 'admitted', 'admitted', 'admitted', 'limited']);
-    expect(await client.exists(limiter.keyName(keyId, 'd'))).toBe(0);
-    expect(await client.hget(history.dayKey(keyId, Math.floor(Date.now() / DAY_MS)), 'd')).toBe('100');
-  });
-
   it('keeps a month’s count through a restart: a new limiter on the same Redis goes on from it', async () => {
     const prefix = `t${randomUUID().slice(0, 8)}:`;
     const [first] = (await replicas(1, prefix)) as [RedisKeyLimiter];
