@@ -1,6 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { LIMIT_SCRIPT } from '../../../src/limits/engines/limit-script.js';
 import { RedisKeyLimiter } from '../../../src/limits/engines/redis-key-limiter.js';
 import { policyFor } from '../../../src/limits/policy.js';
 import { RedisUsageHistory } from '../../../src/usage/redis-usage-history.js';
@@ -67,6 +68,24 @@ describe('two replicas on one Redis', () => {
     expect(decisions.filter((d) => d.outcome === 'admitted')).toHaveLength(33);
     const usage = await a.usage(keyId, policy);
     for (const w of usage.windows) expect(w.used, w.name).toBe(99);
+  });
+
+  it('runs the limit script as limit-script.ts composes it from its parts', async () => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const limiter = new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, {
+      threshold: 1_000_000,
+      windowMs: 60_000,
+      durationMs: 60_000,
+      graceMs: 0,
+      minRetryAfterMs: 0,
+    });
+    const sha = createHash('sha1').update(LIMIT_SCRIPT).digest('hex');
+    // No script cached: what the decision below leaves is the text it sent.
+    await client.script('FLUSH');
+    expect(await client.script('EXISTS', sha)).toEqual([0]);
+    expect((await limiter.consume(`key_${randomUUID()}`, policyFor({ perMinute: 1 }), 1)).outcome).toBe('admitted');
+    expect(await client.script('EXISTS', sha)).toEqual([1]);
   });
 
   it('keeps a month’s count through a restart: a new limiter on the same Redis goes on from it', async () => {
