@@ -13,6 +13,7 @@ const TOPOLOGY = 'tests/topology/**/*.test.ts';
 const FAR_ZONE = 'Pacific/Chatham';
 const ZONED = [
   'limits/policy',
+  'limits/windows',
   'gate/rate-limit-headers',
   'limits/engines/memory-key-limiter',
   'limits/engines/redis-key-limiter',

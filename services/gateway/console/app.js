@@ -1,3 +1,4 @@
+// @ts-check
 // The operators' console: a page over the admin API. The admin token lives in this tab's session
 // storage only (gone when the tab closes; never in a URL, a cookie or a log); every action is an
 // admin API call, so it is audited like any other.
@@ -5,11 +6,10 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { HourlyChart } from './charts.js';
-import { KeyPage, Keys, statusOf } from './keys.js';
+import { minutesIntoHour, refusedPercent, requestsOf, statusOf } from './figures.js';
+import { KeyPage, Keys } from './keys.js';
 import { api, DataTable, ErrorNote, html, TOKEN, usePolled, when } from './ui.js';
 import { WebhookPage, Webhooks } from './webhooks.js';
-
-const HOUR = 3_600_000;
 
 /** The page's hash route, followed as it changes. */
 function useRoute() {
@@ -23,17 +23,18 @@ function useRoute() {
 }
 
 function SignIn({ onSignedIn }) {
-  const [error, setError] = useState(null);
+  const [error, setError] = useState(/** @type {Error | null} */ (null));
   const submit = async (event) => {
     event.preventDefault();
-    const token = new FormData(event.currentTarget).get('token');
+    const token = /** @type {string} */ (new FormData(event.currentTarget).get('token'));
     sessionStorage.setItem(TOKEN, token);
     try {
       await api('GET', '/admin/plans');
       onSignedIn();
     } catch (err) {
       sessionStorage.removeItem(TOKEN);
-      setError(err.status === 401 ? new Error('That admin token is not valid.') : err);
+      const failed = /** @type {import('./ui.js').ApiError} */ (err);
+      setError(failed.status === 401 ? new Error('That admin token is not valid.') : failed);
     }
   };
   return html`<main class="signin">
@@ -49,15 +50,27 @@ function SignIn({ onSignedIn }) {
 }
 
 function Overview() {
-  const [top, error] = usePolled(() => api('GET', '/admin/usage?window=24h&limit=10'), 15_000, []);
-  const [keys] = usePolled(() => api('GET', '/admin/keys'), 15_000, []);
+  const [top, error] = usePolled(
+    () => /** @type {Promise<import('./types.js').Top>} */ (api('GET', '/admin/usage?window=24h&limit=10')),
+    15_000,
+    [],
+  );
+  const [keys] = usePolled(
+    () => /** @type {Promise<import('./types.js').KeyView[]>} */ (api('GET', '/admin/keys')),
+    15_000,
+    [],
+  );
   // Requests per minute by plan: the last hour's counts, moving as the polls go.
-  const [hourly] = usePolled(() => api('GET', '/admin/usage?window=1h&limit=1'), 10_000, []);
+  const [hourly] = usePolled(
+    () => /** @type {Promise<import('./types.js').Top>} */ (api('GET', '/admin/usage?window=1h&limit=1')),
+    10_000,
+    [],
+  );
   const banned = (keys ?? []).filter((k) => statusOf(k) === 'banned');
-  const minutes = Math.max(1, (Date.now() % HOUR) / 60_000);
+  const minutes = minutesIntoHour(Date.now());
   const totals = top?.totals;
-  // Every decision: admitted, refused by a limit or a ban (429), refused a scope or address (403).
-  const requests = totals ? totals.admitted + totals.refused + totals.forbidden : null;
+  const requests = requestsOf(totals);
+  const refused = refusedPercent(totals);
   return html`<section aria-labelledby="overview-title">
     <h1 id="overview-title">Overview</h1>
     <${ErrorNote} error=${error} />
@@ -74,7 +87,7 @@ function Overview() {
         }
       </div>
       <div class="card"><span class="label">Refused, 24 h</span><span class="value">${totals?.refused ?? '…'}</span>
-        ${requests ? html`<span class="detail">${Math.round((100 * totals.refused) / requests)} % of requests</span>` : null}
+        ${refused !== null ? html`<span class="detail">${refused} % of requests</span>` : null}
       </div>
       <div class="card"><span class="label">Banned now</span><span class="value" data-testid="banned-now">${keys ? banned.length : '…'}</span></div>
       <div class="card"><span class="label">Active keys, 24 h</span><span class="value">${totals?.keys ?? '…'}</span></div>
@@ -129,7 +142,7 @@ function App() {
     <main>${page}</main>`;
 }
 
-const root = document.getElementById('app');
+const root = /** @type {HTMLElement} */ (document.getElementById('app'));
 // The static "Loading" line goes: preact appends to what it did not render itself.
 root.textContent = '';
 render(html`<${App} />`, root);

@@ -1,9 +1,11 @@
+// @ts-check
 // Charts of the console: requests per hour as bars, one per series side by side in each hour,
 // drawn by uPlot on a canvas, with the same figures in a table for screen readers and for anyone
 // who wants the numbers.
 
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
+import { barStarts, barWidth } from './figures.js';
 import { DataTable, html } from './ui.js';
 
 const HOUR_S = 3600;
@@ -28,31 +30,37 @@ function widthOf(el) {
 }
 
 /**
- * How wide each of `count` bars of an hour is, in CSS pixels and in seconds: together 80 % of
- * the hour, each at least MIN_BAR_PX, so a week of hours on a phone still shows every bar.
+ * How wide each of `count` bars of an hour is on this chart (figures.js, barWidth).
+ * @param {uPlot} u
+ * @param {number} count
  */
-function barWidth(u, count) {
-  const hourPx = u.valToPos(HOUR_S, 'x') - u.valToPos(0, 'x');
-  const px = Math.max(MIN_BAR_PX, (0.8 * hourPx) / count);
-  return { px, seconds: (px * HOUR_S) / hourPx };
+function barsOf(u, count) {
+  return barWidth(u.valToPos(HOUR_S, 'x') - u.valToPos(0, 'x'), count, MIN_BAR_PX);
 }
+
+/**
+ * The hours the chart was given, as it was given them: an array of epoch seconds.
+ * @param {uPlot} u
+ */
+const xs = (u) => /** @type {number[]} */ (u.data[0]);
 
 /**
  * Bars for the `index`-th of `count` series: side by side, centred on their hour's tick, so a
  * third series is one more bar beside the others.
  */
 function barsFor(index, count) {
-  return uPlot.paths.bars({
+  // Defined in every build of uPlot; its types leave it optional.
+  const bars = /** @type {NonNullable<typeof uPlot.paths.bars>} */ (uPlot.paths.bars);
+  return bars({
     size: [1, Number.POSITIVE_INFINITY, MIN_BAR_PX],
     disp: {
       x0: {
         unit: 1,
         values: (u) => {
-          const { seconds } = barWidth(u, count);
-          return u.data[0].map((x) => x + (index - count / 2) * seconds);
+          return barStarts(xs(u), index, count, barsOf(u, count).seconds);
         },
       },
-      size: { unit: 1, values: (u) => u.data[0].map(() => barWidth(u, count).seconds) },
+      size: { unit: 1, values: (u) => xs(u).map(() => barsOf(u, count).seconds) },
     },
   });
 }

@@ -1,13 +1,21 @@
+// @ts-check
 // What every page of the console shares: the admin API call, polling, dialogs, a secret shown once.
 
 import htm from 'htm';
 import { h } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 
+export { ahead, utcInstant, when } from './figures.js';
+
 export const html = htm.bind(h);
 export const TOKEN = 'animal-store-admin-token';
 
-class ApiError extends Error {
+export class ApiError extends Error {
+  /**
+   * @param {number} status
+   * @param {string | undefined} code
+   * @param {string} message
+   */
   constructor(status, code, message) {
     super(message);
     this.status = status;
@@ -15,6 +23,13 @@ class ApiError extends Error {
   }
 }
 
+/**
+ * Calls the admin API with the signed-in token; the answer's JSON, null for a 204.
+ * @param {string} method
+ * @param {string} path
+ * @param {unknown} [body]
+ * @returns {Promise<any>}
+ */
 export async function api(method, path, body) {
   const token = sessionStorage.getItem(TOKEN);
   const res = await fetch(path, {
@@ -31,23 +46,10 @@ export async function api(method, path, body) {
   return data;
 }
 
-export function when(iso) {
-  return iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—';
-}
-
-/** Whether an instant (ISO text) is still to come: a grace that ended is not shown as one. */
-export function ahead(iso, now = Date.now()) {
-  return Boolean(iso) && Date.parse(iso) > now;
-}
-
 /**
  * A `datetime-local` field's value read as UTC, the zone every time in this console is in (the
  * field itself has none, and the browser's own would silently shift it).
  */
-export function utcInstant(value) {
-  return new Date(`${value.length === 16 ? `${value}:00` : value}Z`).toISOString();
-}
-
 /**
  * A table whose cells carry their column's name: on a narrow screen each row becomes a block of
  * "column value" lines (style.css), so nothing is cut off at 390 px. The roles keep it a table
@@ -65,9 +67,18 @@ export function DataTable({ label, testid, columns, rows }) {
   </div>`;
 }
 
-/** Reloads `load` every `ms` while mounted; returns [data, error, reload]. */
+/**
+ * Reloads `load` every `ms` while mounted; returns [data, error, reload].
+ * @template T
+ * @param {() => Promise<T>} load
+ * @param {number} ms
+ * @param {unknown[]} deps
+ * @returns {[T | null, ApiError | null, () => void]}
+ */
 export function usePolled(load, ms, deps) {
-  const [state, setState] = useState({ data: null, error: null });
+  const [state, setState] = useState(
+    /** @type {{ data: T | null, error: ApiError | null }} */ ({ data: null, error: null }),
+  );
   const reload = useCallback(() => {
     load().then(
       (data) => setState({ data, error: null }),
@@ -99,8 +110,8 @@ export function Confirm(props) {
 }
 
 function ConfirmDialog({ title, confirmLabel, danger, onConfirm, onClose, children }) {
-  const ref = useRef(null);
-  const [error, setError] = useState(null);
+  const ref = useRef(/** @type {HTMLDialogElement | null} */ (null));
+  const [error, setError] = useState(/** @type {unknown} */ (null));
   const [busy, setBusy] = useState(false);
   useEffect(() => {
     ref.current?.showModal();
@@ -131,7 +142,7 @@ function ConfirmDialog({ title, confirmLabel, danger, onConfirm, onClose, childr
 
 /** A secret shown once, with a copy button; it lives in this component's state only. */
 export function SecretOnce({ secret, what, label = 'API key', onDone }) {
-  const ref = useRef(null);
+  const ref = useRef(/** @type {HTMLDialogElement | null} */ (null));
   const [copied, setCopied] = useState(false);
   useEffect(() => {
     ref.current?.showModal();

@@ -1,3 +1,4 @@
+// @ts-check
 // The webhooks pages: the endpoints with their state, one endpoint's settings and its latest
 // delivery attempts, and the dialogs to add, edit, test, rotate the secret of and delete one.
 
@@ -31,7 +32,7 @@ function stateOf(hook) {
 
 function AddWebhook({ onAdded }) {
   const [open, setOpen] = useState(false);
-  const [created, setCreated] = useState(null);
+  const [created, setCreated] = useState(/** @type {import('./types.js').CreatedWebhook | null} */ (null));
   const add = async (form) => {
     const body = { url: form.get('url'), events: eventsOf(form) };
     if (form.get('description')) body.description = form.get('description');
@@ -60,7 +61,11 @@ function AddWebhook({ onAdded }) {
 }
 
 export function Webhooks() {
-  const [hooks, error, reload] = usePolled(() => api('GET', '/admin/webhooks'), 15_000, []);
+  const [hooks, error, reload] = usePolled(
+    () => /** @type {Promise<import('./types.js').WebhookView[]>} */ (api('GET', '/admin/webhooks')),
+    15_000,
+    [],
+  );
   return html`<section aria-labelledby="webhooks-title">
     <div class="title-row">
       <h1 id="webhooks-title">Webhooks</h1>
@@ -80,9 +85,9 @@ export function Webhooks() {
 }
 
 function WebhookActions({ hook, onChanged }) {
-  const [dialog, setDialog] = useState(null);
-  const [secret, setSecret] = useState(null);
-  const [sent, setSent] = useState(null);
+  const [dialog, setDialog] = useState(/** @type {'edit' | 'rotate' | 'delete' | null} */ (null));
+  const [secret, setSecret] = useState(/** @type {import('./types.js').RotatedWebhookSecret | null} */ (null));
+  const [sent, setSent] = useState(/** @type {{ message?: string, error?: unknown } | null} */ (null));
   const close = () => setDialog(null);
   const path = `/admin/webhooks/${encodeURIComponent(hook.id)}`;
   const test = async () => {
@@ -147,9 +152,17 @@ function WebhookActions({ hook, onChanged }) {
 
 export function WebhookPage({ id }) {
   const path = `/admin/webhooks/${encodeURIComponent(id)}`;
-  const [hook, error, reload] = usePolled(() => api('GET', path), 15_000, [id]);
+  const [hook, error, reload] = usePolled(
+    () => /** @type {Promise<import('./types.js').WebhookView>} */ (api('GET', path)),
+    15_000,
+    [id],
+  );
   // Attempts arrive as the queue works: every 3 s, like the key page's live windows.
-  const [attempts, attemptsError] = usePolled(() => api('GET', `${path}/deliveries`), 3_000, [id]);
+  const [attempts, attemptsError] = usePolled(
+    () => /** @type {Promise<import('./types.js').DeliveryAttempts>} */ (api('GET', `${path}/deliveries`)),
+    3_000,
+    [id],
+  );
   if (error)
     return html`<section><h1>Webhook ${id}</h1><${ErrorNote} error=${error} /><p><a href="#/webhooks">All webhooks</a></p></section>`;
   if (!hook) return html`<p>Loading…</p>`;

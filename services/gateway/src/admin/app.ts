@@ -56,6 +56,7 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
   });
 
   await app.register(adminRoutes, { deps, idempotency: new Idempotency(deps.idempotency, token) });
-  await app.register(consoleRoutes);
+  // In development the console's files are read on every request: an edit shows on reload.
+  await app.register(consoleRoutes, { readEachRequest: !config.production });
   return app;
 }

@@ -1,6 +1,7 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
 import { MAX_GRACE_SECONDS } from '../keys/key-operations.js';
+import { perField, perName } from '../limits/windows.js';
 import { ALGORITHMS, SCOPES, type Scope } from '../plans/plans.js';
 
 /** A plan in force (PLANS_FILE decides which; planProblem says which when it is not one). */
@@ -9,15 +10,9 @@ export const Timestamp = Type.String({ format: 'date-time' });
 
 const Limit = Type.Integer({ minimum: 1, maximum: 1_000_000_000 });
 
-/** A key's own limits over its plan's windows: any of five, at least one. */
+/** A key's own limits over its plan's windows (limits/windows.ts): any of them, at least one. */
 export const LimitsSchema = Type.Object(
-  {
-    perSecond: Type.Optional(Limit),
-    perMinute: Type.Optional(Limit),
-    perHour: Type.Optional(Limit),
-    perDay: Type.Optional(Limit),
-    perMonth: Type.Optional(Limit),
-  },
+  perField(() => Type.Optional(Limit)),
   { additionalProperties: false, minProperties: 1 },
 );
 
@@ -106,13 +101,7 @@ const WindowUsageSchema = Type.Object({
 });
 
 /** Window limits by name, as PLANS_FILE writes them. */
-const WindowLimitsSchema = Type.Object({
-  second: Type.Optional(Type.Integer()),
-  minute: Type.Optional(Type.Integer()),
-  hour: Type.Optional(Type.Integer()),
-  day: Type.Optional(Type.Integer()),
-  month: Type.Optional(Type.Integer()),
-});
+const WindowLimitsSchema = Type.Object(perName(() => Type.Optional(Type.Integer())));
 
 export const PlansSchema = Type.Object({
   source: Type.String(),
@@ -137,13 +126,7 @@ export const UsageSchema = Type.Object({
   plan: PlanSchema,
   limits: LimitsSchema,
   /** Each of the key's windows by name (second, minute, hour, day, month). */
-  windows: Type.Object({
-    second: Type.Optional(WindowUsageSchema),
-    minute: Type.Optional(WindowUsageSchema),
-    hour: Type.Optional(WindowUsageSchema),
-    day: Type.Optional(WindowUsageSchema),
-    month: Type.Optional(WindowUsageSchema),
-  }),
+  windows: Type.Object(perName(() => Type.Optional(WindowUsageSchema))),
   ban: Type.Union([Type.Object({ until: Timestamp }), Type.Null()]),
   refusals: Type.Integer(),
 });

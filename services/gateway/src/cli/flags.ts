@@ -6,21 +6,27 @@ import {
   type KeyUpdate,
   MAX_GRACE_SECONDS,
 } from '../keys/key-operations.js';
-import { JSON_NAMES, LIMIT_FIELDS, type Limits, WINDOW_NAMES } from '../plans/plans.js';
+import { type LimitField, WINDOWS } from '../limits/windows.js';
+import { JSON_NAMES, type Limits } from '../plans/plans.js';
 import { usageError } from './usage.js';
 
 /* The command line's options as the key operations take them: each flag's shape checked here. */
 
 export type Values = Record<string, string | boolean | string[] | undefined>;
 
-/** `perMinute` is `--per-minute`. */
-const limitFlag = (field: string) => `--${field.replace(/^per/, 'per-').toLowerCase()}`;
+/** `perMinute` is `--per-minute` (limits/windows.ts). */
+const limitFlag = (field: LimitField): string => WINDOWS.find((w) => w.field === field)?.flag ?? field;
+
+/** `--per-second, --per-minute … or --per-month`: every window's flag. */
+const ANY_LIMIT_FLAG = WINDOWS.map((w) => w.flag)
+  .join(', ')
+  .replace(/, (?!.*, )/, ' or ');
 
 /** The CLI speaks in its own flags, not the admin API's JSON fields. */
 export const FLAG_NAMES: FieldNames = {
   limits: {
     plan: '--plan',
-    limits: 'limits (--per-second, --per-minute, --per-hour, --per-day or --per-month)',
+    limits: `limits (${ANY_LIMIT_FLAG})`,
     field: limitFlag,
   },
   expiresAt: '--expires-at',
@@ -36,7 +42,7 @@ export const FLAG_NAMES: FieldNames = {
 export function inFlagWords(message: string): string {
   const anywhere: Array<[string, string]> = [
     [JSON_NAMES.limits, FLAG_NAMES.limits.limits],
-    ...WINDOW_NAMES.map((w): [string, string] => [JSON_NAMES.field(LIMIT_FIELDS[w]), limitFlag(LIMIT_FIELDS[w])]),
+    ...WINDOWS.map((w): [string, string] => [JSON_NAMES.field(w.field), w.flag]),
     ['expiresAt', FLAG_NAMES.expiresAt],
     ['allowedCidrs', FLAG_NAMES.allowedCidrs],
   ];
@@ -53,7 +59,7 @@ export function inFlagWords(message: string): string {
 }
 
 /** Every flag that changes a key's limits, scopes or addresses. */
-const LIMIT_FLAGS = WINDOW_NAMES.map((w) => limitFlag(LIMIT_FIELDS[w]).slice(2));
+const LIMIT_FLAGS = WINDOWS.map((w) => w.flag.slice(2));
 
 function positiveInt(command: string, name: string, raw: unknown): number | undefined {
   if (raw === undefined) return undefined;
@@ -66,10 +72,8 @@ function positiveInt(command: string, name: string, raw: unknown): number | unde
 /** The --per-… flags given, as limits of the key's own; null for --plan-limits. */
 export function limitsFrom(command: string, values: Values): Limits | null | undefined {
   const limits: Limits = {};
-  for (const window of WINDOW_NAMES) {
-    const field = LIMIT_FIELDS[window];
-    const flag = limitFlag(field).slice(2);
-    const n = positiveInt(command, flag, values[flag]);
+  for (const { field, flag } of WINDOWS) {
+    const n = positiveInt(command, flag.slice(2), values[flag.slice(2)]);
     if (n !== undefined) limits[field] = n;
   }
   const given = Object.keys(limits).length > 0;

@@ -1,6 +1,7 @@
 import type { Static } from 'typebox';
 import type { KeyViewSchema, UsageSchema } from '../admin/schemas.js';
-import { LIMIT_FIELDS, type Limits, WINDOW_NAMES } from '../plans/plans.js';
+import { WINDOWS } from '../limits/windows.js';
+import type { Limits } from '../plans/plans.js';
 import { fields, table, when } from './format.js';
 
 /* Keys and their usage as text for people. */
@@ -8,12 +9,10 @@ import { fields, table, when } from './format.js';
 export type KeyView = Static<typeof KeyViewSchema>;
 export type Usage = Static<typeof UsageSchema>;
 
-const UNITS = { second: 's', minute: 'min', hour: 'h', day: 'day', month: 'month' } as const;
-
 /** `60/min, 1000/day`: each window a key has, shortest first. */
 export function limitsText(limits: Limits): string {
-  return WINDOW_NAMES.filter((w) => limits[LIMIT_FIELDS[w]] !== undefined)
-    .map((w) => `${limits[LIMIT_FIELDS[w]]}/${UNITS[w]}`)
+  return WINDOWS.filter((w) => limits[w.field] !== undefined)
+    .map((w) => `${limits[w.field]}/${w.unit}`)
     .join(', ');
 }
 
@@ -68,7 +67,7 @@ function refusalsText(u: Usage): string {
 }
 
 export function showUsage(u: Usage): string {
-  const rows = WINDOW_NAMES.flatMap((name) => {
+  const rows = WINDOWS.flatMap(({ name }) => {
     const w = u.windows[name];
     return w ? [[name, String(w.limit), String(w.used), String(w.remaining), when(w.resetAt) ?? 'not started']] : [];
   });

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { KeyRuleError } from '../keys/key-operations.js';
+import { WINDOWS } from '../limits/windows.js';
 import { customers } from './customer-commands.js';
 import type { Values } from './flags.js';
 import { printable } from './format.js';
@@ -20,11 +21,7 @@ async function main(argv: string[]): Promise<void> {
     options: {
       plan: { type: 'string' },
       name: { type: 'string' },
-      'per-second': { type: 'string' },
-      'per-minute': { type: 'string' },
-      'per-hour': { type: 'string' },
-      'per-day': { type: 'string' },
-      'per-month': { type: 'string' },
+      ...Object.fromEntries(WINDOWS.map((w) => [w.flag.slice(2), { type: 'string' } as const])),
       'plan-limits': { type: 'boolean' },
       scopes: { type: 'string' },
       'plan-scopes': { type: 'boolean' },

@@ -1,12 +1,12 @@
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
+import { WINDOWS } from '../limits/windows.js';
 import { SCOPES } from '../plans/plans.js';
 
 /** A mistake in how the CLI was called or configured: exit 2, with the command's usage. */
 export class UsageError extends Error {}
 
 export const COMMANDS: Record<string, string> = {
-  create:
-    'create --plan PLAN | --customer ID [--name NAME] [--per-second|--per-minute|--per-hour|--per-day|--per-month N]… [--scopes LIST] [--allow-cidr CIDR]… [--expires-at T] [--file PATH]',
+  create: `create --plan PLAN | --customer ID [--name NAME] [${WINDOWS.map((w) => w.flag).join('|')} N]… [--scopes LIST] [--allow-cidr CIDR]… [--expires-at T] [--file PATH]`,
   list: 'list',
   show: 'show ID',
   update:

@@ -6,6 +6,7 @@ import type { KeyRecord } from '../keys/key-store.js';
 import type { GuardedDecision } from '../limits/guarded-limiter.js';
 import { emptyWindows } from '../limits/key-limiter.js';
 import type { LimitPolicy, WindowRule } from '../limits/policy.js';
+import { calendarWindow } from '../limits/windows.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import { setBannedHeaders, setRateLimitHeaders } from './rate-limit-headers.js';
@@ -39,9 +40,7 @@ export type ApplyDecision = (
 /** How a window reads in a refusal: what it allows, and over what. */
 function windowText(rule: WindowRule): string {
   if (rule.kind === 'calendar') {
-    return rule.name === 'day'
-      ? `the day quota (${rule.limit} per UTC day)`
-      : `the month quota (${rule.limit} per UTC calendar month)`;
+    return `the ${rule.name} quota (${rule.limit} per ${calendarWindow(rule.name).counting.period})`;
   }
   if (rule.kind === 'sliding') return `the sliding ${rule.name} window (${rule.limit} in any ${rule.name})`;
   return `the ${rule.name} window (${rule.limit} per ${rule.name})`;

@@ -1,23 +1,36 @@
-/** The windows a plan may limit, shortest first. */
-export const WINDOW_NAMES = ['second', 'minute', 'hour', 'day', 'month'] as const;
-export type WindowName = (typeof WINDOW_NAMES)[number];
+import {
+  type CalendarWindowName,
+  calendarWindow,
+  isCalendar,
+  type PerField,
+  type RollingWindowName,
+  WINDOWS,
+} from './windows.js';
+
+export type { CalendarWindowName, LimitField, WindowName } from './windows.js';
+export { MINUTE_MS, WINDOW_NAMES } from './windows.js';
 
 /** The `limits` field that sets each window. */
-export const LIMIT_FIELDS = {
-  second: 'perSecond',
-  minute: 'perMinute',
-  hour: 'perHour',
-  day: 'perDay',
-  month: 'perMonth',
-} as const satisfies Record<WindowName, string>;
-export type LimitField = (typeof LIMIT_FIELDS)[WindowName];
+export const LIMIT_FIELDS = Object.fromEntries(WINDOWS.map((w) => [w.name, w.field])) as {
+  [W in (typeof WINDOWS)[number] as W['name']]: W['field'];
+};
 
 /** A limit per window; a key or plan sets at least one. */
-export type Limits = Partial<Record<LimitField, number>>;
+export type Limits = PerField<number>;
 
 /** How the second, minute and hour windows count (day and month are calendar quotas). */
 export type Algorithm = 'fixed' | 'sliding';
 export const ALGORITHMS: readonly Algorithm[] = ['fixed', 'sliding'];
+
+interface RuleBase {
+  limit: number;
+  /** Fixed and sliding: the window's length. Calendar: its usual length (a day, 30 days). */
+  lengthMs: number;
+  /** Sliding: the bucket length; 0 otherwise. */
+  bucketMs: number;
+  /** Suffix of the window's Redis key; sliding windows keep a hash, so their keys differ. */
+  suffix: string;
+}
 
 /**
  * How one window is kept:
@@ -29,17 +42,9 @@ export const ALGORITHMS: readonly Algorithm[] = ['fixed', 'sliding'];
  *   bucket (1/50 or 1/60 of the window) late;
  * - `calendar`: the UTC day or month, reset at 00:00 UTC (on the 1st for a month).
  */
-export interface WindowRule {
-  name: WindowName;
-  limit: number;
-  kind: 'fixed' | 'sliding' | 'calendar';
-  /** Fixed and sliding: the window's length. Calendar: its usual length (a day, 30 days). */
-  lengthMs: number;
-  /** Sliding: the bucket length; 0 otherwise. */
-  bucketMs: number;
-  /** Suffix of the window's Redis key; sliding windows keep a hash, so their keys differ. */
-  suffix: string;
-}
+export type WindowRule =
+  | (RuleBase & { name: RollingWindowName; kind: 'fixed' | 'sliding' })
+  | (RuleBase & { name: CalendarWindowName; kind: 'calendar' });
 
 /** What the limiter enforces for a key: its windows, shortest first, and whether it refuses. */
 export interface LimitPolicy {
@@ -53,25 +58,6 @@ export interface LimitPolicy {
   id: string;
 }
 
-const SECOND_MS = 1_000;
-export const MINUTE_MS = 60 * SECOND_MS;
-const HOUR_MS = 60 * MINUTE_MS;
-const DAY_MS = 24 * HOUR_MS;
-const MONTH_MS = 30 * DAY_MS;
-
-/** Window lengths, and for sliding windows their bucket: 1/50 of a second, 1/60 of a minute or hour. */
-const SHAPES: Record<WindowName, { lengthMs: number; bucketMs: number; fixed: string; sliding: string }> = {
-  second: { lengthMs: SECOND_MS, bucketMs: 20, fixed: 's', sliding: 'ss' },
-  minute: { lengthMs: MINUTE_MS, bucketMs: SECOND_MS, fixed: 'm', sliding: 'ms' },
-  hour: { lengthMs: HOUR_MS, bucketMs: MINUTE_MS, fixed: 'h', sliding: 'hs' },
-  day: { lengthMs: DAY_MS, bucketMs: 0, fixed: 'd', sliding: 'd' },
-  month: { lengthMs: MONTH_MS, bucketMs: 0, fixed: 'mo', sliding: 'mo' },
-};
-
-function isCalendar(name: WindowName): boolean {
-  return name === 'day' || name === 'month';
-}
-
 const policies = new Map<string, LimitPolicy>();
 
 /**
@@ -80,25 +66,37 @@ const policies = new Map<string, LimitPolicy>();
  */
 export function policyFor(limits: Limits, algorithm: Algorithm = 'fixed', shadow = false): LimitPolicy {
   let id = `${algorithm}${shadow ? '/shadow' : ''}`;
-  for (const name of WINDOW_NAMES) {
-    const limit = limits[LIMIT_FIELDS[name]];
-    if (limit !== undefined) id += `,${name}=${limit}`;
+  for (const window of WINDOWS) {
+    const limit = limits[window.field];
+    if (limit !== undefined) id += `,${window.name}=${limit}`;
   }
   let policy = policies.get(id);
   if (policy) return policy;
   const windows: WindowRule[] = [];
-  for (const name of WINDOW_NAMES) {
-    const limit = limits[LIMIT_FIELDS[name]];
+  for (const window of WINDOWS) {
+    const limit = limits[window.field];
     if (limit === undefined) continue;
-    const shape = SHAPES[name];
-    const kind = isCalendar(name) ? 'calendar' : algorithm;
+    const { lengthMs } = window;
+    if (isCalendar(window)) {
+      windows.push({
+        name: window.name,
+        limit,
+        kind: 'calendar',
+        lengthMs,
+        bucketMs: 0,
+        suffix: window.counting.suffix,
+      });
+      continue;
+    }
+    const sliding = algorithm === 'sliding';
+    const { bucketMs, suffixes } = window.counting;
     windows.push({
-      name,
+      name: window.name,
       limit,
-      kind,
-      lengthMs: shape.lengthMs,
-      bucketMs: kind === 'sliding' ? shape.bucketMs : 0,
-      suffix: kind === 'sliding' ? shape.sliding : shape.fixed,
+      kind: algorithm,
+      lengthMs,
+      bucketMs: sliding ? bucketMs : 0,
+      suffix: sliding ? suffixes.sliding : suffixes.fixed,
     });
   }
   if (windows.length === 0) throw new Error('a limit policy needs at least one window');
@@ -109,23 +107,20 @@ export function policyFor(limits: Limits, algorithm: Algorithm = 'fixed', shadow
 }
 
 /** When the calendar window holding `now` ends (epoch ms): the next 00:00 UTC, or the next 1st. */
-export function periodEnd(name: 'day' | 'month', now: number): number {
-  if (name === 'day') return (Math.floor(now / DAY_MS) + 1) * DAY_MS;
-  const d = new Date(now);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+export function periodEnd(name: CalendarWindowName, now: number): number {
+  return calendarWindow(name).counting.end(now);
 }
 
-/** The window's length in seconds as RateLimit-Policy reports it: a calendar month's own length. */
+/** The window's length in seconds as RateLimit-Policy reports it: a calendar period's own length. */
 export function windowSeconds(rule: WindowRule, now: number): number {
-  if (rule.name !== 'month') return rule.lengthMs / 1000;
-  const end = periodEnd('month', now);
-  const d = new Date(now);
-  return (end - Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)) / 1000;
+  if (rule.kind !== 'calendar') return rule.lengthMs / 1000;
+  const { counting } = calendarWindow(rule.name);
+  return (counting.end(now) - counting.start(now)) / 1000;
 }
 
 /** How long from `now` until a window that starts empty now would first give capacity back. */
 export function freshResetMs(rule: WindowRule, now: number): number {
-  if (rule.kind === 'calendar') return periodEnd(rule.name as 'day' | 'month', now) - now;
+  if (rule.kind === 'calendar') return periodEnd(rule.name, now) - now;
   if (rule.kind === 'fixed') return rule.lengthMs;
   return (Math.floor(now / rule.bucketMs) + rule.lengthMs / rule.bucketMs + 1) * rule.bucketMs - now;
 }

@@ -1,9 +1,9 @@
+import { WINDOWS, windowNamed } from '../limits/windows.js';
 import { PROXIED_ROUTES, routeName } from '../proxy/proxied-routes.js';
 import { repeatedMembers } from './json-members.js';
 import {
   ALGORITHMS,
   type Algorithm,
-  LIMIT_FIELDS,
   type Limits,
   type PlanBook,
   type PlanDefinition,
@@ -48,11 +48,12 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
     } else {
       windows = {};
       for (const [window, limit] of Object.entries(raw.windows)) {
-        if (!(WINDOW_NAMES as readonly string[]).includes(window)) {
+        const known = windowNamed(window);
+        if (!known) {
           problems.push(`${at}.windows: unknown window ${quoted(window)} (${WINDOW_NAMES_TEXT})`);
           continue;
         }
-        windows[LIMIT_FIELDS[window as keyof typeof LIMIT_FIELDS]] = limit as number;
+        windows[known.field] = limit as number;
       }
     }
   }
@@ -82,7 +83,7 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
     const problem = planProblem(single, name, windows, {
       plan: `${at}`,
       limits: `${at}.windows`,
-      field: (field) => `${at}.windows.${Object.entries(LIMIT_FIELDS).find(([, f]) => f === field)?.[0]}`,
+      field: (field) => `${at}.windows.${WINDOWS.find((w) => w.field === field)?.name}`,
     });
     if (problem) {
       problems.push(problem);
@@ -111,11 +112,11 @@ function parseCosts(raw: unknown, plans: ReadonlyMap<string, PlanDefinition>, pr
     }
     // A request that costs more than a window holds could never pass: say so now, not per 429.
     for (const [name, plan] of plans) {
-      for (const window of WINDOW_NAMES) {
-        const limit = plan.windows?.[LIMIT_FIELDS[window]];
+      for (const window of WINDOWS) {
+        const limit = plan.windows?.[window.field];
         if (limit !== undefined && cost > limit) {
           problems.push(
-            `routeCosts[${quoted(route)}] is ${cost}, more than the ${name} plan's ${window} limit of ${limit}: its keys could never make that request`,
+            `routeCosts[${quoted(route)}] is ${cost}, more than the ${name} plan's ${window.name} limit of ${limit}: its keys could never make that request`,
           );
         }
       }

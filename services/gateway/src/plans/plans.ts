@@ -7,6 +7,7 @@ import {
   policyFor,
   WINDOW_NAMES,
 } from '../limits/policy.js';
+import { WINDOWS } from '../limits/windows.js';
 import { SCOPES, type Scope } from '../proxy/proxied-routes.js';
 
 export type { Algorithm, Limits } from '../limits/policy.js';
@@ -126,7 +127,7 @@ export interface LimitNames {
 /** The admin API's names: its JSON fields. */
 export const JSON_NAMES: LimitNames = {
   plan: 'plan',
-  limits: 'limits { perSecond, perMinute, perHour, perDay, perMonth }',
+  limits: `limits { ${WINDOWS.map((w) => w.field).join(', ')} }`,
   field: (field) => `limits.${field}`,
 };
 
@@ -142,11 +143,11 @@ function limitsProblem(limits: unknown, names: LimitNames): string | null {
   for (const field of Object.keys(given)) {
     if (!known.has(field)) return `${names.limits}: unknown field ${JSON.stringify(field.slice(0, 40))}`;
   }
-  for (const name of WINDOW_NAMES) {
-    const n = given[LIMIT_FIELDS[name]];
+  for (const { field } of WINDOWS) {
+    const n = given[field];
     if (n === undefined) continue;
     if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1 || n > MAX_LIMIT) {
-      return `${names.field(LIMIT_FIELDS[name])} must be an integer from 1 to ${MAX_LIMIT}`;
+      return `${names.field(field)} must be an integer from 1 to ${MAX_LIMIT}`;
     }
   }
   return null;
@@ -155,8 +156,7 @@ function limitsProblem(limits: unknown, names: LimitNames): string | null {
 /** Why windows are out of order: a longer window may not allow less than a shorter one. */
 function orderProblem(limits: Limits, names: LimitNames): string | null {
   let shorter: keyof Limits | undefined;
-  for (const name of WINDOW_NAMES) {
-    const field = LIMIT_FIELDS[name];
+  for (const { field } of WINDOWS) {
     const limit = limits[field];
     if (limit === undefined) continue;
     if (shorter !== undefined && (limits[shorter] as number) > limit) {

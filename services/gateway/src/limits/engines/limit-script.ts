@@ -1,46 +1,10 @@
 import { PENDING_BUCKET_MS } from '../key-limiter.js';
 
 /**
- * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
- * would: every window of the policy, the refusal count and the ban in one script. A request is
- * admitted only while every window has room for its cost, and takes its cost from each; a refused
- * one takes nothing, so a cheaper request after it may still fit. Once the ban threshold is
- * crossed, that refusal and every request after it are banned. rate-limiter-flexible counts
- * every attempt per limiter and needs a command per window, so it cannot keep each window free
- * of the others' refusals in a single round trip.
- *
- * Windows: `f` fixed, a counter that lives its length from its first admission; `c` calendar, a
- * counter that expires at the period's end (the caller's clock names the period); `h` the day, as
- * `c` but kept as the field `d` of the key's usage-history hash of that day (its key names the
- * day, so a new day starts from nothing; one Redis key per active key less); `s` sliding, a
- * hash of bucket index to count, where a request sees every bucket the window overlaps, the
- * oldest whole (so no span of the window's length admits more than the limit).
- *
- * A refusal counts toward a ban while the Retry-After it is told runs (BanPolicy): the pending
- * hash holds, per PENDING_BUCKET_MS-long step, how many refusals count until that step (the
- * Retry-After, at least the shortest one, capped at the ban window, less the grace). It is read and
- * written only on a refusal, dropping the steps that have passed, and lives until its last step, so
- * a key that is not refused holds none. The refusal that makes more than the threshold count bans
- * the key and clears the hash. Each refusal counts for the wait of the windows that refused it, as
- * settleBatch tells it: not one that the request would have filled exactly.
- *
- * The batch is also counted in the key's usage history (usage-history.ts), in the same call:
- * per hour, admitted, limited, banned, forbidden (cost 0: a scope or address the key lacks) and
- * the units admitted.
- *
- * KEYS: the policy's window keys (an `h` window's is the history's day hash), then ban, pending,
- * the history's day hash, and with an `h` window the day's own key of earlier versions.
- * ARGV: window count, now (epoch ms), ban threshold (-1: refusals count toward no ban), ban window
- * ms, ban ms, grace ms, shortest Retry-After ms, the history's hour of day ('' keeps no history:
- * then no `h` window), when its hash expires (epoch ms); then four per window: kind, limit, a, b
- * (f: length ms, 0; c and h: end epoch ms, 0; s: bucket ms, buckets per window); then one cost
- * per request.
- * Returns: outcomes (a letter per request: A admitted, L limited, B banned), ban ms left, 1 + the
- * index of the refusal that started a ban (or 0), then per window what it held before, then per
- * window ms until capacity starts to come back, then per window its live buckets after the batch
- * as "index:count,…" oldest first (sliding windows of a batch with a refusal; else "").
+ * The windows: the arguments, what each window holds before the batch, and resetOf, when one
+ * starts to give capacity back.
  */
-export const LIMIT_SCRIPT = `
+const READ_WINDOWS = `
 local nw = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
 local threshold = tonumber(ARGV[3])
@@ -78,16 +42,7 @@ for w = 1, nw do
     used[w] = sum
     live[w] = h
   elseif kind[w] == 'h' then
-    local d = redis.call('HGET', KEYS[w], 'd')
-    if not d then
-      -- Counted by a version that kept the day in a key of its own (KEYS[nw + 4]): moved once.
-      d = redis.call('GET', KEYS[nw + 4])
-      if d then
-        redis.call('HSET', KEYS[w], 'd', d)
-        redis.call('DEL', KEYS[nw + 4])
-      end
-    end
-    used[w] = tonumber(d or '0')
+    used[w] = tonumber(redis.call('HGET', KEYS[w], 'd') or '0')
   else
     f = f + 1
     used[w] = tonumber(v[f] or '0')
@@ -107,7 +62,13 @@ local function resetOf(w)
   if ttl[w] < 0 then return pa[w] end
   return ttl[w]
 end
-local first = 10 + 4 * nw
+`;
+
+/**
+ * The decision: each request in turn, admitted while every window has room for its cost; a
+ * refusal counts toward a ban while its Retry-After runs, and the one past the threshold bans.
+ */
+const DECIDE = `local first = 10 + 4 * nw
 local n = #ARGV - first + 1
 local out = {}
 local banTtl, startedAt = 0, 0
@@ -173,7 +134,12 @@ for i = 1, n do
     end
   end
 end
-if taken > 0 then
+`;
+
+/**
+ * The windows: the admitted units taken from each, a new counter given its expiry.
+ */
+const TAKE = `if taken > 0 then
   for w = 1, nw do
     if kind[w] == 's' then
       redis.call('HINCRBY', KEYS[w], cur[w], taken)
@@ -188,7 +154,12 @@ if taken > 0 then
     end
   end
 end
-if startedAt > 0 then
+`;
+
+/**
+ * The ban: started, clearing the pending refusals, or the refusals of this batch kept.
+ */
+const BAN = `if startedAt > 0 then
   banTtl = tonumber(ARGV[5])
   redis.call('SET', KEYS[nw + 1], '1', 'PX', ARGV[5])
   redis.call('DEL', KEYS[nw + 2])
@@ -200,7 +171,12 @@ elseif pending then
   -- Gone with its last step, whichever replica reads it next.
   redis.call('PEXPIRE', KEYS[nw + 2], string.format('%d', last * step - now))
 end
-local hour = ARGV[8]
+`;
+
+/**
+ * The usage history: the batch's outcomes and units in the key's hour.
+ */
+const HISTORY = `local hour = ARGV[8]
 if hour ~= '' then
   local counts = {a = 0, l = 0, b = 0, f = 0}
   for i = 1, n do
@@ -215,7 +191,12 @@ if hour ~= '' then
   if taken > 0 then redis.call('HINCRBY', h, hour .. 'u', taken) end
   redis.call('PEXPIREAT', h, ARGV[9])
 end
-local result = {table.concat(out), banTtl, startedAt}
+`;
+
+/**
+ * The reply (see LIMIT_SCRIPT).
+ */
+const REPLY = `local result = {table.concat(out), banTtl, startedAt}
 for w = 1, nw do result[#result + 1] = used[w] end
 for w = 1, nw do result[#result + 1] = resetOf(w) end
 for w = 1, nw do
@@ -239,10 +220,54 @@ for w = 1, nw do
 end
 return result
 `;
+/**
+ * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
+ * would: every window of the policy, the refusal count and the ban in one script. A request is
+ * admitted only while every window has room for its cost, and takes its cost from each; a refused
+ * one takes nothing, so a cheaper request after it may still fit. Once the ban threshold is
+ * crossed, that refusal and every request after it are banned. rate-limiter-flexible counts
+ * every attempt per limiter and needs a command per window, so it cannot keep each window free
+ * of the others' refusals in a single round trip.
+ *
+ * Windows: `f` fixed, a counter that lives its length from its first admission; `c` calendar, a
+ * counter that expires at the period's end (the caller's clock names the period); `h` the day, as
+ * `c` but kept as the field `d` of the key's usage-history hash of that day (its key names the
+ * day, so a new day starts from nothing; one Redis key per active key less); `s` sliding, a
+ * hash of bucket index to count, where a request sees every bucket the window overlaps, the
+ * oldest whole (so no span of the window's length admits more than the limit).
+ *
+ * A refusal counts toward a ban while the Retry-After it is told runs (BanPolicy): the pending
+ * hash holds, per PENDING_BUCKET_MS-long step, how many refusals count until that step (the
+ * Retry-After, at least the shortest one, capped at the ban window, less the grace). It is read and
+ * written only on a refusal, dropping the steps that have passed, and lives until its last step, so
+ * a key that is not refused holds none. The refusal that makes more than the threshold count bans
+ * the key and clears the hash. Each refusal counts for the wait of the windows that refused it, as
+ * settleBatch tells it: not one that the request would have filled exactly.
+ *
+ * The batch is also counted in the key's usage history (usage-history.ts), in the same call:
+ * per hour, admitted, limited, banned, forbidden (cost 0: a scope or address the key lacks) and
+ * the units admitted.
+ *
+ * KEYS: the policy's window keys (an `h` window's is the history's day hash), then ban, pending,
+ * the history's day hash.
+ * ARGV: window count, now (epoch ms), ban threshold (-1: refusals count toward no ban), ban window
+ * ms, ban ms, grace ms, shortest Retry-After ms, the history's hour of day ('' keeps no history:
+ * then no `h` window), when its hash expires (epoch ms); then four per window: kind, limit, a, b
+ * (f: length ms, 0; c and h: end epoch ms, 0; s: bucket ms, buckets per window); then one cost
+ * per request.
+ * Returns: outcomes (a letter per request: A admitted, L limited, B banned), ban ms left, 1 + the
+ * index of the refusal that started a ban (or 0), then per window what it held before, then per
+ * window ms until capacity starts to come back, then per window its live buckets after the batch
+ * as "index:count,…" oldest first (sliding windows of a batch with a refusal; else "").
+ *
+ * Composed of its parts, in order, each reading the locals the parts before it set: the windows
+ * read, the decision, the windows taken from, the ban, the history, the reply. The text is the
+ * same as one template would be (a test holds that this composition is the script Redis runs).
+ */
+export const LIMIT_SCRIPT = [READ_WINDOWS, DECIDE, TAKE, BAN, HISTORY, REPLY].join('');
 
 /**
- * Reads without writing. KEYS: the policy's window keys, then ban, pending, and with an `h` window
- * the day's own key of earlier versions (read when the hash has no day yet). ARGV: window count,
+ * Reads without writing. KEYS: the policy's window keys, then ban, pending. ARGV: window count,
  * now, then per window: kind, a, b as for the limit script. Returns per window what it holds and
  * ms until capacity starts to come back (-1 when it holds nothing), then ban ms left, the refusals
  * that count toward a ban now.
@@ -268,7 +293,7 @@ for w = 1, nw do
     end
     if low then reset = (low + b + 1) * a - now end
   elseif kind == 'h' then
-    used = tonumber(redis.call('HGET', KEYS[w], 'd') or redis.call('GET', KEYS[nw + 3]) or '0')
+    used = tonumber(redis.call('HGET', KEYS[w], 'd') or '0')
     if used > 0 then reset = a - now end
   else
     used = tonumber(redis.call('GET', KEYS[w]) or '0')

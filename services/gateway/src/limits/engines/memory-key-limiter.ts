@@ -79,7 +79,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
   }
 
   private resetMs(rule: WindowRule, counter: Counter | undefined, now: number): number {
-    if (rule.kind === 'calendar') return periodEnd(rule.name as 'day' | 'month', now) - now;
+    if (rule.kind === 'calendar') return periodEnd(rule.name, now) - now;
     if (rule.kind === 'fixed') return counter ? counter.expiresAt - now : rule.lengthMs;
     const current = Math.floor(now / rule.bucketMs);
     let oldest = current;
@@ -177,7 +177,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
       counter.count += cost;
       return counter;
     }
-    const expiresAt = rule.kind === 'calendar' ? periodEnd(rule.name as 'day' | 'month', now) : now + rule.lengthMs;
+    const expiresAt = rule.kind === 'calendar' ? periodEnd(rule.name, now) : now + rule.lengthMs;
     const fresh = { count: cost, expiresAt };
     this.counters.set(key, fresh);
     return fresh;

@@ -40,7 +40,7 @@ const isDay = (rule: WindowRule): boolean => rule.kind === 'calendar' && rule.na
 function windowArgs(rule: WindowRule, now: number, dayInHistory: boolean): [string, number, number, number] {
   if (rule.kind === 'calendar') {
     const kind = dayInHistory && isDay(rule) ? 'h' : 'c';
-    return [kind, rule.limit, periodEnd(rule.name as 'day' | 'month', now), 0];
+    return [kind, rule.limit, periodEnd(rule.name, now), 0];
   }
   if (rule.kind === 'sliding') return ['s', rule.limit, rule.bucketMs, rule.lengthMs / rule.bucketMs];
   return ['f', rule.limit, rule.lengthMs, 0];
@@ -151,7 +151,6 @@ export class RedisKeyLimiter implements KeyLimiter {
     if (this.history) {
       const [key, hour, expireAt] = this.history.scriptArgs(keyId, now);
       keysAndArgs.push(key);
-      if (rules.some(isDay)) keysAndArgs.push(this.keyName(keyId, 'd'));
       historyHour = hour;
       historyExpireAt = expireAt;
     }
@@ -225,7 +224,6 @@ export class RedisKeyLimiter implements KeyLimiter {
     const rules = policy.windows;
     const keysAndArgs: Array<string | number> = rules.map((rule) => this.windowKey(keyId, rule, now));
     keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'pending'));
-    if (this.history && rules.some(isDay)) keysAndArgs.push(this.keyName(keyId, 'd'));
     const numKeys = keysAndArgs.length;
     keysAndArgs.push(rules.length, now);
     for (const rule of rules) {
@@ -239,7 +237,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       const reset = Number(reply[2 * w + 1]);
       if (used === 0 || reset <= 0) return { name: rule.name, used, resetAt: null };
       // A calendar window ends at its period's end, to the millisecond.
-      const resetAt = rule.kind === 'calendar' ? periodEnd(rule.name as 'day' | 'month', now) : read + reset;
+      const resetAt = rule.kind === 'calendar' ? periodEnd(rule.name, now) : read + reset;
       return { name: rule.name, used, resetAt };
     });
     const banTtl = Number(reply[2 * rules.length]);

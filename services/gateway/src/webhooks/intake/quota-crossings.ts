@@ -1,4 +1,5 @@
 import type { WindowState } from '../../limits/key-limiter.js';
+import { isCalendarName } from '../../limits/windows.js';
 import type { QuotaData } from '../event-types.js';
 
 /**
@@ -15,7 +16,7 @@ export function quotaCrossings(
 ): QuotaData[] | undefined {
   let crossed: QuotaData[] | undefined;
   for (const window of windows) {
-    if (window.name !== 'day' && window.name !== 'month') continue;
+    if (!isCalendarName(window.name)) continue;
     const used = window.limit - window.remaining;
     const before = used - cost;
     for (let i = 0; i <= percents.length; i++) {

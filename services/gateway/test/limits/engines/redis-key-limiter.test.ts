@@ -1,6 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { LIMIT_SCRIPT } from '../../../src/limits/engines/limit-script.js';
 import { RedisKeyLimiter } from '../../../src/limits/engines/redis-key-limiter.js';
 import { policyFor } from '../../../src/limits/policy.js';
 import { RedisUsageHistory } from '../../../src/usage/redis-usage-history.js';
@@ -69,32 +70,22 @@ describe('two replicas on one Redis', () => {
     for (const w of usage.windows) expect(w.used, w.name).toBe(99);
   });
 
-  it('carries a day counted by an earlier version (a key of its own) into the history hash, once', async () => {
-    const prefix = `t${randomUUID().slice(0, 8)}:`;
+  it('runs the limit script as limit-script.ts composes it from its parts', async () => {
     const client = await connected(redisClient(redis.url));
     onTestFinished(() => client.disconnect());
-    const history = new RedisUsageHistory(client, prefix, 35 * DAY_MS);
-    const limiter = new RedisKeyLimiter(
-      client,
-      prefix,
-      { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 },
-      Date.now,
-      history,
-    );
-    const policy = policyFor({ perMinute: 1_000, perDay: 100 });
-    const keyId = `key_${randomUUID()}`;
-    const dayEnd = (Math.floor(Date.now() / DAY_MS) + 1) * DAY_MS;
-    await client.set(limiter.keyName(keyId, 'd'), '95', 'PXAT', dayEnd);
-
-    expect((await limiter.usage(keyId, policy)).windows.map((w) => [w.name, w.used])).toEqual([
-      ['minute', 0],
-      ['day', 95],
-    ]);
-    const outcomes = [];
-    for (let i = 0; i < 6; i++) outcomes.push((await limiter.consume(keyId, policy, 1)).outcome);
-    expect(outcomes).toEqual(['admitted', 'admitted', 'admitted', 'admitted', 'admitted', 'limited']);
-    expect(await client.exists(limiter.keyName(keyId, 'd'))).toBe(0);
-    expect(await client.hget(history.dayKey(keyId, Math.floor(Date.now() / DAY_MS)), 'd')).toBe('100');
+    const limiter = new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, {
+      threshold: 1_000_000,
+      windowMs: 60_000,
+      durationMs: 60_000,
+      graceMs: 0,
+      minRetryAfterMs: 0,
+    });
+    const sha = createHash('sha1').update(LIMIT_SCRIPT).digest('hex');
+    // No script cached: what the decision below leaves is the text it sent.
+    await client.script('FLUSH');
+    expect(await client.script('EXISTS', sha)).toEqual([0]);
+    expect((await limiter.consume(`key_${randomUUID()}`, policyFor({ perMinute: 1 }), 1)).outcome).toBe('admitted');
+    expect(await client.script('EXISTS', sha)).toEqual([1]);
   });
 
   it('keeps a month’s count through a restart: a new limiter on the same Redis goes on from it', async () => {

@@ -1,0 +1,113 @@
+// @ts-check
+// What the pages compute before they draw: times, statuses, limits, totals and bar sizes. Plain
+// functions with no imports, so tests run them without a browser (figures.test.ts).
+
+/**
+ * An instant as the console shows it: UTC, to the second.
+ * @param {string | null | undefined} iso
+ */
+export function when(iso) {
+  return iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—';
+}
+
+/**
+ * Whether an instant (ISO text) is still to come: a grace that ended is not shown as one.
+ * @param {string | null | undefined} iso
+ */
+export function ahead(iso, now = Date.now()) {
+  return iso ? Date.parse(iso) > now : false;
+}
+
+/**
+ * A `datetime-local` field's value read as UTC, the zone every time in this console is in (the
+ * field itself has none, and the browser's own would silently shift it).
+ * @param {string} value
+ */
+export function utcInstant(value) {
+  return new Date(`${value.length === 16 ? `${value}:00` : value}Z`).toISOString();
+}
+
+/**
+ * A key's state in one word, the first that applies: revoked, expired, banned, active.
+ * @param {Pick<import('./types.js').KeyView, 'revokedAt' | 'expiresAt' | 'bannedUntil'>} key
+ */
+export function statusOf(key, now = Date.now()) {
+  if (key.revokedAt) return 'revoked';
+  if (key.expiresAt && Date.parse(key.expiresAt) <= now) return 'expired';
+  if (key.bannedUntil) return 'banned';
+  return 'active';
+}
+
+/**
+ * `60/min, 1000/day`: limits in the order given, each with its window's unit.
+ * @param {Record<string, number> | null | undefined} limits
+ * @param {ReadonlyArray<{ field: string, unit: string }>} windows
+ */
+export function limitsText(limits, windows) {
+  const units = Object.fromEntries(windows.map((w) => [w.field, w.unit]));
+  return Object.entries(limits ?? {})
+    .map(([k, v]) => `${v}/${units[k] ?? k}`)
+    .join(', ');
+}
+
+/**
+ * The addresses typed one per line (or separated by commas or spaces), or null for none.
+ * @param {unknown} text
+ */
+export function cidrsOf(text) {
+  const cidrs = String(text ?? '')
+    .split(/[\s,]+/)
+    .filter(Boolean);
+  return cidrs.length > 0 ? cidrs : null;
+}
+
+/**
+ * Every decision of a period: admitted, refused by a limit or a ban (429), refused a scope or
+ * address (403); null before the totals are in.
+ * @param {{ admitted: number, refused: number, forbidden: number } | undefined} totals
+ */
+export function requestsOf(totals) {
+  return totals ? totals.admitted + totals.refused + totals.forbidden : null;
+}
+
+/**
+ * The share of requests refused (429), in whole percent; null when there were none.
+ * @param {{ admitted: number, refused: number, forbidden: number } | undefined} totals
+ */
+export function refusedPercent(totals) {
+  const requests = requestsOf(totals);
+  return totals && requests ? Math.round((100 * totals.refused) / requests) : null;
+}
+
+/**
+ * Minutes of the current hour gone, at least one: this hour's counts over it are a rate per minute.
+ * @param {number} now epoch ms
+ */
+export function minutesIntoHour(now) {
+  return Math.max(1, (now % 3_600_000) / 60_000);
+}
+
+/**
+ * How wide each of `count` bars of an hour is, in CSS pixels and in seconds, for an hour
+ * `hourPx` wide: together 80 % of the hour, each at least `minPx`, so a week of hours on a phone
+ * still shows every bar.
+ * @param {number} hourPx
+ * @param {number} count
+ * @param {number} minPx
+ */
+export function barWidth(hourPx, count, minPx) {
+  const px = Math.max(minPx, (0.8 * hourPx) / count);
+  return { px, seconds: (px * 3600) / hourPx };
+}
+
+/**
+ * Where the `index`-th of `count` bars of each hour starts (epoch seconds): side by side,
+ * centred on the hour's tick, so a third series is one more bar beside the others.
+ * @param {readonly number[]} hours epoch seconds
+ * @param {number} index
+ * @param {number} count
+ * @param {number} seconds one bar's width
+ */
+export function barStarts(hours, index, count, seconds) {
+  return hours.map((x) => x + (index - count / 2) * seconds);
+}

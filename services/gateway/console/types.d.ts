@@ -1,0 +1,31 @@
+// The admin API's answers as the console reads them: the static types of the schemas the gateway
+// checks its answers against (admin/schemas.ts, admin/webhook-schemas.ts), from its build's
+// declarations. JSDoc in the console's files imports them: `@type {import('./types.js').KeyView}`.
+import type {
+  CreatedKeySchema,
+  HistorySchema,
+  KeyViewSchema,
+  PlansSchema,
+  RotatedKeySchema,
+  TopSchema,
+  UsageSchema,
+} from '@animal-store/gateway/admin/schemas.js';
+import type {
+  CreatedWebhookSchema,
+  DeliveryAttemptsSchema,
+  RotatedWebhookSecretSchema,
+  WebhookViewSchema,
+} from '@animal-store/gateway/admin/webhook-schemas.js';
+import type { Static } from 'typebox';
+
+export type KeyView = Static<typeof KeyViewSchema>;
+export type CreatedKey = Static<typeof CreatedKeySchema>;
+export type RotatedKey = Static<typeof RotatedKeySchema>;
+export type Usage = Static<typeof UsageSchema>;
+export type Plans = Static<typeof PlansSchema>;
+export type History = Static<typeof HistorySchema>;
+export type Top = Static<typeof TopSchema>;
+export type WebhookView = Static<typeof WebhookViewSchema>;
+export type CreatedWebhook = Static<typeof CreatedWebhookSchema>;
+export type RotatedWebhookSecret = Static<typeof RotatedWebhookSecretSchema>;
+export type DeliveryAttempts = Static<typeof DeliveryAttemptsSchema>;

@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ahead,
+  barStarts,
+  barWidth,
+  cidrsOf,
+  limitsText,
+  minutesIntoHour,
+  refusedPercent,
+  requestsOf,
+  statusOf,
+  utcInstant,
+  when,
+} from '../../console/figures.js';
+import { WINDOWS } from '../../src/limits/windows.js';
+
+// What the console's pages compute before they draw (console/figures.js), without a browser:
+// tests/console.test.ts drives the pages themselves in Chromium.
+
+const at = (iso: string) => Date.parse(iso);
+
+describe('times', () => {
+  it('shows an instant in UTC to the second, and a dash for none', () => {
+    expect(when('2026-11-26T12:34:56.789Z')).toBe('2026-11-26 12:34:56Z');
+    expect(when('2026-11-26T12:34:56Z')).toBe('2026-11-26 12:34:56Z');
+    expect(when(null)).toBe('—');
+    expect(when(undefined)).toBe('—');
+  });
+
+  it('says whether an instant is still to come', () => {
+    const now = at('2026-11-26T12:00:00Z');
+    expect(ahead('2026-11-26T12:00:00.001Z', now)).toBe(true);
+    expect(ahead('2026-11-26T12:00:00Z', now)).toBe(false);
+    expect(ahead(null, now)).toBe(false);
+    expect(ahead('', now)).toBe(false);
+  });
+
+  it('reads a datetime-local field as UTC, with or without seconds', () => {
+    expect(utcInstant('2026-12-01T09:30')).toBe('2026-12-01T09:30:00.000Z');
+    expect(utcInstant('2026-12-01T09:30:15')).toBe('2026-12-01T09:30:15.000Z');
+  });
+});
+
+describe('a key', () => {
+  const now = at('2026-11-26T12:00:00Z');
+  const key = {};
+
+  it('is revoked, expired, banned or active: the first that applies', () => {
+    expect(statusOf(key, now)).toBe('active');
+    expect(statusOf({ ...key, bannedUntil: '2026-11-26T13:00:00Z' }, now)).toBe('banned');
+    expect(statusOf({ ...key, expiresAt: '2026-11-26T12:00:00Z', bannedUntil: 'x' }, now)).toBe('expired');
+    expect(statusOf({ ...key, expiresAt: '2026-11-26T12:00:01Z' }, now)).toBe('active');
+    expect(statusOf({ ...key, revokedAt: '2026-11-25T00:00:00Z', expiresAt: '2026-11-01T00:00:00Z' }, now)).toBe(
+      'revoked',
+    );
+  });
+
+  it('writes its limits in the order given with the units of the windows table', () => {
+    expect(limitsText({ perMinute: 60, perDay: 1_000 }, WINDOWS)).toBe('60/min, 1000/day');
+    expect(limitsText({ perMonth: 5, perSecond: 2 }, WINDOWS)).toBe('5/month, 2/s');
+    expect(limitsText({ perFortnight: 3 }, WINDOWS)).toBe('3/perFortnight');
+    expect(limitsText(null, WINDOWS)).toBe('');
+  });
+
+  it('takes addresses one per line, or apart by commas or spaces; none is null', () => {
+    expect(cidrsOf('10.0.0.0/8\n192.0.2.1, 2001:db8::/32  ')).toEqual(['10.0.0.0/8', '192.0.2.1', '2001:db8::/32']);
+    expect(cidrsOf(' \n ')).toBeNull();
+    expect(cidrsOf(null)).toBeNull();
+  });
+});
+
+describe('the overview’s totals', () => {
+  it('counts every decision as a request, and the share refused in whole percent', () => {
+    const totals = { admitted: 170, refused: 25, forbidden: 5 };
+    expect(requestsOf(totals)).toBe(200);
+    expect(refusedPercent(totals)).toBe(13);
+    expect(refusedPercent({ admitted: 2, refused: 1, forbidden: 0 })).toBe(33);
+  });
+
+  it('has no figures before the totals are in, and no share of no requests', () => {
+    expect(requestsOf(undefined)).toBeNull();
+    expect(refusedPercent(undefined)).toBeNull();
+    expect(refusedPercent({ admitted: 0, refused: 0, forbidden: 0 })).toBeNull();
+  });
+
+  it('rates this hour per minute gone, at least one', () => {
+    expect(minutesIntoHour(at('2026-11-26T12:30:00Z'))).toBe(30);
+    expect(minutesIntoHour(at('2026-11-26T12:00:20Z'))).toBe(1);
+  });
+});
+
+describe('the bars of an hourly chart', () => {
+  it('share 80 % of an hour, each at least the narrowest drawn', () => {
+    expect(barWidth(100, 2, 5)).toEqual({ px: 40, seconds: 1_440 });
+    // A week of hours on a phone: 2 px an hour, so each bar is the narrowest, wider than its hour.
+    expect(barWidth(2, 3, 5)).toEqual({ px: 5, seconds: 9_000 });
+  });
+
+  it('stand side by side, centred on their hour', () => {
+    const hours = [0, 3_600];
+    expect(barStarts(hours, 0, 2, 600)).toEqual([-600, 3_000]);
+    expect(barStarts(hours, 1, 2, 600)).toEqual([0, 3_600]);
+    expect(barStarts(hours, 1, 3, 600)).toEqual([-300, 3_300]);
+  });
+});
