@@ -3,7 +3,7 @@
 // API keys, their sync between replicas, the event bus, the gate, the usage history, webhooks and
 // the webhook address guard, one area at a time, each against the test files that exercise it. Not
 // part of `npm test`; incremental mode reruns only what changed since the last. See
-// docs/architecture.md, "Mutation testing".
+// docs/mutation-testing.md.
 
 const SRC = 'services/gateway/src';
 const TEST = 'services/gateway/test';

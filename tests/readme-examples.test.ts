@@ -15,23 +15,29 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MissingPrerequisite, which } from './support/runtime.js';
 
 /**
- * The README's curl examples, run as written with curl against a started gateway, so a reader who
- * pastes them gets what the README says. Only what the README leaves to the reader is filled in:
- * the ids and keys (`ID`, `ask_…`), the ports (the README's are the defaults, which another stack
- * may hold) and ADMIN_URL/ADMIN_TOKEN, which npm start prints. The Keys examples run on the first,
- * a middle and the last day of this month, on the gateway's clock: none may depend on the date.
+ * The documented examples, run as written with curl (and the built keys CLI) against a started
+ * gateway, so a reader who pastes them gets what the page says: the README's quick start, and the
+ * admin API table and keys file commands of docs/keys-and-plans.md. Only what the pages leave to
+ * the reader is filled in: the ids and keys (`ID`, `ask_…`), the ports (the README's are the
+ * defaults, which another stack may hold) and ADMIN_URL/ADMIN_TOKEN, which npm start prints. The
+ * admin API examples run on the first, a middle and the last day of this month, on the gateway's
+ * clock: none may depend on the date.
  */
 
 const run = promisify(execFile);
 const README = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
+const KEYS_PAGE = 'docs/keys-and-plans.md';
+const KEYS = readFileSync(fileURLToPath(new URL(`../${KEYS_PAGE}`, import.meta.url)), 'utf8');
+/** The keys page's section that holds the admin API table and the line to paste before it. */
+const KEYS_SECTION = '## The admin API and the CLI';
 const DAY = 86_400_000;
 
-/** The body of the README's section headed `heading`, up to the next heading of that level or higher. */
+/** The body of the keys page's section headed `heading`, up to the next heading of that level or higher. */
 function section(heading: string): string {
-  const start = README.indexOf(`\n${heading}\n`);
-  if (start < 0) throw new Error(`README.md has no "${heading}"`);
+  const start = KEYS.indexOf(`\n${heading}\n`);
+  if (start < 0) throw new Error(`${KEYS_PAGE} has no "${heading}"`);
   const level = heading.split(' ')[0] as string;
-  const rest = README.slice(start + heading.length + 2);
+  const rest = KEYS.slice(start + heading.length + 2);
   const end = rest.search(new RegExp(`^#{1,${level.length}} `, 'm'));
   return end < 0 ? rest : rest.slice(0, end);
 }
@@ -52,9 +58,9 @@ interface TableExample {
   status: number;
 }
 
-/** The Keys table's admin API examples: the first curl of each row and the status it gives (→ 201), else 200. */
+/** The keys table's admin API examples: the first curl of each row and the status it gives (→ 201), else 200. */
 function keysTableExamples(): TableExample[] {
-  const rows = section('## Keys')
+  const rows = section(KEYS_SECTION)
     .split('\n')
     .filter((line) => line.startsWith('| ') && line.includes('`curl '));
   return rows.map((row) => {
@@ -64,12 +70,12 @@ function keysTableExamples(): TableExample[] {
   });
 }
 
-/** The line the Keys section has the reader paste before its examples: `A=…; J=…`. */
+/** The line the keys section has the reader paste before its examples: `A=…; J=…`. */
 function keysPreamble(): string {
-  const line = section('## Keys')
+  const line = section(KEYS_SECTION)
     .split('\n')
     .find((l) => l.startsWith('A="Authorization'));
-  if (!line) throw new Error('README.md, Keys: no A=… J=… line');
+  if (!line) throw new Error(`${KEYS_PAGE}, ${KEYS_SECTION}: no A=… J=… line`);
   return line;
 }
 
@@ -118,7 +124,7 @@ async function newKey(adminUrl: string, plan: string): Promise<{ id: string; key
   return (await res.json()) as { id: string; key: string };
 }
 
-describe("the README's examples, as written", () => {
+describe("the README's and the keys page's examples, as written", () => {
   if (!which('curl')) throw new MissingPrerequisite('curl is not on PATH: apt-get install curl');
 
   it('quick start: the index, a pet added (201, Location), listed, read by the id the POST gave, by status', async () => {
@@ -145,7 +151,7 @@ describe("the README's examples, as written", () => {
     ['the first', monthStart + 10 * 60_000],
     ['the 15th', monthStart + 14 * DAY + 12 * 3_600_000],
     ['the last', monthEnd - 10 * 60_000],
-  ])('Keys: every admin API example answers as the table says, on %s day of this month', async (_day, at) => {
+  ])('keys page: every admin API example answers as the table says, on %s day of this month', async (_day, at) => {
     const { gateway, adminUrl } = await started(() => at);
     const env = { ADMIN_URL: adminUrl, ADMIN_TOKEN };
     const examples = keysTableExamples();
@@ -167,9 +173,9 @@ describe("the README's examples, as written", () => {
     }
   });
 
-  it('the keys file examples (--file): create, update and rotate as the README writes them', async () => {
-    const block = /The CLI edits such a file[\s\S]*?```sh\n([\s\S]*?)```/.exec(README)?.[1];
-    expect(block, 'README.md, Keys in a file: the sh block').toBeDefined();
+  it('the keys file examples (--file): create, update and rotate as the keys page writes them', async () => {
+    const block = /The CLI edits such a file[\s\S]*?```sh\n([\s\S]*?)```/.exec(KEYS)?.[1];
+    expect(block, `${KEYS_PAGE}, keys in a file: the sh block`).toBeDefined();
     // `npm run -s keys --` is the built CLI (what `npm test` builds), run by this Node.
     const cli = `"${process.execPath}" ${fileURLToPath(new URL('../services/gateway/dist/cli/main.js', import.meta.url))}`;
     const dir = mkdtempSync(join(tmpdir(), 'readme-keys-file-'));

@@ -171,12 +171,10 @@ describe('npm start', () => {
     await expectStoppedCleanly(s);
   });
 
-  it("seeds a demo key for each plan of the README's PLANS_FILE example, which drops pro and business", async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const example = /\*\*Plans, scopes and costs \(`PLANS_FILE`\)\.\*\*[\s\S]*?```json\n([\s\S]*?)```/.exec(
-      readme,
-    )?.[1];
-    expect(example, 'the README has a PLANS_FILE example').toBeDefined();
+  it('seeds a demo key for each plan of the documented PLANS_FILE example, which drops pro and business', async () => {
+    const page = readFileSync(join(ROOT, 'docs/keys-and-plans.md'), 'utf8');
+    const example = /\*\*Plans, scopes and costs \(`PLANS_FILE`\)\.\*\*[\s\S]*?```json\n([\s\S]*?)```/.exec(page)?.[1];
+    expect(example, 'docs/keys-and-plans.md has a PLANS_FILE example').toBeDefined();
     const ports = await freePorts();
     const plansFile = join(mkdtempSync(join(tmpdir(), 'npm-start-plans-')), 'plans.json');
     writeFileSync(plansFile, example as string);
@@ -216,7 +214,7 @@ describe('npm start', () => {
     for (const secret of [token, ...keys]) expect(s.stdout()).not.toContain(secret);
   });
 
-  it("demo keys are ordinary keys: the README's keys CLI commands update, rotate, revoke and unban them", async () => {
+  it('demo keys are ordinary keys: the keys CLI commands update, rotate, revoke and unban them', async () => {
     const s = npmStart(await freePorts());
     const banner = await untilUp(s);
     const [, adminUrl, adminToken] = banner.match(/^ +export ADMIN_URL=(\S+) ADMIN_TOKEN=(\S+)$/m) ?? [];

@@ -43,7 +43,7 @@ function window(decision: Decision, name: string) {
 let counter = 0;
 const newKeyId = () => `key_contract_${process.pid}_${Date.now()}_${counter++}`;
 
-/** The decision rules both limiters must follow identically (README, "Limits"). */
+/** The decision rules both limiters must follow identically (docs/limits-and-bans.md). */
 export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<LimiterHarness>): void {
   describe(`${name} limiter contract`, () => {
     let harness: LimiterHarness | undefined;

@@ -13,7 +13,7 @@ import {
 import { MemoryDeliveryQueue } from '../../src/webhooks/delivery/memory-delivery-queue.js';
 
 /**
- * The retry schedule as the README documents it (WEBHOOKS_RETRY_BASE_MS, WEBHOOKS_RETRY_MAX_DELAY_MS):
+ * The retry schedule as docs/webhooks.md documents it (WEBHOOKS_RETRY_BASE_MS, WEBHOOKS_RETRY_MAX_DELAY_MS):
  * the n-th retry waits base·2^(n−1), capped at the maximum, between half and all of it at random.
  * The jitter is fixed at either end here, so each wait is exact.
  */
