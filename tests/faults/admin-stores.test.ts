@@ -217,6 +217,12 @@ describe('a create while Redis is frozen', () => {
     }
     expect(answer.status, answer.body).toBe(503);
     expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // A client retries once the store answers again: right after SIGCONT, Redis first works off
+    // what queued while it was stopped, and a command may still time out (a 503, rightly).
+    await vi.waitFor(async () => expect((await stack.call('GET', '/admin/webhooks')).status).toBe(200), {
+      timeout: 10_000,
+      interval: 50,
+    });
   }
 
   it('a webhook endpoint: 503, then its retry with the same Idempotency-Key makes exactly one, whose secret signs its deliveries, audited once', async () => {
