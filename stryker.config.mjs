@@ -113,6 +113,8 @@ export const areas = {
     ],
     testFiles: [
       `${TEST}/webhooks/retries.test.ts`,
+      // The sender (send.ts) posting to a receiver, and refusing at connect time.
+      `${TEST}/webhooks/address-guard.test.ts`,
       `${TEST}/webhooks/webhook-stores.test.ts`,
       `${TEST}/webhooks/webhooks.test.ts`,
     ],
