@@ -376,6 +376,30 @@ describe('usage history through two replicas on one Redis', () => {
   });
 });
 
+describe('the usage history with its Redis out of reach', () => {
+  it('answers a key’s series and the top keys with 503 rate_limiter_unavailable and Retry-After, and logs why', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ logs, env: { BAN_THRESHOLD: '1000' } });
+    const { id } = await addKey(gw.deps, 'free');
+    // The connection gone, as when Redis is: commands fail at once (no offline queue).
+    gw.redis?.disconnect();
+    for (const url of [`/admin/keys/${id}/usage/history`, '/admin/usage']) {
+      const res = await admin(gw, url);
+      expect(res.statusCode, url).toBe(503);
+      expect(res.json()).toEqual({
+        code: 'rate_limiter_unavailable',
+        message: 'Cannot reach Redis to read the usage history; retry in 5 s',
+        status: 503,
+      });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    }
+    expect(logs.filter((l) => l.msg === 'cannot read the usage history').map((l) => [l.level, typeof l.err])).toEqual([
+      [50, 'object'],
+      [50, 'object'],
+    ]);
+  });
+});
+
 describe('top keys (GET /admin/usage)', () => {
   for (const backend of ['redis', 'memory'] as const) {
     it(`ranks keys by admitted or refused, with totals per plan and per hour (${backend})`, async () => {
