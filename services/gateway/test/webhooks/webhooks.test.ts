@@ -448,6 +448,17 @@ describe('key.expiring', () => {
   });
 });
 
+describe('with Redis', () => {
+  it('says at start that deliveries are queued in BullMQ, shared by every replica', async () => {
+    const logs: Record<string, unknown>[] = [];
+    await gateways.start({ logs });
+    expect(logs.find((l) => String(l.msg).startsWith('webhooks: deliveries'))).toMatchObject({
+      level: 30,
+      msg: 'webhooks: deliveries queued in redis (BullMQ), shared by every replica',
+    });
+  });
+});
+
 describe('embedded mode', () => {
   it('says at start that deliveries wait in memory', async () => {
     const logs: Record<string, unknown>[] = [];
@@ -540,6 +551,19 @@ describe.each([
       interval: 50,
     });
     await vi.waitFor(async () => expect(await show(gw, id)).not.toHaveProperty('failing'), { interval: 50 });
+  });
+
+  it('lists a refused connection with its code and reason, and no status', async () => {
+    const gw = await start();
+    // Nothing listens on the discard port.
+    const { id } = await subscribe(gw, 'http://127.0.0.1:9/hook', ['key.created']);
+    await ping(gw, id);
+    await vi.waitFor(async () => expect((await deliveries(gw, id)).length).toBeGreaterThan(0), { interval: 50 });
+    expect((await deliveries(gw, id)).at(-1)).toMatchObject({
+      statusCode: null,
+      outcome: 'retrying',
+      error: 'ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9',
+    });
   });
 
   it('drops a delivery whose endpoint was deleted before its retry, and counts it as dropped', async () => {
