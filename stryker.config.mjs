@@ -112,6 +112,7 @@ export const areas = {
       `${SRC}/admin/routes/webhooks.ts`,
     ],
     testFiles: [
+      `${TEST}/webhooks/config.test.ts`,
       `${TEST}/webhooks/retries.test.ts`,
       // The sender (send.ts) posting to a receiver, and refusing at connect time.
       `${TEST}/webhooks/address-guard.test.ts`,
