@@ -113,6 +113,7 @@ export const areas = {
     ],
     testFiles: [
       `${TEST}/webhooks/config.test.ts`,
+      `${TEST}/webhooks/intake.test.ts`,
       `${TEST}/webhooks/retries.test.ts`,
       // The sender (send.ts) posting to a receiver, and refusing at connect time.
       `${TEST}/webhooks/address-guard.test.ts`,
