@@ -23,6 +23,9 @@ const LOCAL = {
   WEBHOOKS_ALLOW_PRIVATE: 'true',
   WEBHOOKS_RETRY_BASE_MS: '20',
   WEBHOOKS_RETRY_MAX_DELAY_MS: '100',
+  // Commands may take 2 s, not 250 ms: on a loaded machine (Stryker's initial run, load 13) a
+  // store call that times out answers 503, which is store-unavailable.test.ts's subject, not these.
+  REDIS_COMMAND_TIMEOUT_MS: '2000',
 };
 
 async function receiver(script: number[] = []) {
