@@ -124,7 +124,8 @@ describe('admin API: /admin/webhooks', () => {
     ['malformed JSON', '{"url": "https://hooks.example.com/x", "events": ['],
   ];
   it.each(refused)('refuses %s with 400 in the Error shape', async (_why, payload) => {
-    const gw = await gateways.start();
+    // The endpoint rules on; commands may take 2 s under load, as with LOCAL.
+    const gw = await gateways.start({ env: { REDIS_COMMAND_TIMEOUT_MS: LOCAL.REDIS_COMMAND_TIMEOUT_MS } });
     const res = await gw.admin.inject({
       method: 'POST',
       url: '/admin/webhooks',
@@ -138,7 +139,7 @@ describe('admin API: /admin/webhooks', () => {
   });
 
   it('refuses a PATCH to a private address and an empty PATCH', async () => {
-    const gw = await gateways.start();
+    const gw = await gateways.start({ env: { REDIS_COMMAND_TIMEOUT_MS: LOCAL.REDIS_COMMAND_TIMEOUT_MS } });
     const made = await gw.admin.inject({
       method: 'POST',
       url: '/admin/webhooks',
