@@ -119,7 +119,11 @@ export const areas = {
       `${SRC}/admin/routes/webhook-deliveries.ts`,
     ],
     testFiles: [
+      `${TEST}/webhooks/config.test.ts`,
+      `${TEST}/webhooks/intake.test.ts`,
       `${TEST}/webhooks/retries.test.ts`,
+      // The sender (send.ts) posting to a receiver, and refusing at connect time.
+      `${TEST}/webhooks/address-guard.test.ts`,
       `${TEST}/webhooks/webhook-stores.test.ts`,
       `${TEST}/webhooks/webhooks.test.ts`,
     ],

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createKey } from '../../src/keys/create-key.js';
+import { toKeyFileEntry } from '../../src/keys/keys-file.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import { DAY_MS, HOUR_MS } from '../../src/usage/usage-history.js';
 import { ADMIN_TOKEN, addKey, bearer, type TestGateway, useGateways } from '../support/helpers.js';
@@ -376,6 +377,30 @@ describe('usage history through two replicas on one Redis', () => {
   });
 });
 
+describe('the usage history with its Redis out of reach', () => {
+  it('answers a key’s series and the top keys with 503 rate_limiter_unavailable and Retry-After, and logs why', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ logs, env: { BAN_THRESHOLD: '1000' } });
+    const { id } = await addKey(gw.deps, 'free');
+    // The connection gone, as when Redis is: commands fail at once (no offline queue).
+    gw.redis?.disconnect();
+    for (const url of [`/admin/keys/${id}/usage/history`, '/admin/usage']) {
+      const res = await admin(gw, url);
+      expect(res.statusCode, url).toBe(503);
+      expect(res.json()).toEqual({
+        code: 'rate_limiter_unavailable',
+        message: 'Cannot reach Redis to read the usage history; retry in 5 s',
+        status: 503,
+      });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    }
+    expect(logs.filter((l) => l.msg === 'cannot read the usage history').map((l) => [l.level, typeof l.err])).toEqual([
+      [50, 'object'],
+      [50, 'object'],
+    ]);
+  });
+});
+
 describe('top keys (GET /admin/usage)', () => {
   for (const backend of ['redis', 'memory'] as const) {
     it(`ranks keys by admitted or refused, with totals per plan and per hour (${backend})`, async () => {
@@ -417,6 +442,24 @@ const iso = (ms: number) => new Date(ms).toISOString();
 /** [start, admitted] of the steps of a series that admitted anything. */
 const busy = (series: Array<{ start: string; admitted: number }>) =>
   series.filter((step) => step.admitted > 0).map((step) => [step.start, step.admitted]);
+
+describe('top keys that no store lists', () => {
+  it('names a key from API_KEYS_FILE by its plan and name, and a key no store knows as an unknown key', async () => {
+    const clock = hourClock();
+    const { key, record } = createKey({ plan: 'pro', name: 'from-file' });
+    const file = join(dir, `keys-${Math.random().toString(36).slice(2)}.json`);
+    writeFileSync(file, JSON.stringify([toKeyFileEntry(record)]));
+    const gw = await gateways.start({ redisUrl: null, now: clock.now, env: { API_KEYS_FILE: file } });
+    expect(count(await send(gw, key, 2), 200)).toBe(2);
+    // A key gone from every store since (a keys file edited, say): its history stays.
+    gw.deps.history.count('key_gone', 'admitted', 1, clock.now());
+    const top = (await admin(gw, '/admin/usage')).json();
+    expect(top.keys).toEqual([
+      { id: record.id, name: 'from-file', plan: 'pro', revoked: false, ...counts({ admitted: 2, units: 2 }) },
+      { id: 'key_gone', name: '', plan: '(unknown key)', revoked: false, ...counts({ admitted: 1, units: 1 }) },
+    ]);
+  });
+});
 
 describe('top keys over earlier days', () => {
   it('lists keys idle since an earlier day in a week’s top keys: each day’s active keys outlive their day', async () => {

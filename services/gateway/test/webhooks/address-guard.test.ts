@@ -1,3 +1,4 @@
+import type { LookupAddress, LookupOptions } from 'node:dns';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   checkWebhookUrl,
   forbiddenAddress,
+  guardedLookup,
   type Lookup,
   WebhookUrlError,
 } from '../../src/webhooks/delivery/address-guard.js';
@@ -590,6 +592,13 @@ const CARRIERS: Array<[string, string]> = [
   ['ff02::1', 'Multicast (ff00::/8)'],
   ['fec0::1', 'not global unicast (outside 2000::/3)'],
   ['224.0.0.1', 'Multicast (224.0.0.0/4)'],
+  // :: and ::1 are named for what they are, not read as IPv4-compatible addresses of 0.0.0.0 and 0.0.0.1.
+  ['::1', 'Loopback Address (::1/128)'],
+  ['::', 'Unspecified Address (::/128)'],
+  // What is no address is not read as the one it resembles.
+  ['hooks.example.com', 'not an IP address'],
+  ['1.2.3.[4', 'not an IP address'],
+  ['1.2.]3.4', 'not an IP address'],
 ];
 
 describe('forbiddenAddress', () => {
@@ -616,6 +625,8 @@ const dns: Record<string, string[]> = {
   'docs.example.com': ['2001:db8::5'],
 };
 const lookup: Lookup = async (host) => {
+  // A resolver failing without a code (not an errno error).
+  if (host === 'broken.example.com') throw new Error('resolver crashed');
   const found = dns[host];
   if (!found) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
   return found.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
@@ -628,11 +639,14 @@ const URLS: Array<[string, typeof strict, string | null]> = [
   ['http://hooks.example.com/x', { ...strict, allowInsecure: true }, null],
   ['ftp://hooks.example.com/x', { ...strict, allowInsecure: true }, 'must be http:// or https://'],
   ['https://u:p@hooks.example.com/x', strict, 'credentials'],
+  ['https://token@hooks.example.com/x', strict, 'credentials'],
+  ['https://:p@hooks.example.com/x', strict, 'credentials'],
   ['https://internal.example.com/x', strict, 'resolves to 10.0.0.5: Private-Use (10.0.0.0/8)'],
   ['https://split.example.com/x', strict, 'resolves to 192.168.0.10: Private-Use (192.168.0.0/16)'],
   ['https://v6only.example.com/x', strict, 'resolves to ::1: Loopback Address (::1/128)'],
   ['https://docs.example.com/x', strict, 'resolves to 2001:db8::5: Documentation (2001:db8::/32)'],
   ['https://nowhere.example.com/x', strict, 'does not resolve (ENOTFOUND)'],
+  ['https://broken.example.com/x', strict, 'does not resolve (error)'],
   ['https://[::ffff:169.254.169.254]/', strict, 'Link Local'],
   ['https://2130706433/', strict, 'Loopback'],
   ['https://0x7f.1/', strict, 'Loopback'],
@@ -662,6 +676,88 @@ describe('checkWebhookUrl', () => {
       await expect(checked).rejects.toBeInstanceOf(WebhookUrlError);
       await expect(checked).rejects.toThrow(problem);
     }
+  });
+
+  it('says in full why an address is refused and what would allow it', async () => {
+    await expect(checkWebhookUrl('https://internal.example.com/x', strict, lookup)).rejects.toThrow(
+      new WebhookUrlError(
+        "url's internal.example.com resolves to 10.0.0.5: Private-Use (10.0.0.0/8), not globally reachable; endpoints must be public (WEBHOOKS_ALLOW_PRIVATE is off)",
+      ),
+    );
+  });
+
+  it('asks the system resolver when given none: localhost is loopback', async () => {
+    await expect(checkWebhookUrl('https://localhost/x', strict)).rejects.toThrow(
+      /^url's localhost resolves to (127\.0\.0\.1: Loopback \(127\.0\.0\.0\/8\)|::1: Loopback Address \(::1\/128\)), not globally reachable;/,
+    );
+  });
+});
+
+/**
+ * The lookup a delivery's socket calls (as net.connect calls dns.lookup): what the socket is
+ * handed for each answer of the resolver, and each refusal as the socket sees it.
+ */
+describe('guardedLookup', () => {
+  const PUBLIC_V4 = { address: '93.184.216.34', family: 4 };
+  const PUBLIC_V6 = { address: '2606:4700::1111', family: 6 };
+  /** Resolves one name to what the test gives, or fails as the test says. */
+  const resolver =
+    (answer: LookupAddress[] | NodeJS.ErrnoException): Lookup =>
+    async () => {
+      if (answer instanceof Error) throw answer;
+      return answer;
+    };
+  /** What the socket's callback receives. */
+  const dial = (allowPrivate: boolean, resolve: Lookup, options: LookupOptions) =>
+    new Promise<{ err: NodeJS.ErrnoException | null; address: unknown; family: unknown }>((done) =>
+      guardedLookup(allowPrivate, resolve)('hooks.example.com', options, (err, address, family) =>
+        done({ err, address, family }),
+      ),
+    );
+
+  it('hands a socket the first address and its family, or every address when it asks for all', async () => {
+    const both = resolver([PUBLIC_V4, PUBLIC_V6]);
+    expect(await dial(false, both, {})).toMatchObject({ err: null, address: PUBLIC_V4.address, family: 4 });
+    expect(await dial(false, both, { all: true })).toMatchObject({ err: null, address: [PUBLIC_V4, PUBLIC_V6] });
+  });
+
+  it.each([
+    [4, PUBLIC_V4],
+    ['IPv4', PUBLIC_V4],
+    [6, PUBLIC_V6],
+    ['IPv6', PUBLIC_V6],
+  ] as const)('gives a socket that asks for family %s an address of that family', async (family, expected) => {
+    const both = resolver([PUBLIC_V4, PUBLIC_V6]);
+    const options = { family } as LookupOptions;
+    expect(await dial(false, both, options)).toMatchObject({ err: null, address: expected.address });
+    expect(await dial(false, both, { ...options, all: true })).toMatchObject({ err: null, address: [expected] });
+  });
+
+  it('fails a name with no address of the family asked for as ENOTFOUND', async () => {
+    const { err } = await dial(false, resolver([PUBLIC_V4]), { family: 6 });
+    expect(err).toMatchObject({ code: 'ENOTFOUND', message: 'hooks.example.com has no address' });
+  });
+
+  it('passes the resolver’s own failure on to the socket', async () => {
+    const failure = Object.assign(new Error('queryA ESERVFAIL hooks.example.com'), { code: 'ESERVFAIL' });
+    const { err } = await dial(false, resolver(failure), {});
+    expect(err).toBe(failure);
+  });
+
+  it('refuses every answer when one of them is forbidden, naming it, unless private addresses are allowed', async () => {
+    const split = resolver([PUBLIC_V4, { address: '10.0.0.5', family: 4 }]);
+    for (const options of [{}, { all: true }]) {
+      const { err } = await dial(false, split, options);
+      expect(err).toBeInstanceOf(WebhookUrlError);
+      expect(err).toMatchObject({
+        code: 'EWEBHOOKADDRESS',
+        message: 'hooks.example.com resolves to 10.0.0.5: Private-Use (10.0.0.0/8), not globally reachable',
+      });
+    }
+    expect(await dial(true, split, { all: true })).toMatchObject({
+      err: null,
+      address: [PUBLIC_V4, { address: '10.0.0.5', family: 4 }],
+    });
   });
 });
 

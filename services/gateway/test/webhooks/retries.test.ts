@@ -90,6 +90,64 @@ describe('the memory queue (embedded mode)', () => {
   );
 });
 
+describe('the memory queue’s bookkeeping', () => {
+  const retry = { baseMs: 60_000, maxMs: 60_000 };
+  const at = (enqueuedAt: number): DeliveryJob => ({ ...job(), enqueuedAt });
+
+  it('reports what waits and since when, takes an id once while it waits, and nothing once closed', async () => {
+    const queue = new MemoryDeliveryQueue(retry);
+    onTestFinished(() => queue.close());
+    expect(await queue.stats()).toEqual({ depth: 0, oldestEnqueuedAt: null });
+    await queue.add(at(2_000), 'j1');
+    await queue.add(at(1_000), 'j2');
+    await queue.add(at(3_000), 'j3');
+    // The same id again while it waits: one delivery, as BullMQ keeps one job per id.
+    await queue.add(at(500), 'j2');
+    expect(await queue.stats()).toEqual({ depth: 3, oldestEnqueuedAt: 1_000 });
+
+    const delivered: string[] = [];
+    await queue.start({
+      deliver: async (job) => {
+        delivered.push(job.eventId);
+      },
+    });
+    await vi.waitFor(() => expect(delivered).toHaveLength(3), { interval: 10 });
+    expect(await queue.stats()).toEqual({ depth: 0, oldestEnqueuedAt: null });
+
+    await queue.close();
+    await queue.add(at(4_000), 'j4');
+    expect(await queue.stats()).toEqual({ depth: 0, oldestEnqueuedAt: null });
+  });
+
+  it('makes no retry once closed, and waits for the attempt under way', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    onTestFinished(() => void vi.useRealTimers());
+    const queue = new MemoryDeliveryQueue({ baseMs: 1_000, maxMs: 1_000, random: () => 0 });
+    let finish: () => void = () => {};
+    const attempts: number[] = [];
+    await queue.start({
+      deliver: async (_job, attempt) => {
+        attempts.push(attempt);
+        if (attempt === 2) await new Promise<void>((resolve) => (finish = resolve));
+        throw new RetryDelivery('endpoint answered 503');
+      },
+    });
+    await queue.add(job(), 'j1');
+    await vi.advanceTimersByTimeAsync(500);
+    expect(attempts).toEqual([1, 2]);
+    let closed = false;
+    const closing = queue.close().then(() => {
+      closed = true;
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(closed).toBe(false);
+    finish();
+    await closing;
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(attempts).toEqual([1, 2]);
+  });
+});
+
 describe('the BullMQ queue', () => {
   let redis: TestRedis | undefined;
   beforeAll(async () => {

@@ -23,6 +23,9 @@ const LOCAL = {
   WEBHOOKS_ALLOW_PRIVATE: 'true',
   WEBHOOKS_RETRY_BASE_MS: '20',
   WEBHOOKS_RETRY_MAX_DELAY_MS: '100',
+  // Commands may take 2 s, not 250 ms: on a loaded machine (Stryker's initial run, load 13) a
+  // store call that times out answers 503, which is store-unavailable.test.ts's subject, not these.
+  REDIS_COMMAND_TIMEOUT_MS: '2000',
 };
 
 async function receiver(script: number[] = []) {
@@ -121,7 +124,8 @@ describe('admin API: /admin/webhooks', () => {
     ['malformed JSON', '{"url": "https://hooks.example.com/x", "events": ['],
   ];
   it.each(refused)('refuses %s with 400 in the Error shape', async (_why, payload) => {
-    const gw = await gateways.start();
+    // The endpoint rules on; commands may take 2 s under load, as with LOCAL.
+    const gw = await gateways.start({ env: { REDIS_COMMAND_TIMEOUT_MS: LOCAL.REDIS_COMMAND_TIMEOUT_MS } });
     const res = await gw.admin.inject({
       method: 'POST',
       url: '/admin/webhooks',
@@ -135,7 +139,7 @@ describe('admin API: /admin/webhooks', () => {
   });
 
   it('refuses a PATCH to a private address and an empty PATCH', async () => {
-    const gw = await gateways.start();
+    const gw = await gateways.start({ env: { REDIS_COMMAND_TIMEOUT_MS: LOCAL.REDIS_COMMAND_TIMEOUT_MS } });
     const made = await gw.admin.inject({
       method: 'POST',
       url: '/admin/webhooks',
@@ -289,6 +293,13 @@ describe.each([
     expect(verified(old, during)).toMatchObject({ type: 'webhook.test', data: { webhookId: id } });
     expect(verified(secret, during)).toMatchObject({ type: 'webhook.test', data: { webhookId: id } });
 
+    // The grace ends at previousSecretExpiresAt itself; the timestamp is the delivery's start, in seconds.
+    clock = Date.parse(previousSecretExpiresAt);
+    const atEnd = await ping();
+    expect(() => verified(old, atEnd)).toThrow();
+    expect(verified(secret, atEnd)).toMatchObject({ type: 'webhook.test' });
+    expect(atEnd.headers['webhook-timestamp']).toBe(String(Math.floor(clock / 1000)));
+
     clock = Date.parse(previousSecretExpiresAt) + 60_000;
     const after = await ping();
     expect(() => verified(old, after)).toThrow();
@@ -441,6 +452,17 @@ describe('key.expiring', () => {
   });
 });
 
+describe('with Redis', () => {
+  it('says at start that deliveries are queued in BullMQ, shared by every replica', async () => {
+    const logs: Record<string, unknown>[] = [];
+    await gateways.start({ logs });
+    expect(logs.find((l) => String(l.msg).startsWith('webhooks: deliveries'))).toMatchObject({
+      level: 30,
+      msg: 'webhooks: deliveries queued in redis (BullMQ), shared by every replica',
+    });
+  });
+});
+
 describe('embedded mode', () => {
   it('says at start that deliveries wait in memory', async () => {
     const logs: Record<string, unknown>[] = [];
@@ -452,5 +474,280 @@ describe('embedded mode', () => {
     } finally {
       await gw.close();
     }
+  });
+});
+
+describe.each([
+  ['BullMQ on Redis', true],
+  ['memory (embedded)', false],
+])('an endpoint’s standing, through %s', (_name, withRedis) => {
+  /** Retries for 1 s only: an endpoint that keeps failing is marked within a second or so. */
+  const start = (logs?: Record<string, unknown>[]) =>
+    gateways.start({
+      env: {
+        ...LOCAL,
+        WEBHOOKS_RETRY_FOR_SECONDS: '1',
+        WEBHOOKS_RETRY_BASE_MS: '200',
+        WEBHOOKS_RETRY_MAX_DELAY_MS: '400',
+      },
+      ...(logs ? { logs } : {}),
+      ...(withRedis ? {} : { redisUrl: null }),
+    });
+  const show = async (gw: TestGateway, id: string) =>
+    (await gw.admin.inject({ url: `/admin/webhooks/${id}`, headers: admin })).json() as {
+      failing?: { since: string; reason: string };
+    };
+  const deliveries = async (gw: TestGateway, id: string) =>
+    (await gw.admin.inject({ url: `/admin/webhooks/${id}/deliveries`, headers: admin })).json() as Array<{
+      outcome: string;
+      statusCode: number | null;
+      error: string | null;
+      eventId: string;
+      at: string;
+    }>;
+  const ping = async (gw: TestGateway, id: string) => {
+    const res = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/test`, headers: admin });
+    expect(res.statusCode).toBe(202);
+    return (res.json() as { eventId: string }).eventId;
+  };
+
+  it('stays failing since its first exhaustion while deliveries keep failing, and is cleared by the next delivered one', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await start(logs);
+    const script: number[] = Array(1_000).fill(500);
+    const hook = await receiver(script);
+    const { id } = await subscribe(gw, hook.url, ['key.created']);
+    const failed = async (n: number) =>
+      vi.waitFor(async () => expect((await deliveries(gw, id)).filter((d) => d.outcome === 'failed')).toHaveLength(n), {
+        timeout: 10_000,
+        interval: 50,
+      });
+
+    const first = await ping(gw, id);
+    await failed(1);
+    const marked = await show(gw, id);
+    expect(marked.failing).toEqual({ since: expect.any(String), reason: 'endpoint answered 500' });
+    // What the operator is told, once per exhaustion.
+    const line = logs.find((l) => l.audit === 'webhook-failing');
+    expect(line).toMatchObject({
+      level: 40,
+      webhookId: id,
+      url: hook.url,
+      eventId: first,
+      event: 'webhook.test',
+      attempts: expect.any(Number),
+      lastError: 'endpoint answered 500',
+    });
+    expect(line?.msg).toBe(
+      `webhooks: endpoint ${id} marked failing: a delivery ran out of retries after ${line?.attempts} attempts`,
+    );
+
+    await ping(gw, id);
+    await failed(2);
+    expect((await show(gw, id)).failing).toEqual(marked.failing);
+    const metrics = await gw.deps.registry.getSingleMetricAsString('gateway_webhook_endpoints_failing_total');
+    expect(metrics).toMatch(/^gateway_webhook_endpoints_failing_total(\{[^}]*\})? 2$/m);
+
+    script.length = 0;
+    await ping(gw, id);
+    await vi.waitFor(async () => expect((await deliveries(gw, id))[0]?.outcome).toBe('delivered'), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    await vi.waitFor(async () => expect(await show(gw, id)).not.toHaveProperty('failing'), { interval: 50 });
+  });
+
+  it('lists a refused connection with its code and reason, and no status', async () => {
+    const gw = await start();
+    // Nothing listens on the discard port.
+    const { id } = await subscribe(gw, 'http://127.0.0.1:9/hook', ['key.created']);
+    await ping(gw, id);
+    await vi.waitFor(async () => expect((await deliveries(gw, id)).length).toBeGreaterThan(0), { interval: 50 });
+    expect((await deliveries(gw, id)).at(-1)).toMatchObject({
+      statusCode: null,
+      outcome: 'retrying',
+      error: 'ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9',
+    });
+  });
+
+  it('drops a delivery whose endpoint was deleted before its retry, and counts it as dropped', async () => {
+    const gw = await start();
+    const hook = await receiver([503]);
+    const { id } = await subscribe(gw, hook.url, ['key.created']);
+    await ping(gw, id);
+    await hook.until(1);
+    const removed = await gw.admin.inject({ method: 'DELETE', url: `/admin/webhooks/${id}`, headers: admin });
+    expect(removed.statusCode).toBe(204);
+    await vi.waitFor(
+      async () =>
+        expect(await gw.deps.registry.getSingleMetricAsString('gateway_webhook_deliveries_total')).toMatch(
+          /^gateway_webhook_deliveries_total\{event="webhook\.test",outcome="dropped"[^}]*\} 1$/m,
+        ),
+      { timeout: 10_000, interval: 50 },
+    );
+    await drained(gw);
+    expect(hook.received).toHaveLength(1);
+  });
+
+  it('takes a redirect or any other 3xx as a failed attempt, follows none, and lists each attempt as made', async () => {
+    const gw = await start();
+    const hook = await receiver([300, 302]);
+    const { id } = await subscribe(gw, hook.url, ['key.created']);
+    const before = Date.now();
+    const eventId = await ping(gw, id);
+    await hook.until(3);
+    await vi.waitFor(async () => expect(await deliveries(gw, id)).toHaveLength(3), { interval: 50 });
+    const made = await deliveries(gw, id);
+    expect(made.map((d) => [d.statusCode, d.outcome, d.error, d.eventId])).toEqual([
+      [200, 'delivered', null, eventId],
+      [302, 'retrying', 'endpoint answered 302', eventId],
+      [300, 'retrying', 'endpoint answered 300', eventId],
+    ]);
+    for (const d of made) expect(Date.parse(d.at)).toBeGreaterThanOrEqual(before - 1_000);
+    expect(hook.received.map((r) => r.headers['user-agent'])).toEqual(Array(3).fill('animal-store-gateway-webhooks'));
+    expect(hook.received.map((r) => r.headers['content-type'])).toEqual(Array(3).fill('application/json'));
+  });
+});
+
+describe('admin API: what each webhook change leaves in the audit log', () => {
+  it('logs and counts create, update, rotate, test and delete, naming the endpoint and no secret', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ env: LOCAL, logs });
+    const hook = await receiver();
+    const { id, secret } = await subscribe(gw, hook.url, ['key.created']);
+    const before = (await gw.admin.inject({ url: `/admin/webhooks/${id}`, headers: admin })).json();
+    expect(before).not.toHaveProperty('updatedAt');
+    const patched = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/webhooks/${id}`,
+      headers: admin,
+      payload: { url: `${hook.url}?v=2`, description: 'billing' },
+    });
+    expect(patched.json()).toMatchObject({
+      url: `${hook.url}?v=2`,
+      events: ['key.created'],
+      updatedAt: expect.any(String),
+    });
+    const rotated = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/rotate`, headers: admin });
+    const { previousSecretExpiresAt, secret: newSecret } = rotated.json() as {
+      previousSecretExpiresAt: string;
+      secret: string;
+    };
+    const pinged = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/test`, headers: admin });
+    const { eventId } = pinged.json() as { eventId: string };
+    expect(pinged.json()).toEqual({ id, eventId });
+    await hook.until(1);
+    await gw.admin.inject({ method: 'DELETE', url: `/admin/webhooks/${id}`, headers: admin });
+
+    const audit = logs.filter((l) => typeof l.audit === 'string' && String(l.audit).startsWith('webhook-'));
+    expect(audit.map((l) => [l.audit, l.webhookId, l.level, l.msg])).toEqual(
+      ['webhook-create', 'webhook-update', 'webhook-rotate', 'webhook-test', 'webhook-delete'].map((action) => [
+        action,
+        id,
+        30,
+        `admin: ${action} ${id}`,
+      ]),
+    );
+    expect(audit[0]).toMatchObject({ url: hook.url, events: ['key.created'] });
+    expect(audit[1]).toMatchObject({ changed: ['url', 'description'] });
+    expect(audit[2]).toMatchObject({ previousSecretExpiresAt });
+    expect(audit[3]).toMatchObject({ eventId });
+    const text = JSON.stringify(logs);
+    expect(text).not.toContain(secret);
+    expect(text).not.toContain(newSecret);
+    const counted = await gw.deps.registry.getSingleMetricAsString('gateway_admin_actions_total');
+    for (const action of ['webhook-create', 'webhook-update', 'webhook-rotate', 'webhook-test', 'webhook-delete']) {
+      expect(counted).toMatch(new RegExp(`^gateway_admin_actions_total\\{action="${action}"[^}]*\\} 1$`, 'm'));
+    }
+  });
+
+  it('answers 404 in the Error shape for an endpoint that does not exist, on every route', async () => {
+    const gw = await gateways.start();
+    for (const [method, path] of [
+      ['GET', ''],
+      ['PATCH', ''],
+      ['DELETE', ''],
+      ['POST', '/rotate'],
+      ['POST', '/test'],
+      ['GET', '/deliveries'],
+    ] as const) {
+      const res = await gw.admin.inject({
+        method,
+        url: `/admin/webhooks/wh_missing${path}`,
+        headers: admin,
+        ...(method === 'PATCH' ? { payload: { description: 'x' } } : {}),
+      });
+      expect(res.statusCode, `${method} ${path}`).toBe(404);
+      expect(res.json()).toEqual({ code: 'not_found', message: 'No webhook with id wh_missing', status: 404 });
+    }
+  });
+});
+
+describe('key.expired', () => {
+  it('is sent once a key has expired, without days, and not for a key that expired over 7 days ago', async () => {
+    const clock = testClock();
+    const start = clock.now();
+    const gw = await gateways.start({ env: LOCAL, now: clock.now, redisUrl: null });
+    const hook = await receiver();
+    await subscribe(gw, hook.url, ['key.expiring', 'key.expired']);
+    const make = async (expiresAt: number) => {
+      const made = await gw.admin.inject({
+        method: 'POST',
+        url: '/admin/keys',
+        headers: admin,
+        payload: { plan: 'free', name: 'expiring', expiresAt: new Date(expiresAt).toISOString() },
+      });
+      expect(made.statusCode, made.body).toBe(201);
+      return (made.json() as { id: string }).id;
+    };
+    // At the scan, one expired an hour ago and the other 8 days and an hour ago.
+    const recent = await make(start + 8 * DAY_MS + 3_600_000);
+    await make(start + 3_600_000);
+    await clock.moveTo(start + 8 * DAY_MS + 2 * 3_600_000);
+    await gw.deps.webhooks.scan();
+    await hook.until(1);
+    await gw.deps.webhooks.scan();
+    await drained(gw);
+    expect(hook.events()).toEqual([
+      {
+        type: 'key.expired',
+        timestamp: new Date(clock.now()).toISOString(),
+        data: {
+          keyId: recent,
+          plan: 'free',
+          name: 'expiring',
+          expiresAt: new Date(start + 8 * DAY_MS + 3_600_000).toISOString(),
+        },
+      },
+    ]);
+  });
+});
+
+describe.each([
+  ['BullMQ on Redis', true],
+  ['memory (embedded)', false],
+])('the delivery queue’s metrics, through %s', (_name, withRedis) => {
+  it('show how many deliveries wait and how long the oldest has waited, 0 when none does', async () => {
+    const clock = testClock();
+    const gw = await gateways.start({
+      // A minute before the retry: the delivery waits while the test reads the metrics.
+      env: { ...LOCAL, WEBHOOKS_RETRY_BASE_MS: '60000', WEBHOOKS_RETRY_MAX_DELAY_MS: '60000' },
+      now: clock.now,
+      ...(withRedis ? {} : { redisUrl: null }),
+    });
+    const metric = async (name: string) => {
+      const text = await gw.deps.registry.getSingleMetricAsString(name);
+      return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1]);
+    };
+    expect(await metric('gateway_webhook_queue_depth')).toBe(0);
+    expect(await metric('gateway_webhook_oldest_pending_seconds')).toBe(0);
+    const hook = await receiver([503]);
+    const { id } = await subscribe(gw, hook.url, ['key.created']);
+    const ping = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/test`, headers: admin });
+    expect(ping.statusCode, ping.body).toBe(202);
+    await hook.until(1);
+    await clock.advance(90_000);
+    await vi.waitFor(async () => expect(await metric('gateway_webhook_queue_depth')).toBe(1), { interval: 20 });
+    expect(await metric('gateway_webhook_oldest_pending_seconds')).toBe(90);
   });
 });
