@@ -140,26 +140,37 @@ EOF
   step "$t" "built $NODE_IMAGE (node $node_version, npm $npm_version)"
 fi
 
-# Redis from Debian's redis-server, answering on all interfaces as the official image does.
+# Redis from Debian's redis-server. Like the official image's entrypoint, `redis-server` without a
+# config file (the compose file's command) runs without protected mode, which would refuse every
+# client from another container.
 t=$(now)
-redis_inputs=$(printf '%s redis-server v1' "$debian_inputs" | sha256sum | cut -c1-16)
+redis_inputs=$(printf '%s redis-server v2' "$debian_inputs" | sha256sum | cut -c1-16)
 if [ "$(inputs_of "$REDIS_IMAGE")" = "$redis_inputs" ]; then
   step "$t" "reused $REDIS_IMAGE"
 else
   mkdir -p "$WORK/redis"
+  cat >"$WORK/redis/entrypoint" <<'EOF'
+#!/bin/sh
+if [ "$1" = redis-server ] && { [ $# -eq 1 ] || [ "${2#--}" != "$2" ]; }; then
+  shift
+  exec redis-server --protected-mode no "$@"
+fi
+exec "$@"
+EOF
   cat >"$WORK/redis/Containerfile" <<EOF
 FROM $DEBIAN_IMAGE
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null 2>&1 \\
  && rm -rf /var/lib/apt/lists/* && mkdir -p /data && chown redis:redis /data
+COPY --chmod=755 entrypoint /usr/local/bin/redis-entrypoint
 WORKDIR /data
 USER redis
 EXPOSE 6379
 LABEL $LABEL=$redis_inputs
-ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["redis-server", "--bind", "0.0.0.0", "--protected-mode", "no"]
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/redis-entrypoint"]
+CMD ["redis-server"]
 EOF
   nice -n 5 podman build --quiet --network host -t "$REDIS_IMAGE" "$WORK/redis" >/dev/null
-  step "$t" "built $REDIS_IMAGE ($(podman run --rm "$REDIS_IMAGE" redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p'))"
+  step "$t" "built $REDIS_IMAGE ($(podman run --rm --entrypoint redis-server "$REDIS_IMAGE" --version | sed -n 's/.* v=\([^ ]*\).*/\1/p'))"
 fi
 
 # Images and intermediate layers a rebuild left without a name.
