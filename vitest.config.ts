@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 const TOPOLOGY = 'tests/topology/**/*.test.ts';
+/** The container tier runs only by `npm run test:containers` (vitest.containers.config.ts). */
+const CONTAINERS = 'tests/containers/**/*.test.ts';
 
 /**
  * The suites whose answers hang on UTC hours, days and months (the usage history, the limits,
@@ -43,7 +45,7 @@ export default defineConfig({
         test: {
           name: 'suites',
           include: ['services/*/test/**/*.test.ts', 'tests/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, TOPOLOGY],
+          exclude: [...configDefaults.exclude, TOPOLOGY, CONTAINERS],
         },
       },
       { extends: true, test: { name: `TZ=${FAR_ZONE}`, include: ZONED, env: { TZ: FAR_ZONE } } },

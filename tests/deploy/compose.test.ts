@@ -1,4 +1,4 @@
-// Validates docker-compose.yml and the staging override (alone and merged) against the Compose
+// Validates docker-compose.yml and the staging and embedded overrides (alone and merged) against the Compose
 // Specification JSON schema, as shipped by the dclint package, and asserts the stack's invariants.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -11,6 +11,7 @@ import { parse } from 'yaml';
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BASE = 'docker-compose.yml';
 const STAGING = 'deploy/compose/staging.yml';
+const EMBEDDED = 'deploy/compose/embedded.yml';
 
 interface Service {
   image?: string;
@@ -92,6 +93,11 @@ describe('compose files against the compose spec', () => {
   it(`${BASE} is valid`, () => expectValid(BASE, base));
   it(`${STAGING} is valid`, () => expectValid(STAGING, staging));
   it(`${BASE} + ${STAGING} merged is valid`, () => expectValid('merged', merged));
+  it(`${EMBEDDED} is valid, and merged onto ${BASE}`, () => {
+    const embedded = load(EMBEDDED);
+    expectValid(EMBEDDED, embedded);
+    expectValid('embedded merged', merge(base, embedded));
+  });
 });
 
 describe(BASE, () => {

@@ -179,7 +179,8 @@ afterAll(async () => {
 
 describe('the stack', () => {
   it('runs as containers or, without a runtime, as processes and names what it skipped', () => {
-    if (stack.mode === 'containers') expect(stack.skipped).toEqual([]);
+    // Containers run everything but MongoDB where no image of it exists (the local podman engine).
+    if (stack.mode === 'containers') expect(stack.skipped).toEqual(stack.mongoUrl ? [] : ['MongoDB']);
     else expect(stack.skipped).toContain('container images');
   });
 });

@@ -1,19 +1,22 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { StartedTestContainer } from 'testcontainers';
+import { buildServiceImages, hardened, imageSet } from './containers.js';
 import { findMongo, type TestMongo } from './mongo.js';
 import { startRedis, type TestRedis } from './redis.js';
-import { containerRuntime, freePort } from './runtime.js';
+import { containerRuntime, freePort, MissingPrerequisite } from './runtime.js';
 import { ServiceProcess } from './service-process.js';
 
 /**
  * The whole animal store for cross-service tests, reached only over HTTP: MongoDB, Redis, the pets
  * service and the gateway (with its admin API).
  *
- * - `containers`: with a container runtime, both images are built from this repository's
- *   Dockerfiles (build context = repository root) and run with mongo:7 and redis:7-alpine on one
- *   network, configured as docker-compose.yml configures them (NODE_ENV=production).
- * - `processes`: without one, what can run for real does: Redis from REDIS_URL or a local
+ * - `containers` (TEST_CONTAINERS=1, npm run test:containers): both images are built from this
+ *   repository's Dockerfiles (build context = repository root) and run with Redis (and MongoDB,
+ *   where an image exists) on one network, hardened and configured as docker-compose.yml does
+ *   (NODE_ENV=production); replicas are more gateway containers. With Docker: mongo:7 and
+ *   redis:7-alpine; with the local podman of containers:setup: its Debian-built bases, no MongoDB.
+ * - `processes` (everything else, plain `npm test`): what can run for real does: Redis from REDIS_URL or a local
  *   redis-server, MongoDB from MONGO_URL or a mongod on PATH (else the in-memory stores), and both
  *   services as `node services/<name>/dist/server.js` processes from the build. One line says what
  *   was skipped.
@@ -39,7 +42,10 @@ export interface StackOptions {
 interface GatewayReplica {
   url: string;
   adminUrl: string;
+  /** Graceful: SIGTERM, then the grace period. */
   stop(): Promise<void>;
+  /** Containers mode: SIGKILL, no grace, and the container removed. */
+  kill?(): Promise<void>;
 }
 
 export interface Stack {
@@ -107,9 +113,15 @@ async function startGatewayProcess(
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const adminToken = options.adminToken ?? `it-${randomBytes(18).toString('base64url')}`;
   const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
-  return (await containerRuntime())
-    ? startContainers(options, adminToken, readyTimeoutMs)
-    : startProcesses(options, adminToken, readyTimeoutMs);
+  // Containers only in the container tier (npm run test:containers): plain `npm test` never
+  // builds an image, whatever engine the machine has.
+  if (process.env.TEST_CONTAINERS !== '1') return startProcesses(options, adminToken, readyTimeoutMs);
+  if (!(await containerRuntime())) {
+    throw new MissingPrerequisite(
+      'TEST_CONTAINERS=1 but no container engine answers: run `npm run containers:setup` (or start Docker)',
+    );
+  }
+  return startContainers(options, adminToken, readyTimeoutMs);
 }
 
 /** Runs cleanup steps in order, all of them even when some fail; throws the first failure. */
@@ -206,21 +218,31 @@ async function startProcesses(options: StackOptions, adminToken: string, readyTi
   }
 }
 
+interface GatewayContainerOptions {
+  adminToken: string;
+  apiKeysFile: string | undefined;
+  env: Record<string, string> | undefined;
+  readyTimeoutMs: number;
+}
+
 async function startContainers(options: StackOptions, adminToken: string, readyTimeoutMs: number): Promise<Stack> {
   const { GenericContainer, Network, Wait } = await import('testcontainers');
   type Started = StartedTestContainer;
+  const images = imageSet();
   const cleanup: Array<() => Promise<unknown>> = [];
-  const replicas: ServiceProcess[] = [];
   const logs = new Map<string, string>();
   const collect = (name: string) => (stream: NodeJS.ReadableStream) => {
     stream.on('data', (chunk: Buffer | string) => {
       logs.set(name, ((logs.get(name) ?? '') + chunk.toString()).slice(-OUTPUT_LIMIT));
     });
   };
+  const stopOf = new Map<Started, () => Promise<unknown>>();
   const started = async (name: string, start: () => Promise<Started>): Promise<Started> => {
     try {
       const container = await start();
-      cleanup.unshift(() => container.stop());
+      const stop = () => container.stop({ timeout: 10_000 });
+      stopOf.set(container, stop);
+      cleanup.unshift(stop);
       return container;
     } catch (err) {
       const output = logs.get(name)?.trim();
@@ -228,48 +250,47 @@ async function startContainers(options: StackOptions, adminToken: string, readyT
       throw new Error(`${name} container did not start: ${message}${output ? `\nIts output:\n${output}` : ''}`);
     }
   };
+  const url = (container: Started, port: number) => `http://${container.getHost()}:${container.getMappedPort(port)}`;
 
   try {
     const network = await new Network().start();
     cleanup.unshift(() => network.stop());
-
     // Both images from this repository, as `docker build -f services/<name>/Dockerfile .` builds them.
-    const [petsImage, gatewayImage] = await Promise.all([
-      GenericContainer.fromDockerfile(REPO_ROOT, 'services/pets/Dockerfile').build(),
-      GenericContainer.fromDockerfile(REPO_ROOT, 'services/gateway/Dockerfile').build(),
-    ]);
+    await buildServiceImages(REPO_ROOT);
 
-    const [mongo, redisContainer] = await Promise.all([
-      started('mongo', () =>
-        new GenericContainer('mongo:7')
-          .withNetwork(network)
-          .withNetworkAliases('mongo')
-          .withExposedPorts(27017)
-          .withLogConsumer(collect('mongo'))
-          .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
-          .start(),
-      ),
-      started('redis', () =>
-        new GenericContainer('redis:7-alpine')
-          .withNetwork(network)
-          .withNetworkAliases('redis')
-          .withExposedPorts(6379)
-          .withLogConsumer(collect('redis'))
-          .withWaitStrategy(Wait.forLogMessage(/Ready to accept connections/))
-          .start(),
-      ),
-    ]);
+    const mongoImage = images.mongo;
+    const mongo = mongoImage
+      ? await started('mongo', () =>
+          new GenericContainer(mongoImage)
+            .withNetwork(network)
+            .withNetworkAliases('mongo')
+            .withExposedPorts(27017)
+            .withLogConsumer(collect('mongo'))
+            .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
+            .withStartupTimeout(readyTimeoutMs)
+            .start(),
+        )
+      : null;
+    // NODE_ENV=production requires MONGO_URL; without MongoDB the services run their in-memory stores.
+    const mongoEnv: Record<string, string> = mongo
+      ? { NODE_ENV: 'production', MONGO_URL: 'mongodb://mongo:27017' }
+      : { NODE_ENV: 'development' };
+    const redisContainer = await started('redis', () =>
+      new GenericContainer(images.redis)
+        .withNetwork(network)
+        .withNetworkAliases('redis')
+        .withExposedPorts(6379)
+        .withLogConsumer(collect('redis'))
+        .withWaitStrategy(Wait.forLogMessage(/Ready to accept connections/))
+        .withStartupTimeout(readyTimeoutMs)
+        .start(),
+    );
 
     const pets = await started('pets', () =>
-      petsImage
+      hardened(new GenericContainer(images.pets))
         .withNetwork(network)
         .withNetworkAliases('pets')
-        .withEnvironment({
-          NODE_ENV: 'production',
-          PORT: '8090',
-          MONGO_URL: 'mongodb://mongo:27017',
-          LOG_LEVEL: 'warn',
-        })
+        .withEnvironment({ PORT: '8090', LOG_LEVEL: 'warn', ...mongoEnv })
         .withExposedPorts(8090)
         .withLogConsumer(collect('pets'))
         .withWaitStrategy(Wait.forHttp('/readyz', 8090).forStatusCode(200))
@@ -277,61 +298,97 @@ async function startContainers(options: StackOptions, adminToken: string, readyT
         .start(),
     );
 
-    let gatewayContainer = gatewayImage
-      .withNetwork(network)
-      .withNetworkAliases('gateway')
-      .withEnvironment({
-        NODE_ENV: 'production',
-        PORT: '8080',
-        PETS_URL: 'http://pets:8090',
-        REDIS_URL: 'redis://redis:6379/0',
-        MONGO_URL: 'mongodb://mongo:27017',
-        ADMIN_HOST: '0.0.0.0',
-        ADMIN_PORT: '8081',
-        ADMIN_TOKEN: adminToken,
-        LOG_LEVEL: 'warn',
-        ...(options.apiKeysFile ? { API_KEYS_FILE: CONTAINER_KEYS_FILE } : {}),
-        ...options.gatewayEnv,
-      })
-      .withExposedPorts(8080, 8081)
-      .withLogConsumer(collect('gateway'))
-      .withWaitStrategy(Wait.forHttp('/readyz', 8080).forStatusCode(200))
-      .withStartupTimeout(readyTimeoutMs);
-    if (options.apiKeysFile) {
-      // Root-owned and world-readable: the image runs as `node` and must only read it.
-      gatewayContainer = gatewayContainer.withCopyFilesToContainer([
-        { source: options.apiKeysFile, target: CONTAINER_KEYS_FILE, mode: 0o444 },
-      ]);
-    }
-    const gateway = await started('gateway', () => gatewayContainer.start());
+    let replicaCount = 0;
+    const startGateway = (gateway: GatewayContainerOptions): Promise<Started> => {
+      const name = replicaCount === 0 ? 'gateway' : `gateway-${replicaCount}`;
+      replicaCount++;
+      let container = hardened(new GenericContainer(images.gateway))
+        .withNetwork(network)
+        .withEnvironment({
+          PORT: '8080',
+          PETS_URL: 'http://pets:8090',
+          REDIS_URL: 'redis://redis:6379/0',
+          ADMIN_HOST: '0.0.0.0',
+          ADMIN_PORT: '8081',
+          ADMIN_TOKEN: gateway.adminToken,
+          LOG_LEVEL: 'warn',
+          ...mongoEnv,
+          ...(gateway.apiKeysFile ? { API_KEYS_FILE: CONTAINER_KEYS_FILE } : {}),
+          ...gateway.env,
+        })
+        .withExposedPorts(8080, 8081)
+        .withLogConsumer(collect(name))
+        .withWaitStrategy(Wait.forHttp('/readyz', 8080).forStatusCode(200))
+        .withStartupTimeout(gateway.readyTimeoutMs);
+      if (gateway.apiKeysFile) {
+        // Root-owned and world-readable: the image runs as `node` and must only read it.
+        container = container.withCopyFilesToContainer([
+          { source: gateway.apiKeysFile, target: CONTAINER_KEYS_FILE, mode: 0o444 },
+        ]);
+      }
+      return started(name, () => container.start());
+    };
 
-    const url = (container: Started, port: number) => `http://${container.getHost()}:${container.getMappedPort(port)}`;
+    const gateway = await startGateway({
+      adminToken,
+      apiKeysFile: options.apiKeysFile,
+      env: options.gatewayEnv,
+      readyTimeoutMs,
+    });
+
     const redis: TestRedis = {
       url: `redis://${redisContainer.getHost()}:${redisContainer.getMappedPort(6379)}`,
       source: 'container',
       // The container is stopped with the rest of the stack.
       stop: async () => {},
     };
-    const mongoUrl = `mongodb://${mongo.getHost()}:${mongo.getMappedPort(27017)}`;
-    const petsUrl = url(pets, 8090);
-    cleanup.unshift(() => Promise.all(replicas.map((r) => r.stop())));
+    const mongoUrl = mongo ? `mongodb://${mongo.getHost()}:${mongo.getMappedPort(27017)}` : null;
+    const skipped = mongo ? [] : ['MongoDB'];
+    console.warn(
+      mongo
+        ? '[integration] containers mode: gateway and pets images, Redis and MongoDB in containers'
+        : `[integration] containers mode: gateway and pets images on ${images.nodeImage}, Redis from ${images.redis}; no MongoDB image exists here, so the in-memory pet and key stores run where it would; skipped: MongoDB`,
+    );
 
     return {
       gatewayUrl: url(gateway, 8080),
       adminUrl: url(gateway, 8081),
       adminToken,
-      petsUrl,
+      petsUrl: url(pets, 8090),
       redis,
       // The gateway's default prefix: this Redis belongs to this stack alone.
       redisPrefix: 'gw:',
       mongoUrl,
       mode: 'containers',
-      skipped: [],
-      startGatewayReplica: replicaStarter(
-        { redisUrl: redis.url, redisPrefix: 'gw:', petsUrl, mongoUrl, adminToken, readyTimeoutMs },
-        options.gatewayEnv,
-        replicas,
-      ),
+      skipped,
+      // A replica is one more gateway container of the same image on the same network and Redis.
+      startGatewayReplica: async (replica = {}) => {
+        const container = await startGateway({
+          adminToken,
+          apiKeysFile: replica.apiKeysFile,
+          env: { ...options.gatewayEnv, ...replica.env },
+          readyTimeoutMs,
+        });
+        const forget = () => {
+          const stop = stopOf.get(container);
+          if (stop && cleanup.includes(stop)) cleanup.splice(cleanup.indexOf(stop), 1);
+        };
+        return {
+          url: url(container, 8080),
+          adminUrl: url(container, 8081),
+          stop: async () => {
+            forget();
+            await container.stop({ timeout: 10_000 });
+          },
+          kill: async () => {
+            forget();
+            const { getContainerRuntimeClient } = await import('testcontainers');
+            const handle = (await getContainerRuntimeClient()).container.getById(container.getId());
+            await handle.kill({ signal: 'SIGKILL' });
+            await handle.remove({ force: true, v: true });
+          },
+        };
+      },
       stop: () => runAll(cleanup.splice(0)),
     };
   } catch (err) {

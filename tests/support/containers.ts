@@ -1,0 +1,87 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { GenericContainer } from 'testcontainers';
+
+/**
+ * What the container tier (npm run test:containers) runs on: a Docker Engine with registry access
+ * (the official node, mongo and redis images), or the local podman of `npm run containers:setup`
+ * (its Docker-API socket, and base images built from Debian packages: no MongoDB image at all).
+ */
+
+/** Where `npm run containers:setup` serves podman's Docker API (scripts/containers-setup.sh). */
+export const PODMAN_SOCKET = '/run/animal-store/podman.sock';
+
+export interface ImageSet {
+  /** NODE_IMAGE for the Dockerfiles; undefined: their default (the official Alpine node image). */
+  nodeImage: string | undefined;
+  redis: string;
+  /** null where no MongoDB image exists: the services run their in-memory stores. */
+  mongo: string | null;
+  /** Tags the service images are built under. */
+  pets: string;
+  gateway: string;
+}
+
+/**
+ * Points testcontainers at podman's socket when there is no DOCKER_HOST and the socket exists; a
+ * no-op with a Docker Engine. Called from vitest.containers.config.ts, before any test starts.
+ */
+export function useLocalEngine(repoRoot: string): void {
+  if (process.env.DOCKER_HOST || !existsSync(PODMAN_SOCKET)) return;
+  process.env.DOCKER_HOST = `unix://${PODMAN_SOCKET}`;
+  // The reaper's image cannot be pulled here: every test removes what it starts itself.
+  process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
+  // Published ports on loopback, never the engine's bridge addresses.
+  process.env.TESTCONTAINERS_HOST_OVERRIDE = '127.0.0.1';
+  process.env.CONTAINERS_CONF = join(repoRoot, 'deploy/containers/containers.conf');
+  process.env.ANIMAL_STORE_LOCAL_IMAGES = '1';
+}
+
+export function imageSet(): ImageSet {
+  const local = process.env.ANIMAL_STORE_LOCAL_IMAGES === '1';
+  return {
+    nodeImage: local ? 'animal-store/node:24' : undefined,
+    redis: local ? 'animal-store/redis:7' : 'redis:7-alpine',
+    mongo: local ? null : 'mongo:7',
+    pets: 'animal-store/pets:test',
+    gateway: 'animal-store/gateway:test',
+  };
+}
+
+let built: Promise<void> | undefined;
+
+/**
+ * Builds both service images from this repository's Dockerfiles (build context = repository
+ * root), once per process; vitest.containers.config.ts's global setup builds them before the
+ * suites, so there this only finds them.
+ */
+export function buildServiceImages(repoRoot: string): Promise<void> {
+  built ??= (async () => {
+    if (process.env.ANIMAL_STORE_IMAGES_BUILT === '1') return;
+    const { GenericContainer } = await import('testcontainers');
+    const images = imageSet();
+    const buildArgs: Record<string, string> = images.nodeImage ? { NODE_IMAGE: images.nodeImage } : {};
+    // One after the other: side by side they starve a two-core machine.
+    for (const name of ['pets', 'gateway'] as const) {
+      await GenericContainer.fromDockerfile(repoRoot, `services/${name}/Dockerfile`)
+        .withBuildArgs(buildArgs)
+        .build(images[name], { deleteOnExit: false });
+    }
+    // For the suites' processes, started after the global setup that built them.
+    process.env.ANIMAL_STORE_IMAGES_BUILT = '1';
+  })();
+  return built;
+}
+
+/**
+ * The hardening docker-compose.yml gives both services: read-only root filesystem, a tmpfs /tmp,
+ * no capabilities, no privilege gain. testcontainers has no setter for the read-only root.
+ */
+export function hardened<T extends GenericContainer>(container: T): T {
+  const withHost = container as unknown as { hostConfig: { ReadonlyRootfs?: boolean } };
+  withHost.hostConfig.ReadonlyRootfs = true;
+  return container
+    .withTmpFs({ '/tmp': 'rw,size=64m' })
+    .withDroppedCapabilities('ALL')
+    .withSecurityOpt('no-new-privileges:true');
+}
