@@ -9,7 +9,7 @@ import type { GenericContainer } from 'testcontainers';
  */
 
 /** Where `npm run containers:setup` serves podman's Docker API (scripts/containers-setup.sh). */
-export const PODMAN_SOCKET = '/run/animal-store/podman.sock';
+const PODMAN_SOCKET = '/run/animal-store/podman.sock';
 
 export interface ImageSet {
   /** NODE_IMAGE for the Dockerfiles; undefined: their default (the official Alpine node image). */
