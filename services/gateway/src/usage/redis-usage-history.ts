@@ -6,6 +6,7 @@ import {
   type HistoryOutcome,
   HOUR_MS,
   type HourUsage,
+  isCustomerId,
   reported,
   type StoredCounts,
   type UsageHistory,
@@ -37,8 +38,12 @@ const MAX_SEEN = 1_000_000;
  * small fields, which Redis keeps as one compact listpack. It expires `retention` after its day.
  *
  * Which keys were active on a day is a set per day (`<prefix>usage:keys:<day>`), for the top-keys
- * view. It lives in no key's slot, so the script cannot write it: each replica adds a key the
- * first time it decides for it that day, batched, off the request path.
+ * view; which customers, another (`<prefix>usage:customers:<day>`), told apart by the id (a
+ * customer's hours are kept under its `cus_…` id, see isCustomerId), so neither list is read to
+ * answer the other. They live in no key's slot, so the script cannot write them: each replica adds
+ * an id the first time it decides for it that day, batched, off the request path. Each expires
+ * with the day's hours, `retention` after the day: a shorter life would drop from a week's top
+ * lists everything not active today.
  */
 export class RedisUsageHistory implements UsageHistory {
   readonly kind = 'redis';
@@ -61,8 +66,8 @@ export class RedisUsageHistory implements UsageHistory {
     return `${this.prefix}{${keyId}}:h:${day}`;
   }
 
-  private indexKey(day: number): string {
-    return `${this.prefix}usage:keys:${day}`;
+  private indexKey(day: number, customers = false): string {
+    return `${this.prefix}usage:${customers ? 'customers' : 'keys'}:${day}`;
   }
 
   /**
@@ -101,8 +106,15 @@ export class RedisUsageHistory implements UsageHistory {
     const ids = this.unindexed;
     if (ids.length === 0) return;
     this.unindexed = [];
-    const day = this.seenDay;
-    const key = this.indexKey(day);
+    const customers = ids.filter(isCustomerId);
+    const keys = customers.length === 0 ? ids : ids.filter((id) => !isCustomerId(id));
+    // One transaction per index: under Redis Cluster the two sets are in different slots.
+    if (keys.length > 0) this.addToIndex(this.seenDay, keys, false);
+    if (customers.length > 0) this.addToIndex(this.seenDay, customers, true);
+  };
+
+  private addToIndex(day: number, ids: string[], customers: boolean): void {
+    const key = this.indexKey(day, customers);
     this.redis
       .multi()
       .sadd(key, ...ids)
@@ -113,11 +125,11 @@ export class RedisUsageHistory implements UsageHistory {
         if (failed) throw failed;
       })
       .catch((err: unknown) => {
-        // Not in the index yet: the next decision for these keys tries again.
+        // Not in the index yet: the next decision for these ids tries again.
         if (day === this.seenDay) for (const id of ids) this.seen.delete(id);
         this.onError(err);
       });
-  };
+  }
 
   count(keyId: string, outcome: HistoryOutcome, units: number, at: number): void {
     const counts = this.bufferedHour(keyId, at);
@@ -203,8 +215,16 @@ export class RedisUsageHistory implements UsageHistory {
   }
 
   async activeKeys(from: number, to: number): Promise<string[]> {
+    return this.activeIds(from, to, false);
+  }
+
+  async activeCustomers(from: number, to: number): Promise<string[]> {
+    return this.activeIds(from, to, true);
+  }
+
+  private async activeIds(from: number, to: number, customers: boolean): Promise<string[]> {
     const days = daysTouched(from, to);
-    const sets = await Promise.all(days.map((day) => this.redis.smembers(this.indexKey(day))));
+    const sets = await Promise.all(days.map((day) => this.redis.smembers(this.indexKey(day, customers))));
     return [...new Set(sets.flat())];
   }
 }

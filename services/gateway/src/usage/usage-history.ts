@@ -37,6 +37,15 @@ export interface StoredCounts extends Omit<UsageCounts, 'upstreamFailed'> {
   upstreamFailedUnits: number;
 }
 
+/**
+ * A customer's history is kept under its own id, as a key's is (the shared limiter writes both in
+ * one call); the two are told apart by the id alone, so each day's index of active ids can be
+ * split without asking a store: `cus_…` ids are customers, every other id is a key.
+ */
+export const CUSTOMER_ID_PREFIX = 'cus_';
+
+export const isCustomerId = (id: string): boolean => id.startsWith(CUSTOMER_ID_PREFIX);
+
 export interface HourUsage extends UsageCounts {
   /** The hour's start, epoch ms (UTC). */
   hour: number;
@@ -102,6 +111,11 @@ export interface UsageHistory {
   hours(keyId: string, from: number, to: number): Promise<HourUsage[]>;
   /** Every key with at least one decision in the UTC days that [from, to) touches. */
   activeKeys(from: number, to: number): Promise<string[]>;
+  /**
+   * Every customer (an id `cus_…`, see isCustomerId) with a decision for one of its keys in the
+   * UTC days that [from, to) touches; kept as long as the hours are.
+   */
+  activeCustomers(from: number, to: number): Promise<string[]>;
   /** Writes what `count` buffered (RedisUsageHistory); called on close. */
   flush(): Promise<void>;
 }
@@ -109,7 +123,7 @@ export interface UsageHistory {
 /** The embedded mode's history: this process only, lost with it. */
 export class MemoryUsageHistory implements UsageHistory {
   readonly kind = 'memory';
-  /** Key id → hour start → counts. */
+  /** Key (or customer) id → hour start → counts. */
   private readonly keys = new Map<string, Map<number, StoredCounts>>();
   private lastPrune = 0;
 
@@ -167,12 +181,23 @@ export class MemoryUsageHistory implements UsageHistory {
   }
 
   async activeKeys(from: number, to: number): Promise<string[]> {
+    return this.activeIds(from, to, false);
+  }
+
+  async activeCustomers(from: number, to: number): Promise<string[]> {
+    return this.activeIds(from, to, true);
+  }
+
+  /** The ids of one kind with an hour in the days [from, to) touches, none past the retention. */
+  private activeIds(from: number, to: number, customers: boolean): string[] {
     const days = new Set(daysTouched(from, to));
+    const oldest = this.now() - this.retentionMs;
     const out: string[] = [];
-    for (const [keyId, hours] of this.keys) {
+    for (const [id, hours] of this.keys) {
+      if (isCustomerId(id) !== customers) continue;
       for (const hour of hours.keys()) {
-        if (days.has(Math.floor(hour / DAY_MS))) {
-          out.push(keyId);
+        if (days.has(Math.floor(hour / DAY_MS)) && hour + HOUR_MS > oldest) {
+          out.push(id);
           break;
         }
       }

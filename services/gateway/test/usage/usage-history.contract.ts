@@ -13,6 +13,7 @@ export interface HistoryHarness {
 const RETENTION_MS = 3 * DAY_MS;
 let counter = 0;
 const newKeyId = () => `key_history_${process.pid}_${counter++}`;
+const newCustomerId = () => `cus_history${process.pid}x${counter++}`;
 
 /** What both usage histories must do alike: UTC hours in, the same hours and keys out. */
 export function usageHistoryContract(name: string, make: (retentionMs: number) => Promise<HistoryHarness>): void {
@@ -91,6 +92,46 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       expect(await sorted(midnight, midnight + 1)).toEqual([both, late].sort());
       expect(await sorted(midnight - 1, midnight + 1)).toEqual([both, early, late].sort());
       expect(await sorted(midnight + DAY_MS, midnight + 2 * DAY_MS)).toEqual([]);
+    });
+
+    it("keeps a customer's hours under its id, and lists it among the active customers, never the keys", async () => {
+      const { history, now } = await start();
+      const [customer, other, key] = [newCustomerId(), newCustomerId(), newKeyId()];
+      const midnight = now() - (now() % DAY_MS);
+      history.count(customer, 'admitted', 4, midnight + HOUR_MS);
+      history.count(customer, 'limited', 0, midnight + HOUR_MS + 1);
+      history.count(key, 'admitted', 1, midnight + HOUR_MS);
+      history.count(other, 'admitted', 2, midnight - 1);
+      await history.flush();
+      expect(await history.hours(customer, midnight, midnight + DAY_MS)).toEqual([
+        { hour: midnight + HOUR_MS, admitted: 1, limited: 1, banned: 0, forbidden: 0, units: 4, upstreamFailed: 0 },
+      ]);
+      const sorted = async (ids: Promise<string[]>) => (await ids).sort();
+      expect(await sorted(history.activeCustomers(midnight, midnight + 1))).toEqual([customer]);
+      expect(await sorted(history.activeCustomers(midnight - 1, midnight + 1))).toEqual([customer, other].sort());
+      expect(await sorted(history.activeCustomers(midnight + DAY_MS, midnight + 2 * DAY_MS))).toEqual([]);
+      expect(await history.activeKeys(midnight, midnight + 1)).toEqual([key]);
+    });
+
+    it('keeps the days of active keys and customers as long as their hours, and forgets them after', async () => {
+      const { history, now, advance } = await start();
+      const [customer, key] = [newCustomerId(), newKeyId()];
+      const dayStart = now() - (now() % DAY_MS);
+      const hourEnd = now() - (now() % HOUR_MS) + HOUR_MS;
+      history.count(customer, 'admitted', 1, now());
+      history.count(key, 'admitted', 1, now());
+      await history.flush();
+      // Written off the request path (a turn later): let it land before the clock moves.
+      await new Promise((resolve) => setImmediate(resolve));
+      await expect.poll(() => history.activeCustomers(dayStart, dayStart + DAY_MS)).toEqual([customer]);
+      await advance(hourEnd + RETENTION_MS - 1 - now());
+      // Days later, a week's list still holds the first day (issue 36, item 3).
+      const week = [dayStart, now()] as const;
+      expect(await history.activeCustomers(...week)).toEqual([customer]);
+      expect(await history.activeKeys(...week)).toEqual([key]);
+      await advance(dayStart + DAY_MS + RETENTION_MS + 1 - now());
+      expect(await history.activeCustomers(...week)).toEqual([]);
+      expect(await history.activeKeys(...week)).toEqual([]);
     });
 
     it('keeps an hour for the retention after it ends, and forgets it once its day ended that long ago', async () => {
