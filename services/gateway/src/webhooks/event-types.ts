@@ -22,6 +22,11 @@ export interface KeyRef {
   keyId: string;
   plan: string;
   name: string;
+  /**
+   * The customer the key belongs to, when it belongs to one: a receiver that bills or mails the
+   * customer needs no admin API call to find it. Absent for a key that stands for itself.
+   */
+  customerId?: string;
 }
 
 /** For the quota events: the window that crossed, in the units the key's headers report. */

@@ -88,6 +88,12 @@ export class KeyEvents {
   }
 }
 
+/** What every key event says of its key: the key as it is now, its customer included. */
 function keyRef(record: KeyRecord): KeyRef {
-  return { keyId: record.id, plan: record.plan, name: record.name };
+  return {
+    keyId: record.id,
+    plan: record.plan,
+    name: record.name,
+    ...(record.customerId !== undefined ? { customerId: record.customerId } : {}),
+  };
 }
