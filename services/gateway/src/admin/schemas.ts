@@ -133,7 +133,7 @@ export const UsageSchema = Type.Object({
 
 export const KeyIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 
-const CountFields = {
+export const CountFields = {
   admitted: Type.Integer(),
   /** Refused by a limit: 429 rate_limit_exceeded (in shadow mode, let through). */
   limited: Type.Integer(),

@@ -71,6 +71,53 @@ export function billingProblem(billing: { anchorDay?: unknown; timeZone?: unknow
   if (timeZone !== undefined && (typeof timeZone !== 'string' || canonicalTimeZone(timeZone) === null)) {
     return 'billing.timeZone must be an IANA time zone name, such as Europe/Paris or UTC';
   }
+  if (typeof timeZone === 'string') {
+    const offset = partHourOffset(timeZone, Date.now());
+    if (offset !== null) {
+      return (
+        `billing.timeZone ${timeZone} is ${offset} from UTC: the usage history is kept per UTC hour, so days ` +
+        'and billing periods starting within an hour could not be billed exactly from it; choose a zone a ' +
+        'whole number of hours from UTC (such as UTC, Europe/Paris or Asia/Dhaka)'
+      );
+    }
+  }
+  return null;
+}
+
+/** One offset formatter per zone ("GMT+05:30"), for the same reason as formatterFor. */
+const offsetFormatters = new Map<string, Intl.DateTimeFormat>();
+
+/** The zone's offset from UTC at an instant, in minutes (east positive). */
+export function utcOffsetMinutes(at: Date, timeZone: string): number {
+  let formatter = offsetFormatters.get(timeZone);
+  if (!formatter) {
+    formatter = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' });
+    offsetFormatters.set(timeZone, formatter);
+  }
+  const name = formatter.formatToParts(at).find((p) => p.type === 'timeZoneName')?.value ?? 'GMT';
+  const match = /^GMT([+-])(\d{1,2}):?(\d{2})?$/.exec(name);
+  if (!match) return 0; // "GMT": UTC itself
+  const minutes = Number(match[2]) * 60 + Number(match[3] ?? 0);
+  return match[1] === '-' ? -minutes : minutes;
+}
+
+const WEEK_MS = 7 * 86_400_000;
+
+/**
+ * The zone's offset as text ("+05:30") when, from a year before `now` to five years after it, it
+ * is ever not whole hours (India, Nepal, Newfoundland, South Australia, Lord Howe Island's
+ * daylight saving); null when it always is. Weekly samples: no zone keeps a part-hour offset for
+ * less than a week.
+ */
+function partHourOffset(timeZone: string, now: number): string | null {
+  for (let at = now - 52 * WEEK_MS; at < now + 5 * 52 * WEEK_MS; at += WEEK_MS) {
+    const minutes = utcOffsetMinutes(new Date(at), timeZone);
+    if (minutes % 60 !== 0) {
+      const abs = Math.abs(minutes);
+      const hhmm = `${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+      return `${minutes < 0 ? '-' : '+'}${hhmm}`;
+    }
+  }
   return null;
 }
 

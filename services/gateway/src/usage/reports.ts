@@ -52,10 +52,16 @@ const CSV_COLUMNS = [
   'upstreamFailed',
 ] as const;
 
-/** The series as CSV, one row per step, for billing. */
-export function toCsv(rows: Array<{ start: string } & Counts>): string {
-  const lines = [CSV_COLUMNS.join(',')];
-  for (const row of rows) lines.push(CSV_COLUMNS.map((column) => row[column]).join(','));
+/**
+ * The series as CSV, one row per step, for billing. Steps of unequal length (a customer's local
+ * days and billing periods) also say where each ends.
+ */
+export function toCsv(rows: Array<{ start: string; end?: string } & Counts>, withEnd = false): string {
+  const columns: ReadonlyArray<keyof (typeof rows)[number]> = withEnd
+    ? ['start', 'end', ...CSV_COLUMNS.slice(1)]
+    : CSV_COLUMNS;
+  const lines = [columns.join(',')];
+  for (const row of rows) lines.push(columns.map((column) => row[column]).join(','));
   return `${lines.join('\n')}\n`;
 }
 

@@ -13,7 +13,7 @@ import { historyUnavailable, unavailable } from '../store-unavailable.js';
 type Granularity = 'hour' | 'day';
 
 /** An instant from the query: RFC 3339 date-time or a date (midnight UTC), one that exists. */
-function instant(text: string, name: string): number {
+export function instant(text: string, name: string): number {
   const read = readRfc3339(text, true);
   if (read.problem === undefined) return read.ms;
   throw new ApiError(

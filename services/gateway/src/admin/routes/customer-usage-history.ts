@@ -1,0 +1,145 @@
+import { ApiError, clipped } from '@animal-store/common/errors.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Static } from 'typebox';
+import type { Billing } from '../../customers/billing-period.js';
+import { type CustomerGranularity, localMidnight, stepAt, stepSeries, stepsOf, wholeHours } from '../../usage/customer-steps.js';
+import { sumOf, toCsv, withRefused } from '../../usage/reports.js';
+import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
+import { CustomerHistoryQuery, CustomerHistorySchema } from '../customer-history-schemas.js';
+import { CustomerIdParams } from '../customer-schemas.js';
+import { type AdminRouteOptions, errors, iso } from '../shared.js';
+import { historyUnavailable } from '../store-unavailable.js';
+import { instant } from './key-usage.js';
+
+type Query = Static<typeof CustomerHistoryQuery>;
+
+const STEP_NAMES: Record<CustomerGranularity, string> = { hour: 'hour', day: 'day', period: 'billing period' };
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** The date after a YYYY-MM-DD date, as text. */
+const nextDate = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) + DAY_MS).toISOString().slice(0, 10);
+
+/**
+ * An instant of the query: RFC 3339 with a zone, or a date of the customer's calendar. `to` as a
+ * date includes that day, so it names the next local midnight.
+ */
+function queryInstant(text: string, name: 'from' | 'to', billing: Billing): number {
+  const at = instant(text, name); // a 400 for text that is no instant or no real date
+  if (!DATE.test(text)) return at;
+  return localMidnight(name === 'to' ? nextDate(text) : text, billing);
+}
+
+/**
+ * The steps [from, to) a query asks for, in the customer's calendar. A `to` inside a step
+ * includes it (issue 36: `to=2026-11-30T23:59:59Z` keeps the 30th in an export); a range reaching
+ * past now ends with the step that holds now. `period` is the customer's billing period.
+ */
+function customerRange(query: Query, now: number, granularity: CustomerGranularity, billing: Billing) {
+  const step = (at: number) => stepAt(granularity, billing, at);
+  const current = step(now).end;
+  if (query.period !== undefined) {
+    if (query.from !== undefined || query.to !== undefined) {
+      throw new ApiError(400, 'invalid_request', 'period names the range itself: give period, or from and to, not both');
+    }
+    const period = stepAt('period', billing, now);
+    if (query.period === 'current') return { from: period.start, to: current };
+    return { from: stepAt('period', billing, period.start - 1).start, to: period.start };
+  }
+  let to = current;
+  if (query.to !== undefined) to = Math.min(step(queryInstant(query.to, 'to', billing) - 1).end, current);
+  let from: number;
+  if (query.from !== undefined) from = step(queryInstant(query.from, 'from', billing)).start;
+  else if (granularity === 'hour') from = to - 24 * HOUR_MS;
+  // Thirty local days: the day holding a moment in the middle of the thirtieth back (days are 23–25 h).
+  else if (granularity === 'day') from = step(to - 30 * DAY_MS + 12 * HOUR_MS).start;
+  else from = step(to - 1).start;
+  if (from >= current) {
+    throw new ApiError(400, 'invalid_request', `from must not be after the current ${STEP_NAMES[granularity]}`);
+  }
+  if (from >= to) throw new ApiError(400, 'invalid_request', 'from must be before to');
+  return { from, to };
+}
+
+/** The first step whose every hour the history still keeps. */
+function oldestWholeStep(granularity: CustomerGranularity, billing: Billing, now: number, retentionMs: number): number {
+  const oldestHour = stepAt('hour', billing, now - retentionMs).start;
+  const holding = stepAt(granularity, billing, oldestHour);
+  return holding.start === oldestHour ? oldestHour : holding.end;
+}
+
+/**
+ * A customer's usage over time, summed from its own hours in the history (the limiter writes
+ * them with its keys', under the customer's id): by UTC hour, local day or billing period, JSON or
+ * CSV for billing.
+ */
+export const customerUsageHistoryRoutes: FastifyPluginAsyncTypebox<
+  AdminRouteOptions<'history' | 'customerStore' | 'now'>
+> = async (app, { deps }) => {
+  const history = deps.history;
+  const retentionDays = Math.round(history.retentionMs / DAY_MS);
+
+  app.get(
+    '/admin/customers/:id/usage/history',
+    {
+      schema: {
+        params: CustomerIdParams,
+        querystring: CustomerHistoryQuery,
+        response: { 200: CustomerHistorySchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const customer = await deps.customerStore.get(request.params.id);
+      if (!customer) throw new ApiError(404, 'not_found', `No customer with id ${clipped(request.params.id)}`);
+      const granularity = request.query.granularity ?? 'hour';
+      const billing = customer.billing;
+      const now = deps.now();
+      const { from, to } = customerRange(request.query, now, granularity, billing);
+      const oldest = oldestWholeStep(granularity, billing, now, history.retentionMs);
+      if (from < oldest) {
+        throw new ApiError(
+          400,
+          'invalid_request',
+          `The history is kept for ${retentionDays} days (USAGE_HISTORY_DAYS): from must be on or after ${iso(oldest)}`,
+        );
+      }
+      const steps = stepsOf(granularity, billing, from, to);
+      if (!wholeHours(steps)) {
+        // A record from before billingProblem refused such zones: its days start within an hour.
+        throw new ApiError(
+          409,
+          'conflict',
+          `Customer ${customer.id}'s billing.timeZone ${billing.timeZone} starts its days within a UTC hour, and the history is kept per UTC hour: ask for granularity=hour, or give the customer a zone a whole number of hours from UTC`,
+        );
+      }
+      let hours: HourUsage[];
+      try {
+        hours = await history.hours(customer.id, from, to);
+      } catch (err) {
+        historyUnavailable(err, request.log);
+      }
+      const body = {
+        id: customer.id,
+        name: customer.name,
+        granularity,
+        billing,
+        from: iso(from),
+        to: iso(to),
+        retentionDays,
+        totals: withRefused(sumOf(hours)),
+        series: stepSeries(hours, steps).map(({ start, end, ...counts }) => ({ start: iso(start), end: iso(end), ...counts })),
+      };
+      const wantsCsv =
+        request.query.format === 'csv' ||
+        (request.query.format === undefined && /\btext\/csv\b/.test(request.headers.accept ?? ''));
+      if (!wantsCsv) return body;
+      const file = `usage-${customer.id}-${body.from.slice(0, 13)}-${granularity}.csv`;
+      return (
+        reply
+          .type('text/csv; charset=utf-8')
+          .header('content-disposition', `attachment; filename="${file.replace(/[^\w.:-]/g, '_')}"`)
+          // A string body with its own type is sent as it is: the 200 schema describes the JSON answer.
+          .send(toCsv(body.series, true) as never)
+      );
+    },
+  );
+};
