@@ -96,6 +96,7 @@ describe('every key and customer route with the stores’ MongoDB unreachable', 
     ['POST', '/admin/customers', { name: 'Acme', plan: 'pro' }],
     ['GET', '/admin/customers', undefined],
     ['GET', '/admin/customers/cus_0000000000000000', undefined],
+    ['GET', '/admin/customers/cus_0000000000000000/usage/history', undefined],
     ['PATCH', '/admin/customers/cus_0000000000000000', { name: 'renamed' }],
     ['DELETE', '/admin/customers/cus_0000000000000000', undefined],
   ] as const)('%s %s answers 503 store_unavailable with Retry-After', async (method, url, payload) => {
