@@ -122,3 +122,13 @@ export function topKeys(
     keys,
   };
 }
+
+/**
+ * The customers with usage in a window, by `sort`, from their own hours (the sum of their keys',
+ * written with them). Apart from the keys' totals, which already hold every request once.
+ */
+export function topCustomers(perCustomer: Array<[string, HourUsage[]]>, sort: TopSort): Array<{ id: string } & Counts> {
+  const customers: Array<{ id: string } & Counts> = [];
+  for (const [id, hours] of perCustomer) if (hours.length > 0) customers.push({ id, ...withRefused(sumOf(hours)) });
+  return customers.sort((a, b) => b[sort] - a[sort] || b.admitted - a.admitted || a.id.localeCompare(b.id));
+}

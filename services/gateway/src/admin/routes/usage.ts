@@ -1,17 +1,29 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { hoursOfKeys, series, topKeys } from '../../usage/reports.js';
+import type { CustomerStore } from '../../customers/customer-store.js';
+import { type Counts, hoursOfKeys, series, topCustomers, topKeys } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
 import { TopQuery, TopSchema } from '../schemas.js';
 import { type AdminRouteOptions, errors, iso } from '../shared.js';
 import { historyUnavailable } from '../store-unavailable.js';
 
+/** Each customer of the top list with its name and plan now; one no store knows, as such. */
+async function named(store: CustomerStore, customers: Array<{ id: string } & Counts>) {
+  const records = await Promise.all(customers.map((c) => store.get(c.id)));
+  return customers.map((counts, i) => ({
+    ...counts,
+    name: records[i]?.name ?? '',
+    plan: records[i]?.plan ?? '(unknown customer)',
+  }));
+}
+
 /**
- * The busiest keys of a window, with totals per plan and per hour (usage/reports.ts), from the
- * usage history, not the live windows. A key's own series: key-usage.ts.
+ * The busiest keys and customers of a window, with totals per plan and per hour (usage/reports.ts),
+ * from the usage history, not the live windows. A key's own series: key-usage.ts; a customer's:
+ * customer-usage-history.ts.
  */
 export const usageRoutes: FastifyPluginAsyncTypebox<
-  AdminRouteOptions<'history' | 'keyStore' | 'keyResolver' | 'now'>
+  AdminRouteOptions<'history' | 'keyStore' | 'keyResolver' | 'customerStore' | 'now'>
 > = async (app, { deps }) => {
   const history = deps.history;
   const retentionDays = Math.round(history.retentionMs / DAY_MS);
@@ -35,9 +47,12 @@ export const usageRoutes: FastifyPluginAsyncTypebox<
       const to = now - (now % HOUR_MS) + HOUR_MS;
       const from = to - hoursInWindow * HOUR_MS;
       let perKey: Array<[string, HourUsage[]]>;
+      let perCustomer: Array<[string, HourUsage[]]>;
       try {
         const ids = await history.activeKeys(from, to);
         perKey = await hoursOfKeys((id) => history.hours(id, from, to), ids);
+        const customerIds = await history.activeCustomers(from, to);
+        perCustomer = await hoursOfKeys((id) => history.hours(id, from, to), customerIds);
       } catch (err) {
         historyUnavailable(err, request.log);
       }
@@ -59,6 +74,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<
         plans: top.plans,
         hours: hourly.map(({ start, ...counts }) => ({ start: iso(start), ...counts })),
         keys: top.keys.slice(0, limit),
+        customers: await named(deps.customerStore, topCustomers(perCustomer, sort).slice(0, limit)),
       };
     },
   );

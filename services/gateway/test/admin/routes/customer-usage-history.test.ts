@@ -237,3 +237,36 @@ describe('a customer’s history with its Redis out of reach', () => {
   });
 });
 
+
+describe('customers in the top lists (GET /admin/usage)', () => {
+  it.each(['memory', 'redis'] as const)('ranks the window’s customers by the sort, with name and plan, beside the keys (%s)', async (backend) => {
+    const now = Date.now();
+    const { gw } = await start(now, { redis: backend === 'redis' });
+    const [small, big] = [await customer(gw), await customer(gw)];
+    await gw.admin.inject({ method: 'PATCH', url: `/admin/customers/${big}`, headers: admin, payload: { name: 'Big' } });
+    const hourAgo = now - HOUR_MS;
+    gw.deps.history.count(small, 'admitted', 1, hourAgo);
+    gw.deps.history.count(small, 'admitted', 1, now);
+    gw.deps.history.count(small, 'limited', 0, now);
+    gw.deps.history.count(big, 'admitted', 10, now);
+    gw.deps.history.count('cus_gone0000000000', 'admitted', 1, now);
+    gw.deps.history.count('key_alone', 'admitted', 1, now);
+    await gw.deps.history.flush();
+    // The index is written off the request path, a turn after the first count.
+    await new Promise((resolve) => setImmediate(resolve));
+    const byUnits = await get(gw, '/admin/usage?window=24h&sort=units');
+    expect(byUnits.statusCode, byUnits.body).toBe(200);
+    const top = byUnits.json();
+    expect(top.customers.map((c: { id: string; name: string; plan: string; units: number }) => [c.id, c.name, c.plan, c.units])).toEqual([
+      [big, 'Big', 'pro', 10],
+      [small, 'Acme', 'pro', 2],
+      ['cus_gone0000000000', '', '(unknown customer)', 1],
+    ]);
+    expect(top.customers[1]).toMatchObject({ admitted: 2, limited: 1, refused: 1 });
+    // The keys' list and totals are the keys' alone, as before: no request counted twice.
+    expect(top.keys.map((k: { id: string }) => k.id)).toEqual(['key_alone']);
+    expect(top.totals).toMatchObject({ admitted: 1, keys: 1 });
+    const byRefused = (await get(gw, '/admin/usage?window=24h&sort=refused&limit=1')).json();
+    expect(byRefused.customers.map((c: { id: string }) => c.id)).toEqual([small]);
+  });
+});
