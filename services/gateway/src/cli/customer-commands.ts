@@ -1,5 +1,7 @@
 import type { Static } from 'typebox';
+import type { CustomerHistorySchema } from '../admin/customer-history-schemas.js';
 import type { CustomerPageSchema, CustomerViewSchema } from '../admin/customer-schemas.js';
+import { toCsv } from '../usage/reports.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
 import { boundedInt, inFlagWords, limitsFrom, type Values } from './flags.js';
 import { fields, jsonLine, printable, table, when } from './format.js';
@@ -10,6 +12,7 @@ import { usageError } from './usage.js';
 
 type CustomerView = Static<typeof CustomerViewSchema>;
 type CustomerPage = Static<typeof CustomerPageSchema>;
+type CustomerHistory = Static<typeof CustomerHistorySchema>;
 
 const customerPath = (id: string) => `/admin/customers/${encodeURIComponent(id)}`;
 
@@ -108,6 +111,44 @@ async function list(admin: AdminClient, values: Values): Promise<void> {
   print(values, page, customersTable(page));
 }
 
+/** A customer's history as a table: a row per step (its days and periods vary in length), then totals. */
+function historyTable(h: CustomerHistory): string {
+  const rows = h.series.map((s) => [
+    s.start,
+    s.end,
+    String(s.admitted),
+    String(s.refused),
+    String(s.forbidden),
+    String(s.units),
+    String(s.upstreamFailed),
+  ]);
+  const t = h.totals;
+  return (
+    `${printable(h.id)} (${printable(h.name)}): by ${h.granularity}, ${h.billing.timeZone}, billing from day ${h.billing.anchorDay}
+` +
+    table(['START', 'END', 'ADMITTED', 'REFUSED', 'FORBIDDEN', 'UNITS', 'FAILED UPSTREAM'], rows) +
+    `total: ${t.admitted} admitted (${t.units} units), ${t.refused} refused, ${t.forbidden} forbidden` +
+    `${t.upstreamFailed ? `, ${t.upstreamFailed} failed upstream (not billed)` : ''}\n`
+  );
+}
+
+/** `customers usage ID`: the customer's history, in its calendar, from the admin API. */
+async function usage(admin: AdminClient, id: string, values: Values): Promise<void> {
+  const query = new URLSearchParams();
+  for (const flag of ['granularity', 'period', 'from', 'to'] as const) {
+    const value = text(values, flag);
+    if (value !== undefined) query.set(flag, value);
+  }
+  const found = await admin
+    .request<CustomerHistory>('GET', `${customerPath(id)}/usage/history?${query}`)
+    .catch(refused);
+  if (values.csv) {
+    process.stdout.write(toCsv(found.series, true));
+    return;
+  }
+  print(values, found, historyTable(found));
+}
+
 /** `customers <action> [ID]`: the action's own arguments are checked here. */
 export async function customers(args: string[], values: Values): Promise<void> {
   const [action, id, ...extra] = args;
@@ -144,6 +185,8 @@ export async function customers(args: string[], values: Values): Promise<void> {
       const updated = await admin.request<CustomerView>('PATCH', customerPath(need()), body).catch(refused);
       return print(values, updated, showCustomer(updated));
     }
+    case 'usage':
+      return usage(admin, need(), values);
     case 'delete': {
       const target = need();
       await admin.request('DELETE', `${customerPath(target)}${values['revoke-keys'] ? '?revokeKeys=true' : ''}`);
