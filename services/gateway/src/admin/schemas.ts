@@ -208,9 +208,9 @@ export const TopSchema = Type.Object({
       revoked: Type.Boolean(),
       ...CountFields,
     }),
-  ),  /**
+  ) /**
    * The busiest customers, by the same sort: each the sum of its keys (a key counts toward the
    * customer it belonged to when it made the request). Name and plan as the customer has them now.
-   */
+   */,
   customers: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), plan: Type.String(), ...CountFields })),
 });

@@ -88,7 +88,7 @@ export function billingProblem(billing: { anchorDay?: unknown; timeZone?: unknow
 const offsetFormatters = new Map<string, Intl.DateTimeFormat>();
 
 /** The zone's offset from UTC at an instant, in minutes (east positive). */
-export function utcOffsetMinutes(at: Date, timeZone: string): number {
+function utcOffsetMinutes(at: Date, timeZone: string): number {
   let formatter = offsetFormatters.get(timeZone);
   if (!formatter) {
     formatter = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' });

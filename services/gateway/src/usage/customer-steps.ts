@@ -41,7 +41,8 @@ export function stepAt(granularity: CustomerGranularity, billing: Billing, at: n
     const start = at - (((at % HOUR_MS) + HOUR_MS) % HOUR_MS);
     return { start, end: start + HOUR_MS };
   }
-  if (granularity === 'day') return cached(`d\n${billing.timeZone}\n${at}`, () => dayPeriod(new Date(at), billing.timeZone));
+  if (granularity === 'day')
+    return cached(`d\n${billing.timeZone}\n${at}`, () => dayPeriod(new Date(at), billing.timeZone));
   return cached(`p\n${billing.anchorDay}\n${billing.timeZone}\n${at}`, () => billingPeriod(new Date(at), billing));
 }
 

@@ -42,7 +42,7 @@ export interface StoredCounts extends Omit<UsageCounts, 'upstreamFailed'> {
  * one call); the two are told apart by the id alone, so each day's index of active ids can be
  * split without asking a store: `cus_…` ids are customers, every other id is a key.
  */
-export const CUSTOMER_ID_PREFIX = 'cus_';
+const CUSTOMER_ID_PREFIX = 'cus_';
 
 export const isCustomerId = (id: string): boolean => id.startsWith(CUSTOMER_ID_PREFIX);
 

@@ -30,15 +30,22 @@ it('prints a customer’s local days as a table, as JSON and as the admin API’
   const json = await runCli([...args, '--json'], env);
   expect(json.code, json.stderr).toBe(0);
   expect(JSON.parse(json.stdout).series).toEqual([
-    expect.objectContaining({ start: '2026-10-24T22:00:00.000Z', end: '2026-10-25T23:00:00.000Z', admitted: 1, units: 2 }),
+    expect.objectContaining({
+      start: '2026-10-24T22:00:00.000Z',
+      end: '2026-10-25T23:00:00.000Z',
+      admitted: 1,
+      units: 2,
+    }),
   ]);
 
   const csv = await runCli([...args, '--csv'], env);
   expect(csv.stdout).toBe(
-    (await gw.admin.inject({
-      url: `/admin/customers/${id}/usage/history?granularity=day&from=2026-10-25&to=2026-10-25&format=csv`,
-      headers: bearer(ADMIN_TOKEN),
-    })).body,
+    (
+      await gw.admin.inject({
+        url: `/admin/customers/${id}/usage/history?granularity=day&from=2026-10-25&to=2026-10-25&format=csv`,
+        headers: bearer(ADMIN_TOKEN),
+      })
+    ).body,
   );
 
   const text = await runCli(args, env);

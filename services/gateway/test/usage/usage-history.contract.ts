@@ -125,7 +125,7 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       await new Promise((resolve) => setImmediate(resolve));
       await expect.poll(() => history.activeCustomers(dayStart, dayStart + DAY_MS)).toEqual([customer]);
       await advance(hourEnd + RETENTION_MS - 1 - now());
-      // Days later, a week's list still holds the first day (issue 36, item 3).
+      // Days later, a week's list still holds the first day: an index expiring with its day would not.
       const week = [dayStart, now()] as const;
       expect(await history.activeCustomers(...week)).toEqual([customer]);
       expect(await history.activeKeys(...week)).toEqual([key]);

@@ -4,13 +4,18 @@ import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../support/h
 import { startReceiver } from '../support/webhook-receiver.js';
 
 /*
- * Key events of a customer's keys name the customer (issue 39): a receiver that mails or bills the
+ * Key events of a customer's keys name the customer: a receiver that mails or bills the
  * customer gets its id in the event, on the events the admin API sends and on those a request sends.
  */
 
 const gateways = useGateways();
 const admin = bearer(ADMIN_TOKEN);
-const LOCAL = { WEBHOOKS_ALLOW_INSECURE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true', BAN_THRESHOLD: '1', BAN_GRACE_MS: '0' };
+const LOCAL = {
+  WEBHOOKS_ALLOW_INSECURE: 'true',
+  WEBHOOKS_ALLOW_PRIVATE: 'true',
+  BAN_THRESHOLD: '1',
+  BAN_GRACE_MS: '0',
+};
 
 function call(gw: TestGateway, method: string, url: string, payload?: object): Promise<LightMyRequestResponse> {
   return gw.admin.inject({ method: method as 'GET', url, headers: admin, ...(payload ? { payload } : {}) });
@@ -50,7 +55,13 @@ describe('key events of a customer’s key', () => {
       const alone = await made(call(gw, 'POST', '/admin/keys', { plan: 'free', name: 'alone' }));
       await hook.until(5);
       const events = hook.events();
-      expect(events.map((e) => e.type)).toEqual(['key.created', 'key.updated', 'key.banned', 'key.revoked', 'key.created']);
+      expect(events.map((e) => e.type)).toEqual([
+        'key.created',
+        'key.updated',
+        'key.banned',
+        'key.revoked',
+        'key.created',
+      ]);
       for (const event of events.slice(0, 4)) {
         expect(event.data).toMatchObject({ keyId: key.id, customerId: customer.id, plan: 'free' });
       }

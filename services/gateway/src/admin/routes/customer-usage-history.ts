@@ -2,7 +2,14 @@ import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
 import type { Billing } from '../../customers/billing-period.js';
-import { type CustomerGranularity, localMidnight, stepAt, stepSeries, stepsOf, wholeHours } from '../../usage/customer-steps.js';
+import {
+  type CustomerGranularity,
+  localMidnight,
+  stepAt,
+  stepSeries,
+  stepsOf,
+  wholeHours,
+} from '../../usage/customer-steps.js';
 import { sumOf, toCsv, withRefused } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
 import { CustomerHistoryQuery, CustomerHistorySchema } from '../customer-history-schemas.js';
@@ -31,7 +38,7 @@ function queryInstant(text: string, name: 'from' | 'to', billing: Billing): numb
 
 /**
  * The steps [from, to) a query asks for, in the customer's calendar. A `to` inside a step
- * includes it (issue 36: `to=2026-11-30T23:59:59Z` keeps the 30th in an export); a range reaching
+ * includes it (`to=2026-11-30T23:59:59Z` keeps the 30th in an export); a range reaching
  * past now ends with the step that holds now. `period` is the customer's billing period.
  */
 function customerRange(query: Query, now: number, granularity: CustomerGranularity, billing: Billing) {
@@ -39,7 +46,11 @@ function customerRange(query: Query, now: number, granularity: CustomerGranulari
   const current = step(now).end;
   if (query.period !== undefined) {
     if (query.from !== undefined || query.to !== undefined) {
-      throw new ApiError(400, 'invalid_request', 'period names the range itself: give period, or from and to, not both');
+      throw new ApiError(
+        400,
+        'invalid_request',
+        'period names the range itself: give period, or from and to, not both',
+      );
     }
     const period = stepAt('period', billing, now);
     if (query.period === 'current') return { from: period.start, to: current };
@@ -126,7 +137,11 @@ export const customerUsageHistoryRoutes: FastifyPluginAsyncTypebox<
         to: iso(to),
         retentionDays,
         totals: withRefused(sumOf(hours)),
-        series: stepSeries(hours, steps).map(({ start, end, ...counts }) => ({ start: iso(start), end: iso(end), ...counts })),
+        series: stepSeries(hours, steps).map(({ start, end, ...counts }) => ({
+          start: iso(start),
+          end: iso(end),
+          ...counts,
+        })),
       };
       const wantsCsv =
         request.query.format === 'csv' ||

@@ -62,32 +62,39 @@ async function history(gw: TestGateway, id: string, query: string) {
 const steps = (body: Awaited<ReturnType<typeof history>>) => body.series.map((s) => [s.start, s.end, s.admitted]);
 
 describe('a customer’s history by UTC hour', () => {
-  it.each(['memory', 'redis'] as const)('sums its hours, a `to` inside an hour included, JSON and CSV (%s)', async (backend) => {
-    // Redis: an hour of today's, so the day's hash lives by Redis's real clock.
-    const hour = Math.floor(Date.now() / HOUR_MS) * HOUR_MS - 2 * HOUR_MS;
-    const { gw } = await start(hour + 2 * HOUR_MS + 600_000, { redis: backend === 'redis' });
-    const id = await customer(gw);
-    seed(gw, id, [iso(hour + 1), iso(hour + HOUR_MS - 1)], 3);
-    seed(gw, id, [iso(hour + HOUR_MS + 5)]);
-    gw.deps.history.count(id, 'limited', 0, hour + 10);
-    const body = await history(gw, id, `from=${iso(hour)}&to=${iso(hour + HOUR_MS + 1)}`);
-    expect(body.to).toBe(iso(hour + 2 * HOUR_MS));
-    expect(steps(body)).toEqual([
-      [iso(hour), iso(hour + HOUR_MS), 2],
-      [iso(hour + HOUR_MS), iso(hour + 2 * HOUR_MS), 1],
-    ]);
-    expect(body.totals).toMatchObject({ admitted: 3, units: 7, limited: 1, refused: 1 });
-    const csv = await get(gw, `/admin/customers/${id}/usage/history?from=${iso(hour)}&to=${iso(hour + HOUR_MS + 1)}`, {
-      accept: 'text/csv',
-    });
-    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
-    expect(csv.headers['content-disposition']).toMatch(new RegExp(`^attachment; filename="usage-${id}-`));
-    expect(csv.body.trim().split('\n')).toEqual([
-      'start,end,admitted,limited,banned,refused,forbidden,units,upstreamFailed',
-      `${iso(hour)},${iso(hour + HOUR_MS)},2,1,0,1,0,6,0`,
-      `${iso(hour + HOUR_MS)},${iso(hour + 2 * HOUR_MS)},1,0,0,0,0,1,0`,
-    ]);
-  });
+  it.each(['memory', 'redis'] as const)(
+    'sums its hours, a `to` inside an hour included, JSON and CSV (%s)',
+    async (backend) => {
+      // Redis: an hour of today's, so the day's hash lives by Redis's real clock.
+      const hour = Math.floor(Date.now() / HOUR_MS) * HOUR_MS - 2 * HOUR_MS;
+      const { gw } = await start(hour + 2 * HOUR_MS + 600_000, { redis: backend === 'redis' });
+      const id = await customer(gw);
+      seed(gw, id, [iso(hour + 1), iso(hour + HOUR_MS - 1)], 3);
+      seed(gw, id, [iso(hour + HOUR_MS + 5)]);
+      gw.deps.history.count(id, 'limited', 0, hour + 10);
+      const body = await history(gw, id, `from=${iso(hour)}&to=${iso(hour + HOUR_MS + 1)}`);
+      expect(body.to).toBe(iso(hour + 2 * HOUR_MS));
+      expect(steps(body)).toEqual([
+        [iso(hour), iso(hour + HOUR_MS), 2],
+        [iso(hour + HOUR_MS), iso(hour + 2 * HOUR_MS), 1],
+      ]);
+      expect(body.totals).toMatchObject({ admitted: 3, units: 7, limited: 1, refused: 1 });
+      const csv = await get(
+        gw,
+        `/admin/customers/${id}/usage/history?from=${iso(hour)}&to=${iso(hour + HOUR_MS + 1)}`,
+        {
+          accept: 'text/csv',
+        },
+      );
+      expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+      expect(csv.headers['content-disposition']).toMatch(new RegExp(`^attachment; filename="usage-${id}-`));
+      expect(csv.body.trim().split('\n')).toEqual([
+        'start,end,admitted,limited,banned,refused,forbidden,units,upstreamFailed',
+        `${iso(hour)},${iso(hour + HOUR_MS)},2,1,0,1,0,6,0`,
+        `${iso(hour + HOUR_MS)},${iso(hour + 2 * HOUR_MS)},1,0,0,0,0,1,0`,
+      ]);
+    },
+  );
 });
 
 describe('a customer’s history by local day', () => {
@@ -195,7 +202,9 @@ describe('what the route refuses', () => {
     const { gw } = await start(NOW);
     expectError(await get(gw, '/admin/customers/cus_0000000000000000/usage/history'), 404, 'not_found');
     const id = await customer(gw);
-    expect((await gw.admin.inject({ method: 'DELETE', url: `/admin/customers/${id}`, headers: admin })).statusCode).toBe(204);
+    expect(
+      (await gw.admin.inject({ method: 'DELETE', url: `/admin/customers/${id}`, headers: admin })).statusCode,
+    ).toBe(204);
     expectError(await get(gw, `/admin/customers/${id}/usage/history`), 404, 'not_found');
     expectError(await get(gw, `/admin/customers/${'c'.repeat(65)}/usage/history`), 400, 'invalid_request');
   });
@@ -237,36 +246,50 @@ describe('a customer’s history with its Redis out of reach', () => {
   });
 });
 
-
 describe('customers in the top lists (GET /admin/usage)', () => {
-  it.each(['memory', 'redis'] as const)('ranks the window’s customers by the sort, with name and plan, beside the keys (%s)', async (backend) => {
-    const now = Date.now();
-    const { gw } = await start(now, { redis: backend === 'redis' });
-    const [small, big] = [await customer(gw), await customer(gw)];
-    await gw.admin.inject({ method: 'PATCH', url: `/admin/customers/${big}`, headers: admin, payload: { name: 'Big' } });
-    const hourAgo = now - HOUR_MS;
-    gw.deps.history.count(small, 'admitted', 1, hourAgo);
-    gw.deps.history.count(small, 'admitted', 1, now);
-    gw.deps.history.count(small, 'limited', 0, now);
-    gw.deps.history.count(big, 'admitted', 10, now);
-    gw.deps.history.count('cus_gone0000000000', 'admitted', 1, now);
-    gw.deps.history.count('key_alone', 'admitted', 1, now);
-    await gw.deps.history.flush();
-    // The index is written off the request path, a turn after the first count.
-    await new Promise((resolve) => setImmediate(resolve));
-    const byUnits = await get(gw, '/admin/usage?window=24h&sort=units');
-    expect(byUnits.statusCode, byUnits.body).toBe(200);
-    const top = byUnits.json();
-    expect(top.customers.map((c: { id: string; name: string; plan: string; units: number }) => [c.id, c.name, c.plan, c.units])).toEqual([
-      [big, 'Big', 'pro', 10],
-      [small, 'Acme', 'pro', 2],
-      ['cus_gone0000000000', '', '(unknown customer)', 1],
-    ]);
-    expect(top.customers[1]).toMatchObject({ admitted: 2, limited: 1, refused: 1 });
-    // The keys' list and totals are the keys' alone, as before: no request counted twice.
-    expect(top.keys.map((k: { id: string }) => k.id)).toEqual(['key_alone']);
-    expect(top.totals).toMatchObject({ admitted: 1, keys: 1 });
-    const byRefused = (await get(gw, '/admin/usage?window=24h&sort=refused&limit=1')).json();
-    expect(byRefused.customers.map((c: { id: string }) => c.id)).toEqual([small]);
-  });
+  it.each(['memory', 'redis'] as const)(
+    'ranks the window’s customers by the sort, with name and plan, beside the keys (%s)',
+    async (backend) => {
+      const now = Date.now();
+      const { gw } = await start(now, { redis: backend === 'redis' });
+      const [small, big] = [await customer(gw), await customer(gw)];
+      await gw.admin.inject({
+        method: 'PATCH',
+        url: `/admin/customers/${big}`,
+        headers: admin,
+        payload: { name: 'Big' },
+      });
+      const hourAgo = now - HOUR_MS;
+      gw.deps.history.count(small, 'admitted', 1, hourAgo);
+      gw.deps.history.count(small, 'admitted', 1, now);
+      gw.deps.history.count(small, 'limited', 0, now);
+      gw.deps.history.count(big, 'admitted', 10, now);
+      gw.deps.history.count('cus_gone0000000000', 'admitted', 1, now);
+      gw.deps.history.count('key_alone', 'admitted', 1, now);
+      await gw.deps.history.flush();
+      // The index is written off the request path, a turn after the first count.
+      await new Promise((resolve) => setImmediate(resolve));
+      const byUnits = await get(gw, '/admin/usage?window=24h&sort=units');
+      expect(byUnits.statusCode, byUnits.body).toBe(200);
+      const top = byUnits.json();
+      expect(
+        top.customers.map((c: { id: string; name: string; plan: string; units: number }) => [
+          c.id,
+          c.name,
+          c.plan,
+          c.units,
+        ]),
+      ).toEqual([
+        [big, 'Big', 'pro', 10],
+        [small, 'Acme', 'pro', 2],
+        ['cus_gone0000000000', '', '(unknown customer)', 1],
+      ]);
+      expect(top.customers[1]).toMatchObject({ admitted: 2, limited: 1, refused: 1 });
+      // The keys' list and totals are the keys' alone, as before: no request counted twice.
+      expect(top.keys.map((k: { id: string }) => k.id)).toEqual(['key_alone']);
+      expect(top.totals).toMatchObject({ admitted: 1, keys: 1 });
+      const byRefused = (await get(gw, '/admin/usage?window=24h&sort=refused&limit=1')).json();
+      expect(byRefused.customers.map((c: { id: string }) => c.id)).toEqual([small]);
+    },
+  );
 });
