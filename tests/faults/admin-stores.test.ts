@@ -31,6 +31,7 @@ interface Fixtures {
   /** A key for the revoke row: the others use keyId. */
   spareKeyId: string;
   webhookId: string;
+  customerId: string;
 }
 
 type Row = [label: string, method: string, path: (f: Fixtures) => string, body: unknown, ok: number | 503];
@@ -48,6 +49,14 @@ const ROUTES: Row[] = [
   ['usage history', 'GET', (f) => `/admin/keys/${f.keyId}/usage/history`, undefined, 503],
   ['usage history as CSV', 'GET', (f) => `/admin/keys/${f.keyId}/usage/history?format=csv`, undefined, 503],
   ['top keys', 'GET', () => '/admin/usage', undefined, 503],
+  ['customer usage history', 'GET', (f) => `/admin/customers/${f.customerId}/usage/history`, undefined, 503],
+  [
+    'customer usage history by period, as CSV',
+    'GET',
+    (f) => `/admin/customers/${f.customerId}/usage/history?granularity=period&format=csv`,
+    undefined,
+    503,
+  ],
   ['lift a ban', 'DELETE', (f) => `/admin/keys/${f.keyId}/ban`, undefined, 503],
   ['list webhooks', 'GET', () => '/admin/webhooks', undefined, 503],
   [
@@ -147,11 +156,13 @@ describe('every admin route with Redis unreachable', () => {
       url: 'http://127.0.0.1:9/hook',
       events: ['key.banned'],
     });
-    expect([key.status, spare.status, hook.status]).toEqual([201, 201, 201]);
+    const customer = await stack.call('POST', '/admin/customers', { name: 'Acme', plan: 'pro' });
+    expect([key.status, spare.status, hook.status, customer.status]).toEqual([201, 201, 201, 201]);
     fixtures = {
       keyId: JSON.parse(key.body).id,
       spareKeyId: JSON.parse(spare.body).id,
       webhookId: JSON.parse(hook.body).id,
+      customerId: JSON.parse(customer.body).id,
     };
   });
 
