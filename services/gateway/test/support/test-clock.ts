@@ -6,7 +6,9 @@ const HOUR_MS = 3_600_000;
 /**
  * Now, or an hour past the next 00:00 UTC when that is less than an hour away: a test that moves
  * its clock by minutes then never sees the day turn under it. Never behind real time, so an expiry
- * a gateway sets at an instant of this clock (PEXPIREAT) is still ahead in Redis.
+ * a gateway sets at an instant of this clock (PEXPIREAT) is still ahead in Redis. But when it
+ * starts ahead, such an expiry stays that much longer in Redis than on this clock (aging moves
+ * every TTL alike): a test of when an instant-set key goes starts from testClockFrom(Date.now()).
  */
 function clockStart(at = Date.now()): number {
   const toMidnight = DAY_MS - (at % DAY_MS);

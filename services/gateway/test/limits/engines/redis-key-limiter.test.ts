@@ -7,7 +7,7 @@ import { policyFor } from '../../../src/limits/policy.js';
 import { RedisUsageHistory } from '../../../src/usage/redis-usage-history.js';
 import { DAY_MS } from '../../../src/usage/usage-history.js';
 import { connected, redisClient } from '../../support/helpers.js';
-import { testClock } from '../../support/test-clock.js';
+import { testClock, testClockFrom } from '../../support/test-clock.js';
 import { limiterContract } from '../limiter.contract.js';
 
 let redis: TestRedis;
@@ -208,12 +208,17 @@ describe('what a key keeps in Redis for its refusals', () => {
 
 describe('calendar windows in Redis', () => {
   const NO_BANS = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
-  /** A limiter on its own prefix whose clock and Redis's move together (test-clock.ts). */
+  /**
+   * A limiter on its own prefix whose clock and Redis's move together (test-clock.ts), from the
+   * real now: these windows expire at an instant (PEXPIREAT), and a clock that started ahead of
+   * the wall clock (testClock's, in the last hour of a UTC day) would leave them that much longer
+   * in Redis than on the clock.
+   */
   const start = async (withHistory: boolean) => {
     const client = await connected(redisClient(redis.url));
     onTestFinished(() => client.disconnect());
     const prefix = `t${randomUUID().slice(0, 8)}:`;
-    const clock = testClock({ client, prefix });
+    const clock = testClockFrom(Date.now(), { client, prefix });
     const history = withHistory ? new RedisUsageHistory(client, prefix, 35 * DAY_MS) : null;
     return { client, clock, limiter: new RedisKeyLimiter(client, prefix, NO_BANS, clock.now, history) };
   };
@@ -250,7 +255,8 @@ describe('calendar windows in Redis', () => {
     expect(refused).toMatchObject({ outcome: 'limited', retryAfterMs: nextFirst(clock.now()) - clock.now() });
 
     const first = nextFirst(clock.now());
-    await clock.moveTo(first - 60_000);
+    // In a month's last minute, a minute before the 1st is already behind the clock.
+    await clock.moveTo(Math.max(clock.now(), first - 60_000));
     expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
     expect((await limiter.usage(keyId, policy)).windows[1]).toMatchObject({ used: 3, resetAt: first });
 
