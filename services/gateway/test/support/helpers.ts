@@ -90,6 +90,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     // a loaded CI it shed requests with 503 in tests about something else. The overload suites
     // set it.
     OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
+    // Likewise a Redis command's 250 ms: on a loaded CI a script call that waited its turn behind
+    // the test's other work timed out, and the replicas decided on their fallbacks (119 of 60
+    // admitted in a test of exact shared counts). The fault suites set their own.
+    REDIS_COMMAND_TIMEOUT_MS: '2000',
     ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
     ...options.env,
   });
