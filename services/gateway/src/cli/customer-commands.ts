@@ -1,15 +1,15 @@
 import type { Static } from 'typebox';
-import type { CustomerPageSchema, CustomerViewSchema } from '../admin/customer-schemas.js';
+import type { CustomerViewSchema } from '../admin/customer-schemas.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
-import { boundedInt, inFlagWords, limitsFrom, type Values } from './flags.js';
+import { inFlagWords, limitsFrom, type Values } from './flags.js';
 import { fields, jsonLine, printable, table, when } from './format.js';
 import { limitsText } from './key-text.js';
+import { type ListPage, pageQuery, printPages } from './pages.js';
 import { usageError } from './usage.js';
 
 /* `keys customers create|list|show|update|delete`: customers through the admin API. */
 
 type CustomerView = Static<typeof CustomerViewSchema>;
-type CustomerPage = Static<typeof CustomerPageSchema>;
 
 const customerPath = (id: string) => `/admin/customers/${encodeURIComponent(id)}`;
 
@@ -79,7 +79,7 @@ function showCustomer(c: CustomerView): string {
   ]);
 }
 
-function customersTable(page: CustomerPage): string {
+function customersTable(page: ListPage<CustomerView>, more: boolean): string {
   if (page.items.length === 0) return 'no customers\n';
   const rows = page.items.map((c) => [
     c.id,
@@ -88,24 +88,16 @@ function customersTable(page: CustomerPage): string {
     `${c.billing.anchorDay} ${c.billing.timeZone}`,
     printable(c.externalId ?? ''),
   ]);
-  const more = page.next ? `more: --after ${page.next}\n` : '';
-  return table(['ID', 'NAME', 'PLAN', 'BILLING', 'EXTERNAL ID'], rows) + more;
+  return table(['ID', 'NAME', 'PLAN', 'BILLING', 'EXTERNAL ID'], rows) + (more ? `more: --after ${page.next}\n` : '');
 }
 
 async function list(admin: AdminClient, values: Values): Promise<void> {
-  const query = new URLSearchParams();
-  for (const [flag, param] of [
+  const query = pageQuery('customers', values, [
     ['name', 'name'],
     ['plan', 'plan'],
     ['external-id', 'externalId'],
-    ['after', 'after'],
-  ] as const) {
-    const value = text(values, flag);
-    if (value !== undefined) query.set(param, value);
-  }
-  if (values.limit !== undefined) query.set('limit', String(boundedInt('customers', '--limit', values.limit, 500)));
-  const page = await admin.request<CustomerPage>('GET', `/admin/customers?${query}`).catch(refused);
-  print(values, page, customersTable(page));
+  ]);
+  await printPages(admin, '/admin/customers', query, values, customersTable, refused);
 }
 
 /** `customers <action> [ID]`: the action's own arguments are checked here. */

@@ -9,6 +9,7 @@ import { boundedInt, createRequest, FLAG_NAMES, graceFrom, inFlagWords, updateRe
 import { jsonLine, printable, when } from './format.js';
 import { type History, historyChart, type Top, topTable } from './history-text.js';
 import { type KeyView, keysTable, limitsText, showKey, showUsage, type Usage } from './key-text.js';
+import { pageQuery, printPages } from './pages.js';
 import { usageError } from './usage.js';
 
 /* Each command: through the admin API, or with --file on an API_KEYS_FILE; text or --json out. */
@@ -104,9 +105,22 @@ export async function rotate(id: string, values: Values): Promise<void> {
   );
 }
 
+/** `list`: a page of keys (or --all of them), filtered by the admin API's store. */
 export async function list(values: Values): Promise<void> {
-  const keys = await admin().request<KeyView[]>('GET', '/admin/keys');
-  print(values, keys, keysTable(keys));
+  const query = pageQuery('list', values, [
+    ['name', 'name'],
+    ['plan', 'plan'],
+    ['customer', 'customerId'],
+    ['prefix', 'prefix'],
+  ]);
+  await printPages<KeyView>(
+    admin(),
+    '/admin/keys',
+    query,
+    values,
+    (page, more) => keysTable(page.items) + (more ? `more: --after ${page.next}\n` : ''),
+    (err) => refused('list', err),
+  );
 }
 
 export async function show(id: string, values: Values): Promise<void> {

@@ -43,6 +43,8 @@ async function main(argv: string[]): Promise<void> {
       'time-zone': { type: 'string' },
       'external-id': { type: 'string' },
       after: { type: 'string' },
+      prefix: { type: 'string' },
+      all: { type: 'boolean' },
       'revoke-keys': { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },

@@ -6,10 +6,10 @@ import { billingPeriod } from '../../customers/billing-period.js';
 import { CustomerRuleError, checkNewCustomer, customerChanges } from '../../customers/customer-operations.js';
 import { type CustomerRecord, type CustomerStore, DuplicateCustomerError } from '../../customers/customer-store.js';
 import type { GatewayDeps } from '../../deps.js';
-import { BadCursorError } from '../../paging/page.js';
+import { BadCursorError, DEFAULT_PAGE_SIZE } from '../../paging/page.js';
 import { limitsFor } from '../../plans/plans.js';
 import { audit } from '../audit.js';
-import { checkKeysCanFollow, moveKeysToPlan, revokeKeysOf } from '../customer-keys.js';
+import { keysThatFollow, moveKeysToPlan, revokeKeysOf } from '../customer-keys.js';
 import {
   CreateCustomerSchema,
   CustomerIdParams,
@@ -102,7 +102,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
     async (request) => {
       const { limit, after, ...filter } = request.query;
       const page = await answering(() =>
-        store.list(filter, { limit: limit ?? 50, ...(after !== undefined ? { after } : {}) }),
+        store.list(filter, { limit: limit ?? DEFAULT_PAGE_SIZE, ...(after !== undefined ? { after } : {}) }),
       );
       return { items: page.items.map((record) => customerView(deps, record)), next: page.next };
     },
@@ -126,8 +126,10 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
     async (request) => {
       const current = await findCustomer(store, request.params.id);
       const changes = await answering(async () => customerChanges(deps.plans, current, request.body));
-      if (changes.plan !== undefined && changes.plan !== current.plan)
-        await checkKeysCanFollow(deps, current.id, changes.plan);
+      const followers =
+        changes.plan !== undefined && changes.plan !== current.plan
+          ? await keysThatFollow(deps, current.id, changes.plan)
+          : [];
       const updated = await answering(() => store.update(current.id, changes, new Date(deps.now())));
       // Deleted between the read and the write.
       if (!updated) throw new ApiError(404, 'not_found', `No customer with id ${clipped(current.id)}`);
@@ -136,7 +138,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
         changed: Object.keys(body).filter((field) => body[field as keyof typeof body] !== undefined),
         ...(body.plan !== undefined && body.plan !== current.plan ? { from: current.plan, to: body.plan } : {}),
       });
-      if (updated.plan !== current.plan) await moveKeysToPlan(deps, updated, request.log);
+      if (updated.plan !== current.plan) await moveKeysToPlan(deps, updated, followers, request.log);
       return customerView(deps, updated);
     },
   );
