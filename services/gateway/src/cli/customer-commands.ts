@@ -1,6 +1,9 @@
 import type { Static } from 'typebox';
 import type { CustomerViewSchema } from '../admin/customer-schemas.js';
+import { customerView } from '../admin/customer-view.js';
+import { type CustomerRequest, CustomerRuleError } from '../customers/customer-operations.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
+import { createCustomerInFile, localPlans } from './file-backend.js';
 import { inFlagWords, limitsFrom, type Values } from './flags.js';
 import { fields, jsonLine, printable, table, when } from './format.js';
 import { limitsText } from './key-text.js';
@@ -100,24 +103,45 @@ async function list(admin: AdminClient, values: Values): Promise<void> {
   await printPages(admin, '/admin/customers', query, values, customersTable, refused);
 }
 
+/** `customers create`: through the admin API, or with --file into an API_KEYS_FILE. */
+async function create(values: Values): Promise<void> {
+  const body = customerFields(values);
+  if (body.name === undefined || body.plan === undefined) {
+    throw usageError('customers', 'customers create needs --name and --plan');
+  }
+  let made: CustomerView;
+  if (typeof values.file === 'string') {
+    const plans = localPlans();
+    const record = await createCustomerInFile(values.file, plans, body as unknown as CustomerRequest).catch(
+      (err: unknown) => {
+        if (err instanceof CustomerRuleError) throw usageError('customers', inCustomerFlags(err.message));
+        throw err;
+      },
+    );
+    made = customerView({ plans, now: Date.now }, record);
+  } else {
+    made = await AdminClient.fromEnv(process.env)
+      .request<CustomerView>('POST', '/admin/customers', body)
+      .catch(refused);
+  }
+  const rolled = typeof values.file === 'string' ? `roll the gateway to load ${values.file}\n` : '';
+  print(values, made, `created ${made.id}\n${showCustomer(made)}${rolled}`);
+}
+
 /** `customers <action> [ID]`: the action's own arguments are checked here. */
 export async function customers(args: string[], values: Values): Promise<void> {
   const [action, id, ...extra] = args;
   if (extra.length > 0) throw usageError('customers', `unexpected argument "${extra[0]}"`);
+  if (typeof values.file === 'string' && action !== 'create') {
+    throw usageError('customers', `customers ${action} works through the admin API; with --file, only create`);
+  }
+  if (action === 'create') return create(values);
   const admin = AdminClient.fromEnv(process.env);
   const need = (): string => {
     if (!id) throw usageError('customers', `customers ${action} needs a customer id`);
     return id;
   };
   switch (action) {
-    case 'create': {
-      const body = customerFields(values);
-      if (body.name === undefined || body.plan === undefined) {
-        throw usageError('customers', 'customers create needs --name and --plan');
-      }
-      const made = await admin.request<CustomerView>('POST', '/admin/customers', body).catch(refused);
-      return print(values, made, `created ${made.id}\n${showCustomer(made)}`);
-    }
     case 'list':
       return list(admin, values);
     case 'show': {

@@ -1,7 +1,6 @@
 import type { Static } from 'typebox';
 import type { CreatedKeySchema, RotatedKeySchema } from '../admin/schemas.js';
 import { createdKey } from '../admin/shared.js';
-import { checkNewKey } from '../keys/key-operations.js';
 import { limitsFor, scopesFor } from '../plans/plans.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
 import { createInFile, localPlans, rotateInFile, updateInFile } from './file-backend.js';
@@ -37,9 +36,7 @@ export async function create(values: Values): Promise<void> {
   if (typeof values.file === 'string') {
     // The admin API checks against the gateway's plans; a file against PLANS_FILE's, here.
     const plans = localPlans();
-    // createRequest refuses --customer with --file, so a plan was given; '' would be refused by name.
-    const key = checkNewKey(plans, { ...request, plan: request.plan ?? '' }, Date.now(), FLAG_NAMES);
-    const { key: secret, record } = await createInFile(values.file, plans, key);
+    const { key: secret, record } = await createInFile(values.file, plans, request);
     out = createdKey({ plans }, record, secret);
   } else {
     out = await admin()

@@ -4,9 +4,10 @@ import type { CustomerRecord, CustomerStore } from './customer-store.js';
 /**
  * What a key of a customer may be: on its customer's plan (the plan sits on the customer), with
  * own limits, if any, no looser than the customer's in force on any window both have. A window
- * the customer lacks is always tighter than none. Scopes and addresses stay per key.
+ * the customer lacks is always tighter than none. Scopes and addresses stay per key. The admin
+ * API and the CLI reach it through keyOwnership; a keys file's keys are checked with it as loaded.
  */
-function keyOfCustomerProblem(
+export function keyOfCustomerProblem(
   plans: PlanBook,
   customer: CustomerRecord,
   key: { plan?: string | undefined; limits?: Limits | undefined },

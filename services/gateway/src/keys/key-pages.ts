@@ -1,4 +1,4 @@
-import { compareByCreation, encodeCursor, type Page, type PageRequest, pageOf } from '../paging/page.js';
+import { mergedPage, type Page, type PageRequest, pageOf } from '../paging/page.js';
 import { type KeyFilter, type KeyRecord, type KeyStore, keyMatches } from './key-store.js';
 
 /** A key as a list shows it: the record, and whether API_KEYS_FILE or the store holds it. */
@@ -9,9 +9,7 @@ export interface ListedKey {
 
 /**
  * A page of every key the gateway knows: API_KEYS_FILE's (in memory, filtered here) and the
- * store's (filtered in the store), merged in list order. Both are cut after the same cursor and
- * at the same size, so the first `limit` of the two together are the page, whichever side they
- * come from, and the cursor of its last item resumes both.
+ * store's (filtered in the store), merged in list order (mergedPage).
  */
 export async function pageOfKeys(
   store: Pick<KeyStore, 'page'>,
@@ -25,12 +23,9 @@ export async function pageOfKeys(
     request,
   );
   const fromStore = await store.page(filter, request);
-  const merged: ListedKey[] = [
-    ...fromFile.items.map((record) => ({ record, source: 'file' as const })),
-    ...fromStore.items.map((record) => ({ record, source: 'store' as const })),
-  ].sort((a, b) => compareByCreation(a.record, b.record));
-  const items = merged.slice(0, request.limit);
-  const more = merged.length > request.limit || fromFile.next !== null || fromStore.next !== null;
-  const last = items.at(-1);
-  return { items, next: more && last ? encodeCursor(last.record) : null };
+  const tagged = (page: Page<KeyRecord>, source: ListedKey['source']): Page<ListedKey> => ({
+    items: page.items.map((record) => ({ record, source })),
+    next: page.next,
+  });
+  return mergedPage([tagged(fromFile, 'file'), tagged(fromStore, 'store')], request.limit, (item) => item.record);
 }

@@ -60,7 +60,7 @@ export function decodeCursor(cursor: string): Position {
 }
 
 /** Newest first; equal creation times by id, descending, so the order is total. */
-export function compareByCreation(a: Position, b: Position): number {
+function compareByCreation(a: Position, b: Position): number {
   const byTime = Date.parse(b.createdAt) - Date.parse(a.createdAt);
   if (byTime !== 0) return byTime;
   return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
@@ -82,6 +82,23 @@ export function pageOf<T extends Position>(all: Iterable<T>, request: PageReques
   const items = rest.slice(0, request.limit);
   const last = items.at(-1);
   return { items, next: rest.length > request.limit && last ? encodeCursor(last) : null };
+}
+
+/**
+ * One page from pages of two sources cut after the same cursor at the same size (API_KEYS_FILE's
+ * records and a store's): the first `limit` of them together in list order, whichever source they
+ * come from, and the cursor of the last one, which resumes both.
+ */
+export function mergedPage<T>(
+  pages: ReadonlyArray<Page<T>>,
+  limit: number,
+  positionOf: (item: T) => Position,
+): Page<T> {
+  const merged = pages.flatMap((page) => page.items).sort((a, b) => compareByCreation(positionOf(a), positionOf(b)));
+  const items = merged.slice(0, limit);
+  const more = merged.length > limit || pages.some((page) => page.next !== null);
+  const last = items.at(-1);
+  return { items, next: more && last !== undefined ? encodeCursor(positionOf(last)) : null };
 }
 
 /** A regular expression that matches text starting with `text` as typed (`a.c` is no pattern). */

@@ -76,7 +76,7 @@ describe('parseKeysFile', () => {
       ]),
       'keys.json',
       DEFAULT_PLANS,
-    );
+    ).keys;
     expect(entry).toStrictEqual({
       id: 'key_a',
       name: 'key_a',
@@ -203,7 +203,7 @@ describe('parseKeysFile', () => {
         JSON.stringify([{ id: 'key_a', plan: 'free', sha256: HASH_A, expiresAt }]),
         'k.json',
         DEFAULT_PLANS,
-      );
+      ).keys;
       expect(entry?.expiresAt, expiresAt).toBe(iso);
     }
   });
@@ -297,7 +297,7 @@ describe('toKeyRecord', () => {
       JSON.stringify([{ id: 'key_a', plan: 'business', sha256: HASH_A }]),
       'keys.json',
       DEFAULT_PLANS,
-    );
+    ).keys;
     const record = toKeyRecord(entry as NonNullable<typeof entry>, new Date('2025-03-04T05:06:07.000Z'));
     expect(record).toStrictEqual({
       id: 'key_a',
@@ -394,7 +394,7 @@ describe('API_KEYS_FILE on disk', () => {
       sha256: hashApiKey(`writer ${i}`),
     }));
     await Promise.all(entries.map((entry) => appendToKeysFile(path, DEFAULT_PLANS, entry)));
-    const written = parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS);
+    const written = parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS).keys;
     expect(written.map((e) => e.id).sort()).toEqual(entries.map((e) => e.id).sort());
   });
 
