@@ -4,7 +4,7 @@ import { createdKey } from '../admin/shared.js';
 import { limitsFor, scopesFor } from '../plans/plans.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
 import { createInFile, localPlans, rotateInFile, updateInFile } from './file-backend.js';
-import { boundedInt, createRequest, FLAG_NAMES, graceFrom, inFlagWords, updateRequest, type Values } from './flags.js';
+import { boundedInt, createRequest, graceFrom, inFlagWords, updateRequest, type Values } from './flags.js';
 import { jsonLine, printable, when } from './format.js';
 import { type History, historyChart, type Top, topTable } from './history-text.js';
 import { type KeyView, keysTable, limitsText, showKey, showUsage, type Usage } from './key-text.js';

@@ -4,7 +4,6 @@ import { Type } from 'typebox';
 import { CustomerRuleError, checkNewCustomer, customerChanges } from '../../customers/customer-operations.js';
 import { type CustomerRecord, type CustomerStore, DuplicateCustomerError } from '../../customers/customer-store.js';
 import { FileCustomerError, FileCustomers } from '../../customers/file-customers.js';
-import type { GatewayDeps } from '../../deps.js';
 import { BadCursorError, DEFAULT_PAGE_SIZE } from '../../paging/page.js';
 import { audit } from '../audit.js';
 import { keysThatFollow, moveKeysToPlan, revokeKeysOf } from '../customer-keys.js';
