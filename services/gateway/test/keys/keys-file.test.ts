@@ -38,7 +38,7 @@ describe('parseKeysFile', () => {
       ]),
       'keys.json',
       DEFAULT_PLANS,
-    );
+    ).keys;
     expect(entries).toStrictEqual([
       { id: 'key_a', name: 'Team A', plan: 'free', sha256: HASH_A },
       { id: 'key_b', name: 'key_b', plan: 'enterprise', limits: { perMinute: 5, perDay: 50 }, sha256: HASH_B },
@@ -46,15 +46,24 @@ describe('parseKeysFile', () => {
   });
 
   it('reads an empty array', () => {
-    expect(parseKeysFile('[]', 'keys.json', DEFAULT_PLANS)).toEqual([]);
+    expect(parseKeysFile('[]', 'keys.json', DEFAULT_PLANS)).toEqual({ keys: [], customers: [] });
   });
 
   it('refuses text that is not JSON, naming the file', () => {
     expect(problemsOf('[{"id": ')).toMatch(/^keys\.json is not valid JSON/);
   });
 
-  it.each([[{}], ['"keys"'], [null], [42]])('refuses %j: the file must hold an array', (data) => {
-    expect(problemsOf(data)).toMatch(/keys\.json must hold a JSON array/);
+  it.each([['"keys"'], [null], [42]])('refuses %j: the file must hold an array or { keys, customers }', (data) => {
+    expect(problemsOf(data)).toMatch(/keys\.json must hold a JSON array of key records, or \{ "keys"/);
+  });
+
+  it.each([
+    [{}, /keys must be an array/],
+    [{ keys: {} }, /keys must be an array/],
+    [{ keys: [], customers: {} }, /customers must be an array/],
+    [{ keys: [], users: [] }, /unknown field "users"/],
+  ])('refuses %j, naming what is wrong', (data, message) => {
+    expect(problemsOf(data)).toMatch(message);
   });
 
   it('refuses entries that are not objects, without crashing on null', () => {
@@ -179,7 +188,7 @@ describe('parseKeysFile', () => {
       ]),
       'keys.json',
       DEFAULT_PLANS,
-    );
+    ).keys;
     expect(entries).toStrictEqual([
       {
         id: 'key_a',
@@ -329,7 +338,7 @@ describe('API_KEYS_FILE on disk', () => {
       sha256: HASH_B,
     });
     const text = await readFile(path, 'utf8');
-    expect(parseKeysFile(text, path, DEFAULT_PLANS)).toStrictEqual([
+    expect(parseKeysFile(text, path, DEFAULT_PLANS).keys).toStrictEqual([
       { id: 'key_a', name: 'A', plan: 'free', sha256: HASH_A },
       { id: 'key_b', name: 'B', plan: 'enterprise', limits: { perMinute: 1, perDay: 1 }, sha256: HASH_B },
     ]);
@@ -369,7 +378,7 @@ describe('API_KEYS_FILE on disk', () => {
       plan: 'business',
     }));
     expect(updated).toStrictEqual({ ...entryA, plan: 'business' });
-    expect(parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS)).toStrictEqual([
+    expect(parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS).keys).toStrictEqual([
       { ...entryA, plan: 'business' },
       entryB,
     ]);
@@ -404,7 +413,7 @@ describe('API_KEYS_FILE on disk', () => {
     const long = new Date(Date.now() - 60_000);
     await utimes(`${path}.lock`, long, long);
     await appendToKeysFile(path, DEFAULT_PLANS, entryA);
-    expect(parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS)).toStrictEqual([entryA]);
+    expect(parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS).keys).toStrictEqual([entryA]);
     expect(existsSync(`${path}.lock`)).toBe(false);
   });
 
