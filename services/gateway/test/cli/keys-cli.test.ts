@@ -602,6 +602,33 @@ describe('keys CLI lifecycle commands through the admin API', () => {
 
   const call = (key: string) => gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
 
+  // Six CLI runs, each a Node start.
+  it('list pages: --limit and --after, --all to walk them, filters by name, plan and customer', async () => {
+    const tag = `pager${Date.now()}`;
+    for (const plan of ['free', 'pro', 'free']) {
+      oneJsonLine(await cli(['create', '--plan', plan, '--name', `${tag} ${plan}`, '--json'], env));
+    }
+    const first = await cli(['list', '--name', tag, '--limit', '2'], env);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout.match(/^key_/gm)).toHaveLength(2);
+    const cursor = /^more: --after (\S+)$/m.exec(first.stdout)?.[1] as string;
+    const second = JSON.parse(
+      (await cli(['list', '--name', tag, '--limit', '2', '--after', cursor, '--json'], env)).stdout,
+    );
+    expect(second).toMatchObject({ items: [{ name: `${tag} free` }], next: null });
+    const all = await cli(['list', '--name', tag.toUpperCase(), '--limit', '1', '--all', '--json'], env);
+    expect(all.code, all.stderr).toBe(0);
+    const names = all.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line).name);
+    expect(names).toEqual([`${tag} free`, `${tag} pro`, `${tag} free`]);
+    const pro = JSON.parse((await cli(['list', '--name', tag, '--plan', 'pro', '--json'], env)).stdout);
+    expect(pro.items.map((k: { name: string }) => k.name)).toEqual([`${tag} pro`]);
+    const none = await cli(['list', '--customer', 'cus_nobody'], env);
+    expect(none.stdout).toBe('no keys\n');
+  });
+
   // Several CLI runs, each a Node start.
   it('create --expires-at, update --plan (counts carry over), usage, rotate: text for people, JSON with --json', {
     timeout: 60_000,
