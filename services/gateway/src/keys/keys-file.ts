@@ -81,12 +81,12 @@ function entryProblem(plans: PlanBook, entry: unknown, index: number): string | 
 
 /** The keys and customers of the file's JSON, or why its shape is neither form. */
 function fileParts(data: unknown): { keys: unknown[]; customers: unknown } | string {
+  const shape = 'must hold a JSON array of key records, or { "keys": [...], "customers": [...] }';
   if (Array.isArray(data)) return { keys: data, customers: [] };
-  if (typeof data !== 'object' || data === null)
-    return 'must hold a JSON array of key records, or { "keys": [...], "customers": [...] }';
+  if (typeof data !== 'object' || data === null) return shape;
   const { keys, customers = [], ...rest } = data as Record<string, unknown>;
   const unknown = Object.keys(rest);
-  if (unknown.length > 0) return `has unknown field ${JSON.stringify(unknown[0])} (keys and customers only)`;
+  if (unknown.length > 0) return `${shape}: unknown field ${JSON.stringify(unknown[0])}`;
   if (!Array.isArray(keys)) return 'keys must be an array of key records';
   return { keys, customers };
 }
