@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import type { CustomerViewSchema } from '../admin/customer-schemas.js';
 import { customerView } from '../admin/customer-view.js';
-import { type CustomerRequest, CustomerRuleError } from '../customers/customer-operations.js';
+import { type CustomerRequest, CustomerRuleError, type CustomerUpdate } from '../customers/customer-operations.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
 import { createCustomerInFile, localPlans } from './file-backend.js';
 import { inFlagWords, limitsFrom, type Values } from './flags.js';
@@ -53,7 +53,7 @@ function billingFrom(values: Values): { anchorDay?: number; timeZone?: string } 
 }
 
 /** The fields create and update share, as given on the command line. */
-function customerFields(values: Values): Record<string, unknown> {
+function customerFields(values: Values): CustomerUpdate {
   const limits = limitsFrom('customers', values);
   const billing = billingFrom(values);
   const externalId = text(values, 'external-id');
@@ -105,23 +105,29 @@ async function list(admin: AdminClient, values: Values): Promise<void> {
 
 /** `customers create`: through the admin API, or with --file into an API_KEYS_FILE. */
 async function create(values: Values): Promise<void> {
-  const body = customerFields(values);
-  if (body.name === undefined || body.plan === undefined) {
+  // The flags set no metadata; limits and externalId are never null here (no --plan-limits on create).
+  const { name, plan, limits, externalId, billing } = customerFields(values);
+  if (name === undefined || plan === undefined) {
     throw usageError('customers', 'customers create needs --name and --plan');
   }
+  const request: CustomerRequest = {
+    ...(billing ? { billing } : {}),
+    name,
+    plan,
+    ...(limits ? { limits } : {}),
+    ...(typeof externalId === 'string' ? { externalId } : {}),
+  };
   let made: CustomerView;
   if (typeof values.file === 'string') {
     const plans = localPlans();
-    const record = await createCustomerInFile(values.file, plans, body as unknown as CustomerRequest).catch(
-      (err: unknown) => {
-        if (err instanceof CustomerRuleError) throw usageError('customers', inCustomerFlags(err.message));
-        throw err;
-      },
-    );
+    const record = await createCustomerInFile(values.file, plans, request).catch((err: unknown) => {
+      if (err instanceof CustomerRuleError) throw usageError('customers', inCustomerFlags(err.message));
+      throw err;
+    });
     made = customerView({ plans, now: Date.now }, record);
   } else {
     made = await AdminClient.fromEnv(process.env)
-      .request<CustomerView>('POST', '/admin/customers', body)
+      .request<CustomerView>('POST', '/admin/customers', request)
       .catch(refused);
   }
   const rolled = typeof values.file === 'string' ? `roll the gateway to load ${values.file}\n` : '';
