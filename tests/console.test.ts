@@ -583,6 +583,23 @@ describe('the console (/console on the admin listener)', () => {
     }
   });
 
+  it('shows the keys a page at a time, and the next page with More', { timeout: 60_000 }, async () => {
+    // More than one page (100) of keys, however many the other tests made.
+    for (let i = 0; i < 101; i++)
+      expect((await adminCall('POST', '/admin/keys', { plan: 'free', name: `pager ${i}` })).status).toBe(201);
+    const { context, page } = await signedIn();
+    await page.goto(`${consoleUrl}#/keys`);
+    const rows = page.getByTestId('keys-table').locator('tbody tr');
+    await expect.poll(() => rows.count()).toBe(100);
+    // Newest first: the last key made heads the first page.
+    expect(await rows.first().textContent()).toContain('pager 100');
+    expect(await page.getByText(/^100 of 100 loaded keys$/).count()).toBe(1);
+    await page.getByRole('button', { name: 'More' }).click();
+    await expect.poll(() => rows.count()).toBeGreaterThan(100);
+    expect(await page.getByText('pager 0', { exact: true }).count()).toBe(1);
+    await context.close();
+  });
+
   it('serves its files without the token and nothing else: the admin API still wants it', async () => {
     const base = consoleUrl.replace('/console', '');
     for (const path of [

@@ -288,7 +288,11 @@ describe('a create while Redis is frozen', () => {
     expect(retried.status, retried.body).toBe(201);
     const created = JSON.parse(retried.body) as { id: string; key: string };
     expect(created.key).toMatch(/^ask_/);
-    const listed = JSON.parse((await stack.call('GET', '/admin/keys')).body) as Array<{ id: string; name: string }>;
+    const listed = (
+      JSON.parse((await stack.call('GET', '/admin/keys?name=retried')).body) as {
+        items: Array<{ id: string; name: string }>;
+      }
+    ).items;
     expect(listed.filter((k) => k.name === 'retried').map((k) => k.id)).toEqual([created.id]);
     expect((await stack.call('DELETE', `/admin/keys/${created.id}`)).status).toBe(204);
     await stack.auditLogged('revoke');

@@ -957,7 +957,7 @@ describe('names with control or bidirectional-override characters', () => {
   });
 
   it.each(refused)('admin POST /admin/keys with %s in name → 400, no key made', async (_label, name) => {
-    const before = (await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) })).json().length;
+    const before = (await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) })).json().items.length;
     const res = await gw.admin.inject({
       method: 'POST',
       url: '/admin/keys',
@@ -966,7 +966,9 @@ describe('names with control or bidirectional-override characters', () => {
     });
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json()).toEqual({ code: 'invalid_request', message: `body.${RULE}`, status: 400 });
-    expect((await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) })).json()).toHaveLength(before);
+    expect((await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) })).json().items).toHaveLength(
+      before,
+    );
   });
 
   it.each(refused)('admin PATCH /admin/keys/:id with %s in name → 400, name unchanged', async (_label, name) => {

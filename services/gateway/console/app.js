@@ -55,11 +55,14 @@ function Overview() {
     15_000,
     [],
   );
-  const [keys] = usePolled(
-    () => /** @type {Promise<import('./types.js').KeyView[]>} */ (api('GET', '/admin/keys')),
+  // Bans are looked for among the newest live keys (one page): the list is paged, and a ban is
+  // short-lived, so an older key's shows on its own page.
+  const [livePage] = usePolled(
+    () => /** @type {Promise<import('./types.js').KeyPage>} */ (api('GET', '/admin/keys?revoked=false&limit=500')),
     15_000,
     [],
   );
+  const keys = livePage?.items ?? null;
   // Requests per minute by plan: the last hour's counts, moving as the polls go.
   const [hourly] = usePolled(
     () => /** @type {Promise<import('./types.js').Top>} */ (api('GET', '/admin/usage?window=1h&limit=1')),
@@ -89,7 +92,7 @@ function Overview() {
       <div class="card"><span class="label">Refused, 24 h</span><span class="value">${totals?.refused ?? '…'}</span>
         ${refused !== null ? html`<span class="detail">${refused} % of requests</span>` : null}
       </div>
-      <div class="card"><span class="label">Banned now</span><span class="value" data-testid="banned-now">${keys ? banned.length : '…'}</span></div>
+      <div class="card"><span class="label">${livePage?.next ? 'Banned now, newest 500 live keys' : 'Banned now'}</span><span class="value" data-testid="banned-now">${keys ? banned.length : '…'}</span></div>
       <div class="card"><span class="label">Active keys, 24 h</span><span class="value">${totals?.keys ?? '…'}</span></div>
     </div>
     <h2>Requests per minute by plan (this hour)</h2>

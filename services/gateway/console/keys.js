@@ -87,12 +87,35 @@ function CreateKey({ plans, onCreated }) {
     }`;
 }
 
+/** Keys a page asks the admin API for at a time. */
+const PAGE_SIZE = 100;
+
+/**
+ * The first `pages` pages of keys, newest first, each read after the one before it, so a reload
+ * (the poll) shows the same span without gaps however many keys were made meanwhile; `more` says
+ * whether another page follows.
+ */
+async function firstPages(pages) {
+  /** @type {import('./types.js').KeyView[]} */
+  const keys = [];
+  /** @type {string | null} */
+  let next = null;
+  for (let i = 0; i < pages; i++) {
+    const after = next === null ? '' : `&after=${encodeURIComponent(next)}`;
+    const page = /** @type {import('./types.js').KeyPage} */ (
+      await api('GET', `/admin/keys?limit=${PAGE_SIZE}${after}`)
+    );
+    keys.push(...page.items);
+    next = page.next;
+    if (next === null) break;
+  }
+  return { keys, more: next !== null };
+}
+
 export function Keys() {
-  const [keys, error, reload] = usePolled(
-    () => /** @type {Promise<import('./types.js').KeyView[]>} */ (api('GET', '/admin/keys')),
-    30_000,
-    [],
-  );
+  const [pages, setPages] = useState(1);
+  const [listed, error, reload] = usePolled(() => firstPages(pages), 30_000, [pages]);
+  const keys = listed?.keys ?? null;
   const [plans] = usePolled(
     () => /** @type {Promise<import('./types.js').Plans>} */ (api('GET', '/admin/plans')),
     0,
@@ -129,7 +152,7 @@ export function Keys() {
         <option value="">any</option><option>active</option><option>banned</option><option>expired</option><option>revoked</option>
       </select>
     </div>
-    <p class="count" aria-live="polite">${keys ? `${shown.length} of ${keys.length} ${keys.length === 1 ? 'key' : 'keys'}` : 'Loading…'}</p>
+    <p class="count" aria-live="polite">${keys ? `${shown.length} of ${keys.length}${listed?.more ? ' loaded' : ''} ${keys.length === 1 ? 'key' : 'keys'}` : 'Loading…'}</p>
     <${DataTable} label="Keys" testid="keys-table" columns=${['key', 'name', 'plan', 'status', 'expires', 'banned until']}
       rows=${shown.map((k) => [
         html`<a href=${`#/keys/${k.id}`}>${k.id}</a>`,
@@ -139,6 +162,7 @@ export function Keys() {
         when(k.expiresAt),
         when(k.bannedUntil),
       ])} />
+    ${listed?.more ? html`<button type="button" onClick=${() => setPages((n) => n + 1)}>More</button>` : null}
   </section>`;
 }
 

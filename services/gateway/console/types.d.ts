@@ -4,6 +4,7 @@
 import type {
   CreatedKeySchema,
   HistorySchema,
+  KeyPageSchema,
   KeyViewSchema,
   PlansSchema,
   RotatedKeySchema,
@@ -19,6 +20,7 @@ import type {
 import type { Static } from 'typebox';
 
 export type KeyView = Static<typeof KeyViewSchema>;
+export type KeyPage = Static<typeof KeyPageSchema>;
 export type CreatedKey = Static<typeof CreatedKeySchema>;
 export type RotatedKey = Static<typeof RotatedKeySchema>;
 export type Usage = Static<typeof UsageSchema>;

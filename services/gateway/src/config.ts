@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { type Env, EnvReader, LOG_LEVELS } from '@animal-store/common/env.js';
 import { type OverloadConfig, readOverloadConfig } from '@animal-store/common/overload.js';
 import type { FastifyServerOptions } from 'fastify';
-import { type KeyFileEntry, keysFileEntries } from './keys/keys-file.js';
+import { type KeysFile, keysFileContents } from './keys/keys-file.js';
 import type { FailureMode } from './limits/guarded-limiter.js';
 import type { BanPolicy } from './limits/key-limiter.js';
 import { DEFAULT_PLANS, type PlanBook } from './plans/plans.js';
@@ -31,8 +31,10 @@ export interface GatewayConfig {
   ban: BanPolicy;
   anonPerMinute: number;
   apiKeysFile: string | undefined;
-  /** API_KEYS_FILE's entries, read and checked at start with every other setting. */
-  apiKeys: KeyFileEntry[];
+  /** API_KEYS_FILE's keys, read and checked at start with every other setting. */
+  apiKeys: KeysFile['keys'];
+  /** API_KEYS_FILE's customers (its `customers`), loaded in front of the customer store. */
+  apiKeyCustomers: KeysFile['customers'];
   logLevel: string;
   /** Longest a client may take to send a whole request (headers and body); 408 after it. */
   requestTimeoutMs: number;
@@ -80,21 +82,22 @@ function parsePlans(r: EnvReader): PlanBook {
   return parsed;
 }
 
-/** API_KEYS_FILE (JSON, see keys/keys-file.ts): its keys, every problem in the file listed. */
-function parseApiKeysFile(r: EnvReader, plans: PlanBook): KeyFileEntry[] {
+/** API_KEYS_FILE (JSON, see keys/keys-file.ts): its keys and customers, every problem in the file listed. */
+function parseApiKeysFile(r: EnvReader, plans: PlanBook): KeysFile {
+  const none: KeysFile = { keys: [], customers: [] };
   const file = r.string('API_KEYS_FILE');
-  if (file === undefined) return [];
+  if (file === undefined) return none;
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     r.problems.push(`API_KEYS_FILE=${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-    return [];
+    return none;
   }
-  const entries = keysFileEntries(text, `API_KEYS_FILE=${file}`, plans);
-  if (!('problems' in entries)) return entries;
-  r.problems.push(...entries.problems);
-  return [];
+  const contents = keysFileContents(text, `API_KEYS_FILE=${file}`, plans);
+  if (!('problems' in contents)) return contents;
+  r.problems.push(...contents.problems);
+  return none;
 }
 
 /** CORS_ORIGINS: comma-separated origins, each exactly as a browser sends it (scheme://host[:port]). */
@@ -318,6 +321,7 @@ export function loadConfig(env: Env): GatewayConfig {
   }
   // Keys name plans: the file's keys are checked against the plans in force.
   const plans = parsePlans(r);
+  const keysFile = parseApiKeysFile(r, plans);
   const config: GatewayConfig = {
     production,
     host: r.string('HOST', '0.0.0.0'),
@@ -335,7 +339,8 @@ export function loadConfig(env: Env): GatewayConfig {
     ban: parseBanPolicy(r),
     anonPerMinute: r.int('ANON_PER_MINUTE', 60, 1, 1_000_000),
     apiKeysFile: r.string('API_KEYS_FILE'),
-    apiKeys: parseApiKeysFile(r, plans),
+    apiKeys: keysFile.keys,
+    apiKeyCustomers: keysFile.customers,
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     requestTimeoutMs: r.int('REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
     upstreamTimeoutMs: r.int('UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000),

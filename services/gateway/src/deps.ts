@@ -4,7 +4,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config.js';
-import type { CustomerStore } from './customers/customer-store.js';
+import type { CustomerRecord, CustomerStore } from './customers/customer-store.js';
+import { toCustomerRecord } from './customers/customers-file.js';
+import { FileCustomers } from './customers/file-customers.js';
 import { MemoryCustomerStore } from './customers/memory-customer-store.js';
 import { MongoCustomerStore } from './customers/mongo-customer-store.js';
 import { type IdempotencyStore, MemoryIdempotencyStore } from './idempotency/idempotency-store.js';
@@ -70,13 +72,20 @@ export interface GatewayDeps {
 
 type LogStream = { write(line: string): void };
 
-/** The customer store: the one given, else beside the keys in MongoDB, else in memory. */
-async function customerStoreFor(clients: GatewayClients): Promise<CustomerStore> {
-  if (clients.customerStore) return clients.customerStore;
-  if (!clients.keysDb) return new MemoryCustomerStore();
-  const store = new MongoCustomerStore(clients.keysDb);
-  await store.init();
-  return store;
+/**
+ * The customer store: the one given, else beside the keys in MongoDB, else in memory; with
+ * API_KEYS_FILE's customers read-only in front of it when the file has some.
+ */
+async function customerStoreFor(clients: GatewayClients, fromFile: readonly CustomerRecord[]): Promise<CustomerStore> {
+  let store: CustomerStore;
+  if (clients.customerStore) store = clients.customerStore;
+  else if (!clients.keysDb) store = new MemoryCustomerStore();
+  else {
+    const mongoStore = new MongoCustomerStore(clients.keysDb);
+    await mongoStore.init();
+    store = mongoStore;
+  }
+  return fromFile.length > 0 ? new FileCustomers(store, fromFile) : store;
 }
 
 /** Builds every collaborator of the gateway from its config and clients: the one composition root. */
@@ -143,7 +152,10 @@ export async function createDeps(
     registry,
     metrics,
     keyStore,
-    customerStore: await customerStoreFor(clients),
+    customerStore: await customerStoreFor(
+      clients,
+      config.apiKeyCustomers.map((e) => toCustomerRecord(e, loadedAt)),
+    ),
     keyResolver,
     limiter,
     history,
@@ -153,7 +165,7 @@ export async function createDeps(
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
     now,
     backends: {
-      keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}`,
+      keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}${config.apiKeyCustomers.length ? ` + ${config.apiKeyCustomers.length} customers from it` : ''}`,
       limiter: redis
         ? `redis ${config.redis?.mode ?? ''} (failure mode ${config.failureMode})`
         : 'memory (embedded: limits are per process)',

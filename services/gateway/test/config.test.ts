@@ -83,6 +83,7 @@ describe('loadConfig defaults', () => {
       anonPerMinute: 10,
       apiKeysFile: keysFile,
       apiKeys: [{ id: 'key_file', name: 'key_file', plan: 'pro', sha256 }],
+      apiKeyCustomers: [],
     });
   });
 

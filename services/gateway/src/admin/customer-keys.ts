@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import { updateKey } from '../keys/key-operations.js';
+import type { KeyRecord } from '../keys/key-store.js';
 import { limitsAfterChange, planProblem } from '../plans/plans.js';
 import { announceKeyChange } from '../replicas/key-sync.js';
 import { audit } from './audit.js';
@@ -11,22 +12,33 @@ import { audit } from './audit.js';
 
 type Deps = Pick<GatewayDeps, 'plans' | 'keyStore' | 'keyResolver' | 'events' | 'metrics' | 'webhooks' | 'now'>;
 
-/** Refuses a plan change one of the customer's keys could not make (a plan without windows, say). */
-export async function checkKeysCanFollow(deps: Deps, customerId: string, plan: string): Promise<void> {
-  for (const key of await deps.keyStore.liveKeysOf(customerId)) {
+/**
+ * The customer's live keys that a plan change takes along, read once for the check and the move;
+ * refused (409) when one of them could not make it (a plan without windows, say).
+ */
+export async function keysThatFollow(deps: Deps, customerId: string, plan: string): Promise<KeyRecord[]> {
+  const keys = await deps.keyStore.liveKeysOf(customerId);
+  for (const key of keys) {
     const limits = limitsAfterChange(deps.plans, key.plan, plan, undefined, key.limits);
     const problem = planProblem(deps.plans, plan, limits);
     if (problem)
       throw new ApiError(409, 'conflict', `Key ${key.id} of this customer cannot move to ${plan}: ${problem}`);
   }
+  return keys;
 }
 
 /**
- * A customer's keys follow it to its new plan (the plan sits on the customer), each as a plan
- * change of its own: audited, announced to the replicas, own limits replaced by the plan's.
+ * A customer's keys (keysThatFollow's) follow it to its new plan (the plan sits on the customer),
+ * each as a plan change of its own: audited, announced to the replicas, own limits replaced by the
+ * plan's.
  */
-export async function moveKeysToPlan(deps: Deps, customer: CustomerRecord, log: FastifyBaseLogger): Promise<void> {
-  for (const key of await deps.keyStore.liveKeysOf(customer.id)) {
+export async function moveKeysToPlan(
+  deps: Deps,
+  customer: CustomerRecord,
+  keys: readonly KeyRecord[],
+  log: FastifyBaseLogger,
+): Promise<void> {
+  for (const key of keys) {
     if (key.plan === customer.plan) continue;
     const moved = await updateKey(deps.plans, deps.keyStore, key, { plan: customer.plan }, deps.now());
     if (!moved) continue; // revoked meanwhile

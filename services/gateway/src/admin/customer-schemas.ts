@@ -1,8 +1,7 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
 import { MAX_ANCHOR_DAY } from '../customers/billing-period.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../paging/page.js';
-import { LimitsSchema, NameSchema, PlanSchema, Timestamp } from './schemas.js';
+import { LimitsSchema, NameSchema, PageQueryFields, PlanSchema, Timestamp } from './schemas.js';
 
 /** The id the business knows the customer by: visible ASCII, as Stripe's and most CRMs' ids are. */
 const ExternalIdSchema = Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7e]+$' });
@@ -77,8 +76,7 @@ export const CustomerListQuery = Type.Object(
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     plan: Type.Optional(PlanSchema),
     externalId: Type.Optional(ExternalIdSchema),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
-    after: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    ...PageQueryFields,
   },
   { additionalProperties: false },
 );

@@ -2,6 +2,7 @@ import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
 import { MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import { perField, perName } from '../limits/windows.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../paging/page.js';
 import { ALGORITHMS, SCOPES, type Scope } from '../plans/plans.js';
 
 /** A plan in force (PLANS_FILE decides which; planProblem says which when it is not one). */
@@ -92,6 +93,35 @@ export const KeyViewSchema = Type.Object({
   revokedAt: Type.Optional(Timestamp),
   bannedUntil: Type.Optional(Timestamp),
 });
+
+/** A page of keys, newest first (GET /admin/keys). */
+export const KeyPageSchema = Type.Object({
+  items: Type.Array(KeyViewSchema),
+  /** Pass as `after` for the next page; null on the last. */
+  next: Type.Union([Type.String(), Type.Null()]),
+});
+
+/** Page size and cursor, as GET /admin/customers takes them. */
+export const PageQueryFields = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
+  after: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+};
+
+/** What GET /admin/keys narrows to, each answered by the store on an index. */
+export const KeyListQuery = Type.Object(
+  {
+    /** Names starting with this, any case. */
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    /** Keys whose shown prefix (`ask_` and 6 characters) starts with this. */
+    prefix: Type.Optional(Type.String({ minLength: 1, maxLength: 10, pattern: '^[0-9A-Za-z_]+$' })),
+    plan: Type.Optional(PlanSchema),
+    customerId: Type.Optional(CustomerRef),
+    /** true: revoked keys only; false: live keys only; absent: both. */
+    revoked: Type.Optional(Type.Boolean()),
+    ...PageQueryFields,
+  },
+  { additionalProperties: false },
+);
 
 const WindowUsageSchema = Type.Object({
   limit: Type.Integer(),

@@ -1,17 +1,20 @@
 import type { Static } from 'typebox';
 import type { CustomerHistorySchema } from '../admin/customer-history-schemas.js';
-import type { CustomerPageSchema, CustomerViewSchema } from '../admin/customer-schemas.js';
+import type { CustomerViewSchema } from '../admin/customer-schemas.js';
+import { customerView } from '../admin/customer-view.js';
+import { type CustomerRequest, CustomerRuleError, type CustomerUpdate } from '../customers/customer-operations.js';
 import { toCsv } from '../usage/reports.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
-import { boundedInt, inFlagWords, limitsFrom, type Values } from './flags.js';
+import { createCustomerInFile, localPlans } from './file-backend.js';
+import { inFlagWords, limitsFrom, type Values } from './flags.js';
 import { fields, jsonLine, printable, table, when } from './format.js';
 import { limitsText } from './key-text.js';
+import { type ListPage, pageQuery, printPages } from './pages.js';
 import { usageError } from './usage.js';
 
 /* `keys customers create|list|show|update|delete`: customers through the admin API. */
 
 type CustomerView = Static<typeof CustomerViewSchema>;
-type CustomerPage = Static<typeof CustomerPageSchema>;
 type CustomerHistory = Static<typeof CustomerHistorySchema>;
 
 const customerPath = (id: string) => `/admin/customers/${encodeURIComponent(id)}`;
@@ -53,7 +56,7 @@ function billingFrom(values: Values): { anchorDay?: number; timeZone?: string } 
 }
 
 /** The fields create and update share, as given on the command line. */
-function customerFields(values: Values): Record<string, unknown> {
+function customerFields(values: Values): CustomerUpdate {
   const limits = limitsFrom('customers', values);
   const billing = billingFrom(values);
   const externalId = text(values, 'external-id');
@@ -82,7 +85,7 @@ function showCustomer(c: CustomerView): string {
   ]);
 }
 
-function customersTable(page: CustomerPage): string {
+function customersTable(page: ListPage<CustomerView>, more: boolean): string {
   if (page.items.length === 0) return 'no customers\n';
   const rows = page.items.map((c) => [
     c.id,
@@ -91,24 +94,47 @@ function customersTable(page: CustomerPage): string {
     `${c.billing.anchorDay} ${c.billing.timeZone}`,
     printable(c.externalId ?? ''),
   ]);
-  const more = page.next ? `more: --after ${page.next}\n` : '';
-  return table(['ID', 'NAME', 'PLAN', 'BILLING', 'EXTERNAL ID'], rows) + more;
+  return table(['ID', 'NAME', 'PLAN', 'BILLING', 'EXTERNAL ID'], rows) + (more ? `more: --after ${page.next}\n` : '');
 }
 
 async function list(admin: AdminClient, values: Values): Promise<void> {
-  const query = new URLSearchParams();
-  for (const [flag, param] of [
+  const query = pageQuery('customers', values, [
     ['name', 'name'],
     ['plan', 'plan'],
     ['external-id', 'externalId'],
-    ['after', 'after'],
-  ] as const) {
-    const value = text(values, flag);
-    if (value !== undefined) query.set(param, value);
+  ]);
+  await printPages(admin, '/admin/customers', query, values, customersTable, refused);
+}
+
+/** `customers create`: through the admin API, or with --file into an API_KEYS_FILE. */
+async function create(values: Values): Promise<void> {
+  // The flags set no metadata; limits and externalId are never null here (no --plan-limits on create).
+  const { name, plan, limits, externalId, billing } = customerFields(values);
+  if (name === undefined || plan === undefined) {
+    throw usageError('customers', 'customers create needs --name and --plan');
   }
-  if (values.limit !== undefined) query.set('limit', String(boundedInt('customers', '--limit', values.limit, 500)));
-  const page = await admin.request<CustomerPage>('GET', `/admin/customers?${query}`).catch(refused);
-  print(values, page, customersTable(page));
+  const request: CustomerRequest = {
+    ...(billing ? { billing } : {}),
+    name,
+    plan,
+    ...(limits ? { limits } : {}),
+    ...(typeof externalId === 'string' ? { externalId } : {}),
+  };
+  let made: CustomerView;
+  if (typeof values.file === 'string') {
+    const plans = localPlans();
+    const record = await createCustomerInFile(values.file, plans, request).catch((err: unknown) => {
+      if (err instanceof CustomerRuleError) throw usageError('customers', inCustomerFlags(err.message));
+      throw err;
+    });
+    made = customerView({ plans, now: Date.now }, record);
+  } else {
+    made = await AdminClient.fromEnv(process.env)
+      .request<CustomerView>('POST', '/admin/customers', request)
+      .catch(refused);
+  }
+  const rolled = typeof values.file === 'string' ? `roll the gateway to load ${values.file}\n` : '';
+  print(values, made, `created ${made.id}\n${showCustomer(made)}${rolled}`);
 }
 
 /** A customer's history as a table: a row per step (its days and periods vary in length), then totals. */
@@ -153,20 +179,16 @@ async function usage(admin: AdminClient, id: string, values: Values): Promise<vo
 export async function customers(args: string[], values: Values): Promise<void> {
   const [action, id, ...extra] = args;
   if (extra.length > 0) throw usageError('customers', `unexpected argument "${extra[0]}"`);
+  if (typeof values.file === 'string' && action !== 'create') {
+    throw usageError('customers', `customers ${action} works through the admin API; with --file, only create`);
+  }
+  if (action === 'create') return create(values);
   const admin = AdminClient.fromEnv(process.env);
   const need = (): string => {
     if (!id) throw usageError('customers', `customers ${action} needs a customer id`);
     return id;
   };
   switch (action) {
-    case 'create': {
-      const body = customerFields(values);
-      if (body.name === undefined || body.plan === undefined) {
-        throw usageError('customers', 'customers create needs --name and --plan');
-      }
-      const made = await admin.request<CustomerView>('POST', '/admin/customers', body).catch(refused);
-      return print(values, made, `created ${made.id}\n${showCustomer(made)}`);
-    }
     case 'list':
       return list(admin, values);
     case 'show': {

@@ -45,6 +45,7 @@ export function inFlagWords(message: string): string {
     ...WINDOWS.map((w): [string, string] => [JSON_NAMES.field(w.field), w.flag]),
     ['expiresAt', FLAG_NAMES.expiresAt],
     ['allowedCidrs', FLAG_NAMES.allowedCidrs],
+    ['customerId', '--customer'],
   ];
   let out = message;
   for (const [api, flag] of anywhere) out = out.replaceAll(api, flag);
@@ -134,9 +135,6 @@ export function createRequest(values: Values): Omit<KeyRequest, 'plan'> & { plan
   }
   if (typeof plan !== 'string' && customerId === undefined)
     throw usageError('create', 'create needs --plan (or --customer)');
-  if (customerId !== undefined && values.file !== undefined) {
-    throw usageError('create', '--customer works through the admin API; an API_KEYS_FILE holds no customers');
-  }
   const limits = limitsFrom('create', values);
   const scopes = scopesFrom('create', values);
   const allowedCidrs = cidrsFrom('create', values);

@@ -1,14 +1,14 @@
 import type { Static } from 'typebox';
 import type { CreatedKeySchema, RotatedKeySchema } from '../admin/schemas.js';
 import { createdKey } from '../admin/shared.js';
-import { checkNewKey } from '../keys/key-operations.js';
 import { limitsFor, scopesFor } from '../plans/plans.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
 import { createInFile, localPlans, rotateInFile, updateInFile } from './file-backend.js';
-import { boundedInt, createRequest, FLAG_NAMES, graceFrom, inFlagWords, updateRequest, type Values } from './flags.js';
+import { boundedInt, createRequest, graceFrom, inFlagWords, updateRequest, type Values } from './flags.js';
 import { jsonLine, printable, when } from './format.js';
 import { type History, historyChart, type Top, topTable } from './history-text.js';
 import { type KeyView, keysTable, limitsText, showKey, showUsage, type Usage } from './key-text.js';
+import { pageQuery, printPages } from './pages.js';
 import { usageError } from './usage.js';
 
 /* Each command: through the admin API, or with --file on an API_KEYS_FILE; text or --json out. */
@@ -36,9 +36,7 @@ export async function create(values: Values): Promise<void> {
   if (typeof values.file === 'string') {
     // The admin API checks against the gateway's plans; a file against PLANS_FILE's, here.
     const plans = localPlans();
-    // createRequest refuses --customer with --file, so a plan was given; '' would be refused by name.
-    const key = checkNewKey(plans, { ...request, plan: request.plan ?? '' }, Date.now(), FLAG_NAMES);
-    const { key: secret, record } = await createInFile(values.file, plans, key);
+    const { key: secret, record } = await createInFile(values.file, plans, request);
     out = createdKey({ plans }, record, secret);
   } else {
     out = await admin()
@@ -104,9 +102,22 @@ export async function rotate(id: string, values: Values): Promise<void> {
   );
 }
 
+/** `list`: a page of keys (or --all of them), filtered by the admin API's store. */
 export async function list(values: Values): Promise<void> {
-  const keys = await admin().request<KeyView[]>('GET', '/admin/keys');
-  print(values, keys, keysTable(keys));
+  const query = pageQuery('list', values, [
+    ['name', 'name'],
+    ['plan', 'plan'],
+    ['customer', 'customerId'],
+    ['prefix', 'prefix'],
+  ]);
+  await printPages<KeyView>(
+    admin(),
+    '/admin/keys',
+    query,
+    values,
+    (page, more) => keysTable(page.items) + (more ? `more: --after ${page.next}\n` : ''),
+    (err) => refused('list', err),
+  );
 }
 
 export async function show(id: string, values: Values): Promise<void> {

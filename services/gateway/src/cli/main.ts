@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+import { KeyOwnershipError } from '../customers/key-ownership.js';
 import { KeyRuleError } from '../keys/key-operations.js';
 import { WINDOWS } from '../limits/windows.js';
 import { customers } from './customer-commands.js';
-import type { Values } from './flags.js';
+import { inFlagWords, type Values } from './flags.js';
 import { printable } from './format.js';
 import { create, history, list, revoke, rotate, show, top, unban, update, usage } from './key-commands.js';
 import { COMMANDS, USAGE, UsageError, usageError } from './usage.js';
@@ -47,6 +48,8 @@ async function main(argv: string[]): Promise<void> {
       'time-zone': { type: 'string' },
       'external-id': { type: 'string' },
       after: { type: 'string' },
+      prefix: { type: 'string' },
+      all: { type: 'boolean' },
       'revoke-keys': { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -70,6 +73,8 @@ async function main(argv: string[]): Promise<void> {
   } catch (err) {
     // What the key rules refuse is a mistake in how the command was called.
     if (err instanceof KeyRuleError) throw usageError(command, err.message);
+    // The customer rule speaks the admin API's fields (customerId, limits.perMinute).
+    if (err instanceof KeyOwnershipError) throw usageError(command, inFlagWords(err.message));
     throw err;
   }
 }

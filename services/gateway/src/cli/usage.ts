@@ -7,7 +7,7 @@ export class UsageError extends Error {}
 
 export const COMMANDS: Record<string, string> = {
   create: `create --plan PLAN | --customer ID [--name NAME] [${WINDOWS.map((w) => w.flag).join('|')} N]… [--scopes LIST] [--allow-cidr CIDR]… [--expires-at T] [--file PATH]`,
-  list: 'list',
+  list: 'list [--name PREFIX] [--plan P] [--customer ID] [--prefix ask_…] [--limit N] [--after CURSOR | --all]',
   show: 'show ID',
   update:
     'update ID [--plan P] [--per-… N | --plan-limits] [--scopes LIST | --plan-scopes] [--allow-cidr CIDR… | --any-address] [--name NAME] [--expires-at T | --no-expiry] [--file PATH]',
@@ -18,7 +18,7 @@ export const COMMANDS: Record<string, string> = {
   revoke: 'revoke ID',
   unban: 'unban ID',
   customers:
-    'customers create --name NAME --plan PLAN [--per-… N]… [--billing-anchor-day D] [--time-zone TZ] [--external-id X] | customers list [--name PREFIX] [--plan P] [--external-id X] [--limit N] [--after CURSOR] | customers show ID | customers update ID [--name|--plan|--per-…|--plan-limits|--billing-anchor-day|--time-zone|--external-id] | customers delete ID [--revoke-keys] | customers usage ID [--granularity hour|day|period] [--period current|previous | --from T --to T] [--csv]',
+    'customers create --name NAME --plan PLAN [--per-… N]… [--billing-anchor-day D] [--time-zone TZ] [--external-id X] | customers list [--name PREFIX] [--plan P] [--external-id X] [--limit N] [--after CURSOR | --all] | customers show ID | customers update ID [--name|--plan|--per-…|--plan-limits|--billing-anchor-day|--time-zone|--external-id] | customers delete ID [--revoke-keys] | customers usage ID [--granularity hour|day|period] [--period current|previous | --from T --to T] [--csv]',
   webhooks: 'webhooks add URL --events LIST [--description TEXT] | webhooks list | webhooks rm ID | webhooks test ID',
 };
 
@@ -33,7 +33,10 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       key belongs to that customer and is on its plan (--plan may then be left out; through the
       admin API only, not with --file).
   ${COMMANDS.list}
-      Every key, as a table.
+      Keys newest first, a page at a time (--limit, 1–500, default 50), as a table: names that
+      start with --name (any case), of --plan, of --customer, whose shown prefix starts with
+      --prefix. The next page: --after the cursor it prints; --all walks every page (with
+      --json, one line per key).
   ${COMMANDS.show}
       One key.
   ${COMMANDS.update}
@@ -59,11 +62,12 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
   ${COMMANDS.customers}
       Customers, the accounts above the keys: their plan and own limits are shared by all their
       keys; their billing month starts on --billing-anchor-day (1–28, default 1) at midnight in
-      --time-zone (IANA, default UTC). list pages newest first (--after the cursor it prints).
-      delete is refused while the customer has live keys, unless --revoke-keys. usage: the
-      customer's history (all its keys together) by UTC hour (default: the last 24), local day
-      (the last 30) or billing period (the current one), in its own calendar; --from and --to take
-      RFC 3339 or dates of that calendar; --csv prints the admin API's CSV for billing.
+      --time-zone (IANA, default UTC). list pages newest first (--after the cursor it prints, or
+      --all for every page). delete is refused while the customer has live keys, unless
+      --revoke-keys. usage: the customer's history (all its keys together) by UTC hour (default:
+      the last 24), local day (the last 30) or billing period (the current one), in its own
+      calendar; --from and --to take RFC 3339 or dates of that calendar; --csv prints the admin
+      API's CSV for billing.
   ${COMMANDS.webhooks}
       Webhook endpoints (Standard Webhooks): add one for a comma-separated list of events (prints
       its signing secret once), list them with their state, remove one, or queue a ping to it.

@@ -1,6 +1,6 @@
 import type { Collection, Db, Filter } from 'mongodb';
 import { MongoServerError } from 'mongodb';
-import { decodeCursor, encodeCursor, type Page, type PageRequest, startsWithPattern } from '../paging/page.js';
+import { MONGO_ORDER, mongoPage, type Page, type PageRequest, startsWithPattern } from '../paging/page.js';
 import {
   type ChangedCustomer,
   type CustomerChanges,
@@ -22,8 +22,7 @@ type CustomerDocument = Omit<CustomerRecord, 'createdAt' | 'updatedAt' | 'delete
 };
 
 const PROJECTION = { _id: 0, nameLower: 0 } as const;
-/** Newest first, ties by id: the order of every list and the shape of every cursor. */
-const ORDER = { createdAt: -1, id: -1 } as const;
+const ORDER = MONGO_ORDER;
 
 function toRecord(doc: CustomerDocument): CustomerRecord {
   const { createdAt, updatedAt, deletedAt, nameLower: _, ...rest } = doc;
@@ -94,23 +93,12 @@ export class MongoCustomerStore implements CustomerStore {
     return doc ? toRecord(doc) : null;
   }
 
-  async list(filter: CustomerFilter, page: PageRequest): Promise<Page<CustomerRecord>> {
+  list(filter: CustomerFilter, page: PageRequest): Promise<Page<CustomerRecord>> {
     const query: Filter<CustomerDocument> = { deletedAt: { $exists: false } };
     if (filter.plan !== undefined) query.plan = { $eq: filter.plan };
     if (filter.externalId !== undefined) query.externalId = { $eq: filter.externalId };
     if (filter.name !== undefined) query.nameLower = { $regex: startsWithPattern(filter.name.toLowerCase()) };
-    if (page.after !== undefined) {
-      const { createdAt, id } = decodeCursor(page.after);
-      const at = new Date(createdAt);
-      query.$or = [{ createdAt: { $lt: at } }, { createdAt: at, id: { $lt: id } }];
-    }
-    // One more than asked tells whether a next page exists without counting.
-    const docs = await this.customers
-      .find(query, { projection: { _id: 0 }, sort: ORDER, limit: page.limit + 1 })
-      .toArray();
-    const items = docs.slice(0, page.limit).map(toRecord);
-    const last = items.at(-1);
-    return { items, next: docs.length > page.limit && last ? encodeCursor(last) : null };
+    return mongoPage(this.customers, query, page, { projection: PROJECTION, toRecord });
   }
 
   async update(id: string, changes: CustomerChanges, at: Date): Promise<CustomerRecord | null> {

@@ -27,7 +27,7 @@ export class FileKeyStore implements Pick<KeyStore, 'get' | 'insert' | 'update' 
   async get(id: string): Promise<KeyRecord | null> {
     let entries: KeyFileEntry[];
     try {
-      entries = await readKeysFile(this.path, this.plans);
+      entries = (await readKeysFile(this.path, this.plans)).keys;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;

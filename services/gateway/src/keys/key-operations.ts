@@ -9,7 +9,7 @@ import {
   scopesProblem,
 } from '../plans/plans.js';
 import { parseCidrs } from './cidrs.js';
-import { createKey, type NewKey, newSecret } from './create-key.js';
+import { type NewKey, newSecret } from './create-key.js';
 import { parseExpiry, previousSecretEnds } from './expiry.js';
 import { DuplicateKeyError, type KeyChanges, type KeyRecord, type KeyStore, type Rotation } from './key-store.js';
 
@@ -93,17 +93,6 @@ export async function insertOnce(store: Pick<KeyStore, 'insert' | 'get'>, record
   } catch (err) {
     if (!(err instanceof DuplicateKeyError) || (await store.get(record.id))?.sha256 !== record.sha256) throw err;
   }
-}
-
-/** Makes the key and stores its record: the plaintext key is in the answer only. */
-export async function issueKey(
-  store: Pick<KeyStore, 'insert'>,
-  key: NewKey,
-  now: number,
-): Promise<{ key: string; record: KeyRecord }> {
-  const made = createKey(key, new Date(now));
-  await store.insert(made.record);
-  return made;
 }
 
 /**

@@ -127,9 +127,16 @@ export interface KeyStore {
   /** The record whose current or previous secret has this hash. */
   findByHash(sha256: string): Promise<KeyRecord | null>;
   get(id: string): Promise<KeyRecord | null>;
-  list(): Promise<KeyRecord[]>;
+  /**
+   * The records of these ids (revoked ones too), in no order; unknown ids are left out. There is
+   * no call for every record: a store may hold millions (lists page, reports ask for the keys
+   * they show).
+   */
+  getMany(ids: readonly string[]): Promise<KeyRecord[]>;
   /** Keys newest first, a page at a time. Throws BadCursorError for a cursor it did not make. */
   page(filter: KeyFilter, request: PageRequest): Promise<Page<KeyRecord>>;
+  /** Live keys whose expiry falls in [from, to]: what the expiry notices scan reads. */
+  expiringBetween(from: Date, to: Date): Promise<KeyRecord[]>;
   /** The unrevoked keys of a customer, oldest first. */
   liveKeysOf(customerId: string): Promise<KeyRecord[]>;
   /** Applies changes to a live key; null when there is no such live (unrevoked) key. */

@@ -1,4 +1,11 @@
 import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  type CustomerFileEntry,
+  customersFileProblems,
+  toCustomerFileEntry,
+  toCustomerRecord,
+} from '../customers/customers-file.js';
+import { keyOfCustomerProblem } from '../customers/key-ownership.js';
 import { type Limits, type PlanBook, planProblem, type Scope, scopesProblem } from '../plans/plans.js';
 import { parseCidrs } from './cidrs.js';
 import { parseExpiry } from './expiry.js';
@@ -16,6 +23,17 @@ export interface KeyFileEntry {
   expiresAt?: string;
   /** The secret a rotation replaced, accepted until its expiresAt. */
   previous?: PreviousSecret;
+  /** One of the file's customers, whose plan the key is on. */
+  customerId?: string;
+}
+
+/**
+ * What an API_KEYS_FILE holds: a bare array of keys (the first form, still read and written as it
+ * is), or `{ "keys": [...], "customers": [...] }` once it holds customers.
+ */
+export interface KeysFile {
+  keys: KeyFileEntry[];
+  customers: CustomerFileEntry[];
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -54,27 +72,31 @@ function entryProblem(plans: PlanBook, entry: unknown, index: number): string | 
     const parsed = parseCidrs(e.allowedCidrs, `entry ${index}: allowedCidrs`);
     if ('problem' in parsed) return parsed.problem;
   }
+  if (e.customerId !== undefined && (typeof e.customerId !== 'string' || e.customerId.length === 0)) {
+    return `entry ${index}: customerId must be a non-empty string`;
+  }
   const problem = planProblem(plans, e.plan, e.limits);
   return problem ? `entry ${index}: ${problem}` : null;
 }
 
-/** Parses and validates the file's text: its entries, or every problem, each naming its entry. */
-export function keysFileEntries(
-  text: string,
-  source: string,
-  plans: PlanBook,
-): KeyFileEntry[] | { problems: string[] } {
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch {
-    return { problems: [`${source} is not valid JSON`] };
-  }
-  if (!Array.isArray(data)) return { problems: [`${source} must hold a JSON array of key records`] };
-  const problems = data.map((entry, index) => entryProblem(plans, entry, index)).filter((p): p is string => p !== null);
+/** The keys and customers of the file's JSON, or why its shape is neither form. */
+function fileParts(data: unknown): { keys: unknown[]; customers: unknown } | string {
+  const shape = 'must hold a JSON array of key records, or { "keys": [...], "customers": [...] }';
+  if (Array.isArray(data)) return { keys: data, customers: [] };
+  if (typeof data !== 'object' || data === null) return shape;
+  const { keys, customers = [], ...rest } = data as Record<string, unknown>;
+  const unknown = Object.keys(rest);
+  if (unknown.length > 0) return `${shape}: unknown field ${JSON.stringify(unknown[0])}`;
+  if (!Array.isArray(keys)) return 'keys must be an array of key records';
+  return { keys, customers };
+}
+
+/** Every problem of the keys: each entry's, duplicate ids and hashes. */
+function keysProblems(plans: PlanBook, keys: unknown[]): string[] {
+  const problems = keys.map((entry, index) => entryProblem(plans, entry, index)).filter((p): p is string => p !== null);
   const ids = new Set<string>();
   const hashes = new Set<string>();
-  for (const e of data as Array<Partial<KeyFileEntry> | null>) {
+  for (const e of keys as Array<Partial<KeyFileEntry> | null>) {
     // Entries that are not objects were reported above; `null.id` would throw instead.
     if (typeof e !== 'object' || e === null) continue;
     if (typeof e.id === 'string') {
@@ -87,20 +109,54 @@ export function keysFileEntries(
       hashes.add(sha256);
     }
   }
-  if (problems.length > 0) return { problems: problems.map((p) => `${source}: ${p}`) };
-  return (data as KeyFileEntry[]).map((e) =>
-    toKeyFileEntry(e.allowedCidrs ? { ...e, allowedCidrs: normalisedCidrs(e.allowedCidrs) } : e),
-  );
+  return problems;
 }
 
-/** As keysFileEntries, throwing one error naming every problem (the keys CLI's --file). */
-export function parseKeysFile(text: string, source: string, plans: PlanBook): KeyFileEntry[] {
-  const entries = keysFileEntries(text, source, plans);
-  if ('problems' in entries) {
-    const [first = '', ...rest] = entries.problems;
+/** Keys that name a customer the file does not hold, or that break its rules (keyOfCustomerProblem). */
+function ownershipProblems(plans: PlanBook, file: KeysFile): string[] {
+  const byId = new Map(file.customers.map((c) => [c.id, toCustomerRecord(c, new Date(0))]));
+  const problems: string[] = [];
+  file.keys.forEach((key, index) => {
+    if (key.customerId === undefined) return;
+    const customer = byId.get(key.customerId);
+    const problem = customer
+      ? keyOfCustomerProblem(plans, customer, key)
+      : `customerId ${key.customerId} is not among the file's customers`;
+    if (problem) problems.push(`entry ${index} (${key.id}): ${problem}`);
+  });
+  return problems;
+}
+
+/** Parses and validates the file's text: its keys and customers, or every problem, each naming its entry. */
+export function keysFileContents(text: string, source: string, plans: PlanBook): KeysFile | { problems: string[] } {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return { problems: [`${source} is not valid JSON`] };
+  }
+  const parts = fileParts(data);
+  if (typeof parts === 'string') return { problems: [`${source} ${parts}`] };
+  const problems = [...keysProblems(plans, parts.keys), ...customersFileProblems(plans, parts.customers)];
+  if (problems.length > 0) return { problems: problems.map((p) => `${source}: ${p}`) };
+  const file: KeysFile = {
+    keys: (parts.keys as KeyFileEntry[]).map((e) =>
+      toKeyFileEntry(e.allowedCidrs ? { ...e, allowedCidrs: normalisedCidrs(e.allowedCidrs) } : e),
+    ),
+    customers: (parts.customers as CustomerFileEntry[]).map(toCustomerFileEntry),
+  };
+  const owners = ownershipProblems(plans, file);
+  return owners.length > 0 ? { problems: owners.map((p) => `${source}: ${p}`) } : file;
+}
+
+/** As keysFileContents, throwing one error naming every problem (the keys CLI's --file). */
+export function parseKeysFile(text: string, source: string, plans: PlanBook): KeysFile {
+  const contents = keysFileContents(text, source, plans);
+  if ('problems' in contents) {
+    const [first = '', ...rest] = contents.problems;
     throw new Error([first, ...rest.map((p) => p.slice(source.length + 2))].join('; '));
   }
-  return entries;
+  return contents;
 }
 
 function normalisedCidrs(cidrs: string[]): string[] {
@@ -123,10 +179,11 @@ export function toKeyFileEntry(record: Omit<KeyFileEntry, 'name'> & { name?: str
     ...(record.previous
       ? { previous: { sha256: record.previous.sha256, expiresAt: iso(record.previous.expiresAt) } }
       : {}),
+    ...(record.customerId !== undefined ? { customerId: record.customerId } : {}),
   };
 }
 
-export async function readKeysFile(path: string, plans: PlanBook): Promise<KeyFileEntry[]> {
+export async function readKeysFile(path: string, plans: PlanBook): Promise<KeysFile> {
   return parseKeysFile(await readFile(path, 'utf8'), path, plans);
 }
 
@@ -170,23 +227,28 @@ async function withFileLock<T>(path: string, work: () => Promise<T>): Promise<T>
  * Rewrites the file through `change`, creating it if needed; `change` answers null to leave it as
  * it is. Writers take turns through a lock file (two CLIs writing at once would otherwise each drop
  * the other's change), each write goes to a temporary file that is renamed over the old one, so
- * readers never see half a file, and a file the gateway would refuse to load is never written.
+ * readers never see half a file, and a file the gateway would refuse to load is never written. A
+ * bare array stays one until the file holds customers.
  */
 async function rewriteKeysFile(
   path: string,
   plans: PlanBook,
-  change: (entries: KeyFileEntry[]) => KeyFileEntry[] | null,
+  change: (file: KeysFile) => KeysFile | null,
 ): Promise<void> {
   await withFileLock(path, async () => {
-    let entries: KeyFileEntry[] = [];
+    let file: KeysFile = { keys: [], customers: [] };
+    let bareArray = true;
     try {
-      entries = parseKeysFile(await readFile(path, 'utf8'), path, plans);
+      const text = await readFile(path, 'utf8');
+      file = parseKeysFile(text, path, plans);
+      bareArray = text.trimStart().startsWith('[');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
-    const next = change(entries);
+    const next = change(file);
     if (next === null) return;
-    const text = `${JSON.stringify(next, null, 2)}\n`;
+    const shape = bareArray && next.customers.length === 0 ? next.keys : next;
+    const text = `${JSON.stringify(shape, null, 2)}\n`;
     // A change computed from a read made before the lock (FileKeyStore) can meet another writer's.
     parseKeysFile(text, path, plans);
     const tmp = `${path}.${process.pid}.tmp`;
@@ -196,7 +258,12 @@ async function rewriteKeysFile(
 }
 
 export async function appendToKeysFile(path: string, plans: PlanBook, entry: KeyFileEntry): Promise<void> {
-  await rewriteKeysFile(path, plans, (entries) => [...entries, entry]);
+  await rewriteKeysFile(path, plans, (file) => ({ ...file, keys: [...file.keys, entry] }));
+}
+
+/** Adds a customer; refused (the file untouched) when its id or externalId is taken in the file. */
+export async function appendCustomerToKeysFile(path: string, plans: PlanBook, entry: CustomerFileEntry): Promise<void> {
+  await rewriteKeysFile(path, plans, (file) => ({ ...file, customers: [...file.customers, entry] }));
 }
 
 /** Replaces one entry by id with what `change` makes of it; null, the file untouched, when it has no such id. */
@@ -207,11 +274,11 @@ export async function updateKeysFileEntry(
   change: (entry: KeyFileEntry) => KeyFileEntry,
 ): Promise<KeyFileEntry | null> {
   let updated: KeyFileEntry | null = null;
-  await rewriteKeysFile(path, plans, (entries) => {
-    const index = entries.findIndex((entry) => entry.id === id);
+  await rewriteKeysFile(path, plans, (file) => {
+    const index = file.keys.findIndex((entry) => entry.id === id);
     if (index < 0) return null;
-    updated = change(entries[index] as KeyFileEntry);
-    return entries.with(index, updated);
+    updated = change(file.keys[index] as KeyFileEntry);
+    return { ...file, keys: file.keys.with(index, updated) };
   });
   return updated;
 }

@@ -27,8 +27,21 @@ export class MemoryKeyStore implements KeyStore {
     return record ? structuredClone(record) : null;
   }
 
-  async list(): Promise<KeyRecord[]> {
-    return [...this.byId.values()].map((r) => structuredClone(r));
+  async getMany(ids: readonly string[]): Promise<KeyRecord[]> {
+    return [...new Set(ids)].flatMap((id) => {
+      const record = this.byId.get(id);
+      return record ? [structuredClone(record)] : [];
+    });
+  }
+
+  async expiringBetween(from: Date, to: Date): Promise<KeyRecord[]> {
+    return [...this.byId.values()]
+      .filter((r) => {
+        if (r.revokedAt !== undefined || r.expiresAt === undefined) return false;
+        const at = Date.parse(r.expiresAt);
+        return at >= from.getTime() && at <= to.getTime();
+      })
+      .map((r) => structuredClone(r));
   }
 
   async page(filter: KeyFilter, request: PageRequest): Promise<Page<KeyRecord>> {

@@ -1,6 +1,6 @@
 import type { Collection, Db, Filter } from 'mongodb';
 import { MongoServerError } from 'mongodb';
-import { decodeCursor, encodeCursor, type Page, type PageRequest, startsWithPattern } from '../paging/page.js';
+import { MONGO_ORDER, mongoPage, type Page, type PageRequest, startsWithPattern } from '../paging/page.js';
 import type { ChangedKey, KeyChanges, KeyFilter, KeyRecord, KeyStore, Rotation } from './key-store.js';
 import { DuplicateKeyError } from './key-store.js';
 
@@ -19,22 +19,20 @@ type KeyDocument = Omit<KeyRecord, 'createdAt' | 'revokedAt' | 'updatedAt' | 'ex
 };
 
 const PROJECTION = { _id: 0, nameLower: 0 } as const;
-/** Newest first, ties by id: the order of every page and the shape of every cursor. */
-const ORDER = { createdAt: -1, id: -1 } as const;
+const ORDER = MONGO_ORDER;
 
-/** The Mongo query for a filter and the position a page resumes after. */
-function pageQuery(filter: KeyFilter, after: string | undefined): Filter<KeyDocument> {
+/**
+ * The Mongo query for a filter; each field has an index that leads with it and ends in the page
+ * order (customerId_created_id, name_created_id, plan_created_id, prefix_created_id), and `revoked`
+ * alone is read off created_id.
+ */
+function filterQuery(filter: KeyFilter): Filter<KeyDocument> {
   const query: Filter<KeyDocument> = {};
   if (filter.plan !== undefined) query.plan = { $eq: filter.plan };
   if (filter.customerId !== undefined) query.customerId = { $eq: filter.customerId };
   if (filter.revoked !== undefined) query.revokedAt = { $exists: filter.revoked };
   if (filter.name !== undefined) query.nameLower = { $regex: startsWithPattern(filter.name.toLowerCase()) };
   if (filter.prefix !== undefined) query.prefix = { $regex: startsWithPattern(filter.prefix) };
-  if (after !== undefined) {
-    const position = decodeCursor(after);
-    const at = new Date(position.createdAt);
-    query.$or = [{ createdAt: { $lt: at } }, { createdAt: at, id: { $lt: position.id } }];
-  }
   return query;
 }
 
@@ -88,6 +86,7 @@ export class MongoKeyStore implements KeyStore {
         partialFilterExpression: { 'previous.sha256': { $exists: true } },
       },
       { key: { updatedAt: 1 }, name: 'updatedAt', sparse: true },
+      { key: { expiresAt: 1 }, name: 'expiresAt', sparse: true },
       {
         key: { customerId: 1, ...ORDER },
         name: 'customerId_created_id',
@@ -128,19 +127,26 @@ export class MongoKeyStore implements KeyStore {
     return doc ? toRecord(doc) : null;
   }
 
-  async list(): Promise<KeyRecord[]> {
-    const docs = await this.keys.find({}, { projection: PROJECTION, sort: { createdAt: 1 } }).toArray();
-    return docs.map(toRecord);
+  async getMany(ids: readonly string[]): Promise<KeyRecord[]> {
+    const out: KeyRecord[] = [];
+    // Bounded batches: one $in of a million ids would pass the 16 MB command limit.
+    for (let i = 0; i < ids.length; i += 1000) {
+      const batch = ids.slice(i, i + 1000);
+      const docs = await this.keys.find({ id: { $in: batch } }, { projection: PROJECTION }).toArray();
+      out.push(...docs.map(toRecord));
+    }
+    return out;
   }
 
-  async page(filter: KeyFilter, request: PageRequest): Promise<Page<KeyRecord>> {
-    // One more than asked tells whether a next page exists without counting.
+  page(filter: KeyFilter, request: PageRequest): Promise<Page<KeyRecord>> {
+    return mongoPage(this.keys, filterQuery(filter), request, { projection: PROJECTION, toRecord });
+  }
+
+  async expiringBetween(from: Date, to: Date): Promise<KeyRecord[]> {
     const docs = await this.keys
-      .find(pageQuery(filter, request.after), { projection: PROJECTION, sort: ORDER, limit: request.limit + 1 })
+      .find({ expiresAt: { $gte: from, $lte: to }, revokedAt: { $exists: false } }, { projection: PROJECTION })
       .toArray();
-    const items = docs.slice(0, request.limit).map(toRecord);
-    const last = items.at(-1);
-    return { items, next: docs.length > request.limit && last ? encodeCursor(last) : null };
+    return docs.map(toRecord);
   }
 
   async liveKeysOf(customerId: string): Promise<KeyRecord[]> {

@@ -1,3 +1,5 @@
+import type { Collection, Document, Filter } from 'mongodb';
+
 /**
  * Lists of keys and customers come a page at a time, newest first, behind an opaque cursor: the
  * last item's creation time and id, so a page is a range read on an index (`createdAt, id`) in
@@ -82,7 +84,54 @@ export function pageOf<T extends Position>(all: Iterable<T>, request: PageReques
   return { items, next: rest.length > request.limit && last ? encodeCursor(last) : null };
 }
 
+/**
+ * One page from pages of two sources cut after the same cursor at the same size (API_KEYS_FILE's
+ * records and a store's): the first `limit` of them together in list order, whichever source they
+ * come from, and the cursor of the last one, which resumes both.
+ */
+export function mergedPage<T>(
+  pages: ReadonlyArray<Page<T>>,
+  limit: number,
+  positionOf: (item: T) => Position,
+): Page<T> {
+  const merged = pages.flatMap((page) => page.items).sort((a, b) => compareByCreation(positionOf(a), positionOf(b)));
+  const items = merged.slice(0, limit);
+  const more = merged.length > limit || pages.some((page) => page.next !== null);
+  const last = items.at(-1);
+  return { items, next: more && last !== undefined ? encodeCursor(positionOf(last)) : null };
+}
+
 /** A regular expression that matches text starting with `text` as typed (`a.c` is no pattern). */
 export function startsWithPattern(text: string): string {
   return `^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`;
+}
+
+/** The part of a MongoDB query that resumes after a cursor's position, in list order. */
+function afterQuery(after: string): Filter<Document> {
+  const { createdAt, id } = decodeCursor(after);
+  const at = new Date(createdAt);
+  return { $or: [{ createdAt: { $lt: at } }, { createdAt: at, id: { $lt: id } }] };
+}
+
+/** Newest first, ties by id: the order of every page and the shape of every cursor (index `…created_id`). */
+export const MONGO_ORDER = { createdAt: -1, id: -1 } as const;
+
+/**
+ * One page of a MongoDB collection (keys, customers): the filter and the cursor's position as one
+ * range read on a `…createdAt, id` index, one more document than asked telling whether a next page
+ * exists without counting.
+ */
+export async function mongoPage<D extends Document, R extends Position>(
+  collection: Collection<D>,
+  filter: Filter<D>,
+  request: PageRequest,
+  options: { projection: Document; toRecord: (doc: D) => R },
+): Promise<Page<R>> {
+  const query = request.after === undefined ? filter : ({ $and: [filter, afterQuery(request.after)] } as Filter<D>);
+  const docs = await collection
+    .find(query, { projection: options.projection, sort: MONGO_ORDER, limit: request.limit + 1 })
+    .toArray();
+  const items = docs.slice(0, request.limit).map((doc) => options.toRecord(doc as D));
+  const last = items.at(-1);
+  return { items, next: docs.length > request.limit && last ? encodeCursor(last) : null };
 }

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { KeyResolver } from '../keys/key-resolver.js';
-import type { KeyRecord } from '../keys/key-store.js';
+import type { KeyStore } from '../keys/key-store.js';
 import { queueConnection, type RedisClient, type RedisTarget } from '../redis/clients.js';
 import type { WebhooksConfig } from './config.js';
 import { BullmqDeliveryQueue } from './delivery/bullmq-delivery-queue.js';
@@ -23,7 +23,7 @@ export function createWebhooks(
   parts: {
     registry: Registry;
     logger: FastifyBaseLogger;
-    keyStore: { get(id: string): Promise<KeyRecord | null>; list(): Promise<KeyRecord[]> };
+    keyStore: Pick<KeyStore, 'get' | 'expiringBetween'>;
     keyResolver: KeyResolver;
     now: () => number;
   },
@@ -45,7 +45,13 @@ export function createWebhooks(
     logger: parts.logger,
     keys: {
       get: async (id) => keyResolver.fileRecord(id) ?? (await keyStore.get(id)),
-      list: async () => [...keyResolver.fileRecords(), ...(await keyStore.list())],
+      expiringBetween: async (from, to) => [
+        ...keyResolver.fileRecords().filter((r) => {
+          const at = r.expiresAt === undefined ? Number.NaN : Date.parse(r.expiresAt);
+          return at >= from.getTime() && at <= to.getTime();
+        }),
+        ...(await keyStore.expiringBetween(from, to)),
+      ],
     },
     now: parts.now,
   });

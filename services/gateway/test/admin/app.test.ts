@@ -60,9 +60,9 @@ describe('admin authentication', () => {
   it('changed nothing while refusing: the key still exists, unrevoked, and no key was added', async () => {
     const list = await own.gw.admin.inject({ method: 'GET', url: '/admin/keys', headers: auth });
     expect(list.statusCode).toBe(200);
-    expect(list.json()).toHaveLength(1);
-    expect(list.json()[0].id).toBe(own.existing.id);
-    expect(list.json()[0]).not.toHaveProperty('revokedAt');
+    expect(list.json().items).toHaveLength(1);
+    expect(list.json().items[0].id).toBe(own.existing.id);
+    expect(list.json().items[0]).not.toHaveProperty('revokedAt');
     expect((await pets(own.gw, own.existing.key)).statusCode).toBe(200);
   });
 

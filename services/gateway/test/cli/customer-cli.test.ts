@@ -1,3 +1,6 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { adminEnv, runCli } from '../support/cli.js';
 import { startGateway, type TestGateway } from '../support/helpers.js';
@@ -74,11 +77,98 @@ it.each([
   [['customers', 'create', '--name', 'A', '--plan', 'pro', '--time-zone', 'Mars/Base'], '--time-zone'],
   [['customers', 'update', 'cus_x'], 'nothing to change'],
   [['customers', 'frobnicate'], 'unknown customers action'],
-  [['create', '--customer', 'cus_x', '--file', '/tmp/nowhere.json'], 'API_KEYS_FILE holds no customers'],
+  [['create', '--customer', 'cus_x', '--file', '/tmp/nowhere.json'], '--customer: no customer "cus_x"'],
+  [['customers', 'list', '--file', '/tmp/nowhere.json'], 'with --file, only create'],
+  [['customers', 'list', '--limit', '501'], '--limit must be a whole number from 1 to 500'],
   [['create', '--name', 'x'], '--plan (or --customer)'],
 ])('%j exits 2 naming %s, with the usage', async (args, message) => {
   const res = await keys(args);
   expect(res.code, res.stderr).toBe(2);
   expect(res.stderr).toContain(message);
   expect(res.stderr).toContain('usage: npm run -s keys --');
+});
+
+// Five CLI runs.
+it('lists customers a page at a time, and every page with --all', { timeout: 60_000 }, async () => {
+  for (const name of ['Pager one', 'Pager two', 'Pager three']) {
+    const made = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/customers',
+      headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
+      payload: { name, plan: 'free' },
+    });
+    expect(made.statusCode, made.body).toBe(201);
+  }
+  const first = await keys(['customers', 'list', '--name', 'pager', '--limit', '2']);
+  expect(first.code, first.stderr).toBe(0);
+  expect(first.stdout).toMatch(/Pager three[\s\S]*Pager two/);
+  const cursor = /^more: --after (\S+)$/m.exec(first.stdout)?.[1] as string;
+  const second = await keys(['customers', 'list', '--name', 'pager', '--limit', '2', '--after', cursor, '--json']);
+  expect(JSON.parse(second.stdout)).toMatchObject({ items: [{ name: 'Pager one' }], next: null });
+  const all = await keys(['customers', 'list', '--name', 'pager', '--limit', '1', '--all', '--json']);
+  expect(all.code, all.stderr).toBe(0);
+  expect(
+    all.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line).name),
+  ).toEqual(['Pager three', 'Pager two', 'Pager one']);
+  const bad = await keys(['customers', 'list', '--after', 'not-a-cursor!']);
+  expect(bad.code).toBe(2);
+  expect(bad.stderr).toContain('after:');
+});
+
+// Six CLI runs, then a gateway on the file.
+it('creates customers and their keys in an API_KEYS_FILE, which a gateway then serves', {
+  timeout: 60_000,
+}, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'customer-cli-file-'));
+  const file = join(dir, 'keys.json');
+  try {
+    const plain = await runCli(['create', '--plan', 'free', '--file', file, '--json']);
+    expect(plain.code, plain.stderr).toBe(0);
+    const made = await runCli([
+      'customers',
+      'create',
+      '--name',
+      'Filed',
+      '--plan',
+      'pro',
+      '--per-minute',
+      '100',
+      '--file',
+      file,
+      '--json',
+    ]);
+    expect(made.code, made.stderr).toBe(0);
+    const customer = JSON.parse(made.stdout);
+    expect(customer).toMatchObject({ name: 'Filed', plan: 'pro', ownLimits: { perMinute: 100 } });
+    const key = await runCli(['create', '--customer', customer.id, '--name', 'ci', '--file', file, '--json']);
+    expect(key.code, key.stderr).toBe(0);
+    const created = JSON.parse(key.stdout);
+    expect(created).toMatchObject({ plan: 'pro', customerId: customer.id });
+    // The customer rule, as through the admin API: its plan, limits no looser than its.
+    const looser = await runCli(['create', '--customer', customer.id, '--per-minute', '500', '--file', file]);
+    expect(looser.code).toBe(2);
+    expect(looser.stderr).toContain('--per-minute (500) cannot exceed customer');
+    const moved = await runCli(['update', created.id, '--plan', 'business', '--file', file]);
+    expect(moved.code).toBe(2);
+    expect(moved.stderr).toContain(`keys of customer ${customer.id} are on its plan (pro)`);
+    const written = JSON.parse(await readFile(file, 'utf8'));
+    expect(written.customers.map((c: { id: string }) => c.id)).toEqual([customer.id]);
+    expect(written.keys).toHaveLength(2);
+
+    const served = await startGateway({ redisUrl: null, env: { API_KEYS_FILE: file } });
+    try {
+      const headers = { authorization: `Bearer ${env.ADMIN_TOKEN}` };
+      const shown = await served.admin.inject({ url: `/admin/customers/${customer.id}`, headers });
+      expect(shown.json()).toMatchObject({ id: customer.id, plan: 'pro', limits: { perMinute: 100 } });
+      const ok = await served.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${created.key}` } });
+      expect(ok.statusCode).not.toBe(401);
+    } finally {
+      await served.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

@@ -442,7 +442,7 @@ describe('keys CLI through the admin API', () => {
     const list = await cli(['list', '--json'], env);
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).not.toContain(created.key);
-    const listed = JSON.parse(list.stdout) as Array<Record<string, unknown>>;
+    const listed = JSON.parse(list.stdout).items as Array<Record<string, unknown>>;
     expect(listed.find((k) => k.id === created.id)).toMatchObject({ name: 'from cli', plan: 'pro', source: 'store' });
 
     const show = await cli(['show', created.id, '--json'], env);
@@ -497,14 +497,16 @@ describe('keys CLI through the admin API', () => {
   });
 
   it('exits 2 without ADMIN_TOKEN, and creates nothing', async () => {
-    const before = (await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) })).json().length;
+    const before = (await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) })).json().items.length;
     for (const args of [['create', '--plan', 'pro', '--json'], ['list'], ['revoke', 'key_x']]) {
       const run = await cli(args, { ADMIN_URL: env.ADMIN_URL as string });
       expect(run.code).toBe(2);
       expect(run.stdout).toBe('');
       expect(run.stderr).toMatch(/ADMIN_TOKEN/);
     }
-    expect((await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) })).json()).toHaveLength(before);
+    expect((await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) })).json().items).toHaveLength(
+      before,
+    );
   });
 
   it('prints a stored name that holds control or bidi characters as \\u{..} escapes, never raw', async () => {
@@ -599,6 +601,33 @@ describe('keys CLI lifecycle commands through the admin API', () => {
   });
 
   const call = (key: string) => gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+
+  // Six CLI runs, each a Node start.
+  it('list pages: --limit and --after, --all to walk them, filters by name, plan and customer', async () => {
+    const tag = `pager${Date.now()}`;
+    for (const plan of ['free', 'pro', 'free']) {
+      oneJsonLine(await cli(['create', '--plan', plan, '--name', `${tag} ${plan}`, '--json'], env));
+    }
+    const first = await cli(['list', '--name', tag, '--limit', '2'], env);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout.match(/^key_/gm)).toHaveLength(2);
+    const cursor = /^more: --after (\S+)$/m.exec(first.stdout)?.[1] as string;
+    const second = JSON.parse(
+      (await cli(['list', '--name', tag, '--limit', '2', '--after', cursor, '--json'], env)).stdout,
+    );
+    expect(second).toMatchObject({ items: [{ name: `${tag} free` }], next: null });
+    const all = await cli(['list', '--name', tag.toUpperCase(), '--limit', '1', '--all', '--json'], env);
+    expect(all.code, all.stderr).toBe(0);
+    const names = all.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line).name);
+    expect(names).toEqual([`${tag} free`, `${tag} pro`, `${tag} free`]);
+    const pro = JSON.parse((await cli(['list', '--name', tag, '--plan', 'pro', '--json'], env)).stdout);
+    expect(pro.items.map((k: { name: string }) => k.name)).toEqual([`${tag} pro`]);
+    const none = await cli(['list', '--customer', 'cus_nobody'], env);
+    expect(none.stdout).toBe('no keys\n');
+  });
 
   // Several CLI runs, each a Node start.
   it('create --expires-at, update --plan (counts carry over), usage, rotate: text for people, JSON with --json', {
@@ -711,7 +740,7 @@ describe('keys CLI lifecycle commands through the admin API', () => {
     const show = await cli(['show', created.id], env);
     expect(show.stdout).toMatch(new RegExp(`^id: +${created.id}\nname: +tabled\nplan: +business\n`));
     const listed = JSON.parse((await cli(['list', '--json'], env)).stdout);
-    expect(Array.isArray(listed)).toBe(true);
+    expect(listed).toEqual({ items: expect.any(Array), next: null });
     const revoked = JSON.parse((await cli(['revoke', created.id, '--json'], env)).stdout);
     expect(revoked).toEqual({ id: created.id, revoked: true });
     expect((await cli(['show', created.id], env)).stdout).toMatch(/status: +revoked/);
@@ -784,7 +813,7 @@ describe('keys CLI lifecycle commands through the admin API', () => {
   ])('finds the admin API from %s', async (_label, where) => {
     const run = await cli(['list', '--json'], { ADMIN_TOKEN, ...where(env.ADMIN_PORT as string) });
     expect(run.code, run.stderr).toBe(0);
-    expect(Array.isArray(JSON.parse(run.stdout))).toBe(true);
+    expect(Array.isArray(JSON.parse(run.stdout).items)).toBe(true);
   });
 
   it('prefers ADMIN_URL over ADMIN_PORT', async () => {

@@ -1,29 +1,17 @@
-import { randomBytes } from 'node:crypto';
-import { findMongo } from '@animal-store/tests/support/mongo.js';
-import { MongoClient } from 'mongodb';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { describe } from 'vitest';
 import { MongoCustomerStore } from '../../src/customers/mongo-customer-store.js';
+import { useMongoDb } from '../support/mongo-db.js';
 import { customerStoreContract } from './customer-store.contract.js';
 
-const { mongo, reason } = await findMongo();
-if (!mongo) console.warn(`[skip] MongoCustomerStore contract: ${reason}`);
+const mongo = await useMongoDb('MongoCustomerStore contract');
 
 describe.skipIf(!mongo)('MongoCustomerStore', () => {
-  let client: MongoClient;
-  beforeAll(async () => {
-    client = new MongoClient(mongo!.url, { serverSelectionTimeoutMS: 10_000 });
-    await client.connect();
-  });
-  afterAll(async () => {
-    await client?.close();
-    await mongo?.stop();
-  });
+  const dbs = mongo?.connect();
 
   customerStoreContract('MongoCustomerStore', async () => {
-    // A database of its own per store, so parallel runs and real data are never touched.
-    const db = client.db(`gateway_test_${randomBytes(8).toString('hex')}`);
+    const { db, drop } = await dbs!.fresh();
     const store = new MongoCustomerStore(db);
     await store.init();
-    return { store, cleanup: async () => void (await db.dropDatabase()) };
+    return { store, cleanup: drop };
   });
 });

@@ -27,7 +27,7 @@ afterEach(async () => {
 });
 
 async function fileEntries() {
-  return parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS);
+  return parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS).keys;
 }
 
 function rotation(previousExpiresAt: string): Rotation {

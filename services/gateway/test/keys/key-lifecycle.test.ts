@@ -286,7 +286,7 @@ describe.each(LIMITERS)('key lifecycle on the %s', (_label, limiter) => {
 
     it('refuses an expiry that is not in the future or not RFC 3339 at create, creating nothing', async () => {
       const gw = await start();
-      const count = async () => (await gw.admin.inject({ url: '/admin/keys', headers: admin })).json().length;
+      const count = async () => (await gw.admin.inject({ url: '/admin/keys', headers: admin })).json().items.length;
       const before = await count();
       for (const expiresAt of ['2020-01-01T00:00:00Z', 'tomorrow', '2031-01-01', 12]) {
         const res = await gw.admin.inject({
@@ -564,7 +564,7 @@ describe('keys from API_KEYS_FILE', () => {
       expect(res.json().code).toBe('upstream_unavailable');
       expect(res.headers['x-ratelimit-limit']).toBe('300');
       const list = await gw.admin.inject({ url: '/admin/keys', headers: bearer(ADMIN_TOKEN) });
-      expect(list.json()).toEqual([expect.objectContaining({ id: 'key_good', source: 'file', plan: 'pro' })]);
+      expect(list.json().items).toEqual([expect.objectContaining({ id: 'key_good', source: 'file', plan: 'pro' })]);
     } finally {
       await gw.close();
     }

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, type TestContext } from 'vitest';
 import { generateApiKey, hashApiKey, keyPrefix, newKeyId } from '../../src/keys/api-key.js';
 import { DuplicateKeyError, type KeyRecord, type KeyStore } from '../../src/keys/key-store.js';
+import { BadCursorError } from '../../src/paging/page.js';
 import type { Limits, Plan } from '../../src/plans/plans.js';
 
 export interface KeyStoreFixture {
@@ -23,6 +24,30 @@ function record(plan: Plan = 'free', overrides: Partial<KeyRecord> = {}, limits?
 }
 
 const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
+
+/** Every record after a cursor, page after page. */
+async function everyKeyAfter(store: KeyStore, start: string): Promise<KeyRecord[]> {
+  const all: KeyRecord[] = [];
+  let after: string | undefined = start;
+  while (after) {
+    const page = await store.page({}, { limit: 2, after });
+    all.push(...page.items);
+    after = page.next ?? undefined;
+  }
+  return all;
+}
+
+/** Every record, page after page (small pages, so the walk crosses page boundaries). */
+async function everyKey(store: KeyStore): Promise<KeyRecord[]> {
+  const all: KeyRecord[] = [];
+  let after: string | undefined;
+  do {
+    const page = await store.page({}, { limit: 2, ...(after ? { after } : {}) });
+    all.push(...page.items);
+    after = page.next ?? undefined;
+  } while (after);
+  return all;
+}
 
 /**
  * What every KeyStore must do, run against each implementation. `make` gives a fresh, empty
@@ -82,7 +107,7 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       await expect(store.insert(second)).rejects.toBeInstanceOf(DuplicateKeyError);
       expect(await store.get(first.id)).toStrictEqual(first);
       expect(await store.findByHash(second.sha256)).toBeNull();
-      expect(await store.list()).toHaveLength(1);
+      expect(await everyKey(store)).toHaveLength(1);
     });
 
     it('refuses a second record with the same hash, and keeps the first', async (ctx) => {
@@ -93,7 +118,7 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       await expect(store.insert(second)).rejects.toBeInstanceOf(DuplicateKeyError);
       expect(await store.findByHash(first.sha256)).toStrictEqual(first);
       expect(await store.get(second.id)).toBeNull();
-      expect(await store.list()).toHaveLength(1);
+      expect(await everyKey(store)).toHaveLength(1);
     });
 
     it("refuses a record whose previous secret is another key's previous secret, and keeps the first", async (ctx) => {
@@ -114,9 +139,9 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(await store.get(newKeyId())).toBeNull();
     });
 
-    it('lists nothing when empty, and every record once inserted', async (ctx) => {
+    it('pages nothing when empty, and every record once inserted', async (ctx) => {
       const store = await fresh(ctx);
-      expect(await store.list()).toEqual([]);
+      expect(await everyKey(store)).toEqual([]);
       const records = [
         record('free'),
         record('pro'),
@@ -124,7 +149,7 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
         record('enterprise', {}, { perMinute: 1, perDay: 2 }),
       ];
       for (const r of records) await store.insert(r);
-      const listed = await store.list();
+      const listed = await everyKey(store);
       expect(listed).toHaveLength(records.length);
       expect([...listed].sort(byId)).toStrictEqual([...records].sort(byId));
     });
@@ -141,7 +166,7 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       const expected = { ...rec, updatedAt: '2025-06-01T10:00:00.123Z', revokedAt: '2025-06-01T10:00:00.123Z' };
       expect(await store.get(rec.id)).toStrictEqual(expected);
       expect(await store.findByHash(rec.sha256)).toStrictEqual(expected);
-      expect((await store.list()).find((r) => r.id === rec.id)).toStrictEqual(expected);
+      expect((await everyKey(store)).find((r) => r.id === rec.id)).toStrictEqual(expected);
       // The other key is untouched.
       expect(await store.get(other.id)).toStrictEqual(other);
     });
@@ -284,7 +309,7 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(await store.findByHash(third)).toStrictEqual(expected2);
       expect(await store.findByHash(second)).toStrictEqual(expected2);
       expect(await store.findByHash(rec.sha256)).toBeNull();
-      expect(await store.list()).toStrictEqual([expected2]);
+      expect(await everyKey(store)).toStrictEqual([expected2]);
     });
 
     it('folds the old expiry into the previous secret when the expiry changes: its end never moves later', async (ctx) => {
@@ -405,13 +430,13 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       found.sha256 = 'f'.repeat(64);
       (found.limits as Limits).perMinute = 2;
 
-      const [listed] = await store.list();
+      const [listed] = await everyKey(store);
       (listed as KeyRecord).name = 'changed in list';
       ((listed as KeyRecord).limits as Limits).perDay = 3;
 
       expect(await store.get(original.id)).toStrictEqual(original);
       expect(await store.findByHash(original.sha256)).toStrictEqual(original);
-      expect(await store.list()).toStrictEqual([original]);
+      expect(await everyKey(store)).toStrictEqual([original]);
       expect(await store.changedSince(new Date(0))).toEqual([]);
     });
 
@@ -481,6 +506,61 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(await ids({ name: 'zeta' })).toEqual([]);
       const page = await store.page({}, { limit: 5 });
       expect(page.items[2]).toStrictEqual({ ...made[2], name: 'Acme renamed', updatedAt: '2026-11-21T00:00:00.000Z' });
+    });
+
+    it('orders keys made in the same millisecond by id across pages, and new keys never shift a later page', async (ctx) => {
+      const store = await fresh(ctx);
+      const same = Array.from({ length: 5 }, () => record('free', { createdAt: '2026-11-10T00:00:00.000Z' }));
+      for (const rec of same) await store.insert(rec);
+      const first = await store.page({}, { limit: 2 });
+      // Made after the first page was read: newest, so on no later page.
+      await store.insert(record('free', { createdAt: '2026-11-30T00:00:00.000Z' }));
+      const rest = await everyKeyAfter(store, first.next as string);
+      const expected = same.map((r) => r.id).sort((a, b) => (a < b ? 1 : -1));
+      expect([...first.items, ...rest].map((r) => r.id)).toEqual(expected);
+    });
+
+    it('combines filters, and refuses a cursor it did not make', async (ctx) => {
+      const store = await fresh(ctx);
+      const a = record('pro', { name: 'Acme', customerId: 'cus_A', createdAt: '2026-11-01T00:00:00.000Z' });
+      const b = record('free', { name: 'Acme', customerId: 'cus_A', createdAt: '2026-11-02T00:00:00.000Z' });
+      for (const rec of [a, b]) await store.insert(rec);
+      const page = await store.page({ name: 'ac', plan: 'pro', customerId: 'cus_A', revoked: false }, { limit: 5 });
+      expect(page).toStrictEqual({ items: [a], next: null });
+      for (const after of ['not-a-cursor!', Buffer.from('["x","y"]').toString('base64url'), 'e30', 'x'.repeat(201)]) {
+        await expect(store.page({}, { limit: 5, after })).rejects.toBeInstanceOf(BadCursorError);
+      }
+    });
+
+    it('gives the records of the ids asked for, revoked ones too, leaving unknown ids out', async (ctx) => {
+      const store = await fresh(ctx);
+      const [a, b, c] = [record('free'), record('pro'), record('business')];
+      for (const rec of [a, b, c]) await store.insert(rec);
+      await store.revoke(b.id, new Date('2026-11-20T00:00:00.000Z'));
+      const got = await store.getMany([a.id, b.id, newKeyId(), a.id]);
+      expect(got.map((r) => r.id).sort()).toEqual([a.id, b.id].sort());
+      expect(got.find((r) => r.id === b.id)?.revokedAt).toBe('2026-11-20T00:00:00.000Z');
+      expect(await store.getMany([])).toEqual([]);
+    });
+
+    it('finds the live keys whose expiry falls in a window, bounds included', async (ctx) => {
+      const store = await fresh(ctx);
+      const expiring = (iso: string) => record('free', { expiresAt: iso });
+      const before = expiring('2026-11-09T23:59:59.999Z');
+      const atStart = expiring('2026-11-10T00:00:00.000Z');
+      const inside = expiring('2026-11-15T00:00:00.000Z');
+      const atEnd = expiring('2026-11-20T00:00:00.000Z');
+      const after = expiring('2026-11-20T00:00:00.001Z');
+      const revoked = expiring('2026-11-15T00:00:00.000Z');
+      const never = record('free');
+      for (const rec of [before, atStart, inside, atEnd, after, revoked, never]) await store.insert(rec);
+      await store.revoke(revoked.id, new Date('2026-11-01T00:00:00.000Z'));
+      const found = await store.expiringBetween(
+        new Date('2026-11-10T00:00:00.000Z'),
+        new Date('2026-11-20T00:00:00.000Z'),
+      );
+      expect(found.map((r) => r.id).sort()).toEqual([atStart.id, inside.id, atEnd.id].sort());
+      expect(found.find((r) => r.id === inside.id)).toStrictEqual(inside);
     });
   });
 }

@@ -38,7 +38,7 @@ describe('parseKeysFile', () => {
       ]),
       'keys.json',
       DEFAULT_PLANS,
-    );
+    ).keys;
     expect(entries).toStrictEqual([
       { id: 'key_a', name: 'Team A', plan: 'free', sha256: HASH_A },
       { id: 'key_b', name: 'key_b', plan: 'enterprise', limits: { perMinute: 5, perDay: 50 }, sha256: HASH_B },
@@ -46,15 +46,24 @@ describe('parseKeysFile', () => {
   });
 
   it('reads an empty array', () => {
-    expect(parseKeysFile('[]', 'keys.json', DEFAULT_PLANS)).toEqual([]);
+    expect(parseKeysFile('[]', 'keys.json', DEFAULT_PLANS)).toEqual({ keys: [], customers: [] });
   });
 
   it('refuses text that is not JSON, naming the file', () => {
     expect(problemsOf('[{"id": ')).toMatch(/^keys\.json is not valid JSON/);
   });
 
-  it.each([[{}], ['"keys"'], [null], [42]])('refuses %j: the file must hold an array', (data) => {
-    expect(problemsOf(data)).toMatch(/keys\.json must hold a JSON array/);
+  it.each([['"keys"'], [null], [42]])('refuses %j: the file must hold an array or { keys, customers }', (data) => {
+    expect(problemsOf(data)).toMatch(/keys\.json must hold a JSON array of key records, or \{ "keys"/);
+  });
+
+  it.each([
+    [{}, /keys must be an array/],
+    [{ keys: {} }, /keys must be an array/],
+    [{ keys: [], customers: {} }, /customers must be an array/],
+    [{ keys: [], users: [] }, /unknown field "users"/],
+  ])('refuses %j, naming what is wrong', (data, message) => {
+    expect(problemsOf(data)).toMatch(message);
   });
 
   it('refuses entries that are not objects, without crashing on null', () => {
@@ -76,7 +85,7 @@ describe('parseKeysFile', () => {
       ]),
       'keys.json',
       DEFAULT_PLANS,
-    );
+    ).keys;
     expect(entry).toStrictEqual({
       id: 'key_a',
       name: 'key_a',
@@ -179,7 +188,7 @@ describe('parseKeysFile', () => {
       ]),
       'keys.json',
       DEFAULT_PLANS,
-    );
+    ).keys;
     expect(entries).toStrictEqual([
       {
         id: 'key_a',
@@ -203,7 +212,7 @@ describe('parseKeysFile', () => {
         JSON.stringify([{ id: 'key_a', plan: 'free', sha256: HASH_A, expiresAt }]),
         'k.json',
         DEFAULT_PLANS,
-      );
+      ).keys;
       expect(entry?.expiresAt, expiresAt).toBe(iso);
     }
   });
@@ -297,7 +306,7 @@ describe('toKeyRecord', () => {
       JSON.stringify([{ id: 'key_a', plan: 'business', sha256: HASH_A }]),
       'keys.json',
       DEFAULT_PLANS,
-    );
+    ).keys;
     const record = toKeyRecord(entry as NonNullable<typeof entry>, new Date('2025-03-04T05:06:07.000Z'));
     expect(record).toStrictEqual({
       id: 'key_a',
@@ -329,7 +338,7 @@ describe('API_KEYS_FILE on disk', () => {
       sha256: HASH_B,
     });
     const text = await readFile(path, 'utf8');
-    expect(parseKeysFile(text, path, DEFAULT_PLANS)).toStrictEqual([
+    expect(parseKeysFile(text, path, DEFAULT_PLANS).keys).toStrictEqual([
       { id: 'key_a', name: 'A', plan: 'free', sha256: HASH_A },
       { id: 'key_b', name: 'B', plan: 'enterprise', limits: { perMinute: 1, perDay: 1 }, sha256: HASH_B },
     ]);
@@ -369,7 +378,7 @@ describe('API_KEYS_FILE on disk', () => {
       plan: 'business',
     }));
     expect(updated).toStrictEqual({ ...entryA, plan: 'business' });
-    expect(parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS)).toStrictEqual([
+    expect(parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS).keys).toStrictEqual([
       { ...entryA, plan: 'business' },
       entryB,
     ]);
@@ -394,7 +403,7 @@ describe('API_KEYS_FILE on disk', () => {
       sha256: hashApiKey(`writer ${i}`),
     }));
     await Promise.all(entries.map((entry) => appendToKeysFile(path, DEFAULT_PLANS, entry)));
-    const written = parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS);
+    const written = parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS).keys;
     expect(written.map((e) => e.id).sort()).toEqual(entries.map((e) => e.id).sort());
   });
 
@@ -404,7 +413,7 @@ describe('API_KEYS_FILE on disk', () => {
     const long = new Date(Date.now() - 60_000);
     await utimes(`${path}.lock`, long, long);
     await appendToKeysFile(path, DEFAULT_PLANS, entryA);
-    expect(parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS)).toStrictEqual([entryA]);
+    expect(parseKeysFile(await readFile(path, 'utf8'), path, DEFAULT_PLANS).keys).toStrictEqual([entryA]);
     expect(existsSync(`${path}.lock`)).toBe(false);
   });
 

@@ -1,39 +1,20 @@
-import { randomBytes } from 'node:crypto';
-import { findMongo } from '@animal-store/tests/support/mongo.js';
-import { type Db, MongoClient } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from 'mongodb';
+import { describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey, newKeyId } from '../../src/keys/api-key.js';
 import { MongoKeyStore } from '../../src/keys/mongo-key-store.js';
+import { useMongoDb } from '../support/mongo-db.js';
 import { keyStoreContract } from './key-store.contract.js';
 
-const { mongo, reason } = await findMongo();
-if (!mongo) console.warn(`[skip] MongoKeyStore contract: ${reason}`);
+const mongo = await useMongoDb('MongoKeyStore contract');
 
 describe.skipIf(!mongo)('MongoKeyStore', () => {
-  let client: MongoClient;
+  const dbs = mongo?.connect();
 
-  beforeAll(async () => {
-    client = new MongoClient(mongo!.url, { serverSelectionTimeoutMS: 10_000 });
-    await client.connect();
-  });
-
-  afterAll(async () => {
-    await client?.close();
-    await mongo?.stop();
-  });
-
-  /** A database of its own per store, so parallel runs and real data are never touched. */
   async function freshDb(): Promise<{ db: Db; store: MongoKeyStore; cleanup(): Promise<void> }> {
-    const db = client.db(`gateway_test_${randomBytes(8).toString('hex')}`);
+    const { db, drop } = await dbs!.fresh();
     const store = new MongoKeyStore(db);
     await store.init();
-    return {
-      db,
-      store,
-      cleanup: async () => {
-        await db.dropDatabase();
-      },
-    };
+    return { db, store, cleanup: drop };
   }
 
   keyStoreContract('MongoKeyStore', freshDb);
@@ -52,6 +33,14 @@ describe.skipIf(!mongo)('MongoKeyStore', () => {
       expect(byName.get('previous_sha256_unique')?.key).toEqual({ 'previous.sha256': 1 });
       expect(byName.get('previous_sha256_unique')?.unique).toBe(true);
       expect(byName.get('updatedAt')?.key).toEqual({ updatedAt: 1 });
+      // What each page filter and the expiry scan read (docs/customers.md names them).
+      const order = { createdAt: -1, id: -1 };
+      expect(byName.get('created_id')?.key).toEqual(order);
+      expect(byName.get('name_created_id')?.key).toEqual({ nameLower: 1, ...order });
+      expect(byName.get('plan_created_id')?.key).toEqual({ plan: 1, ...order });
+      expect(byName.get('prefix_created_id')?.key).toEqual({ prefix: 1, ...order });
+      expect(byName.get('customerId_created_id')?.key).toEqual({ customerId: 1, ...order });
+      expect(byName.get('expiresAt')?.key).toEqual({ expiresAt: 1 });
     } finally {
       await cleanup();
     }

@@ -1,15 +1,12 @@
 import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Static } from 'typebox';
 import { Type } from 'typebox';
-import { billingPeriod } from '../../customers/billing-period.js';
 import { CustomerRuleError, checkNewCustomer, customerChanges } from '../../customers/customer-operations.js';
 import { type CustomerRecord, type CustomerStore, DuplicateCustomerError } from '../../customers/customer-store.js';
-import type { GatewayDeps } from '../../deps.js';
-import { BadCursorError } from '../../paging/page.js';
-import { limitsFor } from '../../plans/plans.js';
+import { FileCustomerError, FileCustomers } from '../../customers/file-customers.js';
+import { BadCursorError, DEFAULT_PAGE_SIZE } from '../../paging/page.js';
 import { audit } from '../audit.js';
-import { checkKeysCanFollow, moveKeysToPlan, revokeKeysOf } from '../customer-keys.js';
+import { keysThatFollow, moveKeysToPlan, revokeKeysOf } from '../customer-keys.js';
 import {
   CreateCustomerSchema,
   CustomerIdParams,
@@ -19,27 +16,8 @@ import {
   DeleteCustomerQuery,
   UpdateCustomerSchema,
 } from '../customer-schemas.js';
+import { customerView } from '../customer-view.js';
 import { type AdminRouteOptions, errors, idempotentErrors } from '../shared.js';
-
-type CustomerView = Static<typeof CustomerViewSchema>;
-
-/** What an operator sees of a customer: its limits in force and the billing period it is in now. */
-function customerView(deps: Pick<GatewayDeps, 'plans' | 'now'>, record: CustomerRecord): CustomerView {
-  const period = billingPeriod(new Date(deps.now()), record.billing);
-  return {
-    id: record.id,
-    name: record.name,
-    plan: record.plan,
-    limits: limitsFor(deps.plans, record.plan, record.limits),
-    ...(record.limits ? { ownLimits: record.limits } : {}),
-    billing: record.billing,
-    currentPeriod: { start: period.start.toISOString(), end: period.end.toISOString() },
-    ...(record.externalId !== undefined ? { externalId: record.externalId } : {}),
-    ...(record.metadata !== undefined ? { metadata: record.metadata } : {}),
-    createdAt: record.createdAt,
-    ...(record.updatedAt ? { updatedAt: record.updatedAt } : {}),
-  };
-}
 
 /** The store's and the rules' refusals as the API answers them. */
 async function answering<T>(operation: () => Promise<T>): Promise<T> {
@@ -47,6 +25,7 @@ async function answering<T>(operation: () => Promise<T>): Promise<T> {
     return await operation();
   } catch (err) {
     if (err instanceof CustomerRuleError) throw new ApiError(400, 'invalid_request', err.message);
+    if (err instanceof FileCustomerError) throw new ApiError(409, 'conflict', err.message);
     if (err instanceof BadCursorError) throw new ApiError(400, 'invalid_request', `after: ${err.message}`);
     if (err instanceof DuplicateCustomerError && err.field === 'externalId') {
       throw new ApiError(409, 'conflict', 'Another customer already has this externalId');
@@ -102,7 +81,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
     async (request) => {
       const { limit, after, ...filter } = request.query;
       const page = await answering(() =>
-        store.list(filter, { limit: limit ?? 50, ...(after !== undefined ? { after } : {}) }),
+        store.list(filter, { limit: limit ?? DEFAULT_PAGE_SIZE, ...(after !== undefined ? { after } : {}) }),
       );
       return { items: page.items.map((record) => customerView(deps, record)), next: page.next };
     },
@@ -126,8 +105,10 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
     async (request) => {
       const current = await findCustomer(store, request.params.id);
       const changes = await answering(async () => customerChanges(deps.plans, current, request.body));
-      if (changes.plan !== undefined && changes.plan !== current.plan)
-        await checkKeysCanFollow(deps, current.id, changes.plan);
+      const followers =
+        changes.plan !== undefined && changes.plan !== current.plan
+          ? await keysThatFollow(deps, current.id, changes.plan)
+          : [];
       const updated = await answering(() => store.update(current.id, changes, new Date(deps.now())));
       // Deleted between the read and the write.
       if (!updated) throw new ApiError(404, 'not_found', `No customer with id ${clipped(current.id)}`);
@@ -136,7 +117,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
         changed: Object.keys(body).filter((field) => body[field as keyof typeof body] !== undefined),
         ...(body.plan !== undefined && body.plan !== current.plan ? { from: current.plan, to: body.plan } : {}),
       });
-      if (updated.plan !== current.plan) await moveKeysToPlan(deps, updated, request.log);
+      if (updated.plan !== current.plan) await moveKeysToPlan(deps, updated, followers, request.log);
       return customerView(deps, updated);
     },
   );
@@ -152,6 +133,10 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
     },
     async (request, reply) => {
       const customer = await findCustomer(store, request.params.id);
+      // Before its keys are touched: the file, not the admin API, says what its customers are.
+      if (store instanceof FileCustomers && store.declares(customer.id)) {
+        throw new ApiError(409, 'conflict', new FileCustomerError(customer.id).message);
+      }
       const at = new Date(deps.now());
       const revoked = await revokeKeysOf(deps, customer.id, request.query.revokeKeys === true, at, request.log);
       if (await store.delete(customer.id, at)) {

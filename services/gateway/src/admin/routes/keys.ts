@@ -1,14 +1,25 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { type Static, Type } from 'typebox';
-import { KeyOwnershipError, ownerOf, planWithCustomer } from '../../customers/key-ownership.js';
+import { KeyOwnershipError, keyOwnership } from '../../customers/key-ownership.js';
 import type { GatewayDeps } from '../../deps.js';
 import { createKey } from '../../keys/create-key.js';
 import { checkNewKey, insertOnce, KeyRuleError, type KeyUpdate, updateKey } from '../../keys/key-operations.js';
+import { type ListedKey, pageOfKeys } from '../../keys/key-pages.js';
 import type { KeyRecord } from '../../keys/key-store.js';
+import { BadCursorError, DEFAULT_PAGE_SIZE, type Page } from '../../paging/page.js';
+import type { Plan } from '../../plans/plans.js';
 import { announceKeyChange } from '../../replicas/key-sync.js';
 import { audit } from '../audit.js';
-import { CreatedKeySchema, CreateKeySchema, KeyIdParams, KeyViewSchema, UpdateKeySchema } from '../schemas.js';
+import {
+  CreatedKeySchema,
+  CreateKeySchema,
+  KeyIdParams,
+  KeyListQuery,
+  KeyPageSchema,
+  KeyViewSchema,
+  UpdateKeySchema,
+} from '../schemas.js';
 import {
   type AdminRouteOptions,
   createdKey,
@@ -46,23 +57,19 @@ function fieldsToChange(body: Static<typeof UpdateKeySchema>): Array<(typeof CHA
   return fields;
 }
 
-/**
- * A key update as the key rules see it once its customer is known: a key of a customer (its own,
- * or the one it moves to) is on that customer's plan, with limits no looser than its.
- */
+/** A key update as the key rules see it once the customer rule (keyOwnership) has placed it. */
 async function withOwner(
   deps: Pick<GatewayDeps, 'plans' | 'customerStore'>,
   current: KeyRecord,
   body: Static<typeof UpdateKeySchema>,
 ): Promise<KeyUpdate> {
-  const customerId = body.customerId === undefined ? current.customerId : body.customerId;
   const { customerId: _, ...update } = body;
-  const moves = body.customerId !== undefined ? { customerId: body.customerId } : {};
-  if (customerId == null) return { ...update, ...moves };
-  const customer = await ownerOf(deps.customerStore, customerId);
-  const limits = body.limits === undefined ? current.limits : (body.limits ?? undefined);
-  const plan = planWithCustomer(deps.plans, customer, { plan: body.plan, limits });
-  return { ...update, ...moves, ...(plan !== current.plan ? { plan } : {}) };
+  const { plan } = await keyOwnership(deps.plans, deps.customerStore, current, body);
+  return {
+    ...update,
+    ...(body.customerId !== undefined ? { customerId: body.customerId } : {}),
+    ...(plan !== undefined && plan !== current.plan ? { plan: plan as Plan } : {}),
+  };
 }
 
 /** A new key's record: of the customer it names (on its plan), or on the plan it names. */
@@ -71,11 +78,10 @@ async function newKey(
   body: Static<typeof CreateKeySchema>,
   now: number,
 ): Promise<{ key: string; record: KeyRecord }> {
-  const customer = body.customerId === undefined ? null : await ownerOf(deps.customerStore, body.customerId);
-  const plan = planWithCustomer(deps.plans, customer, body);
+  const { plan, customerId } = await keyOwnership(deps.plans, deps.customerStore, null, body);
   if (plan === undefined) throw new KeyRuleError('plan is required (or customerId, for its plan)');
   const made = createKey(checkNewKey(deps.plans, { ...body, plan }, now), new Date(now));
-  if (customer) made.record.customerId = customer.id;
+  if (customerId !== undefined) made.record.customerId = customerId;
   return made;
 }
 
@@ -105,13 +111,25 @@ export const keyRoutes: FastifyPluginAsyncTypebox<
       }),
   );
 
-  app.get('/admin/keys', { schema: { response: { 200: Type.Array(KeyViewSchema), ...errors } } }, async () => {
-    const stored = await deps.keyStore.list();
-    return Promise.all([
-      ...deps.keyResolver.fileRecords().map((r) => keyView(deps, r, 'file')),
-      ...stored.map((r) => keyView(deps, r, 'store')),
-    ]);
-  });
+  app.get(
+    '/admin/keys',
+    { schema: { querystring: KeyListQuery, response: { 200: KeyPageSchema, ...errors } } },
+    async (request) => {
+      const { limit, after, ...filter } = request.query;
+      let page: Page<ListedKey>;
+      try {
+        const size = { limit: limit ?? DEFAULT_PAGE_SIZE, ...(after !== undefined ? { after } : {}) };
+        page = await pageOfKeys(deps.keyStore, deps.keyResolver.fileRecords(), filter, size);
+      } catch (err) {
+        if (err instanceof BadCursorError) throw new ApiError(400, 'invalid_request', `after: ${err.message}`);
+        throw err;
+      }
+      return {
+        items: await Promise.all(page.items.map(({ record, source }) => keyView(deps, record, source))),
+        next: page.next,
+      };
+    },
+  );
 
   app.get(
     '/admin/keys/:id',

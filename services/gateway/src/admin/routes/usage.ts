@@ -48,16 +48,21 @@ export const usageRoutes: FastifyPluginAsyncTypebox<
       const from = to - hoursInWindow * HOUR_MS;
       let perKey: Array<[string, HourUsage[]]>;
       let perCustomer: Array<[string, HourUsage[]]>;
+      let ids: string[];
       try {
-        const ids = await history.activeKeys(from, to);
+        ids = await history.activeKeys(from, to);
         perKey = await hoursOfKeys((id) => history.hours(id, from, to), ids);
         const customerIds = await history.activeCustomers(from, to);
         perCustomer = await hoursOfKeys((id) => history.hours(id, from, to), customerIds);
       } catch (err) {
         historyUnavailable(err, request.log);
       }
-      const records = new Map((await deps.keyStore.list()).map((r) => [r.id, r]));
-      for (const r of deps.keyResolver.fileRecords()) records.set(r.id, r);
+      // The records of the keys with usage in the window only, not every key in the store.
+      const records = new Map((await deps.keyStore.getMany(ids)).map((r) => [r.id, r]));
+      for (const id of ids) {
+        const fromFile = deps.keyResolver.fileRecord(id);
+        if (fromFile) records.set(id, fromFile);
+      }
       const top = topKeys(perKey, records, sort);
       const hourly = series(
         perKey.flatMap(([, hours]) => hours),

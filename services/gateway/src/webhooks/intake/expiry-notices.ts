@@ -14,6 +14,11 @@ export interface ExpiryNotice {
   days?: number;
 }
 
+/** When the keys that may be due a notice at `now` expire: what the scan asks the key store for. */
+export function noticeWindow(now: number): { from: Date; to: Date } {
+  return { from: new Date(now - EXPIRED_LOOKBACK_MS), to: new Date(now + 7 * DAY_MS) };
+}
+
 /**
  * The notice a key is due, if any: key.expiring 7 days and 1 day before its expiry (only the
  * nearer one when both are due, as for a key made 3 days before it expires), key.expired once it

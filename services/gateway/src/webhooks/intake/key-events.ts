@@ -4,7 +4,7 @@ import type { KeyRecord } from '../../keys/key-store.js';
 import type { WindowState } from '../../limits/key-limiter.js';
 import type { KeyRef, WebhookEventType } from '../event-types.js';
 import type { FanOut } from '../fan-out.js';
-import { expiryNotice } from './expiry-notices.js';
+import { expiryNotice, noticeWindow } from './expiry-notices.js';
 import { quotaCrossings } from './quota-crossings.js';
 
 /** Key changes made through the admin API (admin/audit.ts), as the events they send. */
@@ -22,7 +22,8 @@ const KEY_ACTION_FIELDS = ['changed', 'expiresAt', 'previousKeyExpiresAt'];
 /** Where the expiry scan finds keys: the key store and API_KEYS_FILE. */
 export interface KeySource {
   get(id: string): Promise<KeyRecord | null>;
-  list(): Promise<KeyRecord[]>;
+  /** Live keys whose expiry falls in [from, to]. */
+  expiringBetween(from: Date, to: Date): Promise<KeyRecord[]>;
 }
 
 /**
@@ -75,7 +76,9 @@ export class KeyEvents {
   /** The expiry notices due now, each sent once whichever replica's scan finds it first. */
   async scan(): Promise<void> {
     const now = this.now();
-    for (const record of await this.keys.list()) {
+    const { from, to } = noticeWindow(now);
+    // Only the keys that can be due a notice: a store of a million keys is not read whole.
+    for (const record of await this.keys.expiringBetween(from, to)) {
       const notice = expiryNotice(record, now);
       if (!notice) continue;
       await this.fanOut.emit(

@@ -48,7 +48,7 @@ describe('DELETE /admin/keys/:id/ban (lift a ban)', () => {
       expect(untilMs).toBeGreaterThan(Date.now() + 800_000);
       expect(untilMs).toBeLessThanOrEqual(Date.now() + 900_000);
       expect(Number(banned.headers['x-ratelimit-reset'])).toBe(Math.ceil(untilMs / 1000));
-      const listed = (await gw.admin.inject({ method: 'GET', url: '/admin/keys', headers: auth })).json();
+      const listed = (await gw.admin.inject({ method: 'GET', url: '/admin/keys', headers: auth })).json().items;
       expect(listed.find((k: { id: string }) => k.id === created.id).bannedUntil).toBe(shown.bannedUntil);
 
       const lift = await gw.admin.inject({ method: 'DELETE', url: `/admin/keys/${created.id}/ban`, headers: auth });

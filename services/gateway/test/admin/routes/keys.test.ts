@@ -201,7 +201,7 @@ describe('POST /admin/keys', () => {
       expectError(res, 400, 'invalid_request');
       expect(res.json().message).toBe('Request body is not valid UTF-8 (JSON is UTF-8 text)');
       const list = await fresh.admin.inject({ method: 'GET', url: '/admin/keys', headers: auth });
-      expect(list.json()).toEqual([]);
+      expect(list.json()).toEqual({ items: [], next: null });
     } finally {
       await fresh.close();
     }
@@ -225,7 +225,7 @@ describe('POST /admin/keys', () => {
       await fresh.admin.inject({ method: 'POST', url: '/admin/keys', headers: auth, payload: { plan: 'enterprise' } });
       await fresh.admin.inject({ method: 'POST', url: '/admin/keys', payload: { plan: 'free' } });
       const list = await fresh.admin.inject({ method: 'GET', url: '/admin/keys', headers: auth });
-      expect(list.json()).toEqual([]);
+      expect(list.json()).toEqual({ items: [], next: null });
     } finally {
       await fresh.close();
     }
@@ -254,7 +254,7 @@ describe('GET /admin/keys and /admin/keys/:id', () => {
     }
     expect(res.body).not.toContain('"key"');
     expect(res.body).not.toContain('sha256');
-    const list = res.json() as Array<Record<string, unknown>>;
+    const list = res.json().items as Array<Record<string, unknown>>;
     expect(list.map((k) => k.id).sort()).toEqual([free.id, enterprise.id].sort());
     const byId = new Map(list.map((k) => [k.id, k]));
     expect(byId.get(free.id)).toEqual({
@@ -331,8 +331,8 @@ describe('DELETE /admin/keys/:id (revoke)', () => {
     expect(shown.statusCode).toBe(200);
     expect(new Date(shown.json().revokedAt).toISOString()).toBe(shown.json().revokedAt);
     const listed = await gw.admin.inject({ method: 'GET', url: '/admin/keys', headers: auth });
-    expect(listed.json().find((k: { id: string }) => k.id === created.id).revokedAt).toBe(shown.json().revokedAt);
-    expect(listed.json().find((k: { id: string }) => k.id === other.id)).not.toHaveProperty('revokedAt');
+    expect(listed.json().items.find((k: { id: string }) => k.id === created.id).revokedAt).toBe(shown.json().revokedAt);
+    expect(listed.json().items.find((k: { id: string }) => k.id === other.id)).not.toHaveProperty('revokedAt');
   });
 
   it('is idempotent: revoking again answers 204 and keeps the first revocation time', async () => {
@@ -392,7 +392,7 @@ describe('keys from API_KEYS_FILE', () => {
     expect(res.statusCode).toBe(200);
     expect(res.body).not.toContain(hashApiKey(fileKey));
     expect(res.body).not.toContain(fileKey);
-    const list = res.json() as Array<Record<string, unknown>>;
+    const list = res.json().items as Array<Record<string, unknown>>;
     const byId = new Map(list.map((k) => [k.id, k]));
     expect(list).toHaveLength(3);
     expect(byId.get('key_fromfile')).toMatchObject({

@@ -1,0 +1,26 @@
+import type { Static } from 'typebox';
+import { billingPeriod } from '../customers/billing-period.js';
+import type { CustomerRecord } from '../customers/customer-store.js';
+import type { GatewayDeps } from '../deps.js';
+import { limitsFor } from '../plans/plans.js';
+import type { CustomerViewSchema } from './customer-schemas.js';
+
+type CustomerView = Static<typeof CustomerViewSchema>;
+
+/** What an operator sees of a customer: its limits in force and the billing period it is in now. */
+export function customerView(deps: Pick<GatewayDeps, 'plans' | 'now'>, record: CustomerRecord): CustomerView {
+  const period = billingPeriod(new Date(deps.now()), record.billing);
+  return {
+    id: record.id,
+    name: record.name,
+    plan: record.plan,
+    limits: limitsFor(deps.plans, record.plan, record.limits),
+    ...(record.limits ? { ownLimits: record.limits } : {}),
+    billing: record.billing,
+    currentPeriod: { start: period.start.toISOString(), end: period.end.toISOString() },
+    ...(record.externalId !== undefined ? { externalId: record.externalId } : {}),
+    ...(record.metadata !== undefined ? { metadata: record.metadata } : {}),
+    createdAt: record.createdAt,
+    ...(record.updatedAt ? { updatedAt: record.updatedAt } : {}),
+  };
+}

@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import { findMongo } from '@animal-store/tests/support/mongo.js';
+import { type Db, MongoClient } from 'mongodb';
+import { afterAll, beforeAll } from 'vitest';
+
+export interface MongoDbs {
+  /** A database of its own, so parallel runs and real data are never touched; drop() removes it. */
+  fresh(): Promise<{ db: Db; drop(): Promise<void> }>;
+}
+
+/**
+ * The MongoDB of a store's suite (MONGO_URL, a container or a mongod on PATH: findMongo), or null,
+ * with the reason printed, where there is none: the caller skips its suite with
+ * `describe.skipIf(!mongo)`. Call `connect()` inside that describe: it opens one client before the
+ * suite and closes it (and stops a MongoDB it started) after.
+ */
+export async function useMongoDb(suite: string): Promise<{ connect(): MongoDbs } | null> {
+  const { mongo, reason } = await findMongo();
+  if (!mongo) {
+    console.warn(`[skip] ${suite}: ${reason}`);
+    return null;
+  }
+  return {
+    connect() {
+      let client: MongoClient | undefined;
+      beforeAll(async () => {
+        client = new MongoClient(mongo.url, { serverSelectionTimeoutMS: 10_000 });
+        await client.connect();
+      });
+      afterAll(async () => {
+        await client?.close();
+        await mongo.stop();
+      });
+      return {
+        async fresh() {
+          if (!client) throw new Error('useMongoDb: connect() runs before the suite; call fresh() in a test');
+          const db = client.db(`gateway_test_${randomBytes(8).toString('hex')}`);
+          return { db, drop: async () => void (await db.dropDatabase()) };
+        },
+      };
+    },
+  };
+}
