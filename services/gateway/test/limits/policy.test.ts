@@ -133,10 +133,18 @@ describe('the windows of a refusal taken before the limiter is asked', () => {
   it('are every window of the policy, full, resetting as fresh windows would', () => {
     const now = at('2026-11-26T12:00:00.250Z');
     expect(emptyWindows(policyFor({ perMinute: 60, perDay: 1_000, perMonth: 9_000 }), now)).toEqual([
-      { name: 'minute', limit: 60, remaining: 60, windowSeconds: 60, resetAt: now + 60_000 },
-      { name: 'day', limit: 1_000, remaining: 1_000, windowSeconds: 86_400, resetAt: at('2026-11-27T00:00:00Z') },
+      { name: 'minute', scope: 'key', limit: 60, remaining: 60, windowSeconds: 60, resetAt: now + 60_000 },
+      {
+        name: 'day',
+        scope: 'key',
+        limit: 1_000,
+        remaining: 1_000,
+        windowSeconds: 86_400,
+        resetAt: at('2026-11-27T00:00:00Z'),
+      },
       {
         name: 'month',
+        scope: 'key',
         limit: 9_000,
         remaining: 9_000,
         windowSeconds: 30 * 86_400,

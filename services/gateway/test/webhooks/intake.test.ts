@@ -10,8 +10,14 @@ const DAY_MS = 86_400_000;
 const NOON = Date.UTC(2026, 10, 26, 12);
 const MIDNIGHT = Date.UTC(2026, 10, 27);
 
-const window = (name: WindowState['name'], limit: number, remaining: number): WindowState => ({
+const window = (
+  name: WindowState['name'],
+  limit: number,
+  remaining: number,
+  scope: WindowState['scope'] = 'key',
+): WindowState => ({
   name,
+  scope,
   limit,
   remaining,
   windowSeconds: 86_400,

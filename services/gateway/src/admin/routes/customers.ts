@@ -8,6 +8,7 @@ import { type CustomerRecord, type CustomerStore, DuplicateCustomerError } from 
 import type { GatewayDeps } from '../../deps.js';
 import { BadCursorError } from '../../paging/page.js';
 import { limitsFor } from '../../plans/plans.js';
+import { announceCustomerChange } from '../../replicas/key-sync.js';
 import { audit } from '../audit.js';
 import { checkKeysCanFollow, moveKeysToPlan, revokeKeysOf } from '../customer-keys.js';
 import {
@@ -74,7 +75,17 @@ async function insertOnce(store: CustomerStore, record: CustomerRecord): Promise
 
 /** Customers: the accounts above the keys. Create, list (paged, filtered), show, update, delete. */
 export const customerRoutes: FastifyPluginAsyncTypebox<
-  AdminRouteOptions<'plans' | 'customerStore' | 'keyStore' | 'keyResolver' | 'events' | 'metrics' | 'webhooks' | 'now'>
+  AdminRouteOptions<
+    | 'plans'
+    | 'customerStore'
+    | 'customerResolver'
+    | 'keyStore'
+    | 'keyResolver'
+    | 'events'
+    | 'metrics'
+    | 'webhooks'
+    | 'now'
+  >
 > = async (app, { deps, idempotency }) => {
   const store = deps.customerStore;
 
@@ -136,6 +147,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
         changed: Object.keys(body).filter((field) => body[field as keyof typeof body] !== undefined),
         ...(body.plan !== undefined && body.plan !== current.plan ? { from: current.plan, to: body.plan } : {}),
       });
+      await announceCustomerChange(deps, updated.id, request.log);
       if (updated.plan !== current.plan) await moveKeysToPlan(deps, updated, request.log);
       return customerView(deps, updated);
     },
@@ -156,6 +168,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
       const revoked = await revokeKeysOf(deps, customer.id, request.query.revokeKeys === true, at, request.log);
       if (await store.delete(customer.id, at)) {
         audit(deps, request.log, 'customer.delete', customer.id, { revokedKeys: revoked });
+        await announceCustomerChange(deps, customer.id, request.log);
       }
       return reply.code(204).send(null);
     },

@@ -34,15 +34,16 @@ export const usageRoutes: FastifyPluginAsyncTypebox<
       const now = deps.now();
       const to = now - (now % HOUR_MS) + HOUR_MS;
       const from = to - hoursInWindow * HOUR_MS;
+      const records = new Map((await deps.keyStore.list()).map((r) => [r.id, r]));
+      for (const r of deps.keyResolver.fileRecords()) records.set(r.id, r);
       let perKey: Array<[string, HourUsage[]]>;
       try {
         const ids = await history.activeKeys(from, to);
-        perKey = await hoursOfKeys((id) => history.hours(id, from, to), ids);
+        // A key of a customer keeps its hours since it joined it in the customer's slot too.
+        perKey = await hoursOfKeys((id) => history.hours(id, from, to, records.get(id)?.customerId), ids);
       } catch (err) {
         historyUnavailable(err, request.log);
       }
-      const records = new Map((await deps.keyStore.list()).map((r) => [r.id, r]));
-      for (const r of deps.keyResolver.fileRecords()) records.set(r.id, r);
       const top = topKeys(perKey, records, sort);
       const hourly = series(
         perKey.flatMap(([, hours]) => hours),
