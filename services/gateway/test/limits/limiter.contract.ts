@@ -3,6 +3,7 @@ import { loadConfig } from '../../src/config.js';
 import type { BanPolicy, Decision, KeyLimiter } from '../../src/limits/key-limiter.js';
 import { type LimitPolicy, type Limits, periodEnd, policyFor } from '../../src/limits/policy.js';
 import { type FleetClient, fleets, runFleet, type TimedAnswer } from '../support/clients.js';
+import { customerWindowsContract } from './customer-windows.contract.js';
 
 export interface LimiterHarness {
   limiter: KeyLimiter;
@@ -43,8 +44,12 @@ function window(decision: Decision, name: string) {
 let counter = 0;
 const newKeyId = () => `key_contract_${process.pid}_${Date.now()}_${counter++}`;
 
-/** The decision rules both limiters must follow identically (docs/limits-and-bans.md). */
+/**
+ * The decision rules both limiters must follow identically (docs/limits-and-bans.md); with them,
+ * those of customers' shared windows (customer-windows.contract.ts).
+ */
 export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<LimiterHarness>): void {
+  customerWindowsContract(name, make);
   describe(`${name} limiter contract`, () => {
     let harness: LimiterHarness | undefined;
     const start = async (ban = BAN) => {
