@@ -5,7 +5,7 @@ import './access-fields.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import type { GuardedDecision } from '../limits/guarded-limiter.js';
 import { emptyWindows } from '../limits/key-limiter.js';
-import type { LimitPolicy, WindowRule } from '../limits/policy.js';
+import { type LimitPolicy, ruleEnd, type WindowRule } from '../limits/policy.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import { setBannedHeaders, setRateLimitHeaders } from './rate-limit-headers.js';
@@ -62,8 +62,10 @@ function limitedMessage(
 ): string {
   const rule = decision.refusedBy;
   const remaining = decision.windows.find((w) => w.name === rule.name && w.scope === rule.scope)?.remaining ?? 0;
-  // The window's own time, not the Retry-After, which the ban policy may make longer.
-  const retryAt = new Date(at + decision.roomInMs).toISOString();
+  // The window's own time, not the Retry-After, which the ban policy may make longer; a calendar
+  // window's is its period's end, to the millisecond (the decision's clock read may differ by one).
+  const resetsAt = rule.kind === 'calendar' && cost <= rule.limit ? ruleEnd(rule, at) : at + decision.roomInMs;
+  const retryAt = new Date(resetsAt).toISOString();
   let state: string;
   if (cost > rule.limit) state = `is smaller than this request's cost of ${cost}`;
   else if (remaining === 0) state = 'is used up';
