@@ -30,6 +30,8 @@ interface Fixtures {
   keyId: string;
   /** A key for the revoke row: the others use keyId. */
   spareKeyId: string;
+  /** A customer (in the key store's database, not Redis): its live windows are in Redis. */
+  customerId: string;
   webhookId: string;
 }
 
@@ -48,6 +50,7 @@ const ROUTES: Row[] = [
   ['usage history', 'GET', (f) => `/admin/keys/${f.keyId}/usage/history`, undefined, 503],
   ['usage history as CSV', 'GET', (f) => `/admin/keys/${f.keyId}/usage/history?format=csv`, undefined, 503],
   ['top keys', 'GET', () => '/admin/usage', undefined, 503],
+  ['a customer’s live usage', 'GET', (f) => `/admin/customers/${f.customerId}/usage`, undefined, 503],
   ['lift a ban', 'DELETE', (f) => `/admin/keys/${f.keyId}/ban`, undefined, 503],
   ['list webhooks', 'GET', () => '/admin/webhooks', undefined, 503],
   [
@@ -147,10 +150,12 @@ describe('every admin route with Redis unreachable', () => {
       url: 'http://127.0.0.1:9/hook',
       events: ['key.banned'],
     });
-    expect([key.status, spare.status, hook.status]).toEqual([201, 201, 201]);
+    const customer = await stack.call('POST', '/admin/customers', { name: 'Acme', plan: 'pro' });
+    expect([key.status, spare.status, hook.status, customer.status]).toEqual([201, 201, 201, 201]);
     fixtures = {
       keyId: JSON.parse(key.body).id,
       spareKeyId: JSON.parse(spare.body).id,
+      customerId: JSON.parse(customer.body).id,
       webhookId: JSON.parse(hook.body).id,
     };
   });

@@ -28,7 +28,7 @@ const CUSTOMER_LABELS = new Map<string, string>(WINDOW_NAMES.map((name) => [name
  * A window's name in RateLimit and RateLimit-Policy: its own, or for a window a key shares with
  * the other keys of its customer, `customer-<name>`, so a client sees which one binds.
  */
-export function windowLabel(w: Pick<WindowState, 'name' | 'scope'>): string {
+function windowLabel(w: Pick<WindowState, 'name' | 'scope'>): string {
   return w.scope === 'customer' ? (CUSTOMER_LABELS.get(w.name) ?? w.name) : w.name;
 }
 
