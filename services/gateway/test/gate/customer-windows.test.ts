@@ -35,6 +35,7 @@ async function made(res: LightMyRequestResponse): Promise<Record<string, unknown
 async function customerWithKeys(gw: TestGateway, body: object, n: number, ownLimits?: object) {
   const customer = await made(await call(gw, 'POST', '/admin/customers', { name: 'Acme', ...body }));
   const keys: string[] = [];
+  const keyIds: string[] = [];
   for (let i = 0; i < n; i++) {
     const key = await made(
       await call(gw, 'POST', '/admin/keys', {
@@ -44,8 +45,9 @@ async function customerWithKeys(gw: TestGateway, body: object, n: number, ownLim
       }),
     );
     keys.push(String(key.key));
+    keyIds.push(String(key.id));
   }
-  return { id: String(customer.id), keys };
+  return { id: String(customer.id), keys, keyIds };
 }
 
 const get = (gw: TestGateway, key: string) => gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
@@ -90,7 +92,9 @@ describe('the keys of a customer at the gate', () => {
 
   it('say in the 429 that the customer’s shared quota is spent, and which key’s own window refused otherwise', async () => {
     const [a, b] = await replicas({ BAN_THRESHOLD: '1000' });
-    const { id, keys } = await customerWithKeys(a, { plan: 'free', limits: { perMinute: 2 } }, 2, { perMinute: 1 });
+    const { id, keys, keyIds } = await customerWithKeys(a, { plan: 'free', limits: { perMinute: 2 } }, 2, {
+      perMinute: 1,
+    });
     const [own, sibling] = keys as [string, string];
     expect((await get(a, own)).statusCode).toBe(200);
     const byOwn = await get(b, own);
@@ -107,6 +111,14 @@ describe('the keys of a customer at the gate', () => {
     );
     expect(byCustomer.headers['x-ratelimit-remaining']).toBe('0');
     expect(Number(byCustomer.headers['retry-after'])).toBeGreaterThan(0);
+    // The key's live usage: its own windows, and the customer's it shares.
+    const usage = (await call(b, 'GET', `/admin/keys/${keyIds[0]}/usage`)).json();
+    expect(usage.windows).toEqual({ minute: expect.objectContaining({ limit: 1, used: 1, remaining: 0 }) });
+    expect(usage.customer).toMatchObject({
+      id,
+      windows: { minute: { limit: 2, used: 2, remaining: 0 }, day: { limit: 1_000, used: 2 } },
+    });
+    expect(usage.refusals).toBe(1);
   });
 
   it('name the customer’s billing day in a refusal and reset its day at local midnight', async () => {
