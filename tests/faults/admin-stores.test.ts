@@ -30,9 +30,8 @@ interface Fixtures {
   keyId: string;
   /** A key for the revoke row: the others use keyId. */
   spareKeyId: string;
-  /** A customer (in the key store's database, not Redis): its live windows are in Redis. */
-  customerId: string;
   webhookId: string;
+  customerId: string;
 }
 
 type Row = [label: string, method: string, path: (f: Fixtures) => string, body: unknown, ok: number | 503];
