@@ -65,6 +65,15 @@ describe('the keys of a customer at the gate', () => {
     expect(usage.windows).toMatchObject({ minute: { limit: 300, used: 300, remaining: 0 }, day: { used: 300 } });
   });
 
+  it('admit exactly the customer’s limit in the embedded mode too (no Redis: one process)', async () => {
+    const gw = await gateways.start({ redisUrl: null, env: { BAN_THRESHOLD: '1000' } });
+    const { id, keys } = await customerWithKeys(gw, { plan: 'free', limits: { perMinute: 40 } }, 3, { perMinute: 20 });
+    const answers = await Promise.all(keys.flatMap((key) => Array.from({ length: 30 }, () => get(gw, key))));
+    expect(answers.filter((r) => r.statusCode === 200)).toHaveLength(40);
+    const usage = (await call(gw, 'GET', `/admin/customers/${id}/usage`)).json();
+    expect(usage.windows.minute).toMatchObject({ limit: 40, used: 40, remaining: 0 });
+  });
+
   it.each([
     [
       'no limits of its own: the customer’s windows alone, the binding one in X-RateLimit-*',
