@@ -183,13 +183,23 @@ describe('the usage history of a customer’s keys', () => {
 });
 
 describe('GET /admin/customers/:id/usage', () => {
-  it('answers 404 for a customer that does not exist, and for garbage ids', async () => {
+  it.each([
+    ['a customer that does not exist', 'cus_0000000000000000', 404, 'not_found'],
+    ['garbage', 'nope', 404, 'not_found'],
+    ['an operator-shaped id', '%7B%22%24gt%22%3A%22%22%7D', 404, 'not_found'],
+    ['a key id', 'key_0000000000000000', 404, 'not_found'],
+    ['an id past 64 characters', `cus_${'a'.repeat(61)}`, 400, 'invalid_request'],
+  ])('answers %s with %i', async (_what, id, status, code) => {
     const [gw] = await replicas();
-    for (const id of ['cus_0000000000000000', 'nope', '%7B%22%24gt%22%3A%22%22%7D']) {
-      const res = await call(gw, 'GET', `/admin/customers/${id}/usage`);
-      expect(res.statusCode, id).toBe(404);
-      expect(res.json()).toMatchObject({ code: 'not_found', status: 404 });
-    }
+    const res = await call(gw, 'GET', `/admin/customers/${id}/usage`);
+    expect(res.statusCode, res.body).toBe(status);
+    expect(res.json()).toEqual({ code, message: expect.any(String), status });
+  });
+
+  it('asks for the admin token like every admin route', async () => {
+    const [gw] = await replicas();
+    const res = await gw.admin.inject({ url: '/admin/customers/cus_0000000000000000/usage' });
+    expect(res.statusCode).toBe(401);
   });
 
   it('answers a customer’s shared windows, nothing used before its first request, its month from its anchor', async () => {
