@@ -1,6 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
+import { createKey } from '../../src/keys/create-key.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../support/helpers.js';
 
@@ -149,6 +150,15 @@ describe('the keys of a customer at the gate', () => {
     expect(refused.statusCode).toBe(429);
     expect(refused.json().message).toContain('"customer-day": day quota (2 per day in Pacific/Kiritimati)');
     expect(refused.json().message).toContain(`it resets on ${new Date(endOfDay).toISOString()}`);
+  });
+
+  it('serve a key whose customer is gone (its revocation racing the request) on its own plan, not unlimited', async () => {
+    const [gw] = await replicas();
+    const { key, record } = createKey({ plan: 'free', name: 'orphan' });
+    await gw.deps.keyStore.insert({ ...record, customerId: 'cus_0000000000000000' });
+    const res = await get(gw, key);
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['ratelimit-policy']).toBe('"minute";q=60;w=60, "day";q=1000;w=86400');
   });
 
   it('apply a change to the customer on every replica: its new limits, from the next request', async () => {
