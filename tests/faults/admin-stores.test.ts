@@ -30,8 +30,8 @@ interface Fixtures {
   keyId: string;
   /** A key for the revoke row: the others use keyId. */
   spareKeyId: string;
-  webhookId: string;
   customerId: string;
+  webhookId: string;
 }
 
 type Row = [label: string, method: string, path: (f: Fixtures) => string, body: unknown, ok: number | 503];
@@ -57,6 +57,7 @@ const ROUTES: Row[] = [
     undefined,
     503,
   ],
+  ['a customer’s live usage', 'GET', (f) => `/admin/customers/${f.customerId}/usage`, undefined, 503],
   ['lift a ban', 'DELETE', (f) => `/admin/keys/${f.keyId}/ban`, undefined, 503],
   ['list webhooks', 'GET', () => '/admin/webhooks', undefined, 503],
   [
@@ -161,8 +162,8 @@ describe('every admin route with Redis unreachable', () => {
     fixtures = {
       keyId: JSON.parse(key.body).id,
       spareKeyId: JSON.parse(spare.body).id,
-      webhookId: JSON.parse(hook.body).id,
       customerId: JSON.parse(customer.body).id,
+      webhookId: JSON.parse(hook.body).id,
     };
   });
 

@@ -3,7 +3,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@animal-store/gateway/config.js';
+import { MemoryCustomerStore } from '@animal-store/gateway/customers/memory-customer-store.js';
 import { generateApiKey, hashApiKey } from '@animal-store/gateway/keys/api-key.js';
+import { createKey } from '@animal-store/gateway/keys/create-key.js';
 import { MemoryKeyStore } from '@animal-store/gateway/keys/memory-key-store.js';
 import { createRedisClients, type RedisClient, whenReady } from '@animal-store/gateway/redis/clients.js';
 import {
@@ -88,12 +90,19 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       if (dir) await rm(dir, { recursive: true, force: true });
     });
 
-    /** Two in-process replicas of one deployment: one prefix, one key store (standing in for MongoDB). */
+    /** Two in-process replicas of one deployment: one prefix, one key and customer store (standing in for MongoDB). */
     async function replicas(env: Record<string, string> = {}) {
       const keyStore = new MemoryKeyStore();
+      const customerStore = new MemoryCustomerStore();
       const prefix = `t${randomUUID().slice(0, 8)}:`;
       const make = async () => {
-        const gw = await startGateway({ upstream: upstream.url, prefix, keyStore, env: { ...topology.env, ...env } });
+        const gw = await startGateway({
+          upstream: upstream.url,
+          prefix,
+          keyStore,
+          customerStore,
+          env: { ...topology.env, ...env },
+        });
         gateways.push(gw);
         await gw.listen();
         return gw;
@@ -123,6 +132,37 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       const scriptCalls = (await calls()) - before;
       expect(scriptCalls).toBeGreaterThan(0);
       expect(scriptCalls).toBeLessThan(150);
+    });
+
+    it('two replicas admit exactly a customer’s 60 a minute from 3 of its keys × 50 concurrent requests, on the master of the customer’s slot', async () => {
+      const { a, b } = await replicas({ BAN_THRESHOLD: '1000' });
+      const customerId = `cus_${randomUUID().slice(0, 16)}`;
+      const billing = { anchorDay: 15, timeZone: 'Europe/Paris' };
+      await a.deps.customerStore.insert({
+        id: customerId,
+        name: 'Acme',
+        plan: 'free',
+        billing,
+        createdAt: new Date().toISOString(),
+      });
+      const keys: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const { key, record } = createKey({ plan: 'free', name: `k${i}` });
+        await a.deps.keyStore.insert({ ...record, customerId });
+        keys.push(key);
+      }
+      const master = await RedisInspector.connect((await topology.masterFor(customerId)).port);
+      inspectors.push(master);
+      const before = await master.commandCalls('evalsha');
+
+      const results = await Promise.all(
+        keys.flatMap((key) => Array.from({ length: 50 }, (_, i) => get(i % 2 ? a : b, key))),
+      );
+
+      expect(results.filter((r) => r.status === 200)).toHaveLength(60);
+      expect(results.filter((r) => r.status === 429 && r.code === 'rate_limit_exceeded')).toHaveLength(90);
+      // Every key the script touches for a key of a customer carries the customer's hash tag: one slot, no CROSSSLOT.
+      expect((await master.commandCalls('evalsha')) - before).toBeGreaterThan(0);
     });
 
     it('share a ban, and an admin unban and a revocation reach the other replica through pub/sub', async () => {

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config.js';
+import { CustomerResolver } from './customers/customer-resolver.js';
 import type { CustomerRecord, CustomerStore } from './customers/customer-store.js';
 import { toCustomerRecord } from './customers/customers-file.js';
 import { FileCustomers } from './customers/file-customers.js';
@@ -52,6 +53,8 @@ export interface GatewayDeps {
   /** The accounts above the keys, beside the keys (the same MongoDB database, or memory). */
   customerStore: CustomerStore;
   keyResolver: KeyResolver;
+  /** Keys' customers, cached per replica beside the keys (the gate's shared windows come from them). */
+  customerResolver: CustomerResolver;
   limiter: GuardedLimiter;
   /** Each key's decisions per hour: in Redis beside the limits, or this process's memory. */
   history: UsageHistory;
@@ -145,6 +148,10 @@ export async function createDeps(
   const events = createEventBus(config, redis, subscriber, { logger, metrics, probeMs: options.eventProbeMs });
   const webhooks = createWebhooks(config, redis, { registry, logger, keyStore, keyResolver, now });
 
+  const customerStore = await customerStoreFor(
+    clients,
+    config.apiKeyCustomers.map((e) => toCustomerRecord(e, loadedAt)),
+  );
   return {
     plans: config.plans,
     logger,
@@ -152,11 +159,12 @@ export async function createDeps(
     registry,
     metrics,
     keyStore,
-    customerStore: await customerStoreFor(
-      clients,
-      config.apiKeyCustomers.map((e) => toCustomerRecord(e, loadedAt)),
-    ),
+    customerStore,
     keyResolver,
+    customerResolver: new CustomerResolver(customerStore, {
+      maxEntries: config.keyCacheMax,
+      ttlMs: config.keyCacheTtlMs,
+    }),
     limiter,
     history,
     anonymous,

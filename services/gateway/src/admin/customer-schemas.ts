@@ -1,7 +1,8 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
 import { MAX_ANCHOR_DAY } from '../customers/billing-period.js';
-import { LimitsSchema, NameSchema, PageQueryFields, PlanSchema, Timestamp } from './schemas.js';
+import { perName } from '../limits/windows.js';
+import { LimitsSchema, NameSchema, PageQueryFields, PlanSchema, Timestamp, WindowUsageSchema } from './schemas.js';
 
 /** The id the business knows the customer by: visible ASCII, as Stripe's and most CRMs' ids are. */
 const ExternalIdSchema = Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7e]+$' });
@@ -61,6 +62,17 @@ export const CustomerViewSchema = Type.Object({
   metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
   createdAt: Timestamp,
   updatedAt: Type.Optional(Timestamp),
+});
+
+/** GET /admin/customers/:id/usage: the customer's shared windows as the limiter counts them now. */
+export const CustomerUsageSchema = Type.Object({
+  id: Type.String(),
+  plan: PlanSchema,
+  /** In force: the windows all its keys share. */
+  limits: LimitsSchema,
+  billing: Type.Object({ anchorDay: Type.Integer(), timeZone: Type.String() }),
+  /** Each shared window by name: what all its keys used together, and when it resets. */
+  windows: Type.Object(perName(() => Type.Optional(WindowUsageSchema))),
 });
 
 export const CustomerPageSchema = Type.Object({

@@ -123,7 +123,7 @@ export const KeyListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const WindowUsageSchema = Type.Object({
+export const WindowUsageSchema = Type.Object({
   limit: Type.Integer(),
   used: Type.Integer(),
   remaining: Type.Integer(),
@@ -157,6 +157,13 @@ export const UsageSchema = Type.Object({
   limits: LimitsSchema,
   /** Each of the key's windows by name (second, minute, hour, day, month). */
   windows: Type.Object(perName(() => Type.Optional(WindowUsageSchema))),
+  /**
+   * A key of a customer: the customer, and the windows it shares with the customer's other keys
+   * (each counts every key's requests; GET /admin/customers/:id/usage reads them alone).
+   */
+  customer: Type.Optional(
+    Type.Object({ id: Type.String(), windows: Type.Object(perName(() => Type.Optional(WindowUsageSchema))) }),
+  ),
   ban: Type.Union([Type.Object({ until: Timestamp }), Type.Null()]),
   refusals: Type.Integer(),
 });

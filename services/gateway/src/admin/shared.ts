@@ -72,7 +72,7 @@ export async function keyView(
 ): Promise<Static<typeof KeyViewSchema>> {
   let bannedUntil: number | null = null;
   try {
-    bannedUntil = await deps.limiter.banEndsAt(record.id);
+    bannedUntil = await deps.limiter.banEndsAt(record.id, record.customerId);
   } catch {
     // Ban state is informative here; an unreachable Redis must not hide the key.
   }

@@ -5,8 +5,7 @@ import './access-fields.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import type { GuardedDecision } from '../limits/guarded-limiter.js';
 import { emptyWindows } from '../limits/key-limiter.js';
-import type { LimitPolicy, WindowRule } from '../limits/policy.js';
-import { calendarWindow } from '../limits/windows.js';
+import { type LimitPolicy, ruleEnd, type WindowRule } from '../limits/policy.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import { setBannedHeaders, setRateLimitHeaders } from './rate-limit-headers.js';
@@ -37,13 +36,18 @@ export type ApplyDecision = (
   forbidden: ApiError | undefined,
 ) => ApiError | undefined;
 
-/** How a window reads in a refusal: what it allows, and over what. */
-function windowText(rule: WindowRule): string {
+/**
+ * How a window reads in a refusal: what it allows, and over what; a customer's window says it is
+ * the quota all the customer's keys share (`customer-minute` in RateLimit-Policy).
+ */
+function windowText(rule: WindowRule, customerId: string | undefined): string {
+  let text: string;
   if (rule.kind === 'calendar') {
-    return `the ${rule.name} quota (${rule.limit} per ${calendarWindow(rule.name).counting.period})`;
-  }
-  if (rule.kind === 'sliding') return `the sliding ${rule.name} window (${rule.limit} in any ${rule.name})`;
-  return `the ${rule.name} window (${rule.limit} per ${rule.name})`;
+    text = `the ${rule.name} quota (${rule.limit} per ${rule.calendar.period(rule.name)})`;
+  } else if (rule.kind === 'sliding') text = `the sliding ${rule.name} window (${rule.limit} in any ${rule.name})`;
+  else text = `the ${rule.name} window (${rule.limit} per ${rule.name})`;
+  if (rule.scope !== 'customer') return text;
+  return `customer ${customerId ?? ''}'s shared quota, "customer-${rule.name}": ${text.slice(4)}, shared by all its keys,`;
 }
 
 /**
@@ -51,15 +55,17 @@ function windowText(rule: WindowRule): string {
  * to wait 385,572 s learns that its month is spent, not that something is broken.
  */
 function limitedMessage(
-  plan: string,
+  record: KeyRecord,
   decision: Extract<GuardedDecision, { outcome: 'limited' }>,
   cost: number,
   at: number,
 ): string {
   const rule = decision.refusedBy;
-  const remaining = decision.windows.find((w) => w.name === rule.name)?.remaining ?? 0;
-  // The window's own time, not the Retry-After, which the ban policy may make longer.
-  const retryAt = new Date(at + decision.roomInMs).toISOString();
+  const remaining = decision.windows.find((w) => w.name === rule.name && w.scope === rule.scope)?.remaining ?? 0;
+  // The window's own time, not the Retry-After, which the ban policy may make longer; a calendar
+  // window's is its period's end, to the millisecond (the decision's clock read may differ by one).
+  const resetsAt = rule.kind === 'calendar' && cost <= rule.limit ? ruleEnd(rule, at) : at + decision.roomInMs;
+  const retryAt = new Date(resetsAt).toISOString();
   let state: string;
   if (cost > rule.limit) state = `is smaller than this request's cost of ${cost}`;
   else if (remaining === 0) state = 'is used up';
@@ -67,7 +73,7 @@ function limitedMessage(
   // "on"/"from", not "at": "at <time>:<n>:<n>" is what a leaked stack frame looks like to the
   // checks that guard every error body against one.
   const when = rule.kind === 'sliding' ? `it has room again from ${retryAt}` : `it resets on ${retryAt}`;
-  return `Rate limit exceeded for the ${plan} plan: ${windowText(rule)} ${state}; ${when}`;
+  return `Rate limit exceeded for the ${record.plan} plan: ${windowText(rule, record.customerId)} ${state}; ${when}`;
 }
 
 export function limiterDecisions({ metrics, now, banSeconds, webhooks }: DecisionOptions): ApplyDecision {
@@ -125,7 +131,7 @@ export function limiterDecisions({ metrics, now, banSeconds, webhooks }: Decisio
         return new ApiError(
           429,
           'rate_limit_exceeded',
-          limitedMessage(record.plan, decision, request.routeOptions.config.cost ?? 1, at),
+          limitedMessage(record, decision, request.routeOptions.config.cost ?? 1, at),
           { 'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)) },
         );
       case 'banned':

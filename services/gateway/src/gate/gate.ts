@@ -12,13 +12,14 @@
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import { hashApiKey } from '../keys/api-key.js';
 import type { ResolvedKey } from '../keys/key-resolver.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import './access-fields.js';
 import type { LimitPolicy } from '../limits/policy.js';
-import { type PlanBook, policyForKey, type Scope } from '../plans/plans.js';
+import { type PlanBook, policyForCustomerKey, policyForKey, type Scope } from '../plans/plans.js';
 import { limiterDecisions } from './apply-decision.js';
 import { MISSING, presentedKey, UNKNOWN, unusableKey } from './authenticate.js';
 import { forbidden } from './authorize.js';
@@ -47,7 +48,7 @@ declare module 'fastify' {
 
 export type GateOptions = Pick<
   GatewayDeps,
-  'keyResolver' | 'limiter' | 'anonymous' | 'metrics' | 'now' | 'webhooks'
+  'keyResolver' | 'customerResolver' | 'limiter' | 'anonymous' | 'metrics' | 'now' | 'webhooks'
 > & {
   /** Counts keyless requests against their address; shared with the framework-error path. */
   keyless: KeylessCharge;
@@ -66,16 +67,19 @@ type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
  */
 export const gate = fp(
   async (app: FastifyInstance, opts: GateOptions) => {
-    const { keyResolver, limiter, anonymous, keyless, now, plans } = opts;
+    const { keyResolver, customerResolver, limiter, anonymous, keyless, now, plans } = opts;
     const applyDecision = limiterDecisions(opts);
-    // Records are cached and replaced (never changed) when a key changes: one policy per record.
-    const policies = new WeakMap<KeyRecord, LimitPolicy>();
-    const policyOf = (record: KeyRecord): LimitPolicy => {
-      let policy = policies.get(record);
-      if (!policy) {
-        policy = policyForKey(plans, record.plan, record.limits);
-        policies.set(record, policy);
-      }
+    // Records are cached and replaced (never changed) when a key or customer changes: one policy
+    // per key record, made again when the key's customer record is another.
+    const policies = new WeakMap<KeyRecord, { customer: CustomerRecord | null; policy: LimitPolicy }>();
+    const policyOf = (record: KeyRecord, customer: CustomerRecord | null): LimitPolicy => {
+      const held = policies.get(record);
+      if (held && held.customer === customer) return held.policy;
+      // A key whose customer is gone (deleted: its keys are being revoked) keeps its own plan.
+      const policy = customer
+        ? policyForCustomerKey(plans, customer, record.limits)
+        : policyForKey(plans, record.plan, record.limits);
+      policies.set(record, { customer, policy });
       return policy;
     };
     app.decorateRequest('apiKey', null);
@@ -111,10 +115,27 @@ export const gate = fp(
         // The request's logger is already its own child: extending its bindings costs far less
         // than a second child per request.
         (request.log as RequestLogger).setBindings?.({ keyId: record.id });
-        const policy = policyOf(record);
+        const customerId = record.customerId;
+        if (customerId === undefined) return decide(record, null);
+        const customer = customerResolver.cached(customerId);
+        if (customer !== undefined) return decide(record, customer);
+        // Not cached: one store call (shared by concurrent requests), answered as a key lookup is.
+        customerResolver.fetch(customerId).then(
+          (fetched) => {
+            try {
+              decide(record, fetched);
+            } catch (err) {
+              done(err as Error);
+            }
+          },
+          (err) => done(keyStoreUnavailable(request, reply, err, anonymous.perMinute, now())),
+        );
+      };
+      const decide = (record: KeyRecord, customer: CustomerRecord | null) => {
+        const policy = policyOf(record, customer);
         const denied = forbidden(record, config.scope, request.ip, plans);
         limiter
-          .consume(record.id, policy, denied === undefined ? (config.cost ?? 1) : 0)
+          .consume(record.id, policy, denied === undefined ? (config.cost ?? 1) : 0, record.customerId)
           .then((decision) => done(applyDecision(request, reply, record, policy, decision, denied)), done);
       };
       const guarded = (resolved: ResolvedKey | null) => {

@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { WindowState } from '../limits/key-limiter.js';
+import { WINDOW_NAMES } from '../limits/policy.js';
 
 /**
  * The rate-limit fields every gateway answer carries, as the API description and CORS name them;
@@ -20,6 +21,17 @@ const [LIMIT, REMAINING, RESET, STATE, POLICY] = RATE_LIMIT_HEADER_NAMES.map((na
   string,
 ];
 
+/** Customers' windows as the headers name them (`customer-minute`), made once. */
+const CUSTOMER_LABELS = new Map<string, string>(WINDOW_NAMES.map((name) => [name, `customer-${name}`]));
+
+/**
+ * A window's name in RateLimit and RateLimit-Policy: its own, or for a window a key shares with
+ * the other keys of its customer, `customer-<name>`, so a client sees which one binds.
+ */
+function windowLabel(w: Pick<WindowState, 'name' | 'scope'>): string {
+  return w.scope === 'customer' ? (CUSTOMER_LABELS.get(w.name) ?? w.name) : w.name;
+}
+
 /** The window a client should watch: fewest remaining, and on a tie the one that resets later. */
 function bindingWindow(windows: readonly WindowState[]): WindowState {
   let binding = windows[0] as WindowState;
@@ -36,10 +48,10 @@ const policyCache = new Map<string, string>();
 /** `"minute";q=60;w=60, "day";q=1000;w=86400`; a handful of distinct plans, so built once each. */
 function policyHeader(windows: readonly WindowState[]): string {
   let cacheKey = '';
-  for (const w of windows) cacheKey += `${w.name}:${w.limit}:${w.windowSeconds},`;
+  for (const w of windows) cacheKey += `${windowLabel(w)}:${w.limit}:${w.windowSeconds},`;
   let policy = policyCache.get(cacheKey);
   if (policy === undefined) {
-    policy = windows.map((w) => `"${w.name}";q=${w.limit};w=${w.windowSeconds}`).join(', ');
+    policy = windows.map((w) => `"${windowLabel(w)}";q=${w.limit};w=${w.windowSeconds}`).join(', ');
     if (policyCache.size < 10_000) policyCache.set(cacheKey, policy);
   }
   return policy;
@@ -68,8 +80,8 @@ export function setRateLimitHeaders(
     if (state) state += ', ';
     state +=
       until === undefined
-        ? `"${w.name}";r=${w.remaining};t=${secondsUntil(w.resetAt, now)}`
-        : `"${w.name}";r=0;t=${secondsUntil(until, now)}`;
+        ? `"${windowLabel(w)}";r=${w.remaining};t=${secondsUntil(w.resetAt, now)}`
+        : `"${windowLabel(w)}";r=0;t=${secondsUntil(until, now)}`;
   }
   reply.header(LIMIT, binding.limit);
   reply.header(REMAINING, remaining);
@@ -93,7 +105,7 @@ export function setBannedHeaders(
 ): void {
   const binding = bindingWindow(windows);
   let state = '';
-  for (const w of windows) state += `"${w.name}";r=${w.remaining};t=${secondsUntil(w.resetAt, now)}, `;
+  for (const w of windows) state += `"${windowLabel(w)}";r=${w.remaining};t=${secondsUntil(w.resetAt, now)}, `;
   reply.header(LIMIT, binding.limit);
   reply.header(REMAINING, 0);
   reply.header(RESET, Math.ceil(banEndsAt / 1000));
@@ -108,7 +120,7 @@ export function setBannedHeaders(
 export function setExhaustedAnonymousHeaders(reply: FastifyReply, perMinute: number, now: number, until: number): void {
   setRateLimitHeaders(
     reply,
-    [{ name: 'anonymous', limit: perMinute, remaining: 0, windowSeconds: 60, resetAt: until }],
+    [{ name: 'anonymous', scope: 'key', limit: perMinute, remaining: 0, windowSeconds: 60, resetAt: until }],
     now,
     until,
   );

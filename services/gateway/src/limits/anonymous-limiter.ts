@@ -67,6 +67,7 @@ export class AnonymousLimiter {
       allowed,
       window: {
         name: 'anonymous',
+        scope: 'key',
         limit: this.perMinute,
         remaining: allowed ? res.remainingPoints : 0,
         windowSeconds: 60,

@@ -1,5 +1,5 @@
 import type { HistoryOutcome, UsageHistory } from '../usage/usage-history.js';
-import type { Decision, KeyLimiter, KeyUsage, WindowState } from './key-limiter.js';
+import type { Decision, KeyLimiter, KeyUsage, WindowState, WindowUsage } from './key-limiter.js';
 import type { LimitPolicy } from './policy.js';
 
 export type FailureMode = 'open' | 'closed';
@@ -16,6 +16,8 @@ export type GuardedDecision = (Decision & { source: DecisionSource }) | { outcom
 interface KnownBan {
   endsAt: number;
   windows: WindowState[];
+  /** The key's customer: its ban lives in the customer's slot (a recheck must name it). */
+  customerId: string | undefined;
 }
 
 /**
@@ -73,12 +75,13 @@ export class GuardedLimiter {
     this.hooks = (limiters.kind === 'shared' ? limiters.hooks : undefined) ?? {};
   }
 
-  consume(keyId: string, policy: LimitPolicy, cost: number): Promise<GuardedDecision> {
+  /** `customerId`: the key's customer, for a key that has one (see KeyLimiter). */
+  consume(keyId: string, policy: LimitPolicy, cost: number, customerId?: string): Promise<GuardedDecision> {
     const known = this.bans.get(keyId);
     if (known) {
       const at = this.now();
       if (known.endsAt > at) {
-        this.history?.count(keyId, cost > 0 ? 'banned' : 'forbidden', 0, at);
+        this.count(keyId, customerId, cost > 0 ? 'banned' : 'forbidden', 0, at);
         return Promise.resolve({
           outcome: 'banned',
           windows: known.windows,
@@ -88,38 +91,66 @@ export class GuardedLimiter {
       }
       this.bans.delete(keyId);
     }
-    if (this.failing && this.now() < this.retrySharedAt) return this.withoutShared(keyId, policy, cost);
+    if (this.failing && this.now() < this.retrySharedAt) return this.withoutShared(keyId, policy, cost, customerId);
     // A plain promise chain, not async/await: this runs once per request.
-    return this.primary.consume(keyId, policy, cost).then(
-      (decision) => this.fromPrimary(keyId, decision, cost),
-      (err) => this.afterFailure(err, keyId, policy, cost),
+    return this.primary.consume(keyId, policy, cost, customerId).then(
+      (decision) => this.fromPrimary(keyId, customerId, decision, cost),
+      (err) => this.afterFailure(err, keyId, policy, cost, customerId),
     );
   }
 
-  private fromPrimary(keyId: string, decision: Decision, cost: number): GuardedDecision {
+  /**
+   * A decision taken outside the shared limiter's script, in the history: the key's hour, and its
+   * customer's (whose hours are the sum of its keys', as the script writes them).
+   */
+  private count(keyId: string, customerId: string | undefined, outcome: HistoryOutcome, units: number, at: number) {
+    if (!this.history) return;
+    this.history.count(keyId, outcome, units, at);
+    if (customerId !== undefined) this.history.count(customerId, outcome, units, at);
+  }
+
+  private fromPrimary(
+    keyId: string,
+    customerId: string | undefined,
+    decision: Decision,
+    cost: number,
+  ): GuardedDecision {
     if (this.failing) {
       this.failing = false;
       this.hooks.onRecovered?.();
     }
     if (this.primarySource === 'memory' && this.history) {
       const outcome: HistoryOutcome = cost === 0 ? 'forbidden' : decision.outcome;
-      this.history.count(keyId, outcome, outcome === 'admitted' ? cost : 0, this.now());
+      this.count(keyId, customerId, outcome, outcome === 'admitted' ? cost : 0, this.now());
     }
-    if (decision.outcome === 'banned') this.bans.set(keyId, { endsAt: decision.banEndsAt, windows: decision.windows });
+    if (decision.outcome === 'banned') {
+      this.bans.set(keyId, { endsAt: decision.banEndsAt, windows: decision.windows, customerId });
+    }
     // The decision is freshly made for this call, so tagging it in place is safe and saves a copy.
     return Object.assign(decision, { source: this.primarySource });
   }
 
-  private afterFailure(err: unknown, keyId: string, policy: LimitPolicy, cost: number): Promise<GuardedDecision> {
+  private afterFailure(
+    err: unknown,
+    keyId: string,
+    policy: LimitPolicy,
+    cost: number,
+    customerId: string | undefined,
+  ): Promise<GuardedDecision> {
     this.hooks.onPrimaryError?.(err, !this.failing);
     this.failing = true;
     this.retrySharedAt = this.now() + RETRY_SHARED_AFTER_MS;
-    return this.withoutShared(keyId, policy, cost);
+    return this.withoutShared(keyId, policy, cost, customerId);
   }
 
-  private async withoutShared(keyId: string, policy: LimitPolicy, cost: number): Promise<GuardedDecision> {
+  private async withoutShared(
+    keyId: string,
+    policy: LimitPolicy,
+    cost: number,
+    customerId: string | undefined,
+  ): Promise<GuardedDecision> {
     if (this.mode === 'closed' || !this.fallback) return { outcome: 'unavailable', source: 'shared' };
-    return Object.assign(await this.fallback.consume(keyId, policy, cost), { source: 'fallback' as const });
+    return Object.assign(await this.fallback.consume(keyId, policy, cost, customerId), { source: 'fallback' as const });
   }
 
   /** Forgets what this replica knows of a key's ban (after an admin lifted it anywhere). */
@@ -139,8 +170,8 @@ export class GuardedLimiter {
   async recheckBans(): Promise<void> {
     if (this.bans.size === 0 || this.failing) return;
     await Promise.all(
-      [...this.bans.keys()].map(async (keyId) => {
-        const endsAt = await this.primary.banEndsAt(keyId);
+      [...this.bans].map(async ([keyId, { customerId }]) => {
+        const endsAt = await this.primary.banEndsAt(keyId, customerId);
         const known = this.bans.get(keyId);
         if (!known) return;
         if (endsAt === null) this.bans.delete(keyId);
@@ -150,18 +181,23 @@ export class GuardedLimiter {
   }
 
   /** When the key's ban in the shared limiter ends (epoch ms), or null when it is not banned. */
-  banEndsAt(keyId: string): Promise<number | null> {
-    return this.primary.banEndsAt(keyId);
+  banEndsAt(keyId: string, customerId?: string): Promise<number | null> {
+    return this.primary.banEndsAt(keyId, customerId);
   }
 
   /** The key's state in the shared limiter (the fallback's counts are per replica and partial). */
-  usage(keyId: string, policy: LimitPolicy): Promise<KeyUsage> {
-    return this.primary.usage(keyId, policy);
+  usage(keyId: string, policy: LimitPolicy, customerId?: string): Promise<KeyUsage> {
+    return this.primary.usage(keyId, policy, customerId);
   }
 
-  async liftBan(keyId: string): Promise<void> {
+  /** A customer's shared windows in the shared limiter. */
+  customerUsage(customerId: string, policy: LimitPolicy): Promise<WindowUsage[]> {
+    return this.primary.customerUsage(customerId, policy);
+  }
+
+  async liftBan(keyId: string, customerId?: string): Promise<void> {
     this.bans.delete(keyId);
-    await Promise.all([this.primary.liftBan(keyId), this.fallback?.liftBan(keyId)]);
+    await Promise.all([this.primary.liftBan(keyId, customerId), this.fallback?.liftBan(keyId, customerId)]);
   }
 }
 

@@ -1,9 +1,11 @@
-import type { LimitPolicy, WindowName, WindowRule } from './policy.js';
+import type { LimitPolicy, WindowName, WindowRule, WindowScope } from './policy.js';
 import { freshResetMs, windowSeconds } from './policy.js';
 
 /** One window's state after a decision; `resetAt` is epoch milliseconds. */
 export interface WindowState {
   name: WindowName | 'anonymous';
+  /** The key's own window, or its customer's (shared by all its keys; named `customer-…` in headers). */
+  scope: WindowScope;
   limit: number;
   remaining: number;
   windowSeconds: number;
@@ -76,6 +78,7 @@ export function pendingUntil(ban: BanPolicy, now: number, waitMs: number): numbe
 /** One window's count as the limiter holds it; `resetAt` (epoch ms) is null while it holds nothing. */
 export interface WindowUsage {
   name: WindowName;
+  scope: WindowScope;
   used: number;
   resetAt: number | null;
 }
@@ -90,19 +93,26 @@ export interface KeyUsage {
   refusals: number;
 }
 
-/** Decides whether a key may make one more request; shared by all replicas when backed by Redis. */
+/**
+ * Decides whether a key may make one more request; shared by all replicas when backed by Redis.
+ * `customerId`: the key's customer, for a key that has one. Its `customer` windows are kept under
+ * the customer (every key of it counts against them), and under Redis Cluster everything of the
+ * key sits in the customer's slot; the key's ban and refusals stay the key's own.
+ */
 export interface KeyLimiter {
   /**
    * Takes `cost` units from every window of the policy, or refuses and takes nothing when any
    * window has less left than that.
    */
-  consume(keyId: string, policy: LimitPolicy, cost: number): Promise<Decision>;
+  consume(keyId: string, policy: LimitPolicy, cost: number, customerId?: string): Promise<Decision>;
   /** Lifts a ban and forgets the key's refusals. */
-  liftBan(keyId: string): Promise<void>;
+  liftBan(keyId: string, customerId?: string): Promise<void>;
   /** When the key's ban ends (epoch ms), or null when not banned. */
-  banEndsAt(keyId: string): Promise<number | null>;
+  banEndsAt(keyId: string, customerId?: string): Promise<number | null>;
   /** Reads the policy's windows, the ban and the refusals; never counts as a request. */
-  usage(keyId: string, policy: LimitPolicy): Promise<KeyUsage>;
+  usage(keyId: string, policy: LimitPolicy, customerId?: string): Promise<KeyUsage>;
+  /** Reads a customer's shared windows (the `customer` windows of `policy`); never counts. */
+  customerUsage(customerId: string, policy: LimitPolicy): Promise<WindowUsage[]>;
 }
 
 /**
@@ -140,6 +150,7 @@ function windowStates(
     const rule = rules[w] as WindowRule;
     states.push({
       name: rule.name,
+      scope: rule.scope,
       limit: rule.limit,
       remaining: Math.max(0, rule.limit - (used[w] as number)),
       windowSeconds: windowSeconds(rule, now),

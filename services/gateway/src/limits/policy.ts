@@ -1,3 +1,5 @@
+import type { Billing } from '../customers/billing-period.js';
+import { type Calendar, calendarFor, UTC_CALENDAR } from './calendar.js';
 import {
   type CalendarWindowName,
   calendarWindow,
@@ -30,7 +32,15 @@ interface RuleBase {
   bucketMs: number;
   /** Suffix of the window's Redis key; sliding windows keep a hash, so their keys differ. */
   suffix: string;
+  /**
+   * Whose window it is: the key's own, or its customer's, which every key of the customer counts
+   * against together (the limiters keep it under the customer, not the key).
+   */
+  scope: WindowScope;
 }
+
+/** A key's own window, or one its customer's keys share. */
+export type WindowScope = 'key' | 'customer';
 
 /**
  * How one window is kept:
@@ -40,11 +50,12 @@ interface RuleBase {
  *   overlaps. Counting the oldest bucket whole, though part of it has slid out, means no span of
  *   `lengthMs` ever admits more than the limit; the price is that capacity comes back up to one
  *   bucket (1/50 or 1/60 of the window) late;
- * - `calendar`: the UTC day or month, reset at 00:00 UTC (on the 1st for a month).
+ * - `calendar`: a period of `calendar`: the UTC day or month, reset at 00:00 UTC (on the 1st for
+ *   a month), or for a key of a customer the customer's billing day and month (calendar.ts).
  */
 export type WindowRule =
   | (RuleBase & { name: RollingWindowName; kind: 'fixed' | 'sliding' })
-  | (RuleBase & { name: CalendarWindowName; kind: 'calendar' });
+  | (RuleBase & { name: CalendarWindowName; kind: 'calendar'; calendar: Calendar });
 
 /** What the limiter enforces for a key: its windows, shortest first, and whether it refuses. */
 export interface LimitPolicy {
@@ -60,50 +71,104 @@ export interface LimitPolicy {
 
 const policies = new Map<string, LimitPolicy>();
 
+/** The window's rule as the policy's algorithm and calendar count it. */
+function ruleFor(
+  window: (typeof WINDOWS)[number],
+  limit: number,
+  algorithm: Algorithm,
+  scope: WindowScope,
+  calendar: Calendar,
+): WindowRule {
+  const { lengthMs } = window;
+  if (isCalendar(window)) {
+    return {
+      name: window.name,
+      limit,
+      kind: 'calendar',
+      lengthMs,
+      bucketMs: 0,
+      suffix: window.counting.suffix,
+      scope,
+      calendar,
+    };
+  }
+  const sliding = algorithm === 'sliding';
+  const { bucketMs, suffixes } = window.counting;
+  return {
+    name: window.name,
+    limit,
+    kind: algorithm,
+    lengthMs,
+    bucketMs: sliding ? bucketMs : 0,
+    suffix: sliding ? suffixes.sliding : suffixes.fixed,
+    scope,
+  };
+}
+
+/** A built policy of this id, or the one `build` makes, kept for the next request. */
+function cached(id: string, build: () => LimitPolicy): LimitPolicy {
+  let policy = policies.get(id);
+  if (policy) return policy;
+  policy = build();
+  if (policy.windows.length === 0) throw new Error('a limit policy needs at least one window');
+  // Bounded: limits come from plans and keys an operator made, but a cache must not be a leak.
+  if (policies.size < 10_000) policies.set(id, policy);
+  return policy;
+}
+
+/** `,minute=60,day=1000`: the part of a policy's id that names these limits. */
+function limitsId(limits: Limits | undefined, mark = ''): string {
+  let id = '';
+  if (!limits) return id;
+  for (const window of WINDOWS) {
+    const limit = limits[window.field];
+    if (limit !== undefined) id += `,${mark}${window.name}=${limit}`;
+  }
+  return id;
+}
+
 /**
  * The policy for these limits, built once per distinct (limits, algorithm, shadow): plans are few
  * and enterprise limits repeat, so the gate finds a built policy on every request.
  */
 export function policyFor(limits: Limits, algorithm: Algorithm = 'fixed', shadow = false): LimitPolicy {
-  let id = `${algorithm}${shadow ? '/shadow' : ''}`;
-  for (const window of WINDOWS) {
-    const limit = limits[window.field];
-    if (limit !== undefined) id += `,${window.name}=${limit}`;
-  }
-  let policy = policies.get(id);
-  if (policy) return policy;
-  const windows: WindowRule[] = [];
-  for (const window of WINDOWS) {
-    const limit = limits[window.field];
-    if (limit === undefined) continue;
-    const { lengthMs } = window;
-    if (isCalendar(window)) {
-      windows.push({
-        name: window.name,
-        limit,
-        kind: 'calendar',
-        lengthMs,
-        bucketMs: 0,
-        suffix: window.counting.suffix,
-      });
-      continue;
+  const id = `${algorithm}${shadow ? '/shadow' : ''}${limitsId(limits)}`;
+  return cached(id, () => {
+    const windows: WindowRule[] = [];
+    for (const window of WINDOWS) {
+      const limit = limits[window.field];
+      if (limit !== undefined) windows.push(ruleFor(window, limit, algorithm, 'key', UTC_CALENDAR));
     }
-    const sliding = algorithm === 'sliding';
-    const { bucketMs, suffixes } = window.counting;
-    windows.push({
-      name: window.name,
-      limit,
-      kind: algorithm,
-      lengthMs,
-      bucketMs: sliding ? bucketMs : 0,
-      suffix: sliding ? suffixes.sliding : suffixes.fixed,
-    });
-  }
-  if (windows.length === 0) throw new Error('a limit policy needs at least one window');
-  policy = { windows, shadow, id };
-  // Bounded: limits come from plans and keys an operator made, but a cache must not be a leak.
-  if (policies.size < 10_000) policies.set(id, policy);
-  return policy;
+    return { windows, shadow, id };
+  });
+}
+
+/**
+ * The policy of a key of a customer: the customer's windows (`shared`: its plan's with its own
+ * limits over them), which all its keys count against together, and the key's own limits, if
+ * any, as windows of the key; all decided in one limiter call. Calendar windows of both count
+ * in the customer's billing calendar. Shortest first; of two windows of one length, the key's
+ * first.
+ */
+export function customerPolicyFor(
+  shared: Limits,
+  own: Limits | undefined,
+  algorithm: Algorithm,
+  shadow: boolean,
+  billing: Billing,
+): LimitPolicy {
+  const calendar = calendarFor(billing);
+  const id = `${algorithm}${shadow ? '/shadow' : ''}@${calendar.id}${limitsId(shared, 'c:')}${limitsId(own)}`;
+  return cached(id, () => {
+    const windows: WindowRule[] = [];
+    for (const window of WINDOWS) {
+      const mine = own?.[window.field];
+      if (mine !== undefined) windows.push(ruleFor(window, mine, algorithm, 'key', calendar));
+      const theirs = shared[window.field];
+      if (theirs !== undefined) windows.push(ruleFor(window, theirs, algorithm, 'customer', calendar));
+    }
+    return { windows, shadow, id };
+  });
 }
 
 /** When the calendar window holding `now` ends (epoch ms): the next 00:00 UTC, or the next 1st. */
@@ -111,16 +176,23 @@ export function periodEnd(name: CalendarWindowName, now: number): number {
   return calendarWindow(name).counting.end(now);
 }
 
-/** The window's length in seconds as RateLimit-Policy reports it: a calendar period's own length. */
+/** When the period of a calendar window that holds `now` ends (epoch ms), in the rule's calendar. */
+export function ruleEnd(rule: Extract<WindowRule, { kind: 'calendar' }>, now: number): number {
+  return rule.calendar.end(rule.name, now);
+}
+
+/**
+ * The window's length in seconds as RateLimit-Policy reports it: a calendar period's own length
+ * (a customer's local day of 23 or 25 hours, its billing month).
+ */
 export function windowSeconds(rule: WindowRule, now: number): number {
   if (rule.kind !== 'calendar') return rule.lengthMs / 1000;
-  const { counting } = calendarWindow(rule.name);
-  return (counting.end(now) - counting.start(now)) / 1000;
+  return (rule.calendar.end(rule.name, now) - rule.calendar.start(rule.name, now)) / 1000;
 }
 
 /** How long from `now` until a window that starts empty now would first give capacity back. */
 export function freshResetMs(rule: WindowRule, now: number): number {
-  if (rule.kind === 'calendar') return periodEnd(rule.name, now) - now;
+  if (rule.kind === 'calendar') return ruleEnd(rule, now) - now;
   if (rule.kind === 'fixed') return rule.lengthMs;
   return (Math.floor(now / rule.bucketMs) + rule.lengthMs / rule.bucketMs + 1) * rule.bucketMs - now;
 }

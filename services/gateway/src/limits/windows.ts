@@ -13,9 +13,10 @@
  *   must not be taken by another window (or the ban's `ban`, `pending`), or two windows share a
  *   counter;
  * - a calendar window needs `start` and `end` of its UTC period here, which both limiters, the
- *   RateLimit headers and the resets use as they are; its `suffix` as above. The Redis limiter
- *   keeps the day inside the usage history's day hash (`isDay` there); any other calendar
- *   window gets a counter of its own that expires at its period's end;
+ *   RateLimit headers and the resets use as they are for a key without a customer, and its period
+ *   in a customer's billing calendar in calendar.ts (`BillingCalendar`); its `suffix` as above.
+ *   The Redis limiter keeps a UTC day inside the usage history's day hash (`isHistoryDay`
+ *   there); any other calendar window gets a counter of its own that expires at its period's end;
  * - the quota webhooks watch every calendar window (webhooks/intake/quota-crossings.ts), and
  *   their event's `window` (QuotaData in webhooks/event-types.ts) must name the new one.
  * Keep the entries shortest first: a longer window may not allow less than a shorter one, and

@@ -1,6 +1,8 @@
+import type { Billing } from '../customers/billing-period.js';
 import {
   ALGORITHMS,
   type Algorithm,
+  customerPolicyFor,
   LIMIT_FIELDS,
   type LimitPolicy,
   type Limits,
@@ -91,6 +93,34 @@ export function policyForKey(book: PlanBook, plan: Plan, custom?: Limits): Limit
     );
   }
   return policyFor(limits, definition?.algorithm ?? 'fixed', book.shadow || (definition?.shadow ?? false));
+}
+
+/** What a key's customer bought: the plan and limits its keys share, and its billing calendar. */
+export interface CustomerTerms {
+  plan: Plan;
+  limits?: Limits | undefined;
+  billing: Billing;
+}
+
+/**
+ * What the limiter enforces for a key of a customer: the customer's windows (its plan's, with
+ * its own limits over them), shared by all its keys, and the key's own limits as windows of the
+ * key; calendar windows in the customer's billing calendar. A customer's plan not in force (or
+ * without windows, and no limits of its own) leaves only the key's own; throws, as policyForKey,
+ * when nothing limits the key at all.
+ */
+export function policyForCustomerKey(book: PlanBook, customer: CustomerTerms, own?: Limits): LimitPolicy {
+  const definition = book.plans.get(customer.plan);
+  const shared = limitsFor(book, customer.plan, customer.limits);
+  if (Object.keys(shared).length === 0 && (!own || Object.keys(own).length === 0)) {
+    throw new Error(
+      definition
+        ? `customer's ${customer.plan} plan has no windows, and neither the customer nor the key has limits of its own`
+        : `the customer's plan ${customer.plan} is not in force (${book.source}): move the customer to one that is`,
+    );
+  }
+  const shadow = book.shadow || (definition?.shadow ?? false);
+  return customerPolicyFor(shared, own, definition?.algorithm ?? 'fixed', shadow, customer.billing);
 }
 
 /** The scopes a key has: its own, else its plan's. */

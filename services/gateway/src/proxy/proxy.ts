@@ -289,7 +289,10 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
         request.admittedAt !== undefined &&
         IN_HISTORY.has(request.limiterSource ?? '')
       ) {
-        opts.history.upstreamFailed(key.id, request.routeOptions.config.cost ?? 1, request.admittedAt);
+        const units = request.routeOptions.config.cost ?? 1;
+        opts.history.upstreamFailed(key.id, units, request.admittedAt);
+        // The customer's hours are the sum of its keys': not billed there either.
+        if (key.customerId !== undefined) opts.history.upstreamFailed(key.customerId, units, request.admittedAt);
       }
       done();
     });

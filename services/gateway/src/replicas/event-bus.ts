@@ -4,13 +4,15 @@ import type { RedisClient } from '../redis/clients.js';
 
 /**
  * What one replica tells the others: a key was revoked, a key changed (plan, limits, name,
- * expiry, secret), or a key's ban was lifted. `missed-events` is local only: this replica's
- * subscription was down, so it may have missed some of them.
+ * expiry, secret), a key's ban was lifted, or a customer changed or was deleted (its keys' shared
+ * windows and calendar come from it). `missed-events` is local only: this replica's subscription
+ * was down, so it may have missed some of them.
  */
 export type GatewayEvent =
   | { type: 'key-revoked'; id: string }
   | { type: 'key-changed'; id: string }
   | { type: 'ban-lifted'; id: string }
+  | { type: 'customer-changed'; id: string }
   | { type: 'missed-events' };
 
 export interface EventBus {
@@ -39,7 +41,11 @@ export class LocalEventBus implements EventBus {
 function parseEvent(message: string): GatewayEvent | null {
   try {
     const event = JSON.parse(message) as Partial<GatewayEvent>;
-    const typed = event.type === 'key-revoked' || event.type === 'key-changed' || event.type === 'ban-lifted';
+    const typed =
+      event.type === 'key-revoked' ||
+      event.type === 'key-changed' ||
+      event.type === 'ban-lifted' ||
+      event.type === 'customer-changed';
     if (typed && typeof event.id === 'string') {
       return event as GatewayEvent;
     }

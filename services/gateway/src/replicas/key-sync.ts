@@ -1,5 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import type { CustomerResolver } from '../customers/customer-resolver.js';
+import type { CustomerStore } from '../customers/customer-store.js';
 import type { KeyResolver } from '../keys/key-resolver.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { GuardedLimiter } from '../limits/guarded-limiter.js';
@@ -9,6 +11,8 @@ export interface KeySyncOptions {
   events: EventBus;
   keyResolver: KeyResolver;
   keyStore: Pick<KeyStore, 'changedSince'>;
+  customerResolver: CustomerResolver;
+  customerStore: Pick<CustomerStore, 'changedSince'>;
   limiter: Pick<GuardedLimiter, 'forgetBan' | 'forgetBans' | 'recheckBans'>;
   now: () => number;
   pollMs: number;
@@ -25,9 +29,10 @@ const CLOCK_SLACK_MS = 30_000;
  */
 export const keySync = fp(
   async (app: FastifyInstance, opts: KeySyncOptions) => {
-    const { events, keyResolver, keyStore, limiter, pollMs, now } = opts;
+    const { events, keyResolver, keyStore, customerResolver, customerStore, limiter, pollMs, now } = opts;
     events.subscribe((event) => {
       if (event.type === 'key-revoked' || event.type === 'key-changed') keyResolver.evict(event.id);
+      else if (event.type === 'customer-changed') customerResolver.evict(event.id);
       else if (event.type === 'ban-lifted') limiter.forgetBan(event.id);
       else limiter.forgetBans();
     });
@@ -38,6 +43,21 @@ export const keySync = fp(
     // busy key back to the store every pollMs. (A lookup an eviction overtook is not cached: see
     // KeyResolver.evictions.)
     const evicted = new Map<string, string>();
+    /** The same for customers (ids never clash with keys', but the maps stay apart for clarity). */
+    const evictedCustomers = new Map<string, string>();
+    const evictChanged = (
+      changed: ReadonlyArray<{ id: string; updatedAt?: string | undefined }>,
+      seen: Map<string, string>,
+      evict: (id: string) => void,
+    ) => {
+      for (const { id, updatedAt } of changed) {
+        if (updatedAt !== undefined) {
+          if (seen.get(id) === updatedAt) continue;
+          seen.set(id, updatedAt);
+        }
+        evict(id);
+      }
+    };
     let timer: NodeJS.Timeout | undefined;
     let polling = false;
     const poll = async () => {
@@ -45,15 +65,13 @@ export const keySync = fp(
       polling = true;
       const started = now();
       try {
-        for (const { id, updatedAt } of await keyStore.changedSince(since)) {
-          if (updatedAt !== undefined) {
-            if (evicted.get(id) === updatedAt) continue;
-            evicted.set(id, updatedAt);
-          }
-          keyResolver.evict(id);
-        }
+        const [keys, customers] = await Promise.all([keyStore.changedSince(since), customerStore.changedSince(since)]);
+        evictChanged(keys, evicted, (id) => keyResolver.evict(id));
+        evictChanged(customers, evictedCustomers, (id) => customerResolver.evict(id));
         since = new Date(started - CLOCK_SLACK_MS);
-        for (const [id, updatedAt] of evicted) if (Date.parse(updatedAt) < since.getTime()) evicted.delete(id);
+        for (const seen of [evicted, evictedCustomers]) {
+          for (const [id, updatedAt] of seen) if (Date.parse(updatedAt) < since.getTime()) seen.delete(id);
+        }
       } catch (err) {
         app.log.warn({ err }, 'key change poll failed; will retry');
       }
@@ -90,5 +108,17 @@ export async function announceKeyChange(
   deps.keyResolver.evict(id);
   await deps.events.publish({ type, id }).catch((err) => {
     log.warn({ err, keyId: id }, 'key change not published; replicas learn of it by polling the key store');
+  });
+}
+
+/** After a customer changed or was deleted: as announceKeyChange, for the customer cache. */
+export async function announceCustomerChange(
+  deps: { customerResolver: CustomerResolver; events: EventBus },
+  id: string,
+  log: FastifyBaseLogger,
+): Promise<void> {
+  deps.customerResolver.evict(id);
+  await deps.events.publish({ type: 'customer-changed', id }).catch((err) => {
+    log.warn({ err, customerId: id }, 'customer change not published; replicas learn of it by polling the store');
   });
 }

@@ -62,8 +62,15 @@ export class RedisUsageHistory implements UsageHistory {
     private readonly onError: (err: unknown) => void = () => {},
   ) {}
 
-  dayKey(keyId: string, day: number): string {
-    return `${this.prefix}{${keyId}}:h:${day}`;
+  /**
+   * The day's hash of a key (or a customer: its hours are the sum of its keys', kept under its
+   * id). A key of a customer keeps its hours in the customer's Cluster slot
+   * (`<prefix>{<customer>}:<key>:h:<day>`), beside the customer's own, so the limit script writes
+   * both in one call; a key without one keeps `<prefix>{<key>}:h:<day>`, as before customers.
+   */
+  dayKey(id: string, day: number, customerId?: string): string {
+    if (customerId !== undefined) return `${this.prefix}{${customerId}}:${id}:h:${day}`;
+    return `${this.prefix}{${id}}:h:${day}`;
   }
 
   private indexKey(day: number, customers = false): string {
@@ -74,11 +81,11 @@ export class RedisUsageHistory implements UsageHistory {
    * The limit script's history key and arguments for a batch decided at `now`: the day's hash,
    * the hour's field prefix, and when the hash expires.
    */
-  scriptArgs(keyId: string, now: number): [key: string, hourField: string, expireAt: number] {
+  scriptArgs(keyId: string, now: number, customerId?: string): [key: string, hourField: string, expireAt: number] {
     const day = Math.floor(now / DAY_MS);
     this.noteActive(keyId, day);
     return [
-      this.dayKey(keyId, day),
+      this.dayKey(keyId, day, customerId),
       String(Math.floor((now - day * DAY_MS) / HOUR_MS)),
       (day + 1) * DAY_MS + this.retentionMs,
     ];
@@ -188,14 +195,26 @@ export class RedisUsageHistory implements UsageHistory {
     await Promise.all(writes);
   }
 
-  async hours(keyId: string, from: number, to: number): Promise<HourUsage[]> {
+  /**
+   * A key of a customer has two hashes a day: its hours from before it had a customer (and the
+   * counts taken outside the script, which name no customer) under its own id, and its hours as
+   * the customer's under the customer's slot; both are read and summed. A key moved from one
+   * customer to another shows only its current customer's era and its lone one: the earlier
+   * customer's era stays in that customer's history, not in the key's view.
+   */
+  async hours(keyId: string, from: number, to: number, customerId?: string): Promise<HourUsage[]> {
     await this.flush();
     const days = daysTouched(from, to);
-    const hashes = await Promise.all(days.map((day) => this.redis.hgetall(this.dayKey(keyId, day))));
+    const keys = (day: number) =>
+      customerId === undefined
+        ? [this.dayKey(keyId, day)]
+        : [this.dayKey(keyId, day), this.dayKey(keyId, day, customerId)];
+    const hashes = await Promise.all(days.map((day) => Promise.all(keys(day).map((key) => this.redis.hgetall(key)))));
     const out: HourUsage[] = [];
     days.forEach((day, i) => {
       const byHour = new Map<number, StoredCounts>();
-      for (const [field, value] of Object.entries(hashes[i] ?? {})) {
+      const fields = (hashes[i] ?? []).flatMap((hash) => Object.entries(hash));
+      for (const [field, value] of fields) {
         const name = BY_LETTER.get(field.slice(-1));
         const hourOfDay = Number(field.slice(0, -1));
         if (!name || !Number.isInteger(hourOfDay)) continue;

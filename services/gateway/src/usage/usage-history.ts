@@ -107,8 +107,11 @@ export interface UsageHistory {
    * serve: reported as upstreamFailed, not admitted, and its units not billed.
    */
   upstreamFailed(keyId: string, units: number, admittedAt: number): void;
-  /** The key's hours in [from, to) (epoch ms, hour-aligned by the caller) that hold anything. */
-  hours(keyId: string, from: number, to: number): Promise<HourUsage[]>;
+  /**
+   * The key's hours in [from, to) (epoch ms, hour-aligned by the caller) that hold anything.
+   * `customerId`: the key's customer, whose slot keeps the key's hours since it joined it.
+   */
+  hours(keyId: string, from: number, to: number, customerId?: string): Promise<HourUsage[]>;
   /** Every key with at least one decision in the UTC days that [from, to) touches. */
   activeKeys(from: number, to: number): Promise<string[]>;
   /**

@@ -38,6 +38,11 @@ export interface QuotaData {
   resetAt: string;
   /** The threshold crossed, in percent (100 for key.quota.exhausted). */
   threshold: number;
+  /**
+   * Set for a window of the key's customer, which all its keys share: the event is the
+   * customer's (sent once per crossing, whichever key crossed it) and names it in `customerId`.
+   */
+  scope?: 'customer';
 }
 
 /** The body of one delivery, as the receiver gets it. */

@@ -98,6 +98,7 @@ describe('every key and customer route with the stores’ MongoDB unreachable', 
     ['GET', '/admin/customers/cus_0000000000000000/usage/history', undefined],
     ['PATCH', '/admin/customers/cus_0000000000000000', { name: 'renamed' }],
     ['DELETE', '/admin/customers/cus_0000000000000000', undefined],
+    ['GET', '/admin/customers/cus_0000000000000000/usage', undefined],
   ] as const)('%s %s answers 503 store_unavailable with Retry-After', async (method, url, payload) => {
     const res = await gw.admin.inject({ method, url, headers: auth, ...(payload ? { payload } : {}) });
     expect(res.statusCode, res.body).toBe(503);

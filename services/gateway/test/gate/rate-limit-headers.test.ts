@@ -19,8 +19,16 @@ import { createGatewayMetrics } from '../../src/observability/metrics.js';
 /** 2026-11-26 12:00:00.000 UTC, in epoch ms: a whole second. */
 const NOW = Date.UTC(2026, 10, 26, 12, 0, 0);
 
-const w = (name: WindowState['name'], limit: number, remaining: number, resetIn: number, windowSeconds = 60) => ({
+const w = (
+  name: WindowState['name'],
+  limit: number,
+  remaining: number,
+  resetIn: number,
+  windowSeconds = 60,
+  scope: WindowState['scope'] = 'key',
+): WindowState => ({
   name,
+  scope,
   limit,
   remaining,
   windowSeconds,

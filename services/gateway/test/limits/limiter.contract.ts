@@ -3,6 +3,7 @@ import { loadConfig } from '../../src/config.js';
 import type { BanPolicy, Decision, KeyLimiter } from '../../src/limits/key-limiter.js';
 import { type LimitPolicy, type Limits, periodEnd, policyFor } from '../../src/limits/policy.js';
 import { type FleetClient, fleets, runFleet, type TimedAnswer } from '../support/clients.js';
+import { customerWindowsContract } from './customer-windows.contract.js';
 
 export interface LimiterHarness {
   limiter: KeyLimiter;
@@ -43,8 +44,12 @@ function window(decision: Decision, name: string) {
 let counter = 0;
 const newKeyId = () => `key_contract_${process.pid}_${Date.now()}_${counter++}`;
 
-/** The decision rules both limiters must follow identically (docs/limits-and-bans.md). */
+/**
+ * The decision rules both limiters must follow identically (docs/limits-and-bans.md); with them,
+ * those of customers' shared windows (customer-windows.contract.ts).
+ */
 export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<LimiterHarness>): void {
+  customerWindowsContract(name, make);
   describe(`${name} limiter contract`, () => {
     let harness: LimiterHarness | undefined;
     const start = async (ban = BAN) => {
@@ -369,8 +374,8 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       const policy = fixed({ perMinute: 2, perDay: 100 });
       expect(await limiter.usage(keyId, policy)).toEqual({
         windows: [
-          { name: 'minute', used: 0, resetAt: null },
-          { name: 'day', used: 0, resetAt: null },
+          { name: 'minute', scope: 'key', used: 0, resetAt: null },
+          { name: 'day', scope: 'key', used: 0, resetAt: null },
         ],
         banEndsAt: null,
         refusals: 0,
@@ -403,12 +408,12 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       await advance(5_000);
       await limiter.consume(keyId, policy, 2);
       expect((await limiter.usage(keyId, policy)).windows).toEqual([
-        { name: 'minute', used: 3, resetAt: startedAt - 250 + 61_000 },
+        { name: 'minute', scope: 'key', used: 3, resetAt: startedAt - 250 + 61_000 },
       ]);
       // Once that bucket has left, the next one's time is the reset.
       await advance(56_000);
       expect((await limiter.usage(keyId, policy)).windows).toEqual([
-        { name: 'minute', used: 2, resetAt: startedAt - 250 + 66_000 },
+        { name: 'minute', scope: 'key', used: 2, resetAt: startedAt - 250 + 66_000 },
       ]);
     });
 
@@ -498,8 +503,8 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       const { limiter } = await start();
       const policy = policyFor({ perSecond: 2, perMinute: 5 }, 'sliding');
       expect((await limiter.usage(newKeyId(), policy)).windows).toEqual([
-        { name: 'second', used: 0, resetAt: null },
-        { name: 'minute', used: 0, resetAt: null },
+        { name: 'second', scope: 'key', used: 0, resetAt: null },
+        { name: 'minute', scope: 'key', used: 0, resetAt: null },
       ]);
     });
 

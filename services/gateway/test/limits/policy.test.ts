@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_BILLING } from '../../src/customers/billing-period.js';
 import { emptyWindows } from '../../src/limits/key-limiter.js';
-import { freshResetMs, type Limits, periodEnd, policyFor, windowSeconds } from '../../src/limits/policy.js';
+import {
+  customerPolicyFor,
+  freshResetMs,
+  type Limits,
+  periodEnd,
+  policyFor,
+  windowSeconds,
+} from '../../src/limits/policy.js';
 
 // What a plan's limits become for the limiter: its windows, how each counts and how long it is,
 // and when a window that starts now first gives capacity back. These are what the limiters and
@@ -133,15 +141,104 @@ describe('the windows of a refusal taken before the limiter is asked', () => {
   it('are every window of the policy, full, resetting as fresh windows would', () => {
     const now = at('2026-11-26T12:00:00.250Z');
     expect(emptyWindows(policyFor({ perMinute: 60, perDay: 1_000, perMonth: 9_000 }), now)).toEqual([
-      { name: 'minute', limit: 60, remaining: 60, windowSeconds: 60, resetAt: now + 60_000 },
-      { name: 'day', limit: 1_000, remaining: 1_000, windowSeconds: 86_400, resetAt: at('2026-11-27T00:00:00Z') },
+      { name: 'minute', scope: 'key', limit: 60, remaining: 60, windowSeconds: 60, resetAt: now + 60_000 },
+      {
+        name: 'day',
+        scope: 'key',
+        limit: 1_000,
+        remaining: 1_000,
+        windowSeconds: 86_400,
+        resetAt: at('2026-11-27T00:00:00Z'),
+      },
       {
         name: 'month',
+        scope: 'key',
         limit: 9_000,
         remaining: 9_000,
         windowSeconds: 30 * 86_400,
         resetAt: at('2026-12-01T00:00:00Z'),
       },
     ]);
+  });
+});
+
+describe('the policy of a key of a customer', () => {
+  const paris = { anchorDay: 15, timeZone: 'Europe/Paris' };
+
+  it('holds the customer’s windows and the key’s own, shortest first, the key’s before the customer’s', () => {
+    const policy = customerPolicyFor({ perMinute: 300, perDay: 10_000 }, { perMinute: 50 }, 'sliding', false, paris);
+    expect(policy.windows.map((w) => [w.scope, w.name, w.limit, w.kind])).toEqual([
+      ['key', 'minute', 50, 'sliding'],
+      ['customer', 'minute', 300, 'sliding'],
+      ['customer', 'day', 10_000, 'calendar'],
+    ]);
+    // Built once per distinct set: the gate finds it again, another calendar is another policy.
+    expect(customerPolicyFor({ perMinute: 300, perDay: 10_000 }, { perMinute: 50 }, 'sliding', false, paris)).toBe(
+      policy,
+    );
+    expect(
+      customerPolicyFor({ perMinute: 300, perDay: 10_000 }, { perMinute: 50 }, 'sliding', false, DEFAULT_BILLING),
+    ).not.toBe(policy);
+    expect(customerPolicyFor({ perMinute: 300 }, undefined, 'fixed', false, DEFAULT_BILLING).id).not.toBe(
+      policyFor({ perMinute: 300 }).id,
+    );
+  });
+
+  it.each([
+    // [what, billing, instant, window, its start, its end]
+    [
+      'the default: the UTC day',
+      DEFAULT_BILLING,
+      '2027-03-28T10:00:00Z',
+      'day',
+      '2027-03-28T00:00:00Z',
+      '2027-03-29T00:00:00Z',
+    ],
+    [
+      'the default: the UTC month from the 1st',
+      DEFAULT_BILLING,
+      '2027-02-14T10:00:00Z',
+      'month',
+      '2027-02-01T00:00:00Z',
+      '2027-03-01T00:00:00Z',
+    ],
+    ['a 23-hour Paris day', paris, '2027-03-28T10:00:00Z', 'day', '2027-03-27T23:00:00Z', '2027-03-28T22:00:00Z'],
+    ['a 25-hour Paris day', paris, '2027-10-31T10:00:00Z', 'day', '2027-10-30T22:00:00Z', '2027-10-31T23:00:00Z'],
+    [
+      'a Paris billing month from the 15th',
+      paris,
+      '2027-02-14T22:30:00Z',
+      'month',
+      '2027-01-14T23:00:00Z',
+      '2027-02-14T23:00:00Z',
+    ],
+    [
+      'the next one, from its first instant',
+      paris,
+      '2027-02-14T23:00:00Z',
+      'month',
+      '2027-02-14T23:00:00Z',
+      '2027-03-14T23:00:00Z',
+    ],
+    [
+      'a UTC billing month from the 28th',
+      { anchorDay: 28, timeZone: 'UTC' },
+      '2027-03-01T00:00:00Z',
+      'month',
+      '2027-02-28T00:00:00Z',
+      '2027-03-28T00:00:00Z',
+    ],
+  ] as const)('counts %s', (_what, billing, instant, name, start, end) => {
+    const policy = customerPolicyFor({ perDay: 10, perMonth: 100 }, undefined, 'fixed', false, billing);
+    const rule = policy.windows.find((w) => w.name === name);
+    if (rule?.kind !== 'calendar') throw new Error(`no ${name}`);
+    // Asked out of order, as replicas' clocks and tests may: each answer is its own instant's.
+    for (const now of [at(instant), at(start) - 1, at(instant)]) {
+      const inside = now >= at(start);
+      expect(rule.calendar.end(name, now) === at(end)).toBe(inside);
+    }
+    expect(rule.calendar.start(name, at(instant))).toBe(at(start));
+    expect(freshResetMs(rule, at(instant))).toBe(at(end) - at(instant));
+    expect(windowSeconds(rule, at(instant))).toBe((at(end) - at(start)) / 1000);
   });
 });

@@ -1,6 +1,7 @@
 import { EventEmitter, once } from 'node:events';
 import { RedisProcess } from '@animal-store/tests/support/redis.js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
 import type { ChangedKey } from '../../src/keys/key-store.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import {
@@ -52,6 +53,8 @@ async function replicas(
   options: { pubsub?: boolean; keyStore?: MemoryKeyStore } = {},
 ) {
   const keyStore = options.keyStore ?? new MemoryKeyStore();
+  // Customers too are shared, as MongoDB would share them.
+  const customerStore = new MemoryCustomerStore();
   const prefix = `r${Date.now()}${Math.random().toString(36).slice(2, 6)}:`;
   const make = async () => {
     const gw = await startGateway({
@@ -61,6 +64,7 @@ async function replicas(
       // Ban mechanics here are the point, not the grace after a window fills (its own test below).
       env: { BAN_GRACE_MS: '0', ...env },
       keyStore,
+      customerStore,
       pubsub: options.pubsub ?? true,
     });
     open.push(gw);
@@ -194,6 +198,27 @@ describe('two gateway replicas sharing one Redis', () => {
     // Still one count for both replicas under the new plan.
     const onA = Number((await get(a, key)).headers.get('x-ratelimit-remaining'));
     expect((await get(b, key)).headers.get('x-ratelimit-remaining')).toBe(String(onA - 1));
+  });
+
+  it.each(PATHS)('apply a change to a key’s customer on every replica (through %s)', async (_label, path) => {
+    const { a, b } = await replicas(path.env, { pubsub: path.pubsub });
+    const admin = (method: 'POST' | 'PATCH', url: string, payload: object) =>
+      a.admin.inject({ method, url, headers: bearer(ADMIN_TOKEN), payload });
+    const customer = (await admin('POST', '/admin/customers', { name: 'Acme', plan: 'free' })).json();
+    const made = await admin('POST', '/admin/keys', { customerId: customer.id });
+    expect(made.statusCode).toBe(201);
+    const key = made.json().key as string;
+    expect((await get(b, key)).headers.get('ratelimit-policy')).toContain('"customer-minute";q=60;w=60');
+    const change = await admin('PATCH', `/admin/customers/${customer.id}`, {
+      limits: { perMinute: 7 },
+      billing: { anchorDay: 1, timeZone: 'Pacific/Kiritimati' },
+    });
+    expect(change.statusCode).toBe(200);
+    expect((await get(a, key)).headers.get('ratelimit-policy')).toContain('"customer-minute";q=7;w=60');
+    await vi.waitFor(
+      async () => expect((await get(b, key)).headers.get('ratelimit-policy')).toContain('"customer-minute";q=7;w=60'),
+      { timeout: path.within, interval: 50 },
+    );
   });
 
   it.each(PATHS)('apply a scope and address change on every replica (through %s)', async (_label, path) => {

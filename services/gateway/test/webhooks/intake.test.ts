@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { KeyRecord } from '../../src/keys/key-store.js';
 import type { WindowState } from '../../src/limits/key-limiter.js';
+import type { FanOut } from '../../src/webhooks/fan-out.js';
 import { expiryNotice } from '../../src/webhooks/intake/expiry-notices.js';
+import { KeyEvents } from '../../src/webhooks/intake/key-events.js';
 import { quotaCrossings } from '../../src/webhooks/intake/quota-crossings.js';
 
 /** What turns into webhook events: the quota thresholds a request crosses, the expiry notice a key is due. */
@@ -10,8 +12,14 @@ const DAY_MS = 86_400_000;
 const NOON = Date.UTC(2026, 10, 26, 12);
 const MIDNIGHT = Date.UTC(2026, 10, 27);
 
-const window = (name: WindowState['name'], limit: number, remaining: number): WindowState => ({
+const window = (
+  name: WindowState['name'],
+  limit: number,
+  remaining: number,
+  scope: WindowState['scope'] = 'key',
+): WindowState => ({
   name,
+  scope,
   limit,
   remaining,
   windowSeconds: 86_400,
@@ -50,6 +58,53 @@ describe('the quota thresholds a request crosses', () => {
     const early = { ...window('day', 10, 0), resetAt: MIDNIGHT - 30_000 };
     expect(quotaCrossings([late], 1, [])?.[0]?.resetAt).toBe(new Date(MIDNIGHT).toISOString());
     expect(quotaCrossings([early], 1, [])?.[0]?.resetAt).toBe(new Date(MIDNIGHT).toISOString());
+  });
+});
+
+describe('the quota events of a customer’s shared windows', () => {
+  const record = (id: string): KeyRecord => ({
+    id,
+    name: id,
+    plan: 'pro',
+    sha256: '0'.repeat(64),
+    createdAt: new Date(NOON).toISOString(),
+    customerId: 'cus_acme',
+  });
+  /** What the intake hands the fan-out: each event's type, data and once-marker. */
+  const intake = () => {
+    const emitted: Array<{ type: string; data: Record<string, unknown>; marker: string | undefined }> = [];
+    const fanOut = {
+      emit: async (type: string, key: object, data: object, once?: { marker: string }) => {
+        emitted.push({ type, data: { ...key, ...data }, marker: once?.marker });
+      },
+    };
+    const keys = { get: async () => null, expiringBetween: async () => [] };
+    const events = new KeyEvents(fanOut as unknown as FanOut, keys, [80], console as never, () => NOON);
+    return { events, emitted };
+  };
+
+  it('are the customer’s: marked by it (one event whichever key crosses), carrying customerId and its reset', () => {
+    const { events, emitted } = intake();
+    // The customer's day at 8 of 10 after key_a's request; key_b's own day crosses nothing.
+    events.onAdmitted(record('key_a'), [window('day', 10, 2, 'customer'), window('day', 100, 90)], 1);
+    // The same crossing seen again through another key (a retried or fallback decision): the same marker.
+    events.onAdmitted(record('key_b'), [window('day', 10, 2, 'customer')], 1);
+    expect(emitted.map((e) => e.marker)).toEqual([
+      `quota.cus_acme.customer.day.${MIDNIGHT}.80`,
+      `quota.cus_acme.customer.day.${MIDNIGHT}.80`,
+    ]);
+    expect(emitted[0]).toMatchObject({
+      type: 'key.quota.warning',
+      data: { keyId: 'key_a', customerId: 'cus_acme', scope: 'customer', window: 'day', limit: 10, used: 8 },
+    });
+    expect(emitted[0]?.data.resetAt).toBe(new Date(MIDNIGHT).toISOString());
+  });
+
+  it('leave a key’s own windows the key’s, whether or not it has a customer', () => {
+    const { events, emitted } = intake();
+    events.onAdmitted(record('key_a'), [window('day', 10, 2)], 1);
+    expect(emitted.map((e) => e.marker)).toEqual([`quota.key_a.day.${MIDNIGHT}.80`]);
+    expect(emitted[0]?.data).not.toHaveProperty('scope');
   });
 });
 

@@ -5,6 +5,7 @@ import { CustomerRuleError, checkNewCustomer, customerChanges } from '../../cust
 import { type CustomerRecord, type CustomerStore, DuplicateCustomerError } from '../../customers/customer-store.js';
 import { FileCustomerError, FileCustomers } from '../../customers/file-customers.js';
 import { BadCursorError, DEFAULT_PAGE_SIZE } from '../../paging/page.js';
+import { announceCustomerChange } from '../../replicas/key-sync.js';
 import { audit } from '../audit.js';
 import { keysThatFollow, moveKeysToPlan, revokeKeysOf } from '../customer-keys.js';
 import {
@@ -53,7 +54,17 @@ async function insertOnce(store: CustomerStore, record: CustomerRecord): Promise
 
 /** Customers: the accounts above the keys. Create, list (paged, filtered), show, update, delete. */
 export const customerRoutes: FastifyPluginAsyncTypebox<
-  AdminRouteOptions<'plans' | 'customerStore' | 'keyStore' | 'keyResolver' | 'events' | 'metrics' | 'webhooks' | 'now'>
+  AdminRouteOptions<
+    | 'plans'
+    | 'customerStore'
+    | 'customerResolver'
+    | 'keyStore'
+    | 'keyResolver'
+    | 'events'
+    | 'metrics'
+    | 'webhooks'
+    | 'now'
+  >
 > = async (app, { deps, idempotency }) => {
   const store = deps.customerStore;
 
@@ -117,6 +128,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
         changed: Object.keys(body).filter((field) => body[field as keyof typeof body] !== undefined),
         ...(body.plan !== undefined && body.plan !== current.plan ? { from: current.plan, to: body.plan } : {}),
       });
+      await announceCustomerChange(deps, updated.id, request.log);
       if (updated.plan !== current.plan) await moveKeysToPlan(deps, updated, followers, request.log);
       return customerView(deps, updated);
     },
@@ -141,6 +153,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
       const revoked = await revokeKeysOf(deps, customer.id, request.query.revokeKeys === true, at, request.log);
       if (await store.delete(customer.id, at)) {
         audit(deps, request.log, 'customer.delete', customer.id, { revokedKeys: revoked });
+        await announceCustomerChange(deps, customer.id, request.log);
       }
       return reply.code(204).send(null);
     },

@@ -15,7 +15,7 @@ export const keyBanRoutes: FastifyPluginAsyncTypebox<
     async (request, reply) => {
       const { record } = await findKey(deps, request.params.id);
       try {
-        await deps.limiter.liftBan(record.id);
+        await deps.limiter.liftBan(record.id, record.customerId);
       } catch (err) {
         request.log.error({ err }, 'cannot lift ban');
         throw unavailable('rate_limiter_unavailable', 'Cannot reach the rate limiter to lift the ban');

@@ -3,9 +3,10 @@ import { readRfc3339 } from '@animal-store/common/rfc3339.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
 import type { KeyUsage } from '../../limits/key-limiter.js';
-import { LIMIT_FIELDS, limitsFor, policyForKey } from '../../plans/plans.js';
+import { limitsFor, policyForCustomerKey, policyForKey } from '../../plans/plans.js';
 import { series, sumOf, toCsv, withRefused } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
+import { liveWindows } from '../live-windows.js';
 import { HistoryQuery, HistorySchema, KeyIdParams, UsageSchema } from '../schemas.js';
 import { type AdminRouteOptions, errors, findKey, iso } from '../shared.js';
 import { historyUnavailable, unavailable } from '../store-unavailable.js';
@@ -71,9 +72,12 @@ function historyRange(query: HistoryRange, now: number, step: number): { from: n
   return { from, to };
 }
 
-/** A key's live usage as the shared limiter counts it: every window, its ban, its refusals. */
+/**
+ * A key's live usage as the shared limiter counts it: every window, its ban, its refusals; for a
+ * key of a customer, also the windows it shares with the customer's other keys.
+ */
 const liveUsage: FastifyPluginAsyncTypebox<
-  AdminRouteOptions<'keyStore' | 'keyResolver' | 'limiter' | 'plans'>
+  AdminRouteOptions<'keyStore' | 'keyResolver' | 'customerStore' | 'limiter' | 'plans'>
 > = async (app, { deps }) => {
   app.get(
     '/admin/keys/:id/usage',
@@ -81,28 +85,23 @@ const liveUsage: FastifyPluginAsyncTypebox<
     async (request) => {
       const { record } = await findKey(deps, request.params.id);
       const limits = limitsFor(deps.plans, record.plan, record.limits);
+      const customer = record.customerId === undefined ? null : await deps.customerStore.get(record.customerId);
+      const policy = customer
+        ? policyForCustomerKey(deps.plans, customer, record.limits)
+        : policyForKey(deps.plans, record.plan, record.limits);
       let usage: KeyUsage;
       try {
-        usage = await deps.limiter.usage(record.id, policyForKey(deps.plans, record.plan, record.limits));
+        usage = await deps.limiter.usage(record.id, policy, record.customerId);
       } catch (err) {
         request.log.error({ err }, 'cannot read usage');
         throw unavailable('rate_limiter_unavailable', 'Cannot reach the rate limiter to read usage');
-      }
-      const windows: Record<string, { limit: number; used: number; remaining: number; resetAt: string | null }> = {};
-      for (const w of usage.windows) {
-        const limit = limits[LIMIT_FIELDS[w.name]] as number;
-        windows[w.name] = {
-          limit,
-          used: w.used,
-          remaining: Math.max(0, limit - w.used),
-          resetAt: w.resetAt === null ? null : iso(w.resetAt),
-        };
       }
       return {
         id: record.id,
         plan: record.plan,
         limits,
-        windows,
+        windows: liveWindows(policy, usage.windows, 'key'),
+        ...(customer ? { customer: { id: customer.id, windows: liveWindows(policy, usage.windows, 'customer') } } : {}),
         ban: usage.banEndsAt === null ? null : { until: iso(usage.banEndsAt) },
         refusals: usage.refusals,
       };
@@ -142,7 +141,7 @@ const usageHistory: FastifyPluginAsyncTypebox<
       }
       let hours: HourUsage[];
       try {
-        hours = await history.hours(record.id, from, to);
+        hours = await history.hours(record.id, from, to, record.customerId);
       } catch (err) {
         historyUnavailable(err, request.log);
       }
@@ -173,7 +172,7 @@ const usageHistory: FastifyPluginAsyncTypebox<
 
 /** A key's usage: live, and over time. */
 export const keyUsageRoutes: FastifyPluginAsyncTypebox<
-  AdminRouteOptions<'history' | 'keyStore' | 'keyResolver' | 'limiter' | 'plans' | 'now'>
+  AdminRouteOptions<'history' | 'keyStore' | 'keyResolver' | 'customerStore' | 'limiter' | 'plans' | 'now'>
 > = async (app, opts) => {
   await app.register(liveUsage, opts);
   await app.register(usageHistory, opts);

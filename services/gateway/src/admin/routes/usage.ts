@@ -51,9 +51,6 @@ export const usageRoutes: FastifyPluginAsyncTypebox<
       let ids: string[];
       try {
         ids = await history.activeKeys(from, to);
-        perKey = await hoursOfKeys((id) => history.hours(id, from, to), ids);
-        const customerIds = await history.activeCustomers(from, to);
-        perCustomer = await hoursOfKeys((id) => history.hours(id, from, to), customerIds);
       } catch (err) {
         historyUnavailable(err, request.log);
       }
@@ -62,6 +59,14 @@ export const usageRoutes: FastifyPluginAsyncTypebox<
       for (const id of ids) {
         const fromFile = deps.keyResolver.fileRecord(id);
         if (fromFile) records.set(id, fromFile);
+      }
+      try {
+        // A key of a customer keeps its hours since it joined it in the customer's slot too.
+        perKey = await hoursOfKeys((id) => history.hours(id, from, to, records.get(id)?.customerId), ids);
+        const customerIds = await history.activeCustomers(from, to);
+        perCustomer = await hoursOfKeys((id) => history.hours(id, from, to), customerIds);
+      } catch (err) {
+        historyUnavailable(err, request.log);
       }
       const top = topKeys(perKey, records, sort);
       const hourly = series(

@@ -174,7 +174,8 @@ end
 `;
 
 /**
- * The usage history: the batch's outcomes and units in the key's hour.
+ * The usage history: the batch's outcomes and units in the key's hour, and for a key of a
+ * customer in the customer's hour too (the same hour, day and expiry).
  */
 const HISTORY = `local hour = ARGV[8]
 if hour ~= '' then
@@ -184,12 +185,13 @@ if hour ~= '' then
     if tonumber(ARGV[first + i - 1]) > 0 then o = string.lower(out[i]) end
     counts[o] = counts[o] + 1
   end
-  local h = KEYS[nw + 3]
-  for letter, count in pairs(counts) do
-    if count > 0 then redis.call('HINCRBY', h, hour .. letter, count) end
+  for _, h in ipairs({KEYS[nw + 3], KEYS[nw + 4]}) do
+    for letter, count in pairs(counts) do
+      if count > 0 then redis.call('HINCRBY', h, hour .. letter, count) end
+    end
+    if taken > 0 then redis.call('HINCRBY', h, hour .. 'u', taken) end
+    redis.call('PEXPIREAT', h, ARGV[9])
   end
-  if taken > 0 then redis.call('HINCRBY', h, hour .. 'u', taken) end
-  redis.call('PEXPIREAT', h, ARGV[9])
 end
 `;
 
@@ -249,7 +251,10 @@ return result
  * the units admitted.
  *
  * KEYS: the policy's window keys (an `h` window's is the history's day hash), then ban, pending,
- * the history's day hash.
+ * the history's day hash, and for a key of a customer the customer's day hash (written as the
+ * key's: the customer's history is the sum of its keys'). A window of the customer is a key of
+ * the customer's, which every key of it counts against: each call is atomic, so the customer's
+ * windows stay exact whichever keys and replicas its requests come through.
  * ARGV: window count, now (epoch ms), ban threshold (-1: refusals count toward no ban), ban window
  * ms, ban ms, grace ms, shortest Retry-After ms, the history's hour of day ('' keeps no history:
  * then no `h` window), when its hash expires (epoch ms); then four per window: kind, limit, a, b
@@ -267,7 +272,8 @@ return result
 export const LIMIT_SCRIPT = [READ_WINDOWS, DECIDE, TAKE, BAN, HISTORY, REPLY].join('');
 
 /**
- * Reads without writing. KEYS: the policy's window keys, then ban, pending. ARGV: window count,
+ * Reads without writing. KEYS: the policy's window keys, then ban, pending (both left out to read
+ * a customer's windows alone: then the reply ends after the windows). ARGV: window count,
  * now, then per window: kind, a, b as for the limit script. Returns per window what it holds and
  * ms until capacity starts to come back (-1 when it holds nothing), then ban ms left, the refusals
  * that count toward a ban now.
@@ -302,6 +308,8 @@ for w = 1, nw do
   result[#result + 1] = used
   result[#result + 1] = reset
 end
+-- A customer's windows are read without a key: no ban, no refusals.
+if not KEYS[nw + 1] then return result end
 result[#result + 1] = redis.call('PTTL', KEYS[nw + 1])
 local pending = 0
 local h = redis.call('HGETALL', KEYS[nw + 2])

@@ -1,7 +1,23 @@
-import type { BanPolicy, BatchResult, Decision, KeyLimiter, KeyUsage, Waiting } from '../key-limiter.js';
+import type { BanPolicy, BatchResult, Decision, KeyLimiter, KeyUsage, Waiting, WindowUsage } from '../key-limiter.js';
 import { PENDING_BUCKET_MS, pendingUntil, settleBatch } from '../key-limiter.js';
 import type { LimitPolicy, WindowRule } from '../policy.js';
-import { MINUTE_MS, periodEnd } from '../policy.js';
+import { MINUTE_MS, ruleEnd } from '../policy.js';
+
+/** Where a key's own state lives: its id, or for a key of a customer under the customer (as in Redis). */
+const ownerOf = (keyId: string, customerId: string | undefined): string =>
+  customerId === undefined ? keyId : `${customerId}:${keyId}`;
+
+/**
+ * A window's counter, named as the Redis limiter names its key: a customer's windows under the
+ * customer (`<customer>:c:m`), which all its keys count against; a calendar window of a key of a
+ * customer with its period's start, so a new period (or a new billing setting) starts a new one.
+ */
+function counterKey(keyId: string, customerId: string | undefined, rule: WindowRule, now: number): string {
+  if (customerId === undefined) return `${keyId}:${rule.suffix}`;
+  const owner = rule.scope === 'customer' ? `${customerId}:c` : `${customerId}:${keyId}`;
+  const name = `${owner}:${rule.suffix}`;
+  return rule.kind === 'calendar' ? `${name}:${rule.calendar.start(rule.name, now)}` : name;
+}
 
 interface Counter {
   count: number;
@@ -51,12 +67,12 @@ export class MemoryKeyLimiter implements KeyLimiter {
     }
   }
 
-  consume(keyId: string, policy: LimitPolicy, cost: number): Promise<Decision> {
+  consume(keyId: string, policy: LimitPolicy, cost: number, customerId?: string): Promise<Decision> {
     return new Promise((resolve) => {
       const now = this.now();
       this.sweep(now);
       const waiter: Waiting = { cost, resolve };
-      settleBatch(policy, [waiter], this.decide(keyId, policy, cost, now), this.ban, now);
+      settleBatch(policy, [waiter], this.decide(keyId, customerId, policy, cost, now), this.ban, now);
     });
   }
 
@@ -79,7 +95,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
   }
 
   private resetMs(rule: WindowRule, counter: Counter | undefined, now: number): number {
-    if (rule.kind === 'calendar') return periodEnd(rule.name, now) - now;
+    if (rule.kind === 'calendar') return ruleEnd(rule, now) - now;
     if (rule.kind === 'fixed') return counter ? counter.expiresAt - now : rule.lengthMs;
     const current = Math.floor(now / rule.bucketMs);
     let oldest = current;
@@ -87,12 +103,21 @@ export class MemoryKeyLimiter implements KeyLimiter {
     return (oldest + rule.lengthMs / rule.bucketMs + 1) * rule.bucketMs - now;
   }
 
-  private decide(keyId: string, policy: LimitPolicy, cost: number, now: number): BatchResult {
+  private decide(
+    keyId: string,
+    customerId: string | undefined,
+    policy: LimitPolicy,
+    cost: number,
+    now: number,
+  ): BatchResult {
     const rules = policy.windows;
     const counters: Array<Counter | undefined> = [];
     const used: number[] = [];
-    for (const rule of rules) {
-      const key = `${keyId}:${rule.suffix}`;
+    const keys = rules.map((rule) => counterKey(keyId, customerId, rule, now));
+    const owner = ownerOf(keyId, customerId);
+    for (let w = 0; w < rules.length; w++) {
+      const rule = rules[w] as WindowRule;
+      const key = keys[w] as string;
       if (rule.kind === 'sliding') {
         const slid = this.slide(key, rule, now);
         counters.push(slid.counter);
@@ -116,12 +141,12 @@ export class MemoryKeyLimiter implements KeyLimiter {
       }),
     });
 
-    const ban = this.read(`${keyId}:ban`, now);
+    const ban = this.read(`${owner}:ban`, now);
     if (ban) return result('B', ban.expiresAt - now);
     if (cost === 0 || rules.every((rule, w) => (used[w] as number) + cost <= rule.limit)) {
       if (cost > 0) {
         rules.forEach((rule, w) => {
-          counters[w] = this.take(`${keyId}:${rule.suffix}`, rule, counters[w], cost, now);
+          counters[w] = this.take(keys[w] as string, rule, counters[w], cost, now);
         });
       }
       return result('A');
@@ -135,21 +160,21 @@ export class MemoryKeyLimiter implements KeyLimiter {
     });
     const until = pendingUntil(this.ban, now, wait);
     if (until * PENDING_BUCKET_MS <= now) return result('L');
-    const pending = this.pending(keyId, now);
+    const pending = this.pending(owner, now);
     pending.buckets?.set(until, (pending.buckets.get(until) ?? 0) + 1);
     pending.count++;
     pending.expiresAt = Math.max(pending.expiresAt, until * PENDING_BUCKET_MS);
     if (pending.count > this.ban.threshold) {
-      this.counters.delete(`${keyId}:pending`);
-      this.counters.set(`${keyId}:ban`, { count: 1, expiresAt: now + this.ban.durationMs });
+      this.counters.delete(`${owner}:pending`);
+      this.counters.set(`${owner}:ban`, { count: 1, expiresAt: now + this.ban.durationMs });
       return result('B', this.ban.durationMs, 1);
     }
     return result('L');
   }
 
   /** The key's refusals that count toward a ban now (BanPolicy), those whose time has passed dropped. */
-  private pending(keyId: string, now: number): Counter {
-    const key = `${keyId}:pending`;
+  private pending(owner: string, now: number): Counter {
+    const key = `${owner}:pending`;
     let pending = this.read(key, now);
     if (!pending) {
       pending = { count: 0, expiresAt: now, buckets: new Map() };
@@ -177,35 +202,47 @@ export class MemoryKeyLimiter implements KeyLimiter {
       counter.count += cost;
       return counter;
     }
-    const expiresAt = rule.kind === 'calendar' ? periodEnd(rule.name, now) : now + rule.lengthMs;
+    const expiresAt = rule.kind === 'calendar' ? ruleEnd(rule, now) : now + rule.lengthMs;
     const fresh = { count: cost, expiresAt };
     this.counters.set(key, fresh);
     return fresh;
   }
 
-  async liftBan(keyId: string): Promise<void> {
-    this.counters.delete(`${keyId}:ban`);
-    this.counters.delete(`${keyId}:pending`);
+  async liftBan(keyId: string, customerId?: string): Promise<void> {
+    const owner = ownerOf(keyId, customerId);
+    this.counters.delete(`${owner}:ban`);
+    this.counters.delete(`${owner}:pending`);
   }
 
-  async banEndsAt(keyId: string): Promise<number | null> {
-    return this.read(`${keyId}:ban`, this.now())?.expiresAt ?? null;
+  async banEndsAt(keyId: string, customerId?: string): Promise<number | null> {
+    return this.read(`${ownerOf(keyId, customerId)}:ban`, this.now())?.expiresAt ?? null;
   }
 
-  async usage(keyId: string, policy: LimitPolicy): Promise<KeyUsage> {
+  /** What a window's counter holds now, and when it starts to give capacity back. */
+  private windowUsage(key: string, rule: WindowRule, now: number): WindowUsage {
+    const { name, scope } = rule;
+    if (rule.kind !== 'sliding') {
+      const c = this.read(key, now);
+      return { name, scope, used: c?.count ?? 0, resetAt: c ? c.expiresAt : null };
+    }
+    const { counter, used } = this.slide(key, rule, now);
+    return { name, scope, used, resetAt: used > 0 ? now + this.resetMs(rule, counter, now) : null };
+  }
+
+  async usage(keyId: string, policy: LimitPolicy, customerId?: string): Promise<KeyUsage> {
     const now = this.now();
+    const owner = ownerOf(keyId, customerId);
     return {
-      windows: policy.windows.map((rule) => {
-        const key = `${keyId}:${rule.suffix}`;
-        if (rule.kind !== 'sliding') {
-          const c = this.read(key, now);
-          return { name: rule.name, used: c?.count ?? 0, resetAt: c ? c.expiresAt : null };
-        }
-        const { counter, used } = this.slide(key, rule, now);
-        return { name: rule.name, used, resetAt: used > 0 ? now + this.resetMs(rule, counter, now) : null };
-      }),
-      banEndsAt: this.read(`${keyId}:ban`, now)?.expiresAt ?? null,
-      refusals: this.read(`${keyId}:pending`, now) ? this.pending(keyId, now).count : 0,
+      windows: policy.windows.map((rule) => this.windowUsage(counterKey(keyId, customerId, rule, now), rule, now)),
+      banEndsAt: this.read(`${owner}:ban`, now)?.expiresAt ?? null,
+      refusals: this.read(`${owner}:pending`, now) ? this.pending(owner, now).count : 0,
     };
+  }
+
+  async customerUsage(customerId: string, policy: LimitPolicy): Promise<WindowUsage[]> {
+    const now = this.now();
+    return policy.windows
+      .filter((rule) => rule.scope === 'customer')
+      .map((rule) => this.windowUsage(counterKey('', customerId, rule, now), rule, now));
   }
 }

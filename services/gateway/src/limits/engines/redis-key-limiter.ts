@@ -2,10 +2,10 @@ import type { Redis, Result } from 'ioredis';
 import type { RedisClient } from '../../redis/clients.js';
 import type { RedisUsageHistory } from '../../usage/redis-usage-history.js';
 import { DAY_MS } from '../../usage/usage-history.js';
-import type { BanPolicy, BatchResult, Decision, KeyLimiter, KeyUsage, Waiting } from '../key-limiter.js';
+import type { BanPolicy, BatchResult, Decision, KeyLimiter, KeyUsage, Waiting, WindowUsage } from '../key-limiter.js';
 import { settleBatch } from '../key-limiter.js';
 import type { LimitPolicy, WindowRule } from '../policy.js';
-import { periodEnd } from '../policy.js';
+import { ruleEnd } from '../policy.js';
 import { LIMIT_SCRIPT, USAGE_SCRIPT } from './limit-script.js';
 
 type ScriptResult = Array<string | number>;
@@ -27,20 +27,26 @@ interface Waiter extends Waiting {
 
 interface Batch {
   policy: LimitPolicy;
+  /** The key's customer (set by the batch's first request, as the policy). */
+  customerId: string | undefined;
   waiters: Waiter[];
 }
 
-const isDay = (rule: WindowRule): boolean => rule.kind === 'calendar' && rule.name === 'day';
+/**
+ * Whether a window is counted in a usage-history day hash: with the history kept, a day window
+ * whose day is the UTC day (the hash's). A customer's local day (23, 24 or 25 hours) is not.
+ */
+const isHistoryDay = (rule: WindowRule, history: boolean): boolean =>
+  history && rule.kind === 'calendar' && rule.name === 'day' && rule.calendar.utcDay;
 
 /**
- * The script's four arguments for a window; a calendar window's end moves with the clock.
- * `dayInHistory`: the key's usage history is kept, so a day window is counted in the day's history
- * hash (kind `h`) rather than a key of its own.
+ * The script's four arguments for a window; a calendar window's end moves with the clock (and
+ * the calendar: a customer's billing day and month). `history`: the key's usage history is kept,
+ * so a UTC day window is counted in the day's history hash (kind `h`) rather than a key of its own.
  */
-function windowArgs(rule: WindowRule, now: number, dayInHistory: boolean): [string, number, number, number] {
+function windowArgs(rule: WindowRule, now: number, history: boolean): [string, number, number, number] {
   if (rule.kind === 'calendar') {
-    const kind = dayInHistory && isDay(rule) ? 'h' : 'c';
-    return [kind, rule.limit, periodEnd(rule.name, now), 0];
+    return [isHistoryDay(rule, history) ? 'h' : 'c', rule.limit, ruleEnd(rule, now), 0];
   }
   if (rule.kind === 'sliding') return ['s', rule.limit, rule.bucketMs, rule.lengthMs / rule.bucketMs];
   return ['f', rule.limit, rule.lengthMs, 0];
@@ -83,26 +89,39 @@ export class RedisKeyLimiter implements KeyLimiter {
   /**
    * Key names share a hash tag so the script's keys sit in one Redis Cluster slot: the window's
    * counter (`m`, `d`, …; see policy.ts), then ban and pending (the refusals that count toward a
-   * ban; a name of its own, as earlier versions' strike counter was a string).
+   * ban; a name of its own, as earlier versions' strike counter was a string). A key without a
+   * customer tags its own id (`<prefix>{<key>}:m`, as before customers: its counters carry on);
+   * a key of a customer its customer's (`<prefix>{<customer>}:<key>:m`), so the script reaches
+   * the key's and the customer's counters (`<prefix>{<customer>}:c:m`) in one slot.
    */
-  keyName(keyId: string, suffix: string): string {
-    return `${this.prefix}{${keyId}}:${suffix}`;
+  keyName(keyId: string, suffix: string, customerId?: string): string {
+    if (customerId === undefined) return `${this.prefix}{${keyId}}:${suffix}`;
+    return `${this.prefix}{${customerId}}:${keyId}:${suffix}`;
   }
 
-  /** A window's Redis key: its own, or for the day with the history kept, the day's history hash. */
-  private windowKey(keyId: string, rule: WindowRule, now: number): string {
-    if (this.history && isDay(rule)) {
-      return this.history.dayKey(keyId, Math.floor(now / DAY_MS));
+  /**
+   * A window's Redis key: its own, or for a UTC day with the history kept, the day's history hash
+   * (the key's, or for a customer's window the customer's). A calendar window of a key of a
+   * customer names its period's start (minutes since the epoch): a new period is a new counter
+   * whatever a replica's clock or an earlier billing setting made the old one's expiry.
+   */
+  private windowKey(keyId: string, customerId: string | undefined, rule: WindowRule, now: number): string {
+    const shared = rule.scope === 'customer' && customerId !== undefined;
+    if (this.history && isHistoryDay(rule, true)) {
+      const day = Math.floor(now / DAY_MS);
+      return shared ? this.history.dayKey(customerId, day) : this.history.dayKey(keyId, day, customerId);
     }
-    return this.keyName(keyId, rule.suffix);
+    if (customerId === undefined) return this.keyName(keyId, rule.suffix);
+    const name = this.keyName(shared ? 'c' : keyId, rule.suffix, customerId);
+    return rule.kind === 'calendar' ? `${name}:${rule.calendar.start(rule.name, now) / 60_000}` : name;
   }
 
-  consume(keyId: string, policy: LimitPolicy, cost: number): Promise<Decision> {
+  consume(keyId: string, policy: LimitPolicy, cost: number, customerId?: string): Promise<Decision> {
     return new Promise<Decision>((resolve, reject) => {
       const batch = this.pending.get(keyId);
       // The first request of a batch sets its policy: a plan change applies from the next batch.
       if (batch) batch.waiters.push({ cost, resolve, reject });
-      else this.pending.set(keyId, { policy, waiters: [{ cost, resolve, reject }] });
+      else this.pending.set(keyId, { policy, customerId, waiters: [{ cost, resolve, reject }] });
       if (!this.flushScheduled && !this.inFlight.has(keyId)) {
         this.flushScheduled = true;
         // After this turn's I/O callbacks: every request read in this turn joins the batch.
@@ -140,17 +159,19 @@ export class RedisKeyLimiter implements KeyLimiter {
   };
 
   private decide(keyId: string, batch: Batch): void {
-    const { policy, waiters } = batch;
+    const { policy, customerId, waiters } = batch;
     const now = this.now();
     const rules = policy.windows;
     const keysAndArgs: Array<string | number> = [];
-    for (const rule of rules) keysAndArgs.push(this.windowKey(keyId, rule, now));
-    keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'pending'));
+    for (const rule of rules) keysAndArgs.push(this.windowKey(keyId, customerId, rule, now));
+    keysAndArgs.push(this.keyName(keyId, 'ban', customerId), this.keyName(keyId, 'pending', customerId));
     let historyHour = '';
     let historyExpireAt = 0;
     if (this.history) {
-      const [key, hour, expireAt] = this.history.scriptArgs(keyId, now);
+      const [key, hour, expireAt] = this.history.scriptArgs(keyId, now, customerId);
       keysAndArgs.push(key);
+      // The customer's hour: the same hour and expiry, in the customer's own day hash.
+      if (customerId !== undefined) keysAndArgs.push(this.history.scriptArgs(customerId, now)[0]);
       historyHour = hour;
       historyExpireAt = expireAt;
     }
@@ -209,43 +230,68 @@ export class RedisKeyLimiter implements KeyLimiter {
     this.decide(keyId, next);
   }
 
-  async liftBan(keyId: string): Promise<void> {
-    await this.redis.del(this.keyName(keyId, 'ban'), this.keyName(keyId, 'pending'));
+  async liftBan(keyId: string, customerId?: string): Promise<void> {
+    await this.redis.del(this.keyName(keyId, 'ban', customerId), this.keyName(keyId, 'pending', customerId));
   }
 
-  async banEndsAt(keyId: string): Promise<number | null> {
-    const ttl = await this.redis.pttl(this.keyName(keyId, 'ban'));
+  async banEndsAt(keyId: string, customerId?: string): Promise<number | null> {
+    const ttl = await this.redis.pttl(this.keyName(keyId, 'ban', customerId));
     return ttl > 0 ? this.now() + ttl : null;
   }
 
-  async usage(keyId: string, policy: LimitPolicy): Promise<KeyUsage> {
-    // One script: every key read at one instant, in one round trip (and one Cluster slot).
-    const now = this.now();
-    const rules = policy.windows;
-    const keysAndArgs: Array<string | number> = rules.map((rule) => this.windowKey(keyId, rule, now));
-    keysAndArgs.push(this.keyName(keyId, 'ban'), this.keyName(keyId, 'pending'));
+  /** The windows' keys and the usage script's arguments for them, read at `now`. */
+  private readWindows(
+    keyId: string,
+    customerId: string | undefined,
+    rules: readonly WindowRule[],
+    now: number,
+    ban: boolean,
+  ): Promise<number[]> {
+    const keysAndArgs: Array<string | number> = rules.map((rule) => this.windowKey(keyId, customerId, rule, now));
+    if (ban) keysAndArgs.push(this.keyName(keyId, 'ban', customerId), this.keyName(keyId, 'pending', customerId));
     const numKeys = keysAndArgs.length;
     keysAndArgs.push(rules.length, now);
     for (const rule of rules) {
       const [kind, , a, b] = windowArgs(rule, now, this.history !== null);
       keysAndArgs.push(kind, a, b);
     }
-    const reply = await this.redis.gatewayUsage(numKeys, ...keysAndArgs);
-    const read = this.now();
-    const windows = rules.map((rule, w) => {
+    return this.redis.gatewayUsage(numKeys, ...keysAndArgs);
+  }
+
+  /** What the usage script read of each window, with its reset (null while it holds nothing). */
+  private windowUsage(rules: readonly WindowRule[], reply: number[], now: number, read: number): WindowUsage[] {
+    return rules.map((rule, w) => {
       const used = Number(reply[2 * w]);
       const reset = Number(reply[2 * w + 1]);
-      if (used === 0 || reset <= 0) return { name: rule.name, used, resetAt: null };
+      if (used === 0 || reset <= 0) return { name: rule.name, scope: rule.scope, used, resetAt: null };
       // A calendar window ends at its period's end, to the millisecond.
-      const resetAt = rule.kind === 'calendar' ? periodEnd(rule.name, now) : read + reset;
-      return { name: rule.name, used, resetAt };
+      const resetAt = rule.kind === 'calendar' ? ruleEnd(rule, now) : read + reset;
+      return { name: rule.name, scope: rule.scope, used, resetAt };
     });
+  }
+
+  async usage(keyId: string, policy: LimitPolicy, customerId?: string): Promise<KeyUsage> {
+    // One script: every key read at one instant, in one round trip (and one Cluster slot).
+    const now = this.now();
+    const rules = policy.windows;
+    const reply = await this.readWindows(keyId, customerId, rules, now, true);
+    const read = this.now();
+    const windows = this.windowUsage(rules, reply, now, read);
     const banTtl = Number(reply[2 * rules.length]);
     return {
       windows,
       banEndsAt: banTtl > 0 ? read + banTtl : null,
       refusals: Number(reply[2 * rules.length + 1]),
     };
+  }
+
+  async customerUsage(customerId: string, policy: LimitPolicy): Promise<WindowUsage[]> {
+    const now = this.now();
+    const rules = policy.windows.filter((rule) => rule.scope === 'customer');
+    if (rules.length === 0) return [];
+    // Any key id: a customer's windows are named by the customer alone.
+    const reply = await this.readWindows('', customerId, rules, now, false);
+    return this.windowUsage(rules, reply, now, this.now());
   }
 }
 

@@ -45,11 +45,14 @@ export class KeyEvents {
     if (!crossed) return;
     const at = this.now();
     for (const quota of crossed) {
-      const marker = `quota.${record.id}.${quota.window}.${Date.parse(quota.resetAt)}.${quota.threshold}`;
+      // A customer's window is the customer's: one event per crossing for it, not one per key.
+      const shared = quota.scope === 'customer' && record.customerId !== undefined;
+      const owner = shared ? `${record.customerId}.customer` : record.id;
+      const marker = `quota.${owner}.${quota.window}.${Date.parse(quota.resetAt)}.${quota.threshold}`;
       void this.fanOut.emit(
         quota.threshold === 100 ? 'key.quota.exhausted' : 'key.quota.warning',
         keyRef(record),
-        quota,
+        shared ? { ...quota, customerId: record.customerId } : quota,
         {
           marker,
           ttlMs: Date.parse(quota.resetAt) - at + 86_400_000,

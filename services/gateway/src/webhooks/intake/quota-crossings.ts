@@ -6,7 +6,8 @@ import type { QuotaData } from '../event-types.js';
  * The thresholds (percent) that this admitted request of `cost` crossed in its day and month
  * windows: those with `used` below them before it and at or above them after it. Counts only
  * grow within a period and the shared limiter orders every request, so across all replicas one
- * request crosses each threshold once per period. Runs on every admitted request: a few integer
+ * request crosses each threshold once per period; a customer's window, shared by its keys, is
+ * crossed once for the customer, by whichever key's request. Runs on every admitted request: a few integer
  * comparisons per window and no allocation unless something was crossed.
  */
 export function quotaCrossings(
@@ -31,6 +32,7 @@ export function quotaCrossings(
         // Calendar windows reset on the minute: rounding makes every replica name the same period.
         resetAt: new Date(Math.round(window.resetAt / 60_000) * 60_000).toISOString(),
         threshold: percent,
+        ...(window.scope === 'customer' ? { scope: 'customer' as const } : {}),
       });
     }
   }

@@ -29,8 +29,8 @@ describe('the memory limiter on its own clock', () => {
     expect(refused.windows[0]?.resetAt).toBe(clock + 45_000);
     expect(await limiter.usage('k', policy)).toEqual({
       windows: [
-        { name: 'minute', used: 2, resetAt: clock + 45_000 },
-        { name: 'day', used: 2, resetAt: Date.UTC(2026, 10, 27) },
+        { name: 'minute', scope: 'key', used: 2, resetAt: clock + 45_000 },
+        { name: 'day', scope: 'key', used: 2, resetAt: Date.UTC(2026, 10, 27) },
       ],
       banEndsAt: null,
       refusals: 1,
@@ -50,7 +50,9 @@ describe('the memory limiter on its own clock', () => {
     for (const policy of [policyFor({ perMinute: 5 }), policyFor({ perMinute: 5 }, 'sliding')]) {
       const keyId = `k-${policy.id}`;
       await limiter.consume(keyId, policy, 0);
-      expect((await limiter.usage(keyId, policy)).windows).toEqual([{ name: 'minute', used: 0, resetAt: null }]);
+      expect((await limiter.usage(keyId, policy)).windows).toEqual([
+        { name: 'minute', scope: 'key', used: 0, resetAt: null },
+      ]);
       clock += 30_000;
       const first = await limiter.consume(keyId, policy, 1);
       expect(first.windows[0]).toMatchObject({

@@ -1,14 +1,18 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { DEFAULT_BILLING } from '../../../src/customers/billing-period.js';
 import { LIMIT_SCRIPT } from '../../../src/limits/engines/limit-script.js';
 import { RedisKeyLimiter } from '../../../src/limits/engines/redis-key-limiter.js';
-import { policyFor } from '../../../src/limits/policy.js';
+import { customerPolicyFor, policyFor } from '../../../src/limits/policy.js';
 import { RedisUsageHistory } from '../../../src/usage/redis-usage-history.js';
 import { DAY_MS } from '../../../src/usage/usage-history.js';
 import { connected, redisClient } from '../../support/helpers.js';
 import { testClock, testClockFrom } from '../../support/test-clock.js';
 import { limiterContract } from '../limiter.contract.js';
+
+/** A billing calendar whose day is not the UTC day: its counters are keys of their own. */
+const PARIS = { anchorDay: 15, timeZone: 'Europe/Paris' };
 
 let redis: TestRedis;
 beforeAll(async () => {
@@ -68,6 +72,94 @@ describe('two replicas on one Redis', () => {
     expect(decisions.filter((d) => d.outcome === 'admitted')).toHaveLength(33);
     const usage = await a.usage(keyId, policy);
     for (const w of usage.windows) expect(w.used, w.name).toBe(99);
+  });
+
+  it.each([
+    ['fixed', customerPolicyFor({ perMinute: 300, perDay: 10_000 }, undefined, 'fixed', false, DEFAULT_BILLING), 1],
+    ['sliding', customerPolicyFor({ perMinute: 300 }, { perMinute: 200 }, 'sliding', false, DEFAULT_BILLING), 1],
+    ['costs, a billing calendar', customerPolicyFor({ perDay: 300 }, undefined, 'fixed', false, PARIS), 3],
+  ])('share a customer’s windows exactly: 3 keys × 150 concurrent requests (%s)', async (_label, policy, cost) => {
+    const [a, b] = (await replicas(2)) as [RedisKeyLimiter, RedisKeyLimiter];
+    const customer = `cus_${randomUUID()}`;
+    const keys = [0, 1, 2].map(() => `key_${randomUUID()}`);
+    const decisions = await Promise.all(
+      keys.flatMap((key) =>
+        Array.from({ length: 150 }, (_, i) => (i % 2 === 0 ? a : b).consume(key, policy, cost, customer)),
+      ),
+    );
+    const admitted = decisions.filter((d) => d.outcome === 'admitted').length;
+    expect(admitted).toBe(Math.floor(300 / cost));
+    const [shared] = await b.customerUsage(customer, policy);
+    expect(shared?.used).toBe(admitted * cost);
+  });
+
+  it('keeps everything of a key of a customer in the customer’s slot, and the customer’s hours as the sum of its keys’', async () => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const history = new RedisUsageHistory(client, prefix, 35 * DAY_MS);
+    const ban = { threshold: 0, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
+    const limiter = new RedisKeyLimiter(client, prefix, ban, Date.now, history);
+    const customer = `cus_${randomUUID().slice(0, 8)}`;
+    const [a, b] = [`key_${randomUUID().slice(0, 8)}`, `key_${randomUUID().slice(0, 8)}`];
+    const policy = customerPolicyFor(
+      { perMinute: 3, perDay: 100, perMonth: 1_000 },
+      { perMinute: 2 },
+      'fixed',
+      false,
+      DEFAULT_BILLING,
+    );
+    for (const key of [a, a, b, b]) await limiter.consume(key, policy, 1, customer);
+    const day = Math.floor(Date.now() / DAY_MS);
+    const names = (await client.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort();
+    const monthStart = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1) / 60_000;
+    // b's second request was refused by the customer's minute (threshold 0: banned at once).
+    expect(names).toEqual(
+      [
+        `usage:keys:${day}`,
+        `{${customer}}:c:m`,
+        `{${customer}}:c:mo:${monthStart}`,
+        `{${customer}}:h:${day}`,
+        `{${customer}}:${a}:m`,
+        `{${customer}}:${a}:h:${day}`,
+        `{${customer}}:${b}:m`,
+        `{${customer}}:${b}:h:${day}`,
+        `{${customer}}:${b}:ban`,
+      ].sort(),
+    );
+    const hour = new Date().getUTCHours();
+    const sum = (rows: { admitted: number; banned: number }[]) =>
+      rows.reduce((t, r) => ({ admitted: t.admitted + r.admitted, banned: t.banned + r.banned }), {
+        admitted: 0,
+        banned: 0,
+      });
+    const from = (day * 24 + hour) * 3_600_000;
+    expect(sum(await history.hours(customer, from, from + 3_600_000))).toEqual({ admitted: 3, banned: 1 });
+    expect(sum(await history.hours(a, from, from + 3_600_000, customer))).toEqual({ admitted: 2, banned: 0 });
+    expect(sum(await history.hours(b, from, from + 3_600_000, customer))).toEqual({ admitted: 1, banned: 1 });
+    // The customer's day is the field `d` of its day hash; each key's own windows are the key's.
+    expect(await client.hget(`${prefix}{${customer}}:h:${day}`, 'd')).toBe('3');
+  });
+
+  it('goes on from a key’s counters written before customers existed: a key without one keeps its names', async () => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const keyId = `key_${randomUUID()}`;
+    const day = Math.floor(Date.now() / DAY_MS);
+    // What an earlier version left: the minute counter, and the day in the history's hash.
+    await client.set(`${prefix}{${keyId}}:m`, '4', 'PX', 60_000);
+    await client.hset(`${prefix}{${keyId}}:h:${day}`, 'd', '9');
+    const history = new RedisUsageHistory(client, prefix, 35 * DAY_MS);
+    const ban = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
+    const limiter = new RedisKeyLimiter(client, prefix, ban, Date.now, history);
+    const policy = policyFor({ perMinute: 5, perDay: 10 });
+    const first = await limiter.consume(keyId, policy, 1);
+    expect(first.windows.map((w) => [w.name, w.remaining])).toEqual([
+      ['minute', 0],
+      ['day', 0],
+    ]);
+    expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('limited');
   });
 
   it('runs the limit script as limit-script.ts composes it from its parts', async () => {
