@@ -38,8 +38,8 @@ describe('dist/server.js with a bad configuration', () => {
     expect(output(result.logs)).toBe(
       'gateway: invalid configuration:\n' +
         `  - PLANS_FILE=${plans}: plans.free is given twice (lines 3 and 5): give each once\n` +
-        `  - TRUST_PROXY entry "0.0.0.0/0" trusts every address: set TRUST_PROXY=true for that, or name your proxies' addresses\n` +
-        `  - API_KEYS_FILE=${keys}: entry 0: sha256 must be 64 lowercase hex characters\n`,
+        `  - API_KEYS_FILE=${keys}: entry 0: sha256 must be 64 lowercase hex characters\n` +
+        `  - TRUST_PROXY entry "0.0.0.0/0" trusts every address: set TRUST_PROXY=true for that, or name your proxies' addresses\n`,
     );
   });
 });

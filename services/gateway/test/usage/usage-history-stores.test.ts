@@ -34,8 +34,11 @@ usageHistoryContract('redis', async (retentionMs) => {
   if (!redis) throw new Error('no Redis');
   const client = await connected(redisClient(redis.url, 2_000));
   const prefix = `uh${randomUUID().slice(0, 8)}:`;
-  // Today's hours expire by Redis's real clock: it moves with the history's (test-clock.ts).
-  const clock = testClockFrom(start(), { client, prefix });
+  // Today's hours expire by Redis's real clock: it moves with the history's (test-clock.ts), and
+  // starts at the real now. The hashes expire at an instant (PEXPIREAT), so a clock started
+  // elsewhere (10:20, as the memory store's) would shift every expiry by its distance from the
+  // wall clock: the retention tests failed from 23:20 to 10:20 UTC.
+  const clock = testClockFrom(Date.now(), { client, prefix });
   const history = new RedisUsageHistory(client, prefix, retentionMs);
   return {
     history,

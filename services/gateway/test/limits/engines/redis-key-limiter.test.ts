@@ -117,6 +117,7 @@ describe('two replicas on one Redis', () => {
     expect(names).toEqual(
       [
         `usage:keys:${day}`,
+        `usage:customers:${day}`,
         `{${customer}}:c:m`,
         `{${customer}}:c:mo:${monthStart}`,
         `{${customer}}:h:${day}`,
