@@ -50,7 +50,7 @@ if [ ${#need[@]} -gt 0 ]; then
   rm -f "$apt_log"
   step "$t" "installed ${need[*]}"
 else
-  step "$t" "reused podman, runc, debootstrap, podman-compose"
+  step "$t" "reused podman, runc, debootstrap, podman-compose, netavark, iptables"
 fi
 
 # 2. The engine answers with the project's settings.
