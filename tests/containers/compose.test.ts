@@ -8,7 +8,7 @@ import { REPO_ROOT } from '../support/stack.js';
 
 /**
  * docker-compose.yml started through the engine: up, a key made on the admin port, a request
- * through the gateway's public port, down; and nothing of the project left.
+ * through the gateway's public port, down; and nothing of the project left, container or network.
  * - Docker: `docker compose` on the file as it is (mongo:7.0, redis:7.4-alpine, images built).
  * - The local podman: podman-compose with deploy/compose/embedded.yml (no MongoDB image: the
  *   in-memory stores), on the service images this run built, tagged as the override names them.
@@ -40,8 +40,21 @@ async function projectContainers(): Promise<string[]> {
   return stdout.split('\n').filter(Boolean);
 }
 
+/** The project's networks (podman-compose labels them as docker compose does). */
+async function projectNetworks(): Promise<string[]> {
+  const engine = local ? 'podman' : 'docker';
+  const { stdout } = await run(
+    engine,
+    ['network', 'ls', '--filter', `label=com.docker.compose.project=${project}`, '--format', '{{.Name}}'],
+    { env },
+  );
+  return stdout.split('\n').filter(Boolean);
+}
+
 async function down(): Promise<void> {
   await compose(['down', '-v', '-t', '10']);
+  // podman-compose 1.0.3 stops and removes the containers but leaves the network it made.
+  if (local) for (const network of await projectNetworks()) await run('podman', ['network', 'rm', network], { env });
 }
 
 beforeAll(async () => {
@@ -67,7 +80,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Whatever a failed test left.
-  if ((await projectContainers().catch(() => [])).length > 0) await down().catch(() => {});
+  const left = [...(await projectContainers().catch(() => [])), ...(await projectNetworks().catch(() => []))];
+  if (left.length > 0) await down().catch(() => {});
 });
 
 describe('docker-compose.yml through the engine', () => {
@@ -103,5 +117,6 @@ describe('docker-compose.yml through the engine', () => {
     expect(await projectContainers()).not.toEqual([]);
     await down();
     expect(await projectContainers()).toEqual([]);
+    expect(await projectNetworks()).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildServiceImages, hardened, imageSet } from '../support/containers.js';
+import { buildServiceImages, hardened, imageSet, startPublished } from '../support/containers.js';
 import { REPO_ROOT } from '../support/stack.js';
 
 /**
@@ -37,13 +37,15 @@ describe.each(services)('the $name image', ({ image, port, env }) => {
   it('runs as a non-root user on a read-only root, passes its own health check, and stops on SIGTERM with 0', async () => {
     const { GenericContainer, Wait, getContainerRuntimeClient } = await import('testcontainers');
     const client = await getContainerRuntimeClient();
-    const container = await hardened(new GenericContainer(image))
-      // Not production, which requires MongoDB: the in-memory stores, all this test needs.
-      .withEnvironment({ NODE_ENV: 'development', ...env })
-      .withExposedPorts(port)
-      .withWaitStrategy(Wait.forHttp('/healthz', port).forStatusCode(200))
-      .withStartupTimeout(120_000)
-      .start();
+    const container = await startPublished(
+      hardened(new GenericContainer(image))
+        // Not production, which requires MongoDB: the in-memory stores, all this test needs.
+        .withEnvironment({ NODE_ENV: 'development', ...env })
+        .withWaitStrategy(Wait.forHttp('/healthz', port).forStatusCode(200))
+        .withStartupTimeout(120_000),
+      image,
+      [port],
+    );
     const handle = client.container.getById(container.getId());
     leftovers.push(() => client.container.remove(handle, { removeVolumes: true }));
 

@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { GenericContainer } from 'testcontainers';
+import type { GenericContainer, StartedTestContainer } from 'testcontainers';
 
 /**
  * What the container tier (npm run test:containers) runs on: a Docker Engine with registry access
@@ -84,4 +85,46 @@ export function hardened<T extends GenericContainer>(container: T): T {
     .withTmpFs({ '/tmp': 'rw,size=64m' })
     .withDroppedCapabilities('ALL')
     .withSecurityOpt('no-new-privileges:true');
+}
+
+/** Set on each container `startPublished` starts, to find it again when its start fails. */
+const START_LABEL = 'org.animal-store.test-start';
+
+type PortBindings = Record<string, Array<{ HostIp?: string; HostPort: string }>>;
+
+/**
+ * Starts a container of `image` with every port the image declares (EXPOSE) published on
+ * 127.0.0.1, at a port the engine picks, and removes the container when its start fails.
+ *
+ * Why every declared port: podman's Docker API lists each EXPOSEd port of the image in the
+ * container's HostConfig.PortBindings, bound to nothing, even when it was not asked for;
+ * testcontainers waits (a fixed 10 s) for every port listed there to be bound, and so failed on
+ * every image here that declares a port a test does not use, e.g. the metrics port
+ * (testcontainers-node#1108). Why 127.0.0.1: tests reach containers on loopback only.
+ * Why the removal: testcontainers leaves a container whose start or wait strategy failed, and
+ * without ryuk nothing else removes it.
+ */
+export async function startPublished(
+  container: GenericContainer,
+  image: string,
+  ports: number[],
+): Promise<StartedTestContainer> {
+  const { getContainerRuntimeClient, ImageName } = await import('testcontainers');
+  const client = await getContainerRuntimeClient();
+  const declared = Object.keys((await client.image.inspect(ImageName.fromString(image))).Config.ExposedPorts ?? {});
+  const all = [...new Set([...ports, ...declared.map((port) => Number.parseInt(port, 10))])];
+  const mark = randomUUID();
+  container.withExposedPorts(...all).withLabels({ [START_LABEL]: mark });
+  // testcontainers has no setter for the host address of a published port.
+  const host = (container as unknown as { hostConfig: { PortBindings?: PortBindings } }).hostConfig;
+  for (const bindings of Object.values(host.PortBindings ?? {})) {
+    for (const binding of bindings) binding.HostIp = '127.0.0.1';
+  }
+  try {
+    return await container.start();
+  } catch (err) {
+    const left = await client.container.fetchByLabel(START_LABEL, mark).catch(() => undefined);
+    await left?.remove({ force: true, v: true }).catch(() => {});
+    throw err;
+  }
 }

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { StartedTestContainer } from 'testcontainers';
-import { buildServiceImages, hardened, imageSet } from './containers.js';
+import { buildServiceImages, hardened, imageSet, startPublished } from './containers.js';
 import { findMongo, type TestMongo } from './mongo.js';
 import { startRedis, type TestRedis } from './redis.js';
 import { containerRuntime, freePort, MissingPrerequisite } from './runtime.js';
@@ -261,14 +261,16 @@ async function startContainers(options: StackOptions, adminToken: string, readyT
     const mongoImage = images.mongo;
     const mongo = mongoImage
       ? await started('mongo', () =>
-          new GenericContainer(mongoImage)
-            .withNetwork(network)
-            .withNetworkAliases('mongo')
-            .withExposedPorts(27017)
-            .withLogConsumer(collect('mongo'))
-            .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
-            .withStartupTimeout(readyTimeoutMs)
-            .start(),
+          startPublished(
+            new GenericContainer(mongoImage)
+              .withNetwork(network)
+              .withNetworkAliases('mongo')
+              .withLogConsumer(collect('mongo'))
+              .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
+              .withStartupTimeout(readyTimeoutMs),
+            mongoImage,
+            [27017],
+          ),
         )
       : null;
     // NODE_ENV=production requires MONGO_URL; without MongoDB the services run their in-memory stores.
@@ -276,26 +278,30 @@ async function startContainers(options: StackOptions, adminToken: string, readyT
       ? { NODE_ENV: 'production', MONGO_URL: 'mongodb://mongo:27017' }
       : { NODE_ENV: 'development' };
     const redisContainer = await started('redis', () =>
-      new GenericContainer(images.redis)
-        .withNetwork(network)
-        .withNetworkAliases('redis')
-        .withExposedPorts(6379)
-        .withLogConsumer(collect('redis'))
-        .withWaitStrategy(Wait.forLogMessage(/Ready to accept connections/))
-        .withStartupTimeout(readyTimeoutMs)
-        .start(),
+      startPublished(
+        new GenericContainer(images.redis)
+          .withNetwork(network)
+          .withNetworkAliases('redis')
+          .withLogConsumer(collect('redis'))
+          .withWaitStrategy(Wait.forLogMessage(/Ready to accept connections/))
+          .withStartupTimeout(readyTimeoutMs),
+        images.redis,
+        [6379],
+      ),
     );
 
     const pets = await started('pets', () =>
-      hardened(new GenericContainer(images.pets))
-        .withNetwork(network)
-        .withNetworkAliases('pets')
-        .withEnvironment({ PORT: '8090', LOG_LEVEL: 'warn', ...mongoEnv })
-        .withExposedPorts(8090)
-        .withLogConsumer(collect('pets'))
-        .withWaitStrategy(Wait.forHttp('/readyz', 8090).forStatusCode(200))
-        .withStartupTimeout(readyTimeoutMs)
-        .start(),
+      startPublished(
+        hardened(new GenericContainer(images.pets))
+          .withNetwork(network)
+          .withNetworkAliases('pets')
+          .withEnvironment({ PORT: '8090', LOG_LEVEL: 'warn', ...mongoEnv })
+          .withLogConsumer(collect('pets'))
+          .withWaitStrategy(Wait.forHttp('/readyz', 8090).forStatusCode(200))
+          .withStartupTimeout(readyTimeoutMs),
+        images.pets,
+        [8090],
+      ),
     );
 
     let replicaCount = 0;
@@ -316,7 +322,6 @@ async function startContainers(options: StackOptions, adminToken: string, readyT
           ...(gateway.apiKeysFile ? { API_KEYS_FILE: CONTAINER_KEYS_FILE } : {}),
           ...gateway.env,
         })
-        .withExposedPorts(8080, 8081)
         .withLogConsumer(collect(name))
         .withWaitStrategy(Wait.forHttp('/readyz', 8080).forStatusCode(200))
         .withStartupTimeout(gateway.readyTimeoutMs);
@@ -326,7 +331,7 @@ async function startContainers(options: StackOptions, adminToken: string, readyT
           { source: gateway.apiKeysFile, target: CONTAINER_KEYS_FILE, mode: 0o444 },
         ]);
       }
-      return started(name, () => container.start());
+      return started(name, () => startPublished(container, images.gateway, [8080, 8081]));
     };
 
     const gateway = await startGateway({
