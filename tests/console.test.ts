@@ -17,8 +17,8 @@ import { which } from './support/runtime.js';
 /**
  * The operators' console in a real headless Chromium (Debian's), against a gateway on a real
  * Redis in front of the pets service: sign in, create a key, traffic, the chart, rotate, revoke,
- * change plan and limits, lift a ban, webhooks and their deliveries, sign out; axe-core on every
- * page; screenshots at 1280 and 390 px in reports/console/.
+ * change plan and limits, lift a ban, customers and their keys, webhooks and their deliveries,
+ * sign out; axe-core on every page; screenshots at 1280 and 390 px in reports/console/.
  */
 
 const SHOTS = join(process.cwd(), 'reports', 'console');
@@ -234,13 +234,10 @@ describe('the console (/console on the admin listener)', () => {
     await page.getByRole('button', { name: 'Rotate' }).click();
     const dialog = page.getByRole('dialog');
     const grace = dialog.getByLabel('The old secret keeps working for');
-    expect(await grace.locator('option').allTextContents()).toEqual([
-      'Not at all: it stops now',
-      '1 hour',
-      '1 day',
-      '3 days',
-      '7 days',
-    ]);
+    // Polled: the dialog opens on the click's next render, and allTextContents does not wait.
+    await expect
+      .poll(() => grace.locator('option').allTextContents())
+      .toEqual(['Not at all: it stops now', '1 hour', '1 day', '3 days', '7 days']);
     expect(await grace.evaluate((select: { value: string }) => select.value)).toBe('86400');
     await shoot(page, 'rotate-1280');
     // The dialog's own button: the page's Rotate button stays in the tree behind the modal.
@@ -583,6 +580,107 @@ describe('the console (/console on the admin listener)', () => {
     }
   });
 
+  it('finds a customer by name, shows its settings, shared windows, keys and usage, and walks to a key and back', {
+    timeout: 120_000,
+  }, async () => {
+    const made = await adminCall('POST', '/admin/customers', {
+      name: 'Acme Corp',
+      plan: 'pro',
+      limits: { perMinute: 50 },
+      billing: { anchorDay: 15, timeZone: 'Europe/Paris' },
+      externalId: 'cus_Stripe9',
+    });
+    expect(made.status).toBe(201);
+    const customerId = ((await made.json()) as { id: string }).id;
+    // Another customer, which the name search leaves out.
+    expect((await adminCall('POST', '/admin/customers', { name: 'Zenith Ltd', plan: 'free' })).status).toBe(201);
+    const keys: Array<{ id: string; key: string }> = [];
+    for (const name of ['acme production', 'acme ci']) {
+      const res = await adminCall('POST', '/admin/keys', { customerId, name });
+      expect(res.status).toBe(201);
+      keys.push((await res.json()) as { id: string; key: string });
+    }
+    // Both keys count on the customer's one minute window: 3 and 2 requests, 5 used of its 50.
+    for (const [i, n] of [
+      [0, 3],
+      [1, 2],
+    ] as const) {
+      for (let j = 0; j < n; j++) expect(await call(keys[i]?.key as string)).toBe('200');
+    }
+
+    const { context, page } = await signedIn();
+    await page.getByRole('link', { name: 'Customers' }).click();
+    await page.getByRole('heading', { name: 'Customers' }).waitFor();
+    const rows = page.getByTestId('customers-table').locator('tbody tr');
+    await expect.poll(() => rows.count()).toBeGreaterThanOrEqual(2);
+    // A name prefix, in any case, asked of the admin API.
+    await page.getByLabel('Name starts with').fill('acme');
+    await expect.poll(() => rows.count()).toBe(1);
+    expect(await rows.locator('td').allTextContents()).toEqual([
+      customerId,
+      'Acme Corp',
+      'pro',
+      'cus_Stripe9',
+      'day 15, Europe/Paris',
+      expect.stringMatching(/Z$/),
+    ]);
+    await page.getByLabel('Name starts with').fill('');
+    await page.getByLabel('External id').fill('cus_Stripe9');
+    await expect.poll(() => rows.count()).toBe(1);
+    await shoot(page, 'customers-1280');
+    expect(await axeViolations(page)).toEqual([]);
+
+    await page.getByRole('link', { name: customerId }).click();
+    await page.getByRole('heading', { name: 'Acme Corp' }).waitFor();
+    expect(await page.getByTestId('customer-plan').textContent()).toBe('pro');
+    expect(await page.getByTestId('customer-limits').textContent()).toBe('50/min, 10000/day, shared by its keys');
+    expect(await page.getByTestId('customer-billing').textContent()).toBe('from day 15, Europe/Paris');
+    expect(await page.getByTestId('customer-external-id').textContent()).toBe('cus_Stripe9');
+    // Its billing month in its own calendar: from a 15th to the 14th of the next month, in Paris.
+    const period = (await page.getByTestId('customer-period').textContent()) as string;
+    expect(period).toMatch(/^\d{4}-\d\d-15 to \d{4}-\d\d-14 \(Europe\/Paris\)$/);
+    await expect
+      .poll(async () =>
+        page.getByTestId('customer-windows').locator('tr', { hasText: 'minute' }).locator('td').allTextContents(),
+      )
+      .toEqual(['minute', '50', '5', '45', expect.stringMatching(/Z$/)]);
+    const keyRows = page.getByTestId('customer-keys').locator('tbody tr');
+    await expect.poll(() => keyRows.count()).toBe(2);
+    // Today, in Paris, and the billing period so far: 5 admitted, 5 units.
+    const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Paris' }).format(new Date());
+    await expect
+      .poll(() => page.getByTestId('customer-days').locator('tbody tr').last().locator('td').allTextContents())
+      .toEqual([today, '5', '0', '0', '0', '5']);
+    expect(
+      (await page.getByTestId('customer-periods').locator('tbody tr').last().locator('td').allTextContents()).slice(1),
+    ).toEqual(['5', '0', '0', '0', '5']);
+    expect(await page.getByTestId('customer-periods').locator('tbody tr td').first().textContent()).toBe(
+      period.replace(' (Europe/Paris)', ''),
+    );
+    await page.getByText('The figures').click();
+    await expect
+      .poll(() => page.getByTestId('chart-table').locator('tbody tr').last().locator('td').allTextContents())
+      .toEqual([expect.stringMatching(/h$/), '5', '0', '0']);
+    await shoot(page, 'customer-1280');
+    expect(await axeViolations(page)).toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    expect(await widestCell(page)).toBeLessThanOrEqual(390);
+    await shoot(page, 'customer-390');
+    expect(await axeViolations(page)).toEqual([]);
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // One of its keys, whose page names its customer; and back.
+    await page.getByRole('link', { name: keys[1]?.id as string }).click();
+    await page.getByTestId('key-id').waitFor();
+    expect(await page.getByTestId('key-id').textContent()).toBe(keys[1]?.id);
+    expect(await page.getByTestId('key-plan').textContent()).toBe('pro');
+    await page.getByTestId('key-customer').click();
+    await page.getByRole('heading', { name: 'Acme Corp' }).waitFor();
+    expect(await page.getByTestId('customer-id').textContent()).toBe(customerId);
+    await context.close();
+  });
+
   it('shows the keys a page at a time, and the next page with More', { timeout: 60_000 }, async () => {
     // More than one page (100) of keys, however many the other tests made.
     for (let i = 0; i < 101; i++)
@@ -605,6 +703,7 @@ describe('the console (/console on the admin listener)', () => {
     for (const path of [
       '/console',
       '/console/app.js',
+      '/console/customers.js',
       '/console/webhooks.js',
       '/console/vendor/preact.js',
       '/console/vendor/uplot.css',

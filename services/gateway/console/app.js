@@ -6,6 +6,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { HourlyChart } from './charts.js';
+import { CustomerPage, Customers } from './customers.js';
 import { minutesIntoHour, refusedPercent, requestsOf, statusOf } from './figures.js';
 import { KeyPage, Keys } from './keys.js';
 import { api, DataTable, ErrorNote, html, TOKEN, usePolled, when } from './ui.js';
@@ -110,14 +111,18 @@ function Overview() {
     }
   </section>`;
 }
-/** The page for a hash route: #/overview, #/keys, #/keys/<id>, #/webhooks, #/webhooks/<id>. */
+/** Each list page's item page, by the route's first part. */
+const ITEM_PAGES = { keys: KeyPage, customers: CustomerPage, webhooks: WebhookPage };
+
+/**
+ * The page for a hash route: #/overview, #/keys, #/keys/<id>, #/customers, #/customers/<id>,
+ * #/webhooks, #/webhooks/<id>.
+ */
 function pageFor(route) {
-  const item = /^#\/(keys|webhooks)\/(.+)$/.exec(route);
-  if (item) {
-    const id = decodeURIComponent(item[2]);
-    return item[1] === 'keys' ? html`<${KeyPage} id=${id} />` : html`<${WebhookPage} id=${id} />`;
-  }
+  const item = /^#\/(keys|customers|webhooks)\/(.+)$/.exec(route);
+  if (item) return html`<${ITEM_PAGES[item[1]]} id=${decodeURIComponent(item[2])} />`;
   if (route.startsWith('#/keys')) return html`<${Keys} />`;
+  if (route.startsWith('#/customers')) return html`<${Customers} />`;
   if (route.startsWith('#/webhooks')) return html`<${Webhooks} />`;
   return html`<${Overview} />`;
 }
@@ -137,6 +142,7 @@ function App() {
       <a class="brand" href="#/overview">Animal store API</a>
       <nav aria-label="Console">
         <a href="#/overview" aria-current=${current('#/overview')}>Overview</a>
+        <a href="#/customers" aria-current=${current('#/customers')}>Customers</a>
         <a href="#/keys" aria-current=${current('#/keys')}>Keys</a>
         <a href="#/webhooks" aria-current=${current('#/webhooks')}>Webhooks</a>
       </nav>

@@ -111,3 +111,27 @@ export function barWidth(hourPx, count, minPx) {
 export function barStarts(hours, index, count, seconds) {
   return hours.map((x) => x + (index - count / 2) * seconds);
 }
+
+/**
+ * The date an instant falls on in a time zone, as `2026-11-26`: a customer's day starts at its
+ * local midnight, so its UTC instant alone would name the day before for a zone east of UTC.
+ * @param {string} iso
+ * @param {string} timeZone IANA
+ */
+export function localDate(iso, timeZone) {
+  // en-CA writes dates as ISO does: year-month-day.
+  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(
+    new Date(iso),
+  );
+}
+
+/**
+ * A customer's period as its own calendar names it: `2026-11-15 to 2026-12-14`, its first day and
+ * its last (the end is the next period's midnight, which is no day of this one).
+ * @param {string} start
+ * @param {string} end
+ * @param {string} timeZone IANA
+ */
+export function periodText(start, end, timeZone) {
+  return `${localDate(start, timeZone)} to ${localDate(new Date(Date.parse(end) - 1).toISOString(), timeZone)}`;
+}

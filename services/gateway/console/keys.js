@@ -263,6 +263,11 @@ export function KeyPage({ id }) {
     <dl class="fields">
       <dt>id</dt><dd data-testid="key-id">${keyView.id}</dd>
       <dt>status</dt><dd><span class=${`status ${statusOf(keyView)}`} data-testid="key-status">${statusOf(keyView)}</span></dd>
+      ${
+        keyView.customerId
+          ? html`<dt>customer</dt><dd><a href=${`#/customers/${keyView.customerId}`} data-testid="key-customer">${keyView.customerId}</a></dd>`
+          : null
+      }
       <dt>plan</dt><dd data-testid="key-plan">${keyView.plan}</dd>
       <dt>limits</dt><dd data-testid="key-limits">${limitsText(keyView.limits, WINDOWS)}</dd>
       <dt>scopes</dt><dd>${keyView.scopes.join(', ')}</dd>

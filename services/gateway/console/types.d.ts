@@ -1,6 +1,14 @@
 // The admin API's answers as the console reads them: the static types of the schemas the gateway
-// checks its answers against (admin/schemas.ts, admin/webhook-schemas.ts), from its build's
-// declarations. JSDoc in the console's files imports them: `@type {import('./types.js').KeyView}`.
+// checks its answers against (admin/schemas.ts, admin/customer-schemas.ts,
+// admin/customer-history-schemas.ts, admin/webhook-schemas.ts), from its build's declarations.
+// JSDoc in the console's files imports them: `@type {import('./types.js').KeyView}`.
+
+import type { CustomerHistorySchema } from '@animal-store/gateway/admin/customer-history-schemas.js';
+import type {
+  CustomerPageSchema,
+  CustomerUsageSchema,
+  CustomerViewSchema,
+} from '@animal-store/gateway/admin/customer-schemas.js';
 import type {
   CreatedKeySchema,
   HistorySchema,
@@ -31,3 +39,7 @@ export type WebhookView = Static<typeof WebhookViewSchema>;
 export type CreatedWebhook = Static<typeof CreatedWebhookSchema>;
 export type RotatedWebhookSecret = Static<typeof RotatedWebhookSecretSchema>;
 export type DeliveryAttempts = Static<typeof DeliveryAttemptsSchema>;
+export type CustomerView = Static<typeof CustomerViewSchema>;
+export type CustomerPage = Static<typeof CustomerPageSchema>;
+export type CustomerUsage = Static<typeof CustomerUsageSchema>;
+export type CustomerHistory = Static<typeof CustomerHistorySchema>;

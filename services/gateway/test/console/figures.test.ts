@@ -5,7 +5,9 @@ import {
   barWidth,
   cidrsOf,
   limitsText,
+  localDate,
   minutesIntoHour,
+  periodText,
   refusedPercent,
   requestsOf,
   statusOf,
@@ -38,6 +40,23 @@ describe('times', () => {
   it('reads a datetime-local field as UTC, with or without seconds', () => {
     expect(utcInstant('2026-12-01T09:30')).toBe('2026-12-01T09:30:00.000Z');
     expect(utcInstant('2026-12-01T09:30:15')).toBe('2026-12-01T09:30:15.000Z');
+  });
+});
+
+describe('a customer’s calendar', () => {
+  it('names the day an instant falls on in its zone, not in UTC', () => {
+    // Paris's midnight of the 27th is 23:00 UTC on the 26th.
+    expect(localDate('2026-11-26T23:00:00.000Z', 'Europe/Paris')).toBe('2026-11-27');
+    expect(localDate('2026-11-26T23:00:00.000Z', 'UTC')).toBe('2026-11-26');
+    expect(localDate('2026-11-27T04:59:59.000Z', 'America/New_York')).toBe('2026-11-26');
+  });
+
+  it('writes a period as its first and last local day, whatever the clocks did in between', () => {
+    // From the 15th of October (summer time, +02:00) to the 15th of November (+01:00).
+    expect(periodText('2026-10-14T22:00:00.000Z', '2026-11-14T23:00:00.000Z', 'Europe/Paris')).toBe(
+      '2026-10-15 to 2026-11-14',
+    );
+    expect(periodText('2026-11-01T00:00:00.000Z', '2026-12-01T00:00:00.000Z', 'UTC')).toBe('2026-11-01 to 2026-11-30');
   });
 });
 

@@ -1,0 +1,193 @@
+// @ts-check
+// The customers pages: the list, searched and filtered by the admin API itself, and a customer's
+// page with its settings, its shared windows live, its keys and its usage by hour, day and
+// billing period.
+
+import { useState } from 'preact/hooks';
+import { HourlyChart } from './charts.js';
+import { limitsText, localDate, periodText, statusOf } from './figures.js';
+import { WINDOWS } from './key-rules.js';
+import { api, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
+
+const HOUR = 3_600_000;
+/** Customers a page asks the admin API for at a time, as the keys page does. */
+const PAGE_SIZE = 100;
+/** Keys of one customer listed on its page; more are said to be there, not shown. */
+const KEYS_SHOWN = 500;
+
+/**
+ * The first `pages` pages of customers matching `filters` (the list's own query: name prefix,
+ * plan, externalId), newest first, each read after the one before; `more` says whether another
+ * page follows.
+ * @param {number} pages
+ * @param {Record<string, string>} filters
+ */
+async function firstPages(pages, filters) {
+  /** @type {import('./types.js').CustomerView[]} */
+  const customers = [];
+  /** @type {string | null} */
+  let next = null;
+  const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
+  for (const [name, value] of Object.entries(filters)) if (value.trim()) query.set(name, value.trim());
+  for (let i = 0; i < pages; i++) {
+    if (next !== null) query.set('after', next);
+    const page = /** @type {import('./types.js').CustomerPage} */ (await api('GET', `/admin/customers?${query}`));
+    customers.push(...page.items);
+    next = page.next;
+    if (next === null) break;
+  }
+  return { customers, more: next !== null };
+}
+
+/** `day 15, Europe/Paris`: when a customer's billing month starts, and in which zone. */
+const billingText = (billing) => `day ${billing.anchorDay}, ${billing.timeZone}`;
+
+export function Customers() {
+  const [filters, setFilters] = useState({ name: '', plan: '', externalId: '' });
+  const [pages, setPages] = useState(1);
+  // The admin API narrows: a name prefix finds a customer however many pages precede it.
+  const [listed, error] = usePolled(() => firstPages(pages, filters), 30_000, [pages, filters]);
+  const [plans] = usePolled(
+    () => /** @type {Promise<import('./types.js').Plans>} */ (api('GET', '/admin/plans')),
+    0,
+    [],
+  );
+  const filter = (name) => (event) => {
+    setFilters((f) => ({ ...f, [name]: event.currentTarget.value }));
+    setPages(1);
+  };
+  const customers = listed?.customers ?? null;
+  return html`<section aria-labelledby="customers-title">
+    <h1 id="customers-title">Customers</h1>
+    <${ErrorNote} error=${error} />
+    <div class="filters" role="search">
+      <label for="customer-name">Name starts with</label>
+      <input id="customer-name" type="search" value=${filters.name} onInput=${filter('name')} />
+      <label for="customer-plan">Plan</label>
+      <select id="customer-plan" value=${filters.plan} onChange=${filter('plan')}>
+        <option value="">any</option>
+        ${(plans?.plans ?? []).map((p) => html`<option value=${p.name}>${p.name}</option>`)}
+      </select>
+      <label for="customer-external">External id</label>
+      <input id="customer-external" type="search" value=${filters.externalId} onInput=${filter('externalId')} />
+    </div>
+    <p class="count" aria-live="polite">${customers ? `${customers.length}${listed?.more ? ' loaded' : ''} ${customers.length === 1 ? 'customer' : 'customers'}` : 'Loading…'}</p>
+    <${DataTable} label="Customers" testid="customers-table" columns=${['customer', 'name', 'plan', 'external id', 'billing', 'created']}
+      rows=${(customers ?? []).map((c) => [
+        html`<a href=${`#/customers/${c.id}`}>${c.id}</a>`,
+        c.name,
+        c.plan,
+        c.externalId ?? '—',
+        billingText(c.billing),
+        when(c.createdAt),
+      ])} />
+    ${listed?.more ? html`<button type="button" onClick=${() => setPages((n) => n + 1)}>More</button>` : null}
+  </section>`;
+}
+
+/** The counts a day or period row shows, in the order of its table's columns after the first. */
+const COUNT_COLUMNS = ['admitted', 'refused', 'forbidden', 'failed upstream', 'units'];
+const countsOf = (s) => [s.admitted, s.refused, s.forbidden, s.upstreamFailed, s.units];
+const busy = (s) => s.admitted + s.refused + s.forbidden + s.upstreamFailed > 0;
+
+/**
+ * The customer's usage in its own calendar: by hour over the last 7 days (the key page's chart),
+ * by local day over the last 30 (the days with requests), and by billing period, the current one
+ * so far and the one before when the history still keeps it whole.
+ */
+function CustomerHistory({ path, timeZone }) {
+  const [hours] = usePolled(
+    () => {
+      const now = Date.now();
+      const from = new Date(now - (now % HOUR) - (7 * 24 - 1) * HOUR).toISOString();
+      return /** @type {Promise<import('./types.js').CustomerHistory>} */ (
+        api('GET', `${path}/usage/history?granularity=hour&from=${encodeURIComponent(from)}`)
+      );
+    },
+    30_000,
+    [path],
+  );
+  const [days, daysError] = usePolled(
+    () =>
+      /** @type {Promise<import('./types.js').CustomerHistory>} */ (
+        api('GET', `${path}/usage/history?granularity=day`)
+      ),
+    30_000,
+    [path],
+  );
+  const [periods, periodsError] = usePolled(
+    async () => {
+      const current = await api('GET', `${path}/usage/history?granularity=period`);
+      // The period before may have begun before the history's retention: then only the current one.
+      const previous = await api('GET', `${path}/usage/history?granularity=period&period=previous`).catch(() => null);
+      return [...(previous?.series ?? []), ...current.series];
+    },
+    30_000,
+    [path],
+  );
+  const busyDays = (days?.series ?? []).filter(busy);
+  return html`${hours ? html`<${HourlyChart} title="All its keys, admitted and refused per hour, last 7 days" rows=${hours.series} />` : null}
+    <h2>By day (${timeZone})</h2>
+    <${ErrorNote} error=${daysError} />
+    <p class="count">${days ? `${busyDays.length} of the last ${days.series.length} days had requests` : 'Loading…'}</p>
+    <${DataTable} label="Usage by day" testid="customer-days" columns=${['day', ...COUNT_COLUMNS]}
+      rows=${busyDays.map((s) => [localDate(s.start, timeZone), ...countsOf(s)])} />
+    <h2>By billing period</h2>
+    <${ErrorNote} error=${periodsError} />
+    <${DataTable} label="Usage by billing period" testid="customer-periods" columns=${['period', ...COUNT_COLUMNS]}
+      rows=${(periods ?? []).map((s) => [periodText(s.start, s.end, timeZone), ...countsOf(s)])} />`;
+}
+
+export function CustomerPage({ id }) {
+  const path = `/admin/customers/${encodeURIComponent(id)}`;
+  const [customer, error] = usePolled(
+    () => /** @type {Promise<import('./types.js').CustomerView>} */ (api('GET', path)),
+    0,
+    [id],
+  );
+  const [usage, usageError] = usePolled(
+    () => /** @type {Promise<import('./types.js').CustomerUsage>} */ (api('GET', `${path}/usage`)),
+    2_000,
+    [id],
+  );
+  const [keys, keysError] = usePolled(
+    () =>
+      /** @type {Promise<import('./types.js').KeyPage>} */ (
+        api('GET', `/admin/keys?customerId=${encodeURIComponent(id)}&limit=${KEYS_SHOWN}`)
+      ),
+    15_000,
+    [id],
+  );
+  if (error)
+    return html`<section><h1>Customer ${id}</h1><${ErrorNote} error=${error} /><p><a href="#/customers">All customers</a></p></section>`;
+  if (!customer) return html`<p>Loading…</p>`;
+  const now = Date.now();
+  return html`<section aria-labelledby="customer-title">
+    <p><a href="#/customers">← All customers</a></p>
+    <h1 id="customer-title">${customer.name}</h1>
+    <dl class="fields">
+      <dt>id</dt><dd data-testid="customer-id">${customer.id}</dd>
+      <dt>plan</dt><dd data-testid="customer-plan">${customer.plan}</dd>
+      <dt>limits</dt><dd data-testid="customer-limits">${limitsText(customer.limits, WINDOWS)}, shared by its keys</dd>
+      <dt>billing</dt><dd data-testid="customer-billing">from ${billingText(customer.billing)}</dd>
+      <dt>this period</dt><dd data-testid="customer-period">${periodText(customer.currentPeriod.start, customer.currentPeriod.end, customer.billing.timeZone)} (${customer.billing.timeZone})</dd>
+      <dt>external id</dt><dd data-testid="customer-external-id">${customer.externalId ?? '—'}</dd>
+      <dt>created</dt><dd>${when(customer.createdAt)}</dd>
+    </dl>
+    <h2>Shared windows</h2>
+    <${ErrorNote} error=${usageError} />
+    <${DataTable} label="Shared windows" testid="customer-windows" columns=${['window', 'limit', 'used', 'remaining', 'resets']}
+      rows=${Object.entries(usage?.windows ?? {}).map(([name, w]) => [name, w.limit, w.used, w.remaining, when(w.resetAt)])} />
+    <h2>Keys</h2>
+    <${ErrorNote} error=${keysError} />
+    <p class="count">${keys ? `${keys.items.length}${keys.next ? ' shown, more exist' : ''} ${keys.items.length === 1 ? 'key' : 'keys'}` : 'Loading…'}</p>
+    <${DataTable} label="Keys of this customer" testid="customer-keys" columns=${['key', 'name', 'status', 'expires']}
+      rows=${(keys?.items ?? []).map((k) => [
+        html`<a href=${`#/keys/${k.id}`}>${k.id}</a>`,
+        k.name,
+        html`<span class=${`status ${statusOf(k, now)}`}>${statusOf(k, now)}</span>`,
+        when(k.expiresAt),
+      ])} />
+    <${CustomerHistory} path=${path} timeZone=${customer.billing.timeZone} />
+  </section>`;
+}
