@@ -79,13 +79,18 @@ export function usePolled(load, ms, deps) {
   const [state, setState] = useState(
     /** @type {{ data: T | null, error: ApiError | null }} */ ({ data: null, error: null }),
   );
+  // Bumped whenever deps change: an answer to what was asked before (a search as it was two
+  // keystrokes ago, answered last) is dropped, not shown over the current one.
+  const generation = useRef(0);
   const reload = useCallback(() => {
+    const asked = generation.current;
     load().then(
-      (data) => setState({ data, error: null }),
-      (error) => setState((s) => ({ data: s.data, error })),
+      (data) => asked === generation.current && setState({ data, error: null }),
+      (error) => asked === generation.current && setState((s) => ({ data: s.data, error })),
     );
   }, deps);
   useEffect(() => {
+    generation.current += 1;
     reload();
     if (!ms) return undefined;
     const timer = setInterval(reload, ms);
