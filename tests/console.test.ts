@@ -698,6 +698,28 @@ describe('the console (/console on the admin listener)', () => {
     await context.close();
   });
 
+  it('shows the customers a page at a time, and the next page with More', { timeout: 60_000 }, async () => {
+    for (let i = 0; i < 101; i++)
+      expect((await adminCall('POST', '/admin/customers', { name: `pager customer ${i}`, plan: 'free' })).status).toBe(
+        201,
+      );
+    const { context, page } = await signedIn();
+    await page.goto(`${consoleUrl}#/customers`);
+    const rows = page.getByTestId('customers-table').locator('tbody tr');
+    await expect.poll(() => rows.count()).toBe(100);
+    // Newest first: the last customer made heads the first page.
+    expect(await rows.first().textContent()).toContain('pager customer 100');
+    expect(await page.getByText(/^100 loaded customers$/).count()).toBe(1);
+    await page.getByRole('button', { name: 'More' }).click();
+    await expect.poll(() => rows.count()).toBeGreaterThan(100);
+    expect(await page.getByText('pager customer 0', { exact: true }).count()).toBe(1);
+    // A search starts from its own first page: one customer, no More.
+    await page.getByLabel('Name starts with').fill('pager customer 0');
+    await expect.poll(() => rows.count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'More' }).count()).toBe(0);
+    await context.close();
+  });
+
   it('serves its files without the token and nothing else: the admin API still wants it', async () => {
     const base = consoleUrl.replace('/console', '');
     for (const path of [
