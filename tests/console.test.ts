@@ -681,6 +681,51 @@ describe('the console (/console on the admin listener)', () => {
     await context.close();
   });
 
+  it("changes a customer's plan and billing, and deletes it with its keys, after confirming", {
+    timeout: 60_000,
+  }, async () => {
+    const made = await adminCall('POST', '/admin/customers', { name: 'Globex', plan: 'free' });
+    const customerId = ((await made.json()) as { id: string }).id;
+    const created = await adminCall('POST', '/admin/keys', { customerId, name: 'globex app' });
+    const { id: keyId, key } = (await created.json()) as { id: string; key: string };
+    const { context, page } = await signedIn();
+    await page.goto(`${consoleUrl}#/customers/${customerId}`);
+    await page.getByRole('heading', { name: 'Globex' }).waitFor();
+
+    // A zone whose midnight falls within a UTC hour is the admin API's refusal, shown in the dialog.
+    await page.getByRole('button', { name: 'Change plan or billing' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Plan (its keys follow)').selectOption('pro');
+    await dialog.getByLabel('Billing month starts on day').fill('10');
+    await dialog.getByLabel('Time zone (IANA, whole hours from UTC)').fill('Asia/Kolkata');
+    await dialog.getByLabel('External id (empty: none)').fill('crm-42');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => dialog.getByRole('alert').textContent()).toMatch(/Asia\/Kolkata/);
+    await shoot(page, 'customer-change-1280');
+    expect(await axeViolations(page)).toEqual([]);
+    await dialog.getByLabel('Time zone (IANA, whole hours from UTC)').fill('America/New_York');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('customer-plan').textContent()).toBe('pro');
+    expect(await page.getByTestId('customer-billing').textContent()).toBe('from day 10, America/New_York');
+    expect(await page.getByTestId('customer-external-id').textContent()).toBe('crm-42');
+    // Its key followed it to pro.
+    expect(((await (await adminCall('GET', `/admin/keys/${keyId}`)).json()) as { plan: string }).plan).toBe('pro');
+
+    // Delete: refused while it has a live key, unless its keys go with it.
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await dialog.getByRole('button', { name: 'Delete' }).click();
+    await expect.poll(() => dialog.getByRole('alert').textContent()).toMatch(/\(conflict\)$/);
+    expect((await adminCall('GET', `/admin/customers/${customerId}`)).status).toBe(200);
+    await dialog.getByLabel('Revoke its live keys with it').check();
+    await shoot(page, 'customer-delete-1280');
+    expect(await axeViolations(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('heading', { name: 'Customers' }).waitFor();
+    expect((await adminCall('GET', `/admin/customers/${customerId}`)).status).toBe(404);
+    expect(await call(key)).toBe('401 invalid_api_key');
+    await context.close();
+  });
+
   it('shows the keys a page at a time, and the next page with More', { timeout: 60_000 }, async () => {
     // More than one page (100) of keys, however many the other tests made.
     for (let i = 0; i < 101; i++)

@@ -1,13 +1,13 @@
 // @ts-check
 // The customers pages: the list, searched and filtered by the admin API itself, and a customer's
-// page with its settings, its shared windows live, its keys and its usage by hour, day and
-// billing period.
+// page with its settings, its shared windows live, its keys, its usage by hour, day and billing
+// period, and its actions (change its name, plan, billing or external id; delete it).
 
 import { useState } from 'preact/hooks';
 import { HourlyChart } from './charts.js';
 import { limitsText, localDate, periodText, statusOf } from './figures.js';
-import { WINDOWS } from './key-rules.js';
-import { api, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
+import { MAX_ANCHOR_DAY, WINDOWS } from './key-rules.js';
+import { api, Confirm, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
 
 const HOUR = 3_600_000;
 /** Customers a page asks the admin API for at a time, as the keys page does. */
@@ -138,9 +138,68 @@ function CustomerHistory({ path, timeZone }) {
       rows=${(periods ?? []).map((s) => [periodText(s.start, s.end, timeZone), ...countsOf(s)])} />`;
 }
 
+/**
+ * The fields of the change dialog that differ from the customer's: a PATCH names only what
+ * changes, so its audit line does too; an emptied external id is removed (null).
+ * @param {import('./types.js').CustomerView} customer
+ * @param {FormData} form
+ */
+function changesOf(customer, form) {
+  const body = {};
+  const name = String(form.get('name') ?? '').trim();
+  if (name && name !== customer.name) body.name = name;
+  if (form.get('plan') !== customer.plan) body.plan = form.get('plan');
+  const billing = { anchorDay: Number(form.get('anchorDay')), timeZone: String(form.get('timeZone') ?? '').trim() };
+  if (billing.anchorDay !== customer.billing.anchorDay || billing.timeZone !== customer.billing.timeZone)
+    body.billing = billing;
+  const externalId = String(form.get('externalId') ?? '').trim();
+  if (externalId !== (customer.externalId ?? '')) body.externalId = externalId || null;
+  return body;
+}
+
+function CustomerActions({ customer, plans, onChanged }) {
+  const [dialog, setDialog] = useState(/** @type {'change' | 'delete' | null} */ (null));
+  const close = () => setDialog(null);
+  const path = `/admin/customers/${encodeURIComponent(customer.id)}`;
+  // The fields start from defaultValue, not value: the page re-renders with each poll of the live
+  // windows, and a value would put back the customer's over what the operator was typing.
+  return html`<div class="actions" role="group" aria-label="Customer actions">
+      <button type="button" onClick=${() => setDialog('change')}>Change plan or billing</button>
+      <button type="button" class="danger" onClick=${() => setDialog('delete')}>Delete</button>
+    </div>
+    <${Confirm} open=${dialog === 'change'} title=${`Change ${customer.name}`} confirmLabel="Save" onClose=${close}
+      onConfirm=${async (form) => {
+        const body = changesOf(customer, form);
+        if (Object.keys(body).length > 0) await api('PATCH', path, body);
+        close();
+        onChanged();
+      }}>
+      <label for="customer-edit-name">Name</label>
+      <input id="customer-edit-name" name="name" maxlength="100" required defaultValue=${customer.name} />
+      <label for="customer-edit-plan">Plan (its keys follow)</label>
+      <select id="customer-edit-plan" name="plan">${plans.map((p) => html`<option value=${p.name} selected=${p.name === customer.plan}>${p.name}</option>`)}</select>
+      <label for="customer-edit-anchor">Billing month starts on day</label>
+      <input id="customer-edit-anchor" name="anchorDay" type="number" min="1" max=${MAX_ANCHOR_DAY} step="1" required defaultValue=${customer.billing.anchorDay} />
+      <label for="customer-edit-zone">Time zone (IANA, whole hours from UTC)</label>
+      <input id="customer-edit-zone" name="timeZone" required defaultValue=${customer.billing.timeZone} aria-describedby="customer-edit-zone-hint" />
+      <p class="hint" id="customer-edit-zone-hint">Europe/Paris, America/New_York, UTC. New billing starts new periods from the next request.</p>
+      <label for="customer-edit-external">External id (empty: none)</label>
+      <input id="customer-edit-external" name="externalId" maxlength="128" defaultValue=${customer.externalId ?? ''} />
+    <//>
+    <${Confirm} open=${dialog === 'delete'} title=${`Delete ${customer.name}?`} confirmLabel="Delete" danger=${true} onClose=${close}
+      onConfirm=${async (form) => {
+        await api('DELETE', `${path}${form.get('revokeKeys') ? '?revokeKeys=true' : ''}`);
+        close();
+        location.hash = '#/customers';
+      }}>
+      <p>Its usage history is kept; the customer itself cannot be brought back.</p>
+      <label class="inline"><input type="checkbox" name="revokeKeys" /> Revoke its live keys with it (a customer with live keys is not deleted otherwise)</label>
+    <//>`;
+}
+
 export function CustomerPage({ id }) {
   const path = `/admin/customers/${encodeURIComponent(id)}`;
-  const [customer, error] = usePolled(
+  const [customer, error, reload] = usePolled(
     () => /** @type {Promise<import('./types.js').CustomerView>} */ (api('GET', path)),
     0,
     [id],
@@ -150,13 +209,18 @@ export function CustomerPage({ id }) {
     2_000,
     [id],
   );
-  const [keys, keysError] = usePolled(
+  const [keys, keysError, reloadKeys] = usePolled(
     () =>
       /** @type {Promise<import('./types.js').KeyPage>} */ (
         api('GET', `/admin/keys?customerId=${encodeURIComponent(id)}&limit=${KEYS_SHOWN}`)
       ),
     15_000,
     [id],
+  );
+  const [plans] = usePolled(
+    () => /** @type {Promise<import('./types.js').Plans>} */ (api('GET', '/admin/plans')),
+    0,
+    [],
   );
   if (error)
     return html`<section><h1>Customer ${id}</h1><${ErrorNote} error=${error} /><p><a href="#/customers">All customers</a></p></section>`;
@@ -174,6 +238,14 @@ export function CustomerPage({ id }) {
       <dt>external id</dt><dd data-testid="customer-external-id">${customer.externalId ?? '—'}</dd>
       <dt>created</dt><dd>${when(customer.createdAt)}</dd>
     </dl>
+    ${
+      plans
+        ? html`<${CustomerActions} customer=${customer} plans=${plans.plans} onChanged=${() => {
+            reload();
+            reloadKeys();
+          }} />`
+        : null
+    }
     <h2>Shared windows</h2>
     <${ErrorNote} error=${usageError} />
     <${DataTable} label="Shared windows" testid="customer-windows" columns=${['window', 'limit', 'used', 'remaining', 'resets']}

@@ -6,3 +6,4 @@ export declare const SCOPES: readonly Scope[];
 export declare const WINDOWS: ReadonlyArray<Pick<Window, 'name' | 'field' | 'unit' | 'label'>>;
 export declare const DEFAULT_GRACE_SECONDS: number;
 export declare const MAX_GRACE_SECONDS: number;
+export declare const MAX_ANCHOR_DAY: number;

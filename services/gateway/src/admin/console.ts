@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { MAX_ANCHOR_DAY } from '../customers/billing-period.js';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import { WINDOWS } from '../limits/windows.js';
 import { SCOPES } from '../plans/plans.js';
@@ -38,14 +39,18 @@ function packageDir(name: string): string {
   return dir;
 }
 
-/** What the key dialogs offer: the scopes, every window a plan or key may limit, the grace bounds. */
+/**
+ * What the key and customer dialogs offer: the scopes, every window a plan or key may limit, the
+ * grace bounds, the last billing anchor day.
+ */
 function keyRules(): Buffer {
   const windows = WINDOWS.map(({ name, field, unit, label }) => ({ name, field, unit, label }));
   return Buffer.from(
     `export const SCOPES = ${JSON.stringify(SCOPES)};\n` +
       `export const WINDOWS = ${JSON.stringify(windows)};\n` +
       `export const DEFAULT_GRACE_SECONDS = ${DEFAULT_GRACE_SECONDS};\n` +
-      `export const MAX_GRACE_SECONDS = ${MAX_GRACE_SECONDS};\n`,
+      `export const MAX_GRACE_SECONDS = ${MAX_GRACE_SECONDS};\n` +
+      `export const MAX_ANCHOR_DAY = ${MAX_ANCHOR_DAY};\n`,
   );
 }
 
