@@ -624,11 +624,20 @@ describe('the console (/console on the admin listener)', () => {
       'day 15, Europe/Paris',
       expect.stringMatching(/Z$/),
     ]);
+    // Another plan leaves it out; its external id finds it alone.
+    await page.getByLabel('Plan').selectOption('free');
+    await expect.poll(() => rows.count()).toBe(0);
+    await page.getByLabel('Plan').selectOption('');
     await page.getByLabel('Name starts with').fill('');
     await page.getByLabel('External id').fill('cus_Stripe9');
     await expect.poll(() => rows.count()).toBe(1);
     await shoot(page, 'customers-1280');
     expect(await axeViolations(page)).toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    expect(await widestCell(page)).toBeLessThanOrEqual(390);
+    await shoot(page, 'customers-390');
+    await page.setViewportSize({ width: 1280, height: 900 });
 
     await page.getByRole('link', { name: customerId }).click();
     await page.getByRole('heading', { name: 'Acme Corp' }).waitFor();

@@ -10,6 +10,7 @@ import { MAX_ANCHOR_DAY, WINDOWS } from './key-rules.js';
 import { api, Confirm, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 /** Customers a page asks the admin API for at a time, as the keys page does. */
 const PAGE_SIZE = 100;
 /** Keys of one customer listed on its page; more are said to be there, not shown. */
@@ -118,8 +119,14 @@ function CustomerHistory({ path, timeZone }) {
   const [periods, periodsError] = usePolled(
     async () => {
       const current = await api('GET', `${path}/usage/history?granularity=period`);
-      // The period before may have begun before the history's retention: then only the current one.
-      const previous = await api('GET', `${path}/usage/history?granularity=period&period=previous`).catch(() => null);
+      // The period before is asked for only when the history surely keeps it whole (it is at most
+      // 31 days long), as it does when USAGE_HISTORY_DAYS is over two months: with the default
+      // 35 days the admin API would refuse it with a 400 on every poll.
+      const kept = Date.now() - current.retentionDays * DAY;
+      const whole = Date.parse(current.from) - 31 * DAY >= kept;
+      const previous = whole
+        ? await api('GET', `${path}/usage/history?granularity=period&period=previous`).catch(() => null)
+        : null;
       return [...(previous?.series ?? []), ...current.series];
     },
     30_000,
