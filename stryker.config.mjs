@@ -103,7 +103,9 @@ export const areas = {
       `${SRC}/admin/routes/key-usage.ts`,
     ],
     testFiles: [
-      // The stores' contract first (memory and Redis), then the admin routes on two replicas.
+      // What is built from the hours (unit), the stores' contract (memory and Redis), then the
+      // admin routes on two replicas.
+      `${TEST}/usage/reports.test.ts`,
       `${TEST}/usage/usage-history-stores.test.ts`,
       `${TEST}/usage/usage-history.test.ts`,
       `${TEST}/limits/guarded-limiter.test.ts`,
