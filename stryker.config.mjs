@@ -123,6 +123,8 @@ export const areas = {
     testFiles: [
       `${TEST}/webhooks/config.test.ts`,
       `${TEST}/webhooks/intake.test.ts`,
+      // Fan-out, key events and scheduling on the memory store and queue.
+      `${TEST}/webhooks/fan-out.test.ts`,
       `${TEST}/webhooks/retries.test.ts`,
       // The sender (send.ts) posting to a receiver, and refusing at connect time.
       `${TEST}/webhooks/address-guard.test.ts`,
