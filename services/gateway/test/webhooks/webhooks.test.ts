@@ -751,3 +751,86 @@ describe.each([
     expect(await metric('gateway_webhook_oldest_pending_seconds')).toBe(90);
   });
 });
+
+describe.each([
+  ['Redis', true],
+  ['memory', false],
+])('admin API: an endpoint as it is shown (%s)', (_name, withRedis) => {
+  it('shows its URL as checked, when it changed, the old secret’s end after a rotation, and a failing mark; lists them oldest first', async () => {
+    let t = Date.UTC(2026, 10, 26, 12);
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const gw = await gateways.start({
+      env: { REDIS_COMMAND_TIMEOUT_MS: LOCAL.REDIS_COMMAND_TIMEOUT_MS },
+      now: () => t,
+      ...(withRedis ? {} : { redisUrl: null }),
+    });
+    const created = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/webhooks',
+      headers: admin,
+      payload: { url: 'https://8.8.8.8:443/a/../hook', events: ['key.created'] },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const { id, secret } = created.json() as { id: string; secret: string };
+    expect(id).toMatch(/^wh_[\w-]{16}$/);
+    expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
+    const first = { id, url: 'https://8.8.8.8/hook', events: ['key.created'], description: '', createdAt: iso(t) };
+    expect(created.json()).toEqual({ ...first, secret });
+    const show = async (which = id) => (await gw.admin.inject({ url: `/admin/webhooks/${which}`, headers: admin })).json();
+    expect(await show()).toEqual(first);
+
+    t += 60_000;
+    const patched = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/webhooks/${id}`,
+      headers: admin,
+      payload: { url: 'https://8.8.4.4:443/x/./y' },
+    });
+    const changed = { ...first, url: 'https://8.8.4.4/x/y', updatedAt: iso(t) };
+    expect(patched.json()).toEqual(changed);
+    const described = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/webhooks/${id}`,
+      headers: admin,
+      payload: { description: 'billing', events: ['key.revoked', 'key.banned'] },
+    });
+    expect(described.json()).toEqual({ ...changed, description: 'billing', events: ['key.revoked', 'key.banned'] });
+
+    t += 60_000;
+    const rotated = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/rotate`, headers: admin });
+    const until = iso(t + DAY_MS);
+    expect(rotated.json()).toEqual({ id, secret: expect.stringMatching(/^whsec_/), previousSecretExpiresAt: until });
+    const afterRotation = {
+      ...changed,
+      description: 'billing',
+      events: ['key.revoked', 'key.banned'],
+      updatedAt: iso(t),
+      previousSecretExpiresAt: until,
+    };
+    expect(await show()).toEqual(afterRotation);
+
+    // Marked failing by a delivery (deliver.ts), as the store holds it.
+    const stored = await gw.deps.webhooks.store.get(id);
+    const failing = { since: iso(t), reason: 'endpoint answered 503' };
+    if (stored) await gw.deps.webhooks.store.put({ ...stored, failing });
+    expect(await show()).toEqual({ ...afterRotation, failing });
+
+    // One made with an earlier clock (another replica's, say) is listed first from Redis, whose
+    // hash has no order of its own; the memory store lists in the order they were made.
+    t -= DAY_MS;
+    const older = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/webhooks',
+      headers: admin,
+      payload: { url: 'https://8.8.8.8/older', events: ['key.banned'], description: 'old' },
+    });
+    const list = (await gw.admin.inject({ url: '/admin/webhooks', headers: admin })).json();
+    const listed = [
+      [older.json().id, 'old'],
+      [id, 'billing'],
+    ];
+    expect(list.map((s: { id: string; description: string }) => [s.id, s.description])).toEqual(
+      withRedis ? listed : listed.reverse(),
+    );
+  });
+});
