@@ -125,6 +125,8 @@ export const areas = {
       `${TEST}/webhooks/intake.test.ts`,
       // Fan-out, key events and scheduling on the memory store and queue.
       `${TEST}/webhooks/fan-out.test.ts`,
+      // One attempt as a receiver meets it: the POST, the signatures, what is reported.
+      `${TEST}/webhooks/send.test.ts`,
       `${TEST}/webhooks/retries.test.ts`,
       // The sender (send.ts) posting to a receiver, and refusing at connect time.
       `${TEST}/webhooks/address-guard.test.ts`,

@@ -101,7 +101,13 @@ describe('the busiest keys of a window', () => {
       ['key_c', 1, 2],
       ['key_d', 1, 2],
     ]);
-    expect(top.keys[0]).toEqual({ id: 'key_b', name: 'beta', plan: 'free', revoked: true, ...refusedToo({ admitted: 2, limited: 2 }) });
+    expect(top.keys[0]).toEqual({
+      id: 'key_b',
+      name: 'beta',
+      plan: 'free',
+      revoked: true,
+      ...refusedToo({ admitted: 2, limited: 2 }),
+    });
     expect(top.keys[1]).toMatchObject({ name: 'alpha', plan: 'pro', revoked: false, limited: 1, banned: 1 });
     // free 7 (two keys), then basic and pro at 3 each: by name.
     expect(top.plans.map((p) => [p.plan, p.keys, p.admitted + p.refused])).toEqual([

@@ -776,7 +776,8 @@ describe.each([
     expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
     const first = { id, url: 'https://8.8.8.8/hook', events: ['key.created'], description: '', createdAt: iso(t) };
     expect(created.json()).toEqual({ ...first, secret });
-    const show = async (which = id) => (await gw.admin.inject({ url: `/admin/webhooks/${which}`, headers: admin })).json();
+    const show = async (which = id) =>
+      (await gw.admin.inject({ url: `/admin/webhooks/${which}`, headers: admin })).json();
     expect(await show()).toEqual(first);
 
     t += 60_000;
