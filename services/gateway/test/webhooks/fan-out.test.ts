@@ -45,8 +45,7 @@ const record = (id: string, fields: Partial<KeyRecord> = {}): KeyRecord =>
 
 /** A fan-out onto a memory queue whose deliveries land in `jobs` at once. */
 async function fanOutParts(store: WebhookStore = new MemoryWebhookStore(() => T0)) {
-  let t = T0;
-  const clock = { now: () => t, set: (ms: number) => void (t = ms) };
+  const clock = { now: () => T0 };
   const jobs: DeliveryJob[] = [];
   const queue = new MemoryDeliveryQueue({ baseMs: 1_000, maxMs: 1_000 });
   await queue.start({ deliver: async (job) => void jobs.push(job) });
