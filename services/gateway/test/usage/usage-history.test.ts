@@ -243,6 +243,28 @@ describe('usage history through two replicas on one Redis', () => {
     }
   });
 
+  it('answers CSV only when asked by format or by an Accept naming text/csv, in a file named for the key, start and step', async () => {
+    const clock = hourClock();
+    const { a } = await replicas(clock, {}, { redis: false });
+    const { id, key } = await addKey(a.deps, 'free');
+    await send(a, key, 1);
+    const from = clock.hour - HOUR_MS;
+    const url = `/admin/keys/${id}/usage/history?from=${new Date(from).toISOString()}`;
+    const type = async (query: string, accept?: string) =>
+      (await admin(a, `${url}${query}`, accept === undefined ? {} : { accept })).headers['content-type'];
+    expect(await type('', 'application/json, text/csv;q=0.5')).toBe('text/csv; charset=utf-8');
+    expect(await type('', 'text/csvx')).toMatch(/^application\/json/);
+    expect(await type('', 'application/xtext/csv')).toMatch(/^application\/json/);
+    expect(await type('&format=json', 'text/csv')).toMatch(/^application\/json/);
+    expect(await type('')).toMatch(/^application\/json/);
+    const day = await admin(a, `/admin/keys/${id}/usage/history?granularity=day&format=csv`);
+    const hourly = await admin(a, `${url}&format=csv`);
+    const stamp = (ms: number) => new Date(ms).toISOString().slice(0, 13);
+    expect(hourly.headers['content-disposition']).toBe(`attachment; filename="usage-${id}-${stamp(from)}-hour.csv"`);
+    const dayFrom = clock.hour - (clock.hour % DAY_MS) - 29 * DAY_MS;
+    expect(day.headers['content-disposition']).toBe(`attachment; filename="usage-${id}-${stamp(dayFrom)}-day.csv"`);
+  });
+
   it.each([
     ['from=yesterday', 'from must be an RFC 3339 date-time or a date'],
     ['from=2026-02-31T00:00:00Z&to=2026-02-01', 'from is not a real date and time'],
@@ -289,7 +311,16 @@ describe('usage history through two replicas on one Redis', () => {
     expect((await admin(a, '/admin/usage?window=49h')).statusCode).toBe(400);
     const missing = await admin(a, '/admin/keys/key_nope/usage/history');
     expect(missing.statusCode).toBe(404);
-    expect((await admin(a, '/admin/usage?window=3d')).statusCode).toBe(400);
+    const tooLong = await admin(a, '/admin/usage?window=3d');
+    expect(tooLong.statusCode).toBe(400);
+    expect(tooLong.json()).toEqual({
+      code: 'invalid_request',
+      message: 'The history is kept for 2 days: window 3d is longer',
+      status: 400,
+    });
+    expect(before.json().message).toBe(
+      `The history is kept for 2 days (USAGE_HISTORY_DAYS): from must be on or after ${iso(clock.hour - 2 * DAY_MS)}`,
+    );
   });
 
   it('answers this month so far on its first, a middle and its last day: period=current, or its first and last dates', async () => {
