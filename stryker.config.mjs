@@ -127,6 +127,8 @@ export const areas = {
       `${TEST}/webhooks/fan-out.test.ts`,
       // One attempt as a receiver meets it: the POST, the signatures, what is reported.
       `${TEST}/webhooks/send.test.ts`,
+      // One attempt of a queued delivery: what it records, counts, logs and marks.
+      `${TEST}/webhooks/deliver.test.ts`,
       `${TEST}/webhooks/retries.test.ts`,
       // The sender (send.ts) posting to a receiver, and refusing at connect time.
       `${TEST}/webhooks/address-guard.test.ts`,
