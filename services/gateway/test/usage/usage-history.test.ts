@@ -408,6 +408,51 @@ describe('usage history through two replicas on one Redis', () => {
   });
 });
 
+describe('a key’s live usage (GET /admin/keys/:id/usage)', () => {
+  it('shows each window’s limit, use, what remains and its reset, the refusals and a ban, as the shared limiter counts them', async () => {
+    const clock = hourClock();
+    const { a } = await replicas(clock, { BAN_THRESHOLD: '1' });
+    const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 3, perDay: 100 });
+    expect(count(await send(a, key, 4), 429)).toBe(1);
+    const res = await admin(a, `/admin/keys/${id}/usage`);
+    expect(res.statusCode).toBe(200);
+    const midnight = clock.now() - (clock.now() % DAY_MS) + DAY_MS;
+    expect(res.json()).toEqual({
+      id,
+      plan: 'enterprise',
+      limits: { perMinute: 3, perDay: 100 },
+      windows: {
+        minute: { limit: 3, used: 3, remaining: 0, resetAt: expect.any(String) },
+        day: { limit: 100, used: 3, remaining: 97, resetAt: new Date(midnight).toISOString() },
+      },
+      ban: null,
+      refusals: 1,
+    });
+    // The next refusal bans (threshold 1): the ban's end is shown.
+    expect(await send(a, key, 1)).toEqual([429]);
+    const banned = (await admin(a, `/admin/keys/${id}/usage`)).json();
+    expect(banned.ban).toEqual({ until: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect((await admin(a, '/admin/keys/key_nope/usage')).statusCode).toBe(404);
+  });
+
+  it('answers 503 rate_limiter_unavailable when the limiter cannot be read, and logs why', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ logs, env: { BAN_THRESHOLD: '1000' } });
+    const { id } = await addKey(gw.deps, 'free');
+    gw.redis?.disconnect();
+    const res = await admin(gw, `/admin/keys/${id}/usage`);
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({
+      code: 'rate_limiter_unavailable',
+      message: 'Cannot reach the rate limiter to read usage; retry in 5 s',
+      status: 503,
+    });
+    expect(logs.filter((l) => l.msg === 'cannot read usage').map((l) => [l.level, typeof l.err])).toEqual([
+      [50, 'object'],
+    ]);
+  });
+});
+
 describe('the usage history with its Redis out of reach', () => {
   it('answers a key’s series and the top keys with 503 rate_limiter_unavailable and Retry-After, and logs why', async () => {
     const logs: Record<string, unknown>[] = [];
