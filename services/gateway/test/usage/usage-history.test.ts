@@ -297,6 +297,10 @@ describe('usage history through two replicas on one Redis', () => {
     const later = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.hour + HOUR_MS)}`);
     expect(later.statusCode).toBe(400);
     expect(later.json().message).toBe('from must not be after the current hour');
+    const tomorrow = clock.now() - (clock.now() % DAY_MS) + DAY_MS;
+    const laterDay = await admin(a, `/admin/keys/${id}/usage/history?granularity=day&from=${iso(tomorrow)}`);
+    expect(laterDay.statusCode).toBe(400);
+    expect(laterDay.json().message).toBe('from must not be after the current day');
     // A range that reaches past now ends with the current hour: what has happened so far.
     const after = await admin(a, `/admin/keys/${id}/usage/history?to=${iso(clock.now() + 2 * HOUR_MS)}`);
     expect(after.statusCode).toBe(200);
@@ -494,6 +498,7 @@ describe('top keys (GET /admin/usage)', () => {
 
       const top = (await admin(a, '/admin/usage')).json();
       expect(top.window).toBe('24h');
+      expect(top.sort).toBe('admitted');
       expect(top.keys.map((k: { id: string }) => k.id)).toEqual([busy.id, small.id, refused.id]);
       expect(top.keys[0]).toMatchObject({ plan: 'enterprise', admitted: 30, refused: 0, revoked: false });
       expect(top.totals).toMatchObject({ admitted: 37, refused: 10, keys: 3 });
