@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createKey } from '../../src/keys/create-key.js';
+import { toKeyFileEntry } from '../../src/keys/keys-file.js';
 import { DAY_MS } from '../../src/usage/usage-history.js';
 import { ADMIN_TOKEN, addKey, bearer, startGateway, type TestGateway, useGateways } from '../support/helpers.js';
 import { testClock } from '../support/test-clock.js';
@@ -833,5 +838,29 @@ describe.each([
     expect(list.map((s: { id: string; description: string }) => [s.id, s.description])).toEqual(
       withRedis ? listed : listed.reverse(),
     );
+  });
+});
+
+describe('keys from API_KEYS_FILE', () => {
+  it('get their expiry notices too, named by their plan and name', async () => {
+    const { record } = createKey({
+      plan: 'pro',
+      name: 'from-file',
+      expiresAt: new Date(Date.now() + 12 * 3_600_000).toISOString(),
+    });
+    const file = join(mkdtempSync(join(tmpdir(), 'webhook-keys-')), 'keys.json');
+    writeFileSync(file, JSON.stringify([toKeyFileEntry(record)]));
+    const hook = await receiver();
+    const gw = await gateways.start({ env: { ...LOCAL, API_KEYS_FILE: file }, redisUrl: null });
+    await subscribe(gw, hook.url, ['key.expiring']);
+    await gw.deps.webhooks.scan();
+    await hook.until(1);
+    expect(hook.events()).toEqual([
+      {
+        type: 'key.expiring',
+        timestamp: expect.any(String),
+        data: { keyId: record.id, plan: 'pro', name: 'from-file', expiresAt: record.expiresAt, days: 1 },
+      },
+    ]);
   });
 });
