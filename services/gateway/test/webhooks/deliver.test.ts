@@ -201,3 +201,55 @@ describe('an attempt at a delivery', () => {
     expect(await p.deliveries()).toEqual({ 'key.created/delivered': 1 });
   });
 });
+
+describe('the queue’s figures on /metrics', () => {
+  const gauges = async (registry: Registry) =>
+    Object.fromEntries(
+      await Promise.all(
+        ['gateway_webhook_queue_depth', 'gateway_webhook_oldest_pending_seconds'].map(async (name) => [
+          name,
+          (await registry.getSingleMetric(name)?.get())?.values[0]?.value,
+        ]),
+      ),
+    );
+
+  it('are how many deliveries wait and the oldest one’s age in seconds, never below 0', async () => {
+    let t = T0;
+    const registry = new Registry();
+    const queue = new MemoryDeliveryQueue({ baseMs: 1_000, maxMs: 1_000 });
+    createWebhookMetrics(registry, queue, () => t);
+    expect(await gauges(registry)).toEqual({
+      gateway_webhook_queue_depth: 0,
+      gateway_webhook_oldest_pending_seconds: 0,
+    });
+    const job = (enqueuedAt: number): DeliveryJob => ({
+      subscriptionId: 'wh_m',
+      eventId: `msg_${enqueuedAt}`,
+      event: { type: 'key.created', timestamp: iso(enqueuedAt), data: {} },
+      enqueuedAt,
+    });
+    await queue.add(job(T0 - 1_500), 'j1');
+    await queue.add(job(T0 - 500), 'j2');
+    expect(await gauges(registry)).toEqual({
+      gateway_webhook_queue_depth: 2,
+      gateway_webhook_oldest_pending_seconds: 1.5,
+    });
+    // A replica whose clock is behind the one that queued them.
+    t = T0 - 2_000;
+    expect((await gauges(registry)).gateway_webhook_oldest_pending_seconds).toBe(0);
+    await queue.close();
+  });
+
+  it('are 0 when the queue cannot say', async () => {
+    const registry = new Registry();
+    const queue = new MemoryDeliveryQueue({ baseMs: 1_000, maxMs: 1_000 });
+    queue.stats = async () => {
+      throw new Error('Redis away');
+    };
+    createWebhookMetrics(registry, queue, () => T0);
+    expect(await gauges(registry)).toEqual({
+      gateway_webhook_queue_depth: 0,
+      gateway_webhook_oldest_pending_seconds: 0,
+    });
+  });
+});
