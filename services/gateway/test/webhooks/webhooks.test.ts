@@ -864,3 +864,28 @@ describe('keys from API_KEYS_FILE', () => {
     ]);
   });
 });
+
+describe('an endpoint created while deliveries cannot start', () => {
+  it('is created all the same, says so in the log, and the next endpoint starts them', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ env: LOCAL, redisUrl: null, logs });
+    const queue = gw.deps.webhooks.queue;
+    const start = queue.start.bind(queue);
+    // The queue failing to start, as BullMQ's does while Redis is not ready: once.
+    queue.start = async () => {
+      queue.start = start;
+      throw new Error('queue not ready');
+    };
+    const hook = await receiver();
+    const first = await subscribe(gw, hook.url, ['key.created']);
+    expect(
+      logs.filter((l) => String(l.msg).startsWith('webhooks: deliveries not started')).map((l) => [l.level, l.msg]),
+    ).toEqual([[40, 'webhooks: deliveries not started yet; the next scan round starts them']]);
+    expect((await gw.admin.inject({ url: `/admin/webhooks/${first.id}`, headers: admin })).statusCode).toBe(200);
+    await subscribe(gw, hook.url, ['key.revoked']);
+    const ping = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${first.id}/test`, headers: admin });
+    expect(ping.statusCode).toBe(202);
+    await hook.until(1);
+    expect(verified(first.secret, hook.received[0] as Received)).toMatchObject({ type: 'webhook.test' });
+  });
+});
