@@ -821,23 +821,22 @@ describe.each([
     if (stored) await gw.deps.webhooks.store.put({ ...stored, failing });
     expect(await show()).toEqual({ ...afterRotation, failing });
 
-    // One made with an earlier clock (another replica's, say) is listed first from Redis, whose
-    // hash has no order of its own; the memory store lists in the order they were made.
-    t -= DAY_MS;
-    const older = await gw.admin.inject({
-      method: 'POST',
-      url: '/admin/webhooks',
-      headers: admin,
-      payload: { url: 'https://8.8.8.8/older', events: ['key.banned'], description: 'old' },
-    });
+    // Ones made with earlier clocks (other replicas', say), each earlier than the last, are
+    // listed oldest first from Redis, whose hash has no order of its own (its fields are too long
+    // for a listpack); the memory store lists in the order they were made.
+    const made = [id];
+    for (let i = 1; i <= 5; i++) {
+      t -= DAY_MS;
+      const older = await gw.admin.inject({
+        method: 'POST',
+        url: '/admin/webhooks',
+        headers: admin,
+        payload: { url: 'https://8.8.8.8/older', events: ['key.banned'], description: `old ${i}` },
+      });
+      made.push(older.json().id);
+    }
     const list = (await gw.admin.inject({ url: '/admin/webhooks', headers: admin })).json();
-    const listed = [
-      [older.json().id, 'old'],
-      [id, 'billing'],
-    ];
-    expect(list.map((s: { id: string; description: string }) => [s.id, s.description])).toEqual(
-      withRedis ? listed : listed.reverse(),
-    );
+    expect(list.map((s: { id: string }) => s.id)).toEqual(withRedis ? [...made].reverse() : made);
   });
 });
 
