@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { MemoryWebhookStore } from '../../src/webhooks/subscriptions/memory-webhook-store.js';
 import { RedisWebhookStore } from '../../src/webhooks/subscriptions/redis-webhook-store.js';
+import { MAX_ATTEMPTS } from '../../src/webhooks/subscriptions/webhook-store.js';
 import { useRedisClient } from '../support/helpers.js';
 import { webhookStoreContract } from './webhook-store.contract.js';
 
@@ -42,6 +43,20 @@ describe('how long what the stores keep lives', () => {
       error: null,
       outcome: 'delivered',
     });
+    // At most MAX_ATTEMPTS are kept in Redis, not only shown.
+    for (let n = 2; n <= MAX_ATTEMPTS + 3; n++) {
+      await store.recordAttempt('wh_t', {
+        at: '2026-11-26T12:00:00.000Z',
+        eventId: 'msg_t',
+        event: 'key.created',
+        attempt: n,
+        statusCode: 503,
+        latencyMs: 5,
+        error: 'endpoint answered 503',
+        outcome: 'retrying',
+      });
+    }
+    expect(await redis().llen(`${prefix}webhooks:attempts:wh_t`)).toBe(MAX_ATTEMPTS);
     const attemptsLeft = await redis().ttl(`${prefix}webhooks:attempts:wh_t`);
     expect(attemptsLeft).toBeGreaterThan(30 * 86_400 - 60);
     expect(attemptsLeft).toBeLessThanOrEqual(30 * 86_400);
