@@ -83,6 +83,16 @@ describe('the memory history’s hourly prune', () => {
     expect(await kept(history, 'mid', t0 + HOUR_MS)).toBe(true);
     expect((await history.activeKeys(t0, t0 + 1)).sort()).toEqual(['both', 'last', 'mid']);
   });
+
+  it('reads an hour until the instant it ended the retention ago, whether or not a prune ran', async () => {
+    let now = t0;
+    const history = new MemoryUsageHistory(2 * HOUR_MS, () => now);
+    history.count('k', 'admitted', 1, t0);
+    now = t0 + 3 * HOUR_MS - 1;
+    expect(await kept(history, 'k', t0)).toBe(true);
+    now = t0 + 3 * HOUR_MS;
+    expect(await kept(history, 'k', t0)).toBe(false);
+  });
 });
 
 describe('the Redis history’s writes', () => {

@@ -293,6 +293,7 @@ describe('usage history through two replicas on one Redis', () => {
     const iso = (ms: number) => new Date(ms).toISOString();
     const before = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.now() - 3 * DAY_MS)}`);
     expect(before.statusCode).toBe(400);
+    expect(before.json()).toMatchObject({ code: 'invalid_request', status: 400 });
     expect(before.json().message).toContain('kept for 2 days (USAGE_HISTORY_DAYS)');
     const later = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.hour + HOUR_MS)}`);
     expect(later.statusCode).toBe(400);
