@@ -3,7 +3,7 @@ import { DAY_MS, daysTouched, HOUR_MS, type UsageHistory } from '../../src/usage
 
 export interface HistoryHarness {
   history: UsageHistory;
-  /** The history's clock: 10:20 UTC on some day, until moved. */
+  /** The history's clock: 10:20 UTC on some day, or now (Redis, whose clock must agree), until moved. */
   now(): number;
   /** Moves the clock on, and with it what the store lets expire (Redis: its TTLs). */
   advance(ms: number): Promise<void>;
