@@ -224,16 +224,25 @@ describe('key events', () => {
     await parts.store.put(subscription('wh_e', ['key.expiring', 'key.expired']));
     const soon = record('key_soon', { expiresAt: new Date(T0 + 2 * DAY_MS + 1).toISOString() });
     const gone = record('key_gone', { expiresAt: new Date(T0 - 60_000).toISOString() });
-    const events = new KeyEvents(parts.fanOut, keys(soon, gone, record('key_never')), [80], parts.logger, () => T0);
+    // Two keys that expired at once: a notice each.
+    const twin = record('key_twin', { expiresAt: gone.expiresAt });
+    const events = new KeyEvents(
+      parts.fanOut,
+      keys(soon, gone, twin, record('key_never')),
+      [80],
+      parts.logger,
+      () => T0,
+    );
     await events.scan();
-    await parts.delivered(2);
+    await parts.delivered(3);
     const byKey = Object.fromEntries(parts.jobs.map((j) => [j.event.data.keyId, j.event]));
     expect(byKey.key_soon).toMatchObject({ type: 'key.expiring', data: { expiresAt: soon.expiresAt, days: 3 } });
     expect(byKey.key_gone).toMatchObject({ type: 'key.expired', data: { expiresAt: gone.expiresAt } });
     expect(byKey.key_gone?.data).not.toHaveProperty('days');
+    expect(byKey.key_twin).toMatchObject({ type: 'key.expired' });
     // A second scan finds the same notices taken.
     await events.scan();
-    expect(parts.jobs).toHaveLength(2);
+    expect(parts.jobs).toHaveLength(3);
   });
 });
 
@@ -293,6 +302,7 @@ describe('when a replica works (scheduling)', () => {
       expect(queue.starts, `${wait} ms on`).toBe(starts);
     }
     expect(lines.map((l) => l.msg)).toEqual(Array(3).fill('webhooks: expiry scan failed'));
+    expect(String(lines[0]?.fields.err)).toBe('Error: Redis not ready');
     // Started: the scan of the round ran, and no more tries until the next round.
     expect(scans).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(60_000 - 7_000 - 1);
@@ -343,6 +353,15 @@ describe('when a replica works (scheduling)', () => {
     expect(a.scans.length + b.scans.length).toBe(1);
     await a.scheduling.startWorking();
     expect(qa.starts).toBe(1);
+  });
+
+  it('starts nothing once stopped', async () => {
+    const store = new MemoryWebhookStore(() => T0);
+    const queue = new FlakyQueue(0);
+    const { scheduling } = replica(store, queue, () => T0);
+    await scheduling.stop();
+    await scheduling.startWorking();
+    expect(queue.starts).toBe(0);
   });
 
   it('forgets a start that failed, so the next asks again', async () => {
