@@ -103,7 +103,9 @@ export const areas = {
       `${SRC}/admin/routes/key-usage.ts`,
     ],
     testFiles: [
-      // The stores' contract first (memory and Redis), then the admin routes on two replicas.
+      // What is built from the hours (unit), the stores' contract (memory and Redis), then the
+      // admin routes on two replicas.
+      `${TEST}/usage/reports.test.ts`,
       `${TEST}/usage/usage-history-stores.test.ts`,
       `${TEST}/usage/usage-history.test.ts`,
       `${TEST}/limits/guarded-limiter.test.ts`,
@@ -121,6 +123,12 @@ export const areas = {
     testFiles: [
       `${TEST}/webhooks/config.test.ts`,
       `${TEST}/webhooks/intake.test.ts`,
+      // Fan-out, key events and scheduling on the memory store and queue.
+      `${TEST}/webhooks/fan-out.test.ts`,
+      // One attempt as a receiver meets it: the POST, the signatures, what is reported.
+      `${TEST}/webhooks/send.test.ts`,
+      // One attempt of a queued delivery: what it records, counts, logs and marks.
+      `${TEST}/webhooks/deliver.test.ts`,
       `${TEST}/webhooks/retries.test.ts`,
       // The sender (send.ts) posting to a receiver, and refusing at connect time.
       `${TEST}/webhooks/address-guard.test.ts`,

@@ -243,6 +243,28 @@ describe('usage history through two replicas on one Redis', () => {
     }
   });
 
+  it('answers CSV only when asked by format or by an Accept naming text/csv, in a file named for the key, start and step', async () => {
+    const clock = hourClock();
+    const { a } = await replicas(clock, {}, { redis: false });
+    const { id, key } = await addKey(a.deps, 'free');
+    await send(a, key, 1);
+    const from = clock.hour - HOUR_MS;
+    const url = `/admin/keys/${id}/usage/history?from=${new Date(from).toISOString()}`;
+    const type = async (query: string, accept?: string) =>
+      (await admin(a, `${url}${query}`, accept === undefined ? {} : { accept })).headers['content-type'];
+    expect(await type('', 'application/json, text/csv;q=0.5')).toBe('text/csv; charset=utf-8');
+    expect(await type('', 'text/csvx')).toMatch(/^application\/json/);
+    expect(await type('', 'application/xtext/csv')).toMatch(/^application\/json/);
+    expect(await type('&format=json', 'text/csv')).toMatch(/^application\/json/);
+    expect(await type('')).toMatch(/^application\/json/);
+    const day = await admin(a, `/admin/keys/${id}/usage/history?granularity=day&format=csv`);
+    const hourly = await admin(a, `${url}&format=csv`);
+    const stamp = (ms: number) => new Date(ms).toISOString().slice(0, 13);
+    expect(hourly.headers['content-disposition']).toBe(`attachment; filename="usage-${id}-${stamp(from)}-hour.csv"`);
+    const dayFrom = clock.hour - (clock.hour % DAY_MS) - 29 * DAY_MS;
+    expect(day.headers['content-disposition']).toBe(`attachment; filename="usage-${id}-${stamp(dayFrom)}-day.csv"`);
+  });
+
   it.each([
     ['from=yesterday', 'from must be an RFC 3339 date-time or a date'],
     ['from=2026-02-31T00:00:00Z&to=2026-02-01', 'from is not a real date and time'],
@@ -271,10 +293,15 @@ describe('usage history through two replicas on one Redis', () => {
     const iso = (ms: number) => new Date(ms).toISOString();
     const before = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.now() - 3 * DAY_MS)}`);
     expect(before.statusCode).toBe(400);
+    expect(before.json()).toMatchObject({ code: 'invalid_request', status: 400 });
     expect(before.json().message).toContain('kept for 2 days (USAGE_HISTORY_DAYS)');
     const later = await admin(a, `/admin/keys/${id}/usage/history?from=${iso(clock.hour + HOUR_MS)}`);
     expect(later.statusCode).toBe(400);
     expect(later.json().message).toBe('from must not be after the current hour');
+    const tomorrow = clock.now() - (clock.now() % DAY_MS) + DAY_MS;
+    const laterDay = await admin(a, `/admin/keys/${id}/usage/history?granularity=day&from=${iso(tomorrow)}`);
+    expect(laterDay.statusCode).toBe(400);
+    expect(laterDay.json().message).toBe('from must not be after the current day');
     // A range that reaches past now ends with the current hour: what has happened so far.
     const after = await admin(a, `/admin/keys/${id}/usage/history?to=${iso(clock.now() + 2 * HOUR_MS)}`);
     expect(after.statusCode).toBe(200);
@@ -289,7 +316,16 @@ describe('usage history through two replicas on one Redis', () => {
     expect((await admin(a, '/admin/usage?window=49h')).statusCode).toBe(400);
     const missing = await admin(a, '/admin/keys/key_nope/usage/history');
     expect(missing.statusCode).toBe(404);
-    expect((await admin(a, '/admin/usage?window=3d')).statusCode).toBe(400);
+    const tooLong = await admin(a, '/admin/usage?window=3d');
+    expect(tooLong.statusCode).toBe(400);
+    expect(tooLong.json()).toEqual({
+      code: 'invalid_request',
+      message: 'The history is kept for 2 days: window 3d is longer',
+      status: 400,
+    });
+    expect(before.json().message).toBe(
+      `The history is kept for 2 days (USAGE_HISTORY_DAYS): from must be on or after ${iso(clock.hour - 2 * DAY_MS)}`,
+    );
   });
 
   it('answers this month so far on its first, a middle and its last day: period=current, or its first and last dates', async () => {
@@ -377,6 +413,51 @@ describe('usage history through two replicas on one Redis', () => {
   });
 });
 
+describe('a key’s live usage (GET /admin/keys/:id/usage)', () => {
+  it('shows each window’s limit, use, what remains and its reset, the refusals and a ban, as the shared limiter counts them', async () => {
+    const clock = hourClock();
+    const { a } = await replicas(clock, { BAN_THRESHOLD: '1' });
+    const { id, key } = await addKey(a.deps, 'enterprise', { perMinute: 3, perDay: 100 });
+    expect(count(await send(a, key, 4), 429)).toBe(1);
+    const res = await admin(a, `/admin/keys/${id}/usage`);
+    expect(res.statusCode).toBe(200);
+    const midnight = clock.now() - (clock.now() % DAY_MS) + DAY_MS;
+    expect(res.json()).toEqual({
+      id,
+      plan: 'enterprise',
+      limits: { perMinute: 3, perDay: 100 },
+      windows: {
+        minute: { limit: 3, used: 3, remaining: 0, resetAt: expect.any(String) },
+        day: { limit: 100, used: 3, remaining: 97, resetAt: new Date(midnight).toISOString() },
+      },
+      ban: null,
+      refusals: 1,
+    });
+    // The next refusal bans (threshold 1): the ban's end is shown.
+    expect(await send(a, key, 1)).toEqual([429]);
+    const banned = (await admin(a, `/admin/keys/${id}/usage`)).json();
+    expect(banned.ban).toEqual({ until: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect((await admin(a, '/admin/keys/key_nope/usage')).statusCode).toBe(404);
+  });
+
+  it('answers 503 rate_limiter_unavailable when the limiter cannot be read, and logs why', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ logs, env: { BAN_THRESHOLD: '1000' } });
+    const { id } = await addKey(gw.deps, 'free');
+    gw.redis?.disconnect();
+    const res = await admin(gw, `/admin/keys/${id}/usage`);
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({
+      code: 'rate_limiter_unavailable',
+      message: 'Cannot reach the rate limiter to read usage; retry in 5 s',
+      status: 503,
+    });
+    expect(logs.filter((l) => l.msg === 'cannot read usage').map((l) => [l.level, typeof l.err])).toEqual([
+      [50, 'object'],
+    ]);
+  });
+});
+
 describe('the usage history with its Redis out of reach', () => {
   it('answers a key’s series and the top keys with 503 rate_limiter_unavailable and Retry-After, and logs why', async () => {
     const logs: Record<string, unknown>[] = [];
@@ -418,6 +499,7 @@ describe('top keys (GET /admin/usage)', () => {
 
       const top = (await admin(a, '/admin/usage')).json();
       expect(top.window).toBe('24h');
+      expect(top.sort).toBe('admitted');
       expect(top.keys.map((k: { id: string }) => k.id)).toEqual([busy.id, small.id, refused.id]);
       expect(top.keys[0]).toMatchObject({ plan: 'enterprise', admitted: 30, refused: 0, revoked: false });
       expect(top.totals).toMatchObject({ admitted: 37, refused: 10, keys: 3 });

@@ -191,3 +191,60 @@ describe('the BullMQ queue', () => {
     },
   );
 });
+
+describe('the BullMQ queue’s jobs and figures', () => {
+  let redis: TestRedis | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('counts what waits in every state and finds the oldest among many jobs; keeps a job an hour after it is done, a week after it failed', async () => {
+    if (!redis) throw new Error('no Redis');
+    const target = { mode: 'standalone', url: redis.url } as const;
+    const prefix = `ws${randomUUID().slice(0, 8)}:`;
+    const queue = new BullmqDeliveryQueue({
+      connect: () => queueConnection(target),
+      prefix,
+      retry: { baseMs: 60_000, maxMs: 60_000 },
+    });
+    const inspect = new Queue('deliveries', { connection: queueConnection(target), prefix: `{${prefix}webhooks}` });
+    onTestFinished(async () => {
+      await queue.close();
+      await inspect.close();
+      await inspect.disconnect();
+    });
+    // Nothing opened yet: nothing waits.
+    expect(await queue.stats()).toEqual({ depth: 0, oldestEnqueuedAt: null });
+    const at = (enqueuedAt: number): DeliveryJob => ({ ...job(), enqueuedAt });
+    await queue.add(at(3_000), 'j1');
+    await queue.add(at(1_000), 'j2');
+    await queue.add(at(2_000), 'j3');
+    // The same id again: one job.
+    await queue.add(at(500), 'j2');
+    expect(await queue.stats()).toEqual({ depth: 3, oldestEnqueuedAt: 1_000 });
+    const made = await inspect.getJob('j1');
+    expect(made?.opts).toMatchObject({
+      attempts: 100_000,
+      backoff: { type: 'webhook' },
+      removeOnComplete: { age: 3_600, count: 10_000 },
+      removeOnFail: { age: 7 * 86_400 },
+    });
+
+    // One delivered, one waiting for its retry (delayed), one failing now: still two waiting.
+    const attempts: string[] = [];
+    await queue.start({
+      deliver: async (delivery) => {
+        attempts.push(delivery.eventId);
+        if (delivery.enqueuedAt !== 3_000) throw new RetryDelivery('endpoint answered 503');
+      },
+    });
+    await vi.waitFor(
+      async () => expect(await inspect.getJobCounts('delayed', 'completed')).toEqual({ delayed: 2, completed: 1 }),
+      { timeout: 10_000, interval: 20 },
+    );
+    expect(await queue.stats()).toEqual({ depth: 2, oldestEnqueuedAt: 1_000 });
+  });
+});

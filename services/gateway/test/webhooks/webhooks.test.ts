@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createKey } from '../../src/keys/create-key.js';
+import { toKeyFileEntry } from '../../src/keys/keys-file.js';
 import { DAY_MS } from '../../src/usage/usage-history.js';
 import { ADMIN_TOKEN, addKey, bearer, startGateway, type TestGateway, useGateways } from '../support/helpers.js';
 import { testClock } from '../support/test-clock.js';
@@ -749,5 +754,137 @@ describe.each([
     await clock.advance(90_000);
     await vi.waitFor(async () => expect(await metric('gateway_webhook_queue_depth')).toBe(1), { interval: 20 });
     expect(await metric('gateway_webhook_oldest_pending_seconds')).toBe(90);
+  });
+});
+
+describe.each([
+  ['Redis', true],
+  ['memory', false],
+])('admin API: an endpoint as it is shown (%s)', (_name, withRedis) => {
+  it('shows its URL as checked, when it changed, the old secret’s end after a rotation, and a failing mark; lists them oldest first', async () => {
+    let t = Date.UTC(2026, 10, 26, 12);
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const gw = await gateways.start({
+      env: { REDIS_COMMAND_TIMEOUT_MS: LOCAL.REDIS_COMMAND_TIMEOUT_MS },
+      now: () => t,
+      ...(withRedis ? {} : { redisUrl: null }),
+    });
+    const created = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/webhooks',
+      headers: admin,
+      payload: { url: 'https://8.8.8.8:443/a/../hook', events: ['key.created'] },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const { id, secret } = created.json() as { id: string; secret: string };
+    expect(id).toMatch(/^wh_[\w-]{16}$/);
+    expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
+    const first = { id, url: 'https://8.8.8.8/hook', events: ['key.created'], description: '', createdAt: iso(t) };
+    expect(created.json()).toEqual({ ...first, secret });
+    const show = async (which = id) =>
+      (await gw.admin.inject({ url: `/admin/webhooks/${which}`, headers: admin })).json();
+    expect(await show()).toEqual(first);
+
+    t += 60_000;
+    const patched = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/webhooks/${id}`,
+      headers: admin,
+      payload: { url: 'https://8.8.4.4:443/x/./y' },
+    });
+    const changed = { ...first, url: 'https://8.8.4.4/x/y', updatedAt: iso(t) };
+    expect(patched.json()).toEqual(changed);
+    const described = await gw.admin.inject({
+      method: 'PATCH',
+      url: `/admin/webhooks/${id}`,
+      headers: admin,
+      payload: { description: 'billing', events: ['key.revoked', 'key.banned'] },
+    });
+    expect(described.json()).toEqual({ ...changed, description: 'billing', events: ['key.revoked', 'key.banned'] });
+
+    t += 60_000;
+    const rotated = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${id}/rotate`, headers: admin });
+    const until = iso(t + DAY_MS);
+    expect(rotated.json()).toEqual({ id, secret: expect.stringMatching(/^whsec_/), previousSecretExpiresAt: until });
+    const afterRotation = {
+      ...changed,
+      description: 'billing',
+      events: ['key.revoked', 'key.banned'],
+      updatedAt: iso(t),
+      previousSecretExpiresAt: until,
+    };
+    expect(await show()).toEqual(afterRotation);
+
+    // Marked failing by a delivery (deliver.ts), as the store holds it.
+    const stored = await gw.deps.webhooks.store.get(id);
+    const failing = { since: iso(t), reason: 'endpoint answered 503' };
+    if (stored) await gw.deps.webhooks.store.put({ ...stored, failing });
+    expect(await show()).toEqual({ ...afterRotation, failing });
+
+    // Ones made with earlier clocks (other replicas', say), each earlier than the last, are
+    // listed oldest first from Redis, whose hash has no order of its own (its fields are too long
+    // for a listpack); the memory store lists in the order they were made.
+    const made = [id];
+    for (let i = 1; i <= 5; i++) {
+      t -= DAY_MS;
+      const older = await gw.admin.inject({
+        method: 'POST',
+        url: '/admin/webhooks',
+        headers: admin,
+        payload: { url: 'https://8.8.8.8/older', events: ['key.banned'], description: `old ${i}` },
+      });
+      made.push(older.json().id);
+    }
+    const list = (await gw.admin.inject({ url: '/admin/webhooks', headers: admin })).json();
+    expect(list.map((s: { id: string }) => s.id)).toEqual(withRedis ? [...made].reverse() : made);
+  });
+});
+
+describe('keys from API_KEYS_FILE', () => {
+  it('get their expiry notices too, named by their plan and name', async () => {
+    const { record } = createKey({
+      plan: 'pro',
+      name: 'from-file',
+      expiresAt: new Date(Date.now() + 12 * 3_600_000).toISOString(),
+    });
+    const file = join(mkdtempSync(join(tmpdir(), 'webhook-keys-')), 'keys.json');
+    writeFileSync(file, JSON.stringify([toKeyFileEntry(record)]));
+    const hook = await receiver();
+    const gw = await gateways.start({ env: { ...LOCAL, API_KEYS_FILE: file }, redisUrl: null });
+    await subscribe(gw, hook.url, ['key.expiring']);
+    await gw.deps.webhooks.scan();
+    await hook.until(1);
+    expect(hook.events()).toEqual([
+      {
+        type: 'key.expiring',
+        timestamp: expect.any(String),
+        data: { keyId: record.id, plan: 'pro', name: 'from-file', expiresAt: record.expiresAt, days: 1 },
+      },
+    ]);
+  });
+});
+
+describe('an endpoint created while deliveries cannot start', () => {
+  it('is created all the same, says so in the log, and the next endpoint starts them', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ env: LOCAL, redisUrl: null, logs });
+    const queue = gw.deps.webhooks.queue;
+    const start = queue.start.bind(queue);
+    // The queue failing to start, as BullMQ's does while Redis is not ready: once.
+    queue.start = async () => {
+      queue.start = start;
+      throw new Error('queue not ready');
+    };
+    const hook = await receiver();
+    const first = await subscribe(gw, hook.url, ['key.created']);
+    expect(
+      logs.filter((l) => String(l.msg).startsWith('webhooks: deliveries not started')).map((l) => [l.level, l.msg]),
+    ).toEqual([[40, 'webhooks: deliveries not started yet; the next scan round starts them']]);
+    expect((await gw.admin.inject({ url: `/admin/webhooks/${first.id}`, headers: admin })).statusCode).toBe(200);
+    await subscribe(gw, hook.url, ['key.revoked']);
+    const ping = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${first.id}/test`, headers: admin });
+    expect(ping.statusCode).toBe(202);
+    await hook.until(1);
+    expect(verified(first.secret, hook.received[0] as Received)).toMatchObject({ type: 'webhook.test' });
   });
 });
