@@ -10,13 +10,13 @@ import {
   stepsOf,
   wholeHours,
 } from '../../usage/customer-steps.js';
-import { sumOf, toCsv, withRefused } from '../../usage/reports.js';
+import { sumOf, withRefused } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
 import { CustomerHistoryQuery, CustomerHistorySchema } from '../customer-history-schemas.js';
 import { CustomerIdParams } from '../customer-schemas.js';
 import { type AdminRouteOptions, errors, iso } from '../shared.js';
 import { historyUnavailable } from '../store-unavailable.js';
-import { instant } from './key-usage.js';
+import { instant, sendCsv, wantsCsv } from './key-usage.js';
 
 type Query = Static<typeof CustomerHistoryQuery>;
 
@@ -143,18 +143,7 @@ export const customerUsageHistoryRoutes: FastifyPluginAsyncTypebox<
           ...counts,
         })),
       };
-      const wantsCsv =
-        request.query.format === 'csv' ||
-        (request.query.format === undefined && /\btext\/csv\b/.test(request.headers.accept ?? ''));
-      if (!wantsCsv) return body;
-      const file = `usage-${customer.id}-${body.from.slice(0, 13)}-${granularity}.csv`;
-      return (
-        reply
-          .type('text/csv; charset=utf-8')
-          .header('content-disposition', `attachment; filename="${file.replace(/[^\w.:-]/g, '_')}"`)
-          // A string body with its own type is sent as it is: the 200 schema describes the JSON answer.
-          .send(toCsv(body.series, true) as never)
-      );
+      return wantsCsv(request.query.format, request.headers.accept) ? sendCsv(reply, body, true) : body;
     },
   );
 };

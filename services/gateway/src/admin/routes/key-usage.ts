@@ -1,10 +1,11 @@
 import { ApiError, clipped } from '@animal-store/common/errors.js';
 import { readRfc3339 } from '@animal-store/common/rfc3339.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
 import type { KeyUsage } from '../../limits/key-limiter.js';
 import { limitsFor, policyForCustomerKey, policyForKey } from '../../plans/plans.js';
-import { series, sumOf, toCsv, withRefused } from '../../usage/reports.js';
+import { type Counts, series, sumOf, toCsv, withRefused } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
 import { liveWindows } from '../live-windows.js';
 import { HistoryQuery, HistorySchema, KeyIdParams, UsageSchema } from '../schemas.js';
@@ -154,21 +155,34 @@ const usageHistory: FastifyPluginAsyncTypebox<
         totals: withRefused(sumOf(hours)),
         series: series(hours, from, to, step).map(({ start, ...counts }) => ({ start: iso(start), ...counts })),
       };
-      const wantsCsv =
-        request.query.format === 'csv' ||
-        (request.query.format === undefined && /\btext\/csv\b/.test(request.headers.accept ?? ''));
-      if (!wantsCsv) return body;
-      const file = `usage-${record.id}-${body.from.slice(0, 13)}-${granularity}.csv`;
-      return (
-        reply
-          .type('text/csv; charset=utf-8')
-          .header('content-disposition', `attachment; filename="${file.replace(/[^\w.:-]/g, '_')}"`)
-          // A string body with its own type is sent as it is: the 200 schema describes the JSON answer.
-          .send(toCsv(body.series) as never)
-      );
+      return wantsCsv(request.query.format, request.headers.accept) ? sendCsv(reply, body) : body;
     },
   );
 };
+
+/** Whether a history request asks for CSV: `format=csv`, or no format and an Accept naming text/csv. */
+export function wantsCsv(format: string | undefined, accept: string | undefined): boolean {
+  return format === 'csv' || (format === undefined && /\btext\/csv\b/.test(accept ?? ''));
+}
+
+/**
+ * Sends a history as a CSV file for billing, named for its subject, first hour and step; `withEnd`
+ * adds each row's end (a customer's days and periods differ in length).
+ */
+export function sendCsv(
+  reply: FastifyReply,
+  body: { id: string; from: string; granularity: string; series: Array<{ start: string; end?: string } & Counts> },
+  withEnd = false,
+): FastifyReply {
+  const file = `usage-${body.id}-${body.from.slice(0, 13)}-${body.granularity}.csv`;
+  return (
+    reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="${file.replace(/[^\w.:-]/g, '_')}"`)
+      // A string body with its own type is sent as it is: the 200 schema describes the JSON answer.
+      .send(toCsv(body.series, withEnd) as never)
+  );
+}
 
 /** A key's usage: live, and over time. */
 export const keyUsageRoutes: FastifyPluginAsyncTypebox<
