@@ -187,9 +187,9 @@ function CustomerActions({ customer, plans, onChanged }) {
       <select id="customer-edit-plan" name="plan">${plans.map((p) => html`<option value=${p.name} selected=${p.name === customer.plan}>${p.name}</option>`)}</select>
       <label for="customer-edit-anchor">Billing month starts on day</label>
       <input id="customer-edit-anchor" name="anchorDay" type="number" min="1" max=${MAX_ANCHOR_DAY} step="1" required defaultValue=${customer.billing.anchorDay} />
-      <label for="customer-edit-zone">Time zone (IANA, whole hours from UTC)</label>
+      <label for="customer-edit-zone">Time zone (IANA)</label>
       <input id="customer-edit-zone" name="timeZone" required defaultValue=${customer.billing.timeZone} aria-describedby="customer-edit-zone-hint" />
-      <p class="hint" id="customer-edit-zone-hint">Europe/Paris, America/New_York, UTC. New billing starts new periods from the next request.</p>
+      <p class="hint" id="customer-edit-zone-hint">Europe/Paris, Asia/Kolkata, America/New_York, UTC. New billing starts new periods from the next request.</p>
       <label for="customer-edit-external">External id (empty: none)</label>
       <input id="customer-edit-external" name="externalId" maxlength="128" defaultValue=${customer.externalId ?? ''} />
     <//>

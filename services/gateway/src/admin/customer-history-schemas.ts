@@ -16,7 +16,7 @@ export const CustomerHistoryQuery = Type.Object(
     to: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     /** The customer's billing period: `current` so far, or the whole `previous` one. */
     period: Type.Optional(Type.Union([Type.Literal('current'), Type.Literal('previous')])),
-    /** UTC hours, the customer's local days (23 to 25 hours), or its billing periods. */
+    /** The customer's local hours (UTC hours unless its zone is a part-hour off UTC), days (23 to 25 hours), or billing periods. */
     granularity: Type.Optional(Granularity),
     format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')])),
   },

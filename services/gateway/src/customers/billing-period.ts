@@ -23,6 +23,8 @@ export interface Period {
 
 export const MAX_ANCHOR_DAY = 28;
 
+const MINUTE = 60_000;
+
 interface LocalDate {
   year: number;
   /** 1–12 */
@@ -72,12 +74,14 @@ export function billingProblem(billing: { anchorDay?: unknown; timeZone?: unknow
     return 'billing.timeZone must be an IANA time zone name, such as Europe/Paris or UTC';
   }
   if (typeof timeZone === 'string') {
-    const offset = partHourOffset(timeZone, Date.now());
-    if (offset !== null) {
+    const offsets = shiftingOffsets(timeZone, Date.now());
+    if (offsets !== null) {
       return (
-        `billing.timeZone ${timeZone} is ${offset} from UTC: the usage history is kept per UTC hour, so days ` +
-        'and billing periods starting within an hour could not be billed exactly from it; choose a zone a ' +
-        'whole number of hours from UTC (such as UTC, Europe/Paris or Asia/Dhaka)'
+        `billing.timeZone ${timeZone} is ${offsets.join(' or ')} from UTC by the season: a customer's usage ` +
+        "history is kept per local hour, and this zone's clocks change by less than an hour, so its local hours " +
+        'do not start the same minutes past the UTC hour all year, an hour of history could straddle its ' +
+        'midnight, and its days and billing periods could not be summed exactly; choose a zone whose clocks ' +
+        'change by whole hours (such as Australia/Sydney)'
       );
     }
   }
@@ -103,22 +107,42 @@ function utcOffsetMinutes(at: Date, timeZone: string): number {
 
 const WEEK_MS = 7 * 86_400_000;
 
+/** Minutes past the UTC hour that a local hour starts at, for an offset (east positive). */
+const shiftMinutes = (offset: number): number => ((-offset % 60) + 60) % 60;
+
+/** An offset in minutes as text: `+05:30`, `-03:30`. */
+function offsetText(minutes: number): string {
+  const abs = Math.abs(minutes);
+  return `${minutes < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}
+
 /**
- * The zone's offset as text ("+05:30") when, from a year before `now` to five years after it, it
- * is ever not whole hours (India, Nepal, Newfoundland, South Australia, Lord Howe Island's
- * daylight saving); null when it always is. Weekly samples: no zone keeps a part-hour offset for
- * less than a week.
+ * How far past the UTC hour the zone's local hours start at an instant, in ms: 30 minutes in
+ * India (+05:30) and Newfoundland (-03:30), 15 in Nepal (+05:45), 0 wherever the offset is whole
+ * hours. A customer's usage history keeps its hours from there (usage-history.ts hourStart), so
+ * that its local days and billing periods, which start on a local hour, are sums of them.
  */
-function partHourOffset(timeZone: string, now: number): string | null {
+export function localHourShiftMs(timeZone: string, at: number): number {
+  return shiftMinutes(utcOffsetMinutes(new Date(at), timeZone)) * MINUTE;
+}
+
+/**
+ * The zone's offsets as text ("+10:30", "+11:00") when, from a year before `now` to five years
+ * after it, its local hours do not always start the same minutes past the UTC hour (Lord Howe
+ * Island's daylight saving moves its clocks by half an hour); null when they always do, as in
+ * every zone whose changes are whole hours (India, Nepal, Newfoundland, South Australia). Weekly
+ * samples: no zone keeps an offset for less than a week.
+ */
+function shiftingOffsets(timeZone: string, now: number): string[] | null {
+  const offsets = new Set<number>();
+  const shifts = new Set<number>();
   for (let at = now - 52 * WEEK_MS; at < now + 5 * 52 * WEEK_MS; at += WEEK_MS) {
     const minutes = utcOffsetMinutes(new Date(at), timeZone);
-    if (minutes % 60 !== 0) {
-      const abs = Math.abs(minutes);
-      const hhmm = `${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
-      return `${minutes < 0 ? '-' : '+'}${hhmm}`;
-    }
+    offsets.add(minutes);
+    shifts.add(shiftMinutes(minutes));
   }
-  return null;
+  if (shifts.size < 2) return null;
+  return [...offsets].sort((x, y) => x - y).map(offsetText);
 }
 
 /** The local calendar date of an instant in a zone. */
@@ -143,7 +167,6 @@ function addDays(date: LocalDate, days: number): LocalDate {
   return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() };
 }
 
-const MINUTE = 60_000;
 /** UTC offsets run from −12:00 to +14:00: a local day starts within 14 h either side of UTC's. */
 const SEARCH_MINUTES = 15 * 60;
 

@@ -8,6 +8,8 @@ declare module 'fastify' {
     limiterSource: string | undefined;
     /** When an admitted request was admitted (epoch ms): the hour its usage history counts it in. */
     admittedAt: number | undefined;
+    /** Where the history's hours of the key start past the UTC hour (the policy's hourShiftMs). */
+    admittedHourShiftMs: number;
   }
 }
 

@@ -122,6 +122,7 @@ export function limiterDecisions({ metrics, now, banSeconds, webhooks }: Decisio
     switch (decision.outcome) {
       case 'admitted':
         request.admittedAt = at;
+        request.admittedHourShiftMs = policy.hourShiftMs;
         setRateLimitHeaders(reply, decision.windows, at);
         // The gate charged the route's cost (forbidden requests, at cost 0, returned above).
         webhooks.onAdmitted(record, decision.windows, request.routeOptions.config.cost ?? 1);

@@ -57,6 +57,25 @@ export type GateOptions = Pick<
   plans: PlanBook;
 };
 
+/**
+ * The policy of a key, with its customer's terms. Records are cached and replaced (never
+ * changed) when a key or customer changes: one policy per key record, made again when the key's
+ * customer record is another.
+ */
+function policiesOf(plans: PlanBook): (record: KeyRecord, customer: CustomerRecord | null) => LimitPolicy {
+  const policies = new WeakMap<KeyRecord, { customer: CustomerRecord | null; policy: LimitPolicy }>();
+  return (record, customer) => {
+    const held = policies.get(record);
+    if (held && held.customer === customer) return held.policy;
+    // A key whose customer is gone (deleted: its keys are being revoked) keeps its own plan.
+    const policy = customer
+      ? policyForCustomerKey(plans, customer, record.limits)
+      : policyForKey(plans, record.plan, record.limits);
+    policies.set(record, { customer, policy });
+    return policy;
+  };
+}
+
 /** fastify's request logger is a pino child, which can extend its own bindings. */
 type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
 
@@ -69,23 +88,12 @@ export const gate = fp(
   async (app: FastifyInstance, opts: GateOptions) => {
     const { keyResolver, customerResolver, limiter, anonymous, keyless, now, plans } = opts;
     const applyDecision = limiterDecisions(opts);
-    // Records are cached and replaced (never changed) when a key or customer changes: one policy
-    // per key record, made again when the key's customer record is another.
-    const policies = new WeakMap<KeyRecord, { customer: CustomerRecord | null; policy: LimitPolicy }>();
-    const policyOf = (record: KeyRecord, customer: CustomerRecord | null): LimitPolicy => {
-      const held = policies.get(record);
-      if (held && held.customer === customer) return held.policy;
-      // A key whose customer is gone (deleted: its keys are being revoked) keeps its own plan.
-      const policy = customer
-        ? policyForCustomerKey(plans, customer, record.limits)
-        : policyForKey(plans, record.plan, record.limits);
-      policies.set(record, { customer, policy });
-      return policy;
-    };
+    const policyOf = policiesOf(plans);
     app.decorateRequest('apiKey', null);
     app.decorateRequest('limiterDecision', undefined);
     app.decorateRequest('limiterSource', undefined);
     app.decorateRequest('admittedAt', undefined);
+    app.decorateRequest('admittedHourShiftMs', 0);
 
     // Callback style with a synchronous path up to the limiter: this runs on every request, and
     // each await would cost a promise and a microtask.

@@ -1,4 +1,10 @@
-import { type Billing, billingPeriod, DEFAULT_BILLING, dayPeriod } from '../customers/billing-period.js';
+import {
+  type Billing,
+  billingPeriod,
+  DEFAULT_BILLING,
+  dayPeriod,
+  localHourShiftMs,
+} from '../customers/billing-period.js';
 import { type CalendarWindowName, calendarWindow } from './windows.js';
 
 /**
@@ -11,6 +17,12 @@ export interface Calendar {
   readonly id: string;
   /** Whether the day is the UTC day: only then may a limiter keep it in the usage history's day hash. */
   readonly utcDay: boolean;
+  /**
+   * How far past the UTC hour the calendar's local hours start (ms): 0, or 30 or 15 minutes in a
+   * zone a part-hour off UTC (India, Nepal). The usage history keeps a customer's hours, and its
+   * keys', from there, so that its days and months are sums of them (usage-history.ts hourStart).
+   */
+  readonly hourShiftMs: number;
   /** When the period holding `now` started and when it ends (epoch ms). */
   start(name: CalendarWindowName, now: number): number;
   end(name: CalendarWindowName, now: number): number;
@@ -22,6 +34,7 @@ export interface Calendar {
 export const UTC_CALENDAR: Calendar = Object.freeze({
   id: '',
   utcDay: true,
+  hourShiftMs: 0,
   start: (name: CalendarWindowName, now: number) => calendarWindow(name).counting.start(now),
   end: (name: CalendarWindowName, now: number) => calendarWindow(name).counting.end(now),
   period: (name: CalendarWindowName) => calendarWindow(name).counting.period,
@@ -49,12 +62,15 @@ const ordinal = (n: number): string => {
 class BillingCalendar implements Calendar {
   readonly id: string;
   readonly utcDay: boolean;
+  readonly hourShiftMs: number;
   private day: Span = { start: 0, end: 0 };
   private month: Span = { start: 0, end: 0 };
 
   constructor(private readonly billing: Billing) {
     this.id = `${billing.anchorDay}/${billing.timeZone}`;
     this.utcDay = billing.timeZone === 'UTC';
+    // The same all year: billingProblem refuses a zone whose clocks change by less than an hour.
+    this.hourShiftMs = localHourShiftMs(billing.timeZone, Date.now());
   }
 
   private span(name: CalendarWindowName, now: number): Span {

@@ -81,7 +81,7 @@ export class GuardedLimiter {
     if (known) {
       const at = this.now();
       if (known.endsAt > at) {
-        this.count(keyId, customerId, cost > 0 ? 'banned' : 'forbidden', 0, at);
+        this.count(keyId, customerId, cost > 0 ? 'banned' : 'forbidden', 0, at, policy.hourShiftMs);
         return Promise.resolve({
           outcome: 'banned',
           windows: known.windows,
@@ -94,19 +94,27 @@ export class GuardedLimiter {
     if (this.failing && this.now() < this.retrySharedAt) return this.withoutShared(keyId, policy, cost, customerId);
     // A plain promise chain, not async/await: this runs once per request.
     return this.primary.consume(keyId, policy, cost, customerId).then(
-      (decision) => this.fromPrimary(keyId, customerId, decision, cost),
+      (decision) => this.fromPrimary(keyId, customerId, decision, cost, policy.hourShiftMs),
       (err) => this.afterFailure(err, keyId, policy, cost, customerId),
     );
   }
 
   /**
    * A decision taken outside the shared limiter's script, in the history: the key's hour, and its
-   * customer's (whose hours are the sum of its keys', as the script writes them).
+   * customer's (whose hours are the sum of its keys', as the script writes them), both in the
+   * hours of the policy's hourShiftMs.
    */
-  private count(keyId: string, customerId: string | undefined, outcome: HistoryOutcome, units: number, at: number) {
+  private count(
+    keyId: string,
+    customerId: string | undefined,
+    outcome: HistoryOutcome,
+    units: number,
+    at: number,
+    shiftMs: number,
+  ) {
     if (!this.history) return;
-    this.history.count(keyId, outcome, units, at);
-    if (customerId !== undefined) this.history.count(customerId, outcome, units, at);
+    this.history.count(keyId, outcome, units, at, shiftMs);
+    if (customerId !== undefined) this.history.count(customerId, outcome, units, at, shiftMs);
   }
 
   private fromPrimary(
@@ -114,6 +122,7 @@ export class GuardedLimiter {
     customerId: string | undefined,
     decision: Decision,
     cost: number,
+    shiftMs: number,
   ): GuardedDecision {
     if (this.failing) {
       this.failing = false;
@@ -121,7 +130,7 @@ export class GuardedLimiter {
     }
     if (this.primarySource === 'memory' && this.history) {
       const outcome: HistoryOutcome = cost === 0 ? 'forbidden' : decision.outcome;
-      this.count(keyId, customerId, outcome, outcome === 'admitted' ? cost : 0, this.now());
+      this.count(keyId, customerId, outcome, outcome === 'admitted' ? cost : 0, this.now(), shiftMs);
     }
     if (decision.outcome === 'banned') {
       this.bans.set(keyId, { endsAt: decision.banEndsAt, windows: decision.windows, customerId });

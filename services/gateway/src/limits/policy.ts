@@ -67,6 +67,11 @@ export interface LimitPolicy {
   shadow: boolean;
   /** Names the windows, limits and algorithm: equal ids, equal policies. */
   id: string;
+  /**
+   * Where the usage history's hours of the key (and of its customer) start past the UTC hour, in
+   * ms: 0, or for a key of a customer in a zone a part-hour off UTC that zone's (calendar.ts).
+   */
+  hourShiftMs: number;
 }
 
 const policies = new Map<string, LimitPolicy>();
@@ -139,7 +144,7 @@ export function policyFor(limits: Limits, algorithm: Algorithm = 'fixed', shadow
       const limit = limits[window.field];
       if (limit !== undefined) windows.push(ruleFor(window, limit, algorithm, 'key', UTC_CALENDAR));
     }
-    return { windows, shadow, id };
+    return { windows, shadow, id, hourShiftMs: 0 };
   });
 }
 
@@ -167,7 +172,7 @@ export function customerPolicyFor(
       const theirs = shared[window.field];
       if (theirs !== undefined) windows.push(ruleFor(window, theirs, algorithm, 'customer', calendar));
     }
-    return { windows, shadow, id };
+    return { windows, shadow, id, hourShiftMs: calendar.hourShiftMs };
   });
 }
 

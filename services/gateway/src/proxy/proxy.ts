@@ -32,6 +32,26 @@ const UNSERVED = new Set([502, 503, 504]);
 const IN_HISTORY = new Set(['shared', 'memory']);
 
 /**
+ * An admitted request the upstream did not serve, told to the history: in the hour of its
+ * admission, for its key and, as the customer's hours are the sum of its keys', its customer.
+ */
+function countUnserved(history: ProxyOptions['history'], request: FastifyRequest, reply: FastifyReply): void {
+  const key = request.apiKey;
+  const { admittedAt, admittedHourShiftMs: shift } = request;
+  if (
+    key &&
+    UNSERVED.has(reply.statusCode) &&
+    request.limiterDecision === 'admitted' &&
+    admittedAt !== undefined &&
+    IN_HISTORY.has(request.limiterSource ?? '')
+  ) {
+    const units = request.routeOptions.config.cost ?? 1;
+    history.upstreamFailed(key.id, units, admittedAt, shift);
+    if (key.customerId !== undefined) history.upstreamFailed(key.customerId, units, admittedAt, shift);
+  }
+}
+
+/**
  * Request headers never forwarded: the ones only the gateway may set (a client sending them is
  * ignored), the client's credentials and forwarding claims (the gateway sends its own view of
  * the client), hop-by-hop ones that concern the client's connection, not ours (undici
@@ -281,19 +301,7 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
     // limiter decided before the upstream answered, and giving it back would be a second write
     // racing the next requests), but is not billed: the history counts it apart.
     scope.addHook('onResponse', (request, reply, done) => {
-      const key = request.apiKey;
-      if (
-        key &&
-        UNSERVED.has(reply.statusCode) &&
-        request.limiterDecision === 'admitted' &&
-        request.admittedAt !== undefined &&
-        IN_HISTORY.has(request.limiterSource ?? '')
-      ) {
-        const units = request.routeOptions.config.cost ?? 1;
-        opts.history.upstreamFailed(key.id, units, request.admittedAt);
-        // The customer's hours are the sum of its keys': not billed there either.
-        if (key.customerId !== undefined) opts.history.upstreamFailed(key.customerId, units, request.admittedAt);
-      }
+      countUnserved(opts.history, request, reply);
       done();
     });
     // Bodies stream through to pets unread: pets parses and validates them.

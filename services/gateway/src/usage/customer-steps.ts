@@ -1,12 +1,15 @@
 import { type Billing, billingPeriod, dayPeriod, startOfLocalDay } from '../customers/billing-period.js';
+import { calendarFor } from '../limits/calendar.js';
 import { type Counts, withRefused } from './reports.js';
-import { addCounts, emptyCounts, HOUR_MS, type HourUsage, type UsageCounts } from './usage-history.js';
+import { addCounts, emptyCounts, HOUR_MS, type HourUsage, hourStart, type UsageCounts } from './usage-history.js';
 
 /*
- * A customer's history in the steps of its own calendar: UTC hours, its local days (23, 24 or 25
- * hours) or its billing periods, summed from the hours the history keeps. Exact because every
- * step of a customer's calendar starts on a whole UTC hour: billingProblem refuses zones whose
- * offset is not whole hours, and wholeHours() is the check for a record that predates it.
+ * A customer's history in the steps of its own calendar: its hours, its local days (23, 24 or 25
+ * hours) or its billing periods, summed from the hours the history keeps. Exact because the
+ * history keeps the customer's hours from its local hour (a UTC hour, or in a zone a part-hour off
+ * UTC the hour from :30 or :45 past it; usage-history.ts hourStart), and every day and period
+ * starts on a local hour. onHours() is the check for what does not: a zone whose clocks change by
+ * less than an hour (billingProblem refuses it; a record may predate that).
  */
 
 export type CustomerGranularity = 'hour' | 'day' | 'period';
@@ -38,7 +41,7 @@ function cached(key: string, find: () => { start: Date; end: Date }): Step {
 /** The step of the customer's calendar that holds `at`. */
 export function stepAt(granularity: CustomerGranularity, billing: Billing, at: number): Step {
   if (granularity === 'hour') {
-    const start = at - (((at % HOUR_MS) + HOUR_MS) % HOUR_MS);
+    const start = hourStart(at, calendarFor(billing).hourShiftMs);
     return { start, end: start + HOUR_MS };
   }
   if (granularity === 'day')
@@ -63,9 +66,13 @@ export function stepsOf(granularity: CustomerGranularity, billing: Billing, from
   return steps;
 }
 
-/** Whether every step starts and ends on a whole UTC hour, so that the hours sum into it exactly. */
-export function wholeHours(steps: Step[]): boolean {
-  return steps.every((s) => s.start % HOUR_MS === 0 && s.end % HOUR_MS === 0);
+/**
+ * Whether every step starts and ends where one of the customer's hours starts (hourStart with its
+ * calendar's hourShiftMs), so that its hours sum into each exactly.
+ */
+export function onHours(steps: Step[], billing: Billing): boolean {
+  const shift = calendarFor(billing).hourShiftMs;
+  return steps.every((s) => hourStart(s.start, shift) === s.start && hourStart(s.end, shift) === s.end);
 }
 
 /** Each step with the counts of the hours inside it, empty steps included. */

@@ -6,6 +6,7 @@ import {
   type HistoryOutcome,
   HOUR_MS,
   type HourUsage,
+  hourStart,
   isCustomerId,
   reported,
   type StoredCounts,
@@ -13,8 +14,10 @@ import {
 } from './usage-history.js';
 
 /**
- * Field suffixes of a day's hash: `<hour of day><letter>`, e.g. `13a` = admitted from 13:00 UTC.
- * `x` and `y` (failed upstream, and their units) are written only for an hour that has some.
+ * Field suffixes of a day's hash: `<hour><letter>`, e.g. `13a` = admitted in the hour from 13:00
+ * UTC, or `13:30a` in the local hour from 13:30 UTC of a customer in a zone a part-hour off UTC
+ * (hourStart). `x` and `y` (failed upstream, and their units) are written only for an hour that
+ * has some.
  */
 const FIELDS: Record<keyof StoredCounts, string> = {
   admitted: 'a',
@@ -26,6 +29,24 @@ const FIELDS: Record<keyof StoredCounts, string> = {
   upstreamFailedUnits: 'y',
 };
 const BY_LETTER = new Map(Object.entries(FIELDS).map(([name, letter]) => [letter, name as keyof StoredCounts]));
+
+const MINUTE_MS = 60_000;
+
+/** An hour's UTC day (days since the epoch) and its name in that day's hash: `13`, or `13:30`. */
+function hourName(hour: number): { day: number; name: string } {
+  const day = Math.floor(hour / DAY_MS);
+  const minutes = (hour - day * DAY_MS) / MINUTE_MS;
+  const past = minutes % 60;
+  const name = `${(minutes - past) / 60}${past === 0 ? '' : `:${String(past).padStart(2, '0')}`}`;
+  return { day, name };
+}
+
+/** The start of the hour a field's name gives (its last letter is the count's), or null. */
+function hourOfField(day: number, field: string): number | null {
+  const match = /^(\d{1,2})(?::(\d{2}))?$/.exec(field.slice(0, -1));
+  if (!match) return null;
+  return day * DAY_MS + Number(match[1]) * HOUR_MS + Number(match[2] ?? 0) * MINUTE_MS;
+}
 
 /** How long counts taken outside the script wait to be written together. */
 const FLUSH_MS = 1_000;
@@ -79,16 +100,27 @@ export class RedisUsageHistory implements UsageHistory {
 
   /**
    * The limit script's history key and arguments for a batch decided at `now`: the day's hash,
-   * the hour's field prefix, and when the hash expires.
+   * the hour's name in it (the hour of hourStart(now, shiftMs): the policy's hourShiftMs, the same
+   * for a key of a customer and the customer) and when the hash expires.
    */
-  scriptArgs(keyId: string, now: number, customerId?: string): [key: string, hourField: string, expireAt: number] {
-    const day = Math.floor(now / DAY_MS);
+  scriptArgs(
+    keyId: string,
+    now: number,
+    customerId?: string,
+    shiftMs = 0,
+  ): [key: string, hourField: string, expireAt: number] {
+    const hour = hourStart(now, shiftMs);
+    const { day, name } = hourName(hour);
     this.noteActive(keyId, day);
-    return [
-      this.dayKey(keyId, day, customerId),
-      String(Math.floor((now - day * DAY_MS) / HOUR_MS)),
-      (day + 1) * DAY_MS + this.retentionMs,
-    ];
+    return [this.dayKey(keyId, day, customerId), name, this.expiry(hour)];
+  }
+
+  /**
+   * When the day's hash of an hour expires: `retention` after its day's last hour ends (the end
+   * of the UTC day, or a local hour's `shiftMs` after it).
+   */
+  private expiry(hour: number): number {
+    return (Math.floor(hour / DAY_MS) + 1) * DAY_MS + (hour % HOUR_MS) + this.retentionMs;
   }
 
   private noteActive(keyId: string, day: number): void {
@@ -138,22 +170,21 @@ export class RedisUsageHistory implements UsageHistory {
       });
   }
 
-  count(keyId: string, outcome: HistoryOutcome, units: number, at: number): void {
-    const counts = this.bufferedHour(keyId, at);
+  count(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs = 0): void {
+    const counts = this.bufferedHour(keyId, hourStart(at, shiftMs));
     counts[outcome]++;
     counts.units += units;
   }
 
-  upstreamFailed(keyId: string, units: number, admittedAt: number): void {
-    const counts = this.bufferedHour(keyId, admittedAt);
+  upstreamFailed(keyId: string, units: number, admittedAt: number, shiftMs = 0): void {
+    const counts = this.bufferedHour(keyId, hourStart(admittedAt, shiftMs));
     counts.upstreamFailed++;
     counts.upstreamFailedUnits += units;
   }
 
-  /** The counts of the key's hour at `at` waiting to be written; the write is scheduled. */
-  private bufferedHour(keyId: string, at: number): StoredCounts {
-    const hour = at - (at % HOUR_MS);
-    this.noteActive(keyId, Math.floor(at / DAY_MS));
+  /** The counts of the key's hour starting at `hour` waiting to be written; the write is scheduled. */
+  private bufferedHour(keyId: string, hour: number): StoredCounts {
+    this.noteActive(keyId, Math.floor(hour / DAY_MS));
     const id = `${keyId}\n${hour}`;
     let counts = this.buffered.get(id);
     if (!counts) {
@@ -183,14 +214,13 @@ export class RedisUsageHistory implements UsageHistory {
     for (const [id, counts] of batch) {
       const [keyId, hourText] = id.split('\n') as [string, string];
       const hour = Number(hourText);
-      const day = Math.floor(hour / DAY_MS);
+      const { day, name: hourField } = hourName(hour);
       const key = this.dayKey(keyId, day);
-      const hourOfDay = (hour - day * DAY_MS) / HOUR_MS;
       for (const [name, letter] of Object.entries(FIELDS)) {
         const n = counts[name as keyof StoredCounts];
-        if (n > 0) writes.push(this.redis.hincrby(key, `${hourOfDay}${letter}`, n));
+        if (n > 0) writes.push(this.redis.hincrby(key, `${hourField}${letter}`, n));
       }
-      writes.push(this.redis.pexpireat(key, (day + 1) * DAY_MS + this.retentionMs));
+      writes.push(this.redis.pexpireat(key, this.expiry(hour)));
     }
     await Promise.all(writes);
   }
@@ -216,10 +246,8 @@ export class RedisUsageHistory implements UsageHistory {
       const fields = (hashes[i] ?? []).flatMap((hash) => Object.entries(hash));
       for (const [field, value] of fields) {
         const name = BY_LETTER.get(field.slice(-1));
-        const hourOfDay = Number(field.slice(0, -1));
-        if (!name || !Number.isInteger(hourOfDay)) continue;
-        const hour = day * DAY_MS + hourOfDay * HOUR_MS;
-        if (hour < from || hour >= to) continue;
+        const hour = hourOfField(day, field);
+        if (!name || hour === null || hour < from || hour >= to) continue;
         let stored = byHour.get(hour);
         if (!stored) {
           stored = emptyStored();

@@ -1,9 +1,21 @@
 /**
- * Per key and per UTC hour: what the limiter decided. Support answers "why was I refused
+ * Per key and per hour: what the limiter decided. Support answers "why was I refused
  * yesterday at 15:00?" and billing "how much did this customer use last month?" from it.
  */
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
+
+/**
+ * The start of the history's hour holding `at`. A UTC hour (`shiftMs` 0) for keys without a
+ * customer and customers in zones a whole number of hours from UTC; for a customer in a zone a
+ * part-hour off UTC, and its keys, the zone's local hour: `shiftMs` past the UTC hour (30 minutes
+ * in India, 15 in Nepal; calendar.ts hourShiftMs). Its local midnights and anchor days then fall
+ * on the start of an hour, so its days and billing periods are exact sums of its hours.
+ */
+export function hourStart(at: number, shiftMs = 0): number {
+  const since = at - shiftMs;
+  return since - (((since % HOUR_MS) + HOUR_MS) % HOUR_MS) + shiftMs;
+}
 
 export type HistoryOutcome = 'admitted' | 'limited' | 'banned' | 'forbidden';
 
@@ -47,7 +59,7 @@ const CUSTOMER_ID_PREFIX = 'cus_';
 export const isCustomerId = (id: string): boolean => id.startsWith(CUSTOMER_ID_PREFIX);
 
 export interface HourUsage extends UsageCounts {
-  /** The hour's start, epoch ms (UTC). */
+  /** The hour's start, epoch ms: a UTC hour's, or a local hour's past it (see hourStart). */
   hour: number;
 }
 
@@ -101,22 +113,24 @@ export interface UsageHistory {
   readonly kind: 'redis' | 'memory';
   /** How far back hours are kept, in ms. */
   readonly retentionMs: number;
-  count(keyId: string, outcome: HistoryOutcome, units: number, at: number): void;
+  /** A decision at `at`, in the hour hourStart(at, shiftMs) names (the policy's hourShiftMs). */
+  count(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs?: number): void;
   /**
-   * An admitted request (counted with `units` at `admittedAt`) that the upstream then did not
-   * serve: reported as upstreamFailed, not admitted, and its units not billed.
+   * An admitted request (counted with `units` at `admittedAt`, in the hour of `shiftMs`) that the
+   * upstream then did not serve: reported as upstreamFailed, not admitted, and its units not billed.
    */
-  upstreamFailed(keyId: string, units: number, admittedAt: number): void;
+  upstreamFailed(keyId: string, units: number, admittedAt: number, shiftMs?: number): void;
   /**
-   * The key's hours in [from, to) (epoch ms, hour-aligned by the caller) that hold anything.
+   * The key's hours starting in [from, to) (epoch ms) that hold anything, each as it was kept:
+   * a UTC hour, or a local hour of its customer's zone (hourStart).
    * `customerId`: the key's customer, whose slot keeps the key's hours since it joined it.
    */
   hours(keyId: string, from: number, to: number, customerId?: string): Promise<HourUsage[]>;
-  /** Every key with at least one decision in the UTC days that [from, to) touches. */
+  /** Every key with an hour holding a decision that starts in the UTC days [from, to) touches. */
   activeKeys(from: number, to: number): Promise<string[]>;
   /**
-   * Every customer (an id `cus_…`, see isCustomerId) with a decision for one of its keys in the
-   * UTC days that [from, to) touches; kept as long as the hours are.
+   * Every customer (an id `cus_…`, see isCustomerId) with an hour holding a decision for one of
+   * its keys that starts in the UTC days [from, to) touches; kept as long as the hours are.
    */
   activeCustomers(from: number, to: number): Promise<string[]>;
   /** Writes what `count` buffered (RedisUsageHistory); called on close. */
@@ -135,21 +149,20 @@ export class MemoryUsageHistory implements UsageHistory {
     private readonly now: () => number = Date.now,
   ) {}
 
-  count(keyId: string, outcome: HistoryOutcome, units: number, at: number): void {
-    const counts = this.hourOf(keyId, at);
+  count(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs = 0): void {
+    const counts = this.hourOf(keyId, hourStart(at, shiftMs));
     counts[outcome]++;
     counts.units += units;
     this.prune(at);
   }
 
-  upstreamFailed(keyId: string, units: number, admittedAt: number): void {
-    const counts = this.hourOf(keyId, admittedAt);
+  upstreamFailed(keyId: string, units: number, admittedAt: number, shiftMs = 0): void {
+    const counts = this.hourOf(keyId, hourStart(admittedAt, shiftMs));
     counts.upstreamFailed++;
     counts.upstreamFailedUnits += units;
   }
 
-  private hourOf(keyId: string, at: number): StoredCounts {
-    const hour = at - (at % HOUR_MS);
+  private hourOf(keyId: string, hour: number): StoredCounts {
     let hours = this.keys.get(keyId);
     if (!hours) {
       hours = new Map();

@@ -5,6 +5,7 @@ import {
   canonicalTimeZone,
   DEFAULT_BILLING,
   dayPeriod,
+  localHourShiftMs,
   type Period,
   previousBillingPeriod,
   startOfLocalDay,
@@ -99,6 +100,23 @@ describe('days with daylight-saving changes', () => {
   });
 });
 
+describe('where a zone’s local hours start past the UTC hour', () => {
+  it.each([
+    ['UTC', '2026-11-26T12:00:00Z', 0],
+    ['Europe/Paris', '2026-07-01T12:00:00Z', 0],
+    ['Asia/Kolkata', '2026-11-26T12:00:00Z', 30],
+    ['Asia/Kathmandu', '2026-11-26T12:00:00Z', 15],
+    ['Pacific/Chatham', '2026-11-26T12:00:00Z', 15],
+    // -03:30 in winter and -02:30 in summer: its hours start at :30 all year.
+    ['America/St_Johns', '2026-01-15T12:00:00Z', 30],
+    ['America/St_Johns', '2026-07-15T12:00:00Z', 30],
+    ['Australia/Adelaide', '2026-01-15T12:00:00Z', 30],
+    ['Australia/Adelaide', '2026-07-15T12:00:00Z', 30],
+  ])('%s at %s: %i minutes', (timeZone, at, minutes) => {
+    expect(localHourShiftMs(timeZone, Date.parse(at))).toBe(minutes * 60_000);
+  });
+});
+
 describe('billing settings a client sends', () => {
   it.each([
     [{ anchorDay: 1, timeZone: 'UTC' }, null],
@@ -112,10 +130,24 @@ describe('billing settings a client sends', () => {
     [{ timeZone: 'Mars/Olympus_Mons' }, 'timeZone'],
     [{ timeZone: '' }, 'timeZone'],
     [{ timeZone: 42 }, 'timeZone'],
+    // A part-hour off UTC: the history keeps their customers' hours from their local hour.
+    [{ timeZone: 'Asia/Kolkata' }, null],
+    [{ timeZone: 'Asia/Kathmandu' }, null],
+    [{ timeZone: 'America/St_Johns' }, null],
+    [{ timeZone: 'Australia/Adelaide' }, null],
+    [{ timeZone: 'Pacific/Chatham' }, null],
+    // Its clocks change by half an hour: its local hours do not start the same minutes past the UTC hour all year.
+    [{ timeZone: 'Australia/Lord_Howe' }, 'timeZone'],
   ])('%j → problem naming %s', (billing, field) => {
     const problem = billingProblem(billing);
     if (field === null) expect(problem).toBeNull();
     else expect(problem).toContain(`billing.${field}`);
+  });
+
+  it('refuses a zone whose clocks change by less than an hour, naming its offsets and why', () => {
+    expect(billingProblem({ timeZone: 'Australia/Lord_Howe' })).toMatch(
+      /^billing\.timeZone Australia\/Lord_Howe is \+10:30 or \+11:00 from UTC by the season: .*kept per local hour.*could not be summed exactly/,
+    );
   });
 
   it('stores a zone under its canonical name', () => {

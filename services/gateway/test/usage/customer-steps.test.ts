@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { stepAt, stepSeries, stepsOf, wholeHours } from '../../src/usage/customer-steps.js';
+import { onHours, stepAt, stepSeries, stepsOf } from '../../src/usage/customer-steps.js';
 import { HOUR_MS } from '../../src/usage/usage-history.js';
 
 /** A customer's calendar steps and the hours summed into them (usage/customer-steps.ts). */
@@ -37,13 +37,40 @@ describe('the steps of a customer’s calendar', () => {
     const day = stepAt('day', { anchorDay: 1, timeZone: 'America/Santiago' }, at('2026-09-06T12:00:00Z'));
     expect(iso(day.start)).toBe('2026-09-06T04:00:00.000Z');
     expect((day.end - day.start) / HOUR_MS).toBe(23);
-    expect(wholeHours([day])).toBe(true);
+    expect(onHours([day], { anchorDay: 1, timeZone: 'America/Santiago' })).toBe(true);
   });
 
-  it('are not whole hours in a zone half an hour off UTC, which the route refuses to sum', () => {
-    const day = stepAt('day', { anchorDay: 1, timeZone: 'Asia/Kolkata' }, at('2026-11-26T10:00:00Z'));
+  it('are local hours from :30 or :45 past the UTC hour in a zone a part-hour off UTC, and its days and periods start on one', () => {
+    const india = { anchorDay: 26, timeZone: 'Asia/Kolkata' };
+    expect(stepAt('hour', india, at('2026-11-25T18:29:59Z'))).toEqual({
+      start: at('2026-11-25T17:30:00Z'),
+      end: at('2026-11-25T18:30:00Z'),
+    });
+    const day = stepAt('day', india, at('2026-11-26T10:00:00Z'));
     expect(iso(day.start)).toBe('2026-11-25T18:30:00.000Z');
-    expect(wholeHours([day])).toBe(false);
+    expect(stepAt('hour', india, day.start).start).toBe(day.start);
+    const nepal = { anchorDay: 3, timeZone: 'Asia/Kathmandu' };
+    const periods = stepsOf(
+      'period',
+      nepal,
+      stepAt('period', nepal, at('2026-10-10T00:00:00Z')).start,
+      at('2026-12-02T18:15:00Z'),
+    );
+    expect(periods.map((p) => iso(p.start))).toEqual(['2026-10-02T18:15:00.000Z', '2026-11-02T18:15:00.000Z']);
+    expect(onHours([day], india)).toBe(true);
+    expect(onHours(periods, nepal)).toBe(true);
+    // Newfoundland: -02:30 then -03:30 from 1 November; its 25-hour day still starts and ends on its hours.
+    const stJohns = { anchorDay: 1, timeZone: 'America/St_Johns' };
+    const change = stepAt('day', stJohns, at('2026-11-01T12:00:00Z'));
+    expect([iso(change.start), iso(change.end)]).toEqual(['2026-11-01T02:30:00.000Z', '2026-11-02T03:30:00.000Z']);
+    expect(onHours([change], stJohns)).toBe(true);
+  });
+
+  it('are not on its hours in a zone whose clocks change by half an hour, which the route refuses to sum', () => {
+    // Lord Howe Island: +10:30, then +11:00 from 02:00 on 4 October 2026 (a record from before it was refused).
+    const lordHowe = { anchorDay: 1, timeZone: 'Australia/Lord_Howe' };
+    const days = stepsOf('day', lordHowe, at('2026-09-30T13:30:00Z'), at('2026-10-10T13:00:00Z'));
+    expect(onHours(days, lordHowe)).toBe(false);
   });
 
   it('sum every hour into the step holding it, and leave out hours outside them', () => {

@@ -120,6 +120,66 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       expect(await history.activeKeys(midnight, midnight + 1)).toEqual([key]);
     });
 
+    it('keeps the hours of a customer in a zone a part-hour off UTC from its local hour, across the UTC midnight', async () => {
+      const { history, now } = await start();
+      const [india, nepal] = [newCustomerId(), newCustomerId()];
+      const midnight = now() - (now() % DAY_MS);
+      const [half, quarter] = [30 * 60_000, 15 * 60_000];
+      // India's hours run from :30 past the UTC hour: 00:10 UTC is in the hour from 23:30 the day before.
+      history.count(india, 'admitted', 2, midnight - 31 * 60_000, half);
+      history.count(india, 'admitted', 3, midnight - 29 * 60_000, half);
+      history.count(india, 'admitted', 4, midnight + 10 * 60_000, half);
+      history.upstreamFailed(india, 4, midnight + 10 * 60_000, half);
+      history.count(india, 'limited', 0, midnight + 30 * 60_000, half);
+      history.count(nepal, 'admitted', 1, midnight + 14 * 60_000, quarter);
+      history.count(nepal, 'admitted', 1, midnight + 15 * 60_000, quarter);
+      await history.flush();
+      const empty = { admitted: 0, limited: 0, banned: 0, forbidden: 0, units: 0, upstreamFailed: 0 };
+      expect(await history.hours(india, midnight - 2 * HOUR_MS, midnight + 2 * HOUR_MS)).toEqual([
+        { ...empty, hour: midnight - HOUR_MS - half, admitted: 1, units: 2 },
+        { ...empty, hour: midnight - half, admitted: 1, units: 3, upstreamFailed: 1 },
+        { ...empty, hour: midnight + half, limited: 1 },
+      ]);
+      // An hour is read when it starts in the range.
+      expect((await history.hours(india, midnight, midnight + DAY_MS)).map((h) => h.hour)).toEqual([midnight + half]);
+      expect(await history.hours(nepal, midnight - DAY_MS, midnight + DAY_MS)).toEqual([
+        { ...empty, hour: midnight - HOUR_MS + quarter, admitted: 1, units: 1 },
+        { ...empty, hour: midnight + quarter, admitted: 1, units: 1 },
+      ]);
+      // Active on the UTC day its hour starts in.
+      expect(await history.activeCustomers(midnight - 1, midnight)).toContain(india);
+      expect(await history.activeCustomers(midnight - 1, midnight)).toContain(nepal);
+    });
+
+    it('reads a key’s UTC hours and its local hours of a part-hour zone side by side', async () => {
+      const { history, now } = await start();
+      const key = newKeyId();
+      const hour = now() - (now() % HOUR_MS);
+      // The key stood alone (UTC hours), then joined a customer in India (hours from :30).
+      history.count(key, 'admitted', 1, hour + 10 * 60_000);
+      history.count(key, 'admitted', 1, hour + 40 * 60_000, 30 * 60_000);
+      await history.flush();
+      expect((await history.hours(key, hour - HOUR_MS, hour + HOUR_MS)).map((h) => [h.hour, h.admitted])).toEqual([
+        [hour, 1],
+        [hour + 30 * 60_000, 1],
+      ]);
+    });
+
+    it('keeps a local hour that ends past its UTC day for the retention after it ends', async () => {
+      const { history, now, advance } = await start();
+      const key = newKeyId();
+      const half = 30 * 60_000;
+      const midnight = now() - (now() % DAY_MS) + DAY_MS;
+      // The hour from 23:30 UTC, kept in that day's hash, ends at 00:30.
+      history.count(key, 'admitted', 1, midnight + 10 * 60_000, half);
+      await history.flush();
+      const span = [midnight - DAY_MS, midnight + DAY_MS] as const;
+      await advance(midnight + half + RETENTION_MS - STILL_KEPT_MARGIN_MS - now());
+      expect(await history.hours(key, ...span)).toHaveLength(1);
+      await advance(midnight + half + RETENTION_MS + 1 - now());
+      expect(await history.hours(key, ...span)).toEqual([]);
+    });
+
     it('keeps the days of active keys and customers as long as their hours, and forgets them after', async () => {
       const { history, now, advance } = await start();
       const [customer, key] = [newCustomerId(), newKeyId()];

@@ -5,10 +5,10 @@ import type { Billing } from '../../customers/billing-period.js';
 import {
   type CustomerGranularity,
   localMidnight,
+  onHours,
   stepAt,
   stepSeries,
   stepsOf,
-  wholeHours,
 } from '../../usage/customer-steps.js';
 import { sumOf, withRefused } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
@@ -80,8 +80,8 @@ function oldestWholeStep(granularity: CustomerGranularity, billing: Billing, now
 
 /**
  * A customer's usage over time, summed from its own hours in the history (the limiter writes
- * them with its keys', under the customer's id): by UTC hour, local day or billing period, JSON or
- * CSV for billing.
+ * them with its keys', under the customer's id): by hour (its local hour: a UTC hour, or from :30
+ * or :45 past it in a zone a part-hour off UTC), local day or billing period, JSON or CSV for billing.
  */
 export const customerUsageHistoryRoutes: FastifyPluginAsyncTypebox<
   AdminRouteOptions<'history' | 'customerStore' | 'now'>
@@ -114,12 +114,12 @@ export const customerUsageHistoryRoutes: FastifyPluginAsyncTypebox<
         );
       }
       const steps = stepsOf(granularity, billing, from, to);
-      if (!wholeHours(steps)) {
-        // A record from before billingProblem refused such zones: its days start within an hour.
+      if (!onHours(steps, billing)) {
+        // A record from before billingProblem refused such zones: some of its days start within an hour.
         throw new ApiError(
           409,
           'conflict',
-          `Customer ${customer.id}'s billing.timeZone ${billing.timeZone} starts its days within a UTC hour, and the history is kept per UTC hour: ask for granularity=hour, or give the customer a zone a whole number of hours from UTC`,
+          `Customer ${customer.id}'s billing.timeZone ${billing.timeZone} changes its clocks by less than an hour, so some of its days start within an hour of its history: ask for granularity=hour, or give the customer a zone whose clocks change by whole hours`,
         );
       }
       let hours: HourUsage[];

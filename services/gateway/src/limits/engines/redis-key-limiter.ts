@@ -168,10 +168,11 @@ export class RedisKeyLimiter implements KeyLimiter {
     let historyHour = '';
     let historyExpireAt = 0;
     if (this.history) {
-      const [key, hour, expireAt] = this.history.scriptArgs(keyId, now, customerId);
+      const shift = policy.hourShiftMs;
+      const [key, hour, expireAt] = this.history.scriptArgs(keyId, now, customerId, shift);
       keysAndArgs.push(key);
       // The customer's hour: the same hour and expiry, in the customer's own day hash.
-      if (customerId !== undefined) keysAndArgs.push(this.history.scriptArgs(customerId, now)[0]);
+      if (customerId !== undefined) keysAndArgs.push(this.history.scriptArgs(customerId, now, undefined, shift)[0]);
       historyHour = hour;
       historyExpireAt = expireAt;
     }

@@ -209,27 +209,45 @@ describe('what the route refuses', () => {
     expectError(await get(gw, `/admin/customers/${'c'.repeat(65)}/usage/history`), 400, 'invalid_request');
   });
 
-  it('refuses a zone whose offset is not whole hours when a customer is created or changed, naming why', async () => {
+  it('takes a zone a part-hour off UTC, and refuses one whose clocks change by half an hour, naming why', async () => {
     const { gw } = await start(NOW);
-    for (const timeZone of ['Asia/Kolkata', 'Asia/Kathmandu', 'America/St_Johns', 'Australia/Lord_Howe']) {
-      const res = await gw.admin.inject({
-        method: 'POST',
-        url: '/admin/customers',
-        headers: admin,
-        payload: { name: 'Acme', plan: 'pro', billing: { timeZone } },
-      });
-      expectError(res, 400, 'invalid_request');
-      expect(res.json().message).toMatch(/from UTC: the usage history is kept per UTC hour/);
+    for (const timeZone of ['Asia/Kolkata', 'Asia/Kathmandu', 'America/St_Johns', 'Australia/Adelaide']) {
+      await customer(gw, { timeZone });
     }
-    const id = await customer(gw);
     const res = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/customers',
+      headers: admin,
+      payload: { name: 'Acme', plan: 'pro', billing: { timeZone: 'Australia/Lord_Howe' } },
+    });
+    expectError(res, 400, 'invalid_request');
+    expect(res.json().message).toMatch(/Australia\/Lord_Howe is \+10:30 or \+11:00 from UTC by the season/);
+    const id = await customer(gw);
+    const patched = await gw.admin.inject({
       method: 'PATCH',
       url: `/admin/customers/${id}`,
       headers: admin,
-      payload: { billing: { timeZone: 'Asia/Kolkata' } },
+      payload: { billing: { timeZone: 'Australia/Lord_Howe' } },
     });
-    expectError(res, 400, 'invalid_request');
-    expect(res.json().message).toMatch(/Asia\/Kolkata is \+05:30 from UTC/);
+    expectError(patched, 400, 'invalid_request');
+    expect(patched.json().message).toMatch(/history is kept per local hour/);
+  });
+
+  it('answers 409 for the days of a customer stored with such a zone before it was refused, and its hours', async () => {
+    const { gw } = await start(NOW, { env: { USAGE_HISTORY_DAYS: '70' } });
+    const id = 'cus_LordHowe00000000';
+    await gw.deps.customerStore.insert({
+      id,
+      name: 'Island',
+      plan: 'pro',
+      billing: { anchorDay: 1, timeZone: 'Australia/Lord_Howe' },
+      createdAt: new Date(NOW - 40 * 86_400_000).toISOString(),
+    });
+    // 4 October: +10:30 until 02:00, then +11:00; its days start on the UTC hour or half an hour past it.
+    const days = await get(gw, `/admin/customers/${id}/usage/history?granularity=day&from=2026-10-01&to=2026-10-08`);
+    expectError(days, 409, 'conflict');
+    expect(days.json().message).toMatch(/changes its clocks by less than an hour/);
+    expect((await get(gw, `/admin/customers/${id}/usage/history?granularity=hour`)).statusCode).toBe(200);
   });
 });
 
