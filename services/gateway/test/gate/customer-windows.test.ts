@@ -176,20 +176,28 @@ describe('the keys of a customer at the gate', () => {
 });
 
 describe('the usage history of a customer’s keys', () => {
-  it('counts each request in the key’s hours and the customer’s, a request the upstream did not serve in neither’s bill', async () => {
-    const keyStore = new MemoryKeyStore();
-    const customerStore = new MemoryCustomerStore();
-    const gw = await gateways.start({ keyStore, customerStore, upstream: 'http://127.0.0.1:9' });
-    const { id, keys, keyIds } = await customerWithKeys(gw, { plan: 'free' }, 2);
-    // Nothing listens there: 502 or 503, unserved either way.
-    for (const key of keys) expect([502, 503]).toContain((await get(gw, key)).statusCode);
-    await gw.deps.history.flush();
-    const hour = Date.now() - (Date.now() % 3_600_000);
-    const [customerHour] = await gw.deps.history.hours(id, hour, hour + 3_600_000);
-    expect(customerHour).toMatchObject({ admitted: 0, units: 0, upstreamFailed: 2 });
-    const [keyHour] = await gw.deps.history.hours(keyIds[0] as string, hour, hour + 3_600_000, id);
-    expect(keyHour).toMatchObject({ admitted: 0, units: 0, upstreamFailed: 1 });
-  });
+  // India's hours run from :30 past the UTC hour: the failure is taken out of the hour of its admission.
+  it.each([
+    ['UTC', 0],
+    ['Asia/Kolkata', 30],
+  ])(
+    'counts each request in the key’s hours and the customer’s, a request the upstream did not serve in neither’s bill (%s)',
+    async (timeZone, shiftMinutes) => {
+      const keyStore = new MemoryKeyStore();
+      const customerStore = new MemoryCustomerStore();
+      const gw = await gateways.start({ keyStore, customerStore, upstream: 'http://127.0.0.1:9' });
+      const { id, keys, keyIds } = await customerWithKeys(gw, { plan: 'free', billing: { anchorDay: 1, timeZone } }, 2);
+      // Nothing listens there: 502 or 503, unserved either way.
+      for (const key of keys) expect([502, 503]).toContain((await get(gw, key)).statusCode);
+      await gw.deps.history.flush();
+      const shift = shiftMinutes * 60_000;
+      const hour = Date.now() - ((Date.now() - shift) % 3_600_000);
+      const [customerHour] = await gw.deps.history.hours(id, hour, hour + 3_600_000);
+      expect(customerHour).toMatchObject({ admitted: 0, units: 0, upstreamFailed: 2 });
+      const [keyHour] = await gw.deps.history.hours(keyIds[0] as string, hour, hour + 3_600_000, id);
+      expect(keyHour).toMatchObject({ admitted: 0, units: 0, upstreamFailed: 1 });
+    },
+  );
 });
 
 describe('GET /admin/customers/:id/usage', () => {

@@ -6,7 +6,7 @@ import { MemoryKeyLimiter } from '../../src/limits/engines/memory-key-limiter.js
 import { RedisKeyLimiter } from '../../src/limits/engines/redis-key-limiter.js';
 import { type GuardedDecision, GuardedLimiter, limiterHealthLog } from '../../src/limits/guarded-limiter.js';
 import type { BanPolicy } from '../../src/limits/key-limiter.js';
-import { policyFor } from '../../src/limits/policy.js';
+import { customerPolicyFor, policyFor } from '../../src/limits/policy.js';
 import { HOUR_MS, MemoryUsageHistory } from '../../src/usage/usage-history.js';
 import { connected, redisClient } from '../support/helpers.js';
 
@@ -149,6 +149,24 @@ describe('the usage history of the embedded limiter', () => {
     expect(await history.hours(keyId, hour, hour + HOUR_MS)).toEqual([
       { hour, admitted: 1, limited: 1, banned: 3, forbidden: 2, units: 3, upstreamFailed: 0 },
     ]);
+  });
+
+  it('counts a key of a customer in India, and the customer, in its local hours (from :30 past the UTC hour)', async () => {
+    const history = new MemoryUsageHistory(30 * 24 * HOUR_MS, now);
+    const guard = new GuardedLimiter({ kind: 'memory', primary: new MemoryKeyLimiter(BAN, now) }, now, history);
+    const [keyId, customerId] = [randomUUID(), `cus_${randomUUID().slice(0, 16)}`];
+    const policy = customerPolicyFor({ perMinute: 1 }, undefined, 'fixed', false, {
+      anchorDay: 1,
+      timeZone: 'Asia/Kolkata',
+    });
+    const outcomes = [];
+    for (let i = 0; i < 4; i++) outcomes.push(outcome(await guard.consume(keyId, policy, 1, customerId)));
+    expect(outcomes.map(([o]) => o)).toEqual(['admitted', 'limited', 'banned', 'banned']);
+    const half = 30 * 60_000;
+    const hour = clock - ((clock - half) % HOUR_MS);
+    const counts = { hour, admitted: 1, limited: 1, banned: 2, forbidden: 0, units: 1, upstreamFailed: 0 };
+    expect(await history.hours(keyId, hour - HOUR_MS, hour + HOUR_MS)).toEqual([counts]);
+    expect(await history.hours(customerId, hour - HOUR_MS, hour + HOUR_MS)).toEqual([counts]);
   });
 });
 
