@@ -64,7 +64,7 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       keys; their billing month starts on --billing-anchor-day (1–28, default 1) at midnight in
       --time-zone (IANA, default UTC). list pages newest first (--after the cursor it prints, or
       --all for every page). delete is refused while the customer has live keys, unless
-      --revoke-keys. usage: the customer's history (all its keys together) by UTC hour (default:
+      --revoke-keys. usage: the customer's history (all its keys together) by its hour (default:
       the last 24), local day (the last 30) or billing period (the current one), in its own
       calendar; --from and --to take RFC 3339 or dates of that calendar; --csv prints the admin
       API's CSV for billing.

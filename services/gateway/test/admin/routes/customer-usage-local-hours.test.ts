@@ -67,7 +67,7 @@ function get(gw: TestGateway, url: string): Promise<LightMyRequestResponse> {
   return gw.admin.inject({ method: 'GET', url, headers: admin });
 }
 
-async function post(gw: TestGateway, url: string, payload: object): Promise<Record<string, string>> {
+async function post(gw: TestGateway, url: string, payload: object): Promise<{ id: string; key?: string }> {
   const res = await gw.admin.inject({ method: 'POST', url, headers: admin, payload });
   expect(res.statusCode, res.body).toBe(201);
   return res.json();
