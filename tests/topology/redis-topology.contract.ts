@@ -134,36 +134,43 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       expect(scriptCalls).toBeLessThan(150);
     });
 
-    it('two replicas admit exactly a customer’s 60 a minute from 3 of its keys × 50 concurrent requests, on the master of the customer’s slot', async () => {
-      const { a, b } = await replicas({ BAN_THRESHOLD: '1000' });
-      const customerId = `cus_${randomUUID().slice(0, 16)}`;
-      const billing = { anchorDay: 15, timeZone: 'Europe/Paris' };
-      await a.deps.customerStore.insert({
-        id: customerId,
-        name: 'Acme',
-        plan: 'free',
-        billing,
-        createdAt: new Date().toISOString(),
-      });
-      const keys: string[] = [];
-      for (let i = 0; i < 3; i++) {
-        const { key, record } = createKey({ plan: 'free', name: `k${i}` });
-        await a.deps.keyStore.insert({ ...record, customerId });
-        keys.push(key);
-      }
-      const master = await RedisInspector.connect((await topology.masterFor(customerId)).port);
-      inspectors.push(master);
-      const before = await master.commandCalls('evalsha');
+    // India's hours are kept from :30 past the UTC hour, in the day hash of the UTC day they start in: still the customer's slot.
+    it.each(['Europe/Paris', 'Asia/Kolkata'])(
+      'two replicas admit exactly a customer’s 60 a minute from 3 of its keys × 50 concurrent requests, on the master of the customer’s slot (%s)',
+      async (timeZone) => {
+        const { a, b } = await replicas({ BAN_THRESHOLD: '1000' });
+        const customerId = `cus_${randomUUID().slice(0, 16)}`;
+        const billing = { anchorDay: 15, timeZone };
+        await a.deps.customerStore.insert({
+          id: customerId,
+          name: 'Acme',
+          plan: 'free',
+          billing,
+          createdAt: new Date().toISOString(),
+        });
+        const keys: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          const { key, record } = createKey({ plan: 'free', name: `k${i}` });
+          await a.deps.keyStore.insert({ ...record, customerId });
+          keys.push(key);
+        }
+        const master = await RedisInspector.connect((await topology.masterFor(customerId)).port);
+        inspectors.push(master);
+        const before = await master.commandCalls('evalsha');
 
-      const results = await Promise.all(
-        keys.flatMap((key) => Array.from({ length: 50 }, (_, i) => get(i % 2 ? a : b, key))),
-      );
+        const results = await Promise.all(
+          keys.flatMap((key) => Array.from({ length: 50 }, (_, i) => get(i % 2 ? a : b, key))),
+        );
 
-      expect(results.filter((r) => r.status === 200)).toHaveLength(60);
-      expect(results.filter((r) => r.status === 429 && r.code === 'rate_limit_exceeded')).toHaveLength(90);
-      // Every key the script touches for a key of a customer carries the customer's hash tag: one slot, no CROSSSLOT.
-      expect((await master.commandCalls('evalsha')) - before).toBeGreaterThan(0);
-    });
+        expect(results.filter((r) => r.status === 200)).toHaveLength(60);
+        expect(results.filter((r) => r.status === 429 && r.code === 'rate_limit_exceeded')).toHaveLength(90);
+        // Every key the script touches for a key of a customer carries the customer's hash tag: one slot, no CROSSSLOT.
+        expect((await master.commandCalls('evalsha')) - before).toBeGreaterThan(0);
+        const hours = await a.deps.history.hours(customerId, Date.now() - 3 * 3_600_000, Date.now() + 3_600_000);
+        const sum = (name: 'admitted' | 'limited') => hours.reduce((n, h) => n + h[name], 0);
+        expect([sum('admitted'), sum('limited')]).toEqual([60, 90]);
+      },
+    );
 
     it('share a ban, and an admin unban and a revocation reach the other replica through pub/sub', async () => {
       // The store poll is slower than the test: only pub/sub can tell replica b in time.
