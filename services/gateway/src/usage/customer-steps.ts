@@ -7,7 +7,7 @@ import { addCounts, emptyCounts, HOUR_MS, type HourUsage, hourStart, type UsageC
  * A customer's history in the steps of its own calendar: its hours, its local days (23, 24 or 25
  * hours) or its billing periods, summed from the hours the history keeps. Exact because the
  * history keeps the customer's hours from its local hour (a UTC hour, or in a zone a part-hour off
- * UTC the hour from :30 or :45 past it; usage-history.ts hourStart), and every day and period
+ * UTC the hour from :30 or :15 past it; usage-history.ts hourStart), and every day and period
  * starts on a local hour. onHours() is the check for what does not: a zone whose clocks change by
  * less than an hour (billingProblem refuses it; a record may predate that).
  */

@@ -71,9 +71,14 @@ export class RedisUsageHistory implements UsageHistory {
   /** `count` calls not yet written: `<key id>\n<hour start>` → counts. */
   private buffered = new Map<string, StoredCounts>();
   private flushTimer: NodeJS.Timeout | null = null;
-  private seenDay = -1;
-  private readonly seen = new Set<string>();
-  private unindexed: string[] = [];
+  /**
+   * Per UTC day, the ids this replica has put (or is putting) in the day's index. Two days at a
+   * time: for half an hour after midnight a customer a part-hour off UTC still decides in an hour
+   * of the day before (hourStart), beside everyone else's of the new day.
+   */
+  private readonly seen = new Map<number, Set<string>>();
+  /** Ids noted and not yet written, per day. */
+  private unindexed = new Map<number, string[]>();
   private indexScheduled = false;
 
   constructor(
@@ -124,16 +129,17 @@ export class RedisUsageHistory implements UsageHistory {
   }
 
   private noteActive(keyId: string, day: number): void {
-    if (day !== this.seenDay || this.seen.size >= MAX_SEEN) {
-      // The keys noted so far are the previous day's: indexed under it before the day changes
-      // (decisions on both sides of midnight may be noted in one turn).
-      if (this.unindexed.length > 0) this.writeIndex();
-      this.seenDay = day;
-      this.seen.clear();
+    let seen = this.seen.get(day);
+    if (!seen || seen.size >= MAX_SEEN) {
+      seen = new Set();
+      this.seen.set(day, seen);
+      for (const other of this.seen.keys()) if (other !== day && other !== day - 1) this.seen.delete(other);
     }
-    if (this.seen.has(keyId)) return;
-    this.seen.add(keyId);
-    this.unindexed.push(keyId);
+    if (seen.has(keyId)) return;
+    seen.add(keyId);
+    const ids = this.unindexed.get(day);
+    if (ids) ids.push(keyId);
+    else this.unindexed.set(day, [keyId]);
     if (!this.indexScheduled) {
       this.indexScheduled = true;
       setImmediate(this.writeIndex);
@@ -142,14 +148,15 @@ export class RedisUsageHistory implements UsageHistory {
 
   private readonly writeIndex = (): void => {
     this.indexScheduled = false;
-    const ids = this.unindexed;
-    if (ids.length === 0) return;
-    this.unindexed = [];
-    const customers = ids.filter(isCustomerId);
-    const keys = customers.length === 0 ? ids : ids.filter((id) => !isCustomerId(id));
-    // One transaction per index: under Redis Cluster the two sets are in different slots.
-    if (keys.length > 0) this.addToIndex(this.seenDay, keys, false);
-    if (customers.length > 0) this.addToIndex(this.seenDay, customers, true);
+    const batches = this.unindexed;
+    this.unindexed = new Map();
+    for (const [day, ids] of batches) {
+      const customers = ids.filter(isCustomerId);
+      const keys = customers.length === 0 ? ids : ids.filter((id) => !isCustomerId(id));
+      // One transaction per index: under Redis Cluster the two sets are in different slots.
+      if (keys.length > 0) this.addToIndex(day, keys, false);
+      if (customers.length > 0) this.addToIndex(day, customers, true);
+    }
   };
 
   private addToIndex(day: number, ids: string[], customers: boolean): void {
@@ -165,7 +172,8 @@ export class RedisUsageHistory implements UsageHistory {
       })
       .catch((err: unknown) => {
         // Not in the index yet: the next decision for these ids tries again.
-        if (day === this.seenDay) for (const id of ids) this.seen.delete(id);
+        const seen = this.seen.get(day);
+        if (seen) for (const id of ids) seen.delete(id);
         this.onError(err);
       });
   }

@@ -40,7 +40,7 @@ describe('the steps of a customer’s calendar', () => {
     expect(onHours([day], { anchorDay: 1, timeZone: 'America/Santiago' })).toBe(true);
   });
 
-  it('are local hours from :30 or :45 past the UTC hour in a zone a part-hour off UTC, and its days and periods start on one', () => {
+  it('are local hours from :30 or :15 past the UTC hour in a zone a part-hour off UTC, and its days and periods start on one', () => {
     const india = { anchorDay: 26, timeZone: 'Asia/Kolkata' };
     expect(stepAt('hour', india, at('2026-11-25T18:29:59Z'))).toEqual({
       start: at('2026-11-25T17:30:00Z'),

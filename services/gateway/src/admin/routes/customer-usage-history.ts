@@ -81,7 +81,7 @@ function oldestWholeStep(granularity: CustomerGranularity, billing: Billing, now
 /**
  * A customer's usage over time, summed from its own hours in the history (the limiter writes
  * them with its keys', under the customer's id): by hour (its local hour: a UTC hour, or from :30
- * or :45 past it in a zone a part-hour off UTC), local day or billing period, JSON or CSV for billing.
+ * or :15 past it in a zone a part-hour off UTC), local day or billing period, JSON or CSV for billing.
  */
 export const customerUsageHistoryRoutes: FastifyPluginAsyncTypebox<
   AdminRouteOptions<'history' | 'customerStore' | 'now'>
