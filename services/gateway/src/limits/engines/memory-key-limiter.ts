@@ -69,6 +69,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
     if (this.counters.size < this.maxCounters && now - this.lastSweep < MINUTE_MS) return;
     this.lastSweep = now;
     for (const [key, c] of this.counters) if (c.expiresAt <= now) this.counters.delete(key);
+    for (const [keyId, { endsAt }] of this.banned) if (endsAt <= now) this.banned.delete(keyId);
     // Still too many live keys: forget the oldest, as a bounded cache would, down to 90% so the
     // next new key does not pay for another full sweep.
     const target = Math.floor(this.maxCounters * 0.9);
