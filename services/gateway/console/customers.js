@@ -91,7 +91,7 @@ export function Customers() {
 const COUNT_COLUMNS = ['admitted', 'refused', 'forbidden', 'failed upstream', 'units'];
 const countsOf = (s) => [s.admitted, s.refused, s.forbidden, s.upstreamFailed, s.units];
 
-/** `1234 of 10000 units this period` when the customer has a month window, else null. */
+/** `1234 of 10000 units so far`: the current period's units against its month window, or null without one. */
 function quotaText(periodRow, limits) {
   return periodRow && limits.perMonth ? `${periodRow.units} of ${limits.perMonth} units so far` : null;
 }
