@@ -112,8 +112,9 @@ async function call(key: string): Promise<string> {
   return res.status === 200 ? '200' : `${res.status} ${body.code}`;
 }
 
-async function shoot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+/** The whole page; `fullPage` false: the screen as seen, as a modal dialog is (its backdrop covers only that). */
+async function shoot(page: Page, name: string, fullPage = true): Promise<void> {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage });
 }
 
 interface Bar {
@@ -124,12 +125,12 @@ interface Bar {
 
 /**
  * The bars of the chart's canvas, by colour: the admitted series' green and the refused series'
- * red, each as the box its pixels fill (one busy hour: one bar each).
+ * red, each as the box its pixels fill (one busy hour: one bar each), on the page's `chart`-th chart.
  */
-async function bars(page: Page): Promise<{ green: Bar; red: Bar }> {
+async function bars(page: Page, chart = 0): Promise<{ green: Bar; red: Bar }> {
   // A string, evaluated in the page: this project's TypeScript has no DOM types.
   return page.evaluate(`(() => {
-    const canvas = document.querySelector('.chart-canvas canvas');
+    const canvas = document.querySelectorAll('.chart-canvas canvas')[${chart}];
     const none = { width: 0, height: 0 };
     if (!canvas) return { green: none, red: none };
     const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
@@ -329,8 +330,24 @@ describe('the console (/console on the admin listener)', () => {
     ).toHaveLength(60);
     expect(answers.at(-1), answers.slice(55).join()).toBe('429 api_key_banned');
 
+    // The overview counts every ban in force, as the limiter's index holds them, and lists this one.
+    const bans = (await (await adminCall('GET', '/admin/bans')).json()) as {
+      count: number;
+      items: Array<{ id: string }>;
+    };
+    expect(bans.items.map((b) => b.id)).toContain(id);
     const { context, page } = await signedIn();
-    await page.goto(`${consoleUrl}#/keys/${id}`);
+    await expect.poll(() => page.getByTestId('banned-now').textContent()).toBe(String(bans.count));
+    const bannedRow = page.getByTestId('banned-keys').locator('tr', { hasText: id });
+    expect(await bannedRow.locator('td').allTextContents()).toEqual([
+      id,
+      expect.any(String),
+      '—',
+      expect.stringMatching(/Z$/),
+    ]);
+    await shoot(page, 'overview-banned-1280');
+    expect(await axeViolations(page)).toEqual([]);
+    await bannedRow.getByRole('link', { name: id }).click();
     await expect.poll(() => page.getByTestId('key-status').textContent()).toBe('banned');
 
     // Lift ban by keyboard: Enter opens the dialog, Escape leaves it without lifting anything.
@@ -352,6 +369,12 @@ describe('the console (/console on the admin listener)', () => {
     expect(await page.evaluate('document.activeElement.textContent')).toBe('Lift ban');
     await page.keyboard.press('Enter');
     await expect.poll(() => page.getByTestId('key-status').textContent()).toBe('active');
+    const after = (await (await adminCall('GET', '/admin/bans')).json()) as {
+      count: number;
+      items: Array<{ id: string }>;
+    };
+    expect(after.count).toBe(bans.count - 1);
+    expect(after.items.map((b) => b.id)).not.toContain(id);
     // Served again: the minute window is still spent, so the refusal is the limit's, not the ban's.
     expect(await call(key)).toBe('429 rate_limit_exceeded');
 
@@ -655,25 +678,49 @@ describe('the console (/console on the admin listener)', () => {
       .toEqual(['minute', '50', '5', '45', expect.stringMatching(/Z$/)]);
     const keyRows = page.getByTestId('customer-keys').locator('tbody tr');
     await expect.poll(() => keyRows.count()).toBe(2);
-    // Today, in Paris, and the billing period so far: 5 admitted, 5 units.
-    const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Paris' }).format(new Date());
+    // The billing period so far: 5 admitted, 5 units; by day, today in Paris is its one busy day.
     await expect
-      .poll(() => page.getByTestId('customer-days').locator('tbody tr').last().locator('td').allTextContents())
-      .toEqual([today, '5', '0', '0', '0', '5']);
-    expect(
-      (await page.getByTestId('customer-periods').locator('tbody tr').last().locator('td').allTextContents()).slice(1),
-    ).toEqual(['5', '0', '0', '0', '5']);
+      .poll(async () =>
+        (await page.getByTestId('customer-periods').locator('tbody tr').last().locator('td').allTextContents()).slice(
+          1,
+        ),
+      )
+      .toEqual(['5', '0', '0', '0', '5']);
     expect(await page.getByTestId('customer-periods').locator('tbody tr td').first().textContent()).toBe(
       period.replace(' (Europe/Paris)', ''),
     );
-    await page.getByText('The figures').click();
+    // Two charts, by hour over 7 days and by day over the billing period, each with its figures.
+    const charts = page.locator('figure.chart');
+    await expect.poll(() => charts.count()).toBe(2);
+    expect(await charts.nth(1).locator('figcaption').textContent()).toBe(
+      `This billing period by day, ${period.replace(' (Europe/Paris)', '')} (Europe/Paris)`,
+    );
+    // Today's admitted bar on the day chart, and no refused one.
+    await expect.poll(async () => (await bars(page, 1)).green.height).toBeGreaterThan(0);
+    expect((await bars(page, 1)).red).toEqual({ width: 0, height: 0 });
+    await charts.nth(0).getByText('The figures').click();
     await expect
       .poll(() => page.getByTestId('chart-table').locator('tbody tr').last().locator('td').allTextContents())
       .toEqual([expect.stringMatching(/h$/), '5', '0', '0']);
+    const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Paris' }).format(new Date());
+    await charts.nth(1).getByText('The figures (1 day with requests)').click();
+    expect(await page.getByTestId('customer-days').locator('th').allTextContents()).toEqual([
+      'day (Europe/Paris)',
+      'admitted',
+      'refused',
+      'failed upstream',
+    ]);
+    expect(await page.getByTestId('customer-days').locator('tbody tr td').allTextContents()).toEqual([
+      today,
+      '5',
+      '0',
+      '0',
+    ]);
     await shoot(page, 'customer-1280');
     expect(await axeViolations(page)).toEqual([]);
     await page.setViewportSize({ width: 390, height: 844 });
-    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    // Its two charts are drawn anew at the new width on the resize event.
+    await expect.poll(() => page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     expect(await widestCell(page)).toBeLessThanOrEqual(390);
     await shoot(page, 'customer-390');
     expect(await axeViolations(page)).toEqual([]);
@@ -702,7 +749,7 @@ describe('the console (/console on the admin listener)', () => {
     await page.getByRole('heading', { name: 'Globex' }).waitFor();
 
     // A zone whose clocks change by half an hour is the admin API's refusal, shown in the dialog.
-    await page.getByRole('button', { name: 'Change plan or billing' }).click();
+    await page.getByRole('button', { name: 'Change plan, limits or billing' }).click();
     const dialog = page.getByRole('dialog');
     await dialog.getByLabel('Plan (its keys follow)').selectOption('pro');
     await dialog.getByLabel('Billing month starts on day').fill('10');
@@ -735,6 +782,105 @@ describe('the console (/console on the admin listener)', () => {
     await context.close();
   });
 
+  it("sets a customer's own limits, shows the admin API's refusal as it words it, and goes back to the plan's", {
+    timeout: 60_000,
+  }, async () => {
+    const made = await adminCall('POST', '/admin/customers', { name: 'Initech', plan: 'pro' });
+    const customerId = ((await made.json()) as { id: string }).id;
+    const { key } = (await (await adminCall('POST', '/admin/keys', { customerId, name: 'initech app' })).json()) as {
+      key: string;
+    };
+    const { context, page } = await signedIn();
+    await page.goto(`${consoleUrl}#/customers/${customerId}`);
+    await page.getByRole('heading', { name: 'Initech' }).waitFor();
+    expect(await page.getByTestId('customer-own-limits').textContent()).toBe('none: the plan’s');
+    const minuteRow = page.getByTestId('customer-windows').locator('tr', { hasText: 'minute' }).locator('td');
+    // The shared windows are read every 2 s.
+    const live = { timeout: 10_000 };
+    await expect.poll(async () => (await minuteRow.allTextContents()).slice(0, 2), live).toEqual(['minute', '300']);
+
+    // A minute window wider than the day's: the admin API's own words, in the dialog, nothing saved.
+    await page.getByRole('button', { name: 'Change plan, limits or billing' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.getByText('Its own now:').textContent()).toBe('Its own now: none, the plan’s.');
+    await dialog.getByLabel('Per minute').fill('50');
+    await dialog.getByLabel('Per day').fill('40');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    const refusal = await adminCall('PATCH', `/admin/customers/${customerId}`, {
+      limits: { perMinute: 50, perDay: 40 },
+    });
+    expect(refusal.status).toBe(400);
+    const said = (await refusal.json()) as { code: string; message: string };
+    await expect.poll(() => dialog.getByRole('alert').textContent()).toBe(`${said.message} (${said.code})`);
+    await shoot(page, 'customer-limits-1280', false);
+    expect(await axeViolations(page)).toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    // The charts behind the dialog are drawn anew at the new width on the resize event.
+    await expect.poll(() => page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await shoot(page, 'customer-limits-390', false);
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // A minute window of 2, shared: its keys get 2 requests a minute together, at once.
+    await dialog.getByLabel('Per minute').fill('2');
+    await dialog.getByLabel('Per day').fill('');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('customer-own-limits').textContent()).toBe("2/min over the plan's");
+    expect(await page.getByTestId('customer-limits').textContent()).toBe('2/min, 10000/day, shared by its keys');
+    expect(await call(key)).toBe('200');
+    expect(await call(key)).toBe('200');
+    expect(await call(key)).toBe('429 rate_limit_exceeded');
+    await expect
+      .poll(async () => (await minuteRow.allTextContents()).slice(0, 4), live)
+      .toEqual(['minute', '2', '2', '0']);
+
+    // Back to the plan's: the own limits go, and the plan's 300 a minute is in force again.
+    await page.getByRole('button', { name: 'Change plan, limits or billing' }).click();
+    expect(await dialog.getByText('Its own now:').textContent()).toBe('Its own now: 2/min.');
+    await dialog.getByLabel("Use the plan's limits").check();
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('customer-own-limits').textContent()).toBe('none: the plan’s');
+    expect(await page.getByTestId('customer-limits').textContent()).toBe('300/min, 10000/day, shared by its keys');
+    const stored = (await (await adminCall('GET', `/admin/customers/${customerId}`)).json()) as { ownLimits?: unknown };
+    expect(stored.ownLimits).toBeUndefined();
+    expect(await call(key)).toBe('200');
+    await context.close();
+  });
+
+  it('counts the active customers on the overview and lists the busiest, each linking to its page', {
+    timeout: 60_000,
+  }, async () => {
+    const made = await adminCall('POST', '/admin/customers', { name: 'Umbrella', plan: 'business' });
+    const customerId = ((await made.json()) as { id: string }).id;
+    const { key } = (await (await adminCall('POST', '/admin/keys', { customerId, name: 'umbrella app' })).json()) as {
+      key: string;
+    };
+    // More requests than any other customer of this file makes, so it heads the list.
+    for (let i = 0; i < 40; i++) expect(await call(key)).toBe('200');
+    const top = (await (await adminCall('GET', '/admin/usage?window=24h&limit=10')).json()) as {
+      totals: { customers: number };
+      customers: Array<{ id: string }>;
+    };
+    expect(top.customers[0]?.id).toBe(customerId);
+
+    const { context, page } = await signedIn();
+    await expect.poll(() => page.getByTestId('active-customers').textContent()).toBe(String(top.totals.customers));
+    const rows = page.getByTestId('top-customers').locator('tbody tr');
+    await expect.poll(() => rows.count()).toBe(top.customers.length);
+    expect(await rows.first().locator('td').allTextContents()).toEqual([customerId, 'Umbrella', 'business', '40', '0']);
+    await shoot(page, 'overview-customers-1280');
+    expect(await axeViolations(page)).toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    // The chart is drawn anew at the new width on the resize event.
+    await expect.poll(() => page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    expect(await widestCell(page)).toBeLessThanOrEqual(390);
+    await shoot(page, 'overview-customers-390');
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.getByTestId('top-customers').getByRole('link', { name: customerId }).click();
+    await page.getByRole('heading', { name: 'Umbrella' }).waitFor();
+    expect(await page.getByTestId('customer-id').textContent()).toBe(customerId);
+    await context.close();
+  });
+
   it('shows the keys a page at a time, and the next page with More', { timeout: 60_000 }, async () => {
     // More than one page (100) of keys, however many the other tests made.
     for (let i = 0; i < 101; i++)
@@ -743,8 +889,13 @@ describe('the console (/console on the admin listener)', () => {
     await page.goto(`${consoleUrl}#/keys`);
     const rows = page.getByTestId('keys-table').locator('tbody tr');
     await expect.poll(() => rows.count()).toBe(100);
-    // Newest first: the last key made heads the first page.
-    expect(await rows.first().textContent()).toContain('pager 100');
+    // Newest first, as the admin API orders them: keys made in the same millisecond tie, and the
+    // API breaks the tie by id, so the head is asked of it rather than assumed to be the last.
+    const head = (
+      (await (await adminCall('GET', '/admin/keys?limit=1')).json()) as { items: Array<{ id: string; name: string }> }
+    ).items[0];
+    expect(head?.name).toMatch(/^pager (99|100)$/);
+    expect(await rows.first().textContent()).toContain(head?.id ?? 'no key at the head');
     expect(await page.getByText(/^100 of 100 loaded keys$/).count()).toBe(1);
     await page.getByRole('button', { name: 'More' }).click();
     await expect.poll(() => rows.count()).toBeGreaterThan(100);

@@ -59,6 +59,7 @@ const ROUTES: Row[] = [
   ],
   ['a customer’s live usage', 'GET', (f) => `/admin/customers/${f.customerId}/usage`, undefined, 503],
   ['lift a ban', 'DELETE', (f) => `/admin/keys/${f.keyId}/ban`, undefined, 503],
+  ['bans in force', 'GET', () => '/admin/bans', undefined, 503],
   ['list webhooks', 'GET', () => '/admin/webhooks', undefined, 503],
   [
     'create a webhook',

@@ -185,6 +185,10 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       for (let i = 0; i < 2; i++) expect((await get(a, key)).code).toBe('rate_limit_exceeded');
       expect((await get(a, key)).code).toBe('api_key_banned');
       expect((await get(b, key)).code).toBe('api_key_banned');
+      // Either replica counts it among the bans in force: the index is one key of its own slot.
+      const bans = async () =>
+        (await b.admin.inject({ method: 'GET', url: '/admin/bans', headers: bearer(ADMIN_TOKEN) })).json();
+      expect(await bans()).toMatchObject({ count: 1, items: [{ id }] });
 
       const lift = await a.admin.inject({
         method: 'DELETE',
@@ -193,6 +197,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       });
       expect(lift.statusCode).toBe(204);
       await vi.waitFor(async () => expect((await get(b, key)).code).toBe('rate_limit_exceeded'), { timeout: 5_000 });
+      expect(await bans()).toEqual({ count: 0, items: [] });
 
       const revoke = await a.admin.inject({ method: 'DELETE', url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) });
       expect(revoke.statusCode).toBe(204);

@@ -5,9 +5,9 @@
 
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { HourlyChart } from './charts.js';
+import { UsageChart } from './charts.js';
 import { CustomerPage, Customers } from './customers.js';
-import { minutesIntoHour, refusedPercent, requestsOf, statusOf } from './figures.js';
+import { minutesIntoHour, refusedPercent, requestsOf } from './figures.js';
 import { KeyPage, Keys } from './keys.js';
 import { api, DataTable, ErrorNote, html, TOKEN, usePolled, when } from './ui.js';
 import { WebhookPage, Webhooks } from './webhooks.js';
@@ -50,27 +50,27 @@ function SignIn({ onSignedIn }) {
   </main>`;
 }
 
+/** Bans the overview lists by name, those ending first; the card counts them all. */
+const BANS_LISTED = 20;
+
 function Overview() {
   const [top, error] = usePolled(
     () => /** @type {Promise<import('./types.js').Top>} */ (api('GET', '/admin/usage?window=24h&limit=10')),
     15_000,
     [],
   );
-  // Bans are looked for among the newest live keys (one page): the list is paged, and a ban is
-  // short-lived, so an older key's shows on its own page.
-  const [livePage] = usePolled(
-    () => /** @type {Promise<import('./types.js').KeyPage>} */ (api('GET', '/admin/keys?revoked=false&limit=500')),
+  // Every ban in force, counted by the limiter's own index of them: whole however many keys there are.
+  const [bans, bansError] = usePolled(
+    () => /** @type {Promise<import('./types.js').BanList>} */ (api('GET', `/admin/bans?limit=${BANS_LISTED}`)),
     15_000,
     [],
   );
-  const keys = livePage?.items ?? null;
   // Requests per minute by plan: the last hour's counts, moving as the polls go.
   const [hourly] = usePolled(
     () => /** @type {Promise<import('./types.js').Top>} */ (api('GET', '/admin/usage?window=1h&limit=1')),
     10_000,
     [],
   );
-  const banned = (keys ?? []).filter((k) => statusOf(k) === 'banned');
   const minutes = minutesIntoHour(Date.now());
   const totals = top?.totals;
   const requests = requestsOf(totals);
@@ -93,22 +93,40 @@ function Overview() {
       <div class="card"><span class="label">Refused, 24 h</span><span class="value">${totals?.refused ?? '…'}</span>
         ${refused !== null ? html`<span class="detail">${refused} % of requests</span>` : null}
       </div>
-      <div class="card"><span class="label">${livePage?.next ? 'Banned now, newest 500 live keys' : 'Banned now'}</span><span class="value" data-testid="banned-now">${keys ? banned.length : '…'}</span></div>
-      <div class="card"><span class="label">Active keys, 24 h</span><span class="value">${totals?.keys ?? '…'}</span></div>
+      <div class="card"><span class="label">Banned now</span><span class="value" data-testid="banned-now">${bans?.count ?? '…'}</span></div>
+      <div class="card"><span class="label">Active keys, 24 h</span><span class="value" data-testid="active-keys">${totals?.keys ?? '…'}</span></div>
+      <div class="card"><span class="label">Active customers, 24 h</span><span class="value" data-testid="active-customers">${totals?.customers ?? '…'}</span>
+      </div>
     </div>
+    <${ErrorNote} error=${bansError} />
+    ${
+      bans && bans.count > 0
+        ? html`<h2>Banned now</h2>
+            <${DataTable} label="Banned now" testid="banned-keys" columns=${['key', 'name', 'customer', 'banned until']}
+              rows=${bans.items.map((b) => [
+                html`<a href=${`#/keys/${b.id}`}>${b.id}</a>`,
+                b.name,
+                b.customerId ? html`<a href=${`#/customers/${b.customerId}`}>${b.customerId}</a>` : '—',
+                when(b.bannedUntil),
+              ])} />
+            ${bans.count > bans.items.length ? html`<p class="count">and ${bans.count - bans.items.length} more, ending later</p>` : null}`
+        : null
+    }
     <h2>Requests per minute by plan (this hour)</h2>
     <${DataTable} label="Requests per minute by plan" testid="plans-per-minute"
       columns=${['plan', 'admitted per minute', 'refused per minute', 'keys']}
       rows=${(hourly?.plans ?? []).map((p) => [p.plan, (p.admitted / minutes).toFixed(1), (p.refused / minutes).toFixed(1), p.keys])} />
-    ${top ? html`<${HourlyChart} title="All keys, per hour, last 24 h" rows=${top.hours} />` : null}
+    ${top ? html`<${UsageChart} title="All keys, per hour, last 24 h" rows=${top.hours} />` : null}
+    <h2>Top customers, 24 h</h2>
+    ${
+      top && top.customers.length === 0
+        ? html`<p class="count">No customer's keys had requests in the last 24 h.</p>`
+        : html`<${DataTable} label="Top customers" testid="top-customers" columns=${['customer', 'name', 'plan', 'admitted', 'refused']}
+            rows=${(top?.customers ?? []).map((c) => [html`<a href=${`#/customers/${c.id}`}>${c.id}</a>`, c.name, c.plan, c.admitted, c.refused])} />`
+    }
     <h2>Top keys, 24 h</h2>
     <${DataTable} label="Top keys" testid="top-keys" columns=${['key', 'name', 'plan', 'admitted', 'refused']}
       rows=${(top?.keys ?? []).map((k) => [html`<a href=${`#/keys/${k.id}`}>${k.id}</a>`, k.name, k.plan, k.admitted, k.refused])} />
-    ${
-      banned.length > 0
-        ? html`<h2>Banned now</h2><ul>${banned.map((k) => html`<li><a href=${`#/keys/${k.id}`}>${k.id}</a> ${k.name} until ${when(k.bannedUntil)}</li>`)}</ul>`
-        : null
-    }
   </section>`;
 }
 /** Each list page's item page, by the route's first part. */

@@ -1,14 +1,15 @@
 // @ts-check
-// Charts of the console: requests per hour as bars, one per series side by side in each hour,
+// Charts of the console: requests per hour (or per day of a customer's calendar) as bars, one per series side by side in each hour,
 // drawn by uPlot on a canvas, with the same figures in a table for screen readers and for anyone
 // who wants the numbers.
 
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
-import { barStarts, barWidth } from './figures.js';
+import { barStarts, barWidth, localDate } from './figures.js';
 import { DataTable, html } from './ui.js';
 
 const HOUR_S = 3600;
+const DAY_S = 24 * HOUR_S;
 const HEIGHT = 220;
 /** The narrowest a bar is drawn, in CSS pixels: one busy hour among 168 is still seen. */
 const MIN_BAR_PX = 5;
@@ -34,8 +35,8 @@ function widthOf(el) {
  * @param {uPlot} u
  * @param {number} count
  */
-function barsOf(u, count) {
-  return barWidth(u.valToPos(HOUR_S, 'x') - u.valToPos(0, 'x'), count, MIN_BAR_PX);
+function barsOf(u, count, stepSeconds) {
+  return barWidth(u.valToPos(stepSeconds, 'x') - u.valToPos(0, 'x'), count, MIN_BAR_PX, stepSeconds);
 }
 
 /**
@@ -48,7 +49,7 @@ const xs = (u) => /** @type {number[]} */ (u.data[0]);
  * Bars for the `index`-th of `count` series: side by side, centred on their hour's tick, so a
  * third series is one more bar beside the others.
  */
-function barsFor(index, count) {
+function barsFor(index, count, stepSeconds) {
   // Defined in every build of uPlot; its types leave it optional.
   const bars = /** @type {NonNullable<typeof uPlot.paths.bars>} */ (uPlot.paths.bars);
   return bars({
@@ -57,32 +58,54 @@ function barsFor(index, count) {
       x0: {
         unit: 1,
         values: (u) => {
-          return barStarts(xs(u), index, count, barsOf(u, count).seconds);
+          return barStarts(xs(u), index, count, barsOf(u, count, stepSeconds).seconds);
         },
       },
-      size: { unit: 1, values: (u) => xs(u).map(() => barsOf(u, count).seconds) },
+      size: { unit: 1, values: (u) => xs(u).map(() => barsOf(u, count, stepSeconds).seconds) },
     },
   });
 }
 
 /**
- * How far the x scale reaches beyond the first and the last hour: half an hour, or more when the
- * bars of an hour, at their narrowest, are wider than that, so the edge never clips them.
+ * How far the x scale reaches beyond the first and the last step: half a step, or more when the
+ * bars of a step, at their narrowest, are wider than that, so the edge never clips them.
  */
-function edgePadding(u, min, max, count) {
+function edgePadding(u, min, max, count, stepSeconds) {
   const plotPx = u.bbox.width > 0 ? u.bbox.width / uPlot.pxRatio : u.width;
-  const hourPx = plotPx / ((max - min) / HOUR_S + 1);
-  const barPx = Math.max(MIN_BAR_PX, (0.8 * hourPx) / count);
-  return Math.max(HOUR_S / 2, ((count * barPx) / 2 + 1) * (HOUR_S / hourPx));
+  const stepPx = plotPx / ((max - min) / stepSeconds + 1);
+  const barPx = Math.max(MIN_BAR_PX, (0.8 * stepPx) / count);
+  return Math.max(stepSeconds / 2, ((count * barPx) / 2 + 1) * (stepSeconds / stepPx));
 }
 
 /** Counts are whole: ticks at 1, 2, 5, 10, 20, 50, … */
 const WHOLE_INCREMENTS = Array.from({ length: 10 }, (_, power) => [1, 2, 5].map((m) => m * 10 ** power)).flat();
 
 /**
- * @param {{ title: string, rows: Array<{ start: string } & Record<string, number>>, series?: typeof HOURLY_SERIES }} props
+ * The steps a chart may count in: an hour, shown in UTC as every time in this console, or a day of
+ * a customer's calendar (23 to 25 hours; its bars are drawn a nominal day wide), shown in its zone.
  */
-export function HourlyChart({ title, rows, series = HOURLY_SERIES }) {
+const STEPS = {
+  hour: { seconds: HOUR_S, column: () => 'hour (UTC)', text: (iso) => `${iso.slice(0, 13).replace('T', ' ')}h` },
+  day: { seconds: DAY_S, column: (zone) => `day (${zone})`, text: (iso, zone) => localDate(iso, zone) },
+};
+
+/**
+ * Requests per step as bars. `rows` are the history's steps; `span` ([start, end), ISO), when
+ * given, is the whole range the x axis shows even where no step is yet (the rest of a billing
+ * period); `timeZone` is the zone a day chart's axis and figures are in.
+ * @param {{ title: string, rows: Array<{ start: string } & Record<string, number>>, series?: typeof HOURLY_SERIES,
+ *   step?: 'hour' | 'day', timeZone?: string, span?: [string, string], testid?: string }} props
+ */
+export function UsageChart({
+  title,
+  rows,
+  series = HOURLY_SERIES,
+  step = 'hour',
+  timeZone = 'UTC',
+  span,
+  testid = 'chart-table',
+}) {
+  const unit = STEPS[step];
   const box = useRef(null);
   useEffect(() => {
     if (!box.current) return undefined;
@@ -93,13 +116,18 @@ export function HourlyChart({ title, rows, series = HOURLY_SERIES }) {
       {
         width: widthOf(box.current),
         height: HEIGHT,
+        // The axis in the chart's zone: a customer's days start at its local midnight.
+        ...(step === 'day' ? { tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), timeZone) } : {}),
         scales: {
           // Room either side, so the first and the current hour's bars are whole.
           x: {
             time: true,
             range: (u, min, max) => {
-              const pad = edgePadding(u, min, max, series.length);
-              return [min - pad, max + pad];
+              const [from, to] = span
+                ? [Date.parse(span[0]) / 1000, Date.parse(span[1]) / 1000 - unit.seconds]
+                : [min, max];
+              const pad = edgePadding(u, Math.min(from, min), Math.max(to, max), series.length, unit.seconds);
+              return [Math.min(from, min) - pad, Math.max(to, max) + pad];
             },
           },
           // From zero: a bar's height is its count, so 19 refused looks a third of 60 admitted.
@@ -114,7 +142,7 @@ export function HourlyChart({ title, rows, series = HOURLY_SERIES }) {
             fill: s.fill,
             // Fill only: an outline would eat into a narrow bar.
             width: 0,
-            paths: barsFor(i, series.length),
+            paths: barsFor(i, series.length, unit.seconds),
             points: { show: false },
           })),
         ],
@@ -129,15 +157,15 @@ export function HourlyChart({ title, rows, series = HOURLY_SERIES }) {
       window.removeEventListener('resize', resize);
       plot.destroy();
     };
-  }, [rows, series]);
+  }, [rows, series, step, timeZone, span?.[0], span?.[1]]);
   const busy = rows.filter((r) => series.some((s) => r[s.field] > 0));
   return html`<figure class="chart">
     <figcaption>${title}</figcaption>
     <div ref=${box} class="chart-canvas" aria-hidden="true"></div>
     <details>
-      <summary>The figures (${busy.length} ${busy.length === 1 ? 'hour' : 'hours'} with requests)</summary>
-      <${DataTable} label=${`${title}: figures`} testid="chart-table" columns=${['hour (UTC)', ...series.map((s) => s.label)]}
-        rows=${busy.map((r) => [`${r.start.slice(0, 13).replace('T', ' ')}h`, ...series.map((s) => r[s.field])])} />
+      <summary>The figures (${busy.length} ${busy.length === 1 ? step : `${step}s`} with requests)</summary>
+      <${DataTable} label=${`${title}: figures`} testid=${testid} columns=${[unit.column(timeZone), ...series.map((s) => s.label)]}
+        rows=${busy.map((r) => [unit.text(r.start, timeZone), ...series.map((s) => r[s.field])])} />
     </details>
   </figure>`;
 }

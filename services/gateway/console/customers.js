@@ -4,9 +4,10 @@
 // period, and its actions (change its name, plan, billing or external id; delete it).
 
 import { useState } from 'preact/hooks';
-import { HourlyChart } from './charts.js';
-import { limitsText, localDate, periodText, statusOf } from './figures.js';
+import { UsageChart } from './charts.js';
+import { limitsText, periodText, statusOf } from './figures.js';
 import { MAX_ANCHOR_DAY, WINDOWS } from './key-rules.js';
+import { LimitFields, limitsOf } from './limit-fields.js';
 import { api, Confirm, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
 
 const HOUR = 3_600_000;
@@ -89,14 +90,21 @@ export function Customers() {
 /** The counts a day or period row shows, in the order of its table's columns after the first. */
 const COUNT_COLUMNS = ['admitted', 'refused', 'forbidden', 'failed upstream', 'units'];
 const countsOf = (s) => [s.admitted, s.refused, s.forbidden, s.upstreamFailed, s.units];
-const busy = (s) => s.admitted + s.refused + s.forbidden + s.upstreamFailed > 0;
+
+/** `1234 of 10000 units so far`: the current period's units against its month window, or null without one. */
+function quotaText(periodRow, limits) {
+  return periodRow && limits.perMonth ? `${periodRow.units} of ${limits.perMonth} units so far` : null;
+}
 
 /**
  * The customer's usage in its own calendar: by hour over the last 7 days (the key page's chart),
- * by local day over the last 30 (the days with requests), and by billing period, the current one
- * so far and the one before when the history still keeps it whole.
+ * by local day over its current billing period (the whole period on the axis, the days to come
+ * empty), and by billing period, the current one so far and the one before when the history
+ * still keeps it whole.
+ * @param {{ path: string, customer: import('./types.js').CustomerView }} props
  */
-function CustomerHistory({ path, timeZone }) {
+function CustomerHistory({ path, customer }) {
+  const { timeZone } = customer.billing;
   const [hours] = usePolled(
     () => {
       const now = Date.now();
@@ -111,10 +119,11 @@ function CustomerHistory({ path, timeZone }) {
   const [days, daysError] = usePolled(
     () =>
       /** @type {Promise<import('./types.js').CustomerHistory>} */ (
-        api('GET', `${path}/usage/history?granularity=day`)
+        api('GET', `${path}/usage/history?granularity=day&period=current`)
       ),
     30_000,
-    [path],
+    // New billing settings start a new period: its days are asked for again.
+    [path, customer.currentPeriod.start],
   );
   const [periods, periodsError] = usePolled(
     async () => {
@@ -130,16 +139,21 @@ function CustomerHistory({ path, timeZone }) {
       return [...(previous?.series ?? []), ...current.series];
     },
     30_000,
-    [path],
+    [path, customer.currentPeriod.start],
   );
-  const busyDays = (days?.series ?? []).filter(busy);
-  return html`${hours ? html`<${HourlyChart} title="All its keys, admitted and refused per hour, last 7 days" rows=${hours.series} />` : null}
-    <h2>By day (${timeZone})</h2>
+  const { start, end } = customer.currentPeriod;
+  const quota = quotaText(periods?.at(-1), customer.limits);
+  return html`<h2>Usage</h2>
+    ${hours ? html`<${UsageChart} title="All its keys, admitted and refused per hour, last 7 days" rows=${hours.series} />` : null}
     <${ErrorNote} error=${daysError} />
-    <p class="count">${days ? `${busyDays.length} of the last ${days.series.length} days had requests` : 'Loading…'}</p>
-    <${DataTable} label="Usage by day" testid="customer-days" columns=${['day', ...COUNT_COLUMNS]}
-      rows=${busyDays.map((s) => [localDate(s.start, timeZone), ...countsOf(s)])} />
-    <h2>By billing period</h2>
+    ${
+      days
+        ? html`<${UsageChart} step="day" timeZone=${timeZone} span=${[start, end]} testid="customer-days"
+            title=${`This billing period by day, ${periodText(start, end, timeZone)} (${timeZone})${quota ? `: ${quota}` : ''}`}
+            rows=${days.series} />`
+        : null
+    }
+    <h3>By billing period</h3>
     <${ErrorNote} error=${periodsError} />
     <${DataTable} label="Usage by billing period" testid="customer-periods" columns=${['period', ...COUNT_COLUMNS]}
       rows=${(periods ?? []).map((s) => [periodText(s.start, s.end, timeZone), ...countsOf(s)])} />`;
@@ -147,7 +161,8 @@ function CustomerHistory({ path, timeZone }) {
 
 /**
  * The fields of the change dialog that differ from the customer's: a PATCH names only what
- * changes, so its audit line does too; an emptied external id is removed (null).
+ * changes, so its audit line does too; an emptied external id is removed (null), and so are its
+ * own limits when the operator asks for the plan's.
  * @param {import('./types.js').CustomerView} customer
  * @param {FormData} form
  */
@@ -161,6 +176,10 @@ function changesOf(customer, form) {
     body.billing = billing;
   const externalId = String(form.get('externalId') ?? '').trim();
   if (externalId !== (customer.externalId ?? '')) body.externalId = externalId || null;
+  // Typed limits replace its own, as a key's do; the box drops them for the plan's alone.
+  const limits = limitsOf(form);
+  if (limits) body.limits = limits;
+  else if (form.get('planLimits') && customer.ownLimits) body.limits = null;
   return body;
 }
 
@@ -171,7 +190,7 @@ function CustomerActions({ customer, plans, onChanged }) {
   // The fields start from defaultValue, not value: the page re-renders with each poll of the live
   // windows, and a value would put back the customer's over what the operator was typing.
   return html`<div class="actions" role="group" aria-label="Customer actions">
-      <button type="button" onClick=${() => setDialog('change')}>Change plan or billing</button>
+      <button type="button" onClick=${() => setDialog('change')}>Change plan, limits or billing</button>
       <button type="button" class="danger" onClick=${() => setDialog('delete')}>Delete</button>
     </div>
     <${Confirm} open=${dialog === 'change'} title=${`Change ${customer.name}`} confirmLabel="Save" onClose=${close}
@@ -185,6 +204,9 @@ function CustomerActions({ customer, plans, onChanged }) {
       <input id="customer-edit-name" name="name" maxlength="100" required defaultValue=${customer.name} />
       <label for="customer-edit-plan">Plan (its keys follow)</label>
       <select id="customer-edit-plan" name="plan">${plans.map((p) => html`<option value=${p.name} selected=${p.name === customer.plan}>${p.name}</option>`)}</select>
+      <${LimitFields} prefix="customer-edit" legend="Own limits, shared by its keys (empty: unchanged)" current=${customer.ownLimits ?? null}>
+        <label class="inline"><input type="checkbox" name="planLimits" /> Use the plan's limits</label>
+      <//>
       <label for="customer-edit-anchor">Billing month starts on day</label>
       <input id="customer-edit-anchor" name="anchorDay" type="number" min="1" max=${MAX_ANCHOR_DAY} step="1" required defaultValue=${customer.billing.anchorDay} />
       <label for="customer-edit-zone">Time zone (IANA)</label>
@@ -240,6 +262,7 @@ export function CustomerPage({ id }) {
       <dt>id</dt><dd data-testid="customer-id">${customer.id}</dd>
       <dt>plan</dt><dd data-testid="customer-plan">${customer.plan}</dd>
       <dt>limits</dt><dd data-testid="customer-limits">${limitsText(customer.limits, WINDOWS)}, shared by its keys</dd>
+      <dt>own limits</dt><dd data-testid="customer-own-limits">${customer.ownLimits ? `${limitsText(customer.ownLimits, WINDOWS)} over the plan's` : 'none: the plan\u2019s'}</dd>
       <dt>billing</dt><dd data-testid="customer-billing">from ${billingText(customer.billing)}</dd>
       <dt>this period</dt><dd data-testid="customer-period">${periodText(customer.currentPeriod.start, customer.currentPeriod.end, customer.billing.timeZone)} (${customer.billing.timeZone})</dd>
       <dt>external id</dt><dd data-testid="customer-external-id">${customer.externalId ?? '—'}</dd>
@@ -267,6 +290,6 @@ export function CustomerPage({ id }) {
         html`<span class=${`status ${statusOf(k, now)}`}>${statusOf(k, now)}</span>`,
         when(k.expiresAt),
       ])} />
-    <${CustomerHistory} path=${path} timeZone=${customer.billing.timeZone} />
+    <${CustomerHistory} path=${path} customer=${customer} />
   </section>`;
 }

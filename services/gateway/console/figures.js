@@ -89,15 +89,16 @@ export function minutesIntoHour(now) {
 
 /**
  * How wide each of `count` bars of an hour is, in CSS pixels and in seconds, for an hour
- * `hourPx` wide: together 80 % of the hour, each at least `minPx`, so a week of hours on a phone
- * still shows every bar.
+ * `hourPx` wide (or of a step `stepSeconds` long, a day say): together 80 % of it, each at least
+ * `minPx`, so a week of hours on a phone still shows every bar.
  * @param {number} hourPx
  * @param {number} count
  * @param {number} minPx
+ * @param {number} [stepSeconds]
  */
-export function barWidth(hourPx, count, minPx) {
+export function barWidth(hourPx, count, minPx, stepSeconds = 3600) {
   const px = Math.max(minPx, (0.8 * hourPx) / count);
-  return { px, seconds: (px * 3600) / hourPx };
+  return { px, seconds: (px * stepSeconds) / hourPx };
 }
 
 /**

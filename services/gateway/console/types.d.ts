@@ -10,6 +10,7 @@ import type {
   CustomerViewSchema,
 } from '@animal-store/gateway/admin/customer-schemas.js';
 import type {
+  BanListSchema,
   CreatedKeySchema,
   HistorySchema,
   KeyPageSchema,
@@ -35,6 +36,7 @@ export type Usage = Static<typeof UsageSchema>;
 export type Plans = Static<typeof PlansSchema>;
 export type History = Static<typeof HistorySchema>;
 export type Top = Static<typeof TopSchema>;
+export type BanList = Static<typeof BanListSchema>;
 export type WebhookView = Static<typeof WebhookViewSchema>;
 export type CreatedWebhook = Static<typeof CreatedWebhookSchema>;
 export type RotatedWebhookSecret = Static<typeof RotatedWebhookSecretSchema>;

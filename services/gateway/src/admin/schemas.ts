@@ -123,6 +123,26 @@ export const KeyListQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/** GET /admin/bans: how many of the bans in force to list, those ending first. */
+export const BanListQuery = Type.Object(
+  { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 50 })) },
+  { additionalProperties: false },
+);
+
+/** The bans in force across every key: all of them counted, the first `limit` listed. */
+export const BanListSchema = Type.Object({
+  count: Type.Integer(),
+  /** Soonest end first. A key no longer in the store (deleted since) has an empty name. */
+  items: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      customerId: Type.Optional(Type.String()),
+      bannedUntil: Timestamp,
+    }),
+  ),
+});
+
 export const WindowUsageSchema = Type.Object({
   limit: Type.Integer(),
   used: Type.Integer(),
@@ -232,7 +252,8 @@ export const TopSchema = Type.Object({
   from: Timestamp,
   to: Timestamp,
   sort: Type.String(),
-  totals: Type.Object({ ...CountFields, keys: Type.Integer() }),
+  /** `keys` and `customers`: how many had requests in the window. */
+  totals: Type.Object({ ...CountFields, keys: Type.Integer(), customers: Type.Integer() }),
   /** Totals per plan (each key under its plan now), the busiest first. */
   plans: Type.Array(Type.Object({ plan: Type.String(), keys: Type.Integer(), ...CountFields })),
   /** Every hour of the window across all keys, oldest first. */

@@ -1,5 +1,5 @@
 import type { HistoryOutcome, UsageHistory } from '../usage/usage-history.js';
-import type { Decision, KeyLimiter, KeyUsage, WindowState, WindowUsage } from './key-limiter.js';
+import type { BanList, Decision, KeyLimiter, KeyUsage, WindowState, WindowUsage } from './key-limiter.js';
 import type { LimitPolicy } from './policy.js';
 
 export type FailureMode = 'open' | 'closed';
@@ -47,7 +47,7 @@ export type GuardedLimiters =
   | { kind: 'memory'; primary: KeyLimiter };
 
 export class GuardedLimiter {
-  private readonly bans = new Map<string, KnownBan>();
+  private readonly knownBans = new Map<string, KnownBan>();
   private failing = false;
   private retrySharedAt = 0;
   private readonly primary: KeyLimiter;
@@ -77,7 +77,7 @@ export class GuardedLimiter {
 
   /** `customerId`: the key's customer, for a key that has one (see KeyLimiter). */
   consume(keyId: string, policy: LimitPolicy, cost: number, customerId?: string): Promise<GuardedDecision> {
-    const known = this.bans.get(keyId);
+    const known = this.knownBans.get(keyId);
     if (known) {
       const at = this.now();
       if (known.endsAt > at) {
@@ -89,7 +89,7 @@ export class GuardedLimiter {
           source: 'local-ban',
         });
       }
-      this.bans.delete(keyId);
+      this.knownBans.delete(keyId);
     }
     if (this.failing && this.now() < this.retrySharedAt) return this.withoutShared(keyId, policy, cost, customerId);
     // A plain promise chain, not async/await: this runs once per request.
@@ -133,7 +133,7 @@ export class GuardedLimiter {
       this.count(keyId, customerId, outcome, outcome === 'admitted' ? cost : 0, this.now(), shiftMs);
     }
     if (decision.outcome === 'banned') {
-      this.bans.set(keyId, { endsAt: decision.banEndsAt, windows: decision.windows, customerId });
+      this.knownBans.set(keyId, { endsAt: decision.banEndsAt, windows: decision.windows, customerId });
     }
     // The decision is freshly made for this call, so tagging it in place is safe and saves a copy.
     return Object.assign(decision, { source: this.primarySource });
@@ -164,12 +164,12 @@ export class GuardedLimiter {
 
   /** Forgets what this replica knows of a key's ban (after an admin lifted it anywhere). */
   forgetBan(keyId: string): void {
-    this.bans.delete(keyId);
+    this.knownBans.delete(keyId);
   }
 
   /** Forgets every ban this replica knows of; each banned key costs one Redis call to relearn. */
   forgetBans(): void {
-    this.bans.clear();
+    this.knownBans.clear();
   }
 
   /**
@@ -177,13 +177,13 @@ export class GuardedLimiter {
    * early (lifted on another replica while this one did not hear of it): one call per banned key.
    */
   async recheckBans(): Promise<void> {
-    if (this.bans.size === 0 || this.failing) return;
+    if (this.knownBans.size === 0 || this.failing) return;
     await Promise.all(
-      [...this.bans].map(async ([keyId, { customerId }]) => {
+      [...this.knownBans].map(async ([keyId, { customerId }]) => {
         const endsAt = await this.primary.banEndsAt(keyId, customerId);
-        const known = this.bans.get(keyId);
+        const known = this.knownBans.get(keyId);
         if (!known) return;
-        if (endsAt === null) this.bans.delete(keyId);
+        if (endsAt === null) this.knownBans.delete(keyId);
         else known.endsAt = endsAt;
       }),
     );
@@ -204,8 +204,13 @@ export class GuardedLimiter {
     return this.primary.customerUsage(customerId, policy);
   }
 
+  /** The bans in force in the shared limiter: the fallback's are this replica's alone. */
+  bans(limit: number): Promise<BanList> {
+    return this.primary.bans(limit);
+  }
+
   async liftBan(keyId: string, customerId?: string): Promise<void> {
-    this.bans.delete(keyId);
+    this.knownBans.delete(keyId);
     await Promise.all([this.primary.liftBan(keyId, customerId), this.fallback?.liftBan(keyId, customerId)]);
   }
 }

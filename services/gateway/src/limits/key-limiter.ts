@@ -113,6 +113,18 @@ export interface KeyLimiter {
   usage(keyId: string, policy: LimitPolicy, customerId?: string): Promise<KeyUsage>;
   /** Reads a customer's shared windows (the `customer` windows of `policy`); never counts. */
   customerUsage(customerId: string, policy: LimitPolicy): Promise<WindowUsage[]>;
+  /** The keys banned now, however many: their number, and the `limit` whose bans end first. */
+  bans(limit: number): Promise<BanList>;
+}
+
+/**
+ * The bans in force, from the limiter's own index of them (a key is entered when its ban starts
+ * and leaves when it ends or is lifted), so counting them reads no key store.
+ */
+export interface BanList {
+  count: number;
+  /** Soonest end first. */
+  items: Array<{ keyId: string; endsAt: number }>;
 }
 
 /**

@@ -115,6 +115,15 @@ describe('the bars of an hourly chart', () => {
     expect(barWidth(2, 3, 5)).toEqual({ px: 5, seconds: 9_000 });
   });
 
+  it('of a day (a customer\u2019s billing period by day) are sized in the day\u2019s seconds', () => {
+    // 40 px a day, 3 series: together 80 % of it, each 32/3 px, a third of 80 % of 86,400 s.
+    const { px, seconds } = barWidth(40, 3, 5, 86_400);
+    expect(px).toBeCloseTo(32 / 3);
+    expect(seconds).toBeCloseTo(23_040);
+    // 10 days on a phone at 6 px a day: each bar the narrowest, 5 px, five sixths of a day.
+    expect(barWidth(6, 2, 5, 86_400)).toEqual({ px: 5, seconds: 72_000 });
+  });
+
   it('stand side by side, centred on their hour', () => {
     const hours = [0, 3_600];
     expect(barStarts(hours, 0, 2, 600)).toEqual([-600, 3_000]);

@@ -142,6 +142,46 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       expect((await limiter.consume(keyId, fixed(limits), 1)).outcome).toBe('admitted');
     });
 
+    it('counts the bans in force across keys, soonest end first, and forgets one lifted or ended', async () => {
+      const { limiter, advance, now } = await start();
+      const limits = { perMinute: 1, perDay: 100 };
+      const refuse = async (keyId: string, times: number) => {
+        let last: Decision | undefined;
+        for (let i = 0; i < times; i++) last = await limiter.consume(keyId, fixed(limits), 1);
+        return last;
+      };
+      expect(await limiter.bans(10)).toEqual({ count: 0, items: [] });
+      const [a, b, c, spared] = [newKeyId(), newKeyId(), newKeyId(), newKeyId()];
+      const ends: number[] = [];
+      for (const keyId of [a, b, c]) {
+        // One admitted, then one refusal more than the threshold: banned, until the decision says.
+        const banned = await refuse(keyId, BAN.threshold + 2);
+        if (banned?.outcome !== 'banned') throw new Error(`${keyId} not banned: ${banned?.outcome}`);
+        ends.push(banned.banEndsAt);
+        await advance(1_000);
+      }
+      // As many refusals as the threshold: refused, not banned, not counted.
+      await refuse(spared, BAN.threshold + 1);
+      expect(await limiter.banEndsAt(spared)).toBeNull();
+      expect(await limiter.bans(10)).toEqual({
+        count: 3,
+        items: [
+          { keyId: a, endsAt: ends[0] },
+          { keyId: b, endsAt: ends[1] },
+          { keyId: c, endsAt: ends[2] },
+        ],
+      });
+      // A shorter list still counts them all.
+      expect(await limiter.bans(1)).toEqual({ count: 3, items: [{ keyId: a, endsAt: ends[0] }] });
+      await limiter.liftBan(b);
+      expect((await limiter.bans(10)).items.map((x) => x.keyId)).toEqual([a, c]);
+      // The first ban ends, a millisecond ago; the last one still runs for two seconds.
+      await advance((ends[0] as number) - now() + 1);
+      expect(await limiter.bans(10)).toEqual({ count: 1, items: [{ keyId: c, endsAt: ends[2] }] });
+      await advance((ends[2] as number) - now() + 1);
+      expect(await limiter.bans(10)).toEqual({ count: 0, items: [] });
+    });
+
     it('keeps keys apart', async () => {
       const { limiter } = await start();
       const [a, b] = [newKeyId(), newKeyId()];

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminRouteOptions } from '../shared.js';
+import { banRoutes } from './bans.js';
 import { customerUsageRoutes } from './customer-usage.js';
 import { customerUsageHistoryRoutes } from './customer-usage-history.js';
 import { customerRoutes } from './customers.js';
@@ -14,7 +15,7 @@ import { webhookRoutes } from './webhooks.js';
 
 /**
  * The admin API's routes, one file per resource, named for its URL: keys (create, list, show,
- * update, revoke), their rotation, their live usage and its history, their bans, the usage of all
+ * update, revoke), their rotation, their live usage and its history, their bans (each, and all in force), the usage of all
  * keys, the plans in force, webhook endpoints, customers, their shared windows and their usage history. Every change evicts the key here and tells the
  * other replicas.
  */
@@ -24,6 +25,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
   await app.register(keyUsageRoutes, opts);
   await app.register(usageRoutes, opts);
   await app.register(keyBanRoutes, opts);
+  await app.register(banRoutes, opts);
   await app.register(planRoutes, opts);
   await app.register(webhookRoutes, opts);
   await app.register(webhookDeliveryRoutes, opts);

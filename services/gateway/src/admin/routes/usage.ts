@@ -69,6 +69,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<
         historyUnavailable(err, request.log);
       }
       const top = topKeys(perKey, records, sort);
+      const customers = topCustomers(perCustomer, sort);
       const hourly = series(
         perKey.flatMap(([, hours]) => hours),
         from,
@@ -80,11 +81,11 @@ export const usageRoutes: FastifyPluginAsyncTypebox<
         from: iso(from),
         to: iso(to),
         sort,
-        totals: top.totals,
+        totals: { ...top.totals, customers: customers.length },
         plans: top.plans,
         hours: hourly.map(({ start, ...counts }) => ({ start: iso(start), ...counts })),
         keys: top.keys.slice(0, limit),
-        customers: await named(deps.customerStore, topCustomers(perCustomer, sort).slice(0, limit)),
+        customers: await named(deps.customerStore, customers.slice(0, limit)),
       };
     },
   );

@@ -1,4 +1,13 @@
-import type { BanPolicy, BatchResult, Decision, KeyLimiter, KeyUsage, Waiting, WindowUsage } from '../key-limiter.js';
+import type {
+  BanList,
+  BanPolicy,
+  BatchResult,
+  Decision,
+  KeyLimiter,
+  KeyUsage,
+  Waiting,
+  WindowUsage,
+} from '../key-limiter.js';
 import { PENDING_BUCKET_MS, pendingUntil, settleBatch } from '../key-limiter.js';
 import type { LimitPolicy, WindowRule } from '../policy.js';
 import { MINUTE_MS, ruleEnd } from '../policy.js';
@@ -36,6 +45,8 @@ interface Counter {
  */
 export class MemoryKeyLimiter implements KeyLimiter {
   private readonly counters = new Map<string, Counter>();
+  /** The keys banned (by id): when the ban ends, and whose counters hold it (ownerOf). */
+  private readonly banned = new Map<string, { endsAt: number; owner: string }>();
   private lastSweep = 0;
 
   constructor(
@@ -58,6 +69,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
     if (this.counters.size < this.maxCounters && now - this.lastSweep < MINUTE_MS) return;
     this.lastSweep = now;
     for (const [key, c] of this.counters) if (c.expiresAt <= now) this.counters.delete(key);
+    for (const [keyId, { endsAt }] of this.banned) if (endsAt <= now) this.banned.delete(keyId);
     // Still too many live keys: forget the oldest, as a bounded cache would, down to 90% so the
     // next new key does not pay for another full sweep.
     const target = Math.floor(this.maxCounters * 0.9);
@@ -167,6 +179,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
     if (pending.count > this.ban.threshold) {
       this.counters.delete(`${owner}:pending`);
       this.counters.set(`${owner}:ban`, { count: 1, expiresAt: now + this.ban.durationMs });
+      this.banned.set(keyId, { endsAt: now + this.ban.durationMs, owner });
       return result('B', this.ban.durationMs, 1);
     }
     return result('L');
@@ -212,6 +225,17 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const owner = ownerOf(keyId, customerId);
     this.counters.delete(`${owner}:ban`);
     this.counters.delete(`${owner}:pending`);
+    this.banned.delete(keyId);
+  }
+
+  async bans(limit: number): Promise<BanList> {
+    const now = this.now();
+    // A ban whose counter the sweep dropped (past maxCounters) is no longer in force either.
+    for (const [keyId, { owner }] of this.banned) if (!this.read(`${owner}:ban`, now)) this.banned.delete(keyId);
+    const items = [...this.banned]
+      .map(([keyId, { endsAt }]) => ({ keyId, endsAt }))
+      .sort((a, b) => a.endsAt - b.endsAt || a.keyId.localeCompare(b.keyId));
+    return { count: items.length, items: items.slice(0, limit) };
   }
 
   async banEndsAt(keyId: string, customerId?: string): Promise<number | null> {

@@ -2,7 +2,16 @@ import type { Redis, Result } from 'ioredis';
 import type { RedisClient } from '../../redis/clients.js';
 import type { RedisUsageHistory } from '../../usage/redis-usage-history.js';
 import { DAY_MS } from '../../usage/usage-history.js';
-import type { BanPolicy, BatchResult, Decision, KeyLimiter, KeyUsage, Waiting, WindowUsage } from '../key-limiter.js';
+import type {
+  BanList,
+  BanPolicy,
+  BatchResult,
+  Decision,
+  KeyLimiter,
+  KeyUsage,
+  Waiting,
+  WindowUsage,
+} from '../key-limiter.js';
 import { settleBatch } from '../key-limiter.js';
 import type { LimitPolicy, WindowRule } from '../policy.js';
 import { ruleEnd } from '../policy.js';
@@ -199,12 +208,14 @@ export class RedisKeyLimiter implements KeyLimiter {
       call = Promise.reject(err);
     }
     call.then(
-      (reply) => {
+      async (reply) => {
         // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
         try {
+          const result = batchResult(reply, rules.length);
+          if (result.banStartedAt > 0) await this.indexBan(keyId, now + result.banTtlMs);
           // At the moment the call was made: the script's resets count from it (a calendar window
           // then ends exactly at its period's end).
-          settleBatch(policy, waiters, batchResult(reply, rules.length), this.ban, now);
+          settleBatch(policy, waiters, result, this.ban, now);
         } catch (err) {
           for (const waiter of waiters) waiter.reject(err);
         }
@@ -233,6 +244,43 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   async liftBan(keyId: string, customerId?: string): Promise<void> {
     await this.redis.del(this.keyName(keyId, 'ban', customerId), this.keyName(keyId, 'pending', customerId));
+    await this.redis.zrem(this.banIndex(), keyId);
+  }
+
+  /**
+   * The index of bans in force: a sorted set of key ids by the ban's end (ms), one key for the
+   * whole limiter. It is written beside the script, not in it: on a Cluster the script's keys
+   * share the key's (or customer's) slot and this one has its own. A ban starts rarely, so one
+   * more round trip then costs nothing the request path feels.
+   */
+  private banIndex(): string {
+    return `${this.prefix}bans`;
+  }
+
+  /**
+   * Enters a ban that has just started. Should Redis fail here, the ban is in force all the same
+   * (the script wrote it) and only the count misses it, until it ends: a request is not refused
+   * a decision for the sake of an admin view.
+   */
+  private async indexBan(keyId: string, endsAt: number): Promise<void> {
+    const index = this.banIndex();
+    await Promise.all([
+      this.redis.zadd(index, endsAt, keyId),
+      this.redis.zremrangebyscore(index, '-inf', this.now()),
+    ]).catch(() => undefined);
+  }
+
+  async bans(limit: number): Promise<BanList> {
+    const index = this.banIndex();
+    const now = this.now();
+    await this.redis.zremrangebyscore(index, '-inf', now);
+    const [count, range] = await Promise.all([
+      this.redis.zcount(index, `(${now}`, '+inf'),
+      this.redis.zrangebyscore(index, `(${now}`, '+inf', 'WITHSCORES', 'LIMIT', 0, limit),
+    ]);
+    const items: BanList['items'] = [];
+    for (let i = 0; i < range.length; i += 2) items.push({ keyId: range[i] as string, endsAt: Number(range[i + 1]) });
+    return { count, items };
   }
 
   async banEndsAt(keyId: string, customerId?: string): Promise<number | null> {

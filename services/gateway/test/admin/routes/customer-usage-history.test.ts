@@ -305,9 +305,11 @@ describe('customers in the top lists (GET /admin/usage)', () => {
       expect(top.customers[1]).toMatchObject({ admitted: 2, limited: 1, refused: 1 });
       // The keys' list and totals are the keys' alone, as before: no request counted twice.
       expect(top.keys.map((k: { id: string }) => k.id)).toEqual(['key_alone']);
-      expect(top.totals).toMatchObject({ admitted: 1, keys: 1 });
+      // The customers with requests in the window are counted whole, whatever the limit lists.
+      expect(top.totals).toMatchObject({ admitted: 1, keys: 1, customers: 3 });
       const byRefused = (await get(gw, '/admin/usage?window=24h&sort=refused&limit=1')).json();
       expect(byRefused.customers.map((c: { id: string }) => c.id)).toEqual([small]);
+      expect(byRefused.totals.customers).toBe(3);
     },
   );
 });

@@ -113,9 +113,11 @@ describe('two replicas on one Redis', () => {
     const day = Math.floor(Date.now() / DAY_MS);
     const names = (await client.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort();
     const monthStart = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1) / 60_000;
-    // b's second request was refused by the customer's minute (threshold 0: banned at once).
+    // b's second request was refused by the customer's minute (threshold 0: banned at once). Outside
+    // the slot: the day's active sets and the index of bans in force, each a key of its own.
     expect(names).toEqual(
       [
+        'bans',
         `usage:keys:${day}`,
         `usage:customers:${day}`,
         `{${customer}}:c:m`,
