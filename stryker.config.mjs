@@ -136,6 +136,8 @@ export const areas = {
       // The admin routes' schemas and a create undone (memory gateways, one own Redis), before
       // the end-to-end file.
       `${TEST}/admin/routes/webhooks.test.ts`,
+      // A gateway closing: the queue's Redis connections and the sender's sockets ended.
+      `${TEST}/webhooks/lifecycle.test.ts`,
       `${TEST}/webhooks/webhooks.test.ts`,
       // Last: its ping waits out the 5 s bound on a paused Redis.
       `${TEST}/admin/routes/webhook-deliveries.test.ts`,
