@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
+import { RedisProcess, startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import { Queue } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { queueConnection, type RedisClient } from '../../src/redis/clients.js';
@@ -219,12 +219,12 @@ describe('the BullMQ queue’s jobs and figures', () => {
     // Nothing opened yet: nothing waits.
     expect(await queue.stats()).toEqual({ depth: 0, oldestEnqueuedAt: null });
     const at = (enqueuedAt: number): DeliveryJob => ({ ...job(), enqueuedAt });
-    await queue.add(at(3_000), 'j1');
+    await queue.add(at(800), 'j1');
     await queue.add(at(1_000), 'j2');
     await queue.add(at(2_000), 'j3');
     // The same id again: one job.
     await queue.add(at(500), 'j2');
-    expect(await queue.stats()).toEqual({ depth: 3, oldestEnqueuedAt: 1_000 });
+    expect(await queue.stats()).toEqual({ depth: 3, oldestEnqueuedAt: 800 });
     const made = await inspect.getJob('j1');
     expect(made?.opts).toMatchObject({
       attempts: 100_000,
@@ -238,14 +238,28 @@ describe('the BullMQ queue’s jobs and figures', () => {
     await queue.start({
       deliver: async (delivery) => {
         attempts.push(delivery.eventId);
-        if (delivery.enqueuedAt !== 3_000) throw new RetryDelivery('endpoint answered 503');
+        if (delivery.enqueuedAt !== 800) throw new RetryDelivery('endpoint answered 503');
       },
     });
     await vi.waitFor(
       async () => expect(await inspect.getJobCounts('delayed', 'completed')).toEqual({ delayed: 2, completed: 1 }),
       { timeout: 10_000, interval: 20 },
     );
+    // The oldest of those still waiting: the delivered one, older, no longer counts.
     expect(await queue.stats()).toEqual({ depth: 2, oldestEnqueuedAt: 1_000 });
+  });
+
+  it('finds the oldest among more jobs than it reads of each state (50)', async () => {
+    if (!redis) throw new Error('no Redis');
+    const target = { mode: 'standalone', url: redis.url } as const;
+    const queue = new BullmqDeliveryQueue({
+      connect: () => queueConnection(target),
+      prefix: `wm${randomUUID().slice(0, 8)}:`,
+      retry: { baseMs: 60_000, maxMs: 60_000 },
+    });
+    onTestFinished(() => queue.close());
+    for (let i = 0; i < 51; i++) await queue.add({ ...job(), enqueuedAt: 1_000 + i }, `j${i}`);
+    expect(await queue.stats()).toEqual({ depth: 51, oldestEnqueuedAt: 1_000 });
   });
 });
 
@@ -325,11 +339,58 @@ describe('the BullMQ queue under way and closing', () => {
   ])('ends every Redis connection it opened on close (%s)', async (_case, adds, works) => {
     if (!redis) throw new Error('no Redis');
     const { queue, clients } = queueOn(redis.url);
-    if (adds) await queue.add(job(), 'j1');
+    // Nothing opened to read that nothing waits.
+    expect(await queue.stats()).toEqual({ depth: 0, oldestEnqueuedAt: null });
+    expect(clients).toHaveLength(0);
+    // One connection for whatever is queued, one for the work.
+    if (adds) {
+      await queue.add(job(), 'j1');
+      await queue.add(job(), 'j2');
+    }
     if (works) await queue.start({ deliver: async () => {} });
     expect(clients.length).toBe(Number(adds) + Number(works));
     await queue.close();
     await ended(clients);
+  });
+
+  it('writes nothing to stderr when its Redis goes away: BullMQ prints an error it cannot hand to a listener', async () => {
+    // Its own redis-server, killed by the test; no inspecting queue, which would print its own.
+    const own = await RedisProcess.start();
+    onTestFinished(() => own.stop());
+    const target = { mode: 'standalone', url: own.url } as const;
+    const clients: RedisClient[] = [];
+    const queue = new BullmqDeliveryQueue({
+      connect: () => {
+        const client = queueConnection(target);
+        clients.push(client);
+        return client;
+      },
+      prefix: `we${randomUUID().slice(0, 8)}:`,
+      retry: { baseMs: 60_000, maxMs: 60_000 },
+    });
+    await queue.add(job(), 'j1');
+    await queue.start({ deliver: async () => {} });
+    const failures = clients.map(() => 0);
+    clients.forEach((client, i) => {
+      client.on('error', () => {
+        failures[i] = (failures[i] ?? 0) + 1;
+      });
+    });
+    const stderr = vi.spyOn(console, 'error').mockImplementation(() => {});
+    onTestFinished(() => stderr.mockRestore());
+    await own.kill();
+    // Every connection has failed to reconnect at least once: BullMQ heard each failure before
+    // this test's listener did.
+    await vi.waitFor(() => expect(failures.every((n) => n > 0)).toBe(true), { timeout: 10_000, interval: 20 });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const closing = queue.close();
+      await vi.advanceTimersByTimeAsync(5_000);
+      await closing;
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(stderr).not.toHaveBeenCalled();
   });
 
   it('waits up to 5 s for a delivery under way, then ends its connections all the same', async () => {
