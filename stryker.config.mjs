@@ -133,7 +133,14 @@ export const areas = {
       // The sender (send.ts) posting to a receiver, and refusing at connect time.
       `${TEST}/webhooks/address-guard.test.ts`,
       `${TEST}/webhooks/webhook-stores.test.ts`,
+      // The admin routes' schemas and a create undone (memory gateways, one own Redis), before
+      // the end-to-end file.
+      `${TEST}/admin/routes/webhooks.test.ts`,
+      // A gateway closing: the queue's Redis connections and the sender's sockets ended.
+      `${TEST}/webhooks/lifecycle.test.ts`,
       `${TEST}/webhooks/webhooks.test.ts`,
+      // Last: its ping waits out the 5 s bound on a paused Redis.
+      `${TEST}/admin/routes/webhook-deliveries.test.ts`,
     ],
   },
   // The SSRF rules for webhook endpoints: when a URL is accepted and each address dialled.

@@ -13,7 +13,7 @@ export interface Received {
  * A webhook endpoint on loopback (node:http): records every request and answers each with the
  * next status of `script`, then 200. Tests wait on what arrives, never on time.
  */
-export async function startReceiver(script: number[] = []) {
+export async function startReceiver(script: number[] = [], options: { keepAliveMs?: number } = {}) {
   const received: Received[] = [];
   const arrivals = new EventEmitter();
   const server: Server = createServer((req, res) => {
@@ -29,6 +29,8 @@ export async function startReceiver(script: number[] = []) {
       arrivals.emit('request');
     });
   });
+  // How long an idle connection is kept, and the hint a client's pool keeps it by (node's default 5 s).
+  if (options.keepAliveMs !== undefined) server.keepAliveTimeout = options.keepAliveMs;
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
@@ -44,6 +46,10 @@ export async function startReceiver(script: number[] = []) {
     /** Resolves once `count` requests have arrived in all. */
     async until(count: number): Promise<void> {
       while (received.length < count) await once(arrivals, 'request');
+    },
+    /** How many connections from senders are open now. */
+    connections(): Promise<number> {
+      return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
     },
     async close() {
       server.closeAllConnections();

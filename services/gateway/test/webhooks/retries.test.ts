@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
+import { RedisProcess, startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import { Queue } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
-import { queueConnection } from '../../src/redis/clients.js';
+import { queueConnection, type RedisClient } from '../../src/redis/clients.js';
 import { BullmqDeliveryQueue } from '../../src/webhooks/delivery/bullmq-delivery-queue.js';
 import {
   type DeliveryJob,
@@ -219,12 +219,12 @@ describe('the BullMQ queue’s jobs and figures', () => {
     // Nothing opened yet: nothing waits.
     expect(await queue.stats()).toEqual({ depth: 0, oldestEnqueuedAt: null });
     const at = (enqueuedAt: number): DeliveryJob => ({ ...job(), enqueuedAt });
-    await queue.add(at(3_000), 'j1');
+    await queue.add(at(800), 'j1');
     await queue.add(at(1_000), 'j2');
     await queue.add(at(2_000), 'j3');
     // The same id again: one job.
     await queue.add(at(500), 'j2');
-    expect(await queue.stats()).toEqual({ depth: 3, oldestEnqueuedAt: 1_000 });
+    expect(await queue.stats()).toEqual({ depth: 3, oldestEnqueuedAt: 800 });
     const made = await inspect.getJob('j1');
     expect(made?.opts).toMatchObject({
       attempts: 100_000,
@@ -238,13 +238,188 @@ describe('the BullMQ queue’s jobs and figures', () => {
     await queue.start({
       deliver: async (delivery) => {
         attempts.push(delivery.eventId);
-        if (delivery.enqueuedAt !== 3_000) throw new RetryDelivery('endpoint answered 503');
+        if (delivery.enqueuedAt !== 800) throw new RetryDelivery('endpoint answered 503');
       },
     });
     await vi.waitFor(
       async () => expect(await inspect.getJobCounts('delayed', 'completed')).toEqual({ delayed: 2, completed: 1 }),
       { timeout: 10_000, interval: 20 },
     );
+    // The oldest of those still waiting: the delivered one, older, no longer counts.
     expect(await queue.stats()).toEqual({ depth: 2, oldestEnqueuedAt: 1_000 });
+  });
+
+  it('finds the oldest among more jobs than it reads of each state (50)', async () => {
+    if (!redis) throw new Error('no Redis');
+    const target = { mode: 'standalone', url: redis.url } as const;
+    const queue = new BullmqDeliveryQueue({
+      connect: () => queueConnection(target),
+      prefix: `wm${randomUUID().slice(0, 8)}:`,
+      retry: { baseMs: 60_000, maxMs: 60_000 },
+    });
+    onTestFinished(() => queue.close());
+    for (let i = 0; i < 51; i++) await queue.add({ ...job(), enqueuedAt: 1_000 + i }, `j${i}`);
+    expect(await queue.stats()).toEqual({ depth: 51, oldestEnqueuedAt: 1_000 });
+  });
+});
+
+describe('the BullMQ queue under way and closing', () => {
+  let redis: TestRedis | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  /** Waits for each connection to end: ioredis ends one once its socket has closed. */
+  async function ended(clients: RedisClient[]): Promise<void> {
+    await vi.waitFor(() => expect(clients.map((c) => c.status)).toEqual(clients.map(() => 'end')), {
+      timeout: 5_000,
+      interval: 10,
+    });
+  }
+
+  /** A queue on `url` whose every Redis connection is kept, to see what close leaves open. */
+  function queueOn(url: string) {
+    const target = { mode: 'standalone', url } as const;
+    const prefix = `wc${randomUUID().slice(0, 8)}:`;
+    const clients: RedisClient[] = [];
+    const queue = new BullmqDeliveryQueue({
+      connect: () => {
+        const client = queueConnection(target);
+        clients.push(client);
+        return client;
+      },
+      prefix,
+      retry: { baseMs: 60_000, maxMs: 60_000 },
+    });
+    const inspect = new Queue('deliveries', { connection: queueConnection(target), prefix: `{${prefix}webhooks}` });
+    onTestFinished(async () => {
+      await queue.close();
+      await inspect.close();
+      await inspect.disconnect();
+    });
+    return { queue, inspect, clients };
+  }
+
+  it('counts a job under way and one queued with a priority (by another producer) among what waits, the oldest of them', async () => {
+    if (!redis) throw new Error('no Redis');
+    const { queue, inspect } = queueOn(redis.url);
+    const at = (enqueuedAt: number): DeliveryJob => ({ ...job(), enqueuedAt });
+    await queue.add(at(3_000), 'j1');
+    // The gateway gives no priority, but a job queued with one waits in a state of its own.
+    await inspect.add('webhook.test', at(500), { jobId: 'p1', priority: 1 });
+    expect(await inspect.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 1, prioritized: 1 });
+    expect(await queue.stats()).toEqual({ depth: 2, oldestEnqueuedAt: 500 });
+
+    // Both taken by a delivery that does not end until the test lets it: both under way (active).
+    let finish = () => {};
+    const held = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    await queue.start({ deliver: () => held });
+    await vi.waitFor(async () => expect(await inspect.getJobCounts('active')).toEqual({ active: 2 }), {
+      timeout: 10_000,
+      interval: 20,
+    });
+    expect(await queue.stats()).toEqual({ depth: 2, oldestEnqueuedAt: 500 });
+    finish();
+    await vi.waitFor(async () => expect(await inspect.getJobCounts('completed')).toEqual({ completed: 2 }), {
+      timeout: 10_000,
+      interval: 20,
+    });
+    expect(await queue.stats()).toEqual({ depth: 0, oldestEnqueuedAt: null });
+  });
+
+  it.each([
+    ['queued to and working', true, true],
+    ['queued to only', true, false],
+    ['working only', false, true],
+  ])('ends every Redis connection it opened on close (%s)', async (_case, adds, works) => {
+    if (!redis) throw new Error('no Redis');
+    const { queue, clients } = queueOn(redis.url);
+    // Nothing opened to read that nothing waits.
+    expect(await queue.stats()).toEqual({ depth: 0, oldestEnqueuedAt: null });
+    expect(clients).toHaveLength(0);
+    // One connection for whatever is queued, one for the work.
+    if (adds) {
+      await queue.add(job(), 'j1');
+      await queue.add(job(), 'j2');
+    }
+    if (works) await queue.start({ deliver: async () => {} });
+    expect(clients.length).toBe(Number(adds) + Number(works));
+    await queue.close();
+    await ended(clients);
+  });
+
+  it('writes nothing to stderr when its Redis goes away: BullMQ prints an error it cannot hand to a listener', async () => {
+    // Its own redis-server, killed by the test; no inspecting queue, which would print its own.
+    const own = await RedisProcess.start();
+    onTestFinished(() => own.stop());
+    const target = { mode: 'standalone', url: own.url } as const;
+    const clients: RedisClient[] = [];
+    const queue = new BullmqDeliveryQueue({
+      connect: () => {
+        const client = queueConnection(target);
+        clients.push(client);
+        return client;
+      },
+      prefix: `we${randomUUID().slice(0, 8)}:`,
+      retry: { baseMs: 60_000, maxMs: 60_000 },
+    });
+    await queue.add(job(), 'j1');
+    await queue.start({ deliver: async () => {} });
+    const failures = clients.map(() => 0);
+    clients.forEach((client, i) => {
+      client.on('error', () => {
+        failures[i] = (failures[i] ?? 0) + 1;
+      });
+    });
+    const stderr = vi.spyOn(console, 'error').mockImplementation(() => {});
+    onTestFinished(() => stderr.mockRestore());
+    await own.kill();
+    // Every connection has failed to reconnect at least once: BullMQ heard each failure before
+    // this test's listener did.
+    await vi.waitFor(() => expect(failures.every((n) => n > 0)).toBe(true), { timeout: 10_000, interval: 20 });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const closing = queue.close();
+      await vi.advanceTimersByTimeAsync(5_000);
+      await closing;
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(stderr).not.toHaveBeenCalled();
+  });
+
+  it('waits up to 5 s for a delivery under way, then ends its connections all the same', async () => {
+    if (!redis) throw new Error('no Redis');
+    const { queue, inspect, clients } = queueOn(redis.url);
+    let finish = () => {};
+    const held = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    onTestFinished(finish);
+    await queue.add(job(), 'j1');
+    await queue.start({ deliver: () => held });
+    await vi.waitFor(async () => expect(await inspect.getJobCounts('active')).toEqual({ active: 1 }), {
+      timeout: 10_000,
+      interval: 20,
+    });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let closed = false;
+      const closing = queue.close().then(() => {
+        closed = true;
+      });
+      await vi.advanceTimersByTimeAsync(4_999);
+      expect(closed).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await closing;
+    } finally {
+      vi.useRealTimers();
+    }
+    await ended(clients);
   });
 });

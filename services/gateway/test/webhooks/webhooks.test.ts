@@ -878,8 +878,10 @@ describe('an endpoint created while deliveries cannot start', () => {
     const hook = await receiver();
     const first = await subscribe(gw, hook.url, ['key.created']);
     expect(
-      logs.filter((l) => String(l.msg).startsWith('webhooks: deliveries not started')).map((l) => [l.level, l.msg]),
-    ).toEqual([[40, 'webhooks: deliveries not started yet; the next scan round starts them']]);
+      logs
+        .filter((l) => String(l.msg).startsWith('webhooks: deliveries not started'))
+        .map((l) => [l.level, l.msg, (l.err as { message?: string } | undefined)?.message]),
+    ).toEqual([[40, 'webhooks: deliveries not started yet; the next scan round starts them', 'queue not ready']]);
     expect((await gw.admin.inject({ url: `/admin/webhooks/${first.id}`, headers: admin })).statusCode).toBe(200);
     await subscribe(gw, hook.url, ['key.revoked']);
     const ping = await gw.admin.inject({ method: 'POST', url: `/admin/webhooks/${first.id}/test`, headers: admin });
