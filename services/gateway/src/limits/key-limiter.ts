@@ -1,3 +1,4 @@
+import { refillPeriod } from '../credits/credit-terms.js';
 import type { LimitPolicy, WindowName, WindowRule, WindowScope } from './policy.js';
 import { freshResetMs, windowSeconds } from './policy.js';
 
@@ -24,6 +25,15 @@ export type Decision =
       roomInMs: number;
       /** The window the request waits longest for: the one that refused it. */
       refusedBy: WindowRule;
+    }
+  | {
+      /** The windows had room, the credit balance had not: nothing was taken. */
+      outcome: 'exhausted';
+      windows: WindowState[];
+      /** What the balance held for this request. */
+      balance: number;
+      /** Until the next refill, when one is due that covers the request's cost; else null. */
+      retryAfterMs: number | null;
     }
   | {
       outcome: 'banned';
@@ -120,8 +130,13 @@ export interface KeyLimiter {
  * returns it and the memory limiter computes it; `settleBatch` turns it into decisions.
  */
 export interface BatchResult {
-  /** One letter per request: A admitted, L limited, B banned. */
+  /** One letter per request: A admitted, L limited, B banned, C out of credits. */
   outcomes: string;
+  /**
+   * For a policy with credits: the balance before the batch (a refill due applied), after it, and
+   * what the refill added (0 when none was due).
+   */
+  credits?: CreditBatch;
   /** The ban's time left (ms) when any request was banned, else 0. */
   banTtlMs: number;
   /** 1 + the index of the refusal that started a ban, or 0. */
@@ -135,6 +150,21 @@ export interface BatchResult {
    * as [index, count, index, count, …]; else null.
    */
   buckets: Array<number[] | null>;
+}
+
+/** What one limiter call did to a credit balance. */
+export interface CreditBatch {
+  before: number;
+  after: number;
+  refilled: number;
+}
+
+/** How long a request out of credits waits for the next refill, when that refill covers its cost. */
+function refillWait(policy: LimitPolicy, cost: number, now: number): number | null {
+  const rule = policy.credits;
+  const period = rule ? refillPeriod(rule, now) : null;
+  if (!period || (rule?.refill?.amount ?? 0) < cost) return null;
+  return period.nextAt - now;
 }
 
 /** The windows as a request sees them once `used` units are taken from each. */
@@ -222,6 +252,7 @@ export function settleBatch(
 ): void {
   const used = result.used.slice();
   const final = result.used.slice();
+  let spent = 0;
   for (let i = 0; i < waiters.length; i++) {
     if (result.outcomes[i] !== 'A') continue;
     const cost = (waiters[i] as Waiting).cost;
@@ -231,12 +262,16 @@ export function settleBatch(
     const waiter = waiters[i] as Waiting;
     const outcome = result.outcomes[i];
     if (outcome === 'A') {
+      spent += waiter.cost;
       for (let w = 0; w < used.length; w++) used[w] = (used[w] as number) + waiter.cost;
       waiter.resolve({ outcome: 'admitted', windows: windowStates(policy, used, result.resetMs, now) });
       continue;
     }
     const windows = windowStates(policy, used, result.resetMs, now);
-    if (outcome === 'L') {
+    if (outcome === 'C') {
+      const balance = (result.credits?.before ?? 0) - spent;
+      waiter.resolve({ outcome: 'exhausted', windows, balance, retryAfterMs: refillWait(policy, waiter.cost, now) });
+    } else if (outcome === 'L') {
       const { retryAfterMs, refusedBy } = waitFor(policy, result, final, waiter.cost, now);
       waiter.resolve({
         outcome: 'limited',

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MemoryCreditLedger } from '../../../src/credits/memory-credit-ledger.js';
 import { MemoryKeyLimiter } from '../../../src/limits/engines/memory-key-limiter.js';
 import type { BanPolicy } from '../../../src/limits/key-limiter.js';
 import { policyFor } from '../../../src/limits/policy.js';
@@ -8,7 +9,13 @@ import { limiterContract } from '../limiter.contract.js';
 limiterContract('memory', async (ban) => {
   // A clock that moves only when the test moves it: sliding buckets and refusals to the millisecond.
   const clock = testClock();
-  return { limiter: new MemoryKeyLimiter(ban, clock.now), ...clock, cleanup: async () => {} };
+  const credits = new MemoryCreditLedger();
+  return {
+    limiter: new MemoryKeyLimiter(ban, clock.now, undefined, credits),
+    credits,
+    ...clock,
+    cleanup: async () => {},
+  };
 });
 
 // What only the embedded limiter does: its fixed windows live on its own clock (Redis keeps them
