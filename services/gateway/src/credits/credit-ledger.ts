@@ -7,7 +7,7 @@ import type { CreditRule } from './credit-terms.js';
  * day), `spend` (one UTC hour's admitted requests, closed once the hour has passed).
  */
 export type CreditEntryType = 'grant' | 'topup' | 'adjustment' | 'refill' | 'spend';
-export const CHANGE_TYPES = ['grant', 'topup', 'adjustment'] as const;
+const CHANGE_TYPES = ['grant', 'topup', 'adjustment'] as const;
 export type CreditChangeType = (typeof CHANGE_TYPES)[number];
 
 /** One ledger entry; `amount` is signed (a spend is negative). Times are epoch ms. */

@@ -2,7 +2,7 @@ import type { Calendar } from '../limits/calendar.js';
 
 /** How often a balance is refilled: each billing period (from the anchor day) or each day, in its calendar. */
 export type RefillEvery = 'period' | 'day';
-export const REFILL_EVERY: readonly RefillEvery[] = ['period', 'day'];
+const REFILL_EVERY: readonly RefillEvery[] = ['period', 'day'];
 
 /**
  * What a customer (or a key standing for itself) holds credits on: every admitted request spends

@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { CreditChange, CreditEntry } from '../../credits/credit-ledger.js';
 import { type CreditRule, refillPeriod } from '../../credits/credit-terms.js';
 import type { CustomerRecord } from '../../customers/customer-store.js';
+import type { GatewayDeps } from '../../deps.js';
 import { calendarFor } from '../../limits/calendar.js';
 import { BadCursorError, DEFAULT_PAGE_SIZE } from '../../paging/page.js';
 import { audit } from '../audit.js';
@@ -30,6 +31,38 @@ function entryView({ end, at, ...rest }: CreditEntry) {
   return { ...rest, at: iso(at), ...(end !== undefined ? { end: iso(end) } : {}) };
 }
 
+async function customerOf(deps: Pick<GatewayDeps, 'customerStore'>, id: string): Promise<CustomerRecord> {
+  const customer = await deps.customerStore.get(id);
+  if (!customer) throw new ApiError(404, 'not_found', `No customer with id ${clipped(id)}`);
+  return customer;
+}
+
+/** A change by hand as the ledger takes it, under a reference of its own; refused with 400 or 409. */
+function checkedChange(
+  customer: CustomerRecord,
+  body: { amount: number; reason: string; type?: CreditChange['type'] | undefined },
+  now: number,
+): CreditChange {
+  const { amount, reason } = body;
+  const type = body.type ?? 'topup';
+  if (amount === 0) throw new ApiError(400, 'invalid_request', 'body.amount must not be 0');
+  if (amount < 0 && type !== 'adjustment') {
+    throw new ApiError(
+      400,
+      'invalid_request',
+      `body.amount must be positive for a ${type}; take credits away with type adjustment`,
+    );
+  }
+  if (!customer.credits) {
+    throw new ApiError(
+      409,
+      'conflict',
+      `Customer ${customer.id} spends no credits: give it credits terms first (PATCH {"credits": {}})`,
+    );
+  }
+  return { type, amount, reason, ref: `crd_${randomBytes(12).toString('base64url')}`, at: now };
+}
+
 /**
  * A customer's credits: its balance, its ledger (paged, newest first) and changes by hand: top-ups,
  * grants and adjustments, each made once per Idempotency-Key. The limiter spends the same balance.
@@ -37,11 +70,7 @@ function entryView({ end, at, ...rest }: CreditEntry) {
 export const customerCreditRoutes: FastifyPluginAsyncTypebox<
   AdminRouteOptions<'customerStore' | 'credits' | 'metrics' | 'webhooks' | 'now'>
 > = async (app, { deps, idempotency }) => {
-  const findCustomer = async (id: string): Promise<CustomerRecord> => {
-    const customer = await deps.customerStore.get(id);
-    if (!customer) throw new ApiError(404, 'not_found', `No customer with id ${clipped(id)}`);
-    return customer;
-  };
+  const findCustomer = (id: string) => customerOf(deps, id);
 
   app.get(
     '/admin/customers/:id/credits',
@@ -109,31 +138,9 @@ export const customerCreditRoutes: FastifyPluginAsyncTypebox<
       idempotency.run(request, reply, {
         plan: async () => {
           const customer = await findCustomer(request.params.id);
-          const { amount, reason } = request.body;
-          const type = request.body.type ?? 'topup';
-          if (amount === 0) throw new ApiError(400, 'invalid_request', 'body.amount must not be 0');
-          if (amount < 0 && type !== 'adjustment') {
-            throw new ApiError(
-              400,
-              'invalid_request',
-              `body.amount must be positive for a ${type}; take credits away with type adjustment`,
-            );
-          }
-          if (!customer.credits) {
-            throw new ApiError(
-              409,
-              'conflict',
-              `Customer ${customer.id} spends no credits: give it credits terms first (PATCH {"credits": {}})`,
-            );
-          }
-          const change: CreditChange = {
-            type,
-            amount,
-            reason,
-            ref: `crd_${randomBytes(12).toString('base64url')}`,
-            at: deps.now(),
-          };
-          const body = { ref: change.ref, customerId: customer.id, type, amount, reason, at: iso(change.at) };
+          const change = checkedChange(customer, request.body, deps.now());
+          const { type, amount, reason, ref } = change;
+          const body = { ref, customerId: customer.id, type, amount, reason, at: iso(change.at) };
           return { plan: { customer, change }, status: 201, body };
         },
         apply: async ({ customer, change }) => {
