@@ -17,7 +17,7 @@ export interface DecisionOptions {
   /** The length of a ban (BAN_SECONDS), reported in RateLimit-Policy while a key is banned. */
   banSeconds: number;
   /** Told of admitted requests (quota thresholds) and of bans as they start. */
-  webhooks: Pick<Webhooks, 'onAdmitted' | 'onBanned'>;
+  webhooks: Pick<Webhooks, 'onAdmitted' | 'onBanned' | 'onCredits'>;
 }
 
 /**
@@ -126,6 +126,9 @@ export function limiterDecisions({ metrics, now, banSeconds, webhooks }: Decisio
   return (request, reply, record, policy, decision, forbidden) => {
     const at = now();
     request.limiterSource = decision.source;
+    if (decision.outcome !== 'unavailable' && decision.credits) {
+      webhooks.onCredits(record, decision.credits, policy.credits?.refill?.amount ?? null);
+    }
     if (forbidden !== undefined) {
       request.limiterDecision = 'forbidden';
       if (decision.outcome === 'banned') setBannedHeaders(reply, decision.windows, at, decision.banEndsAt, banSeconds);
@@ -134,7 +137,8 @@ export function limiterDecisions({ metrics, now, banSeconds, webhooks }: Decisio
       } else setRateLimitHeaders(reply, decision.windows, at);
       return forbidden;
     }
-    if (policy.shadow && (decision.outcome === 'limited' || decision.outcome === 'banned')) {
+    const refused = decision.outcome === 'limited' || decision.outcome === 'banned' || decision.outcome === 'exhausted';
+    if (policy.shadow && refused) {
       shadowCounter(decision.source).inc();
       request.limiterDecision = 'shadow_refused';
       if (decision.outcome === 'banned') setBannedHeaders(reply, decision.windows, at, decision.banEndsAt, banSeconds);

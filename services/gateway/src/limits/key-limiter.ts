@@ -14,7 +14,11 @@ export interface WindowState {
   resetAt: number;
 }
 
-export type Decision =
+/**
+ * `credits`, on the first decision of a limiter call on a credit balance: what the call did to it
+ * (for the credit webhooks: one report per call, whatever its first request's outcome).
+ */
+export type Decision = (
   | { outcome: 'admitted'; windows: WindowState[] }
   | {
       outcome: 'limited';
@@ -41,7 +45,8 @@ export type Decision =
       banEndsAt: number;
       /** Set on the one decision that started the ban: how many refusals it took. */
       started?: { refusals: number };
-    };
+    }
+) & { credits?: CreditBatch };
 
 /**
  * Ban policy. A client that honours Retry-After sends nothing while the Retry-After of its last
@@ -253,6 +258,9 @@ export function settleBatch(
   const used = result.used.slice();
   const final = result.used.slice();
   let spent = 0;
+  // The call's report on its credit balance goes with its first decision alone.
+  const withCredits = (decision: Decision, i: number): Decision =>
+    i === 0 && result.credits ? Object.assign(decision, { credits: result.credits }) : decision;
   for (let i = 0; i < waiters.length; i++) {
     if (result.outcomes[i] !== 'A') continue;
     const cost = (waiters[i] as Waiting).cost;
@@ -264,29 +272,32 @@ export function settleBatch(
     if (outcome === 'A') {
       spent += waiter.cost;
       for (let w = 0; w < used.length; w++) used[w] = (used[w] as number) + waiter.cost;
-      waiter.resolve({ outcome: 'admitted', windows: windowStates(policy, used, result.resetMs, now) });
+      const windows = windowStates(policy, used, result.resetMs, now);
+      waiter.resolve(withCredits({ outcome: 'admitted', windows }, i));
       continue;
     }
     const windows = windowStates(policy, used, result.resetMs, now);
     if (outcome === 'C') {
       const balance = (result.credits?.before ?? 0) - spent;
-      waiter.resolve({ outcome: 'exhausted', windows, balance, retryAfterMs: refillWait(policy, waiter.cost, now) });
+      const retryAfterMs = refillWait(policy, waiter.cost, now);
+      waiter.resolve(withCredits({ outcome: 'exhausted', windows, balance, retryAfterMs }, i));
     } else if (outcome === 'L') {
       const { retryAfterMs, refusedBy } = waitFor(policy, result, final, waiter.cost, now);
-      waiter.resolve({
-        outcome: 'limited',
-        windows,
-        retryAfterMs: Math.max(retryAfterMs, ban.minRetryAfterMs),
-        roomInMs: retryAfterMs,
-        refusedBy,
-      });
+      waiter.resolve(
+        withCredits(
+          {
+            outcome: 'limited',
+            windows,
+            retryAfterMs: Math.max(retryAfterMs, ban.minRetryAfterMs),
+            roomInMs: retryAfterMs,
+            refusedBy,
+          },
+          i,
+        ),
+      );
     } else {
-      waiter.resolve({
-        outcome: 'banned',
-        windows,
-        banEndsAt: now + result.banTtlMs,
-        ...(result.banStartedAt === i + 1 ? { started: { refusals: ban.threshold + 1 } } : {}),
-      });
+      const started = result.banStartedAt === i + 1 ? { started: { refusals: ban.threshold + 1 } } : {};
+      waiter.resolve(withCredits({ outcome: 'banned', windows, banEndsAt: now + result.banTtlMs, ...started }, i));
     }
   }
 }

@@ -37,6 +37,19 @@ async function customerOf(deps: Pick<GatewayDeps, 'customerStore'>, id: string):
   return customer;
 }
 
+/** A page of a ledger, a cursor it did not give out refused with 400. */
+async function ledgerPage(deps: Pick<GatewayDeps, 'credits'>, owner: string, limit?: number, after?: string) {
+  try {
+    return await deps.credits.page(owner, {
+      limit: limit ?? DEFAULT_PAGE_SIZE,
+      ...(after !== undefined ? { after } : {}),
+    });
+  } catch (err) {
+    if (err instanceof BadCursorError) throw new ApiError(400, 'invalid_request', `after: ${err.message}`);
+    throw err;
+  }
+}
+
 /** A change by hand as the ledger takes it, under a reference of its own; refused with 400 or 409. */
 function checkedChange(
   customer: CustomerRecord,
@@ -71,6 +84,14 @@ export const customerCreditRoutes: FastifyPluginAsyncTypebox<
   AdminRouteOptions<'customerStore' | 'credits' | 'metrics' | 'webhooks' | 'now'>
 > = async (app, { deps, idempotency }) => {
   const findCustomer = (id: string) => customerOf(deps, id);
+  // A refill this read or change applied, an adjustment crossing a threshold: the same events as
+  // the limiter's, named by the customer alone.
+  const announce = (customer: CustomerRecord, before: number, after: number, refilled: number) =>
+    deps.webhooks.onCredits(
+      { customerId: customer.id, plan: customer.plan },
+      { before, after, refilled },
+      customer.credits?.refill?.amount ?? null,
+    );
 
   app.get(
     '/admin/customers/:id/credits',
@@ -79,7 +100,8 @@ export const customerCreditRoutes: FastifyPluginAsyncTypebox<
       const customer = await findCustomer(request.params.id);
       const now = deps.now();
       const rule = ruleOf(customer);
-      const { balance, openHour } = await deps.credits.balance(customer.id, rule, now);
+      const { balance, openHour, refilled } = await deps.credits.balance(customer.id, rule, now);
+      announce(customer, balance, balance, refilled);
       const next = customer.credits ? refillPeriod(rule, now) : null;
       return {
         id: customer.id,
@@ -104,17 +126,9 @@ export const customerCreditRoutes: FastifyPluginAsyncTypebox<
       const customer = await findCustomer(request.params.id);
       const { limit, after } = request.query;
       // The balance first: it closes a past hour's spend into the ledger the page then shows.
-      const { balance, openHour } = await deps.credits.balance(customer.id, ruleOf(customer), deps.now());
-      let page: Awaited<ReturnType<typeof deps.credits.page>>;
-      try {
-        page = await deps.credits.page(customer.id, {
-          limit: limit ?? DEFAULT_PAGE_SIZE,
-          ...(after !== undefined ? { after } : {}),
-        });
-      } catch (err) {
-        if (err instanceof BadCursorError) throw new ApiError(400, 'invalid_request', `after: ${err.message}`);
-        throw err;
-      }
+      const { balance, openHour, refilled } = await deps.credits.balance(customer.id, ruleOf(customer), deps.now());
+      announce(customer, balance, balance, refilled);
+      const page = await ledgerPage(deps, customer.id, limit, after);
       return {
         id: customer.id,
         balance,
@@ -145,6 +159,8 @@ export const customerCreditRoutes: FastifyPluginAsyncTypebox<
         },
         apply: async ({ customer, change }) => {
           const result = await deps.credits.add(customer.id, ruleOf(customer), change, deps.now());
+          const before = result.balance - (result.outcome === 'added' ? change.amount : 0);
+          announce(customer, before, result.balance, result.refilled);
           if (result.outcome === 'short') {
             throw new ApiError(
               409,
