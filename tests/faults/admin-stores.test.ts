@@ -58,6 +58,9 @@ const ROUTES: Row[] = [
     503,
   ],
   ['a customer’s live usage', 'GET', (f) => `/admin/customers/${f.customerId}/usage`, undefined, 503],
+  ['a customer’s credit balance', 'GET', (f) => `/admin/customers/${f.customerId}/credits`, undefined, 503],
+  ['a customer’s credit ledger', 'GET', (f) => `/admin/customers/${f.customerId}/credits/ledger`, undefined, 503],
+  ['a top-up', 'POST', (f) => `/admin/customers/${f.customerId}/credits`, { amount: 10, reason: 'order 1' }, 503],
   ['lift a ban', 'DELETE', (f) => `/admin/keys/${f.keyId}/ban`, undefined, 503],
   ['bans in force', 'GET', () => '/admin/bans', undefined, 503],
   ['list webhooks', 'GET', () => '/admin/webhooks', undefined, 503],
@@ -158,7 +161,7 @@ describe('every admin route with Redis unreachable', () => {
       url: 'http://127.0.0.1:9/hook',
       events: ['key.banned'],
     });
-    const customer = await stack.call('POST', '/admin/customers', { name: 'Acme', plan: 'pro' });
+    const customer = await stack.call('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} });
     expect([key.status, spare.status, hook.status, customer.status]).toEqual([201, 201, 201, 201]);
     fixtures = {
       keyId: JSON.parse(key.body).id,

@@ -172,6 +172,44 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       },
     );
 
+    it('two replicas spend a customer’s 100 credits exactly: 3 keys × 100 concurrent requests, in the customer’s slot', async () => {
+      const { a, b } = await replicas({ BAN_THRESHOLD: '1000' });
+      const customerId = `cus_${randomUUID().slice(0, 16)}`;
+      await a.deps.customerStore.insert({
+        id: customerId,
+        name: 'Acme',
+        plan: 'pro',
+        billing: { anchorDay: 15, timeZone: 'Europe/Paris' },
+        credits: {},
+        createdAt: new Date().toISOString(),
+      });
+      const topUp = await a.admin.inject({
+        method: 'POST',
+        url: `/admin/customers/${customerId}/credits`,
+        headers: bearer(ADMIN_TOKEN),
+        payload: { amount: 100, reason: 'order 1' },
+      });
+      expect(topUp.statusCode, topUp.body).toBe(201);
+      const keys: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const { key, record } = createKey({ plan: 'pro', name: `k${i}` });
+        await a.deps.keyStore.insert({ ...record, customerId });
+        keys.push(key);
+      }
+      const results = await Promise.all(
+        keys.flatMap((key) => Array.from({ length: 100 }, (_, i) => get(i % 2 ? a : b, key))),
+      );
+      expect(results.filter((r) => r.status === 200)).toHaveLength(100);
+      expect(results.filter((r) => r.status === 402 && r.code === 'credits_exhausted')).toHaveLength(200);
+      const ledger = await b.admin.inject({
+        url: `/admin/customers/${customerId}/credits/ledger`,
+        headers: bearer(ADMIN_TOKEN),
+      });
+      const page = ledger.json() as { balance: number; openHour: { spent: number }; items: { amount: number }[] };
+      expect(page.balance).toBe(0);
+      expect(page.items.reduce((t, e) => t + e.amount, 0) - page.openHour.spent).toBe(0);
+    });
+
     it('share a ban, and an admin unban and a revocation reach the other replica through pub/sub', async () => {
       // The store poll is slower than the test: only pub/sub can tell replica b in time.
       const { a, b } = await replicas({

@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'expired_api_key'
   | 'rate_limit_exceeded'
   | 'api_key_banned'
+  | 'credits_exhausted'
   | 'insufficient_scope'
   | 'ip_not_allowed'
   | 'invalid_request'

@@ -4,6 +4,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config.js';
+import type { CreditLedger } from './credits/credit-ledger.js';
+import { MemoryCreditLedger } from './credits/memory-credit-ledger.js';
+import { RedisCreditLedger } from './credits/redis-credit-ledger.js';
 import { CustomerResolver } from './customers/customer-resolver.js';
 import type { CustomerRecord, CustomerStore } from './customers/customer-store.js';
 import { toCustomerRecord } from './customers/customers-file.js';
@@ -56,6 +59,8 @@ export interface GatewayDeps {
   /** Keys' customers, cached per replica beside the keys (the gate's shared windows come from them). */
   customerResolver: CustomerResolver;
   limiter: GuardedLimiter;
+  /** Credit balances and their ledgers: in Redis beside the limits (the limit script spends them), or memory. */
+  credits: CreditLedger;
   /** Each key's decisions per hour: in Redis beside the limits, or this process's memory. */
   history: UsageHistory;
   anonymous: AnonymousLimiter;
@@ -122,7 +127,11 @@ export async function createDeps(
       metrics.keyStore.observe({ operation, outcome: ok ? 'ok' : 'error' }, seconds),
   });
 
-  const memoryLimiter = new MemoryKeyLimiter(config.ban, now);
+  // Embedded, the memory limiter spends from the ledger's balances; as Redis's per-replica fallback
+  // it spends none (the balances are in Redis): credits are not charged while it serves.
+  const memoryCredits = redis ? null : new MemoryCreditLedger();
+  const credits: CreditLedger = memoryCredits ?? new RedisCreditLedger(redis as RedisClient, config.redisPrefix);
+  const memoryLimiter = new MemoryKeyLimiter(config.ban, now, undefined, memoryCredits);
   const redisHistory = redis
     ? new RedisUsageHistory(redis, config.redisPrefix, config.usageHistoryMs, (err) =>
         logger.warn({ err }, 'usage history: a write failed; some counts are missing from it'),
@@ -166,6 +175,7 @@ export async function createDeps(
       ttlMs: config.keyCacheTtlMs,
     }),
     limiter,
+    credits,
     history,
     anonymous,
     events,

@@ -13,7 +13,7 @@ const WEBHOOK_ACTIONS = [
 /** What an operator does to a webhook endpoint through the admin API. */
 export type WebhookAction = (typeof WEBHOOK_ACTIONS)[number];
 
-const CUSTOMER_ACTIONS = ['customer.create', 'customer.update', 'customer.delete'] as const;
+const CUSTOMER_ACTIONS = ['customer.create', 'customer.update', 'customer.delete', 'customer.credits'] as const;
 
 /** What an operator does to a customer through the admin API. */
 export type CustomerAction = (typeof CUSTOMER_ACTIONS)[number];

@@ -1,5 +1,6 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
+import { MAX_CREDITS } from '../credits/credit-terms.js';
 import { MAX_ANCHOR_DAY } from '../customers/billing-period.js';
 import { perName } from '../limits/windows.js';
 import { LimitsSchema, NameSchema, PageQueryFields, PlanSchema, Timestamp, WindowUsageSchema } from './schemas.js';
@@ -23,6 +24,25 @@ const BillingInput = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
+/**
+ * A customer's credit terms: `{}` (a balance, topped up by hand) or with a refill each billing
+ * period or day; checked further by creditTermsProblem.
+ */
+export const CreditTermsSchema = Type.Object(
+  {
+    refill: Type.Optional(
+      Type.Object(
+        {
+          amount: Type.Integer({ minimum: 1, maximum: MAX_CREDITS }),
+          every: Type.Union([Type.Literal('period'), Type.Literal('day')]),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const CreateCustomerSchema = Type.Object(
   {
     name: NameSchema,
@@ -31,6 +51,7 @@ export const CreateCustomerSchema = Type.Object(
     billing: Type.Optional(BillingInput),
     externalId: Type.Optional(ExternalIdSchema),
     metadata: Type.Optional(MetadataSchema),
+    credits: Type.Optional(CreditTermsSchema),
   },
   { additionalProperties: false },
 );
@@ -43,6 +64,7 @@ export const UpdateCustomerSchema = Type.Object(
     billing: Type.Optional(BillingInput),
     externalId: Type.Optional(Type.Union([ExternalIdSchema, Type.Null()])),
     metadata: Type.Optional(Type.Union([MetadataSchema, Type.Null()])),
+    credits: Type.Optional(Type.Union([CreditTermsSchema, Type.Null()])),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -60,6 +82,8 @@ export const CustomerViewSchema = Type.Object({
   currentPeriod: Type.Object({ start: Timestamp, end: Timestamp }),
   externalId: Type.Optional(Type.String()),
   metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
+  /** Present when its keys spend credits: its terms (the balance: GET /admin/customers/:id/credits). */
+  credits: Type.Optional(CreditTermsSchema),
   createdAt: Timestamp,
   updatedAt: Type.Optional(Timestamp),
 });

@@ -20,6 +20,7 @@ export function customerView(deps: Pick<GatewayDeps, 'plans' | 'now'>, record: C
     currentPeriod: { start: period.start.toISOString(), end: period.end.toISOString() },
     ...(record.externalId !== undefined ? { externalId: record.externalId } : {}),
     ...(record.metadata !== undefined ? { metadata: record.metadata } : {}),
+    ...(record.credits !== undefined ? { credits: record.credits } : {}),
     createdAt: record.createdAt,
     ...(record.updatedAt ? { updatedAt: record.updatedAt } : {}),
   };

@@ -80,13 +80,22 @@ export class AdminClient {
     return new AdminClient(base, token);
   }
 
-  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  async request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<T> {
     const url = `${this.baseUrl}${path}`;
     let response: Response;
     try {
       response = await fetch(url, {
         method,
-        headers: { authorization: `Bearer ${this.token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${this.token}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+          ...extraHeaders,
+        },
         ...(body ? { body: JSON.stringify(body) } : {}),
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });

@@ -5,6 +5,7 @@ import { customerView } from '../admin/customer-view.js';
 import { type CustomerRequest, CustomerRuleError, type CustomerUpdate } from '../customers/customer-operations.js';
 import { toCsv } from '../usage/reports.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
+import { credits } from './credit-commands.js';
 import { createCustomerInFile, localPlans } from './file-backend.js';
 import { inFlagWords, limitsFrom, type Values } from './flags.js';
 import { fields, jsonLine, printable, table, when } from './format.js';
@@ -209,6 +210,8 @@ export async function customers(args: string[], values: Values): Promise<void> {
     }
     case 'usage':
       return usage(admin, need(), values);
+    case 'credits':
+      return credits(admin, need(), values);
     case 'delete': {
       const target = need();
       await admin.request('DELETE', `${customerPath(target)}${values['revoke-keys'] ? '?revokeKeys=true' : ''}`);

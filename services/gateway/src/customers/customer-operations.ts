@@ -1,3 +1,4 @@
+import { type CreditTerms, creditTermsProblem } from '../credits/credit-terms.js';
 import {
   JSON_NAMES,
   type LimitNames,
@@ -27,6 +28,7 @@ export interface CustomerRequest {
   billing?: Partial<Billing>;
   externalId?: string;
   metadata?: Record<string, string>;
+  credits?: CreditTerms;
 }
 
 export interface CustomerUpdate {
@@ -36,6 +38,14 @@ export interface CustomerUpdate {
   billing?: Partial<Billing>;
   externalId?: string | null;
   metadata?: Record<string, string> | null;
+  credits?: CreditTerms | null;
+}
+
+/** Credit terms as stored, or the refusal naming what is wrong with them. */
+function checkedCredits(given: CreditTerms): CreditTerms {
+  const problem = creditTermsProblem(given);
+  if (problem) throw new CustomerRuleError(problem);
+  return given.refill ? { refill: { amount: given.refill.amount, every: given.refill.every } } : {};
 }
 
 /** Billing settings as stored: whole, with the zone under its canonical name. */
@@ -65,6 +75,7 @@ export function checkNewCustomer(
     billing: checkedBilling(request.billing, DEFAULT_BILLING),
     ...(request.externalId !== undefined ? { externalId: request.externalId } : {}),
     ...(request.metadata !== undefined ? { metadata: { ...request.metadata } } : {}),
+    ...(request.credits !== undefined ? { credits: checkedCredits(request.credits) } : {}),
     createdAt: new Date(now).toISOString(),
   };
 }
@@ -92,5 +103,7 @@ export function customerChanges(
     ...(update.billing !== undefined ? { billing: checkedBilling(update.billing, current.billing) } : {}),
     ...(update.externalId !== undefined ? { externalId: update.externalId } : {}),
     ...(update.metadata !== undefined ? { metadata: update.metadata } : {}),
+    ...(update.credits === null ? { credits: null } : {}),
+    ...(update.credits ? { credits: checkedCredits(update.credits) } : {}),
   };
 }

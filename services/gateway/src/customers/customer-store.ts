@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import type { CreditTerms } from '../credits/credit-terms.js';
 import type { Page, PageRequest } from '../paging/page.js';
 import type { Limits, Plan } from '../plans/plans.js';
 import type { Billing } from './billing-period.js';
@@ -16,6 +17,8 @@ export interface CustomerRecord {
   externalId?: string;
   /** The business's own labels; strings only, so every backend stores them alike. */
   metadata?: Record<string, string>;
+  /** Its keys spend credits from its balance, on these terms (credits/credit-terms.ts). */
+  credits?: CreditTerms;
   createdAt: string;
   /** Last change or deletion: what replicas poll for to refresh their caches. */
   updatedAt?: string;
@@ -31,6 +34,7 @@ export interface CustomerChanges {
   billing?: Billing;
   externalId?: string | null;
   metadata?: Record<string, string> | null;
+  credits?: CreditTerms | null;
 }
 
 /** What a list may be narrowed to, in the store (indexed in MongoDB). */
@@ -81,6 +85,8 @@ export function applyCustomerChanges(record: CustomerRecord, changes: CustomerCh
   else if (changes.externalId !== undefined) record.externalId = changes.externalId;
   if (changes.metadata === null) delete record.metadata;
   else if (changes.metadata !== undefined) record.metadata = { ...changes.metadata };
+  if (changes.credits === null) delete record.credits;
+  else if (changes.credits !== undefined) record.credits = structuredClone(changes.credits);
 }
 
 /** Whether a record passes a filter; the memory store's version of the Mongo query. */

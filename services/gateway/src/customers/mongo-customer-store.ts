@@ -110,7 +110,7 @@ export class MongoCustomerStore implements CustomerStore {
     }
     if (changes.plan !== undefined) $set.plan = changes.plan;
     if (changes.billing !== undefined) $set.billing = { ...changes.billing };
-    for (const field of ['limits', 'externalId', 'metadata'] as const) {
+    for (const field of ['limits', 'externalId', 'metadata', 'credits'] as const) {
       const value = changes[field];
       if (value === null) $unset[field] = '';
       else if (value !== undefined) $set[field] = typeof value === 'string' ? value : { ...value };

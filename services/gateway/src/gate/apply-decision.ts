@@ -17,7 +17,7 @@ export interface DecisionOptions {
   /** The length of a ban (BAN_SECONDS), reported in RateLimit-Policy while a key is banned. */
   banSeconds: number;
   /** Told of admitted requests (quota thresholds) and of bans as they start. */
-  webhooks: Pick<Webhooks, 'onAdmitted' | 'onBanned'>;
+  webhooks: Pick<Webhooks, 'onAdmitted' | 'onBanned' | 'onCredits'>;
 }
 
 /**
@@ -76,6 +76,30 @@ function limitedMessage(
   return `Rate limit exceeded for the ${record.plan} plan: ${windowText(rule, record.customerId)} ${state}; ${when}`;
 }
 
+/**
+ * A 402: the credit balance cannot cover the request (the windows could). Payment Required, not
+ * 429: waiting does not help unless a refill is due (then, and only then, Retry-After says when),
+ * a top-up does; clients that retry 429s by themselves should not loop on it.
+ */
+function creditsExhausted(
+  record: KeyRecord,
+  decision: Extract<GuardedDecision, { outcome: 'exhausted' }>,
+  cost: number,
+  at: number,
+): ApiError {
+  const owner = record.customerId === undefined ? `key ${record.id}` : `customer ${record.customerId}`;
+  const refill =
+    decision.retryAfterMs === null
+      ? 'no refill covering it is due: top up the balance'
+      : `it is refilled on ${new Date(at + decision.retryAfterMs).toISOString()}`;
+  return new ApiError(
+    402,
+    'credits_exhausted',
+    `Out of credits: ${owner} has ${decision.balance} left and this request costs ${cost}; ${refill}`,
+    decision.retryAfterMs === null ? undefined : { 'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)) },
+  );
+}
+
 export function limiterDecisions({ metrics, now, banSeconds, webhooks }: DecisionOptions): ApplyDecision {
   // One counter child per outcome and source, found without hashing labels on every request.
   const decisionCounters = new Map<string, Counter.Internal>();
@@ -102,6 +126,9 @@ export function limiterDecisions({ metrics, now, banSeconds, webhooks }: Decisio
   return (request, reply, record, policy, decision, forbidden) => {
     const at = now();
     request.limiterSource = decision.source;
+    if (decision.outcome !== 'unavailable' && decision.credits) {
+      webhooks.onCredits(record, decision.credits, policy.credits?.refill?.amount ?? null);
+    }
     if (forbidden !== undefined) {
       request.limiterDecision = 'forbidden';
       if (decision.outcome === 'banned') setBannedHeaders(reply, decision.windows, at, decision.banEndsAt, banSeconds);
@@ -110,7 +137,8 @@ export function limiterDecisions({ metrics, now, banSeconds, webhooks }: Decisio
       } else setRateLimitHeaders(reply, decision.windows, at);
       return forbidden;
     }
-    if (policy.shadow && (decision.outcome === 'limited' || decision.outcome === 'banned')) {
+    const refused = decision.outcome === 'limited' || decision.outcome === 'banned' || decision.outcome === 'exhausted';
+    if (policy.shadow && refused) {
       shadowCounter(decision.source).inc();
       request.limiterDecision = 'shadow_refused';
       if (decision.outcome === 'banned') setBannedHeaders(reply, decision.windows, at, decision.banEndsAt, banSeconds);
@@ -135,6 +163,9 @@ export function limiterDecisions({ metrics, now, banSeconds, webhooks }: Decisio
           limitedMessage(record, decision, request.routeOptions.config.cost ?? 1, at),
           { 'retry-after': String(Math.ceil(decision.retryAfterMs / 1000)) },
         );
+      case 'exhausted':
+        setRateLimitHeaders(reply, decision.windows, at);
+        return creditsExhausted(record, decision, request.routeOptions.config.cost ?? 1, at);
       case 'banned':
         if (decision.started) {
           metrics.bans.inc({ source: decision.source });

@@ -129,7 +129,9 @@ export class GuardedLimiter {
       this.hooks.onRecovered?.();
     }
     if (this.primarySource === 'memory' && this.history) {
-      const outcome: HistoryOutcome = cost === 0 ? 'forbidden' : decision.outcome;
+      // Out of credits is a refusal, counted as the Redis script counts it: limited.
+      const outcome: HistoryOutcome =
+        cost === 0 ? 'forbidden' : decision.outcome === 'exhausted' ? 'limited' : decision.outcome;
       this.count(keyId, customerId, outcome, outcome === 'admitted' ? cost : 0, this.now(), shiftMs);
     }
     if (decision.outcome === 'banned') {

@@ -1,3 +1,4 @@
+import { refillPeriod } from '../credits/credit-terms.js';
 import type { LimitPolicy, WindowName, WindowRule, WindowScope } from './policy.js';
 import { freshResetMs, windowSeconds } from './policy.js';
 
@@ -13,7 +14,11 @@ export interface WindowState {
   resetAt: number;
 }
 
-export type Decision =
+/**
+ * `credits`, on the first decision of a limiter call on a credit balance: what the call did to it
+ * (for the credit webhooks: one report per call, whatever its first request's outcome).
+ */
+export type Decision = (
   | { outcome: 'admitted'; windows: WindowState[] }
   | {
       outcome: 'limited';
@@ -26,12 +31,22 @@ export type Decision =
       refusedBy: WindowRule;
     }
   | {
+      /** The windows had room, the credit balance had not: nothing was taken. */
+      outcome: 'exhausted';
+      windows: WindowState[];
+      /** What the balance held for this request. */
+      balance: number;
+      /** Until the next refill, when one is due that covers the request's cost; else null. */
+      retryAfterMs: number | null;
+    }
+  | {
       outcome: 'banned';
       windows: WindowState[];
       banEndsAt: number;
       /** Set on the one decision that started the ban: how many refusals it took. */
       started?: { refusals: number };
-    };
+    }
+) & { credits?: CreditBatch };
 
 /**
  * Ban policy. A client that honours Retry-After sends nothing while the Retry-After of its last
@@ -132,8 +147,13 @@ export interface BanList {
  * returns it and the memory limiter computes it; `settleBatch` turns it into decisions.
  */
 export interface BatchResult {
-  /** One letter per request: A admitted, L limited, B banned. */
+  /** One letter per request: A admitted, L limited, B banned, C out of credits. */
   outcomes: string;
+  /**
+   * For a policy with credits: the balance before the batch (a refill due applied), after it, and
+   * what the refill added (0 when none was due).
+   */
+  credits?: CreditBatch;
   /** The ban's time left (ms) when any request was banned, else 0. */
   banTtlMs: number;
   /** 1 + the index of the refusal that started a ban, or 0. */
@@ -147,6 +167,21 @@ export interface BatchResult {
    * as [index, count, index, count, …]; else null.
    */
   buckets: Array<number[] | null>;
+}
+
+/** What one limiter call did to a credit balance. */
+export interface CreditBatch {
+  before: number;
+  after: number;
+  refilled: number;
+}
+
+/** How long a request out of credits waits for the next refill, when that refill covers its cost. */
+function refillWait(policy: LimitPolicy, cost: number, now: number): number | null {
+  const rule = policy.credits;
+  const period = rule ? refillPeriod(rule, now) : null;
+  if (!period || (rule?.refill?.amount ?? 0) < cost) return null;
+  return period.nextAt - now;
 }
 
 /** The windows as a request sees them once `used` units are taken from each. */
@@ -234,6 +269,10 @@ export function settleBatch(
 ): void {
   const used = result.used.slice();
   const final = result.used.slice();
+  let spent = 0;
+  // The call's report on its credit balance goes with its first decision alone.
+  const withCredits = (decision: Decision, i: number): Decision =>
+    i === 0 && result.credits ? Object.assign(decision, { credits: result.credits }) : decision;
   for (let i = 0; i < waiters.length; i++) {
     if (result.outcomes[i] !== 'A') continue;
     const cost = (waiters[i] as Waiting).cost;
@@ -243,27 +282,34 @@ export function settleBatch(
     const waiter = waiters[i] as Waiting;
     const outcome = result.outcomes[i];
     if (outcome === 'A') {
+      spent += waiter.cost;
       for (let w = 0; w < used.length; w++) used[w] = (used[w] as number) + waiter.cost;
-      waiter.resolve({ outcome: 'admitted', windows: windowStates(policy, used, result.resetMs, now) });
+      const windows = windowStates(policy, used, result.resetMs, now);
+      waiter.resolve(withCredits({ outcome: 'admitted', windows }, i));
       continue;
     }
     const windows = windowStates(policy, used, result.resetMs, now);
-    if (outcome === 'L') {
+    if (outcome === 'C') {
+      const balance = (result.credits?.before ?? 0) - spent;
+      const retryAfterMs = refillWait(policy, waiter.cost, now);
+      waiter.resolve(withCredits({ outcome: 'exhausted', windows, balance, retryAfterMs }, i));
+    } else if (outcome === 'L') {
       const { retryAfterMs, refusedBy } = waitFor(policy, result, final, waiter.cost, now);
-      waiter.resolve({
-        outcome: 'limited',
-        windows,
-        retryAfterMs: Math.max(retryAfterMs, ban.minRetryAfterMs),
-        roomInMs: retryAfterMs,
-        refusedBy,
-      });
+      waiter.resolve(
+        withCredits(
+          {
+            outcome: 'limited',
+            windows,
+            retryAfterMs: Math.max(retryAfterMs, ban.minRetryAfterMs),
+            roomInMs: retryAfterMs,
+            refusedBy,
+          },
+          i,
+        ),
+      );
     } else {
-      waiter.resolve({
-        outcome: 'banned',
-        windows,
-        banEndsAt: now + result.banTtlMs,
-        ...(result.banStartedAt === i + 1 ? { started: { refusals: ban.threshold + 1 } } : {}),
-      });
+      const started = result.banStartedAt === i + 1 ? { started: { refusals: ban.threshold + 1 } } : {};
+      waiter.resolve(withCredits({ outcome: 'banned', windows, banEndsAt: now + result.banTtlMs, ...started }, i));
     }
   }
 }

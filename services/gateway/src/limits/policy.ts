@@ -1,3 +1,4 @@
+import type { CreditRule, CreditTerms } from '../credits/credit-terms.js';
 import type { Billing } from '../customers/billing-period.js';
 import { type Calendar, calendarFor, UTC_CALENDAR } from './calendar.js';
 import {
@@ -60,6 +61,11 @@ export type WindowRule =
 /** What the limiter enforces for a key: its windows, shortest first, and whether it refuses. */
 export interface LimitPolicy {
   windows: readonly WindowRule[];
+  /**
+   * A credit balance every admitted request spends its cost from, in the same limiter call as the
+   * windows; absent (no balance to read) for keys and customers without credits.
+   */
+  credits?: CreditRule;
   /**
    * Shadow mode: decisions are taken and reported, but the gate refuses nothing for them, and no
    * refusal counts toward a ban (a plan tried in shadow must not leave keys banned when it goes live).
@@ -200,4 +206,14 @@ export function freshResetMs(rule: WindowRule, now: number): number {
   if (rule.kind === 'calendar') return ruleEnd(rule, now) - now;
   if (rule.kind === 'fixed') return rule.lengthMs;
   return (Math.floor(now / rule.bucketMs) + rule.lengthMs / rule.bucketMs + 1) * rule.bucketMs - now;
+}
+
+/**
+ * The policy with a credit balance beside its windows (credits: refill in `calendar`, the billing
+ * calendar of the balance's owner), built once per distinct terms as the policy itself.
+ */
+export function withCredits(policy: LimitPolicy, terms: CreditTerms, calendar: Calendar): LimitPolicy {
+  const refill = terms.refill ?? null;
+  const id = `${policy.id}+credits${refill ? `:${refill.amount}/${refill.every}@${calendar.id}` : ''}`;
+  return cached(id, () => ({ ...policy, id, credits: { refill, calendar } }));
 }

@@ -1,4 +1,6 @@
+import type { CreditTerms } from '../credits/credit-terms.js';
 import type { Billing } from '../customers/billing-period.js';
+import { calendarFor } from '../limits/calendar.js';
 import {
   ALGORITHMS,
   type Algorithm,
@@ -8,6 +10,7 @@ import {
   type Limits,
   policyFor,
   WINDOW_NAMES,
+  withCredits,
 } from '../limits/policy.js';
 import { WINDOWS } from '../limits/windows.js';
 import { SCOPES, type Scope } from '../proxy/proxied-routes.js';
@@ -100,6 +103,8 @@ export interface CustomerTerms {
   plan: Plan;
   limits?: Limits | undefined;
   billing: Billing;
+  /** Its credit balance's terms, when its keys spend credits (credits/credit-terms.ts). */
+  credits?: CreditTerms | undefined;
 }
 
 /**
@@ -120,7 +125,8 @@ export function policyForCustomerKey(book: PlanBook, customer: CustomerTerms, ow
     );
   }
   const shadow = book.shadow || (definition?.shadow ?? false);
-  return customerPolicyFor(shared, own, definition?.algorithm ?? 'fixed', shadow, customer.billing);
+  const policy = customerPolicyFor(shared, own, definition?.algorithm ?? 'fixed', shadow, customer.billing);
+  return customer.credits ? withCredits(policy, customer.credits, calendarFor(customer.billing)) : policy;
 }
 
 /** The scopes a key has: its own, else its plan's. */

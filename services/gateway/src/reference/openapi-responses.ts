@@ -70,6 +70,12 @@ const ERROR_EXAMPLES: Record<string, [ErrorCode, string][]> = {
     ['invalid_api_key', 'The API key is not valid'],
     ['expired_api_key', 'This API key expired at 2030-01-31T00:00:00.000Z'],
   ],
+  '402': [
+    [
+      'credits_exhausted',
+      'Out of credits: customer cus_4hY0c2Qm9XbLr1Tz has 0 left and this request costs 1; no refill covering it is due: top up the balance',
+    ],
+  ],
   '403': [
     ['insufficient_scope', 'This API key may not do this: it needs the pets:write scope'],
     ['ip_not_allowed', 'This API key may not be used from 198.51.100.7'],
@@ -133,6 +139,20 @@ export function gatewayResponses(): Record<string, ResponseObject> {
             '`error_description` when a key was sent but is not valid or has expired.',
           required: true,
           schema: { type: 'string' },
+        },
+      },
+      content: errorContent(),
+    },
+    '402': {
+      description:
+        'The customer of the key (or the key, standing for itself) is out of credits (`credits_exhausted`): its ' +
+        'windows had room, its credit balance did not, and nothing was taken. Waiting does not help unless a ' +
+        'refill is due: then `Retry-After` says when; otherwise the balance must be topped up. The rate-limit ' +
+        'headers describe the windows as they stand.',
+      headers: {
+        'Retry-After': {
+          description: 'Whole seconds until the next refill, present only when one is due that covers the request.',
+          schema: { type: 'integer', minimum: 0 },
         },
       },
       content: errorContent(),

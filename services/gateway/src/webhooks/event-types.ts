@@ -10,6 +10,9 @@ export const WEBHOOK_EVENTS = [
   'key.updated',
   'key.rotated',
   'key.revoked',
+  'credits.low',
+  'credits.exhausted',
+  'credits.refilled',
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
@@ -27,6 +30,12 @@ export interface KeyRef {
    * customer needs no admin API call to find it. Absent for a key that stands for itself.
    */
   customerId?: string;
+}
+
+/** What a credit event made outside a request (an admin read or change) says of its customer. */
+export interface CustomerRef {
+  customerId: string;
+  plan: string;
 }
 
 /** For the quota events: the window that crossed, in the units the key's headers report. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { DeliveryJob, DeliveryQueue } from './delivery/delivery-queue.js';
-import { type KeyRef, PING_EVENT, type WebhookEvent, type WebhookEventType } from './event-types.js';
+import { type CustomerRef, type KeyRef, PING_EVENT, type WebhookEvent, type WebhookEventType } from './event-types.js';
 import type { Subscription, WebhookStore } from './subscriptions/webhook-store.js';
 
 /** Sends an event only once across the replicas: the first caller within `ttlMs` takes the marker. */
@@ -26,7 +26,7 @@ export class FanOut {
    * Queues the event for every endpoint subscribed to it. With a marker, only the first caller
    * anywhere within `ttlMs` does: the others (replicas that saw the same crossing) send nothing.
    */
-  async emit(type: WebhookEventType, key: KeyRef, data: object, once?: Once): Promise<void> {
+  async emit(type: WebhookEventType, key: KeyRef | CustomerRef, data: object, once?: Once): Promise<void> {
     try {
       if (once && !(await this.store.once(once.marker, once.ttlMs))) return;
       const subscriptions = (await this.store.list()).filter((s) => s.events.includes(type));
@@ -37,7 +37,8 @@ export class FanOut {
       const eventId = once ? `msg_${once.marker}` : `msg_${randomUUID()}`;
       await Promise.all(subscriptions.map((s) => this.enqueue(s.id, eventId, event, now)));
     } catch (err) {
-      this.logger.warn({ err, event: type, keyId: key.keyId }, 'webhooks: event not queued');
+      const about = 'keyId' in key ? { keyId: key.keyId } : { customerId: key.customerId };
+      this.logger.warn({ err, event: type, ...about }, 'webhooks: event not queued');
     }
   }
 

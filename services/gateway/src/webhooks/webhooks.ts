@@ -1,13 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AdminAction } from '../keys/admin-actions.js';
 import type { KeyRecord } from '../keys/key-store.js';
-import type { WindowState } from '../limits/key-limiter.js';
+import type { CreditBatch, WindowState } from '../limits/key-limiter.js';
 import type { WebhooksConfig } from './config.js';
 import { checkWebhookUrl } from './delivery/address-guard.js';
 import { Delivery } from './delivery/deliver.js';
 import type { DeliveryJob, DeliveryQueue } from './delivery/delivery-queue.js';
 import type { WebhookMetrics } from './delivery/metrics.js';
 import type { WebhookSender } from './delivery/send.js';
+import type { CustomerRef } from './event-types.js';
 import { FanOut } from './fan-out.js';
 import { KeyEvents, type KeySource } from './intake/key-events.js';
 import { Scheduling } from './scheduling.js';
@@ -60,6 +61,11 @@ export class Webhooks {
   /** After an admitted request (gate/apply-decision.ts): quota events for thresholds it crossed. */
   onAdmitted(record: KeyRecord, windows: readonly WindowState[], cost: number): void {
     this.intake.onAdmitted(record, windows, cost);
+  }
+
+  /** After a limiter call on a credit balance: credits.refilled, credits.low, credits.exhausted. */
+  onCredits(record: KeyRecord | CustomerRef, batch: CreditBatch, refillAmount: number | null): void {
+    this.intake.onCredits(record, batch, refillAmount);
   }
 
   /** When a request started a ban (only that one decision carries `started`). */

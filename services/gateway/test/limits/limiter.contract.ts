@@ -1,12 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import type { CreditLedger } from '../../src/credits/credit-ledger.js';
 import type { BanPolicy, Decision, KeyLimiter } from '../../src/limits/key-limiter.js';
 import { type LimitPolicy, type Limits, periodEnd, policyFor } from '../../src/limits/policy.js';
 import { type FleetClient, fleets, runFleet, type TimedAnswer } from '../support/clients.js';
+import { creditsContract } from './credits.contract.js';
 import { customerWindowsContract } from './customer-windows.contract.js';
 
 export interface LimiterHarness {
   limiter: KeyLimiter;
+  /** The balances the limiter spends credits from. */
+  credits: CreditLedger;
   /** The limiter's clock. */
   now(): number;
   /**
@@ -46,10 +50,11 @@ const newKeyId = () => `key_contract_${process.pid}_${Date.now()}_${counter++}`;
 
 /**
  * The decision rules both limiters must follow identically (docs/limits-and-bans.md); with them,
- * those of customers' shared windows (customer-windows.contract.ts).
+ * those of customers' shared windows (customer-windows.contract.ts) and of credits (credits.contract.ts).
  */
 export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<LimiterHarness>): void {
   customerWindowsContract(name, make);
+  creditsContract(name, make);
   describe(`${name} limiter contract`, () => {
     let harness: LimiterHarness | undefined;
     const start = async (ban = BAN) => {
@@ -669,6 +674,7 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       if (decision.outcome === 'limited') {
         return { status: 429, code: 'rate_limit_exceeded', retryAfter: Math.ceil(decision.retryAfterMs / 1000) };
       }
+      if (decision.outcome === 'exhausted') throw new Error('no credits in these fleets');
       return { status: 429, code: 'api_key_banned', retryAfter: Math.ceil((decision.banEndsAt - at) / 1000) };
     };
     const plans = {

@@ -170,8 +170,9 @@ describe('publicDocument', () => {
         }
       }
     }
-    // Seven gateway responses each, plus the pets service's own: 200 and 400, 201, 200 and 404.
-    expect(responses).toBe(3 * 7 + 2 + 1 + 2);
+    // Eight gateway responses each (402 credits_exhausted among them), plus the pets service's
+    // own: 200 and 400, 201, 200 and 404.
+    expect(responses).toBe(3 * 8 + 2 + 1 + 2);
     expect(headers['Retry-After']).toMatchObject({ required: true });
   });
 
@@ -198,6 +199,7 @@ describe('publicDocument', () => {
     expect(Object.keys(get?.responses ?? {})).toEqual([
       '200',
       '401',
+      '402',
       '403',
       '404',
       '429',
@@ -226,6 +228,7 @@ describe('publicDocument', () => {
     const expected: Record<string, string[]> = {
       '400': ['invalid_request'],
       '401': ['missing_api_key', 'invalid_api_key', 'expired_api_key'],
+      '402': ['credits_exhausted'],
       '403': ['insufficient_scope', 'ip_not_allowed'],
       '404': ['not_found'],
       '429': ['rate_limit_exceeded', 'api_key_banned'],
@@ -247,7 +250,7 @@ describe('publicDocument', () => {
         checked++;
       }
     }
-    expect(checked).toBe(3 * 7 + 1 + 1);
+    expect(checked).toBe(3 * 8 + 1 + 1);
   });
 
   it('moves the paths of a pets service that documents them in full under the base address', () => {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminRouteOptions } from '../shared.js';
 import { banRoutes } from './bans.js';
+import { customerCreditRoutes } from './customer-credits.js';
 import { customerUsageRoutes } from './customer-usage.js';
 import { customerUsageHistoryRoutes } from './customer-usage-history.js';
 import { customerRoutes } from './customers.js';
@@ -16,7 +17,7 @@ import { webhookRoutes } from './webhooks.js';
 /**
  * The admin API's routes, one file per resource, named for its URL: keys (create, list, show,
  * update, revoke), their rotation, their live usage and its history, their bans (each, and all in force), the usage of all
- * keys, the plans in force, webhook endpoints, customers, their shared windows and their usage history. Every change evicts the key here and tells the
+ * keys, the plans in force, webhook endpoints, customers, their shared windows, their usage history and their credits. Every change evicts the key here and tells the
  * other replicas.
  */
 export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, opts) => {
@@ -32,4 +33,5 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
   await app.register(customerRoutes, opts);
   await app.register(customerUsageHistoryRoutes, opts);
   await app.register(customerUsageRoutes, opts);
+  await app.register(customerCreditRoutes, opts);
 };

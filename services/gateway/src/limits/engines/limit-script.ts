@@ -1,3 +1,4 @@
+import { CREDIT_STATE } from '../../credits/credit-script.js';
 import { PENDING_BUCKET_MS } from '../key-limiter.js';
 
 /**
@@ -108,6 +109,10 @@ for i = 1, n do
   end
   if banned then
     out[i] = 'B'
+  elseif fits and not creditsCover(c) then
+    -- Out of credits: refused, taking nothing, and counting toward no ban.
+    out[i] = 'L'
+    short[i] = true
   elseif fits then
     taken = taken + c
     out[i] = 'A'
@@ -133,6 +138,42 @@ for i = 1, n do
       end
     end
   end
+end
+`;
+
+/**
+ * The credit balance, for a policy with credits (the last ARGV is then 'credits', after the refill
+ * amount and period; the last two KEYS are the balance's hash and ledger stream, credit-script.ts):
+ * read, a past hour's spend closed and a refill due applied. creditsCover(c): whether the balance
+ * has room for a request of cost c once the batch's admitted requests are taken from it.
+ */
+const CREDITS_READ = `${CREDIT_STATE}
+local credits = nil
+local short = {}
+if ARGV[#ARGV] == 'credits' then
+  table.remove(ARGV)
+  local period = table.remove(ARGV)
+  local amount = tonumber(table.remove(ARGV))
+  credits = creditsRead(KEYS[#KEYS - 1], KEYS[#KEYS], now, amount, period)
+  credits.before = credits.b
+end
+local function creditsCover(c)
+  return credits == nil or c == 0 or credits.b - taken >= c
+end
+`;
+
+/**
+ * The credit balance: the admitted units spent from it into the open hour; the requests it could
+ * not cover answered C (the history counted them as limited).
+ */
+const CREDITS_WRITE = `if credits then
+  for i in pairs(short) do out[i] = 'C' end
+  if taken > 0 then
+    credits.b = credits.b - taken
+    credits.u = credits.u + taken
+    credits.dirty = true
+  end
+  if credits.dirty then creditsSave(KEYS[#KEYS - 1], credits) end
 end
 `;
 
@@ -220,6 +261,11 @@ for w = 1, nw do
   end
   result[#result + 1] = text
 end
+if credits then
+  result[#result + 1] = credits.before
+  result[#result + 1] = credits.b
+  result[#result + 1] = credits.refilled
+end
 return result
 `;
 /**
@@ -265,11 +311,16 @@ return result
  * window ms until capacity starts to come back, then per window its live buckets after the batch
  * as "index:count,…" oldest first (sliding windows of a batch with a refusal; else "").
  *
+ * Credits (CREDITS_READ): a request the windows admit but the balance cannot cover is answered C,
+ * takes nothing and counts toward no ban; the reply then ends with the balance before the batch
+ * (a refill due applied), after it, and what the refill added.
+ *
  * Composed of its parts, in order, each reading the locals the parts before it set: the windows
- * read, the decision, the windows taken from, the ban, the history, the reply. The text is the
+ * read, the credit balance read, the decision, the windows taken from, the ban, the history, the
+ * credit balance spent, the reply. The text is the
  * same as one template would be (a test holds that this composition is the script Redis runs).
  */
-export const LIMIT_SCRIPT = [READ_WINDOWS, DECIDE, TAKE, BAN, HISTORY, REPLY].join('');
+export const LIMIT_SCRIPT = [READ_WINDOWS, CREDITS_READ, DECIDE, TAKE, BAN, HISTORY, CREDITS_WRITE, REPLY].join('');
 
 /**
  * Reads without writing. KEYS: the policy's window keys, then ban, pending (both left out to read

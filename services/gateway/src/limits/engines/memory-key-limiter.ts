@@ -1,3 +1,4 @@
+import type { MemoryCreditLedger } from '../../credits/memory-credit-ledger.js';
 import type {
   BanList,
   BanPolicy,
@@ -53,6 +54,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
     private readonly ban: BanPolicy,
     private readonly now: () => number = Date.now,
     private readonly maxCounters = 200_000,
+    /** The balances a policy with credits spends from; without, credits are not spent (the fallback's case). */
+    private readonly credits: MemoryCreditLedger | null = null,
   ) {}
 
   private read(key: string, now: number): Counter | undefined {
@@ -140,8 +143,11 @@ export class MemoryKeyLimiter implements KeyLimiter {
         used.push(counter?.count ?? 0);
       }
     }
-    const result = (outcome: 'A' | 'L' | 'B', banTtlMs = 0, banStartedAt = 0): BatchResult => ({
+    const credit = policy.credits && this.credits ? this.credits.state(customerId ?? keyId, policy.credits, now) : null;
+    const before = credit?.held.balance ?? 0;
+    const result = (outcome: 'A' | 'L' | 'B' | 'C', banTtlMs = 0, banStartedAt = 0): BatchResult => ({
       outcomes: outcome,
+      ...(credit ? { credits: { before, after: credit.held.balance, refilled: credit.refilled } } : {}),
       banTtlMs,
       banStartedAt,
       used,
@@ -156,6 +162,9 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const ban = this.read(`${owner}:ban`, now);
     if (ban) return result('B', ban.expiresAt - now);
     if (cost === 0 || rules.every((rule, w) => (used[w] as number) + cost <= rule.limit)) {
+      // Out of credits: refused, taking nothing, and counting toward no ban.
+      if (credit && cost > before) return result('C');
+      if (credit && cost > 0) this.credits?.spend(credit.held, cost);
       if (cost > 0) {
         rules.forEach((rule, w) => {
           counters[w] = this.take(keys[w] as string, rule, counters[w], cost, now);

@@ -1,4 +1,6 @@
 import type { Redis, Result } from 'ioredis';
+import { refillPeriod } from '../../credits/credit-terms.js';
+import { creditKeys } from '../../credits/redis-credit-ledger.js';
 import type { RedisClient } from '../../redis/clients.js';
 import type { RedisUsageHistory } from '../../usage/redis-usage-history.js';
 import { DAY_MS } from '../../usage/usage-history.js';
@@ -185,6 +187,8 @@ export class RedisKeyLimiter implements KeyLimiter {
       historyHour = hour;
       historyExpireAt = expireAt;
     }
+    const credits = policy.credits ? refillPeriod(policy.credits, now) : undefined;
+    if (policy.credits) keysAndArgs.push(...creditKeys(this.prefix, customerId ?? keyId));
     const numKeys = keysAndArgs.length;
     keysAndArgs.push(
       rules.length,
@@ -199,6 +203,8 @@ export class RedisKeyLimiter implements KeyLimiter {
     );
     for (const rule of rules) keysAndArgs.push(...windowArgs(rule, now, this.history !== null));
     for (const waiter of waiters) keysAndArgs.push(waiter.cost);
+    // The script's credits part takes these three off the end (limit-script.ts CREDITS_READ).
+    if (policy.credits) keysAndArgs.push(policy.credits.refill?.amount ?? 0, credits?.name ?? '', 'credits');
     this.inFlight.add(keyId);
     let call: Promise<ScriptResult>;
     try {
@@ -211,7 +217,7 @@ export class RedisKeyLimiter implements KeyLimiter {
       async (reply) => {
         // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
         try {
-          const result = batchResult(reply, rules.length);
+          const result = batchResult(reply, rules.length, policy.credits !== undefined);
           if (result.banStartedAt > 0) await this.indexBan(keyId, now + result.banTtlMs);
           // At the moment the call was made: the script's resets count from it (a calendar window
           // then ends exactly at its period's end).
@@ -345,7 +351,7 @@ export class RedisKeyLimiter implements KeyLimiter {
 }
 
 /** The script's reply as a BatchResult (see LIMIT_SCRIPT for its layout). */
-function batchResult(reply: ScriptResult, windows: number): BatchResult {
+function batchResult(reply: ScriptResult, windows: number, credits: boolean): BatchResult {
   const used: number[] = [];
   const resetMs: number[] = [];
   const buckets: Array<number[] | null> = [];
@@ -355,8 +361,12 @@ function batchResult(reply: ScriptResult, windows: number): BatchResult {
     const text = String(reply[3 + 2 * windows + w] ?? '');
     buckets.push(text === '' ? null : text.split(/[:,]/).map(Number));
   }
+  const tail = 3 + 3 * windows;
   return {
     outcomes: String(reply[0]),
+    ...(credits
+      ? { credits: { before: Number(reply[tail]), after: Number(reply[tail + 1]), refilled: Number(reply[tail + 2]) } }
+      : {}),
     banTtlMs: Number(reply[1]),
     banStartedAt: Number(reply[2]),
     used,

@@ -1,9 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AdminAction } from '../../keys/admin-actions.js';
 import type { KeyRecord } from '../../keys/key-store.js';
-import type { WindowState } from '../../limits/key-limiter.js';
-import type { KeyRef, WebhookEventType } from '../event-types.js';
+import type { CreditBatch, WindowState } from '../../limits/key-limiter.js';
+import type { CustomerRef, KeyRef, WebhookEventType } from '../event-types.js';
 import type { FanOut } from '../fan-out.js';
+import { creditCrossings } from './credit-crossings.js';
 import { expiryNotice, noticeWindow } from './expiry-notices.js';
 import { quotaCrossings } from './quota-crossings.js';
 
@@ -58,6 +59,19 @@ export class KeyEvents {
           ttlMs: Date.parse(quota.resetAt) - at + 86_400_000,
         },
       );
+    }
+  }
+
+  /**
+   * After a limiter call on a credit balance (the first decision of its batch carries it): the
+   * refill it applied, the low thresholds it crossed, the balance reaching zero; each is the
+   * customer's (or the lone key's), named by the key whose request caused it, or by the customer
+   * alone when an admin read or change caused it.
+   */
+  onCredits(record: KeyRecord | CustomerRef, batch: CreditBatch, refillAmount: number | null): void {
+    const crossed = creditCrossings(batch, refillAmount, this.percents);
+    for (const { type, data } of crossed ?? []) {
+      void this.fanOut.emit(type, 'id' in record ? keyRef(record) : record, data);
     }
   }
 

@@ -1,14 +1,22 @@
 import { describe, expect, it } from 'vitest';
+import { MemoryCreditLedger } from '../../../src/credits/memory-credit-ledger.js';
+import { UTC_CALENDAR } from '../../../src/limits/calendar.js';
 import { MemoryKeyLimiter } from '../../../src/limits/engines/memory-key-limiter.js';
 import type { BanPolicy } from '../../../src/limits/key-limiter.js';
-import { policyFor } from '../../../src/limits/policy.js';
+import { policyFor, withCredits } from '../../../src/limits/policy.js';
 import { testClock } from '../../support/test-clock.js';
 import { limiterContract } from '../limiter.contract.js';
 
 limiterContract('memory', async (ban) => {
   // A clock that moves only when the test moves it: sliding buckets and refusals to the millisecond.
   const clock = testClock();
-  return { limiter: new MemoryKeyLimiter(ban, clock.now), ...clock, cleanup: async () => {} };
+  const credits = new MemoryCreditLedger();
+  return {
+    limiter: new MemoryKeyLimiter(ban, clock.now, undefined, credits),
+    credits,
+    ...clock,
+    cleanup: async () => {},
+  };
 });
 
 // What only the embedded limiter does: its fixed windows live on its own clock (Redis keeps them
@@ -104,5 +112,15 @@ describe('the memory limiter’s bound on the counters it keeps', () => {
     for (const key of ['a0', 'a1', 'a2', 'a3', 'a4', 'b0', 'b1', 'b2', 'b3']) {
       expect((await limiter.usage(key, minute)).windows[0]?.used, key).toBe(1);
     }
+  });
+});
+
+describe('the memory limiter as the fallback, without the balances', () => {
+  it('spends no credits and refuses none: the balances are in Redis, out of its reach', async () => {
+    const limiter = new MemoryKeyLimiter(BAN, () => Date.UTC(2026, 10, 26, 12));
+    const policy = withCredits(policyFor({ perMinute: 2 }), {}, UTC_CALENDAR);
+    const outcomes = [];
+    for (let i = 0; i < 3; i++) outcomes.push((await limiter.consume('k', policy, 1)).outcome);
+    expect(outcomes).toEqual(['admitted', 'admitted', 'limited']);
   });
 });

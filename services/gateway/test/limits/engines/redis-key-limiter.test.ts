@@ -1,10 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { RedisCreditLedger } from '../../../src/credits/redis-credit-ledger.js';
 import { DEFAULT_BILLING } from '../../../src/customers/billing-period.js';
+import { calendarFor } from '../../../src/limits/calendar.js';
 import { LIMIT_SCRIPT } from '../../../src/limits/engines/limit-script.js';
 import { RedisKeyLimiter } from '../../../src/limits/engines/redis-key-limiter.js';
-import { customerPolicyFor, policyFor } from '../../../src/limits/policy.js';
+import { customerPolicyFor, policyFor, withCredits } from '../../../src/limits/policy.js';
 import { RedisUsageHistory } from '../../../src/usage/redis-usage-history.js';
 import { DAY_MS } from '../../../src/usage/usage-history.js';
 import { connected, redisClient } from '../../support/helpers.js';
@@ -39,6 +42,7 @@ for (const withHistory of [false, true]) {
     const limiter = new RedisKeyLimiter(client, prefix, ban, clock.now, history);
     return {
       limiter,
+      credits: new RedisCreditLedger(client, prefix),
       ...clock,
       cleanup: async () => {
         await history?.flush();
@@ -198,6 +202,93 @@ describe('two replicas on one Redis', () => {
     const now = new Date();
     const monthEnd = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
     expect(Math.abs(Date.now() + refused.retryAfterMs - monthEnd)).toBeLessThan(2_000);
+  });
+});
+
+describe('credits over two replicas on one Redis', () => {
+  const replicas = async () => {
+    const ban = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const clients = await Promise.all([0, 1].map(() => connected(redisClient(redis.url))));
+    onTestFinished(() => {
+      for (const client of clients) client.disconnect();
+    });
+    const limiters = clients.map((client) => new RedisKeyLimiter(client, prefix, ban)) as [
+      RedisKeyLimiter,
+      RedisKeyLimiter,
+    ];
+    return {
+      limiters,
+      ledger: new RedisCreditLedger(clients[0] as Redis, prefix),
+      client: clients[0] as Redis,
+      prefix,
+    };
+  };
+  const customerPolicy = withCredits(
+    customerPolicyFor({ perMinute: 10_000 }, undefined, 'fixed', false, DEFAULT_BILLING),
+    {},
+    calendarFor(DEFAULT_BILLING),
+  );
+
+  it.each([
+    ['cost 1', [1]],
+    ['mixed costs', [1, 2, 3]],
+  ])(
+    'spend a customer’s balance of 100 exactly: 300 concurrent requests over 3 keys (%s), the balance the ledger’s sum',
+    async (_label, costs) => {
+      const { limiters, ledger } = await replicas();
+      const customer = `cus_${randomUUID()}`;
+      const keys = [0, 1, 2].map(() => `key_${randomUUID()}`);
+      const rule = customerPolicy.credits as NonNullable<typeof customerPolicy.credits>;
+      await ledger.add(
+        customer,
+        rule,
+        { type: 'grant', amount: 100, reason: 'test', ref: 'r1', at: Date.now() },
+        Date.now(),
+      );
+      const decisions = await Promise.all(
+        Array.from({ length: 300 }, (_, i) =>
+          limiters[i % 2]?.consume(keys[i % 3] as string, customerPolicy, costs[i % costs.length] as number, customer),
+        ),
+      );
+      const spent = decisions.reduce(
+        (total, d, i) => total + (d?.outcome === 'admitted' ? (costs[i % costs.length] as number) : 0),
+        0,
+      );
+      if (costs.length === 1) expect(spent).toBe(100);
+      // Every refusal was for credits, and none would have fitted in what was left.
+      const left = 100 - spent;
+      expect(decisions.filter((d) => d?.outcome === 'limited' || d?.outcome === 'banned')).toHaveLength(0);
+      const refused = decisions.flatMap((d, i) =>
+        d?.outcome === 'exhausted' ? [costs[i % costs.length] as number] : [],
+      );
+      expect(Math.min(...refused)).toBeGreaterThan(left);
+      const [minute] = await limiters[0].customerUsage(customer, customerPolicy);
+      expect(minute?.used).toBe(spent);
+      const { balance, openHour } = await ledger.balance(customer, rule, Date.now());
+      const entries = (await ledger.page(customer, { limit: 500 })).items;
+      expect(balance).toBe(left);
+      expect(entries.reduce((t, e) => t + e.amount, 0) - (openHour?.spent ?? 0)).toBe(balance);
+    },
+  );
+
+  it('keeps a customer’s balance in its slot, and costs a lone key without credits nothing more', async () => {
+    const { limiters, ledger, client, prefix } = await replicas();
+    const customer = `cus_${randomUUID().slice(0, 8)}`;
+    const rule = customerPolicy.credits as NonNullable<typeof customerPolicy.credits>;
+    await ledger.add(
+      customer,
+      rule,
+      { type: 'topup', amount: 5, reason: 'test', ref: 'r', at: Date.now() },
+      Date.now(),
+    );
+    await limiters[0].consume('key_a', customerPolicy, 1, customer);
+    const lone = `key_${randomUUID().slice(0, 8)}`;
+    await limiters[0].consume(lone, policyFor({ perMinute: 10 }), 1);
+    const names = (await client.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort();
+    expect(names).toEqual(
+      [`{${customer}}:c:m`, `{${customer}}:credits`, `{${customer}}:credits:ledger`, `{${lone}}:m`].sort(),
+    );
   });
 });
 

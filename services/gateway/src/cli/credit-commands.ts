@@ -1,0 +1,74 @@
+import type { Static } from 'typebox';
+import type { CreditBalanceSchema, CreditChangeViewSchema, CreditLedgerPageSchema } from '../admin/credit-schemas.js';
+import type { AdminClient } from './admin-client.js';
+import type { Values } from './flags.js';
+import { fields, jsonLine, printable, table, when } from './format.js';
+import { type ListPage, pageQuery, printPages } from './pages.js';
+import { usageError } from './usage.js';
+
+/* `keys customers credits ID`: a customer's balance, its ledger, a top-up, through the admin API. */
+
+type Balance = Static<typeof CreditBalanceSchema>;
+type LedgerPage = Static<typeof CreditLedgerPageSchema>;
+type Change = Static<typeof CreditChangeViewSchema>;
+
+const creditsPath = (id: string) => `/admin/customers/${encodeURIComponent(id)}/credits`;
+
+function print(values: Values, json: unknown, text: string): void {
+  process.stdout.write(values.json ? `${jsonLine(json)}\n` : text);
+}
+
+function balanceText(b: Balance): string {
+  const refill = b.credits?.refill;
+  return fields([
+    ['customer', printable(b.id)],
+    ['balance', String(b.balance)],
+    ['this hour', b.openHour ? `${b.openHour.spent} spent since ${when(b.openHour.start)}` : undefined],
+    [
+      'refill',
+      refill ? `up to ${refill.amount} each ${refill.every}, next ${when(b.nextRefillAt ?? undefined)}` : undefined,
+    ],
+    ['credits', b.credits ? undefined : 'none: its keys spend no credits'],
+  ]);
+}
+
+function ledgerTable(page: ListPage<LedgerPage['items'][number]>, more: boolean): string {
+  if (page.items.length === 0) return 'no entries\n';
+  const rows = page.items.map((e) => [
+    e.id,
+    e.type,
+    String(e.amount),
+    e.end ? `${e.at} to ${e.end}` : e.at,
+    printable(e.reason ?? e.period ?? ''),
+  ]);
+  return table(['ID', 'TYPE', 'AMOUNT', 'AT', 'REASON'], rows) + (more ? `more: --after ${page.next}\n` : '');
+}
+
+/** --add N --reason TEXT [--type T]: the change as the admin API takes it. */
+function changeFrom(values: Values): { amount: number; reason: string; type?: string } {
+  const amount = String(values.add);
+  if (!/^-?[0-9]{1,13}$/.test(amount)) throw usageError('customers', '--add must be a whole number of credits');
+  if (typeof values.reason !== 'string' || values.reason === '') {
+    throw usageError('customers', 'customers credits --add needs --reason');
+  }
+  const type = typeof values.type === 'string' ? { type: values.type } : {};
+  return { amount: Number(amount), reason: values.reason, ...type };
+}
+
+/** `customers credits ID`: the balance; with --ledger its entries, with --add a change. */
+export async function credits(admin: AdminClient, id: string, values: Values): Promise<void> {
+  if (values.add !== undefined) {
+    const key = values['idempotency-key'];
+    const headers: Record<string, string> = typeof key === 'string' ? { 'idempotency-key': key } : {};
+    const made = await admin.request<Change>('POST', creditsPath(id), changeFrom(values), headers);
+    return print(values, made, `${made.type} of ${made.amount} for ${printable(made.customerId)} (ref ${made.ref})\n`);
+  }
+  if (values.ledger) {
+    const query = pageQuery('customers', values, []);
+    return printPages(admin, `${creditsPath(id)}/ledger`, query, values, ledgerTable, (err) => {
+      throw err;
+    });
+  }
+  const balance = await admin.request<Balance>('GET', creditsPath(id));
+  print(values, balance, balanceText(balance));
+}

@@ -1,0 +1,70 @@
+import type { Page, PageRequest } from '../paging/page.js';
+import type { CreditRule } from './credit-terms.js';
+
+/**
+ * The kinds of change a balance sees: `grant` (credits given, not bought), `topup` (bought),
+ * `adjustment` (an operator's correction, either way), `refill` (the terms' amount each period or
+ * day), `spend` (one UTC hour's admitted requests, closed once the hour has passed).
+ */
+export type CreditEntryType = 'grant' | 'topup' | 'adjustment' | 'refill' | 'spend';
+const CHANGE_TYPES = ['grant', 'topup', 'adjustment'] as const;
+export type CreditChangeType = (typeof CHANGE_TYPES)[number];
+
+/** One ledger entry; `amount` is signed (a spend is negative). Times are epoch ms. */
+export interface CreditEntry {
+  /** Ordered as the ledger is: a later entry has a later id. */
+  id: string;
+  type: CreditEntryType;
+  amount: number;
+  /** When it was made; a spend's hour's start. */
+  at: number;
+  /** A spend: its hour's end. */
+  end?: number;
+  /** A refill: the period it is for (`period:<start ms>` or `day:<start ms>`). */
+  period?: string;
+  reason?: string;
+  /** The reference a change was made under, once (an Idempotency-Key's request). */
+  ref?: string;
+}
+
+/** A change an operator makes. */
+export interface CreditChange {
+  type: CreditChangeType;
+  amount: number;
+  reason: string;
+  /** Made once per reference: a retry with the same one adds nothing more. */
+  ref: string;
+  at: number;
+}
+
+export type CreditAddResult =
+  | { outcome: 'added' | 'held'; entryId: string; balance: number; refilled: number }
+  /** It would have taken the balance below zero: nothing changed. */
+  | { outcome: 'short'; balance: number; refilled: number };
+
+export interface CreditBalance {
+  balance: number;
+  /** The hour still being spent (not yet a ledger entry): its start (epoch ms) and spend so far. */
+  openHour: { start: number; spent: number } | null;
+  /** What a refill due at this read added (it is in the ledger). */
+  refilled: number;
+}
+
+/**
+ * Where balances and their ledgers live: the limiter spends from the same balance in its own call
+ * (the Redis script, the memory limiter's step); this is everything else. `owner` is a customer id,
+ * or a key id for a key standing for itself. Every read and change first closes a past hour's
+ * spend and applies a refill due under `rule`, so the balance is always the ledger's sum less the
+ * open hour's spend.
+ */
+export interface CreditLedger {
+  balance(owner: string, rule: CreditRule, now: number): Promise<CreditBalance>;
+  add(owner: string, rule: CreditRule, change: CreditChange, now: number): Promise<CreditAddResult>;
+  /** Entries newest first; `after` is a `next` this gave out (BadCursorError otherwise). */
+  page(owner: string, request: PageRequest): Promise<Page<CreditEntry>>;
+}
+
+/** An entry id as both ledgers make them: `<ms>-<sequence>`, as Redis stream ids are. */
+export const ENTRY_ID = /^\d{1,16}-\d{1,16}$/;
+
+export const HOUR_MS = 3_600_000;

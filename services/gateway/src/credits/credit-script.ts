@@ -1,0 +1,84 @@
+/**
+ * A credit balance in Redis, in two keys in its owner's slot: the state hash (`b` the balance, `h`
+ * the UTC hour, as an index, whose spend is still open, `u` that hour's spend so far, `r` the
+ * refill period last seen, and `i:<ref>` per entry made under a reference, the entry's stream id)
+ * and the ledger stream (one entry per change: type, amount, at, and per type end, period, reason,
+ * ref). The balance is always the sum of the ledger's amounts less the open hour's spend.
+ *
+ * CREDIT_STATE defines, for the scripts that embed it: creditsRead(hash, stream, now, refill amount,
+ * refill period), which closes a past hour's spend into the ledger and applies a refill due in
+ * this period (bringing the balance up to the amount), and creditsSave(hash, state).
+ */
+export const CREDIT_STATE = `
+local function creditsRead(ck, cl, now, amount, period)
+  local s = redis.call('HMGET', ck, 'b', 'h', 'u', 'r')
+  local st = {b = tonumber(s[1] or '0'), h = tonumber(s[2] or '0'), u = tonumber(s[3] or '0'), r = s[4] or ''}
+  st.dirty = false
+  st.refilled = 0
+  local hour = math.floor(now / 3600000)
+  -- A replica whose clock is a little behind spends into the hour already open.
+  if hour > st.h then
+    if st.u > 0 then
+      redis.call('XADD', cl, '*', 'type', 'spend', 'amount', string.format('%d', -st.u),
+        'at', string.format('%d', st.h * 3600000), 'end', string.format('%d', (st.h + 1) * 3600000))
+      st.dirty = true
+    end
+    st.u = 0
+    st.h = hour
+  end
+  if amount > 0 and period ~= '' and st.r ~= period then
+    st.r = period
+    st.dirty = true
+    if st.b < amount then
+      st.refilled = amount - st.b
+      st.b = amount
+      redis.call('XADD', cl, '*', 'type', 'refill', 'amount', string.format('%d', st.refilled),
+        'at', string.format('%d', now), 'period', period)
+    end
+  end
+  return st
+end
+local function creditsSave(ck, st)
+  redis.call('HSET', ck, 'b', string.format('%d', st.b), 'h', string.format('%d', st.h),
+    'u', string.format('%d', st.u), 'r', st.r)
+end
+`;
+
+/**
+ * Adds one entry made under a reference (a top-up, grant or adjustment): once per reference, so a
+ * retry adds nothing more; refused (the balance left as it is) when it would take the balance
+ * below zero. KEYS: state hash, ledger stream. ARGV: now, refill amount (0: none), refill period,
+ * reference, type, amount, reason, at (epoch ms). Returns: 'added', 'held' (made before) or
+ * 'short'; the entry's id (or ''); the balance; what a refill due now added.
+ */
+export const CREDIT_ADD_SCRIPT = `${CREDIT_STATE}
+local ck, cl = KEYS[1], KEYS[2]
+local st = creditsRead(ck, cl, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
+local held = redis.call('HGET', ck, 'i:' .. ARGV[4])
+local delta = tonumber(ARGV[6])
+local outcome, id = 'held', held or ''
+if not held then
+  if st.b + delta < 0 then
+    outcome = 'short'
+  else
+    outcome = 'added'
+    st.b = st.b + delta
+    st.dirty = true
+    id = redis.call('XADD', cl, '*', 'type', ARGV[5], 'amount', ARGV[6], 'at', ARGV[8], 'reason', ARGV[7], 'ref', ARGV[4])
+    redis.call('HSET', ck, 'i:' .. ARGV[4], id)
+  end
+end
+if st.dirty then creditsSave(ck, st) end
+return {outcome, id, st.b, st.refilled}
+`;
+
+/**
+ * The balance now: a past hour closed and a refill due applied first. KEYS and the first three
+ * ARGV as CREDIT_ADD_SCRIPT. Returns: the balance, the open hour's spend, that hour (an index of
+ * UTC hours), what a refill due now added.
+ */
+export const CREDIT_BALANCE_SCRIPT = `${CREDIT_STATE}
+local st = creditsRead(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
+if st.dirty then creditsSave(KEYS[1], st) end
+return {st.b, st.u, st.h, st.refilled}
+`;

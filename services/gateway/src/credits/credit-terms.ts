@@ -1,0 +1,53 @@
+import type { Calendar } from '../limits/calendar.js';
+
+/** How often a balance is refilled: each billing period (from the anchor day) or each day, in its calendar. */
+export type RefillEvery = 'period' | 'day';
+const REFILL_EVERY: readonly RefillEvery[] = ['period', 'day'];
+
+/**
+ * What a customer (or a key standing for itself) holds credits on: every admitted request spends
+ * its cost from the balance. `refill`: at the start of each period or day the balance is brought
+ * up to `amount` (never lowered: what was topped up above it stays).
+ */
+export interface CreditTerms {
+  refill?: { amount: number; every: RefillEvery };
+}
+
+/** The largest balance or entry the ledger takes: well inside a Lua number's exact integers. */
+export const MAX_CREDITS = 1_000_000_000_000;
+
+/** Why these terms cannot be stored, in the caller's words, or undefined when they can. */
+export function creditTermsProblem(terms: unknown, at = 'credits'): string | undefined {
+  if (typeof terms !== 'object' || terms === null || Array.isArray(terms)) return `${at} must be an object`;
+  for (const field of Object.keys(terms)) {
+    if (field !== 'refill') return `${at}.${field} is not a field of credits (refill)`;
+  }
+  const refill = (terms as CreditTerms).refill;
+  if (refill === undefined) return undefined;
+  if (typeof refill !== 'object' || refill === null) return `${at}.refill must be { amount, every }`;
+  const { amount, every } = refill;
+  if (!Number.isSafeInteger(amount) || amount < 1 || amount > MAX_CREDITS) {
+    return `${at}.refill.amount must be a whole number from 1 to ${MAX_CREDITS}`;
+  }
+  if (!REFILL_EVERY.includes(every)) return `${at}.refill.every must be 'period' or 'day'`;
+  return undefined;
+}
+
+/** The terms a limit policy carries: the refill, in the calendar of the owner of the balance. */
+export interface CreditRule {
+  refill: { amount: number; every: RefillEvery } | null;
+  calendar: Calendar;
+}
+
+/**
+ * The refill period holding `now`: its name (`period:<start ms>`), which a balance keeps to know it
+ * was refilled in it, and when the next one starts; null without a refill.
+ */
+export function refillPeriod(rule: CreditRule, now: number): { name: string; nextAt: number } | null {
+  if (!rule.refill) return null;
+  const window = rule.refill.every === 'day' ? 'day' : 'month';
+  return {
+    name: `${rule.refill.every}:${rule.calendar.start(window, now)}`,
+    nextAt: rule.calendar.end(window, now),
+  };
+}

@@ -1,0 +1,109 @@
+import { BadCursorError, type Page, type PageRequest } from '../paging/page.js';
+import {
+  type CreditAddResult,
+  type CreditBalance,
+  type CreditChange,
+  type CreditEntry,
+  type CreditLedger,
+  ENTRY_ID,
+  HOUR_MS,
+} from './credit-ledger.js';
+import { type CreditRule, refillPeriod } from './credit-terms.js';
+
+const sequenceOf = (id: string): number => Number(id.slice(id.indexOf('-') + 1));
+
+/** A balance as credit-script.ts keeps it in Redis, and its ledger. */
+interface Balance {
+  balance: number;
+  /** The UTC hour (an index) whose spend is open, and that spend so far. */
+  hour: number;
+  spent: number;
+  /** The refill period last seen. */
+  refilledFor: string;
+  entries: CreditEntry[];
+  /** Entry ids by the reference they were made under. */
+  refs: Map<string, string>;
+}
+
+/**
+ * The embedded balances and ledgers: the memory limiter spends from them in its step and the admin
+ * API reads and changes them, in one process (the same rules as the Redis script's).
+ */
+export class MemoryCreditLedger implements CreditLedger {
+  private readonly balances = new Map<string, Balance>();
+  private sequence = 0;
+
+  private append(held: Balance, entry: Omit<CreditEntry, 'id'>, now: number): string {
+    const id = `${now}-${this.sequence++}`;
+    held.entries.push({ id, ...entry });
+    return id;
+  }
+
+  /** The balance with a past hour's spend closed and a refill due applied; `refilled` what it added. */
+  state(owner: string, rule: CreditRule | undefined, now: number): { held: Balance; refilled: number } {
+    let held = this.balances.get(owner);
+    if (!held) {
+      held = { balance: 0, hour: 0, spent: 0, refilledFor: '', entries: [], refs: new Map() };
+      this.balances.set(owner, held);
+    }
+    const hour = Math.floor(now / HOUR_MS);
+    if (hour > held.hour) {
+      if (held.spent > 0) {
+        const at = held.hour * HOUR_MS;
+        this.append(held, { type: 'spend', amount: -held.spent, at, end: at + HOUR_MS }, now);
+      }
+      held.spent = 0;
+      held.hour = hour;
+    }
+    let refilled = 0;
+    const period = rule ? refillPeriod(rule, now) : null;
+    const amount = rule?.refill?.amount ?? 0;
+    if (period && held.refilledFor !== period.name) {
+      held.refilledFor = period.name;
+      if (held.balance < amount) {
+        refilled = amount - held.balance;
+        held.balance = amount;
+        this.append(held, { type: 'refill', amount: refilled, at: now, period: period.name }, now);
+      }
+    }
+    return { held, refilled };
+  }
+
+  /** The limiter's spend of an admitted request, into the open hour. */
+  spend(held: Balance, units: number): void {
+    held.balance -= units;
+    held.spent += units;
+  }
+
+  async balance(owner: string, rule: CreditRule, now: number): Promise<CreditBalance> {
+    const { held, refilled } = this.state(owner, rule, now);
+    const openHour = held.spent > 0 ? { start: held.hour * HOUR_MS, spent: held.spent } : null;
+    return { balance: held.balance, openHour, refilled };
+  }
+
+  async add(owner: string, rule: CreditRule, change: CreditChange, now: number): Promise<CreditAddResult> {
+    const { held, refilled } = this.state(owner, rule, now);
+    const made = held.refs.get(change.ref);
+    if (made !== undefined) return { outcome: 'held', entryId: made, balance: held.balance, refilled };
+    if (held.balance + change.amount < 0) return { outcome: 'short', balance: held.balance, refilled };
+    held.balance += change.amount;
+    const { type, amount, at, reason, ref } = change;
+    const entryId = this.append(held, { type, amount, at, reason, ref }, now);
+    held.refs.set(ref, entryId);
+    return { outcome: 'added', entryId, balance: held.balance, refilled };
+  }
+
+  async page(owner: string, request: PageRequest): Promise<Page<CreditEntry>> {
+    const entries = this.balances.get(owner)?.entries ?? [];
+    let end = entries.length;
+    if (request.after !== undefined) {
+      if (!ENTRY_ID.test(request.after)) throw new BadCursorError();
+      // Entries before the one named, as a stream's range would be (ids carry this ledger's sequence).
+      const sequence = sequenceOf(request.after);
+      while (end > 0 && sequenceOf((entries[end - 1] as CreditEntry).id) >= sequence) end--;
+    }
+    const start = Math.max(0, end - request.limit);
+    const items = entries.slice(start, end).reverse();
+    return { items, next: start > 0 ? (items[items.length - 1]?.id ?? null) : null };
+  }
+}

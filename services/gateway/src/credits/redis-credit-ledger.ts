@@ -1,0 +1,113 @@
+import type { Redis, Result } from 'ioredis';
+import { BadCursorError, type Page, type PageRequest } from '../paging/page.js';
+import type { RedisClient } from '../redis/clients.js';
+import {
+  type CreditAddResult,
+  type CreditBalance,
+  type CreditChange,
+  type CreditEntry,
+  type CreditEntryType,
+  type CreditLedger,
+  ENTRY_ID,
+  HOUR_MS,
+} from './credit-ledger.js';
+import { CREDIT_ADD_SCRIPT, CREDIT_BALANCE_SCRIPT } from './credit-script.js';
+import { type CreditRule, refillPeriod } from './credit-terms.js';
+
+type Reply = Array<string | number>;
+type StreamEntry = [string, string[]];
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    creditAdd(numKeys: number, ...keysAndArgs: Array<string | number>): Result<Reply, Context>;
+    creditBalance(numKeys: number, ...keysAndArgs: Array<string | number>): Result<Reply, Context>;
+  }
+}
+
+/**
+ * A balance's two keys, in its owner's Cluster slot (the customer's hash tag, or a lone key's own),
+ * so the limit script reaches them with the windows: the state hash and the ledger stream.
+ */
+export function creditKeys(prefix: string, owner: string): [string, string] {
+  return [`${prefix}{${owner}}:credits`, `${prefix}{${owner}}:credits:ledger`];
+}
+
+/** The refill arguments every credit script starts with, after `now`. */
+function refillArgs(rule: CreditRule, now: number): [number, string] {
+  return [rule.refill?.amount ?? 0, refillPeriod(rule, now)?.name ?? ''];
+}
+
+function entryOf([id, fields]: StreamEntry): CreditEntry {
+  const f = new Map<string, string>();
+  for (let i = 0; i < fields.length; i += 2) f.set(fields[i] as string, fields[i + 1] as string);
+  const entry: CreditEntry = {
+    id,
+    type: f.get('type') as CreditEntryType,
+    amount: Number(f.get('amount')),
+    at: Number(f.get('at')),
+  };
+  const end = f.get('end');
+  if (end !== undefined) entry.end = Number(end);
+  for (const field of ['period', 'reason', 'ref'] as const) {
+    const value = f.get(field);
+    if (value !== undefined) entry[field] = value;
+  }
+  return entry;
+}
+
+/** Balances and ledgers in Redis, shared by every replica and spent by the limit script. */
+export class RedisCreditLedger implements CreditLedger {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly prefix: string,
+  ) {
+    const commands: Array<[string, string]> = [
+      ['creditAdd', CREDIT_ADD_SCRIPT],
+      ['creditBalance', CREDIT_BALANCE_SCRIPT],
+    ];
+    for (const [name, lua] of commands) {
+      if (typeof (redis as unknown as Record<string, unknown>)[name] !== 'function') {
+        (redis as Redis).defineCommand(name, { lua });
+      }
+    }
+  }
+
+  async balance(owner: string, rule: CreditRule, now: number): Promise<CreditBalance> {
+    const reply = await this.redis.creditBalance(2, ...creditKeys(this.prefix, owner), now, ...refillArgs(rule, now));
+    const spent = Number(reply[1]);
+    return {
+      balance: Number(reply[0]),
+      openHour: spent > 0 ? { start: Number(reply[2]) * HOUR_MS, spent } : null,
+      refilled: Number(reply[3]),
+    };
+  }
+
+  async add(owner: string, rule: CreditRule, change: CreditChange, now: number): Promise<CreditAddResult> {
+    const reply = await this.redis.creditAdd(
+      2,
+      ...creditKeys(this.prefix, owner),
+      now,
+      ...refillArgs(rule, now),
+      change.ref,
+      change.type,
+      change.amount,
+      change.reason,
+      change.at,
+    );
+    const outcome = String(reply[0]) as CreditAddResult['outcome'];
+    const balance = Number(reply[2]);
+    const refilled = Number(reply[3]);
+    if (outcome === 'short') return { outcome, balance, refilled };
+    return { outcome, entryId: String(reply[1]), balance, refilled };
+  }
+
+  async page(owner: string, request: PageRequest): Promise<Page<CreditEntry>> {
+    if (request.after !== undefined && !ENTRY_ID.test(request.after)) throw new BadCursorError();
+    const from = request.after === undefined ? '+' : `(${request.after}`;
+    // One more than asked: whether there is a next page.
+    const [, stream] = creditKeys(this.prefix, owner);
+    const entries = (await this.redis.xrevrange(stream, from, '-', 'COUNT', request.limit + 1)) as StreamEntry[];
+    const items = entries.slice(0, request.limit).map(entryOf);
+    return { items, next: entries.length > request.limit ? (items[items.length - 1]?.id ?? null) : null };
+  }
+}

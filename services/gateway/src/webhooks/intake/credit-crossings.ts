@@ -1,0 +1,35 @@
+import type { CreditBatch } from '../../limits/key-limiter.js';
+
+/** A credit event one limiter call caused, with what it says beyond the key. */
+export interface CreditCrossing {
+  type: 'credits.low' | 'credits.exhausted' | 'credits.refilled';
+  data: { balance: number; threshold?: number; refilled?: number };
+}
+
+/**
+ * The credit events of one limiter call (one batch of a key's requests): a refill it applied, the
+ * low thresholds its spend crossed and the balance reaching zero. A threshold is a percent of the
+ * refill `amount` used (as the quota warnings' of a window's limit): 80 is crossed when the
+ * balance falls from above 20 % of the amount to 20 % or below; without a refill there is no
+ * amount to measure against, so only exhaustion. The shared limiter orders every call on a
+ * balance, so each crossing falls in exactly one call, whichever replica made it.
+ */
+export function creditCrossings(
+  batch: CreditBatch,
+  refillAmount: number | null,
+  percents: readonly number[],
+): CreditCrossing[] | undefined {
+  const crossed: CreditCrossing[] = [];
+  const { before, after, refilled } = batch;
+  if (refilled > 0) crossed.push({ type: 'credits.refilled', data: { balance: before, refilled } });
+  if (after < before && refillAmount !== null) {
+    for (const percent of percents) {
+      const at = Math.floor((refillAmount * (100 - percent)) / 100);
+      if (before > at && after <= at && after > 0) {
+        crossed.push({ type: 'credits.low', data: { balance: after, threshold: percent } });
+      }
+    }
+  }
+  if (before > 0 && after === 0) crossed.push({ type: 'credits.exhausted', data: { balance: 0 } });
+  return crossed.length > 0 ? crossed : undefined;
+}

@@ -1,0 +1,161 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { MemoryCustomerStore } from '../../../src/customers/memory-customer-store.js';
+import { MemoryKeyStore } from '../../../src/keys/memory-key-store.js';
+import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../../support/helpers.js';
+import { testClock } from '../../support/test-clock.js';
+
+/**
+ * A customer's credits through the admin API and the gate: top-ups once per Idempotency-Key, the
+ * balance spent by its keys' requests over two replicas, 402 credits_exhausted when it is spent,
+ * refills, the ledger paged and summing to the balance.
+ */
+const gateways = useGateways();
+const admin = bearer(ADMIN_TOKEN);
+
+type Call = (
+  method: string,
+  url: string,
+  payload?: object,
+  headers?: Record<string, string>,
+) => Promise<LightMyRequestResponse>;
+
+const caller =
+  (gw: TestGateway): Call =>
+  (method, url, payload, headers = {}) =>
+    gw.admin.inject({
+      method: method as 'GET',
+      url,
+      headers: { ...admin, ...headers },
+      ...(payload ? { payload } : {}),
+    });
+
+async function replicas(options: { redis?: boolean; now?: () => number } = {}): Promise<TestGateway[]> {
+  const keyStore = new MemoryKeyStore();
+  const customerStore = new MemoryCustomerStore();
+  const prefix = `cr${Date.now()}${Math.random().toString(36).slice(2, 6)}:`;
+  const env = { BAN_THRESHOLD: '3' };
+  if (options.redis === false)
+    return [await gateways.start({ redisUrl: null, env, ...(options.now ? { now: options.now } : {}) })];
+  const make = () =>
+    gateways.start({ prefix, env, keyStore, customerStore, ...(options.now ? { now: options.now } : {}) });
+  return [await make(), await make()];
+}
+
+async function customerWithKey(call: Call, credits: object) {
+  const customer = await call('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits });
+  expect(customer.statusCode, customer.body).toBe(201);
+  const id = String(customer.json().id);
+  const key = await call('POST', '/admin/keys', { customerId: id, name: 'prod' });
+  expect(key.statusCode, key.body).toBe(201);
+  return { id, key: String(key.json().key) };
+}
+
+const get = (gw: TestGateway, key: string) => gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+
+describe.each([
+  ['two replicas on Redis', { redis: true }],
+  ['the embedded mode', { redis: false }],
+])('credits of a customer (%s)', (_label, mode) => {
+  it('adds a top-up once per Idempotency-Key, spends it exactly, then refuses with 402 credits_exhausted', async () => {
+    const gws = await replicas(mode);
+    const call = caller(gws[0] as TestGateway);
+    const { id, key } = await customerWithKey(call, {});
+    const topUp = { amount: 20, reason: 'order 1234' };
+    const first = await call('POST', `/admin/customers/${id}/credits`, topUp, { 'idempotency-key': 'order-1234' });
+    expect(first.statusCode, first.body).toBe(201);
+    expect(first.json()).toMatchObject({ customerId: id, type: 'topup', amount: 20, reason: 'order 1234' });
+    const again = await call('POST', `/admin/customers/${id}/credits`, topUp, { 'idempotency-key': 'order-1234' });
+    expect(again.statusCode).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json()).toEqual(first.json());
+    const reused = await call(
+      'POST',
+      `/admin/customers/${id}/credits`,
+      { ...topUp, amount: 5 },
+      { 'idempotency-key': 'order-1234' },
+    );
+    expect(reused.statusCode).toBe(422);
+    expect((await call('GET', `/admin/customers/${id}/credits`)).json()).toMatchObject({
+      balance: 20,
+      nextRefillAt: null,
+    });
+
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => get(gws[i % gws.length] as TestGateway, key)),
+    );
+    expect(answers.filter((r) => r.statusCode === 200)).toHaveLength(20);
+    const refused = answers.filter((r) => r.statusCode !== 200);
+    expect(new Set(refused.map((r) => r.statusCode))).toEqual(new Set([402]));
+    const body = refused[0]?.json();
+    expect(body).toEqual({
+      code: 'credits_exhausted',
+      status: 402,
+      message: expect.stringContaining(`customer ${id} has 0 left`),
+    });
+    expect(refused[0]?.headers['retry-after']).toBeUndefined();
+    expect(refused[0]?.headers['ratelimit-policy']).toContain('"customer-minute";q=300');
+    expect(refused[0]?.headers['x-ratelimit-remaining']).toBe('280');
+    // 40 refusals with a ban threshold of 3: none counted toward a ban.
+    const usage = (await call('GET', `/admin/customers/${id}/usage`)).json();
+    expect(usage.windows.minute).toMatchObject({ used: 20 });
+
+    const ledger = (await call('GET', `/admin/customers/${id}/credits/ledger`)).json();
+    expect(ledger).toMatchObject({ balance: 0, openHour: { spent: 20 }, next: null });
+    const sum = ledger.items.reduce((t: number, e: { amount: number }) => t + e.amount, 0) - ledger.openHour.spent;
+    expect(sum).toBe(ledger.balance);
+  });
+});
+
+describe('credits terms and changes, refused with 400, 404 and 409', () => {
+  it.each([
+    [{ refill: { amount: 0, every: 'day' } }, 'amount'],
+    [{ refill: { amount: 10, every: 'week' } }, 'every'],
+    [{ refill: { every: 'day' } }, 'amount'],
+  ])('refuses the terms %j naming what is wrong', async (credits, named) => {
+    const [gw] = await replicas();
+    const res = await caller(gw as TestGateway)('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'invalid_request', message: expect.stringContaining(named) });
+  });
+
+  it('refuses a change of 0, a negative top-up, an adjustment below zero, a customer without credits, an unknown one', async () => {
+    const [gw] = await replicas();
+    const call = caller(gw as TestGateway);
+    const { id } = await customerWithKey(call, {});
+    const post = (body: object, customer = id) => call('POST', `/admin/customers/${customer}/credits`, body);
+    expect((await post({ amount: 0, reason: 'x' })).statusCode).toBe(400);
+    expect((await post({ amount: -5, reason: 'x' })).statusCode).toBe(400);
+    expect((await post({ amount: 5, reason: 'x' })).statusCode).toBe(201);
+    const below = await post({ amount: -6, reason: 'x', type: 'adjustment' });
+    expect(below.statusCode).toBe(409);
+    expect(below.json().message).toContain('below zero');
+    expect((await post({ amount: -5, reason: 'refund', type: 'adjustment' })).statusCode).toBe(201);
+    const plain = await customerWithKey(call, {});
+    await call('PATCH', `/admin/customers/${plain.id}`, { credits: null });
+    expect((await post({ amount: 5, reason: 'x' }, plain.id)).statusCode).toBe(409);
+    expect((await post({ amount: 5, reason: 'x' }, 'cus_nobody')).statusCode).toBe(404);
+    expect((await call('GET', '/admin/customers/cus_nobody/credits')).statusCode).toBe(404);
+    expect((await call('GET', `/admin/customers/${id}/credits/ledger?after=nonsense`)).statusCode).toBe(400);
+  });
+});
+
+describe('refills through the gate', () => {
+  it('refills each day, and a 402 says when in Retry-After', async () => {
+    const clock = testClock();
+    const [gw] = await replicas({ now: clock.now });
+    const call = caller(gw as TestGateway);
+    const { id, key } = await customerWithKey(call, { refill: { amount: 2, every: 'day' } });
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await get(gw as TestGateway, key)).statusCode);
+    expect(statuses).toEqual([200, 200, 402]);
+    const refused = await get(gw as TestGateway, key);
+    const tomorrow = Math.ceil(clock.now() / 86_400_000) * 86_400_000;
+    expect(Number(refused.headers['retry-after'])).toBe(Math.ceil((tomorrow - clock.now()) / 1000));
+    await clock.advance(tomorrow - clock.now());
+    expect((await get(gw as TestGateway, key)).statusCode).toBe(200);
+    const balance = (await call('GET', `/admin/customers/${id}/credits`)).json();
+    expect(balance).toMatchObject({ balance: 1, credits: { refill: { amount: 2, every: 'day' } } });
+    expect(balance.nextRefillAt).toBe(new Date(tomorrow + 86_400_000).toISOString());
+  });
+});

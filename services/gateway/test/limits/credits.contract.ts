@@ -1,0 +1,138 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CreditLedger } from '../../src/credits/credit-ledger.js';
+import type { CreditRule, CreditTerms } from '../../src/credits/credit-terms.js';
+import { DEFAULT_BILLING } from '../../src/customers/billing-period.js';
+import { calendarFor, UTC_CALENDAR } from '../../src/limits/calendar.js';
+import type { BanPolicy, Decision } from '../../src/limits/key-limiter.js';
+import { customerPolicyFor, type LimitPolicy, type Limits, policyFor, withCredits } from '../../src/limits/policy.js';
+import type { LimiterHarness } from './limiter.contract.js';
+
+/** A low threshold: a refusal that counted toward a ban would show within a few. */
+const BAN: BanPolicy = { threshold: 3, windowMs: 60_000, durationMs: 900_000, graceMs: 0, minRetryAfterMs: 0 };
+
+/** A key standing for itself, with credits on `terms`. */
+const keyPolicy = (limits: Limits, terms: CreditTerms = {}): LimitPolicy =>
+  withCredits(policyFor(limits), terms, UTC_CALENDAR);
+/** A key of a customer, with the customer's credits on `terms`. */
+const customerPolicy = (limits: Limits, terms: CreditTerms = {}): LimitPolicy =>
+  withCredits(
+    customerPolicyFor(limits, undefined, 'fixed', false, DEFAULT_BILLING),
+    terms,
+    calendarFor(DEFAULT_BILLING),
+  );
+
+const rule = (policy: LimitPolicy): CreditRule => policy.credits as CreditRule;
+
+let counter = 0;
+const unique = (what: string) => `${what}_credits_${process.pid}_${Date.now()}_${counter++}`;
+
+async function topUp(ledger: CreditLedger, owner: string, policy: LimitPolicy, amount: number, now: number) {
+  const change = { type: 'topup' as const, amount, reason: 'test', ref: unique('ref'), at: now };
+  return ledger.add(owner, rule(policy), change, now);
+}
+
+const outcomes = (decisions: Decision[]) => decisions.map((d) => d.outcome);
+
+/**
+ * Credits on every limiter: the balance is spent in the limiter's call with the windows, a request
+ * it cannot cover takes nothing from either and counts toward no ban, refills come once per period,
+ * and the balance is the ledger's sum.
+ */
+export function creditsContract(name: string, make: (ban: BanPolicy) => Promise<LimiterHarness>): void {
+  describe(`${name} limiter contract: credits`, () => {
+    let harness: LimiterHarness | undefined;
+    const start = async () => {
+      harness = await make(BAN);
+      return harness;
+    };
+    afterEach(async () => {
+      await harness?.cleanup();
+      harness = undefined;
+    });
+
+    it('spends each admitted request’s cost, decides mixed costs in order, and a request that does not fit takes nothing', async () => {
+      const { limiter, credits, now } = await start();
+      const keyId = unique('key');
+      const policy = keyPolicy({ perMinute: 100, perDay: 1_000 });
+      await topUp(credits, keyId, policy, 10, now());
+      const decisions: Decision[] = [];
+      for (const cost of [4, 5, 3, 1, 2]) decisions.push(await limiter.consume(keyId, policy, cost));
+      // 4 + 5 fit (1 left), 3 does not, 1 does, 2 does not.
+      expect(outcomes(decisions)).toEqual(['admitted', 'admitted', 'exhausted', 'admitted', 'exhausted']);
+      expect(decisions[2]).toMatchObject({ outcome: 'exhausted', balance: 1, retryAfterMs: null });
+      expect(decisions[4]).toMatchObject({ outcome: 'exhausted', balance: 0 });
+      // The windows counted the admitted units only.
+      const usage = await limiter.usage(keyId, policy);
+      expect(usage.windows.map((w) => w.used)).toEqual([10, 10]);
+      expect((await credits.balance(keyId, rule(policy), now())).balance).toBe(0);
+    });
+
+    it('never bans for refusals out of credits, and a window’s refusal still counts', async () => {
+      const { limiter, credits, now } = await start();
+      const keyId = unique('key');
+      const policy = keyPolicy({ perMinute: 100 });
+      await topUp(credits, keyId, policy, 1, now());
+      expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+      const refused: Decision[] = [];
+      for (let i = 0; i < 3 * BAN.threshold; i++) refused.push(await limiter.consume(keyId, policy, 1));
+      expect(new Set(outcomes(refused))).toEqual(new Set(['exhausted']));
+      const usage = await limiter.usage(keyId, policy);
+      expect(usage).toMatchObject({ banEndsAt: null, refusals: 0 });
+      // A request free of cost (a scope the key lacks) is never refused for credits.
+      expect((await limiter.consume(keyId, policy, 0)).outcome).toBe('admitted');
+    });
+
+    it('shares a customer’s balance among its keys, beside its windows', async () => {
+      const { limiter, credits, now } = await start();
+      const customer = unique('cus');
+      const [a, b] = [unique('key'), unique('key')];
+      const policy = customerPolicy({ perMinute: 100 });
+      await topUp(credits, customer, policy, 5, now());
+      const decisions: Decision[] = [];
+      for (const key of [a, b, a, b, a, b]) decisions.push(await limiter.consume(key, policy, 1, customer));
+      expect(outcomes(decisions)).toEqual(['admitted', 'admitted', 'admitted', 'admitted', 'admitted', 'exhausted']);
+      const [minute] = await limiter.customerUsage(customer, policy);
+      expect(minute?.used).toBe(5);
+    });
+
+    it('refills up to the amount once a day, saying when in a refusal, and keeps what was topped up above it', async () => {
+      const { limiter, credits, now, advance } = await start();
+      const keyId = unique('key');
+      const policy = keyPolicy({ perMinute: 100 }, { refill: { amount: 3, every: 'day' } });
+      const first = await Promise.all([0, 1, 2, 3].map(() => limiter.consume(keyId, policy, 1)));
+      expect(outcomes(first).filter((o) => o === 'admitted')).toHaveLength(3);
+      const refused = first.find((d) => d.outcome === 'exhausted');
+      const tomorrow = UTC_CALENDAR.end('day', now());
+      expect(refused).toMatchObject({ retryAfterMs: tomorrow - now() });
+      // A request dearer than the refill is told no refill covers it.
+      expect(await limiter.consume(keyId, policy, 4)).toMatchObject({ outcome: 'exhausted', retryAfterMs: null });
+      await advance(tomorrow - now());
+      await topUp(credits, keyId, policy, 10, now());
+      expect((await credits.balance(keyId, rule(policy), now())).balance).toBe(13);
+      await advance(24 * 3_600_000);
+      // Not refilled: 13 is above the amount.
+      expect((await credits.balance(keyId, rule(policy), now())).balance).toBe(13);
+      const refills = (await credits.page(keyId, { limit: 50 })).items.filter((e) => e.type === 'refill');
+      expect(refills.map((e) => e.amount)).toEqual([3, 3]);
+    });
+
+    it('keeps the balance the ledger’s sum: grants, spends closed by the hour, the open hour', async () => {
+      const { limiter, credits, now, advance } = await start();
+      const customer = unique('cus');
+      const policy = customerPolicy({ perMinute: 1_000 }, { refill: { amount: 20, every: 'period' } });
+      const key = unique('key');
+      await topUp(credits, customer, policy, 30, now());
+      await Promise.all(Array.from({ length: 25 }, () => limiter.consume(key, policy, 1, customer)));
+      await advance(3_600_000);
+      await Promise.all(Array.from({ length: 40 }, () => limiter.consume(key, policy, 2, customer)));
+      const { balance, openHour } = await credits.balance(customer, rule(policy), now());
+      const entries = (await credits.page(customer, { limit: 500 })).items;
+      const sum = entries.reduce((total, e) => total + e.amount, 0) - (openHour?.spent ?? 0);
+      expect(balance).toBe(sum);
+      // 20 refilled + 30 topped up = 50: 25 the first hour, then 12 of cost 2 (1 left).
+      expect(balance).toBe(1);
+      expect(entries.filter((e) => e.type === 'spend').map((e) => e.amount)).toEqual([-25]);
+      expect(openHour?.spent).toBe(24);
+    });
+  });
+}

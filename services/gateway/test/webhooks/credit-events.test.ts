@@ -1,0 +1,94 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { creditCrossings } from '../../src/webhooks/intake/credit-crossings.js';
+import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../support/helpers.js';
+import { startReceiver } from '../support/webhook-receiver.js';
+
+/*
+ * The credit events: a refill, a low threshold crossed, the balance reaching zero, each once per
+ * crossing, from the limiter's calls (whichever replica) and from the admin API's.
+ */
+
+describe('the credit crossings of one limiter call', () => {
+  it.each([
+    ['a spend across 80 % used of a refill of 100', { before: 25, after: 15, refilled: 0 }, 100, [['credits.low', 80]]],
+    [
+      'a spend across 80 % and 90 % at once',
+      { before: 25, after: 5, refilled: 0 },
+      100,
+      [
+        ['credits.low', 80],
+        ['credits.low', 90],
+      ],
+    ],
+    ['a spend to exactly 20 (80 % used)', { before: 21, after: 20, refilled: 0 }, 100, [['credits.low', 80]]],
+    ['a spend that stays above', { before: 30, after: 21, refilled: 0 }, 100, []],
+    [
+      'a spend to zero, past every threshold',
+      { before: 25, after: 0, refilled: 0 },
+      100,
+      [['credits.exhausted', undefined]],
+    ],
+    [
+      'a spend to zero without a refill',
+      { before: 3, after: 0, refilled: 0 },
+      null,
+      [['credits.exhausted', undefined]],
+    ],
+    ['a spend without a refill: no amount to be low against', { before: 30, after: 1, refilled: 0 }, null, []],
+    ['a refill, then no spend', { before: 100, after: 100, refilled: 60 }, 100, [['credits.refilled', undefined]]],
+    ['a top-up (the balance grows)', { before: 10, after: 50, refilled: 0 }, 100, []],
+  ])('%s', (_label, batch, amount, expected) => {
+    const crossed = creditCrossings(batch, amount, [80, 90]) ?? [];
+    expect(crossed.map((c) => [c.type, c.data.threshold])).toEqual(expected);
+  });
+});
+
+const gateways = useGateways();
+const admin = bearer(ADMIN_TOKEN);
+const LOCAL = { WEBHOOKS_ALLOW_INSECURE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true' };
+
+function call(gw: TestGateway, method: string, url: string, payload?: object): Promise<LightMyRequestResponse> {
+  return gw.admin.inject({ method: method as 'GET', url, headers: admin, ...(payload ? { payload } : {}) });
+}
+
+async function made(res: Promise<LightMyRequestResponse>): Promise<Record<string, string>> {
+  const answer = await res;
+  expect(answer.statusCode, answer.body).toBeLessThan(300);
+  return answer.json();
+}
+
+describe('credit events through the gate', () => {
+  it('sends credits.refilled, credits.low and credits.exhausted once each, naming the customer and the key', async () => {
+    const gw = await gateways.start({ env: LOCAL });
+    const hook = await startReceiver();
+    try {
+      await made(
+        call(gw, 'POST', '/admin/webhooks', {
+          url: hook.url,
+          events: ['credits.low', 'credits.exhausted', 'credits.refilled'],
+        }),
+      );
+      const credits = { refill: { amount: 10, every: 'period' } };
+      const customer = await made(call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits }));
+      const key = await made(call(gw, 'POST', '/admin/keys', { customerId: customer.id, name: 'prod' }));
+      const statuses: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        statuses.push((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) })).statusCode);
+      }
+      expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+      await hook.until(3);
+      const events = hook.events();
+      const byType = events.map((e) => [e.type, e.data.threshold, e.data.balance]);
+      // The refill first (the first request's call applied it); the default warning at 80 % used (WEBHOOKS_QUOTA_WARNING_PERCENT).
+      expect(byType).toEqual([
+        ['credits.refilled', undefined, 10],
+        ['credits.low', 80, 2],
+        ['credits.exhausted', undefined, 0],
+      ]);
+      for (const event of events) expect(event.data).toMatchObject({ customerId: customer.id, keyId: key.id });
+    } finally {
+      await hook.close();
+    }
+  });
+});
