@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'rate_limiter_unavailable'
   | 'overloaded'
   | 'unauthorized'
+  | 'forbidden'
   | 'conflict'
   | 'admin_rate_limited'
   | 'store_unavailable'
