@@ -9,7 +9,7 @@ import type { GatewayDeps } from '../deps.js';
 import { insertOnce, rotateKey, updateKey } from '../keys/key-operations.js';
 import { maxKeysFor, SCOPES, type Scope, scopesFor } from '../plans/plans.js';
 import { announceKeyChange } from '../replicas/key-sync.js';
-import { ownKey, signedIn } from './own-keys.js';
+import { ownCustomer, ownKey, signedIn } from './own-keys.js';
 
 type Deps = Pick<
   GatewayDeps,
@@ -23,7 +23,13 @@ const Scopes = Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), {
 const Cidrs = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 100 });
 const KeyId = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 const NewKey = Type.Object(
-  { name: Type.Optional(NameSchema), scopes: Type.Optional(Scopes), allowedCidrs: Type.Optional(Cidrs) },
+  {
+    name: Type.Optional(NameSchema),
+    scopes: Type.Optional(Scopes),
+    allowedCidrs: Type.Optional(Cidrs),
+    /** Only the signed-in customer's own: a key is never made for another (ownCustomer). */
+    customerId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  },
   { additionalProperties: false },
 );
 const Narrowing = Type.Object(
@@ -52,7 +58,7 @@ export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async 
   });
 
   app.post('/portal/api/keys', { schema: { body: NewKey } }, async (request, reply) => {
-    const customerId = signedIn(request);
+    const customerId = ownCustomer(request, request.body.customerId);
     const customer = await deps.customerStore.get(customerId);
     if (!customer) throw new ApiError(404, 'not_found', 'Your account is gone');
     withinPlan(deps, customer.plan, request.body.scopes);
@@ -66,15 +72,26 @@ export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async 
     return reply.code(201).send(createdKey(deps, record, key));
   });
 
-  app.post('/portal/api/keys/:id/rotate', { schema: { params: KeyId, body: RotateKeySchema } }, async (request) => {
-    const current = await ownKey(deps, request, request.params.id);
-    const rotated = await rotateKey(deps.keyStore, current, deps.now(), request.body.gracePeriodSeconds);
-    if (!rotated) throw new ApiError(409, 'conflict', `Key ${current.id} changed meanwhile; try again`);
-    await announceKeyChange(deps, 'key-changed', current.id, request.log);
-    const ends = rotated.previousKeyExpiresAt;
-    audit(deps, request.log, 'rotate', current.id, { previousKeyExpiresAt: ends }, { customerId: signedIn(request) });
-    return { id: current.id, key: rotated.key, previousKeyExpiresAt: ends };
-  });
+  app.post(
+    '/portal/api/keys/:id/rotate',
+    {
+      schema: { params: KeyId, body: RotateKeySchema },
+      // A bare POST rotates with the default grace, as the admin route does.
+      preValidation: (request, _reply, done) => {
+        request.body ??= {};
+        done();
+      },
+    },
+    async (request) => {
+      const current = await ownKey(deps, request, request.params.id);
+      const rotated = await rotateKey(deps.keyStore, current, deps.now(), request.body.gracePeriodSeconds);
+      if (!rotated) throw new ApiError(409, 'conflict', `Key ${current.id} changed meanwhile; try again`);
+      await announceKeyChange(deps, 'key-changed', current.id, request.log);
+      const ends = rotated.previousKeyExpiresAt;
+      audit(deps, request.log, 'rotate', current.id, { previousKeyExpiresAt: ends }, { customerId: signedIn(request) });
+      return { id: current.id, key: rotated.key, previousKeyExpiresAt: ends };
+    },
+  );
 
   app.patch(
     '/portal/api/keys/:id',

@@ -31,3 +31,17 @@ export async function ownKey(
   }
   throw new ApiError(404, 'not_found', `No key with id ${clipped(id)}`);
 }
+
+/**
+ * The signed-in customer, when a body names a customer: its own id, or the 404 any other id gets
+ * (with an audit line), as if no such customer existed.
+ */
+export function ownCustomer(request: FastifyRequest, named: string | undefined): string {
+  const customerId = signedIn(request);
+  if (named === undefined || named === customerId) return customerId;
+  request.log.warn(
+    { audit: 'portal.refused', customerId, otherCustomerId: named },
+    `portal: ${customerId} named customer ${named}, which is not itself`,
+  );
+  throw new ApiError(404, 'not_found', `No customer with id ${clipped(named)}`);
+}
