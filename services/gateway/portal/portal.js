@@ -46,7 +46,10 @@ function signedOut(text) {
   status(text);
 }
 
-const when = (iso) => (iso ? new Date(iso).toLocaleString('en-GB', { timeZone: 'UTC', timeZoneName: 'short' }) : '—');
+const when = (iso, dateOnly = false) =>
+  iso
+    ? `${new Date(iso).toLocaleString('en-GB', { timeZone: 'UTC', dateStyle: 'medium', ...(dateOnly ? {} : { timeStyle: 'short' }) })}${dateOnly ? '' : ' UTC'}`
+    : '—';
 const number = (n) => n.toLocaleString('en-US');
 
 async function showUsage() {
@@ -114,7 +117,7 @@ async function showHistory(event) {
             h(
               'tr',
               {},
-              h('td', {}, when(s.start)),
+              h('td', {}, when(s.start, history.granularity !== 'hour')),
               h('td', { class: 'num' }, number(s.units)),
               h('td', { class: 'num' }, number(s.refused)),
               h('td', {}, h('meter', { min: 0, max: most, value: s.units, 'aria-label': `${s.units} units` })),
@@ -272,6 +275,7 @@ function route() {
   if (!session) return;
   const page = location.hash.slice(1) in PAGES ? location.hash.slice(1) : 'usage';
   for (const name of Object.keys(PAGES)) byId(name).hidden = name !== page;
+  status('');
   for (const link of document.querySelectorAll('#nav a')) {
     if (link.getAttribute('href') === `#${page}`) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
