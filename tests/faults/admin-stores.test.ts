@@ -93,6 +93,7 @@ class Stack {
       REDIS_COMMAND_TIMEOUT_MS: String(COMMAND_TIMEOUT_MS),
       ADMIN_TOKEN,
       ADMIN_PORT: String(adminPort),
+      PORTAL_PORT: '0',
       PETS_URL: 'http://127.0.0.1:9',
       WEBHOOKS_ALLOW_INSECURE: 'true',
       WEBHOOKS_ALLOW_PRIVATE: 'true',
