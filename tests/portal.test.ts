@@ -72,7 +72,8 @@ async function adminPost(path: string, body?: unknown): Promise<Record<string, s
 /** A fresh sign-in link on this test's portal listener (PORTAL_URL names the deployment's). */
 async function portalLink(customerId: string): Promise<string> {
   const { url } = await adminPost(`/admin/customers/${customerId}/portal-sessions`);
-  return `${portalOrigin}${new URL(url as string).pathname}`;
+  const { pathname, search } = new URL(url as string);
+  return `${portalOrigin}${pathname}${search}`;
 }
 
 /** Serious and critical accessibility violations axe-core finds on the page as it is now. */

@@ -58,6 +58,7 @@ const ROUTES: Row[] = [
     503,
   ],
   ['a customer’s live usage', 'GET', (f) => `/admin/customers/${f.customerId}/usage`, undefined, 503],
+  ['a portal session', 'POST', (f) => `/admin/customers/${f.customerId}/portal-sessions`, undefined, 503],
   ['lift a ban', 'DELETE', (f) => `/admin/keys/${f.keyId}/ban`, undefined, 503],
   ['list webhooks', 'GET', () => '/admin/webhooks', undefined, 503],
   [

@@ -8,7 +8,10 @@ import { newSecret, type PortalSession, type PortalSessionStore } from './sessio
 export const LINK_TTL_MS = 5 * 60_000;
 /** How long a session lasts from sign-in; it ends sooner on sign-out. */
 export const SESSION_TTL_MS = 60 * 60_000;
-/** Where a sign-in link points: `<PORTAL_URL>/portal/enter/<secret>`. */
+/**
+ * Where a sign-in link points: `<PORTAL_URL>/portal/enter?token=<secret>`. In the query, which
+ * the access log never writes (common/access-log.ts), rather than the path, which it does.
+ */
 export const PORTAL_ENTRY = '/portal/enter';
 const COOKIE = 'portal_session';
 /** The header every state-changing request carries, with the session's CSRF token. */
@@ -61,7 +64,7 @@ async function sessionOf(
 
 /**
  * Sign-in, sign-out and the session check of the portal's API:
- *   GET  /portal/enter/:secret  the one-time link: a session cookie, then the portal (303)
+ *   GET  /portal/enter?token=   the one-time link: a session cookie, then the portal (303)
  *   POST /portal/api/sign-out   ends the session and clears the cookie
  * Every /portal/api route needs a live session (401 otherwise), and every state-changing one the
  * session's CSRF token in X-CSRF-Token (403 otherwise): SameSite=Strict keeps the cookie off
@@ -74,8 +77,9 @@ export async function sessionRoutes(
   const { store, now } = opts;
   app.decorateRequest('portalSession', null);
 
-  app.get<{ Params: { secret: string } }>(`${PORTAL_ENTRY}/:secret`, async (request, reply) => {
-    const customerId = await store.takeLink(request.params.secret);
+  app.get<{ Querystring: { token?: string } }>(PORTAL_ENTRY, async (request, reply) => {
+    const token = request.query.token;
+    const customerId = typeof token === 'string' && token !== '' ? await store.takeLink(token) : null;
     if (customerId === null) {
       request.log.warn({ audit: 'portal.link-refused' }, 'portal: a sign-in link that is unknown, used or expired');
       return reply

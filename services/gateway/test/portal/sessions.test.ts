@@ -29,7 +29,7 @@ describe('POST /admin/customers/:id/portal-sessions', () => {
     expect(res.statusCode, res.body).toBe(201);
     const body = res.json();
     expect(Object.keys(body).sort()).toEqual(['expiresAt', 'url']);
-    expect(body.url).toMatch(/^https:\/\/portal\.example\.com\/portal\/enter\/[\w-]{43}$/);
+    expect(body.url).toMatch(/^https:\/\/portal\.example\.com\/portal\/enter\?token=[\w-]{43}$/);
     const ttl = Date.parse(body.expiresAt) - now;
     expect(ttl).toBeGreaterThan(LINK_TTL_MS - 60_000);
     expect(ttl).toBeLessThanOrEqual(LINK_TTL_MS + 60_000);
@@ -84,6 +84,21 @@ describe('the sign-in link', () => {
       headers: { 'x-forwarded-proto': 'https' },
     });
     expect(String(secure.headers['set-cookie'])).toMatch(/; HttpOnly; Secure; SameSite=Strict$/);
+  });
+
+  it('never reaches a log line, and leaves a portal.link-refused line when refused', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ logs });
+    const id = await customer(gw);
+    const { url } = await adminPost(gw, `/admin/customers/${id}/portal-sessions`);
+    const secret = new URL(url as string).searchParams.get('token') as string;
+    expect((await gw.portal.inject({ url: linkPath(url as string) })).statusCode).toBe(303);
+    expect((await gw.portal.inject({ url: linkPath(url as string) })).statusCode).toBe(404);
+    expect((await gw.portal.inject({ url: '/portal/enter' })).statusCode).toBe(404);
+    expect(logs.some((l) => l.path === '/portal/enter' && l.status === 303)).toBe(true);
+    expect(JSON.stringify(logs)).not.toContain(secret);
+    expect(logs.filter((l) => l.audit === 'portal.link-refused')).toHaveLength(2);
+    expect(logs.filter((l) => l.audit === 'portal.sign-in')).toEqual([expect.objectContaining({ customerId: id })]);
   });
 
   it('is refused tampered with, and gives one session to many visits at once', async () => {

@@ -13,8 +13,11 @@ export async function adminPost(gw: TestGateway, url: string, payload?: object):
   return res.json();
 }
 
-/** The path of a sign-in link (what a browser asks the portal's listener for). */
-export const linkPath = (url: string): string => new URL(url).pathname;
+/** The path and query of a sign-in link (what a browser asks the portal's listener for). */
+export const linkPath = (url: string): string => {
+  const { pathname, search } = new URL(url);
+  return `${pathname}${search}`;
+};
 
 /** The session cookie a response sets, as `name=value` for the next request's Cookie header. */
 export function sessionCookie(res: LightMyRequestResponse): string {

@@ -30,7 +30,7 @@ export const portalSessionRoutes: FastifyPluginAsyncTypebox<
       const expiresAt = deps.now() + LINK_TTL_MS;
       await deps.portalSessions.putLink(secret, customer.id, expiresAt);
       audit(deps, request.log, 'customer.portal-session', customer.id, { expiresAt: iso(expiresAt) });
-      return reply.code(201).send({ url: `${portalUrl}${PORTAL_ENTRY}/${secret}`, expiresAt: iso(expiresAt) });
+      return reply.code(201).send({ url: `${portalUrl}${PORTAL_ENTRY}?token=${secret}`, expiresAt: iso(expiresAt) });
     },
   );
 };
