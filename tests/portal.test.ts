@@ -1,5 +1,7 @@
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { copyFile, mkdir } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -99,6 +101,20 @@ async function shoot(page: Page, name: string, forDocs = false): Promise<void> {
   const path = join(SHOTS, `${name}.png`);
   await page.screenshot({ path, fullPage: true });
   if (forDocs) await copyFile(path, join(DOC_IMAGES, `portal-${name}.png`));
+}
+
+/** The operator's own application, on another site than the portal: one page linking into it. */
+async function startOperatorApp(link: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end(`<!doctype html><html lang="en"><title>Operator</title><a href="${link}">Manage your API keys</a></html>`);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://localhost:${(server.address() as AddressInfo).port}/`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 /** A request the page's own script could make, with the session's CSRF token: its status. */
@@ -215,11 +231,20 @@ describe('the portal (its own listener)', () => {
       await shoot(page, `${name}-390`, name === 'usage');
     }
 
-    // A second customer, signed in from its own link, is refused everything of the first's.
+    // A second customer comes as customers do: from the operator's own application, another site
+    // (localhost, where the portal is 127.0.0.1), by a link. SameSite=Strict keeps the cookie off
+    // that cross-site navigation, but the page's own requests carry it.
     const beta = await adminPost('/admin/customers', { name: 'Beta Birds', plan: 'free' });
+    const operatorApp = await startOperatorApp(await portalLink(beta.id as string));
     const other = await (await browser.newContext()).newPage();
-    await other.goto(await portalLink(beta.id as string));
-    await other.getByRole('heading', { name: 'Usage now' }).waitFor();
+    try {
+      await other.goto(operatorApp.url);
+      await other.getByRole('link', { name: 'Manage your API keys' }).click();
+      await other.getByRole('heading', { name: 'Usage now' }).waitFor();
+      await other.getByText('0 units billed this billing period').waitFor();
+    } finally {
+      await operatorApp.close();
+    }
     for (const [method, url, body] of [
       ['POST', `/portal/api/keys/${made.id}/rotate`, {}],
       ['PATCH', `/portal/api/keys/${made.id}`, { scopes: ['pets:read'] }],
