@@ -39,8 +39,10 @@ const PeriodSchema = Type.Object(
 
 /**
  * What GET /v1/usage answers (and the portal's quotas page shows): the calling key's windows and
- * ban, its customer's shared windows, each one's units this billing period. Open objects: the
- * customer gains `credits` where credit balances are kept, absent for a customer without any.
+ * ban, its customer's shared windows, each one's units this billing period. A customer's credit
+ * balances, where they are kept, belong in `customer` as an optional `credits`, added here and in
+ * selfUsage (the answer is serialised by this schema: a field it does not name is not sent), and
+ * left out for a customer without any.
  */
 export const SelfUsageSchema = Type.Object({
   key: Type.Object({
