@@ -140,6 +140,22 @@ describe('GET /v1/usage', () => {
     expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) })).statusCode).toBe(200);
   });
 
+  it('answers a banned key, with when its ban ends', async () => {
+    const gw = await gateways.start({ env: { BAN_THRESHOLD: '1', BAN_GRACE_MS: '0' } });
+    const key = await post(gw, '/admin/keys', { plan: 'pro', limits: { perMinute: 2 } });
+    let banned = false;
+    for (let i = 0; i < 10 && !banned; i++) {
+      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) });
+      banned = res.statusCode === 429 && res.json().code === 'api_key_banned';
+    }
+    expect(banned).toBe(true);
+    const res = await usage(gw, key.key as string);
+    expect(res.statusCode, res.body).toBe(200);
+    const live = await adminGet(gw, `/admin/keys/${key.id}/usage`);
+    expect(res.json().key.ban).toEqual(live.ban);
+    expect(Date.parse(res.json().key.ban.until)).toBeGreaterThan(Date.now());
+  });
+
   it('is held to the key’s allowed addresses and refuses a missing or unknown key', async () => {
     const gw = await gateways.start({ redisUrl: null });
     const key = await post(gw, '/admin/keys', { plan: 'free', allowedCidrs: ['10.0.0.0/8'] });
