@@ -206,7 +206,8 @@ async function run(action) {
   try {
     await action();
   } catch (err) {
-    if (err.message !== 'signed out') status(err.message, true);
+    const message = err instanceof Error ? err.message : String(err);
+    if (message !== 'signed out') status(message, true);
   }
 }
 
@@ -307,3 +308,6 @@ async function start() {
 }
 
 start();
+
+// A module (the page loads it as one): its names stay out of the window's.
+export {};
