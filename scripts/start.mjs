@@ -20,6 +20,8 @@ const KILL_AFTER_MS = 4_000;
 const env = process.env;
 const host = env.HOST ?? '127.0.0.1';
 const adminHost = env.ADMIN_HOST ?? '127.0.0.1';
+// On loopback under npm start, like the API: a deployment opens it (PORTAL_HOST=0.0.0.0).
+const portalHost = env.PORTAL_HOST ?? '127.0.0.1';
 
 function fail(message) {
   process.stderr.write(`npm start: ${message}\n`);
@@ -46,8 +48,9 @@ const listeners = [
     host: '127.0.0.1',
     port: portFrom('PETS_METRICS_PORT', 9465),
   },
+  { variable: 'PORTAL_PORT', what: "the customers' portal", host: portalHost, port: portFrom('PORTAL_PORT', 8082) },
 ];
-const [gateway, admin, pets, gatewayMetrics, petsMetrics] = listeners;
+const [gateway, admin, pets, gatewayMetrics, petsMetrics, portal] = listeners;
 
 for (const [i, a] of listeners.entries()) {
   const clash = listeners.slice(i + 1).find((b) => b.port === a.port);
@@ -83,6 +86,8 @@ const gatewayEnv = serviceEnv({
   HOST: host,
   ADMIN_HOST: adminHost,
   ADMIN_PORT: String(admin.port),
+  PORTAL_HOST: portal.host,
+  PORTAL_PORT: String(portal.port),
   METRICS_HOST: gatewayMetrics.host,
   METRICS_PORT: String(gatewayMetrics.port),
   ADMIN_TOKEN: adminToken,
@@ -107,7 +112,7 @@ for (const [name, load, serviceEnvironment] of [
 }
 
 // Every port is probed before anything starts, and every taken one is named at once: a second
-// copy of the stack holds all five, and one per run would take five tries to learn.
+// copy of the stack holds all six, and one per run would take six tries to learn.
 const taken = [];
 for (const l of listeners) {
   const problem = await portProblem(l);

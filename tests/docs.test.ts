@@ -93,7 +93,8 @@ describe('the public API reference', () => {
     const all = Object.values(doc.paths).flatMap((item) => Object.values(item));
     // GET /v1, the index, needs no key: the gateway's refusals and limit headers are not its own.
     expect(doc.paths['/']?.get).toMatchObject({ operationId: 'apiIndex', security: [] });
-    const operations = all.filter((op) => op.operationId !== 'apiIndex');
+    // GET /v1/usage takes nothing from the key's windows: no limit headers either (openapi.test.ts).
+    const operations = all.filter((op) => op.operationId !== 'apiIndex' && op.operationId !== 'getUsage');
     expect(operations.map((op) => op.operationId).sort()).toEqual(['createPet', 'getPet', 'listPets']);
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const op of operations) {
@@ -105,7 +106,7 @@ describe('the public API reference', () => {
     await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeDefined();
   });
 
-  it('renders the index, the three pets operations, the document link and the ban rule at /docs in headless Chromium, from local assets only', {
+  it('renders the index, the three pets operations, the usage, the document link and the ban rule at /docs in headless Chromium, from local assets only', {
     timeout: 90_000,
   }, async () => {
     const dom = await dumpDom(`${gateway.url}/docs`);
@@ -121,6 +122,7 @@ describe('the public API reference', () => {
       { id: 'listPets', method: 'GET', path: '/pets', operationId: 'listPets' },
       { id: 'createPet', method: 'POST', path: '/pets', operationId: 'createPet' },
       { id: 'getPet', method: 'GET', path: '/pets/{petId}', operationId: 'getPet' },
+      { id: 'getUsage', method: 'GET', path: '/usage', operationId: 'getUsage' },
     ]);
     expect(dom).toContain('Animal store API');
     // Paths are relative to the base address the page names (the gateway's own /v1 by default).

@@ -32,6 +32,7 @@ type Pet = components['schemas']['Pet'];
 type NewPet = components['schemas']['NewPet'];
 type PetStatus = components['schemas']['PetStatus'];
 type ApiError = components['schemas']['Error'];
+type Usage = components['schemas']['Usage'];
 
 export async function scenario(baseUrl: string, key: string) {
   const client = createClient<paths>({ baseUrl, headers: { Authorization: \`Bearer \${key}\` } });
@@ -59,7 +60,13 @@ export async function scenario(baseUrl: string, key: string) {
   const refused = await anonymous.GET('/pets');
   const unauthorized: ApiError | undefined = refused.error;
 
+  // The key's own usage: its windows and this billing period's units, at no cost.
+  const usage = await client.GET('/usage');
+  const mine: Usage | undefined = usage.data;
+  const minute = mine?.key.windows.minute;
+
   return {
+    usage: { status: usage.response.status, plan: mine?.key.plan, customer: mine?.customer, minute, units: mine?.key.billingPeriod.units },
     created: { status: created.response.status, location: created.response.headers.get('Location'), pet },
     listed: { status: listed.response.status, pets, remaining },
     read: { status: read.response.status, pet: again, sunset: read.response.headers.get('Sunset') },
@@ -133,7 +140,7 @@ function typeErrors(files: string[]): string[] {
 }
 
 describe('a client generated from the published document', () => {
-  it('type-checks, and lists, creates and reads a pet and reads a typed 400 and 401 at http://host:port/v1', {
+  it('type-checks, and lists, creates and reads a pet, reads its usage and a typed 400 and 401 at http://host:port/v1', {
     timeout: 60_000,
   }, async () => {
     const documentUrl = `${gateway.url}/v1/openapi.json`;
@@ -165,6 +172,15 @@ describe('a client generated from the published document', () => {
     expect(result.badRequest).toEqual({
       status: 400,
       body: { code: 'invalid_request', message: expect.any(String), status: 400 },
+    });
+    // Four requests went through the gate before the read (the 400 was admitted, then refused by the pets
+    // service); the read itself took nothing.
+    expect(result.usage).toEqual({
+      status: 200,
+      plan: 'pro',
+      customer: undefined,
+      minute: { limit: 300, used: 4, remaining: 296, resetAt: expect.any(String) },
+      units: expect.any(Number),
     });
     expect(result.unauthorized).toEqual({
       status: 401,

@@ -17,6 +17,7 @@ interface Ports {
   PETS_PORT: number;
   METRICS_PORT: number;
   PETS_METRICS_PORT: number;
+  PORTAL_PORT: number;
 }
 
 interface Started {
@@ -57,13 +58,14 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
 }
 
 async function freePorts(): Promise<Ports> {
-  // Never the defaults (8080, 8081, 8090, 9464, 9465): another stack may be running on this machine.
+  // Never the defaults (8080, 8081, 8082, 8090, 9464, 9465): another stack may be running on this machine.
   return {
     PORT: await freePort(),
     ADMIN_PORT: await freePort(),
     PETS_PORT: await freePort(),
     METRICS_PORT: await freePort(),
     PETS_METRICS_PORT: await freePort(),
+    PORTAL_PORT: await freePort(),
   };
 }
 

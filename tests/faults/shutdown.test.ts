@@ -171,6 +171,7 @@ describe('gateway SIGTERM under POST load, pets staying up', () => {
       // Two listeners, as in production: both must close within the grace period.
       ADMIN_TOKEN: 'faults-admin-token-0123456789',
       ADMIN_PORT: String(await freePort()),
+      PORTAL_PORT: '0',
     });
     const auth = { authorization: `Bearer ${key}` };
     // The tag is both the request id (the gateway passes it on to pets) and the pet's name.

@@ -116,6 +116,7 @@ describe('gateway with a misbehaving pets upstream', () => {
       LOG_LEVEL: 'info',
       ADMIN_TOKEN,
       ADMIN_PORT: String(adminPort),
+      PORTAL_PORT: '0',
     });
     admin = `http://127.0.0.1:${adminPort}`;
   });

@@ -39,6 +39,7 @@ describe('webhook deliveries across a SIGKILL', () => {
       REDIS_PREFIX: PREFIX,
       ADMIN_TOKEN,
       ADMIN_PORT: String(adminPort),
+      PORTAL_PORT: '0',
       PETS_URL: 'http://127.0.0.1:9',
       WEBHOOKS_ALLOW_INSECURE: 'true',
       WEBHOOKS_ALLOW_PRIVATE: 'true',

@@ -22,6 +22,7 @@ beforeAll(async () => {
       PETS_URL: pets.url,
       ADMIN_TOKEN: 'listeners-admin-token-0123456789',
       ADMIN_PORT: String(adminPort),
+      PORTAL_PORT: '0',
     },
     { ready: '/readyz' },
   );

@@ -73,6 +73,7 @@ describe('gateway processes on one Redis', () => {
         ADMIN_TOKEN,
         ADMIN_HOST: '127.0.0.1',
         ADMIN_PORT: String(adminPort),
+        PORTAL_PORT: '0',
         REVOCATION_POLL_MS: POLL_MAX,
         BAN_THRESHOLD: '1',
         BAN_GRACE_MS: '0',

@@ -84,6 +84,8 @@ function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
     LOG_LEVEL: 'info',
     // Any free port unless a test picks one: several services of one name run side by side.
     METRICS_PORT: '0',
+    // The gateway's portal listener (on with the admin API): likewise.
+    PORTAL_PORT: '0',
     ...env,
   };
 }

@@ -93,6 +93,7 @@ async function startGatewayProcess(
     {
       ADMIN_HOST: '127.0.0.1',
       ADMIN_PORT: String(adminPort),
+      PORTAL_PORT: '0',
       ADMIN_TOKEN: options.adminToken,
       PETS_URL: options.petsUrl,
       REDIS_URL: options.redisUrl,

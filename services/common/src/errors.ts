@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'rate_limiter_unavailable'
   | 'overloaded'
   | 'unauthorized'
+  | 'forbidden'
   | 'conflict'
   | 'admin_rate_limited'
   | 'store_unavailable'

@@ -16,6 +16,8 @@ import { registerProxy, upstreamPool } from './proxy/proxy.js';
 import { docsRoutes } from './reference/docs-routes.js';
 import { publicDocumentOptions } from './reference/openapi-description.js';
 import { keySync } from './replicas/key-sync.js';
+import { UsageReadLimit } from './self-service/usage-reads.js';
+import { usageRoute } from './self-service/usage-route.js';
 import { webhookLifecycle } from './webhooks/lifecycle.js';
 
 /** The public gateway: health, then the gate and the proxy to the pets service. Does not listen. */
@@ -48,7 +50,13 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   await app.register(keySync, { ...deps, pollMs: config.revocationPollMs });
   // Before the gate: a preflight is answered without a key, and refusals carry the CORS headers.
   if (config.corsOrigins.length > 0) await app.register(cors, { origins: config.corsOrigins });
-  await app.register(gate, { ...deps, keyless, banSeconds: config.ban.durationMs / 1000 });
+  await app.register(gate, {
+    ...deps,
+    keyless,
+    banSeconds: config.ban.durationMs / 1000,
+    usageReads: new UsageReadLimit(),
+  });
+  await app.register(usageRoute, deps);
   const pool = upstreamPool(config.petsUrl, config.upstreamTimeoutMs);
   app.addHook('onClose', async () => {
     await pool.destroy();

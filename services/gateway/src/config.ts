@@ -19,6 +19,11 @@ export interface GatewayConfig {
   adminPort: number;
   /** Admin API is off when no token is configured. */
   adminToken: string | undefined;
+  /** The customers' portal: its own listener, on while the admin API is (portal/app.ts). */
+  portalHost: string;
+  portalPort: number;
+  /** Where customers reach the portal (no trailing slash): the base of the sign-in links. */
+  portalUrl: string;
   /** The only listener serving GET /metrics; loopback unless the deployment opens it. */
   metricsHost: string;
   metricsPort: number;
@@ -142,6 +147,20 @@ function parseBaseUrl(r: EnvReader, name: string): string | undefined {
     r.problems.push(`${name} must be a base address ending in /v1 (no query, no trailing slash), got "${raw}"`);
   }
   return raw;
+}
+
+/** The portal's listener and the address customers reach it at (PORTAL_URL, else the listener's). */
+function parsePortal(r: EnvReader): Pick<GatewayConfig, 'portalHost' | 'portalPort' | 'portalUrl'> {
+  const portalHost = r.string('PORTAL_HOST', '0.0.0.0');
+  const portalPort = r.int('PORTAL_PORT', 8082, 0, 65535);
+  const before = r.problems.length;
+  const raw = r.url('PORTAL_URL', ['http:', 'https:']);
+  if (raw !== undefined && r.problems.length === before && !/^https?:\/\/[^/?#]+$/i.test(raw)) {
+    r.problems.push(
+      `PORTAL_URL must be an origin such as https://portal.example.com (no path, no trailing slash), got "${raw}"`,
+    );
+  }
+  return { portalHost, portalPort, portalUrl: raw ?? `http://127.0.0.1:${portalPort}` };
 }
 
 function parseApiDocument(r: EnvReader): ApiDocumentConfig {
@@ -329,6 +348,7 @@ export function loadConfig(env: Env): GatewayConfig {
     adminHost: r.string('ADMIN_HOST', '127.0.0.1'),
     adminPort: r.int('ADMIN_PORT', 8081, 0, 65535),
     adminToken,
+    ...parsePortal(r),
     metricsHost: r.string('METRICS_HOST', '127.0.0.1'),
     metricsPort: r.int('METRICS_PORT', 9464, 0, 65535),
     petsUrl: r.url('PETS_URL', ['http:', 'https:'], 'http://127.0.0.1:8090') as string,

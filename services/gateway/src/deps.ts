@@ -26,6 +26,8 @@ import { RedisKeyLimiter } from './limits/engines/redis-key-limiter.js';
 import { GuardedLimiter, limiterHealthLog } from './limits/guarded-limiter.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import type { PlanBook } from './plans/plans.js';
+import { RedisPortalSessionStore } from './portal/redis-session-store.js';
+import { MemoryPortalSessionStore, type PortalSessionStore } from './portal/session-store.js';
 import type { RedisClient } from './redis/clients.js';
 import { type EventBus, LocalEventBus, RedisEventBus, type SubscriptionHooks } from './replicas/event-bus.js';
 import { RedisUsageHistory } from './usage/redis-usage-history.js';
@@ -69,6 +71,8 @@ export interface GatewayDeps {
   webhooks: Webhooks;
   /** What each admin Idempotency-Key did (admin/idempotency.ts): in Redis, or this process's memory. */
   idempotency: IdempotencyStore;
+  /** The portal's sign-in links and sessions: in Redis (every replica signs in alike), or this process's memory. */
+  portalSessions: PortalSessionStore;
   now: () => number;
   /** The public listener's logger, also used by collaborators that log on their own (limiter, events). */
   logger: FastifyBaseLogger;
@@ -181,6 +185,7 @@ export async function createDeps(
     events,
     webhooks,
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
+    portalSessions: redis ? new RedisPortalSessionStore(redis, config.redisPrefix) : new MemoryPortalSessionStore(now),
     now,
     backends: {
       keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}${config.apiKeyCustomers.length ? ` + ${config.apiKeyCustomers.length} customers from it` : ''}`,

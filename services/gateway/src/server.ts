@@ -13,6 +13,7 @@ const [
   { serve },
   { buildAdminApp },
   { buildApp },
+  { buildPortalApp },
   { loadConfig },
   { createDeps },
   { closeClients, openClients },
@@ -24,6 +25,7 @@ const [
   import('@animal-store/common/serve.js'),
   import('./admin/app.js'),
   import('./app.js'),
+  import('./portal/app.js'),
   import('./config.js'),
   import('./deps.js'),
   import('./external-clients.js'),
@@ -55,6 +57,9 @@ async function main(): Promise<void> {
   if (config.adminToken) {
     const admin = await buildAdminApp(config, deps);
     listeners.push({ app: admin, host: config.adminHost, port: config.adminPort });
+    // Sign-in links come from the admin API: without it there is no way into the portal.
+    const portal = await buildPortalApp(config, deps);
+    listeners.push({ app: portal, host: config.portalHost, port: config.portalPort });
   } else {
     app.log.warn('admin API off: set ADMIN_TOKEN to enable it');
   }

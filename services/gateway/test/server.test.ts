@@ -7,7 +7,7 @@ import { type LogLine, runToExit } from '@animal-store/tests/support/service-pro
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /** The gateway as deployed (dist/server.js), its output read by an operator at a terminal. */
-const PORTS = { PORT: '0', ADMIN_PORT: '0' };
+const PORTS = { PORT: '0', ADMIN_PORT: '0', PORTAL_PORT: '0' };
 const output = (logs: LogLine[]) => `${logs.map((l) => l.raw).join('\n')}\n`;
 
 let dir: string;

@@ -9,6 +9,7 @@ import { adminAuth } from './auth-limit.js';
 import { consoleRoutes } from './console.js';
 import { Idempotency } from './idempotency.js';
 import { adminRoutes } from './routes/index.js';
+import { portalSessionRoutes } from './routes/portal-sessions.js';
 import { storeUnavailable } from './store-unavailable.js';
 
 /**
@@ -55,7 +56,9 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
     return auth.call(this, request, reply);
   });
 
-  await app.register(adminRoutes, { deps, idempotency: new Idempotency(deps.idempotency, token) });
+  const idempotency = new Idempotency(deps.idempotency, token);
+  await app.register(adminRoutes, { deps, idempotency });
+  await app.register(portalSessionRoutes, { deps, idempotency, portalUrl: config.portalUrl });
   // In development the console's files are read on every request: an edit shows on reload.
   await app.register(consoleRoutes, { readEachRequest: !config.production });
   return app;

@@ -13,9 +13,15 @@ const WEBHOOK_ACTIONS = [
 /** What an operator does to a webhook endpoint through the admin API. */
 export type WebhookAction = (typeof WEBHOOK_ACTIONS)[number];
 
-const CUSTOMER_ACTIONS = ['customer.create', 'customer.update', 'customer.delete', 'customer.credits'] as const;
+const CUSTOMER_ACTIONS = [
+  'customer.create',
+  'customer.update',
+  'customer.delete',
+  'customer.credits',
+  'customer.portal-session',
+] as const;
 
-/** What an operator does to a customer through the admin API. */
+/** What an operator does to a customer through the admin API (a portal session: a sign-in link made for it). */
 export type CustomerAction = (typeof CUSTOMER_ACTIONS)[number];
 
 type Action = AdminAction | WebhookAction | CustomerAction;
@@ -39,6 +45,8 @@ export function audit(
   action: Action,
   id: string,
   fields: Record<string, unknown> = {},
+  /** A key change a customer made in the portal, not an operator: the line names the customer as actor. */
+  by?: { customerId: string },
 ): void {
   deps.metrics.adminActions.inc({ action });
   if (isWebhookAction(action)) {
@@ -49,6 +57,7 @@ export function audit(
     log.info({ audit: action, customerId: id, ...fields }, `admin: ${action} ${id}`);
     return;
   }
-  log.info({ audit: action, keyId: id, ...fields }, `admin: ${action} ${id}`);
+  if (by) log.info({ audit: action, keyId: id, actor: by, ...fields }, `portal: ${action} ${id} by ${by.customerId}`);
+  else log.info({ audit: action, keyId: id, ...fields }, `admin: ${action} ${id}`);
   deps.webhooks.keyAction(action, id, fields);
 }

@@ -20,6 +20,7 @@ import type { KeyRecord } from '../keys/key-store.js';
 import './access-fields.js';
 import type { LimitPolicy } from '../limits/policy.js';
 import { type PlanBook, policyForCustomerKey, policyForKey, type Scope } from '../plans/plans.js';
+import type { UsageReadLimit } from '../self-service/usage-reads.js';
 import { limiterDecisions } from './apply-decision.js';
 import { MISSING, presentedKey, UNKNOWN, unusableKey } from './authenticate.js';
 import { forbidden } from './authorize.js';
@@ -43,6 +44,11 @@ declare module 'fastify' {
     scope?: Scope;
     /** Units a request here takes from each of its key's windows (PLANS_FILE routeCosts; 1). */
     cost?: number;
+    /**
+     * About the key itself (GET /v1/usage): authenticated and held to the key's allowed addresses,
+     * but never counted against its windows or toward a ban; the route's own limit applies instead.
+     */
+    selfService?: boolean;
   }
 }
 
@@ -55,6 +61,8 @@ export type GateOptions = Pick<
   /** The length of a ban (BAN_SECONDS), reported in RateLimit-Policy while a key is banned. */
   banSeconds: number;
   plans: PlanBook;
+  /** The selfService routes' own limit per key. */
+  usageReads: UsageReadLimit;
 };
 
 /**
@@ -76,6 +84,34 @@ function policiesOf(plans: PlanBook): (record: KeyRecord, customer: CustomerReco
   };
 }
 
+/**
+ * A request about the key itself: held to the key's allowed addresses, then to the route's own
+ * limit; the key's windows are not asked, so it takes nothing from them and counts toward no ban.
+ */
+function selfService(
+  usageReads: UsageReadLimit,
+  plans: PlanBook,
+  ip: string,
+  record: KeyRecord,
+  done: (err?: Error) => void,
+): void {
+  const denied = forbidden(record, undefined, ip, plans);
+  if (denied !== undefined) {
+    done(denied);
+    return;
+  }
+  usageReads.take(record.id).then((refusal) => done(refusal), done);
+}
+
+/** What the gate sets on every request, declared up front so every request has the same shape. */
+function decorateRequests(app: FastifyInstance): void {
+  app.decorateRequest('apiKey', null);
+  app.decorateRequest('limiterDecision', undefined);
+  app.decorateRequest('limiterSource', undefined);
+  app.decorateRequest('admittedAt', undefined);
+  app.decorateRequest('admittedHourShiftMs', 0);
+}
+
 /** fastify's request logger is a pino child, which can extend its own bindings. */
 type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
 
@@ -86,14 +122,10 @@ type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
  */
 export const gate = fp(
   async (app: FastifyInstance, opts: GateOptions) => {
-    const { keyResolver, customerResolver, limiter, anonymous, keyless, now, plans } = opts;
+    const { keyResolver, customerResolver, limiter, anonymous, keyless, now, plans, usageReads } = opts;
     const applyDecision = limiterDecisions(opts);
     const policyOf = policiesOf(plans);
-    app.decorateRequest('apiKey', null);
-    app.decorateRequest('limiterDecision', undefined);
-    app.decorateRequest('limiterSource', undefined);
-    app.decorateRequest('admittedAt', undefined);
-    app.decorateRequest('admittedHourShiftMs', 0);
+    decorateRequests(app);
 
     // Callback style with a synchronous path up to the limiter: this runs on every request, and
     // each await would cost a promise and a microtask.
@@ -140,6 +172,7 @@ export const gate = fp(
         );
       };
       const decide = (record: KeyRecord, customer: CustomerRecord | null) => {
+        if (config.selfService) return selfService(usageReads, plans, request.ip, record, done);
         const policy = policyOf(record, customer);
         const denied = forbidden(record, config.scope, request.ip, plans);
         limiter

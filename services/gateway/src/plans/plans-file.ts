@@ -37,8 +37,8 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
   }
   const before = problems.length;
   for (const field of Object.keys(raw)) {
-    if (!['windows', 'algorithm', 'scopes', 'shadow', 'description'].includes(field)) {
-      problems.push(`${at}: unknown field ${quoted(field)} (windows, algorithm, scopes, shadow, description)`);
+    if (!['windows', 'algorithm', 'scopes', 'shadow', 'description', 'maxKeys'].includes(field)) {
+      problems.push(`${at}: unknown field ${quoted(field)} (windows, algorithm, scopes, shadow, description, maxKeys)`);
     }
   }
   let windows: Limits | undefined;
@@ -68,6 +68,13 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
   if (raw.description !== undefined && typeof raw.description !== 'string') {
     problems.push(`${at}.description must be a string`);
   }
+  const maxKeys = raw.maxKeys;
+  if (
+    maxKeys !== undefined &&
+    !(Number.isInteger(maxKeys) && (maxKeys as number) >= 1 && (maxKeys as number) <= 10_000)
+  ) {
+    problems.push(`${at}.maxKeys must be a whole number from 1 to 10000`);
+  }
   if (problems.length > before) return undefined;
   const definition: PlanDefinition = {
     algorithm: algorithm as Algorithm,
@@ -75,6 +82,7 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
     shadow: raw.shadow === true,
     ...(windows ? { windows } : {}),
     ...(typeof raw.description === 'string' ? { description: raw.description } : {}),
+    ...(typeof maxKeys === 'number' ? { maxKeys } : {}),
   };
   // The limits' own rules (integers, longer windows not below shorter ones), as keys obey them.
   if (windows) {

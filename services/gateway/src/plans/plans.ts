@@ -34,6 +34,16 @@ export interface PlanDefinition {
   shadow: boolean;
   /** For people: what the plan is for. */
   description?: string;
+  /** The most live keys a customer of the plan may hold by creating them in the portal (DEFAULT_MAX_KEYS). */
+  maxKeys?: number;
+}
+
+/** A plan's maxKeys when it names none. */
+const DEFAULT_MAX_KEYS = 5;
+
+/** The most live keys a customer of this plan may create for itself in the portal. */
+export function maxKeysFor(book: PlanBook, plan: Plan): number {
+  return book.plans.get(plan)?.maxKeys ?? DEFAULT_MAX_KEYS;
 }
 
 /** The plans in force and what each route costs: the spec's table, or PLANS_FILE. */

@@ -10,6 +10,7 @@ import {
   type ResponseObject,
   withErrorExamples,
 } from './openapi-responses.js';
+import { USAGE_PATH, USAGE_SCHEMA, usageOperation } from './usage-operation.js';
 
 /** The parts of an OpenAPI 3.1 document the gateway touches; everything else passes through as it is. */
 export interface OpenApiDocument {
@@ -109,7 +110,10 @@ export function publicDocument(
   doc.security = [{ bearerAuth: [] }];
 
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const [path, pathItem] of Object.entries(doc.paths ?? {})) paths[relativePath(path)] = pathItem;
+  for (const [path, pathItem] of Object.entries(doc.paths ?? {})) {
+    // The gateway answers /v1/usage itself, whatever an upstream (or this function, before) says of it.
+    if (relativePath(path) !== USAGE_PATH) paths[relativePath(path)] = pathItem;
+  }
   for (const pathItem of Object.values(paths)) {
     for (const method of HTTP_METHODS) {
       const operation = pathItem[method];
@@ -142,6 +146,9 @@ export function publicDocument(
   // GET / relative to the base address: the gateway answers both /v1 and /v1/.
   const index = structuredClone(API_INDEX_OPERATION) as { responses: Record<string, ResponseObject> };
   withRateLimitHeaders(index.responses);
-  doc.paths = { '/': { get: index }, ...paths };
+  components.schemas.Usage = USAGE_SCHEMA;
+  const tags = (Array.isArray(doc.tags) ? doc.tags : []).filter((tag) => tag?.name !== 'usage');
+  doc.tags = [...tags, { name: 'usage', description: 'What your key and your account used, and what is left' }];
+  doc.paths = { '/': { get: index }, [USAGE_PATH]: { get: usageOperation() }, ...paths };
   return doc;
 }

@@ -3,6 +3,7 @@ import {
   DEFAULT_PLANS,
   limitsAfterChange,
   limitsFor,
+  maxKeysFor,
   type PlanBook,
   planProblem,
   policyForKey,
@@ -31,6 +32,19 @@ function book(content: unknown, shadow = false): PlanBook {
 }
 
 describe('a plans file that is read', () => {
+  it('takes a plan’s maxKeys for the portal, 5 for a plan without one, and refuses one that is no whole number from 1 to 10000', () => {
+    const b = book({ plans: { free: { windows: { minute: 60 }, maxKeys: 2 }, pro: { windows: { minute: 300 } } } });
+    expect(b.plans.get('free')?.maxKeys).toBe(2);
+    expect(maxKeysFor(b, 'free')).toBe(2);
+    expect(maxKeysFor(b, 'pro')).toBe(5);
+    expect(maxKeysFor(DEFAULT_PLANS, 'business')).toBe(5);
+    for (const maxKeys of [0, 1.5, '3', 10_001]) {
+      expect(problems({ plans: { free: { windows: { minute: 60 }, maxKeys } } })).toEqual([
+        'plans.free.maxKeys must be a whole number from 1 to 10000',
+      ]);
+    }
+  });
+
   it('fills in what a plan leaves out: fixed windows, both scopes, not in shadow, no description', () => {
     const b = book({ plans: { free: { windows: { minute: 60, day: 1000 } } } });
     expect(b.source).toBe(SOURCE);
@@ -118,7 +132,7 @@ describe('a plans file with problems', () => {
       `plan name "a${'b'.repeat(39)}…": use 1 to 32 of a-z, 0-9, - and _, starting with a letter`,
       'plans.empty.windows must be an object with a limit for any of second, minute, hour, day, month',
       'plans.list must be an object { windows, algorithm, scopes, shadow }',
-      'plans.odd: unknown field "limit" (windows, algorithm, scopes, shadow, description)',
+      'plans.odd: unknown field "limit" (windows, algorithm, scopes, shadow, description, maxKeys)',
       'plans.odd.shadow must be true or false',
       'plans.odd.description must be a string',
     ]);

@@ -113,11 +113,11 @@ function petsLikeDoc(): OpenApiDocument {
   } as OpenApiDocument;
 }
 
-/** The operations that need a key: all but the keyless index (GET /v1). */
+/** The operations the gateway forwards: all but its own keyless index (GET /v1) and usage (GET /v1/usage). */
 function operations(doc: OpenApiDocument): Operation[] {
   return Object.values(doc.paths ?? {})
     .flatMap((item) => Object.values(item) as Operation[])
-    .filter((op) => op.operationId !== 'apiIndex');
+    .filter((op) => op.operationId !== 'apiIndex' && op.operationId !== 'getUsage');
 }
 
 describe('publicDocument', () => {
@@ -129,7 +129,7 @@ describe('publicDocument', () => {
     expect(doc.security).toEqual([{ bearerAuth: [] }]);
     // Without PUBLIC_BASE_URL: the /v1 of whichever gateway served it, paths relative to it.
     expect(doc.servers).toEqual([{ url: '/v1', description: expect.any(String) }]);
-    expect(Object.keys(doc.paths ?? {})).toEqual(['/', '/pets', '/pets/{petId}']);
+    expect(Object.keys(doc.paths ?? {})).toEqual(['/', '/usage', '/pets', '/pets/{petId}']);
     expect(JSON.stringify(doc)).not.toContain('pets.internal');
     expect(doc.info).toMatchObject({ title: 'Animal store API', version: '1.0.0' });
     expect(doc.info.description).toContain('| Free | 60 | 1,000 |');
@@ -177,7 +177,7 @@ describe('publicDocument', () => {
   });
 
   it('keeps what the pets service documents: schemas, its own responses and their headers', () => {
-    expect(doc.components?.schemas).toEqual(upstream.components?.schemas);
+    expect(doc.components?.schemas).toEqual({ ...upstream.components?.schemas, Usage: expect.any(Object) });
     const [list, create, get] = [
       doc.paths?.['/pets']?.get,
       doc.paths?.['/pets']?.post,
@@ -224,6 +224,25 @@ describe('publicDocument', () => {
     }
   });
 
+  it('documents GET /v1/usage with the key, its Usage schema, its own 429 and no rate-limit headers', () => {
+    const usage = doc.paths?.['/usage']?.get as Operation & { security?: unknown; tags: string[] };
+    expect(usage.operationId).toBe('getUsage');
+    expect(usage.security).toBeUndefined();
+    expect(doc.tags).toContainEqual({ name: 'usage', description: expect.any(String) });
+    expect(Object.keys(usage.responses)).toEqual(['200', '401', '403', '429', '503', 'default']);
+    expect(usage.responses['200']?.content?.['application/json']?.schema).toEqual({
+      $ref: '#/components/schemas/Usage',
+    });
+    const examples = (status: string) =>
+      Object.keys(usage.responses[status]?.content?.['application/json']?.examples ?? {});
+    expect(examples('429')).toEqual(['rate_limit_exceeded']);
+    expect(examples('403')).toEqual(['ip_not_allowed']);
+    expect(examples('401')).toEqual(['missing_api_key', 'invalid_api_key', 'expired_api_key']);
+    expect(usage.responses['429']?.headers?.['Retry-After']).toEqual({ $ref: '#/components/headers/Retry-After' });
+    for (const response of Object.values(usage.responses))
+      expect(response.headers?.['X-RateLimit-Limit']).toBeUndefined();
+  });
+
   it('names the codes each error response can carry, as examples in the Error shape', () => {
     const expected: Record<string, string[]> = {
       '400': ['invalid_request'],
@@ -258,7 +277,7 @@ describe('publicDocument', () => {
     expect(rest).toEqual({});
     const old = { ...petsLikeDoc(), servers: [{ url: '/' }], paths: { '/v1/pets': list, '/v1/pets/{petId}': get } };
     const moved = publicDocument(old as OpenApiDocument);
-    expect(Object.keys(moved.paths ?? {})).toEqual(['/', '/pets', '/pets/{petId}']);
+    expect(Object.keys(moved.paths ?? {})).toEqual(['/', '/usage', '/pets', '/pets/{petId}']);
     expect(moved.servers).toEqual(doc.servers);
   });
 

@@ -12,6 +12,7 @@ import { createDeps, type GatewayDeps } from '../../src/deps.js';
 import { createKey } from '../../src/keys/create-key.js';
 import type { KeyStore } from '../../src/keys/key-store.js';
 import type { Limits, Plan } from '../../src/plans/plans.js';
+import { buildPortalApp } from '../../src/portal/app.js';
 import { createRedisClients, type RedisClient, redisOptions, whenReady } from '../../src/redis/clients.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -30,6 +31,8 @@ export interface TestAdmin {
 export interface TestGateway {
   app: FastifyInstance;
   admin: TestAdmin;
+  /** The customers' portal listener, built on first use as the admin one is. */
+  portal: TestAdmin;
   deps: GatewayDeps;
   config: GatewayConfig;
   redis: RedisClient | null;
@@ -141,9 +144,27 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
       return adminBuilt.server;
     },
   };
+  let portalApp: Promise<FastifyInstance> | undefined;
+  let portalBuilt: FastifyInstance | undefined;
+  const builtPortal = (): Promise<FastifyInstance> => {
+    portalApp ??= buildPortalApp(config, deps).then((instance) => {
+      portalBuilt = instance;
+      return instance;
+    });
+    return portalApp;
+  };
+  const portal: TestAdmin = {
+    inject: async (options) => (await builtPortal()).inject(options),
+    listen: async (options) => (await builtPortal()).listen(options),
+    get server() {
+      if (!portalBuilt) throw new Error('the test gateway’s portal listener was never used');
+      return portalBuilt.server;
+    },
+  };
   const gateway: TestGateway = {
     app,
     admin,
+    portal,
     deps,
     config,
     redis,
@@ -156,6 +177,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     },
     async close() {
       if (adminApp) await (await adminApp).close();
+      if (portalApp) await (await portalApp).close();
       await app.close();
       await deps.events.close();
       subscriber?.disconnect();

@@ -2,6 +2,7 @@ import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
 import type { Billing } from '../../customers/billing-period.js';
+import type { CustomerRecord } from '../../customers/customer-store.js';
 import {
   type CustomerGranularity,
   localMidnight,
@@ -11,7 +12,7 @@ import {
   stepsOf,
 } from '../../usage/customer-steps.js';
 import { sumOf, withRefused } from '../../usage/reports.js';
-import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
+import { DAY_MS, HOUR_MS, type HourUsage, type UsageHistory } from '../../usage/usage-history.js';
 import { CustomerHistoryQuery, CustomerHistorySchema } from '../customer-history-schemas.js';
 import { CustomerIdParams } from '../customer-schemas.js';
 import { type AdminRouteOptions, errors, iso } from '../shared.js';
@@ -79,6 +80,64 @@ function oldestWholeStep(granularity: CustomerGranularity, billing: Billing, now
 }
 
 /**
+ * A customer's usage over time in its own calendar, or (keyId) one of its keys' within the same
+ * steps: what the admin route and the portal answer. Throws the query's 400s and the history's 503.
+ */
+export async function customerHistory(
+  history: UsageHistory,
+  customer: CustomerRecord,
+  query: Query,
+  now: number,
+  log: { error(obj: object, msg: string): void },
+  keyId?: string,
+) {
+  const retentionDays = Math.round(history.retentionMs / DAY_MS);
+  const granularity = query.granularity ?? 'hour';
+  const billing = customer.billing;
+  const { from, to } = customerRange(query, now, granularity, billing);
+  const oldest = oldestWholeStep(granularity, billing, now, history.retentionMs);
+  if (from < oldest) {
+    throw new ApiError(
+      400,
+      'invalid_request',
+      `The history is kept for ${retentionDays} days (USAGE_HISTORY_DAYS): from must be on or after ${iso(oldest)}`,
+    );
+  }
+  const steps = stepsOf(granularity, billing, from, to);
+  if (!onHours(steps, billing)) {
+    // A record from before billingProblem refused such zones: some of its days start within an hour.
+    throw new ApiError(
+      409,
+      'conflict',
+      `Customer ${customer.id}'s billing.timeZone ${billing.timeZone} changes its clocks by less than an hour, so some of its days start within an hour of its history: ask for granularity=hour, or give the customer a zone whose clocks change by whole hours`,
+    );
+  }
+  let hours: HourUsage[];
+  try {
+    hours = await (keyId === undefined
+      ? history.hours(customer.id, from, to)
+      : history.hours(keyId, from, to, customer.id));
+  } catch (err) {
+    historyUnavailable(err, log);
+  }
+  return {
+    id: customer.id,
+    name: customer.name,
+    granularity,
+    billing,
+    from: iso(from),
+    to: iso(to),
+    retentionDays,
+    totals: withRefused(sumOf(hours)),
+    series: stepSeries(hours, steps).map(({ start, end, ...counts }) => ({
+      start: iso(start),
+      end: iso(end),
+      ...counts,
+    })),
+  };
+}
+
+/**
  * A customer's usage over time, summed from its own hours in the history (the limiter writes
  * them with its keys', under the customer's id): by hour (its local hour: a UTC hour, or from :30
  * or :15 past it in a zone a part-hour off UTC), local day or billing period, JSON or CSV for billing.
@@ -86,9 +145,6 @@ function oldestWholeStep(granularity: CustomerGranularity, billing: Billing, now
 export const customerUsageHistoryRoutes: FastifyPluginAsyncTypebox<
   AdminRouteOptions<'history' | 'customerStore' | 'now'>
 > = async (app, { deps }) => {
-  const history = deps.history;
-  const retentionDays = Math.round(history.retentionMs / DAY_MS);
-
   app.get(
     '/admin/customers/:id/usage/history',
     {
@@ -101,48 +157,7 @@ export const customerUsageHistoryRoutes: FastifyPluginAsyncTypebox<
     async (request, reply) => {
       const customer = await deps.customerStore.get(request.params.id);
       if (!customer) throw new ApiError(404, 'not_found', `No customer with id ${clipped(request.params.id)}`);
-      const granularity = request.query.granularity ?? 'hour';
-      const billing = customer.billing;
-      const now = deps.now();
-      const { from, to } = customerRange(request.query, now, granularity, billing);
-      const oldest = oldestWholeStep(granularity, billing, now, history.retentionMs);
-      if (from < oldest) {
-        throw new ApiError(
-          400,
-          'invalid_request',
-          `The history is kept for ${retentionDays} days (USAGE_HISTORY_DAYS): from must be on or after ${iso(oldest)}`,
-        );
-      }
-      const steps = stepsOf(granularity, billing, from, to);
-      if (!onHours(steps, billing)) {
-        // A record from before billingProblem refused such zones: some of its days start within an hour.
-        throw new ApiError(
-          409,
-          'conflict',
-          `Customer ${customer.id}'s billing.timeZone ${billing.timeZone} changes its clocks by less than an hour, so some of its days start within an hour of its history: ask for granularity=hour, or give the customer a zone whose clocks change by whole hours`,
-        );
-      }
-      let hours: HourUsage[];
-      try {
-        hours = await history.hours(customer.id, from, to);
-      } catch (err) {
-        historyUnavailable(err, request.log);
-      }
-      const body = {
-        id: customer.id,
-        name: customer.name,
-        granularity,
-        billing,
-        from: iso(from),
-        to: iso(to),
-        retentionDays,
-        totals: withRefused(sumOf(hours)),
-        series: stepSeries(hours, steps).map(({ start, end, ...counts }) => ({
-          start: iso(start),
-          end: iso(end),
-          ...counts,
-        })),
-      };
+      const body = await customerHistory(deps.history, customer, request.query, deps.now(), request.log);
       return wantsCsv(request.query.format, request.headers.accept) ? sendCsv(reply, body, true) : body;
     },
   );

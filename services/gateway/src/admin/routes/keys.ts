@@ -31,7 +31,7 @@ import {
 } from '../shared.js';
 
 /** Runs a key operation (keys/key-operations.ts), answering what its rules refuse with a 400. */
-async function applying<T>(operation: () => Promise<T>): Promise<T> {
+export async function applying<T>(operation: () => Promise<T>): Promise<T> {
   try {
     return await operation();
   } catch (err) {
@@ -73,7 +73,7 @@ async function withOwner(
 }
 
 /** A new key's record: of the customer it names (on its plan), or on the plan it names. */
-async function newKey(
+export async function newKey(
   deps: Pick<GatewayDeps, 'plans' | 'customerStore'>,
   body: Static<typeof CreateKeySchema>,
   now: number,

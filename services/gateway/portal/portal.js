@@ -1,0 +1,313 @@
+// The customers' portal: plain DOM, no framework, no inline script. Every change carries the
+// session's CSRF token; the session itself is an HttpOnly cookie this script never sees.
+
+/** @type {{ customer: { id: string, name: string, plan: string }, csrfToken: string, maxKeys: number, scopes: string[], grace: { defaultSeconds: number, maxSeconds: number } } | null} */
+let session = null;
+
+const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+/** An element with attributes and children (text or elements). */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === false || value === undefined || value === null) continue;
+    if (name.startsWith('on')) el.addEventListener(name.slice(2), value);
+    else el.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) if (child !== null && child !== undefined) el.append(child);
+  return el;
+}
+
+function status(text, isError = false) {
+  const el = byId('status');
+  el.textContent = text;
+  el.className = isError ? 'error' : '';
+  el.hidden = text === '';
+}
+
+/** Calls the portal API; a 401 means the session is over. */
+async function api(method, url, body) {
+  const headers = { accept: 'application/json' };
+  if (method !== 'GET') headers['x-csrf-token'] = session?.csrfToken ?? '';
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (res.status === 401) {
+    signedOut('Your session has ended. Ask for a new sign-in link where you came from.');
+    throw new Error('signed out');
+  }
+  const data = res.status === 204 ? null : await res.json();
+  if (!res.ok) throw new Error(data?.message ?? `The portal answered ${res.status}`);
+  return data;
+}
+
+function signedOut(text) {
+  session = null;
+  for (const id of ['nav', 'sign-out', 'usage', 'history', 'keys']) byId(id).hidden = true;
+  status(text);
+}
+
+const when = (iso, dateOnly = false) =>
+  iso
+    ? `${new Date(iso).toLocaleString('en-GB', { timeZone: 'UTC', dateStyle: 'medium', ...(dateOnly ? {} : { timeStyle: 'short' }) })}${dateOnly ? '' : ' UTC'}`
+    : '—';
+const number = (n) => n.toLocaleString('en-US');
+
+async function showUsage() {
+  const usage = await api('GET', '/portal/api/usage');
+  const period = usage.billingPeriod;
+  byId('usage-period').textContent =
+    `${number(period.units)} units billed this billing period (${when(period.start)} to ${when(period.end)}).`;
+  const windows = Object.entries(usage.windows);
+  byId('usage-windows').replaceChildren(
+    ...(windows.length === 0
+      ? [h('p', {}, 'Your plan has no shared quotas: each key has its own.')]
+      : windows.map(([name, w]) =>
+          h(
+            'div',
+            { class: 'card' },
+            h('h2', { id: `quota-${name}` }, `Per ${name}`),
+            h('progress', { max: w.limit, value: w.used, 'aria-labelledby': `quota-${name}` }),
+            h(
+              'p',
+              {},
+              `${number(w.used)} of ${number(w.limit)} used, ${number(w.remaining)} left; resets ${when(w.resetAt)}.`,
+            ),
+          ),
+        )),
+  );
+}
+
+async function showHistory(event) {
+  event?.preventDefault();
+  const form = /** @type {HTMLFormElement} */ (byId('history-form'));
+  const data = new FormData(form);
+  const query = new URLSearchParams({ granularity: String(data.get('granularity')) });
+  if (data.get('keyId')) query.set('keyId', String(data.get('keyId')));
+  const history = await api('GET', `/portal/api/usage/history?${query}`);
+  const most = Math.max(1, ...history.series.map((s) => s.units));
+  byId('history-table').replaceChildren(
+    h(
+      'p',
+      {},
+      `${number(history.totals.units)} units, ${number(history.totals.refused)} refused, from ${when(history.from)} to ${when(history.to)}.`,
+    ),
+    h(
+      'div',
+      { class: 'table-wrap' },
+      h(
+        'table',
+        {},
+        h('caption', { class: 'muted' }, 'Units billed per step'),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'col' }, 'From'),
+            h('th', { scope: 'col', class: 'num' }, 'Units'),
+            h('th', { scope: 'col', class: 'num' }, 'Refused'),
+            h('th', { scope: 'col' }, 'Share'),
+          ),
+        ),
+        h(
+          'tbody',
+          {},
+          history.series.map((s) =>
+            h(
+              'tr',
+              {},
+              h('td', {}, when(s.start, history.granularity !== 'hour')),
+              h('td', { class: 'num' }, number(s.units)),
+              h('td', { class: 'num' }, number(s.refused)),
+              h('td', {}, h('meter', { min: 0, max: most, value: s.units, 'aria-label': `${s.units} units` })),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function showSecret(text, key) {
+  byId('new-secret').replaceChildren(
+    h(
+      'div',
+      { class: 'card secret' },
+      h('p', {}, text),
+      h('output', { 'aria-label': 'The key' }, key),
+      h('p', { class: 'muted' }, 'It is shown this once: copy it now.'),
+    ),
+  );
+}
+
+function keyCard(key) {
+  const grace = h('input', {
+    type: 'number',
+    min: 0,
+    max: session?.grace.maxSeconds,
+    value: session?.grace.defaultSeconds,
+    name: 'grace',
+  });
+  const scopeBoxes = (session?.scopes ?? []).map((scope) =>
+    h(
+      'label',
+      {},
+      h('input', { type: 'checkbox', name: 'scope', value: scope, checked: key.scopes.includes(scope) }),
+      ` ${scope}`,
+    ),
+  );
+  const cidrs = h('input', {
+    name: 'cidrs',
+    value: (key.allowedCidrs ?? []).join(', '),
+    placeholder: 'any address',
+    autocomplete: 'off',
+  });
+  const revoke = h('button', { type: 'button', class: 'danger', onclick: () => revokeKey(key, revoke) }, 'Revoke');
+  return h(
+    'div',
+    { class: 'card', 'data-key': key.id },
+    h('h2', {}, key.name),
+    h(
+      'p',
+      { class: 'muted' },
+      `${key.id} · starts ${key.prefix ?? '—'}… · created ${when(key.createdAt)}`,
+      key.previousKeyExpiresAt ? ` · previous secret works until ${when(key.previousKeyExpiresAt)}` : '',
+    ),
+    h(
+      'form',
+      { class: 'row', onsubmit: (e) => narrowKey(e, key, scopeBoxes, cidrs) },
+      h('fieldset', {}, h('legend', {}, 'Scopes'), scopeBoxes),
+      h('label', {}, 'Allowed addresses (CIDRs, comma-separated)', cidrs),
+      h('button', { type: 'submit', class: 'secondary' }, 'Save'),
+    ),
+    h(
+      'div',
+      { class: 'actions' },
+      h('label', {}, 'Grace (seconds) ', grace),
+      h('button', { type: 'button', onclick: () => rotateKey(key, grace) }, 'Rotate'),
+      revoke,
+    ),
+  );
+}
+
+async function showKeys() {
+  const { items } = await api('GET', '/portal/api/keys');
+  byId('keys-room').textContent = `${items.length} of ${session?.maxKeys} keys your plan allows.`;
+  byId('keys-list').replaceChildren(...items.map(keyCard));
+  const select = /** @type {HTMLSelectElement} */ (document.querySelector('#history-form select[name=keyId]'));
+  select.replaceChildren(
+    h('option', { value: '' }, 'All your keys'),
+    ...items.map((k) => h('option', { value: k.id }, k.name)),
+  );
+}
+
+async function run(action) {
+  try {
+    await action();
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    if (message !== 'signed out') status(message, true);
+  }
+}
+
+function createKey(event) {
+  event.preventDefault();
+  const form = /** @type {HTMLFormElement} */ (event.target);
+  run(async () => {
+    const made = await api('POST', '/portal/api/keys', { name: String(new FormData(form).get('name')) });
+    form.reset();
+    status('');
+    showSecret(`Key “${made.name}” created.`, made.key);
+    await showKeys();
+  });
+}
+
+function rotateKey(key, grace) {
+  run(async () => {
+    const rotated = await api('POST', `/portal/api/keys/${encodeURIComponent(key.id)}/rotate`, {
+      gracePeriodSeconds: Number(grace.value),
+    });
+    status('');
+    showSecret(
+      `Key “${key.name}” rotated; the old secret works until ${when(rotated.previousKeyExpiresAt)}.`,
+      rotated.key,
+    );
+    await showKeys();
+  });
+}
+
+function revokeKey(key, button) {
+  if (button.dataset.confirm !== 'yes') {
+    button.dataset.confirm = 'yes';
+    button.textContent = 'Confirm: revoke for good';
+    return;
+  }
+  run(async () => {
+    await api('DELETE', `/portal/api/keys/${encodeURIComponent(key.id)}`);
+    status(`Key “${key.name}” revoked.`);
+    await showKeys();
+  });
+}
+
+function narrowKey(event, key, scopeBoxes, cidrs) {
+  event.preventDefault();
+  const scopes = scopeBoxes
+    .map((l) => l.querySelector('input'))
+    .filter((i) => i.checked)
+    .map((i) => i.value);
+  const list = cidrs.value
+    .split(',')
+    .map((c) => c.trim())
+    .filter(Boolean);
+  run(async () => {
+    await api('PATCH', `/portal/api/keys/${encodeURIComponent(key.id)}`, {
+      scopes,
+      allowedCidrs: list.length ? list : null,
+    });
+    status(`Key “${key.name}” saved.`);
+    await showKeys();
+  });
+}
+
+const PAGES = { usage: showUsage, history: showHistory, keys: showKeys };
+
+function route() {
+  if (!session) return;
+  const page = location.hash.slice(1) in PAGES ? location.hash.slice(1) : 'usage';
+  for (const name of Object.keys(PAGES)) byId(name).hidden = name !== page;
+  status('');
+  for (const link of document.querySelectorAll('#nav a')) {
+    if (link.getAttribute('href') === `#${page}`) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  document.title = `${byId(`${page}-title`).textContent} · ${session.customer.name}`;
+  run(() => PAGES[page]());
+}
+
+async function start() {
+  try {
+    session = await api('GET', '/portal/api/session');
+  } catch {
+    return;
+  }
+  status('');
+  byId('nav').hidden = false;
+  byId('sign-out').hidden = false;
+  byId('history-form').addEventListener('submit', (e) => run(() => showHistory(e)));
+  byId('create-form').addEventListener('submit', createKey);
+  byId('sign-out').addEventListener('click', () =>
+    run(async () => {
+      await api('POST', '/portal/api/sign-out');
+      signedOut('You have signed out.');
+    }),
+  );
+  window.addEventListener('hashchange', route);
+  route();
+  if (location.hash.slice(1) !== 'keys') run(showKeys);
+}
+
+start();
+
+// A module (the page loads it as one): its names stay out of the window's.
+export {};

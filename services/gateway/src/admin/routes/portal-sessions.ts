@@ -1,0 +1,36 @@
+import { ApiError, clipped } from '@animal-store/common/errors.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { LINK_TTL_MS, PORTAL_ENTRY } from '../../portal/session-cookie.js';
+import { newSecret } from '../../portal/session-store.js';
+import { audit } from '../audit.js';
+import { CustomerIdParams } from '../customer-schemas.js';
+import { type AdminRouteOptions, errors, iso } from '../shared.js';
+
+const PortalSessionSchema = Type.Object({
+  url: Type.String({ format: 'uri' }),
+  expiresAt: Type.String({ format: 'date-time' }),
+});
+
+/**
+ * A sign-in link to the portal for one customer, as Stripe's billing portal makes them: the
+ * operator's application asks for it when its user wants the portal, and sends the user there.
+ * The link works once, within LINK_TTL_MS; visiting it gives the browser a session.
+ */
+export const portalSessionRoutes: FastifyPluginAsyncTypebox<
+  AdminRouteOptions<'customerStore' | 'portalSessions' | 'metrics' | 'webhooks' | 'now'> & { portalUrl: string }
+> = async (app, { deps, portalUrl }) => {
+  app.post(
+    '/admin/customers/:id/portal-sessions',
+    { schema: { params: CustomerIdParams, response: { 201: PortalSessionSchema, ...errors } } },
+    async (request, reply) => {
+      const customer = await deps.customerStore.get(request.params.id);
+      if (!customer) throw new ApiError(404, 'not_found', `No customer with id ${clipped(request.params.id)}`);
+      const secret = newSecret();
+      const expiresAt = deps.now() + LINK_TTL_MS;
+      await deps.portalSessions.putLink(secret, customer.id, expiresAt);
+      audit(deps, request.log, 'customer.portal-session', customer.id, { expiresAt: iso(expiresAt) });
+      return reply.code(201).send({ url: `${portalUrl}${PORTAL_ENTRY}?token=${secret}`, expiresAt: iso(expiresAt) });
+    },
+  );
+};

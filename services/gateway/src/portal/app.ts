@@ -1,0 +1,45 @@
+import { registerBasePlugins } from '@animal-store/common/base-plugins.js';
+import { serverOptions } from '@animal-store/common/http.js';
+import { strictJsonBodies } from '@animal-store/common/json-body.js';
+import { createValidatorCompiler } from '@animal-store/common/validation.js';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { storeUnavailable } from '../admin/store-unavailable.js';
+import type { GatewayConfig } from '../config.js';
+import type { GatewayDeps } from '../deps.js';
+import { portalKeyRoutes } from './key-routes.js';
+import { portalPages } from './pages.js';
+import { sessionRoutes } from './session-cookie.js';
+import { portalUsageRoutes } from './usage-routes.js';
+
+/**
+ * The customers' portal on its own listener (PORTAL_HOST/PORTAL_PORT), neither the public API's
+ * nor the admin's: it faces the internet like the API, but answers browsers with cookies, pages
+ * and a CSP, none of which the API's gate, CORS or per-address limit are about; and the admin
+ * listener, which holds every customer's data behind one token, stays on the operators' network.
+ * Its own origin (PORTAL_URL) also keeps its cookie and CSP apart from anything else served.
+ */
+export async function buildPortalApp(config: GatewayConfig, deps: GatewayDeps): Promise<FastifyInstance> {
+  const app = Fastify(
+    serverOptions({
+      serviceName: 'gateway-portal',
+      logLevel: config.logLevel,
+      logStream: deps.logStream,
+      trustProxy: config.trustProxy,
+    }),
+  );
+  // Every answer is one customer's: no cache on the way may keep it.
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.header('cache-control', 'no-store');
+    done();
+  });
+  app.setValidatorCompiler(createValidatorCompiler());
+  strictJsonBodies(app);
+  await registerBasePlugins(app, { classifyError: storeUnavailable });
+  await app.register(async (scope) => {
+    await sessionRoutes(scope, { store: deps.portalSessions, now: deps.now, portalUrl: config.portalUrl });
+    await scope.register(portalUsageRoutes, { deps });
+    await scope.register(portalKeyRoutes, { deps });
+  });
+  await app.register(portalPages, { readEachRequest: !config.production });
+  return app;
+}

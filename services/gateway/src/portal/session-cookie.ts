@@ -1,0 +1,124 @@
+import { ApiError } from '@animal-store/common/errors.js';
+import { parseCookie, stringifySetCookie } from 'cookie';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sameSecret } from '../keys/api-key.js';
+import { newSecret, type PortalSession, type PortalSessionStore } from './session-store.js';
+
+/** How long a sign-in link works: minutes, as the operator's application sends its user on at once. */
+export const LINK_TTL_MS = 5 * 60_000;
+/** How long a session lasts from sign-in; it ends sooner on sign-out. */
+export const SESSION_TTL_MS = 60 * 60_000;
+/**
+ * Where a sign-in link points: `<PORTAL_URL>/portal/enter?token=<secret>`. In the query, which
+ * the access log never writes (common/access-log.ts), rather than the path, which it does.
+ */
+export const PORTAL_ENTRY = '/portal/enter';
+const COOKIE = 'portal_session';
+/** The header every state-changing request carries, with the session's CSRF token. */
+const CSRF_HEADER = 'x-csrf-token';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The signed-in customer's session, set by the portal's session check. */
+    portalSession: (PortalSession & { secret: string }) | null;
+  }
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+interface CookieOptions {
+  /** The portal's own origin (PORTAL_URL): a link served elsewhere sets a Secure cookie only behind TLS. */
+  portalUrl: string;
+}
+
+/** The cookie is Secure whenever the browser talks TLS: the request came over it, or PORTAL_URL says so. */
+function secure(request: FastifyRequest, { portalUrl }: CookieOptions): boolean {
+  return request.protocol === 'https' || portalUrl.startsWith('https:');
+}
+
+function setSessionCookie(reply: FastifyReply, value: string, maxAgeSeconds: number, secureCookie: boolean): void {
+  reply.header(
+    'set-cookie',
+    stringifySetCookie({
+      name: COOKIE,
+      value,
+      path: '/portal',
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: secureCookie,
+      maxAge: maxAgeSeconds,
+    }),
+  );
+}
+
+/** The session a request's cookie names, or null. */
+async function sessionOf(
+  request: FastifyRequest,
+  store: PortalSessionStore,
+): Promise<(PortalSession & { secret: string }) | null> {
+  const secret = parseCookie(request.headers.cookie ?? '')[COOKIE];
+  if (!secret) return null;
+  const session = await store.getSession(secret);
+  return session && { ...session, secret };
+}
+
+/**
+ * Sign-in, sign-out and the session check of the portal's API:
+ *   GET  /portal/enter?token=   the one-time link: a session cookie, then the portal (303)
+ *   POST /portal/api/sign-out   ends the session and clears the cookie
+ * Every /portal/api route needs a live session (401 otherwise), and every state-changing one the
+ * session's CSRF token in X-CSRF-Token (403 otherwise): SameSite=Strict keeps the cookie off
+ * other sites' requests in today's browsers, the token in the rest.
+ */
+export async function sessionRoutes(
+  app: FastifyInstance,
+  opts: CookieOptions & { store: PortalSessionStore; now: () => number },
+): Promise<void> {
+  const { store, now } = opts;
+  app.decorateRequest('portalSession', null);
+
+  app.get<{ Querystring: { token?: string } }>(PORTAL_ENTRY, async (request, reply) => {
+    const token = request.query.token;
+    const customerId = typeof token === 'string' && token !== '' ? await store.takeLink(token) : null;
+    if (customerId === null) {
+      request.log.warn({ audit: 'portal.link-refused' }, 'portal: a sign-in link that is unknown, used or expired');
+      return reply
+        .code(404)
+        .type('text/plain; charset=utf-8')
+        .send('This sign-in link has expired or was already used. Ask for a new one where you came from.');
+    }
+    const secret = newSecret();
+    const expiresAt = now() + SESSION_TTL_MS;
+    await store.putSession(secret, { customerId, csrfToken: newSecret(), expiresAt });
+    request.log.info({ audit: 'portal.sign-in', customerId }, `portal: ${customerId} signed in`);
+    setSessionCookie(reply, secret, SESSION_TTL_MS / 1000, secure(request, opts));
+    return reply.code(303).header('location', '/portal').send();
+  });
+
+  app.addHook('onRequest', async (request) => {
+    if (!request.url.startsWith('/portal/api/')) return;
+    const session = await sessionOf(request, store);
+    if (!session) throw new ApiError(401, 'unauthorized', 'Not signed in, or the session has ended: sign in again');
+    request.portalSession = session;
+    if (SAFE_METHODS.has(request.method)) return;
+    const token = request.headers[CSRF_HEADER];
+    if (typeof token !== 'string' || !sameSecret(token, session.csrfToken)) {
+      request.log.warn(
+        { audit: 'portal.csrf-refused', customerId: session.customerId },
+        'portal: a request without its CSRF token',
+      );
+      throw new ApiError(403, 'forbidden', `Send the session's CSRF token in ${CSRF_HEADER}`);
+    }
+  });
+
+  app.post('/portal/api/sign-out', async (request, reply) => {
+    const session = request.portalSession as NonNullable<FastifyRequest['portalSession']>;
+    await store.endSession(session.secret);
+    request.log.info(
+      { audit: 'portal.sign-out', customerId: session.customerId },
+      `portal: ${session.customerId} signed out`,
+    );
+    setSessionCookie(reply, '', 0, secure(request, opts));
+    return reply.code(204).send();
+  });
+}

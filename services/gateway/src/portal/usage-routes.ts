@@ -1,0 +1,87 @@
+import { ApiError } from '@animal-store/common/errors.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { CustomerHistoryQuery } from '../admin/customer-history-schemas.js';
+import { liveWindows } from '../admin/live-windows.js';
+import { customerHistory } from '../admin/routes/customer-usage-history.js';
+import { iso } from '../admin/shared.js';
+import { unavailable } from '../admin/store-unavailable.js';
+import type { CustomerRecord } from '../customers/customer-store.js';
+import type { GatewayDeps } from '../deps.js';
+import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
+import { limitsFor, maxKeysFor, policyForCustomerKey, scopesFor } from '../plans/plans.js';
+import { stepAt } from '../usage/customer-steps.js';
+import { sumOf } from '../usage/reports.js';
+import { ownKey, signedIn } from './own-keys.js';
+
+type Deps = Pick<GatewayDeps, 'plans' | 'keyStore' | 'customerStore' | 'limiter' | 'history' | 'now'>;
+
+const HistoryQuery = Type.Object(
+  {
+    ...Type.Omit(CustomerHistoryQuery, ['format']).properties,
+    /** One of the customer's keys instead of all of them. */
+    keyId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  },
+  { additionalProperties: false },
+);
+
+async function customerOf(deps: Pick<Deps, 'customerStore'>, customerId: string): Promise<CustomerRecord> {
+  const customer = await deps.customerStore.get(customerId);
+  // Deleted while signed in: nothing of it is shown any more.
+  if (!customer) throw new ApiError(401, 'unauthorized', 'Your account is gone; the session has ended');
+  return customer;
+}
+
+/** The customer's shared windows now, and its units this billing period. */
+async function quotasNow(deps: Deps, customer: CustomerRecord, log: { error(obj: object, msg: string): void }) {
+  const now = deps.now();
+  const period = stepAt('period', customer.billing, now);
+  const limits = limitsFor(deps.plans, customer.plan, customer.limits);
+  try {
+    const hours = await deps.history.hours(customer.id, period.start, stepAt('hour', customer.billing, now).end);
+    const windows =
+      Object.keys(limits).length === 0
+        ? {}
+        : liveWindows(
+            policyForCustomerKey(deps.plans, customer),
+            await deps.limiter.customerUsage(customer.id, policyForCustomerKey(deps.plans, customer)),
+            'customer',
+          );
+    return { windows, billingPeriod: { start: iso(period.start), end: iso(period.end), units: sumOf(hours).units } };
+  } catch (err) {
+    log.error({ err }, 'cannot read usage');
+    throw unavailable('rate_limiter_unavailable', 'Cannot reach Redis to read usage');
+  }
+}
+
+/**
+ * What the signed-in customer reads: who it is (and the session's CSRF token, for the page's
+ * changes), its quotas now, and its usage over time by hour, local day or billing period, for all
+ * its keys or one of them; the history is the admin route's (customerHistory).
+ */
+export const portalUsageRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+  app.get('/portal/api/session', async (request) => {
+    const customer = await customerOf(deps, signedIn(request));
+    const session = request.portalSession as NonNullable<typeof request.portalSession>;
+    return {
+      customer: { id: customer.id, name: customer.name, plan: customer.plan, billing: customer.billing },
+      csrfToken: session.csrfToken,
+      expiresAt: iso(session.expiresAt),
+      maxKeys: maxKeysFor(deps.plans, customer.plan),
+      scopes: scopesFor(deps.plans, customer.plan),
+      grace: { defaultSeconds: DEFAULT_GRACE_SECONDS, maxSeconds: MAX_GRACE_SECONDS },
+    };
+  });
+
+  app.get('/portal/api/usage', async (request) => {
+    const customer = await customerOf(deps, signedIn(request));
+    return { id: customer.id, plan: customer.plan, ...(await quotasNow(deps, customer, request.log)) };
+  });
+
+  app.get('/portal/api/usage/history', { schema: { querystring: HistoryQuery } }, async (request) => {
+    const customer = await customerOf(deps, signedIn(request));
+    const { keyId, ...query } = request.query;
+    if (keyId !== undefined) await ownKey(deps, request, keyId);
+    return customerHistory(deps.history, customer, query, deps.now(), request.log, keyId);
+  });
+};

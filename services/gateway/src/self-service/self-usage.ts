@@ -1,0 +1,76 @@
+import type { Static } from 'typebox';
+import { liveWindows } from '../admin/live-windows.js';
+import { iso } from '../admin/shared.js';
+import { unavailable } from '../admin/store-unavailable.js';
+import { DEFAULT_BILLING } from '../customers/billing-period.js';
+import type { CustomerRecord } from '../customers/customer-store.js';
+import type { GatewayDeps } from '../deps.js';
+import type { KeyRecord } from '../keys/key-store.js';
+import type { KeyUsage } from '../limits/key-limiter.js';
+import { policyForCustomerKey, policyForKey } from '../plans/plans.js';
+import { stepAt } from '../usage/customer-steps.js';
+import { sumOf } from '../usage/reports.js';
+import type { SelfUsageSchema } from './usage-schema.js';
+
+export type SelfUsage = Static<typeof SelfUsageSchema>;
+
+type Deps = Pick<GatewayDeps, 'limiter' | 'history' | 'plans' | 'now'>;
+
+/**
+ * A key's usage as its holder may see it: its windows and ban as the limiter holds them (read,
+ * never counted), its customer's shared windows, and the units each one was billed this billing
+ * period, summed from the usage history as the admin API's history routes sum them. A key of no
+ * customer is billed by the UTC calendar month, the one its month quota counts.
+ */
+export async function selfUsage(
+  deps: Deps,
+  record: KeyRecord,
+  customer: CustomerRecord | null,
+  log: { error(obj: object, msg: string): void },
+): Promise<SelfUsage> {
+  const now = deps.now();
+  const policy = customer
+    ? policyForCustomerKey(deps.plans, customer, record.limits)
+    : policyForKey(deps.plans, record.plan, record.limits);
+  const billing = customer?.billing ?? DEFAULT_BILLING;
+  const period = stepAt('period', billing, now);
+  const to = stepAt('hour', billing, now).end;
+  let usage: KeyUsage;
+  let keyUnits: number;
+  let customerUnits = 0;
+  try {
+    const [read, keyHours, customerHours] = await Promise.all([
+      deps.limiter.usage(record.id, policy, record.customerId),
+      deps.history.hours(record.id, period.start, to, record.customerId),
+      customer ? deps.history.hours(customer.id, period.start, to) : Promise.resolve([]),
+    ]);
+    usage = read;
+    keyUnits = sumOf(keyHours).units;
+    customerUnits = sumOf(customerHours).units;
+  } catch (err) {
+    log.error({ err }, 'cannot read usage');
+    throw unavailable('rate_limiter_unavailable', 'Cannot reach Redis to read usage');
+  }
+  const billingPeriod = (units: number) => ({ start: iso(period.start), end: iso(period.end), units });
+  return {
+    key: {
+      id: record.id,
+      name: record.name,
+      plan: record.plan,
+      windows: liveWindows(policy, usage.windows, 'key'),
+      ban: usage.banEndsAt === null ? null : { until: iso(usage.banEndsAt) },
+      billingPeriod: billingPeriod(keyUnits),
+    },
+    ...(customer
+      ? {
+          customer: {
+            id: customer.id,
+            name: customer.name,
+            plan: customer.plan,
+            windows: liveWindows(policy, usage.windows, 'customer'),
+            billingPeriod: billingPeriod(customerUnits),
+          },
+        }
+      : {}),
+  };
+}

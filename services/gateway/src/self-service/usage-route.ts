@@ -1,0 +1,23 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { GatewayDeps } from '../deps.js';
+import { selfUsage } from './self-usage.js';
+import { SelfUsageSchema } from './usage-schema.js';
+
+/**
+ * GET /v1/usage: the calling key's usage, for the API's own clients. The gate authenticates the
+ * key and applies the route's own limit (selfService) instead of the key's windows.
+ */
+export const usageRoute: FastifyPluginAsyncTypebox<
+  Pick<GatewayDeps, 'limiter' | 'history' | 'plans' | 'now' | 'customerResolver'>
+> = async (app, deps) => {
+  app.get(
+    '/v1/usage',
+    { config: { selfService: true }, schema: { response: { 200: SelfUsageSchema } } },
+    async (request) => {
+      // The gate admitted the request with its key, and has just resolved the key's customer.
+      const record = request.apiKey as NonNullable<typeof request.apiKey>;
+      const customer = record.customerId === undefined ? null : await deps.customerResolver.fetch(record.customerId);
+      return selfUsage(deps, record, customer, request.log);
+    },
+  );
+};

@@ -1,0 +1,73 @@
+import { Type } from 'typebox';
+import { perName } from '../limits/windows.js';
+
+const Timestamp = Type.String({ format: 'date-time' });
+
+const WindowSchema = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 0, description: 'Units the window allows.' }),
+    used: Type.Integer({ minimum: 0, description: 'Units taken in it so far.' }),
+    remaining: Type.Integer({ minimum: 0, description: 'limit − used, never below 0.' }),
+    resetAt: Type.Union([Timestamp, Type.Null()], {
+      description:
+        'When its count starts again (or starts to come back, for a sliding window); null while it holds nothing.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+const WindowsSchema = Type.Object(
+  perName(() => Type.Optional(WindowSchema)),
+  {
+    additionalProperties: false,
+    description: 'Each window by name: second, minute, hour, day, month.',
+  },
+);
+
+const PeriodSchema = Type.Object(
+  {
+    start: Timestamp,
+    end: Timestamp,
+    units: Type.Integer({ minimum: 0, description: 'Units of the requests served in it so far: what is billed.' }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "The billing period holding now: the customer's (its anchor day, in its time zone), or the UTC calendar month for a key of no customer.",
+  },
+);
+
+/**
+ * What GET /v1/usage answers (and the portal's quotas page shows): the calling key's windows and
+ * ban, its customer's shared windows, each one's units this billing period. A customer's credit
+ * balances, where they are kept, belong in `customer` as an optional `credits`, added here and in
+ * selfUsage (the answer is serialised by this schema: a field it does not name is not sent), and
+ * left out for a customer without any.
+ */
+export const SelfUsageSchema = Type.Object({
+  key: Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    plan: Type.String(),
+    windows: WindowsSchema,
+    ban: Type.Union([Type.Object({ until: Timestamp }, { additionalProperties: false }), Type.Null()], {
+      description: 'While the key is banned for ignoring 429s: when the ban ends.',
+    }),
+    billingPeriod: PeriodSchema,
+  }),
+  customer: Type.Optional(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      plan: Type.String(),
+      windows: Type.Object(
+        perName(() => Type.Optional(WindowSchema)),
+        {
+          additionalProperties: false,
+          description: 'The windows all the customer’s keys share, by name.',
+        },
+      ),
+      billingPeriod: PeriodSchema,
+    }),
+  ),
+});

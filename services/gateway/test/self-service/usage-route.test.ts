@@ -1,0 +1,166 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { USAGE_READS_PER_MINUTE } from '../../src/self-service/usage-reads.js';
+import { expectError } from '../support/admin.js';
+import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../support/helpers.js';
+
+/*
+ * GET /v1/usage as a key's holder calls it: its windows and its customer's, the units of the
+ * billing period as the admin API's history sums them, nothing taken from any window by reading,
+ * and the route's own limit refusing in the Error shape.
+ */
+
+const gateways = useGateways();
+const admin = bearer(ADMIN_TOKEN);
+
+async function post(gw: TestGateway, url: string, payload: object): Promise<Record<string, string>> {
+  const res = await gw.admin.inject({ method: 'POST', url, headers: admin, payload });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json();
+}
+
+async function adminGet(gw: TestGateway, url: string): Promise<Record<string, unknown>> {
+  const res = await gw.admin.inject({ url, headers: admin });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+}
+
+type Windows = Record<string, { limit: number; used: number; remaining: number; resetAt: string | null }>;
+
+/**
+ * The same windows: equal counts, resets within a second. Redis reports a window's reset as now
+ * plus its TTL, so two reads a moment apart can name instants a millisecond apart.
+ */
+function expectSameWindows(actual: unknown, expected: unknown): void {
+  const [a, b] = [actual as Windows, expected as Windows];
+  expect(Object.keys(a).sort()).toEqual(Object.keys(b).sort());
+  for (const [name, { resetAt, ...counts }] of Object.entries(a)) {
+    const other = b[name] as Windows[string];
+    expect(counts, name).toEqual({ limit: other.limit, used: other.used, remaining: other.remaining });
+    if (resetAt === null || other.resetAt === null) expect(resetAt, name).toBe(other.resetAt);
+    else expect(Math.abs(Date.parse(resetAt) - Date.parse(other.resetAt)), name).toBeLessThanOrEqual(1_000);
+  }
+}
+
+const usage = (gw: TestGateway, key: string, ip = '127.0.0.1'): Promise<LightMyRequestResponse> =>
+  gw.app.inject({ url: '/v1/usage', headers: bearer(key), remoteAddress: ip });
+
+describe('GET /v1/usage', () => {
+  it.each(['redis', 'memory'] as const)(
+    'answers the key’s and its customer’s windows and period units, as the admin API reads them (%s)',
+    async (backend) => {
+      const gw = await gateways.start(backend === 'memory' ? { redisUrl: null } : {});
+      const customer = await post(gw, '/admin/customers', {
+        name: 'Acme',
+        plan: 'pro',
+        limits: { perMinute: 50 },
+        billing: { anchorDay: 15, timeZone: 'Europe/Paris' },
+      });
+      const key = await post(gw, '/admin/keys', { customerId: customer.id, name: 'prod', limits: { perMinute: 40 } });
+      const other = await post(gw, '/admin/keys', { customerId: customer.id, name: 'ci' });
+      for (let i = 0; i < 3; i++) await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) });
+      for (let i = 0; i < 2; i++) await gw.app.inject({ url: '/v1/pets', headers: bearer(other.key as string) });
+
+      const res = await usage(gw, key.key as string);
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.headers['cache-control']).toBe('no-store');
+      const body = res.json();
+      const live = await adminGet(gw, `/admin/keys/${key.id}/usage`);
+      const period = await adminGet(gw, `/admin/customers/${customer.id}/usage/history?granularity=period`);
+      const [current] = (period.series as Array<{ start: string; end: string; units: number }>).slice(-1);
+      expectSameWindows(body.key.windows, live.windows);
+      expectSameWindows(body.customer.windows, (live.customer as { windows: unknown }).windows);
+      expect(body.key).toEqual({
+        id: key.id,
+        name: 'prod',
+        plan: 'pro',
+        windows: expect.any(Object),
+        ban: null,
+        billingPeriod: { start: current?.start, end: current?.end, units: 3 },
+      });
+      expect(body.key.windows.minute).toMatchObject({ limit: 40, used: 3, remaining: 37 });
+      expect(body.customer).toEqual({
+        id: customer.id,
+        name: 'Acme',
+        plan: 'pro',
+        windows: expect.any(Object),
+        billingPeriod: { start: current?.start, end: current?.end, units: current?.units },
+      });
+      expect(body.customer.windows.minute).toMatchObject({ limit: 50, used: 5, remaining: 45 });
+      expect(current?.units).toBe(5);
+      const keyHistory = await adminGet(
+        gw,
+        `/admin/keys/${key.id}/usage/history?from=${current?.start}&to=${new Date().toISOString()}`,
+      );
+      expect((keyHistory.totals as { units: number }).units).toBe(body.key.billingPeriod.units);
+    },
+  );
+
+  it('of a key of no customer: its own windows and the UTC month, no customer', async () => {
+    const gw = await gateways.start({ redisUrl: null });
+    const key = await post(gw, '/admin/keys', { plan: 'free' });
+    await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) });
+    const body = (await usage(gw, key.key as string)).json();
+    const now = new Date();
+    const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
+    expect(body.customer).toBeUndefined();
+    expect(body.key.billingPeriod).toMatchObject({ start: monthStart, units: 1 });
+    expect(body.key.windows.day).toMatchObject({ limit: 1000, used: 1, remaining: 999 });
+  });
+
+  it('read N times leaves every window and the history as they were, and its own limit refuses in the Error shape', async () => {
+    const gw = await gateways.start({ env: { BAN_THRESHOLD: '2' } });
+    const customer = await post(gw, '/admin/customers', { name: 'Quiet', plan: 'free' });
+    const key = await post(gw, '/admin/keys', { customerId: customer.id });
+    await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) });
+    const before = await adminGet(gw, `/admin/keys/${key.id}/usage`);
+
+    const reads = await Promise.all(
+      Array.from({ length: USAGE_READS_PER_MINUTE + 5 }, () => usage(gw, key.key as string)),
+    );
+    const statuses = reads.map((r) => r.statusCode);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(USAGE_READS_PER_MINUTE);
+    const refused = reads.filter((r) => r.statusCode === 429);
+    expect(refused).toHaveLength(5);
+    for (const r of refused) {
+      expectError(r, 429, 'rate_limit_exceeded');
+      expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
+    }
+
+    const after = await adminGet(gw, `/admin/keys/${key.id}/usage`);
+    expectSameWindows(after.windows, before.windows);
+    expectSameWindows(
+      (after.customer as { windows: unknown }).windows,
+      (before.customer as { windows: unknown }).windows,
+    );
+    expect(after).toMatchObject({ ban: null, refusals: 0 });
+    const history = await adminGet(gw, `/admin/keys/${key.id}/usage/history`);
+    expect(history.totals).toMatchObject({ admitted: 1, units: 1, limited: 0, banned: 0 });
+    // The key still works: its quota is whole and no ban was started by the refused reads.
+    expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) })).statusCode).toBe(200);
+  });
+
+  it('answers a banned key, with when its ban ends', async () => {
+    const gw = await gateways.start({ env: { BAN_THRESHOLD: '1', BAN_GRACE_MS: '0' } });
+    const key = await post(gw, '/admin/keys', { plan: 'pro', limits: { perMinute: 2 } });
+    let banned = false;
+    for (let i = 0; i < 10 && !banned; i++) {
+      const res = await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) });
+      banned = res.statusCode === 429 && res.json().code === 'api_key_banned';
+    }
+    expect(banned).toBe(true);
+    const res = await usage(gw, key.key as string);
+    expect(res.statusCode, res.body).toBe(200);
+    const live = await adminGet(gw, `/admin/keys/${key.id}/usage`);
+    expect(res.json().key.ban).toEqual(live.ban);
+    expect(Date.parse(res.json().key.ban.until)).toBeGreaterThan(Date.now());
+  });
+
+  it('is held to the key’s allowed addresses and refuses a missing or unknown key', async () => {
+    const gw = await gateways.start({ redisUrl: null });
+    const key = await post(gw, '/admin/keys', { plan: 'free', allowedCidrs: ['10.0.0.0/8'] });
+    expectError(await usage(gw, key.key as string, '192.0.2.1'), 403, 'ip_not_allowed');
+    expect((await usage(gw, key.key as string, '10.1.2.3')).statusCode).toBe(200);
+    expectError(await gw.app.inject({ url: '/v1/usage' }), 401, 'missing_api_key');
+  });
+});

@@ -1,0 +1,274 @@
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { copyFile, mkdir } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { createRegistry } from '@animal-store/common/metrics.js';
+import { ADMIN_TOKEN, startGateway, type TestGateway } from '@animal-store/gateway/test/support/helpers.js';
+import { buildApp as buildPets } from '@animal-store/pets/app.js';
+import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type TestRedis } from './support/redis.js';
+import { which } from './support/runtime.js';
+
+/**
+ * The customers' portal in a real headless Chromium (Debian's), against a gateway on a real Redis
+ * in front of the pets service: a customer signs in from a fresh portal session made by the admin
+ * API, reads its quotas and its usage over time, creates, rotates, narrows and revokes keys, and
+ * signs out; a second customer's session is refused everything of the first's; axe-core on every
+ * page; screenshots at 1280 and 390 px in reports/portal/, the docs' copies in docs/images/.
+ */
+
+const SHOTS = join(process.cwd(), 'reports', 'portal');
+const DOC_IMAGES = join(process.cwd(), 'docs', 'images');
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+let redis: TestRedis;
+let pets: ReturnType<typeof buildPets>;
+let gateway: TestGateway;
+let browser: Browser;
+let adminUrl: string;
+let portalOrigin: string;
+
+beforeAll(async () => {
+  const binary = which('chromium') ?? '/usr/bin/chromium';
+  redis = await startRedis();
+  pets = buildPets({ logLevel: 'silent' }, { store: new MemoryPetStore(), registry: createRegistry('pets', false) });
+  await pets.listen({ host: '127.0.0.1', port: 0 });
+  gateway = await startGateway({
+    redisUrl: redis.url,
+    upstream: `http://127.0.0.1:${(pets.server.address() as AddressInfo).port}`,
+  });
+  await gateway.listen();
+  await gateway.admin.listen({ host: '127.0.0.1', port: 0 });
+  await gateway.portal.listen({ host: '127.0.0.1', port: 0 });
+  adminUrl = `http://127.0.0.1:${(gateway.admin.server.address() as AddressInfo).port}`;
+  portalOrigin = `http://127.0.0.1:${(gateway.portal.server.address() as AddressInfo).port}`;
+  await mkdir(SHOTS, { recursive: true });
+  browser = await chromium.launch({ executablePath: binary, args: ['--no-sandbox', '--disable-gpu'] });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await gateway?.close();
+  await pets?.close();
+  await redis?.stop();
+});
+
+async function adminPost(path: string, body?: unknown): Promise<Record<string, string>> {
+  const res = await fetch(`${adminUrl}${path}`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  expect(res.status).toBe(201);
+  return (await res.json()) as Record<string, string>;
+}
+
+/** A fresh sign-in link on this test's portal listener (PORTAL_URL names the deployment's). */
+async function portalLink(customerId: string): Promise<string> {
+  const { url } = await adminPost(`/admin/customers/${customerId}/portal-sessions`);
+  const { pathname, search } = new URL(url as string);
+  return `${portalOrigin}${pathname}${search}`;
+}
+
+/** Serious and critical accessibility violations axe-core finds on the page as it is now. */
+async function axeViolations(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol, which the page's Content-Security-Policy does not govern.
+  await page.evaluate(axeSource);
+  const result = await page.evaluate(async () => {
+    const axe = (
+      globalThis as unknown as {
+        axe: {
+          run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }>;
+        };
+      }
+    ).axe;
+    return axe.run();
+  });
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+async function shoot(page: Page, name: string, forDocs = false): Promise<void> {
+  const path = join(SHOTS, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  if (forDocs) await copyFile(path, join(DOC_IMAGES, `portal-${name}.png`));
+}
+
+/** The operator's own application, on another site than the portal: one page linking into it. */
+async function startOperatorApp(link: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end(`<!doctype html><html lang="en"><title>Operator</title><a href="${link}">Manage your API keys</a></html>`);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://localhost:${(server.address() as AddressInfo).port}/`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** A request the page's own script could make, with the session's CSRF token: its status. */
+async function fromPage(page: Page, method: string, url: string, body?: unknown): Promise<number> {
+  const json = body === undefined ? 'undefined' : JSON.stringify(JSON.stringify(body));
+  return page.evaluate(
+    `(async () => {
+      const session = await (await fetch('/portal/api/session')).json();
+      const headers = { 'x-csrf-token': session.csrfToken };
+      if (${json} !== undefined) headers['content-type'] = 'application/json';
+      const res = await fetch(${JSON.stringify(url)}, { method: ${JSON.stringify(method)}, headers, body: ${json} });
+      return res.status;
+    })()`,
+  );
+}
+
+describe('the portal (its own listener)', () => {
+  it('signs a customer in from a fresh link, walks its usage and keys accessibly at 1280 and 390 px, refuses another customer, signs out', {
+    timeout: 180_000,
+  }, async () => {
+    const alpha = await adminPost('/admin/customers', { name: 'Alpha Pets Ltd', plan: 'pro' });
+    const made = await adminPost('/admin/keys', { customerId: alpha.id, name: 'production' });
+    for (let i = 0; i < 7; i++) {
+      const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${made.key}` } });
+      expect(res.status).toBe(200);
+    }
+    const link = await portalLink(alpha.id as string);
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const cspViolations: string[] = [];
+    page.on('console', (message) => {
+      if (/Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
+    });
+    const entered = await page.goto(link);
+    expect(page.url()).toBe(`${portalOrigin}/portal`);
+    expect(entered?.headers()['content-security-policy']).toContain("script-src 'self'");
+    const cookies = await context.cookies();
+    expect(cookies).toEqual([
+      expect.objectContaining({ name: 'portal_session', httpOnly: true, sameSite: 'Strict', path: '/portal' }),
+    ]);
+    expect(await page.evaluate('document.cookie')).toBe('');
+
+    // Usage now: the customer's shared windows and this billing period's units.
+    await page.getByRole('heading', { name: 'Usage now' }).waitFor();
+    await page.getByText('7 units billed this billing period').waitFor();
+    await page.getByText('7 of 300 used, 293 left').waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(page, 'usage-1280', true);
+
+    // Over time, by hour then by day, all keys and the one key.
+    await page.getByRole('link', { name: 'Over time' }).click();
+    await page.getByRole('heading', { name: 'Usage over time' }).waitFor();
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText('7 units, 0 refused').waitFor();
+    await page.getByLabel('Step', { exact: true }).selectOption('day');
+    await page.getByLabel('Keys', { exact: true }).selectOption({ label: 'production' });
+    await page.getByRole('button', { name: 'Show' }).click();
+    await expect.poll(() => page.locator('#history-table tbody tr').count()).toBeGreaterThan(20);
+    await page.getByText('7 units, 0 refused').waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(page, 'history-1280', true);
+
+    // Keys: create one, rotate the first, narrow it, revoke the new one.
+    await page.getByRole('link', { name: 'Keys' }).click();
+    await page.getByRole('heading', { name: 'Your keys' }).waitFor();
+    await page.getByText('1 of 5 keys your plan allows.').waitFor();
+    await page.getByLabel('Name').fill('ci');
+    await page.getByRole('button', { name: 'Create a key' }).click();
+    await page.getByText('Key “ci” created.').waitFor();
+    const secret = await page.getByLabel('The key').textContent();
+    expect(secret).toMatch(/^ask_/);
+    const ciStatus = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${secret}` } });
+    expect(ciStatus.status).toBe(200);
+    await page.getByText('2 of 5 keys your plan allows.').waitFor();
+
+    const production = page.locator(`[data-key="${made.id}"]`);
+    await production.getByLabel('Grace (seconds)').fill('600');
+    await production.getByRole('button', { name: 'Rotate' }).click();
+    await page.getByText('Key “production” rotated').waitFor();
+    const rotated = await page.getByLabel('The key').textContent();
+    for (const key of [made.key, rotated]) {
+      const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
+      expect(res.status).toBe(200);
+    }
+    await page.locator(`[data-key="${made.id}"]`).getByLabel('pets:write').uncheck();
+    await page.locator(`[data-key="${made.id}"]`).getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Key “production” saved.').waitFor();
+    const post = await fetch(`${gateway.url}/v1/pets`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${rotated}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Rex', categoryId: 1 }),
+    });
+    expect(post.status).toBe(403);
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(page, 'keys-1280', true);
+
+    const ci = page.locator('[data-key]', { hasText: 'ci' }).filter({ has: page.getByRole('heading', { name: 'ci' }) });
+    await ci.getByRole('button', { name: 'Revoke' }).click();
+    await ci.getByRole('button', { name: 'Confirm: revoke for good' }).click();
+    await page.getByText('Key “ci” revoked.').waitFor();
+    await page.getByText('1 of 5 keys your plan allows.').waitFor();
+    const revoked = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${secret}` } });
+    expect(revoked.status).toBe(401);
+
+    // Readable at 390 px: nothing wider than the screen on any page.
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const name of ['usage', 'history', 'keys']) {
+      await page.goto(`${portalOrigin}/portal#${name}`);
+      await page.locator(`#${name}:not([hidden]) h1`).waitFor();
+      await page.waitForLoadState('networkidle');
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      expect(await axeViolations(page)).toEqual([]);
+      await shoot(page, `${name}-390`, name === 'usage');
+    }
+
+    // A second customer comes as customers do: from the operator's own application, another site
+    // (localhost, where the portal is 127.0.0.1), by a link. SameSite=Strict keeps the cookie off
+    // that cross-site navigation, but the page's own requests carry it.
+    const beta = await adminPost('/admin/customers', { name: 'Beta Birds', plan: 'free' });
+    const operatorApp = await startOperatorApp(await portalLink(beta.id as string));
+    const other = await (await browser.newContext()).newPage();
+    try {
+      await other.goto(operatorApp.url);
+      await other.getByRole('link', { name: 'Manage your API keys' }).click();
+      await other.getByRole('heading', { name: 'Usage now' }).waitFor();
+      await other.getByText('0 units billed this billing period').waitFor();
+    } finally {
+      await operatorApp.close();
+    }
+    for (const [method, url, body] of [
+      ['POST', `/portal/api/keys/${made.id}/rotate`, {}],
+      ['PATCH', `/portal/api/keys/${made.id}`, { scopes: ['pets:read'] }],
+      ['DELETE', `/portal/api/keys/${made.id}`, undefined],
+      ['GET', `/portal/api/usage/history?keyId=${made.id}`, undefined],
+      ['POST', '/portal/api/keys', { name: 'for alpha', customerId: alpha.id }],
+    ] as const) {
+      expect(await fromPage(other, method, url, body), `${method} ${url}`).toBe(404);
+    }
+    await other.goto(`${portalOrigin}/portal#keys`);
+    await other.getByText('0 of 5 keys your plan allows.').waitFor();
+    expect(await other.locator('[data-key]').count()).toBe(0);
+    // Alpha's link, already used, signs nobody in.
+    const reused = await other.goto(link);
+    expect(reused?.status()).toBe(404);
+
+    // Sign-out ends the session: the page says so and the cookie no longer opens anything.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByText('You have signed out.').waitFor();
+    expect(await page.evaluate("fetch('/portal/api/session').then((r) => r.status)")).toBe(401);
+    await page.goto(`${portalOrigin}/portal`);
+    await page.getByText('Your session has ended.').waitFor();
+    await shoot(page, 'signed-out-390');
+    expect(cspViolations).toEqual([]);
+    await context.close();
+  });
+});
