@@ -64,17 +64,19 @@ export function writeCustomerKeys(dir) {
 
 /**
  * A keys file of disjoint sets, one per count of `CUSTOMER_COUNTS`. Returns the file and, per
- * count, the Authorization headers of its keys in the order `customersWithKeys` gives.
+ * count, the Authorization headers of its keys in the order `customersWithKeys` gives and the ids
+ * of its customers.
  */
 export function writeManyCustomers(dir) {
   const made = CUSTOMER_COUNTS.map((n) => customersWithKeys(n, String(n)));
   const sets = Object.fromEntries(CUSTOMER_COUNTS.map((n, i) => [n, made[i].authorizations]));
+  const customerIds = Object.fromEntries(CUSTOMER_COUNTS.map((n, i) => [n, made[i].customers.map((c) => c.id)]));
   const path = join(dir, 'keys-many-customers.json');
   writeFileSync(
     path,
     JSON.stringify({ keys: made.flatMap((m) => m.keys), customers: made.flatMap((m) => m.customers) }),
   );
-  return { file: path, sets };
+  return { file: path, sets, customerIds };
 }
 
 /**
@@ -99,5 +101,43 @@ export async function primeCustomers({ admin, gateway, sets, connections }) {
     readings,
     redisBytesPerActiveCustomer: per('redisBytes'),
     gatewayRssBytesPerActiveCustomer: per('gatewayRssBytes'),
+  };
+}
+
+/**
+ * What the Redis keys of one active customer take, by `MEMORY USAGE`: `sample` customers spread
+ * over the set each get one request on each of their keys (so every window of theirs is live,
+ * the minute ones included, which the used_memory step loses for customers primed more than a
+ * minute before its reading), then every Redis key under their hash tags is found by one SCAN and
+ * measured. Left out: the expiry entries and the day's active-keys and active-customers sets, which
+ * the used_memory step counts.
+ */
+export async function sampleCustomerBytes({ admin, gateway, prefix, ids, authorizations, sample = 200 }) {
+  const count = ids.length;
+  const picked = Array.from({ length: sample }, (_, j) => Math.floor((j * count) / sample));
+  for (const i of picked) {
+    for (let k = 0; k < KEYS_PER_CUSTOMER; k++) {
+      const res = await fetch(`${gateway.url}/v1/pets?limit=20`, {
+        headers: { authorization: authorizations[i + k * count] },
+      });
+      if (res.status !== 200) throw new Error(`sampling customer ${ids[i]}: ${res.status}`);
+      await res.arrayBuffer();
+    }
+  }
+  const tags = new Set(picked.map((i) => `${prefix}{${ids[i]}}`));
+  const found = [];
+  let cursor = '0';
+  do {
+    const [next, names] = await admin.scan(cursor, 'MATCH', `${prefix}{cus_*`, 'COUNT', 10_000);
+    cursor = next;
+    for (const name of names) if (tags.has(name.slice(0, name.indexOf('}') + 1))) found.push(name);
+  } while (cursor !== '0');
+  const pipeline = admin.pipeline();
+  for (const name of found) pipeline.memory('USAGE', name, 'SAMPLES', 0);
+  const bytes = (await pipeline.exec()).reduce((sum, [err, n]) => sum + (err ? 0 : Number(n)), 0);
+  return {
+    customers: sample,
+    redisKeysPerCustomer: Number((found.length / sample).toFixed(2)),
+    memoryUsageBytesPerCustomer: Math.round(bytes / sample),
   };
 }

@@ -70,6 +70,9 @@ function printManyCustomers(m) {
   out(
     `memory per active customer (${m.keysPerCustomer} keys each): Redis ${m.redisBytesPerActiveCustomer} B (used_memory step over ${top} customers); gateway RSS +${m.gatewayRssBytesPerActiveCustomer} B`,
   );
+  out(
+    `  MEMORY USAGE of a customer's Redis keys, every window live (${m.customers} customers): ${m.memoryUsageBytesPerCustomer} B in ${m.redisKeysPerCustomer} keys`,
+  );
   for (const [n, r] of Object.entries(m.readings)) {
     out(
       `  ${String(n).padEnd(8)} customers active: Redis used ${kib(r.redisBytes)}, gateway RSS ${kib(r.gatewayRssBytes)}`,

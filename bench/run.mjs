@@ -22,6 +22,7 @@ import {
   customersSubject,
   KEYS_PER_CUSTOMER,
   primeCustomers,
+  sampleCustomerBytes,
   writeManyCustomers,
 } from './many-customers.mjs';
 import { KEY_COUNTS, keyCacheBytes, keysSubject, primeKeys, rotating, writeManyKeys } from './many-keys.mjs';
@@ -213,11 +214,18 @@ async function manyKeys({ subjects, admin, redis, dir, results, startGateway, ag
  * 100k customers, 3 keys each; each set primed key by key, then interleaved with the bare proxy and
  * the lone-key gateway, every request taking its set's next key.
  */
-async function manyCustomers({ subjects, admin, redis, dir, results, startGateway }) {
+async function manyCustomers({ subjects, admin, redis, dir, results, startGateway, prefix }) {
   const many = writeManyCustomers(dir);
   const gateway = await startGateway({ REDIS_URL: redis.url, API_KEYS_FILE: many.file }, undefined);
   const primed = await primeCustomers({ admin, gateway, sets: many.sets, connections: load.connections });
   const top = CUSTOMER_COUNTS.at(-1);
+  const sampled = await sampleCustomerBytes({
+    admin,
+    gateway,
+    prefix,
+    ids: many.customerIds[top],
+    authorizations: many.sets[top],
+  });
   const customerRun = await interleave(
     [
       { name: 'bareProxy', request: getPets(subjects.bareProxy), status: 200 },
@@ -238,6 +246,7 @@ async function manyCustomers({ subjects, admin, redis, dir, results, startGatewa
     keysPerCustomer: KEYS_PER_CUSTOMER,
     subjects: CUSTOMER_COUNTS.map(customersSubject),
     ...primed,
+    ...sampled,
     redis: await commandsPerRequest(admin, rotating(gateway.url, many.sets[top]), 20_000),
     scenarios: customerRun,
   };
@@ -333,7 +342,7 @@ async function main() {
   }
 
   // --quick stops here: the before/after of a change needs only the tables above and the CPU below.
-  const run = { subjects, keys, admin, redis, dir, results, startGateway, startSlidingGateway, against };
+  const run = { subjects, keys, prefix, admin, redis, dir, results, startGateway, startSlidingGateway, against };
   let extras = null;
   if (!args.quick) {
     const { gatewaySliding } = await refusalsAndSliding(run);
