@@ -60,7 +60,8 @@ export function rotating(url, authorizations) {
   };
 }
 
-async function usedMemory(admin) {
+/** Redis's `used_memory` (INFO memory), in bytes. */
+export async function usedMemory(admin) {
   return Number(/^used_memory:(\d+)/m.exec(await admin.info('memory'))?.[1]);
 }
 

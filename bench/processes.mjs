@@ -114,8 +114,12 @@ export async function stopAll() {
   await Promise.race([Promise.all(exited), new Promise((r) => setTimeout(r, 3000))]);
 }
 
+/**
+ * Up to a minute: a gateway whose keys file holds 100k customers and 400k keys takes ~5 s to read
+ * and check it on an idle host, and this one is shared. A child that fails to start says so as it exits.
+ */
 export async function waitFor(url, init) {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 1200; i++) {
     try {
       if ((await fetch(url, init)).ok) return;
     } catch {}

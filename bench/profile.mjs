@@ -3,7 +3,8 @@
 // bench's pets service and its own redis-server; then where the samples fell: per package (or the
 // gateway's and common's own code, node's internals, GC, idle) and the costliest functions by
 // self time. `--bare` profiles the bench's bare proxy instead, for comparison. `--keys N` sends N keys in turn (from one API_KEYS_FILE, as the bench's many-keys
-// run does). The .cpuprofile stays in --out for Chrome DevTools or speedscope.
+// run does). `--customers N`: N customers of 3 keys each instead, every key sent in turn (as the
+// many-customers run does). The .cpuprofile stays in --out for Chrome DevTools or speedscope.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -11,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { createKey } from '@animal-store/gateway/keys/create-key.js';
 import { toKeyFileEntry } from '@animal-store/gateway/keys/keys-file.js';
 import { Redis } from 'ioredis';
+import { customersWithKeys } from './many-customers.mjs';
 import { rotating } from './many-keys.mjs';
 import { cpuMicros, freePort, start, startRedis, stopAll, waitFor } from './processes.mjs';
 import { cannon } from './rounds.mjs';
@@ -21,6 +23,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '32' },
     'log-level': { type: 'string' },
     keys: { type: 'string', default: '1' },
+    customers: { type: 'string' },
     out: { type: 'string' },
     top: { type: 'string', default: '25' },
     // The bare proxy (bench/bare-proxy.mjs) instead of the gateway, to hold the two side by side.
@@ -85,6 +88,14 @@ function summarize(profile, top, window) {
   return lines.join('\n');
 }
 
+/** `n` keys without a customer, as the many-keys run's: the keys file's array and their headers. */
+function loneKeys(n) {
+  const keys = Array.from({ length: n }, (_, i) =>
+    createKey({ plan: 'enterprise', name: `profile ${i}`, limits: { perMinute: 1e9, perDay: 1e9 } }),
+  );
+  return { file: keys.map((k) => toKeyFileEntry(k.record)), authorizations: keys.map((k) => `Bearer ${k.key}`) };
+}
+
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'bench-profile-'));
   const out = resolve(args.out ?? join(dir, 'profile'));
@@ -105,11 +116,11 @@ async function main() {
       body: JSON.stringify({ name: `pet-${i}`, categoryId: i % 5, status: 'available' }),
     });
   }
-  const keys = Array.from({ length: Number(args.keys) }, (_, i) =>
-    createKey({ plan: 'enterprise', name: `profile ${i}`, limits: { perMinute: 1e9, perDay: 1e9 } }),
-  );
+  const { file: keysFileContents, authorizations } = args.customers
+    ? customersWithKeys(Number(args.customers), 'profile')
+    : loneKeys(Number(args.keys));
   const keysFile = join(dir, 'keys.json');
-  writeFileSync(keysFile, JSON.stringify(keys.map((k) => toKeyFileEntry(k.record))));
+  writeFileSync(keysFile, JSON.stringify(keysFileContents));
   const port = await freePort();
   const spawned = performance.now();
   const gateway = start(
@@ -128,10 +139,7 @@ async function main() {
   const url = `http://127.0.0.1:${port}`;
   // The bare proxy has no readiness route: the proxied list answers once it is up.
   await waitFor(args.bare ? `${url}/v1/pets` : `${url}/readyz`);
-  const request = rotating(
-    url,
-    keys.map((k) => `Bearer ${k.key}`),
-  );
+  const request = rotating(url, authorizations);
   const connections = Number(args.connections);
   await cannon({ ...request, connections, duration: 3 });
   const admin = new Redis(redis.url);

@@ -28,6 +28,7 @@ function clientCommands(d) {
     'pexpireat',
     'set',
     'del',
+    'hget',
     'hgetall',
     'hincrby',
     'hdel',

@@ -41,15 +41,19 @@ export function printExtras({
   againstCpu,
   againstCpu100kKeys,
   bareProxyCpu,
+  customerCpu,
+  manyCustomers,
 }) {
   if (bareProxyCpu) {
     out(paired('CPU µs per request', '(gateway + Redis)/bareProxy', bareProxyCpu));
   }
+  if (customerCpu) out(paired('CPU µs per request', 'gatewayCustomer/gateway', customerCpu));
   if (config.against) {
     out(`gatewayAgainst: ${config.against.ref} (${config.against.commit}), ${config.against.packages}`);
     out(paired('  CPU µs per request', 'gateway/gatewayAgainst', againstCpu));
   }
   if (!config.quick) printFullRunExtras({ refusals, redis, latency, memory });
+  if (manyCustomers) printManyCustomers(manyCustomers);
   if (againstCpu100kKeys) {
     out(paired('CPU µs per request over 100k keys', 'gateway/gatewayAgainst', againstCpu100kKeys));
   }
@@ -57,6 +61,26 @@ export function printExtras({
   for (const [name, r] of Object.entries(c.subjects)) {
     out(`  ${name.padEnd(26)}${num(r.process, 12)}${num(r.redis ?? '', 9)}${num(r.stdoutBytes, 10)}`);
   }
+}
+
+const kib = (b) => `${(b / 1024).toFixed(0)} KiB`;
+
+function printManyCustomers(m) {
+  const top = m.counts.at(-1);
+  out(
+    `memory per active customer (${m.keysPerCustomer} keys each): Redis ${m.redisBytesPerActiveCustomer} B (used_memory step over ${top} customers); gateway RSS +${m.gatewayRssBytesPerActiveCustomer} B`,
+  );
+  out(
+    `  MEMORY USAGE of a customer's Redis keys, every window live (${m.customers} customers): ${m.memoryUsageBytesPerCustomer} B in ${m.redisKeysPerCustomer} keys`,
+  );
+  for (const [n, r] of Object.entries(m.readings)) {
+    out(
+      `  ${String(n).padEnd(8)} customers active: Redis used ${kib(r.redisBytes)}, gateway RSS ${kib(r.gatewayRssBytes)}`,
+    );
+  }
+  out(
+    `redis commands per request over ${top} customers: ${m.redis.clientCommandsPerRequest.toFixed(3)}  ${JSON.stringify(m.redis.commands)}`,
+  );
 }
 
 function printFullRunExtras({ refusals, redis, latency, memory }) {
@@ -74,7 +98,6 @@ function printFullRunExtras({ refusals, redis, latency, memory }) {
       `  ${level.padEnd(4)} ${num(l.rate, 6)}/s  bareProxy ${pair('bareProxy')}  gateway ${pair('gateway')}  peer ${pair('peer')}  added p99 ${signed(latency.p99AddedMs[level])}`,
     );
   }
-  const kib = (b) => `${(b / 1024).toFixed(0)} KiB`;
   out(
     `memory per active key: Redis ${memory.redisBytesPerActiveKey} B; gateway key cache ${memory.gatewayBytesPerCachedKey} B per entry, ${kib(memory.gatewayBytesPerCachedKey * memory.keyCacheMax)} full (KEY_CACHE_MAX ${memory.keyCacheMax}); gateway RSS +${memory.gatewayRssBytesPerActiveKey} B per active key`,
   );

@@ -6,7 +6,8 @@
 // the gateway at its default log level, at warn and logging to a file, and the afternoon peer
 // stack), in interleaved rounds (bench/rounds.mjs); prints a table per request and the ratios.
 // Then the gateway over 1, 1k and 100k active keys (bench/many-keys.mjs) with what a key costs in
-// memory, and latency at fixed rates (bench/fixed-rate.mjs). With --redis cluster|sentinel, also
+// memory, the gateway over one and 100k customers of 3 keys each (bench/many-customers.mjs) with
+// what a customer costs in Redis, and latency at fixed rates (bench/fixed-rate.mjs). With --redis cluster|sentinel, also
 // the gateway on that local topology, as a ratio to standalone.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,14 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { buildAgainst } from './against.mjs';
 import { fixedRate } from './fixed-rate.mjs';
+import {
+  CUSTOMER_COUNTS,
+  customersSubject,
+  KEYS_PER_CUSTOMER,
+  primeCustomers,
+  sampleCustomerBytes,
+  writeManyCustomers,
+} from './many-customers.mjs';
 import { KEY_COUNTS, keyCacheBytes, keysSubject, primeKeys, rotating, writeManyKeys } from './many-keys.mjs';
 import { plot } from './plot.mjs';
 import { atExit, cpuMicros, freePort, start, startRedis, stopAll } from './processes.mjs';
@@ -110,6 +119,7 @@ async function refusalsAndSliding({ subjects, keys, admin, results, startSliding
   results.redis = {
     'gateway admitted': await commandsPerRequest(admin, getPets(gateway)),
     'gateway admitted, sliding windows': await commandsPerRequest(admin, getPets(gatewaySliding)),
+    'gateway admitted, key of a customer': await commandsPerRequest(admin, getPets(subjects.gatewayCustomer)),
     'gateway banned': await commandsPerRequest(admin, getPets(gateway, auth(keys.banned))),
     'peer admitted': await commandsPerRequest(admin, getPets(subjects.peer)),
   };
@@ -200,6 +210,58 @@ async function manyKeys({ subjects, admin, redis, dir, results, startGateway, ag
 }
 
 /**
+ * Many customers: one more gateway (default settings) whose keys file holds one customer and
+ * 100k customers, 3 keys each; each set primed key by key, then interleaved with the bare proxy and
+ * the lone-key gateway, every request taking its set's next key.
+ */
+async function manyCustomers({ subjects, admin, redis, dir, results, startGateway, prefix }) {
+  const many = writeManyCustomers(dir);
+  const gateway = await startGateway({ REDIS_URL: redis.url, API_KEYS_FILE: many.file }, undefined);
+  const primed = await primeCustomers({ admin, gateway, sets: many.sets, connections: load.connections });
+  const top = CUSTOMER_COUNTS.at(-1);
+  const sampled = await sampleCustomerBytes({
+    admin,
+    gateway,
+    prefix,
+    ids: many.customerIds[top],
+    authorizations: many.sets[top],
+  });
+  const customerRun = await interleave(
+    [
+      { name: 'bareProxy', request: getPets(subjects.bareProxy), status: 200 },
+      { name: 'gateway', request: getPets(subjects.gateway), status: 200 },
+      ...CUSTOMER_COUNTS.map((n) => ({
+        name: customersSubject(n),
+        request: rotating(gateway.url, many.sets[n]),
+        status: 200,
+      })),
+    ],
+    load,
+    progress(`GET over 1 and ${top / 1000}k customers of ${KEYS_PER_CUSTOMER} keys`),
+  );
+  printTable(`GET /v1/pets, keys of customers in turn`, customerRun);
+  const name = customersSubject(top);
+  results.manyCustomers = {
+    counts: CUSTOMER_COUNTS,
+    keysPerCustomer: KEYS_PER_CUSTOMER,
+    subjects: CUSTOMER_COUNTS.map(customersSubject),
+    ...primed,
+    ...sampled,
+    redis: await commandsPerRequest(admin, rotating(gateway.url, many.sets[top]), 20_000),
+    scenarios: customerRun,
+  };
+  results.ratios[`get.${name}/${customersSubject(1)}`] = ratioByRound(
+    customerRun[name],
+    customerRun[customersSubject(1)],
+  );
+  results.ratios[`get.${customersSubject(1)}/gateway`] = ratioByRound(
+    customerRun[customersSubject(1)],
+    customerRun.gateway,
+  );
+  return { manyCustomersGateway: gateway, manyCustomerSets: many.sets };
+}
+
+/**
  * CPU per request of two subjects loaded at once, each at `rate`, in `load.rounds` rounds: both
  * see the same machine in the same seconds, so their ratio holds where each one's own figure
  * swings with the host. `ratio` is the median of the rounds' a/b. With `redisPid`, that process's
@@ -280,12 +342,12 @@ async function main() {
   }
 
   // --quick stops here: the before/after of a change needs only the tables above and the CPU below.
-  const run = { subjects, keys, admin, redis, dir, results, startGateway, startSlidingGateway, against };
+  const run = { subjects, keys, prefix, admin, redis, dir, results, startGateway, startSlidingGateway, against };
   let extras = null;
   if (!args.quick) {
     const { gatewaySliding } = await refusalsAndSliding(run);
     await latencyAtFixedRates(run);
-    extras = { gatewaySliding, ...(await manyKeys(run)) };
+    extras = { gatewaySliding, ...(await manyKeys(run)), ...(await manyCustomers(run)) };
   }
 
   // CPU and log bytes per request at a fixed, moderate rate: steadier than throughput on a shared
@@ -314,14 +376,23 @@ async function main() {
   // top of a proxy, in the figure this host swings least in (req/s ratios move ±20 % run to run).
   results.bareProxyCpu = await pairedCpu(subjects.gateway, subjects.bareProxy, cpuRate / 2, getPets, redis.pid);
   if (against) results.againstCpu = await pairedCpu(subjects.gateway, subjects.gatewayAgainst, cpuRate / 2);
+  // A key of a customer against a lone key, the same way: the customer layer's own cost.
+  results.customerCpu = await pairedCpu(subjects.gatewayCustomer, subjects.gateway, cpuRate / 2);
   if (extras) {
-    const { gatewaySliding, manyGateway, many } = extras;
+    const { gatewaySliding, manyGateway, many, manyCustomersGateway, manyCustomerSets } = extras;
     results.perRequest.subjects.gatewaySliding = await costPer(gatewaySliding, true);
     results.perRequest.subjects.gateway100kKeys = await costPer(
       manyGateway,
       true,
       rotating(manyGateway.url, many.sets[KEY_COUNTS.at(-1)]),
     );
+    for (const n of CUSTOMER_COUNTS) {
+      results.perRequest.subjects[customersSubject(n)] = await costPer(
+        manyCustomersGateway,
+        true,
+        rotating(manyCustomersGateway.url, manyCustomerSets[n]),
+      );
+    }
   }
 
   for (const method of ['get', 'post']) {
@@ -331,6 +402,7 @@ async function main() {
     results.ratios[`${method}.gatewayQuiet/bareProxy`] = ratioByRound(x('gatewayQuiet'), x('bareProxy'));
     results.ratios[`${method}.gatewayToFile/bareProxy`] = ratioByRound(x('gatewayToFile'), x('bareProxy'));
     results.ratios[`${method}.gatewayToFile/gateway`] = ratioByRound(x('gatewayToFile'), x('gateway'));
+    results.ratios[`${method}.gatewayCustomer/gateway`] = ratioByRound(x('gatewayCustomer'), x('gateway'));
     results.ratios[`${method}.bareProxy/direct`] = ratioByRound(x('bareProxy'), x('direct'));
     if (against) {
       results.ratios[`${method}.gateway/gatewayAgainst`] = ratioByRound(x('gateway'), x('gatewayAgainst'));

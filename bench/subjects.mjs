@@ -1,9 +1,10 @@
-// The five subjects `npm run bench` compares, started on loopback in front of one pets service:
+// The subjects `npm run bench` compares, started on loopback in front of one pets service:
 //   direct        the pets service itself (in-memory store)
 //   bareProxy     fastify + @fastify/http-proxy, nothing else (bench/bare-proxy.mjs)
 //   gateway       the gateway as a user runs it: its default log level (info), real Redis
 //   gatewayQuiet  the same gateway with LOG_LEVEL=warn
 //   gatewayToFile the gateway at its default log level with stdout to a file (`node … > app.log`)
+//   gatewayCustomer the gateway as users run it, its key one of a customer's (bench/many-customers.mjs)
 //   peer          fastify + @fastify/http-proxy + @fastify/rate-limit on the same Redis (bench/peer.mjs)
 // and with --against REF, gatewayAgainst: the gateway of commit REF as users run it (bench/against.mjs)
 import { randomUUID } from 'node:crypto';
@@ -11,9 +12,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createKey } from '@animal-store/gateway/keys/create-key.js';
 import { toKeyFileEntry } from '@animal-store/gateway/keys/keys-file.js';
+import { writeCustomerKeys } from './many-customers.mjs';
 import { freePort, start, waitFor } from './processes.mjs';
 
-export const SUBJECTS = ['direct', 'bareProxy', 'gateway', 'gatewayQuiet', 'gatewayToFile', 'peer'];
+export const SUBJECTS = ['direct', 'bareProxy', 'gateway', 'gatewayQuiet', 'gatewayToFile', 'gatewayCustomer', 'peer'];
 
 const local = (port) => `http://127.0.0.1:${port}`;
 
@@ -113,12 +115,21 @@ export async function startSubjects({ redis, dir, against }) {
     return { url: local(port), process: child, headers: auth };
   };
 
+  // The gateway subject's settings, its key one of a customer's with the same limits: the customer
+  // layer's cost on the hot path (the customer's windows beside the key's, in the same call).
+  const gatewayCustomer = async () => {
+    const customerKeys = writeCustomerKeys(dir);
+    const gateway = await startGateway({ REDIS_URL: redis.url, API_KEYS_FILE: customerKeys.file }, undefined);
+    return { ...gateway, headers: { authorization: customerKeys.authorization } };
+  };
+
   const subjects = {
     direct: { ...pets, headers: {} },
     bareProxy: await bareProxy(),
     gateway: await startGateway({ REDIS_URL: redis.url }, undefined),
     gatewayQuiet: await startGateway({ REDIS_URL: redis.url }, 'warn'),
     gatewayToFile: await startGateway({ REDIS_URL: redis.url }, undefined, join(dir, 'gateway.log')),
+    gatewayCustomer: await gatewayCustomer(),
     peer: await peer(),
   };
   if (against)
