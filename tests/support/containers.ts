@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GenericContainer, StartedTestContainer } from 'testcontainers';
+import { type ServiceName, stagePrebuiltContext } from './image-context.js';
 
 /**
  * What the container tier (npm run test:containers) runs on: a Docker Engine with registry access
@@ -52,26 +54,57 @@ export function imageSet(): ImageSet {
 let built: Promise<void> | undefined;
 
 /**
- * Builds both service images from this repository's Dockerfiles (build context = repository
- * root), once per process; vitest.containers.config.ts's global setup builds them before the
- * suites, so there this only finds them.
+ * Builds both service images from this repository's Dockerfiles, once per process;
+ * vitest.containers.config.ts's global setup builds them before the suites, so there this only
+ * finds them. By default their `prebuilt` target, from the dist folders `npm run build` just made
+ * and a production node_modules staged on the host (tests/support/image-context.ts): seconds, where
+ * the default target's `npm ci` and tsc inside each image take minutes on a cold engine. With
+ * ANIMAL_STORE_IMAGES_FROM=source, the default target, as `docker build` and compose build them
+ * (the build context is then the repository root).
  */
 export function buildServiceImages(repoRoot: string): Promise<void> {
   built ??= (async () => {
     if (process.env.ANIMAL_STORE_IMAGES_BUILT === '1') return;
-    const { GenericContainer } = await import('testcontainers');
-    const images = imageSet();
-    const buildArgs: Record<string, string> = images.nodeImage ? { NODE_IMAGE: images.nodeImage } : {};
-    // One after the other: side by side they starve a two-core machine.
-    for (const name of ['pets', 'gateway'] as const) {
-      await GenericContainer.fromDockerfile(repoRoot, `services/${name}/Dockerfile`)
-        .withBuildArgs(buildArgs)
-        .build(images[name], { deleteOnExit: false });
+    const fromSource = process.env.ANIMAL_STORE_IMAGES_FROM === 'source';
+    if (fromSource) {
+      // One after the other: side by side, two npm ci and two tsc starve a two-core machine.
+      for (const name of ['pets', 'gateway'] as const) await buildImage(repoRoot, name, 'source');
+    } else {
+      await Promise.all((['pets', 'gateway'] as const).map((name) => buildImage(repoRoot, name, 'prebuilt')));
     }
     // For the suites' processes, started after the global setup that built them.
     process.env.ANIMAL_STORE_IMAGES_BUILT = '1';
   })();
   return built;
+}
+
+function seconds(since: number): string {
+  return ((Date.now() - since) / 1000).toFixed(1);
+}
+
+async function buildImage(repoRoot: string, name: ServiceName, from: 'source' | 'prebuilt'): Promise<void> {
+  const { GenericContainer } = await import('testcontainers');
+  const images = imageSet();
+  const buildArgs: Record<string, string> = images.nodeImage ? { NODE_IMAGE: images.nodeImage } : {};
+  const started = Date.now();
+  let how = 'from source';
+  if (from === 'source') {
+    await GenericContainer.fromDockerfile(repoRoot, `services/${name}/Dockerfile`)
+      .withBuildArgs(buildArgs)
+      .build(images[name], { deleteOnExit: false });
+  } else {
+    const context = await stagePrebuiltContext(repoRoot, name);
+    how = `prebuilt target, its context staged in ${seconds(started)} s`;
+    try {
+      await GenericContainer.fromDockerfile(context)
+        .withBuildArgs(buildArgs)
+        .withTarget('prebuilt')
+        .build(images[name], { deleteOnExit: false });
+    } finally {
+      await rm(context, { recursive: true, force: true });
+    }
+  }
+  console.log(`[containers] ${images[name]} built (${how}) in ${seconds(started)} s`);
 }
 
 /**
