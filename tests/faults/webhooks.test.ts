@@ -73,11 +73,21 @@ describe('webhook deliveries across a SIGKILL', () => {
       started.push(first);
       const admin = `http://127.0.0.1:${adminPort}`;
       const auth = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
-      const created = await fetch(`${admin}/admin/webhooks`, {
-        method: 'POST',
-        headers: auth,
-        body: JSON.stringify({ url: hook.url, events: ['key.created'] }),
-      });
+      // Right after start, on a loaded machine, the gateway's first Redis commands can outlast its
+      // command timeout: the admin API then answers 503 store_unavailable and stores nothing, and
+      // a client tries again, as this one does.
+      const created = await vi.waitFor(
+        async () => {
+          const res = await fetch(`${admin}/admin/webhooks`, {
+            method: 'POST',
+            headers: auth,
+            body: JSON.stringify({ url: hook.url, events: ['key.created'] }),
+          });
+          expect(res.status).not.toBe(503);
+          return res;
+        },
+        { timeout: 15_000, interval: 250 },
+      );
       expect(created.status).toBe(201);
       const { id, secret } = (await created.json()) as { id: string; secret: string };
       const ping = await fetch(`${admin}/admin/webhooks/${id}/test`, { method: 'POST', headers: auth, body: '{}' });
