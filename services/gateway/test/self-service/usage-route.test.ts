@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { USAGE_READS_PER_MINUTE } from '../../src/self-service/usage-reads.js';
 import { expectError } from '../support/admin.js';
 import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../support/helpers.js';
+import { startReceiver } from '../support/webhook-receiver.js';
 
 /*
  * GET /v1/usage as a key's holder calls it: its windows and its customer's, the units of the
@@ -144,6 +145,26 @@ describe('GET /v1/usage', () => {
       expect(without.json().customer).not.toHaveProperty('credits');
     },
   );
+
+  it('announces a refill its read applied, as the admin API’s read does: credits.refilled naming the customer', async () => {
+    const gw = await gateways.start({ env: { WEBHOOKS_ALLOW_INSECURE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true' } });
+    const hook = await startReceiver();
+    try {
+      await post(gw, '/admin/webhooks', { url: hook.url, events: ['credits.refilled'] });
+      const credits = { refill: { amount: 10, every: 'day' } };
+      const customer = await post(gw, '/admin/customers', { name: 'Acme', plan: 'pro', credits });
+      const key = await post(gw, '/admin/keys', { customerId: customer.id });
+      // No request yet: this read is the balance's first use, so it is the one that refills.
+      expect((await usage(gw, key.key as string)).json().customer.credits.balance).toBe(10);
+      await hook.until(1);
+      const [event] = hook.events();
+      expect(event?.type).toBe('credits.refilled');
+      expect(event?.data).toMatchObject({ customerId: customer.id, refilled: 10, balance: 10 });
+      expect(event?.data).not.toHaveProperty('keyId');
+    } finally {
+      await hook.close();
+    }
+  });
 
   it('of a key of no customer: its own windows and the UTC month, no customer', async () => {
     const gw = await gateways.start({ redisUrl: null });
