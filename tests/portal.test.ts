@@ -17,7 +17,8 @@ import { which } from './support/runtime.js';
 /**
  * The customers' portal in a real headless Chromium (Debian's), against a gateway on a real Redis
  * in front of the pets service: a customer signs in from a fresh portal session made by the admin
- * API, reads its quotas and its usage over time, creates, rotates, narrows and revokes keys, and
+ * API, reads its quotas, its credits and their ledger (a top-up by the admin API appearing in it)
+ * and its usage over time, creates, rotates, narrows and revokes keys, and
  * signs out; a second customer's session is refused everything of the first's; axe-core on every
  * page; screenshots at 1280 and 390 px in reports/portal/, the docs' copies in docs/images/.
  */
@@ -135,7 +136,11 @@ describe('the portal (its own listener)', () => {
   it('signs a customer in from a fresh link, walks its usage and keys accessibly at 1280 and 390 px, refuses another customer, signs out', {
     timeout: 180_000,
   }, async () => {
-    const alpha = await adminPost('/admin/customers', { name: 'Alpha Pets Ltd', plan: 'pro' });
+    const alpha = await adminPost('/admin/customers', {
+      name: 'Alpha Pets Ltd',
+      plan: 'pro',
+      credits: { refill: { amount: 1000, every: 'period' } },
+    });
     const made = await adminPost('/admin/keys', { customerId: alpha.id, name: 'production' });
     for (let i = 0; i < 7; i++) {
       const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${made.key}` } });
@@ -162,8 +167,40 @@ describe('the portal (its own listener)', () => {
     await page.getByRole('heading', { name: 'Usage now' }).waitFor();
     await page.getByText('7 units billed this billing period').waitFor();
     await page.getByText('7 of 300 used, 293 left').waitFor();
+    // Its credits: the period's refill, less the 7 requests; then a top-up made through the admin
+    // API shows at the head of the ledger, and in the balance, once the page is read again.
+    await page.getByText('993 credits left').waitFor();
+    const ledgerRows = page.locator('#credits tbody tr');
+    await expect
+      .poll(() => ledgerRows.allTextContents())
+      .toEqual([expect.stringMatching(/Refill\s*\+1,000\s*For the billing period/)]);
+    await adminPost(`/admin/customers/${alpha.id}/credits`, { amount: 500, reason: 'Order 1234' });
+    await page.getByRole('link', { name: 'Over time' }).click();
+    await page.getByRole('link', { name: 'Usage now' }).click();
+    await page.getByText('1,493 credits left').waitFor();
+    await expect
+      .poll(() => ledgerRows.allTextContents())
+      .toEqual([expect.stringMatching(/Top-up\s*\+500\s*Order 1234/), expect.stringMatching(/Refill\s*\+1,000/)]);
+    expect(await page.getByRole('button', { name: 'Older entries' }).isVisible()).toBe(false);
+    // Nothing on it changes a balance: the customer reads its credits, the operator sets them.
+    expect(await page.locator('#credits').getByRole('textbox').count()).toBe(0);
     expect(await axeViolations(page)).toEqual([]);
     await shoot(page, 'usage-1280', true);
+    await page.locator('#credits').screenshot({ path: join(SHOTS, 'credits-1280.png') });
+    await copyFile(join(SHOTS, 'credits-1280.png'), join(DOC_IMAGES, 'portal-credits-1280.png'));
+
+    // Paged, newest first: ten more entries push the first ones to a second page.
+    for (let i = 1; i <= 10; i++) {
+      await adminPost(`/admin/customers/${alpha.id}/credits`, { amount: i, reason: `Goodwill ${i}`, type: 'grant' });
+    }
+    await page.reload();
+    await page.getByText('1,548 credits left').waitFor();
+    await expect.poll(() => ledgerRows.count()).toBe(10);
+    expect(await ledgerRows.first().textContent()).toMatch(/Credits given\s*\+10\s*Goodwill 10/);
+    await page.getByRole('button', { name: 'Older entries' }).click();
+    await expect.poll(() => ledgerRows.count()).toBe(12);
+    expect(await ledgerRows.last().textContent()).toMatch(/Refill\s*\+1,000/);
+    expect(await page.getByRole('button', { name: 'Older entries' }).isVisible()).toBe(false);
 
     // Over time, by hour then by day, all keys and the one key.
     await page.getByRole('link', { name: 'Over time' }).click();
@@ -242,6 +279,8 @@ describe('the portal (its own listener)', () => {
       await other.getByRole('link', { name: 'Manage your API keys' }).click();
       await other.getByRole('heading', { name: 'Usage now' }).waitFor();
       await other.getByText('0 units billed this billing period').waitFor();
+      // Beta has no credit terms: no credits on its page.
+      expect(await other.locator('#credits').isHidden()).toBe(true);
     } finally {
       await operatorApp.close();
     }

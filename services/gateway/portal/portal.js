@@ -75,6 +75,94 @@ async function showUsage() {
           ),
         )),
   );
+  await showCredits(usage.credits);
+}
+
+/** What a ledger entry was, in the customer's words. */
+const ENTRY_KINDS = {
+  topup: 'Top-up',
+  grant: 'Credits given',
+  adjustment: 'Correction',
+  refill: 'Refill',
+  spend: 'Requests',
+};
+
+function entryRow(entry) {
+  const detail =
+    entry.type === 'spend'
+      ? `Requests from ${when(entry.at)} to ${when(entry.end)}`
+      : entry.type === 'refill'
+        ? `For the ${entry.period?.startsWith('day:') ? 'day' : 'billing period'}`
+        : (entry.reason ?? '');
+  return h(
+    'tr',
+    {},
+    h('td', {}, when(entry.at)),
+    h('td', {}, ENTRY_KINDS[entry.type] ?? entry.type),
+    h('td', { class: 'num' }, `${entry.amount > 0 ? '+' : ''}${number(entry.amount)}`),
+    h('td', {}, detail),
+  );
+}
+
+/** The ledger's next page (newest first), appended to its table; the button stays while there is more. */
+async function moreLedger(after) {
+  const query = new URLSearchParams({ limit: '10' });
+  if (after) query.set('after', after);
+  const page = await api('GET', `/portal/api/credits/ledger?${query}`);
+  const body = /** @type {HTMLElement} */ (document.querySelector('#credits tbody'));
+  if (!after) body.replaceChildren();
+  body.append(...page.items.map(entryRow));
+  byId('credits-empty').hidden = body.childElementCount > 0;
+  const more = byId('credits-more');
+  more.hidden = page.next === null;
+  more.onclick = () => run(() => moreLedger(page.next));
+}
+
+/** The customer's credits, when it has credit terms: the balance, the next refill, the ledger. */
+async function showCredits(credits) {
+  const place = byId('credits');
+  place.hidden = !credits;
+  if (!credits) return place.replaceChildren();
+  const refill = credits.refill
+    ? `Next refill ${when(credits.nextRefillAt)}: back up to ${number(credits.refill.amount)} if it is lower then.`
+    : 'No automatic refill: the balance changes only by your requests and by top-ups.';
+  place.replaceChildren(
+    h('h2', { id: 'credits-title' }, 'Credits'),
+    h(
+      'div',
+      { class: 'card' },
+      h('p', { class: 'balance' }, `${number(credits.balance)} credits left`),
+      h('p', {}, refill),
+      credits.openHour
+        ? h('p', { class: 'muted' }, `${number(credits.openHour.spent)} spent this hour, listed once it ends.`)
+        : null,
+    ),
+    h(
+      'div',
+      { class: 'table-wrap' },
+      h(
+        'table',
+        {},
+        h('caption', { class: 'muted' }, 'Credit history, newest first'),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'col' }, 'When'),
+            h('th', { scope: 'col' }, 'What'),
+            h('th', { scope: 'col', class: 'num' }, 'Credits'),
+            h('th', { scope: 'col' }, 'Details'),
+          ),
+        ),
+        h('tbody', {}),
+      ),
+    ),
+    h('p', { id: 'credits-empty', class: 'muted', hidden: true }, 'Nothing yet.'),
+    h('button', { type: 'button', id: 'credits-more', class: 'secondary', hidden: true }, 'Older entries'),
+  );
+  await moreLedger(null);
 }
 
 async function showHistory(event) {

@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { storeUnavailable } from '../admin/store-unavailable.js';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
+import { portalCreditRoutes } from './credit-routes.js';
 import { portalKeyRoutes } from './key-routes.js';
 import { portalPages } from './pages.js';
 import { sessionRoutes } from './session-cookie.js';
@@ -39,6 +40,7 @@ export async function buildPortalApp(config: GatewayConfig, deps: GatewayDeps): 
     await sessionRoutes(scope, { store: deps.portalSessions, now: deps.now, portalUrl: config.portalUrl });
     await scope.register(portalUsageRoutes, { deps });
     await scope.register(portalKeyRoutes, { deps });
+    await scope.register(portalCreditRoutes, { deps });
   });
   await app.register(portalPages, { readEachRequest: !config.production });
   return app;

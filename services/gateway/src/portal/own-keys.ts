@@ -1,5 +1,6 @@
 import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyRequest } from 'fastify';
+import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
 
@@ -8,6 +9,16 @@ export function signedIn(request: FastifyRequest): string {
   const session = request.portalSession;
   if (!session) throw new ApiError(401, 'unauthorized', 'Not signed in');
   return session.customerId;
+}
+
+/** The signed-in customer's record; one deleted while signed in ends what the session shows. */
+export async function signedInCustomer(
+  deps: Pick<GatewayDeps, 'customerStore'>,
+  request: FastifyRequest,
+): Promise<CustomerRecord> {
+  const customer = await deps.customerStore.get(signedIn(request));
+  if (!customer) throw new ApiError(401, 'unauthorized', 'Your account is gone; the session has ended');
+  return customer;
 }
 
 /**

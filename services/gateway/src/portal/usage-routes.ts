@@ -1,4 +1,3 @@
-import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { CustomerHistoryQuery } from '../admin/customer-history-schemas.js';
@@ -6,15 +5,19 @@ import { liveWindows } from '../admin/live-windows.js';
 import { customerHistory } from '../admin/routes/customer-usage-history.js';
 import { iso } from '../admin/shared.js';
 import { unavailable } from '../admin/store-unavailable.js';
+import { customerCredits } from '../credits/customer-credits.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import { limitsFor, maxKeysFor, policyForCustomerKey, scopesFor } from '../plans/plans.js';
 import { stepAt } from '../usage/customer-steps.js';
 import { sumOf } from '../usage/reports.js';
-import { ownKey, signedIn } from './own-keys.js';
+import { ownKey, signedInCustomer } from './own-keys.js';
 
-type Deps = Pick<GatewayDeps, 'plans' | 'keyStore' | 'customerStore' | 'limiter' | 'history' | 'now'>;
+type Deps = Pick<
+  GatewayDeps,
+  'plans' | 'keyStore' | 'customerStore' | 'limiter' | 'history' | 'credits' | 'webhooks' | 'now'
+>;
 
 const HistoryQuery = Type.Object(
   {
@@ -24,13 +27,6 @@ const HistoryQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-
-async function customerOf(deps: Pick<Deps, 'customerStore'>, customerId: string): Promise<CustomerRecord> {
-  const customer = await deps.customerStore.get(customerId);
-  // Deleted while signed in: nothing of it is shown any more.
-  if (!customer) throw new ApiError(401, 'unauthorized', 'Your account is gone; the session has ended');
-  return customer;
-}
 
 /** The customer's shared windows now, and its units this billing period. */
 async function quotasNow(deps: Deps, customer: CustomerRecord, log: { error(obj: object, msg: string): void }) {
@@ -56,12 +52,12 @@ async function quotasNow(deps: Deps, customer: CustomerRecord, log: { error(obj:
 
 /**
  * What the signed-in customer reads: who it is (and the session's CSRF token, for the page's
- * changes), its quotas now, and its usage over time by hour, local day or billing period, for all
+ * changes), its quotas now (with its credits, when it has credit terms), and its usage over time by hour, local day or billing period, for all
  * its keys or one of them; the history is the admin route's (customerHistory).
  */
 export const portalUsageRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.get('/portal/api/session', async (request) => {
-    const customer = await customerOf(deps, signedIn(request));
+    const customer = await signedInCustomer(deps, request);
     const session = request.portalSession as NonNullable<typeof request.portalSession>;
     return {
       customer: { id: customer.id, name: customer.name, plan: customer.plan, billing: customer.billing },
@@ -74,12 +70,22 @@ export const portalUsageRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asyn
   });
 
   app.get('/portal/api/usage', async (request) => {
-    const customer = await customerOf(deps, signedIn(request));
-    return { id: customer.id, plan: customer.plan, ...(await quotasNow(deps, customer, request.log)) };
+    const customer = await signedInCustomer(deps, request);
+    const [quotas, credits] = await Promise.all([
+      quotasNow(deps, customer, request.log),
+      customer.credits ? customerCredits(deps, customer) : null,
+    ]);
+    return {
+      id: customer.id,
+      plan: customer.plan,
+      ...quotas,
+      // As GET /v1/usage: only for a customer with credit terms, with the terms' refill amount.
+      ...(credits && customer.credits ? { credits: { ...credits, refill: customer.credits.refill ?? null } } : {}),
+    };
   });
 
   app.get('/portal/api/usage/history', { schema: { querystring: HistoryQuery } }, async (request) => {
-    const customer = await customerOf(deps, signedIn(request));
+    const customer = await signedInCustomer(deps, request);
     const { keyId, ...query } = request.query;
     if (keyId !== undefined) await ownKey(deps, request, keyId);
     return customerHistory(deps.history, customer, query, deps.now(), request.log, keyId);

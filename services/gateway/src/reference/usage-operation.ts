@@ -25,6 +25,7 @@ const EXAMPLE = {
     plan: 'pro',
     windows: { day: { limit: 10000, used: 2210, remaining: 7790, resetAt: '2026-11-27T23:00:00.000Z' } },
     billingPeriod: { start: '2026-11-14T23:00:00.000Z', end: '2026-12-14T23:00:00.000Z', units: 5012 },
+    credits: { balance: 94988, nextRefillAt: '2026-12-14T23:00:00.000Z' },
   },
 };
 
@@ -91,8 +92,9 @@ export function usageOperation(): Json {
     operationId: 'getUsage',
     summary: 'Your usage and quotas',
     description:
-      "The calling key's windows (limit, used, remaining, reset) and ban, its customer's shared windows, and " +
-      'the units billed so far this billing period, as the usage history sums them. Reading it costs nothing ' +
+      "The calling key's windows (limit, used, remaining, reset) and ban, its customer's shared windows, " +
+      'the units billed so far this billing period, as the usage history sums them, and, for a customer with ' +
+      'credit terms, its credit balance and next refill. Reading it costs nothing ' +
       `against any quota and counts toward no ban; it has a limit of its own, ${USAGE_READS_PER_MINUTE} reads a ` +
       'minute per key.',
     tags: ['usage'],

@@ -2,6 +2,7 @@ import type { Static } from 'typebox';
 import { liveWindows } from '../admin/live-windows.js';
 import { iso } from '../admin/shared.js';
 import { unavailable } from '../admin/store-unavailable.js';
+import { customerCredits } from '../credits/customer-credits.js';
 import { DEFAULT_BILLING } from '../customers/billing-period.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
@@ -14,12 +15,13 @@ import type { SelfUsageSchema } from './usage-schema.js';
 
 export type SelfUsage = Static<typeof SelfUsageSchema>;
 
-type Deps = Pick<GatewayDeps, 'limiter' | 'history' | 'plans' | 'now'>;
+type Deps = Pick<GatewayDeps, 'limiter' | 'history' | 'plans' | 'credits' | 'webhooks' | 'now'>;
 
 /**
  * A key's usage as its holder may see it: its windows and ban as the limiter holds them (read,
  * never counted), its customer's shared windows, and the units each one was billed this billing
- * period, summed from the usage history as the admin API's history routes sum them. A key of no
+ * period, summed from the usage history as the admin API's history routes sum them, and the
+ * customer's credits when it has credit terms (read as the admin API reads them). A key of no
  * customer is billed by the UTC calendar month, the one its month quota counts.
  */
 export async function selfUsage(
@@ -38,13 +40,16 @@ export async function selfUsage(
   let usage: KeyUsage;
   let keyUnits: number;
   let customerUnits = 0;
+  let credits: Awaited<ReturnType<typeof customerCredits>> | null;
   try {
-    const [read, keyHours, customerHours] = await Promise.all([
+    const [read, keyHours, customerHours, balance] = await Promise.all([
       deps.limiter.usage(record.id, policy, record.customerId),
       deps.history.hours(record.id, period.start, to, record.customerId),
       customer ? deps.history.hours(customer.id, period.start, to) : Promise.resolve([]),
+      customer?.credits ? customerCredits(deps, customer) : null,
     ]);
     usage = read;
+    credits = balance;
     keyUnits = sumOf(keyHours).units;
     customerUnits = sumOf(customerHours).units;
   } catch (err) {
@@ -69,6 +74,7 @@ export async function selfUsage(
             plan: customer.plan,
             windows: liveWindows(policy, usage.windows, 'customer'),
             billingPeriod: billingPeriod(customerUnits),
+            ...(credits ? { credits: { balance: credits.balance, nextRefillAt: credits.nextRefillAt } } : {}),
           },
         }
       : {}),

@@ -8,7 +8,7 @@ import { SelfUsageSchema } from './usage-schema.js';
  * key and applies the route's own limit (selfService) instead of the key's windows.
  */
 export const usageRoute: FastifyPluginAsyncTypebox<
-  Pick<GatewayDeps, 'limiter' | 'history' | 'plans' | 'now' | 'customerResolver'>
+  Pick<GatewayDeps, 'limiter' | 'history' | 'plans' | 'credits' | 'webhooks' | 'now' | 'customerResolver'>
 > = async (app, deps) => {
   app.get(
     '/v1/usage',

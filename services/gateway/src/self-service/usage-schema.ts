@@ -37,12 +37,26 @@ const PeriodSchema = Type.Object(
   },
 );
 
+const CreditsSchema = Type.Object(
+  {
+    balance: Type.Integer({
+      description: 'Credits left: each admitted request spends its cost from them; none left answers 402.',
+    }),
+    nextRefillAt: Type.Union([Timestamp, Type.Null()], {
+      description: 'When the balance is next brought up to the refill amount; null when the terms have no refill.',
+    }),
+  },
+  {
+    additionalProperties: false,
+    description: "The customer's credit balance, when it has credit terms (absent otherwise).",
+  },
+);
+
 /**
  * What GET /v1/usage answers (and the portal's quotas page shows): the calling key's windows and
- * ban, its customer's shared windows, each one's units this billing period. A customer's credit
- * balances, where they are kept, belong in `customer` as an optional `credits`, added here and in
- * selfUsage (the answer is serialised by this schema: a field it does not name is not sent), and
- * left out for a customer without any.
+ * ban, its customer's shared windows, each one's units this billing period, and the customer's
+ * credits when it has credit terms. The answer is serialised by this schema: a field it does not
+ * name is not sent.
  */
 export const SelfUsageSchema = Type.Object({
   key: Type.Object({
@@ -68,6 +82,7 @@ export const SelfUsageSchema = Type.Object({
         },
       ),
       billingPeriod: PeriodSchema,
+      credits: Type.Optional(CreditsSchema),
     }),
   ),
 });

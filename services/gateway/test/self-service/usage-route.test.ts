@@ -1,13 +1,18 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { USAGE_READS_PER_MINUTE } from '../../src/self-service/usage-reads.js';
 import { expectError } from '../support/admin.js';
 import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../support/helpers.js';
+import { startReceiver } from '../support/webhook-receiver.js';
 
 /*
  * GET /v1/usage as a key's holder calls it: its windows and its customer's, the units of the
  * billing period as the admin API's history sums them, nothing taken from any window by reading,
- * and the route's own limit refusing in the Error shape.
+ * the customer's credits as the admin API reads them, and the route's own limit refusing in the
+ * Error shape.
  */
 
 const gateways = useGateways();
@@ -96,6 +101,71 @@ describe('GET /v1/usage', () => {
     },
   );
 
+  it.each(['redis', 'memory'] as const)(
+    'answers a customer’s credits, its balance falling by the cost of each admitted request, and none without terms (%s)',
+    async (backend) => {
+      // A plan whose POST costs 5, so the balance falls by a request's cost, not by one a request.
+      const plans = join(mkdtempSync(join(tmpdir(), 'usage-plans-')), 'plans.json');
+      writeFileSync(
+        plans,
+        JSON.stringify({ plans: { metered: { windows: { minute: 100 } } }, routeCosts: { 'POST /v1/pets': 5 } }),
+      );
+      const gw = await gateways.start({
+        ...(backend === 'memory' ? { redisUrl: null } : {}),
+        env: { PLANS_FILE: plans },
+      });
+      const credits = { refill: { amount: 100, every: 'period' } };
+      const customer = await post(gw, '/admin/customers', { name: 'Acme', plan: 'metered', credits });
+      const key = await post(gw, '/admin/keys', { customerId: customer.id });
+      const plain = await post(gw, '/admin/customers', { name: 'Plain', plan: 'metered' });
+      const plainKey = await post(gw, '/admin/keys', { customerId: plain.id });
+      const credited = async () => {
+        const res = await usage(gw, key.key as string);
+        expect(res.statusCode, res.body).toBe(200);
+        return res.json().customer.credits;
+      };
+
+      const admin = await adminGet(gw, `/admin/customers/${customer.id}/credits`);
+      expect(await credited()).toEqual({ balance: 100, nextRefillAt: admin.nextRefillAt });
+      expect(Date.parse(admin.nextRefillAt as string)).toBeGreaterThan(Date.now());
+      const send = (method: 'GET' | 'POST') =>
+        gw.app.inject({
+          method,
+          url: '/v1/pets',
+          headers: bearer(key.key as string),
+          ...(method === 'POST' ? { payload: { name: 'Rex', categoryId: 1 } } : {}),
+        });
+      for (const method of ['GET', 'GET', 'POST'] as const) expect((await send(method)).statusCode).toBeLessThan(300);
+      expect(await credited()).toEqual({ balance: 93, nextRefillAt: admin.nextRefillAt });
+      expect((await adminGet(gw, `/admin/customers/${customer.id}/credits`)).balance).toBe(93);
+
+      await gw.app.inject({ url: '/v1/pets', headers: bearer(plainKey.key as string) });
+      const without = await usage(gw, plainKey.key as string);
+      expect(without.statusCode, without.body).toBe(200);
+      expect(without.json().customer).not.toHaveProperty('credits');
+    },
+  );
+
+  it('announces a refill its read applied, as the admin API’s read does: credits.refilled naming the customer', async () => {
+    const gw = await gateways.start({ env: { WEBHOOKS_ALLOW_INSECURE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true' } });
+    const hook = await startReceiver();
+    try {
+      await post(gw, '/admin/webhooks', { url: hook.url, events: ['credits.refilled'] });
+      const credits = { refill: { amount: 10, every: 'day' } };
+      const customer = await post(gw, '/admin/customers', { name: 'Acme', plan: 'pro', credits });
+      const key = await post(gw, '/admin/keys', { customerId: customer.id });
+      // No request yet: this read is the balance's first use, so it is the one that refills.
+      expect((await usage(gw, key.key as string)).json().customer.credits.balance).toBe(10);
+      await hook.until(1);
+      const [event] = hook.events();
+      expect(event?.type).toBe('credits.refilled');
+      expect(event?.data).toMatchObject({ customerId: customer.id, refilled: 10, balance: 10 });
+      expect(event?.data).not.toHaveProperty('keyId');
+    } finally {
+      await hook.close();
+    }
+  });
+
   it('of a key of no customer: its own windows and the UTC month, no customer', async () => {
     const gw = await gateways.start({ redisUrl: null });
     const key = await post(gw, '/admin/keys', { plan: 'free' });
@@ -155,7 +225,7 @@ describe('GET /v1/usage', () => {
     // Each read derives the end as its own now + the ban's PTTL, so two reads of the same ban can
     // differ by the millisecond one rounds differently from the other: the same ban, not two.
     const until = Date.parse(res.json().key.ban.until);
-    expect(Math.abs(until - Date.parse(live.ban.until))).toBeLessThanOrEqual(2);
+    expect(Math.abs(until - Date.parse((live.ban as { until: string }).until))).toBeLessThanOrEqual(2);
     expect(until).toBeGreaterThan(Date.now());
   });
 

@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { CreditChange, CreditEntry } from '../../credits/credit-ledger.js';
-import { type CreditRule, refillPeriod } from '../../credits/credit-terms.js';
+import type { CreditChange } from '../../credits/credit-ledger.js';
+import { announceCredits, creditRuleOf, customerCredits, customerLedger } from '../../credits/customer-credits.js';
 import type { CustomerRecord } from '../../customers/customer-store.js';
 import type { GatewayDeps } from '../../deps.js';
-import { calendarFor } from '../../limits/calendar.js';
-import { BadCursorError, DEFAULT_PAGE_SIZE } from '../../paging/page.js';
 import { audit } from '../audit.js';
 import {
   CreditBalanceSchema,
@@ -18,36 +16,10 @@ import {
 import { CustomerIdParams } from '../customer-schemas.js';
 import { type AdminRouteOptions, errors, idempotentErrors, iso } from '../shared.js';
 
-/** The customer's credit terms as the ledger applies them (no refill for one without credits). */
-const ruleOf = (customer: CustomerRecord): CreditRule => ({
-  refill: customer.credits?.refill ?? null,
-  calendar: calendarFor(customer.billing),
-});
-
-const openHourView = (open: { start: number; spent: number } | null) =>
-  open ? { start: iso(open.start), end: iso(open.start + 3_600_000), spent: open.spent } : null;
-
-function entryView({ end, at, ...rest }: CreditEntry) {
-  return { ...rest, at: iso(at), ...(end !== undefined ? { end: iso(end) } : {}) };
-}
-
 async function customerOf(deps: Pick<GatewayDeps, 'customerStore'>, id: string): Promise<CustomerRecord> {
   const customer = await deps.customerStore.get(id);
   if (!customer) throw new ApiError(404, 'not_found', `No customer with id ${clipped(id)}`);
   return customer;
-}
-
-/** A page of a ledger, a cursor it did not give out refused with 400. */
-async function ledgerPage(deps: Pick<GatewayDeps, 'credits'>, owner: string, limit?: number, after?: string) {
-  try {
-    return await deps.credits.page(owner, {
-      limit: limit ?? DEFAULT_PAGE_SIZE,
-      ...(after !== undefined ? { after } : {}),
-    });
-  } catch (err) {
-    if (err instanceof BadCursorError) throw new ApiError(400, 'invalid_request', `after: ${err.message}`);
-    throw err;
-  }
 }
 
 /** A change by hand as the ledger takes it, under a reference of its own; refused with 400 or 409. */
@@ -84,32 +56,14 @@ export const customerCreditRoutes: FastifyPluginAsyncTypebox<
   AdminRouteOptions<'customerStore' | 'credits' | 'metrics' | 'webhooks' | 'now'>
 > = async (app, { deps, idempotency }) => {
   const findCustomer = (id: string) => customerOf(deps, id);
-  // A refill this read or change applied, an adjustment crossing a threshold: the same events as
-  // the limiter's, named by the customer alone.
-  const announce = (customer: CustomerRecord, before: number, after: number, refilled: number) =>
-    deps.webhooks.onCredits(
-      { customerId: customer.id, plan: customer.plan },
-      { before, after, refilled },
-      customer.credits?.refill?.amount ?? null,
-    );
 
   app.get(
     '/admin/customers/:id/credits',
     { schema: { params: CustomerIdParams, response: { 200: CreditBalanceSchema, ...errors } } },
     async (request) => {
       const customer = await findCustomer(request.params.id);
-      const now = deps.now();
-      const rule = ruleOf(customer);
-      const { balance, openHour, refilled } = await deps.credits.balance(customer.id, rule, now);
-      announce(customer, balance, balance, refilled);
-      const next = customer.credits ? refillPeriod(rule, now) : null;
-      return {
-        id: customer.id,
-        credits: customer.credits ?? null,
-        balance,
-        openHour: openHourView(openHour),
-        nextRefillAt: next ? iso(next.nextAt) : null,
-      };
+      const read = await customerCredits(deps, customer);
+      return { id: customer.id, credits: customer.credits ?? null, ...read };
     },
   );
 
@@ -125,17 +79,7 @@ export const customerCreditRoutes: FastifyPluginAsyncTypebox<
     async (request) => {
       const customer = await findCustomer(request.params.id);
       const { limit, after } = request.query;
-      // The balance first: it closes a past hour's spend into the ledger the page then shows.
-      const { balance, openHour, refilled } = await deps.credits.balance(customer.id, ruleOf(customer), deps.now());
-      announce(customer, balance, balance, refilled);
-      const page = await ledgerPage(deps, customer.id, limit, after);
-      return {
-        id: customer.id,
-        balance,
-        openHour: openHourView(openHour),
-        items: page.items.map(entryView),
-        next: page.next,
-      };
+      return { id: customer.id, ...(await customerLedger(deps, customer, limit, after)) };
     },
   );
 
@@ -158,9 +102,9 @@ export const customerCreditRoutes: FastifyPluginAsyncTypebox<
           return { plan: { customer, change }, status: 201, body };
         },
         apply: async ({ customer, change }) => {
-          const result = await deps.credits.add(customer.id, ruleOf(customer), change, deps.now());
+          const result = await deps.credits.add(customer.id, creditRuleOf(customer), change, deps.now());
           const before = result.balance - (result.outcome === 'added' ? change.amount : 0);
-          announce(customer, before, result.balance, result.refilled);
+          announceCredits(deps, customer, before, result.balance, result.refilled);
           if (result.outcome === 'short') {
             throw new ApiError(
               409,
