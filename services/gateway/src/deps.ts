@@ -161,10 +161,8 @@ export async function createDeps(
   const events = createEventBus(config, redis, subscriber, { logger, metrics, probeMs: options.eventProbeMs });
   const webhooks = createWebhooks(config, redis, { registry, logger, keyStore, keyResolver, now });
 
-  const customerStore = await customerStoreFor(
-    clients,
-    config.apiKeyCustomers.map((e) => toCustomerRecord(e, loadedAt)),
-  );
+  const fileCustomers = config.apiKeyCustomers.map((e) => toCustomerRecord(e, loadedAt));
+  const customerStore = await customerStoreFor(clients, fileCustomers);
   return {
     plans: config.plans,
     logger,
@@ -174,7 +172,7 @@ export async function createDeps(
     keyStore,
     customerStore,
     keyResolver,
-    customerResolver: new CustomerResolver(customerStore, {
+    customerResolver: new CustomerResolver(customerStore, fileCustomers, {
       maxEntries: config.keyCacheMax,
       ttlMs: config.keyCacheTtlMs,
     }),

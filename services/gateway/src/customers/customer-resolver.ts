@@ -14,22 +14,30 @@ export interface CustomerResolverOptions {
  * id: locally at once, on other replicas through `evict` driven by events or by keySync's poll of
  * the store (replicas/key-sync.ts), as keys are. A deleted customer is cached as null: its keys
  * are revoked with it (admin/customer-keys.ts), so only a request racing that revocation sees it.
+ * API_KEYS_FILE's customers are held apart, as its keys are (keys/key-resolver.ts): they are all
+ * in memory already and never change while the gateway runs, so they take no cache slot, never
+ * fall out however many customers are active, and are the same record on every request.
  */
 export class CustomerResolver {
   private readonly known: LRUCache<string, CustomerRecord | false>;
+  private readonly fromFile: ReadonlyMap<string, CustomerRecord>;
   private readonly pending = new Map<string, Promise<CustomerRecord | null>>();
   /** Counts evictions: a lookup an eviction overtook may hold the record as it was, so it is not cached. */
   private evictions = 0;
 
   constructor(
     private readonly store: Pick<CustomerStore, 'get'>,
+    fileRecords: readonly CustomerRecord[],
     options: CustomerResolverOptions,
   ) {
+    this.fromFile = new Map(fileRecords.map((record) => [record.id, record]));
     this.known = new LRUCache<string, CustomerRecord | false>({ max: options.maxEntries, ttl: options.ttlMs });
   }
 
   /** The customer as this replica knows it: the record, null when gone, undefined when only the store can tell. */
   cached(id: string): CustomerRecord | null | undefined {
+    const fromFile = this.fromFile.get(id);
+    if (fromFile) return fromFile;
     const known = this.known.get(id);
     if (known === undefined) return undefined;
     return known === false ? null : known;
@@ -37,6 +45,8 @@ export class CustomerResolver {
 
   /** Asks the store (one call for concurrent misses of one customer) and remembers the answer. */
   fetch(id: string): Promise<CustomerRecord | null> {
+    const fromFile = this.fromFile.get(id);
+    if (fromFile) return Promise.resolve(fromFile);
     let lookup = this.pending.get(id);
     if (!lookup) {
       lookup = this.lookup(id).finally(() => this.pending.delete(id));

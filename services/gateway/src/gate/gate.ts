@@ -19,7 +19,7 @@ import type { ResolvedKey } from '../keys/key-resolver.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import './access-fields.js';
 import type { LimitPolicy } from '../limits/policy.js';
-import { type PlanBook, policyForCustomerKey, policyForKey, type Scope } from '../plans/plans.js';
+import { type PlanBook, policyForCustomerKey, policyForKey, type Scope, sameCustomerTerms } from '../plans/plans.js';
 import type { UsageReadLimit } from '../self-service/usage-reads.js';
 import { limiterDecisions } from './apply-decision.js';
 import { MISSING, presentedKey, UNKNOWN, unusableKey } from './authenticate.js';
@@ -68,13 +68,17 @@ export type GateOptions = Pick<
 /**
  * The policy of a key, with its customer's terms. Records are cached and replaced (never
  * changed) when a key or customer changes: one policy per key record, made again when the key's
- * customer record is another.
+ * customer record is another with other terms. A customer fetched again unchanged (it fell out of
+ * a full cache, or its TTL ran out) is another record with the same terms: it keeps the policy.
  */
 function policiesOf(plans: PlanBook): (record: KeyRecord, customer: CustomerRecord | null) => LimitPolicy {
   const policies = new WeakMap<KeyRecord, { customer: CustomerRecord | null; policy: LimitPolicy }>();
   return (record, customer) => {
     const held = policies.get(record);
-    if (held && held.customer === customer) return held.policy;
+    if (held && sameCustomer(held.customer, customer)) {
+      held.customer = customer;
+      return held.policy;
+    }
     // A key whose customer is gone (deleted: its keys are being revoked) keeps its own plan.
     const policy = customer
       ? policyForCustomerKey(plans, customer, record.limits)
@@ -82,6 +86,12 @@ function policiesOf(plans: PlanBook): (record: KeyRecord, customer: CustomerReco
     policies.set(record, { customer, policy });
     return policy;
   };
+}
+
+/** The same customer record, or one of the same customer with the same terms. */
+function sameCustomer(held: CustomerRecord | null, customer: CustomerRecord | null): boolean {
+  if (held === customer) return true;
+  return held !== null && customer !== null && held.id === customer.id && sameCustomerTerms(held, customer);
 }
 
 /**

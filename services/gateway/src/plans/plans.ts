@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { CreditTerms } from '../credits/credit-terms.js';
 import type { Billing } from '../customers/billing-period.js';
 import { calendarFor } from '../limits/calendar.js';
@@ -115,6 +116,20 @@ export interface CustomerTerms {
   billing: Billing;
   /** Its credit balance's terms, when its keys spend credits (credits/credit-terms.ts). */
   credits?: CreditTerms | undefined;
+}
+
+/**
+ * Whether two customers' terms make the same policy (policyForCustomerKey reads these and nothing
+ * else of a customer), compared by value: a record fetched again unchanged keeps its policy, and
+ * any change of what it bought, however soon after the last one, does not.
+ */
+export function sameCustomerTerms(a: CustomerTerms, b: CustomerTerms): boolean {
+  return (
+    a.plan === b.plan &&
+    isDeepStrictEqual(a.limits, b.limits) &&
+    isDeepStrictEqual(a.billing, b.billing) &&
+    isDeepStrictEqual(a.credits, b.credits)
+  );
 }
 
 /**
