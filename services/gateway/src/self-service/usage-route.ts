@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import { selfUsage } from './self-usage.js';
 import { SelfUsageSchema } from './usage-schema.js';
@@ -14,9 +15,12 @@ export const usageRoute: FastifyPluginAsyncTypebox<
     '/v1/usage',
     { config: { selfService: true }, schema: { response: { 200: SelfUsageSchema } } },
     async (request) => {
-      // The gate admitted the request with its key, and has just resolved the key's customer.
+      // The gate admitted the request with its key, and has just resolved the key's customer: the
+      // replica's copy answers unless it fell out meanwhile.
       const record = request.apiKey as NonNullable<typeof request.apiKey>;
-      const customer = record.customerId === undefined ? null : await deps.customerResolver.fetch(record.customerId);
+      const id = record.customerId;
+      let customer: CustomerRecord | null = null;
+      if (id !== undefined) customer = deps.customerResolver.cached(id) ?? (await deps.customerResolver.fetch(id));
       return selfUsage(deps, record, customer, request.log);
     },
   );
