@@ -15,6 +15,7 @@ const EMBEDDED = 'deploy/compose/embedded.yml';
 
 interface Service {
   image?: string;
+  build?: { context?: string; dockerfile?: string };
   command?: string | string[];
   ports?: (string | number | { target: number | string; published?: number | string; host_ip?: string })[];
   environment?: Record<string, string | number | boolean | null> | string[];
@@ -118,6 +119,16 @@ describe(BASE, () => {
     expect(ports.filter((p) => p.hostIp !== '127.0.0.1').map((p) => p.target)).toEqual(['8080', '8082']);
     expect(ports.find((p) => p.target === '8082')?.published).toBe('8082');
     expect(ports.filter((p) => p.target === '8081').map((p) => p.hostIp)).toEqual(['127.0.0.1']);
+  });
+
+  it("builds a gateway image that exposes every port compose maps and carries the portal's files", () => {
+    const dockerfile = readFileSync(join(repoRoot, base.services.gateway?.build?.dockerfile ?? ''), 'utf8');
+    const exposed = [...dockerfile.matchAll(/^EXPOSE\s+(.+)$/gm)].flatMap((m) => m[1]?.trim().split(/\s+/) ?? []);
+    const targets = (base.services.gateway?.ports ?? []).map((p) => parsePort(p).target);
+    expect(exposed).toEqual(expect.arrayContaining([...targets, '8082']));
+    // In production the portal reads its page at start: the build context and the final stage keep it.
+    expect(readFileSync(join(repoRoot, '.dockerignore'), 'utf8')).toMatch(/^!services\/gateway\/portal$/m);
+    expect(dockerfile).toMatch(/^COPY services\/gateway\/portal services\/gateway\/portal$/m);
   });
 
   it('runs the portal on the published 8082, its sign-in links on the address that reaches it', () => {
