@@ -8,7 +8,7 @@ import { REPO_ROOT } from '../support/stack.js';
 
 /**
  * docker-compose.yml started through the engine: up, a key made on the admin port, a request
- * through the gateway's public port, down; and nothing of the project left, container or network.
+ * through the gateway's public port, the customers' portal page on its own port, down; and nothing of the project left, container or network.
  * - Docker: `docker compose` on the file as it is (mongo:7.0, redis:7.4-alpine, images built).
  * - The local podman: podman-compose with deploy/compose/embedded.yml (no MongoDB image: the
  *   in-memory stores), on the service images this run built, tagged as the override names them.
@@ -23,6 +23,7 @@ const adminToken = `compose-${randomBytes(16).toString('hex')}`;
 let env: NodeJS.ProcessEnv;
 let gatewayPort: number;
 let adminPort: number;
+let portalPort: number;
 
 function compose(args: string[]): Promise<{ stdout: string; stderr: string }> {
   const [command, prefix] = local
@@ -60,11 +61,14 @@ async function down(): Promise<void> {
 beforeAll(async () => {
   gatewayPort = await freePort();
   adminPort = await freePort();
+  portalPort = await freePort();
   env = {
     ...process.env,
     ADMIN_TOKEN: adminToken,
     GATEWAY_PORT: String(gatewayPort),
     ADMIN_PORT: String(adminPort),
+    PORTAL_PORT: String(portalPort),
+    PORTAL_URL: `http://127.0.0.1:${portalPort}`,
     METRICS_PORT: String(await freePort()),
     LOG_LEVEL: 'warn',
   };
@@ -113,6 +117,11 @@ describe('docker-compose.yml through the engine', () => {
     const listed = await fetch(`${gateway}/v1/pets?limit=100`, { headers: { authorization: `Bearer ${key}` } });
     expect(listed.status).toBe(200);
     expect(((await listed.json()) as Array<{ name: string }>).map((p) => p.name)).toContain('Compose');
+
+    // The portal's page, from the files the image carries, on the port compose publishes for it.
+    const page = await fetch(`http://127.0.0.1:${portalPort}/portal`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
 
     expect(await projectContainers()).not.toEqual([]);
     await down();

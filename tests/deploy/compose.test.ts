@@ -15,6 +15,7 @@ const EMBEDDED = 'deploy/compose/embedded.yml';
 
 interface Service {
   image?: string;
+  build?: { context?: string; dockerfile?: string };
   command?: string | string[];
   ports?: (string | number | { target: number | string; published?: number | string; host_ip?: string })[];
   environment?: Record<string, string | number | boolean | null> | string[];
@@ -110,13 +111,36 @@ describe(BASE, () => {
     }
   });
 
-  it('publishes only the gateway: 8080 publicly and the admin API on 127.0.0.1', () => {
+  it('publishes only the gateway: the API 8080 and the portal 8082 publicly, the admin API on 127.0.0.1', () => {
     for (const [name, service] of Object.entries(base.services)) {
       if (name !== 'gateway') expect(service.ports ?? [], `${name} ports`).toEqual([]);
     }
     const ports = (base.services.gateway?.ports ?? []).map(parsePort);
-    expect(ports.filter((p) => p.hostIp !== '127.0.0.1').map((p) => p.target)).toEqual(['8080']);
-    expect(ports.find((p) => p.target === '8081')?.hostIp).toBe('127.0.0.1');
+    expect(ports.filter((p) => p.hostIp !== '127.0.0.1').map((p) => p.target)).toEqual(['8080', '8082']);
+    expect(ports.find((p) => p.target === '8082')?.published).toBe('8082');
+    expect(ports.filter((p) => p.target === '8081').map((p) => p.hostIp)).toEqual(['127.0.0.1']);
+  });
+
+  it("builds a gateway image that exposes every port compose maps and carries the portal's files", () => {
+    const dockerfile = readFileSync(join(repoRoot, base.services.gateway?.build?.dockerfile ?? ''), 'utf8');
+    const exposed = [...dockerfile.matchAll(/^EXPOSE\s+(.+)$/gm)].flatMap((m) => m[1]?.trim().split(/\s+/) ?? []);
+    const targets = (base.services.gateway?.ports ?? []).map((p) => parsePort(p).target);
+    expect(exposed).toEqual(expect.arrayContaining([...targets, '8082']));
+    // In production the portal reads its page at start: the build context and the final stage keep it.
+    expect(readFileSync(join(repoRoot, '.dockerignore'), 'utf8')).toMatch(/^!services\/gateway\/portal$/m);
+    expect(dockerfile).toMatch(/^COPY services\/gateway\/portal services\/gateway\/portal$/m);
+  });
+
+  it('runs the portal on the published 8082, its sign-in links on the address that reaches it', () => {
+    const gateway = environment(base.services.gateway!);
+    expect([gateway.PORTAL_HOST, gateway.PORTAL_PORT]).toEqual(['0.0.0.0', '8082']);
+    // The operator's PORTAL_URL when set, else the published port on this host.
+    expect(gateway.PORTAL_URL).toMatch(/^\$\{PORTAL_URL:-[^}]+\}$/);
+    const url = interpolate(gateway.PORTAL_URL ?? '');
+    const published = (base.services.gateway?.ports ?? []).map(parsePort).find((p) => p.target === '8082');
+    expect(url).toBe(`http://localhost:${published?.published}`);
+    // The gateway's own rule: an origin, no path.
+    expect(url).toMatch(/^https?:\/\/[^/?#]+$/);
   });
 
   it('serves metrics on their own port: the gateway 9464 on 127.0.0.1 only, pets 9465 unpublished', () => {
@@ -193,13 +217,13 @@ describe(`${BASE} + ${STAGING}`, () => {
     expect(merged.name).not.toBe(base.name);
   });
 
-  it('publishes nothing beyond the gateway except on 127.0.0.1', () => {
+  it('publishes nothing beyond the gateway API and portal except on 127.0.0.1', () => {
     for (const [name, service] of Object.entries(merged.services)) {
       const exposed = (service.ports ?? []).map(parsePort).filter((p) => p.hostIp !== '127.0.0.1');
       expect(
         exposed.map((p) => p.target),
         `${name} ports not bound to 127.0.0.1`,
-      ).toEqual(name === 'gateway' ? ['8080'] : []);
+      ).toEqual(name === 'gateway' ? ['8080', '8082'] : []);
     }
   });
 

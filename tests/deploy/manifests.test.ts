@@ -91,7 +91,9 @@ interface K8sObject {
     tls?: { hosts?: string[]; secretName?: string }[];
     rules?: {
       host?: string;
-      http?: { paths: { path?: string; backend: { service?: { name: string } } }[] };
+      http?: {
+        paths: { path?: string; backend: { service?: { name: string; port?: { name?: string; number?: number } } } }[];
+      };
     }[];
   };
 }
@@ -343,6 +345,68 @@ describe.each(overlays)('overlay %s', (overlay) => {
     }
   });
 
+  it('routes the portal (8082) on a host of its own with TLS, and keeps the admin API (8081) off every path in', () => {
+    const objects = render(overlay);
+    const deployment = one(objects, 'Deployment', 'gateway');
+    const container = podSpec(deployment).containers[0] as Container & {
+      ports?: { name?: string; containerPort: number }[];
+      envFrom?: { configMapRef?: { name: string } }[];
+    };
+    expect(container.ports).toEqual(expect.arrayContaining([{ name: 'portal', containerPort: 8082 }]));
+    const service = one(objects, 'Service', 'gateway') as K8sObject & {
+      spec: { ports?: { name?: string; port: number; targetPort?: string | number }[] };
+    };
+    expect(service.spec.ports).toEqual(expect.arrayContaining([{ name: 'portal', port: 8082, targetPort: 'portal' }]));
+
+    // The Ingress: the portal's paths go to the portal port on a host the API's paths do not share.
+    const rules = byKind(objects, 'Ingress').flatMap((i) => i.spec?.rules ?? []);
+    const portalRules = rules.filter((r) =>
+      (r.http?.paths ?? []).some((p) => p.backend.service?.port?.name === 'portal'),
+    );
+    expect(portalRules).toHaveLength(1);
+    const portalRule = portalRules[0]!;
+    expect((portalRule.http?.paths ?? []).map((p) => [p.path, p.backend.service?.port?.name])).toEqual([
+      ['/portal', 'portal'],
+    ]);
+    const apiHosts = rules.filter((r) => r !== portalRule).map((r) => r.host);
+    expect(apiHosts).not.toContain(portalRule.host);
+    const tls = byKind(objects, 'Ingress').flatMap((i) => i.spec?.tls ?? []);
+    expect(tls.find((t) => t.hosts?.includes(portalRule.host ?? ''))?.secretName).toBeTruthy();
+
+    // The portal's sign-in links are built on that host over https, and the gateway accepts the settings.
+    const config = one(objects, 'ConfigMap', container.envFrom?.[0]?.configMapRef?.name ?? '').data ?? {};
+    expect(config).toMatchObject({ PORTAL_HOST: '0.0.0.0', PORTAL_PORT: '8082', ADMIN_HOST: '127.0.0.1' });
+    expect(config.PORTAL_URL).toBe(`https://${portalRule.host}`);
+    const gateway = loadConfig({
+      ...config,
+      REDIS_URL: 'redis://r:6379',
+      MONGO_URL: 'mongodb://m:27017',
+      ADMIN_TOKEN: 'x'.repeat(32),
+    });
+    expect([gateway.portalUrl, gateway.portalPort]).toEqual([`https://${portalRule.host}`, 8082]);
+
+    // Admitted from anywhere like the API (the ingress controller); the admin port nowhere.
+    const labels = deployment.spec?.template?.metadata?.labels ?? {};
+    const admitted = byKind(objects, 'NetworkPolicy')
+      .filter((p) => selects(p.spec?.podSelector, labels))
+      .flatMap((p) => p.spec?.ingress ?? []);
+    const portalRule8082 = admitted.find((r) => r.ports?.some((p) => p.port === 8082 || p.port === 'portal'));
+    expect(portalRule8082?.from).toBeUndefined();
+    expect(portalRule8082?.ports?.map((p) => p.port)).toEqual(expect.arrayContaining([8080, 8082]));
+    for (const rule of admitted) {
+      expect(rule.ports, 'every gateway ingress rule names its ports').toBeDefined();
+      for (const port of rule.ports ?? []) expect([8081, 'admin']).not.toContain(port.port);
+    }
+    expect(container.ports?.map((p) => p.containerPort)).not.toContain(8081);
+    for (const svc of byKind(objects, 'Service')) {
+      const ports = (svc as typeof service).spec.ports ?? [];
+      expect(
+        ports.flatMap((p) => [p.port, p.targetPort]),
+        `Service/${svc.metadata.name}`,
+      ).not.toContain(8081);
+    }
+  });
+
   it('keeps secrets out of the manifests: no Secret data, no credentials in env values or ConfigMaps', () => {
     const objects = render(overlay);
     for (const secret of byKind(objects, 'Secret')) {
@@ -423,10 +487,10 @@ describe('production against staging', () => {
     }
   });
 
-  it.runIf(has('production') && has('staging'))('serves each environment on its own host', () => {
-    const host = (overlay: string) => one(render(overlay), 'Ingress', 'gateway').spec?.rules?.[0]?.host;
-    expect(host('production')).toBe('api.animal-store.example');
-    expect(host('staging')).toBe('staging-api.animal-store.example');
+  it.runIf(has('production') && has('staging'))('serves each environment on its own hosts, API and portal', () => {
+    const hosts = (overlay: string) => one(render(overlay), 'Ingress', 'gateway').spec?.rules?.map((r) => r.host);
+    expect(hosts('production')).toEqual(['api.animal-store.example', 'portal.animal-store.example']);
+    expect(hosts('staging')).toEqual(['staging-api.animal-store.example', 'staging-portal.animal-store.example']);
   });
 });
 

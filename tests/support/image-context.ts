@@ -21,8 +21,8 @@ const run = promisify(execFile);
 /** Besides the dist folders: what the default target copies from the repository as it is. */
 const SOURCE_FILES: Record<ServiceName, string[]> = {
   pets: [],
-  // The admin console's page, script and style, served as files.
-  gateway: ['services/gateway/console'],
+  // The admin console's and the portal's pages, scripts and styles, served as files.
+  gateway: ['services/gateway/console', 'services/gateway/portal'],
 };
 
 /** What .dockerignore keeps out of the default target's context, kept out here too. */
