@@ -2,6 +2,7 @@ import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { type Invoice, InvoiceTooLargeError, invoiceFor } from '../../billing/invoice.js';
+import { invoiceCsv } from '../../billing/invoice-csv.js';
 import { creditsSpent } from '../../credits/credits-spent.js';
 import type { CustomerRecord } from '../../customers/customer-store.js';
 import type { GatewayDeps } from '../../deps.js';
@@ -59,24 +60,15 @@ async function invoicePreview(
 
 type Preview = Awaited<ReturnType<typeof invoicePreview>>;
 
-const csvField = (text: string) => (/[",\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text);
-
-/** The preview as a CSV file: one row per line, then the total, every amount in minor units. */
+/** The preview as a CSV file named for the customer and the period's first day. */
 function sendInvoiceCsv(reply: FastifyReply, preview: Preview): FastifyReply {
-  const header = 'line,description,quantity,billed_units,unit_price,per,amount,currency';
-  const rows = preview.lines.map((l) =>
-    [l.line, csvField(l.description), l.quantity, l.billedUnits ?? '', l.unitPrice ?? '', l.per ?? '', l.amount]
-      .concat(preview.currency)
-      .join(','),
-  );
-  rows.push(['total', 'Total', '', '', '', '', preview.total, preview.currency].join(','));
   const file = `invoice-${preview.id}-${preview.from.slice(0, 10)}.csv`.replace(/[^\w.:-]/g, '_');
   return (
     reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="${file}"`)
       // A string body with its own type is sent as it is: the 200 schema describes the JSON answer.
-      .send(`${[header, ...rows].join('\r\n')}\r\n` as never)
+      .send(invoiceCsv(preview) as never)
   );
 }
 
