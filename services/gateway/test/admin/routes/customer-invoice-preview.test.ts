@@ -160,9 +160,11 @@ describe('an invoice preview', () => {
     expect([preview.units, preview.total]).toEqual([2, 4900]);
   });
 
-  it('answers 404 for an unknown customer, 400 for a period out of shape, 409 for a plan without a price', async () => {
+  it('asks for the admin token, answers 404 for an unknown customer, 400 for a period out of shape, 409 for a plan without a price', async () => {
     const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
     expectError(await call(gw, 'GET', '/admin/customers/cus_nobody/invoice-preview'), 404, 'not_found');
+    const anonymous = await gw.admin.inject({ url: '/admin/customers/cus_nobody/invoice-preview' });
+    expect(anonymous.statusCode).toBe(401);
     const { id } = await customerWithKey(gw, 'metered');
     expectError(await call(gw, 'GET', `/admin/customers/${id}/invoice-preview?period=next`), 400, 'invalid_request');
     expectError(
