@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startReceiver } from '@animal-store/gateway/test/support/webhook-receiver.js';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -60,6 +63,14 @@ const ROUTES: Row[] = [
   ['a customer’s live usage', 'GET', (f) => `/admin/customers/${f.customerId}/usage`, undefined, 503],
   ['a customer’s credit balance', 'GET', (f) => `/admin/customers/${f.customerId}/credits`, undefined, 503],
   ['a customer’s credit ledger', 'GET', (f) => `/admin/customers/${f.customerId}/credits/ledger`, undefined, 503],
+  ['an invoice preview', 'GET', (f) => `/admin/customers/${f.customerId}/invoice-preview`, undefined, 503],
+  [
+    'an invoice preview as CSV',
+    'GET',
+    (f) => `/admin/customers/${f.customerId}/invoice-preview?period=current&format=csv`,
+    undefined,
+    503,
+  ],
   ['a top-up', 'POST', (f) => `/admin/customers/${f.customerId}/credits`, { amount: 10, reason: 'order 1' }, 503],
   ['a portal session', 'POST', (f) => `/admin/customers/${f.customerId}/portal-sessions`, undefined, 503],
   ['lift a ban', 'DELETE', (f) => `/admin/keys/${f.keyId}/ban`, undefined, 503],
@@ -82,6 +93,22 @@ const ROUTES: Row[] = [
   ['the console’s script', 'GET', () => '/console/app.js', undefined, 200],
 ];
 
+/** The spec's four plans, pro with a price so that the invoice preview reaches the history. */
+function plansFile(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'admin-stores-')), 'plans.json');
+  const plans = {
+    free: { windows: { minute: 60, day: 1000 } },
+    pro: {
+      windows: { minute: 300, day: 10000 },
+      price: { currency: 'EUR', base: 4900, includedUnits: 100000, unitPrice: 50, per: 1000 },
+    },
+    business: { windows: { minute: 1000, day: 100000 } },
+    enterprise: {},
+  };
+  writeFileSync(path, JSON.stringify({ plans }));
+  return path;
+}
+
 /** A Redis of the test's own and a gateway process on it, with its admin listener. */
 class Stack {
   private constructor(
@@ -103,6 +130,7 @@ class Stack {
       WEBHOOKS_ALLOW_INSECURE: 'true',
       WEBHOOKS_ALLOW_PRIVATE: 'true',
       LOG_LEVEL: 'info',
+      PLANS_FILE: plansFile(),
     });
     return new Stack(redis, gateway, `http://127.0.0.1:${adminPort}`);
   }

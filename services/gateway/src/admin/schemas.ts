@@ -4,6 +4,7 @@ import { MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import { perField, perName } from '../limits/windows.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../paging/page.js';
 import { ALGORITHMS, SCOPES, type Scope } from '../plans/plans.js';
+import { PlanPriceSchema } from './invoice-schemas.js';
 
 /** A plan in force (PLANS_FILE decides which; planProblem says which when it is not one). */
 export const PlanSchema = Type.String({ minLength: 1, maxLength: 32 });
@@ -166,6 +167,8 @@ export const PlansSchema = Type.Object({
       scopes: ScopesSchema,
       shadow: Type.Boolean(),
       description: Type.Optional(Type.String()),
+      /** What a billing period costs, in integer minor units of `currency`; absent when not priced. */
+      price: Type.Optional(PlanPriceSchema),
     }),
   ),
   routeCosts: Type.Record(Type.String(), Type.Integer()),

@@ -9,6 +9,7 @@ import { credits } from './credit-commands.js';
 import { createCustomerInFile, localPlans } from './file-backend.js';
 import { inFlagWords, limitsFrom, type Values } from './flags.js';
 import { fields, jsonLine, printable, table, when } from './format.js';
+import { invoice } from './invoice-commands.js';
 import { limitsText } from './key-text.js';
 import { type ListPage, pageQuery, printPages } from './pages.js';
 import { usageError } from './usage.js';
@@ -212,6 +213,8 @@ export async function customers(args: string[], values: Values): Promise<void> {
       return usage(admin, need(), values);
     case 'credits':
       return credits(admin, need(), values);
+    case 'invoice':
+      return invoice(admin, need(), values);
     case 'delete': {
       const target = need();
       await admin.request('DELETE', `${customerPath(target)}${values['revoke-keys'] ? '?revokeKeys=true' : ''}`);

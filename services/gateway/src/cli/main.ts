@@ -55,6 +55,7 @@ async function main(argv: string[]): Promise<void> {
       reason: { type: 'string' },
       type: { type: 'string' },
       ledger: { type: 'boolean' },
+      previous: { type: 'boolean' },
       'idempotency-key': { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },

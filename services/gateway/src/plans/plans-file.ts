@@ -1,6 +1,7 @@
 import { WINDOWS, windowNamed } from '../limits/windows.js';
 import { PROXIED_ROUTES, routeName } from '../proxy/proxied-routes.js';
 import { repeatedMembers } from './json-members.js';
+import { parsePrice } from './plan-price.js';
 import {
   ALGORITHMS,
   type Algorithm,
@@ -14,6 +15,7 @@ import {
   WINDOW_NAMES,
 } from './plans.js';
 
+const PLAN_FIELDS = ['windows', 'algorithm', 'scopes', 'shadow', 'description', 'maxKeys', 'price'];
 const PLAN_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 const MAX_COST = 1_000_000;
 const quoted = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);
@@ -37,9 +39,8 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
   }
   const before = problems.length;
   for (const field of Object.keys(raw)) {
-    if (!['windows', 'algorithm', 'scopes', 'shadow', 'description', 'maxKeys'].includes(field)) {
-      problems.push(`${at}: unknown field ${quoted(field)} (windows, algorithm, scopes, shadow, description, maxKeys)`);
-    }
+    if (!PLAN_FIELDS.includes(field))
+      problems.push(`${at}: unknown field ${quoted(field)} (${PLAN_FIELDS.join(', ')})`);
   }
   let windows: Limits | undefined;
   if (raw.windows !== undefined) {
@@ -75,6 +76,7 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
   ) {
     problems.push(`${at}.maxKeys must be a whole number from 1 to 10000`);
   }
+  const price = raw.price === undefined ? undefined : parsePrice(raw.price, `${at}.price`, problems);
   if (problems.length > before) return undefined;
   const definition: PlanDefinition = {
     algorithm: algorithm as Algorithm,
@@ -83,6 +85,7 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
     ...(windows ? { windows } : {}),
     ...(typeof raw.description === 'string' ? { description: raw.description } : {}),
     ...(typeof maxKeys === 'number' ? { maxKeys } : {}),
+    ...(price ? { price } : {}),
   };
   // The limits' own rules (integers, longer windows not below shorter ones), as keys obey them.
   if (windows) {

@@ -15,6 +15,7 @@ import {
 } from '../limits/policy.js';
 import { WINDOWS } from '../limits/windows.js';
 import { SCOPES, type Scope } from '../proxy/proxied-routes.js';
+import type { PlanPrice } from './plan-price.js';
 
 export type { Algorithm, Limits } from '../limits/policy.js';
 
@@ -37,6 +38,8 @@ export interface PlanDefinition {
   description?: string;
   /** The most live keys a customer of the plan may hold by creating them in the portal (DEFAULT_MAX_KEYS). */
   maxKeys?: number;
+  /** What a billing period of the plan costs (plan-price.ts); absent: the plan is not priced here. */
+  price?: PlanPrice;
 }
 
 /** A plan's maxKeys when it names none. */

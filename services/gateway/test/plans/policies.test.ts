@@ -29,7 +29,10 @@ const PLANS = {
     free: { windows: { minute: 60, day: 1000 }, algorithm: 'sliding' },
     reader: { windows: { second: 5, minute: 100, month: 100000 }, scopes: ['pets:read'] },
     trial: { windows: { minute: 6, day: 1000 }, shadow: true },
-    metered: { windows: { minute: 12, day: 1000 } },
+    metered: {
+      windows: { minute: 12, day: 1000 },
+      price: { currency: 'EUR', base: 4900, includedUnits: 100000, unitPrice: 50, per: 1000 },
+    },
     enterprise: {},
   },
   routeCosts: { 'POST /v1/pets': 5 },
@@ -89,6 +92,7 @@ describe('plans as data (PLANS_FILE)', () => {
         algorithm: 'fixed',
         scopes: ['pets:read', 'pets:write'],
         shadow: false,
+        price: { currency: 'EUR', base: 4900, includedUnits: 100000, unitPrice: 50, per: 1000 },
       },
       { name: 'enterprise', windows: null, algorithm: 'fixed', scopes: ['pets:read', 'pets:write'], shadow: false },
     ]);

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminRouteOptions } from '../shared.js';
 import { banRoutes } from './bans.js';
 import { customerCreditRoutes } from './customer-credits.js';
+import { customerInvoicePreviewRoutes } from './customer-invoice-preview.js';
 import { customerUsageRoutes } from './customer-usage.js';
 import { customerUsageHistoryRoutes } from './customer-usage-history.js';
 import { customerRoutes } from './customers.js';
@@ -34,4 +35,5 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
   await app.register(customerUsageHistoryRoutes, opts);
   await app.register(customerUsageRoutes, opts);
   await app.register(customerCreditRoutes, opts);
+  await app.register(customerInvoicePreviewRoutes, opts);
 };

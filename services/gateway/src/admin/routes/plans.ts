@@ -26,6 +26,7 @@ export const planRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'plans'>> =
           scopes: [...plan.scopes],
           shadow: shadow || plan.shadow,
           ...(plan.description ? { description: plan.description } : {}),
+          ...(plan.price ? { price: plan.price } : {}),
         };
       }),
       routeCosts: Object.fromEntries(routeCosts),

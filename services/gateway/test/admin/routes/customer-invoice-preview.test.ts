@@ -1,0 +1,180 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LightMyRequestResponse } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { MemoryCustomerStore } from '../../../src/customers/memory-customer-store.js';
+import { MemoryKeyStore } from '../../../src/keys/memory-key-store.js';
+import { expectError } from '../../support/admin.js';
+import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../../support/helpers.js';
+
+/*
+ * GET /admin/customers/:id/invoice-preview: a billing period under the customer's plan's price.
+ * Its units are the customer usage history's for the period, after real traffic through the gate
+ * (on two replicas on Redis, and embedded); its credits the ledger's spend in it.
+ */
+
+const gateways = useGateways();
+const admin = bearer(ADMIN_TOKEN);
+const PRICE = { currency: 'EUR', base: 4900, includedUnits: 10, unitPrice: 50, per: 4 };
+
+function plansFile(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'invoice-')), 'plans.json');
+  const plans = {
+    plans: { metered: { windows: { minute: 1000 }, price: PRICE }, unpriced: { windows: { minute: 1000 } } },
+    routeCosts: { 'POST /v1/pets': 5 },
+  };
+  writeFileSync(path, JSON.stringify(plans));
+  return path;
+}
+
+const call = (gw: TestGateway, method: string, url: string, payload?: object, headers = {}) =>
+  gw.admin.inject({ method: method as 'GET', url, headers: { ...admin, ...headers }, ...(payload ? { payload } : {}) });
+
+async function replicas(redis: boolean, now: () => number): Promise<TestGateway[]> {
+  const env = { PLANS_FILE: plansFile() };
+  if (!redis) return [await gateways.start({ redisUrl: null, env, now })];
+  const shared = { keyStore: new MemoryKeyStore(), customerStore: new MemoryCustomerStore() };
+  const prefix = `inv${Date.now()}${Math.random().toString(36).slice(2, 6)}:`;
+  return [await gateways.start({ prefix, env, now, ...shared }), await gateways.start({ prefix, env, now, ...shared })];
+}
+
+async function customerWithKey(gw: TestGateway, plan: string, credits?: object) {
+  const customer = await call(gw, 'POST', '/admin/customers', { name: 'Acme', plan, ...(credits ? { credits } : {}) });
+  expect(customer.statusCode, customer.body).toBe(201);
+  const id = String(customer.json().id);
+  const key = await call(gw, 'POST', '/admin/keys', { customerId: id, name: 'prod' });
+  expect(key.statusCode, key.body).toBe(201);
+  return { id, key: String(key.json().key) };
+}
+
+function traffic(gw: TestGateway, key: string, gets: number, posts: number): Promise<LightMyRequestResponse[]> {
+  const get = () => gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
+  const post = () =>
+    gw.app.inject({
+      method: 'POST',
+      url: '/v1/pets',
+      headers: { ...bearer(key), 'content-type': 'application/json' },
+      payload: { name: 'Rex', categoryId: 1 },
+    });
+  return Promise.all([...Array.from({ length: gets }, get), ...Array.from({ length: posts }, post)]);
+}
+
+async function json(res: Promise<LightMyRequestResponse>) {
+  const answer = await res;
+  expect(answer.statusCode, answer.body).toBe(200);
+  return answer.json();
+}
+
+describe.each([
+  ['two replicas on Redis', true],
+  ['the embedded mode', false],
+])('an invoice preview (%s)', (_label, redis) => {
+  it('bills the units the history gives for the period, after traffic through the gate, and the credits it spent', async () => {
+    const clock = Date.now();
+    const [a, b = a] = await replicas(redis, () => clock);
+    const { id, key } = await customerWithKey(a as TestGateway, 'metered', {});
+    expect(
+      (await call(a as TestGateway, 'POST', `/admin/customers/${id}/credits`, { amount: 100, reason: 'o' })).statusCode,
+    ).toBe(201);
+    // 7 GETs of 1 and 2 POSTs of 5 across both replicas: 17 units, 7 over the 10 included.
+    const sent = [...(await traffic(a as TestGateway, key, 4, 1)), ...(await traffic(b as TestGateway, key, 3, 1))];
+    expect(sent.map((r) => r.statusCode)).toEqual(Array(9).fill(200));
+    const history = await json(
+      call(b as TestGateway, 'GET', `/admin/customers/${id}/usage/history?period=current&granularity=period`),
+    );
+    const preview = await json(call(b as TestGateway, 'GET', `/admin/customers/${id}/invoice-preview?period=current`));
+    expect(history.totals.units).toBe(17);
+    expect(preview).toMatchObject({ id, plan: 'metered', period: 'current', from: history.from, to: history.to });
+    expect(preview.units).toBe(history.totals.units);
+    expect(preview.creditsUsed).toBe(17);
+    expect(preview.currency).toBe('EUR');
+    expect(preview.lines).toEqual([
+      { line: 'base', description: expect.any(String), quantity: 1, amount: 4900 },
+      { line: 'included', description: expect.any(String), quantity: 10, amount: 0 },
+      {
+        line: 'overage',
+        description: expect.any(String),
+        quantity: 7,
+        billedUnits: 8,
+        unitPrice: 50,
+        per: 4,
+        amount: 100,
+      },
+      { line: 'credits', description: expect.any(String), quantity: 17, amount: 0 },
+    ]);
+    expect(preview.total).toBe(5000);
+  });
+});
+
+describe('an invoice preview', () => {
+  it('bills the previous period from the history and the ledger’s closed hours, as JSON and CSV', async () => {
+    let clock = Date.parse('2026-03-10T12:00:00Z');
+    const [gw] = (await replicas(false, () => clock)) as [TestGateway];
+    const { id, key } = await customerWithKey(gw, 'metered', {});
+    expect((await call(gw, 'POST', `/admin/customers/${id}/credits`, { amount: 50, reason: 'o' })).statusCode).toBe(
+      201,
+    );
+    await traffic(gw, key, 3, 0);
+    clock += 3 * 3_600_000;
+    await traffic(gw, key, 0, 2);
+    // Into April (the default anchor is the 1st, UTC): March is now the previous period.
+    clock = Date.parse('2026-04-02T00:30:00Z');
+    await traffic(gw, key, 1, 0);
+    const previous = await json(call(gw, 'GET', `/admin/customers/${id}/invoice-preview?period=previous`));
+    expect(previous).toMatchObject({ from: '2026-03-01T00:00:00.000Z', to: '2026-04-01T00:00:00.000Z' });
+    const history = await json(
+      call(gw, 'GET', `/admin/customers/${id}/usage/history?period=previous&granularity=period`),
+    );
+    expect([previous.units, history.totals.units]).toEqual([13, 13]);
+    expect(previous.creditsUsed).toBe(13);
+    expect(previous.total).toBe(4900 + 50);
+    const current = await json(call(gw, 'GET', `/admin/customers/${id}/invoice-preview`));
+    expect([current.period, current.units, current.creditsUsed, current.total]).toEqual(['current', 1, 1, 4900]);
+    const csv = await call(gw, 'GET', `/admin/customers/${id}/invoice-preview?period=previous`, undefined, {
+      accept: 'text/csv',
+    });
+    expect(csv.statusCode).toBe(200);
+    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(csv.headers['content-disposition']).toBe(`attachment; filename="invoice-${id}-2026-03-01.csv"`);
+    expect(csv.body.split('\r\n')).toEqual([
+      'line,description,quantity,billed_units,unit_price,per,amount,currency',
+      'base,Base fee for the billing period,1,,,,4900,EUR',
+      'included,Units included (10),10,,,,0,EUR',
+      'overage,"Units beyond those included, 50 per 4 started",3,4,50,4,50,EUR',
+      'credits,Prepaid credits spent,13,,,,0,EUR',
+      'total,Total,,,,,4950,EUR',
+      '',
+    ]);
+    const formatCsv = await call(gw, 'GET', `/admin/customers/${id}/invoice-preview?period=previous&format=csv`);
+    expect(formatCsv.body).toBe(csv.body);
+  });
+
+  it('has no credits line for a customer without credit terms', async () => {
+    const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
+    const { id, key } = await customerWithKey(gw, 'metered');
+    await traffic(gw, key, 2, 0);
+    const preview = await json(call(gw, 'GET', `/admin/customers/${id}/invoice-preview`));
+    expect(preview.creditsUsed).toBeNull();
+    expect(preview.lines.map((l: { line: string }) => l.line)).toEqual(['base', 'included', 'overage']);
+    expect([preview.units, preview.total]).toEqual([2, 4900]);
+  });
+
+  it('asks for the admin token, answers 404 for an unknown customer, 400 for a period out of shape, 409 for a plan without a price', async () => {
+    const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
+    expectError(await call(gw, 'GET', '/admin/customers/cus_nobody/invoice-preview'), 404, 'not_found');
+    const anonymous = await gw.admin.inject({ url: '/admin/customers/cus_nobody/invoice-preview' });
+    expect(anonymous.statusCode).toBe(401);
+    const { id } = await customerWithKey(gw, 'metered');
+    expectError(await call(gw, 'GET', `/admin/customers/${id}/invoice-preview?period=next`), 400, 'invalid_request');
+    expectError(
+      await call(gw, 'GET', `/admin/customers/${id}/invoice-preview?from=2026-03-01`),
+      400,
+      'invalid_request',
+    );
+    const unpriced = await customerWithKey(gw, 'unpriced');
+    const conflict = await call(gw, 'GET', `/admin/customers/${unpriced.id}/invoice-preview`);
+    expectError(conflict, 409, 'conflict');
+    expect(conflict.json().message).toMatch(/plan unpriced has no price.*plans\.unpriced\.price/);
+  });
+});

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { InvoiceTooLargeError, invoiceFor } from '../../src/billing/invoice.js';
+import type { PlanPrice } from '../../src/plans/plan-price.js';
+
+/*
+ * The invoice from a price, a period's units and its credits: every amount an integer in minor
+ * units, the overage rounded up to a whole `per`.
+ */
+
+const PRO: PlanPrice = { currency: 'EUR', base: 4900, includedUnits: 100_000, unitPrice: 50, per: 1000 };
+
+const line = (invoice: ReturnType<typeof invoiceFor>, kind: string) => invoice.lines.find((l) => l.line === kind);
+
+describe('invoiceFor', () => {
+  it.each([
+    // [case, units, included, overage units, billed units, overage amount, total]
+    ['zero usage', 0, 0, 0, 0, 0, 4900],
+    ['below the included units', 99_999, 99_999, 0, 0, 0, 4900],
+    ['exactly the included units', 100_000, 100_000, 0, 0, 0, 4900],
+    ['one unit over: a whole per', 100_001, 100_000, 1, 1000, 50, 4950],
+    ['one per over', 101_000, 100_000, 1000, 1000, 50, 4950],
+    ['one per and one unit over', 101_001, 100_000, 1001, 2000, 100, 5000],
+    ['beyond 2^31 units', 2 ** 31 + 5, 100_000, 2 ** 31 + 5 - 100_000, 2_147_384_000, 107_369_200, 107_374_100],
+  ] as const)('%s: %d units', (_case, units, included, overUnits, billed, overage, total) => {
+    const invoice = invoiceFor(PRO, units, null);
+    expect(invoice.currency).toBe('EUR');
+    expect(line(invoice, 'base')).toMatchObject({ quantity: 1, amount: 4900 });
+    expect(line(invoice, 'included')).toMatchObject({ quantity: included, amount: 0 });
+    expect(line(invoice, 'overage')).toMatchObject({
+      quantity: overUnits,
+      billedUnits: billed,
+      unitPrice: 50,
+      per: 1000,
+      amount: overage,
+    });
+    expect(invoice.total).toBe(total);
+    expect(invoice.lines.map((l) => l.line)).toEqual(['base', 'included', 'overage']);
+  });
+
+  it('prices per single unit and with nothing included', () => {
+    const invoice = invoiceFor({ currency: 'JPY', base: 0, includedUnits: 0, unitPrice: 3, per: 1 }, 7, null);
+    expect(line(invoice, 'overage')).toMatchObject({ quantity: 7, billedUnits: 7, amount: 21 });
+    expect(invoice.total).toBe(21);
+  });
+
+  it('shows the credits spent as a line of their own that adds nothing: they were paid for when bought', () => {
+    const invoice = invoiceFor(PRO, 100_500, 250);
+    expect(line(invoice, 'credits')).toMatchObject({ quantity: 250, amount: 0 });
+    expect(invoice.total).toBe(4950);
+    expect(invoiceFor(PRO, 0, 0).lines.map((l) => l.line)).toEqual(['base', 'included', 'overage', 'credits']);
+  });
+
+  it('counts big numbers exactly in integers, past 2^53 in the product', () => {
+    const price: PlanPrice = { currency: 'EUR', base: 1, includedUnits: 0, unitPrice: 1_000_000, per: 1000 };
+    // 2^40 units is 1,099,511,628 blocks of 1000 (rounded up); times 1,000,000 stays below 2^53.
+    const units = 2 ** 40;
+    const invoice = invoiceFor(price, units, null);
+    expect(line(invoice, 'overage')?.amount).toBe(1_099_511_628_000_000);
+    expect(invoice.total).toBe(1_099_511_628_000_001);
+    expect(Number.isSafeInteger(invoice.total)).toBe(true);
+  });
+
+  it('refuses an amount a JSON number cannot carry exactly', () => {
+    const price: PlanPrice = { currency: 'EUR', base: 0, includedUnits: 0, unitPrice: 2 ** 40, per: 1 };
+    expect(() => invoiceFor(price, 2 ** 20, null)).toThrow(InvoiceTooLargeError);
+  });
+});
