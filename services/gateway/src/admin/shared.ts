@@ -1,5 +1,6 @@
 import { ApiError, clipped, ErrorSchema } from '@animal-store/common/errors.js';
 import type { Static } from 'typebox';
+import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { limitsFor, scopesFor } from '../plans/plans.js';
@@ -37,6 +38,13 @@ export async function findKey(
   const record = await deps.keyStore.get(id);
   if (!record) throw new ApiError(404, 'not_found', `No key with id ${clipped(id)}`);
   return { record, source: 'store' };
+}
+
+/** A customer by id; 404 when there is none. */
+export async function findCustomer(deps: Pick<GatewayDeps, 'customerStore'>, id: string): Promise<CustomerRecord> {
+  const record = await deps.customerStore.get(id);
+  if (!record) throw new ApiError(404, 'not_found', `No customer with id ${clipped(id)}`);
+  return record;
 }
 
 /** A webhook endpoint by id; 404 when there is none. */

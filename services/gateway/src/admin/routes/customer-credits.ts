@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { ApiError, clipped } from '@animal-store/common/errors.js';
+import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { CreditChange } from '../../credits/credit-ledger.js';
 import { announceCredits, creditRuleOf, customerCredits, customerLedger } from '../../credits/customer-credits.js';
 import type { CustomerRecord } from '../../customers/customer-store.js';
-import type { GatewayDeps } from '../../deps.js';
 import { audit } from '../audit.js';
 import {
   CreditBalanceSchema,
@@ -14,13 +13,7 @@ import {
   CreditLedgerQuery,
 } from '../credit-schemas.js';
 import { CustomerIdParams } from '../customer-schemas.js';
-import { type AdminRouteOptions, errors, idempotentErrors, iso } from '../shared.js';
-
-async function customerOf(deps: Pick<GatewayDeps, 'customerStore'>, id: string): Promise<CustomerRecord> {
-  const customer = await deps.customerStore.get(id);
-  if (!customer) throw new ApiError(404, 'not_found', `No customer with id ${clipped(id)}`);
-  return customer;
-}
+import { type AdminRouteOptions, errors, findCustomer, idempotentErrors, iso } from '../shared.js';
 
 /** A change by hand as the ledger takes it, under a reference of its own; refused with 400 or 409. */
 function checkedChange(
@@ -55,13 +48,11 @@ function checkedChange(
 export const customerCreditRoutes: FastifyPluginAsyncTypebox<
   AdminRouteOptions<'customerStore' | 'credits' | 'metrics' | 'webhooks' | 'now'>
 > = async (app, { deps, idempotency }) => {
-  const findCustomer = (id: string) => customerOf(deps, id);
-
   app.get(
     '/admin/customers/:id/credits',
     { schema: { params: CustomerIdParams, response: { 200: CreditBalanceSchema, ...errors } } },
     async (request) => {
-      const customer = await findCustomer(request.params.id);
+      const customer = await findCustomer(deps, request.params.id);
       const read = await customerCredits(deps, customer);
       return { id: customer.id, credits: customer.credits ?? null, ...read };
     },
@@ -77,7 +68,7 @@ export const customerCreditRoutes: FastifyPluginAsyncTypebox<
       },
     },
     async (request) => {
-      const customer = await findCustomer(request.params.id);
+      const customer = await findCustomer(deps, request.params.id);
       const { limit, after } = request.query;
       return { id: customer.id, ...(await customerLedger(deps, customer, limit, after)) };
     },
@@ -95,7 +86,7 @@ export const customerCreditRoutes: FastifyPluginAsyncTypebox<
     async (request, reply) =>
       idempotency.run(request, reply, {
         plan: async () => {
-          const customer = await findCustomer(request.params.id);
+          const customer = await findCustomer(deps, request.params.id);
           const change = checkedChange(customer, request.body, deps.now());
           const { type, amount, reason, ref } = change;
           const body = { ref, customerId: customer.id, type, amount, reason, at: iso(change.at) };

@@ -1,4 +1,4 @@
-import { ApiError, clipped } from '@animal-store/common/errors.js';
+import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { type Invoice, InvoiceTooLargeError, invoiceFor } from '../../billing/invoice.js';
@@ -8,7 +8,7 @@ import type { CustomerRecord } from '../../customers/customer-store.js';
 import type { GatewayDeps } from '../../deps.js';
 import { CustomerIdParams } from '../customer-schemas.js';
 import { InvoicePreviewQuery, InvoicePreviewSchema } from '../invoice-schemas.js';
-import { type AdminRouteOptions, errors } from '../shared.js';
+import { type AdminRouteOptions, errors, findCustomer } from '../shared.js';
 import { customerHistory } from './customer-usage-history.js';
 import { wantsCsv } from './key-usage.js';
 
@@ -86,8 +86,7 @@ export const customerInvoicePreviewRoutes: FastifyPluginAsyncTypebox<
       },
     },
     async (request, reply) => {
-      const customer = await deps.customerStore.get(request.params.id);
-      if (!customer) throw new ApiError(404, 'not_found', `No customer with id ${clipped(request.params.id)}`);
+      const customer = await findCustomer(deps, request.params.id);
       const preview = await invoicePreview(deps, customer, request.query.period ?? 'current', request.log);
       return wantsCsv(request.query.format, request.headers.accept) ? sendInvoiceCsv(reply, preview) : preview;
     },

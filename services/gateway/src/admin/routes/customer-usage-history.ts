@@ -1,4 +1,4 @@
-import { ApiError, clipped } from '@animal-store/common/errors.js';
+import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
 import type { Billing } from '../../customers/billing-period.js';
@@ -15,7 +15,7 @@ import { sumOf, withRefused } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage, type UsageHistory } from '../../usage/usage-history.js';
 import { CustomerHistoryQuery, CustomerHistorySchema } from '../customer-history-schemas.js';
 import { CustomerIdParams } from '../customer-schemas.js';
-import { type AdminRouteOptions, errors, iso } from '../shared.js';
+import { type AdminRouteOptions, errors, findCustomer, iso } from '../shared.js';
 import { historyUnavailable } from '../store-unavailable.js';
 import { instant, sendCsv, wantsCsv } from './key-usage.js';
 
@@ -155,8 +155,7 @@ export const customerUsageHistoryRoutes: FastifyPluginAsyncTypebox<
       },
     },
     async (request, reply) => {
-      const customer = await deps.customerStore.get(request.params.id);
-      if (!customer) throw new ApiError(404, 'not_found', `No customer with id ${clipped(request.params.id)}`);
+      const customer = await findCustomer(deps, request.params.id);
       const body = await customerHistory(deps.history, customer, request.query, deps.now(), request.log);
       return wantsCsv(request.query.format, request.headers.accept) ? sendCsv(reply, body, true) : body;
     },

@@ -1,10 +1,9 @@
-import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { WindowUsage } from '../../limits/key-limiter.js';
 import { limitsFor, policyForCustomerKey } from '../../plans/plans.js';
 import { CustomerIdParams, CustomerUsageSchema } from '../customer-schemas.js';
 import { liveWindows } from '../live-windows.js';
-import { type AdminRouteOptions, errors } from '../shared.js';
+import { type AdminRouteOptions, errors, findCustomer } from '../shared.js';
 import { unavailable } from '../store-unavailable.js';
 
 /**
@@ -19,8 +18,7 @@ export const customerUsageRoutes: FastifyPluginAsyncTypebox<
     '/admin/customers/:id/usage',
     { schema: { params: CustomerIdParams, response: { 200: CustomerUsageSchema, ...errors } } },
     async (request) => {
-      const customer = await deps.customerStore.get(request.params.id);
-      if (!customer) throw new ApiError(404, 'not_found', `No customer with id ${clipped(request.params.id)}`);
+      const customer = await findCustomer(deps, request.params.id);
       const limits = limitsFor(deps.plans, customer.plan, customer.limits);
       const body = { id: customer.id, plan: customer.plan, limits, billing: customer.billing, windows: {} };
       // A customer whose plan has no windows (and that has no limits of its own) shares none.

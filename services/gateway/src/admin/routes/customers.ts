@@ -18,7 +18,7 @@ import {
   UpdateCustomerSchema,
 } from '../customer-schemas.js';
 import { customerView } from '../customer-view.js';
-import { type AdminRouteOptions, errors, idempotentErrors } from '../shared.js';
+import { type AdminRouteOptions, errors, findCustomer, idempotentErrors } from '../shared.js';
 
 /** The store's and the rules' refusals as the API answers them. */
 async function answering<T>(operation: () => Promise<T>): Promise<T> {
@@ -33,12 +33,6 @@ async function answering<T>(operation: () => Promise<T>): Promise<T> {
     }
     throw err;
   }
-}
-
-async function findCustomer(store: CustomerStore, id: string): Promise<CustomerRecord> {
-  const record = await store.get(id);
-  if (!record) throw new ApiError(404, 'not_found', `No customer with id ${clipped(id)}`);
-  return record;
 }
 
 /** A create that reached the store before its answer was lost is taken as made, not made twice. */
@@ -101,7 +95,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
   app.get(
     '/admin/customers/:id',
     { schema: { params: CustomerIdParams, response: { 200: CustomerViewSchema, ...errors } } },
-    async (request) => customerView(deps, await findCustomer(store, request.params.id)),
+    async (request) => customerView(deps, await findCustomer(deps, request.params.id)),
   );
 
   app.patch(
@@ -114,7 +108,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
       },
     },
     async (request) => {
-      const current = await findCustomer(store, request.params.id);
+      const current = await findCustomer(deps, request.params.id);
       const changes = await answering(async () => customerChanges(deps.plans, current, request.body));
       const followers =
         changes.plan !== undefined && changes.plan !== current.plan
@@ -144,7 +138,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
       },
     },
     async (request, reply) => {
-      const customer = await findCustomer(store, request.params.id);
+      const customer = await findCustomer(deps, request.params.id);
       // Before its keys are touched: the file, not the admin API, says what its customers are.
       if (store instanceof FileCustomers && store.declares(customer.id)) {
         throw new ApiError(409, 'conflict', new FileCustomerError(customer.id).message);

@@ -1,11 +1,10 @@
-import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { LINK_TTL_MS, PORTAL_ENTRY } from '../../portal/session-cookie.js';
 import { newSecret } from '../../portal/session-store.js';
 import { audit } from '../audit.js';
 import { CustomerIdParams } from '../customer-schemas.js';
-import { type AdminRouteOptions, errors, iso } from '../shared.js';
+import { type AdminRouteOptions, errors, findCustomer, iso } from '../shared.js';
 
 const PortalSessionSchema = Type.Object({
   url: Type.String({ format: 'uri' }),
@@ -24,8 +23,7 @@ export const portalSessionRoutes: FastifyPluginAsyncTypebox<
     '/admin/customers/:id/portal-sessions',
     { schema: { params: CustomerIdParams, response: { 201: PortalSessionSchema, ...errors } } },
     async (request, reply) => {
-      const customer = await deps.customerStore.get(request.params.id);
-      if (!customer) throw new ApiError(404, 'not_found', `No customer with id ${clipped(request.params.id)}`);
+      const customer = await findCustomer(deps, request.params.id);
       const secret = newSecret();
       const expiresAt = deps.now() + LINK_TTL_MS;
       await deps.portalSessions.putLink(secret, customer.id, expiresAt);
