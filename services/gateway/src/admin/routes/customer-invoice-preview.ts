@@ -10,7 +10,7 @@ import { CustomerIdParams } from '../customer-schemas.js';
 import { InvoicePreviewQuery, InvoicePreviewSchema } from '../invoice-schemas.js';
 import { type AdminRouteOptions, errors, findCustomer } from '../shared.js';
 import { customerHistory } from './customer-usage-history.js';
-import { wantsCsv } from './key-usage.js';
+import { sendCsvFile, wantsCsv } from './key-usage.js';
 
 type Deps = Pick<GatewayDeps, 'history' | 'credits' | 'webhooks' | 'plans' | 'now'>;
 
@@ -62,14 +62,7 @@ type Preview = Awaited<ReturnType<typeof invoicePreview>>;
 
 /** The preview as a CSV file named for the customer and the period's first day. */
 function sendInvoiceCsv(reply: FastifyReply, preview: Preview): FastifyReply {
-  const file = `invoice-${preview.id}-${preview.from.slice(0, 10)}.csv`.replace(/[^\w.:-]/g, '_');
-  return (
-    reply
-      .type('text/csv; charset=utf-8')
-      .header('content-disposition', `attachment; filename="${file}"`)
-      // A string body with its own type is sent as it is: the 200 schema describes the JSON answer.
-      .send(invoiceCsv(preview) as never)
-  );
+  return sendCsvFile(reply, `invoice-${preview.id}-${preview.from.slice(0, 10)}.csv`, invoiceCsv(preview));
 }
 
 /** What a customer's billing period comes to under its plan's price, JSON or CSV. */

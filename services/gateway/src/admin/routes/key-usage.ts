@@ -174,13 +174,21 @@ export function sendCsv(
   body: { id: string; from: string; granularity: string; series: Array<{ start: string; end?: string } & Counts> },
   withEnd = false,
 ): FastifyReply {
-  const file = `usage-${body.id}-${body.from.slice(0, 13)}-${body.granularity}.csv`;
+  return sendCsvFile(
+    reply,
+    `usage-${body.id}-${body.from.slice(0, 13)}-${body.granularity}.csv`,
+    toCsv(body.series, withEnd),
+  );
+}
+
+/** Sends CSV text as a file download under `file` (characters unsafe in the header replaced). */
+export function sendCsvFile(reply: FastifyReply, file: string, csv: string): FastifyReply {
   return (
     reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="${file.replace(/[^\w.:-]/g, '_')}"`)
       // A string body with its own type is sent as it is: the 200 schema describes the JSON answer.
-      .send(toCsv(body.series, withEnd) as never)
+      .send(csv as never)
   );
 }
 
