@@ -7,7 +7,16 @@ import { createInFile, localPlans, rotateInFile, updateInFile } from './file-bac
 import { boundedInt, createRequest, graceFrom, inFlagWords, updateRequest, type Values } from './flags.js';
 import { jsonLine, printable, when } from './format.js';
 import { type History, historyChart, type Top, topTable } from './history-text.js';
-import { type KeyView, keysTable, limitsText, showKey, showUsage, type Usage } from './key-text.js';
+import {
+  type BanList,
+  bansTable,
+  type KeyView,
+  keysTable,
+  limitsText,
+  showKey,
+  showUsage,
+  type Usage,
+} from './key-text.js';
 import { pageQuery, printPages } from './pages.js';
 import { usageError } from './usage.js';
 
@@ -138,6 +147,12 @@ export async function revoke(id: string, values: Values): Promise<void> {
 export async function unban(id: string, values: Values): Promise<void> {
   await admin().request('DELETE', `${keyPath(id)}/ban`);
   print(values, { id, banLifted: true }, `lifted the ban on ${id}\n`);
+}
+
+export async function bans(values: Values): Promise<void> {
+  const query = values.limit === undefined ? '' : `?limit=${boundedInt('bans', '--limit', values.limit, 500)}`;
+  const found = await admin().request<BanList>('GET', `/admin/bans${query}`);
+  print(values, found, bansTable(found));
 }
 
 /** The usage history lives in the gateway (Redis or its memory); a keys file has none. */

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { KeyViewSchema, UsageSchema } from '../admin/schemas.js';
+import type { BanListSchema, KeyViewSchema, UsageSchema } from '../admin/schemas.js';
 import { WINDOWS } from '../limits/windows.js';
 import type { Limits } from '../plans/plans.js';
 import { fields, table, when } from './format.js';
@@ -57,6 +57,16 @@ export function keysTable(keys: KeyView[]): string {
     k.name,
   ]);
   return table(['ID', 'PLAN', 'LIMITS', 'STATUS', 'EXPIRES', 'SOURCE', 'NAME'], rows);
+}
+
+export type BanList = Static<typeof BanListSchema>;
+
+/** The bans in force, soonest end first; the count is of all of them, the rows only the first. */
+export function bansTable({ count, items }: BanList): string {
+  if (count === 0) return 'no key is banned\n';
+  const rows = items.map((b) => [b.id, when(b.bannedUntil) ?? '-', b.customerId ?? '-', b.name]);
+  const shown = items.length < count ? `, the ${items.length} that end first shown` : '';
+  return `${table(['ID', 'BANNED UNTIL', 'CUSTOMER', 'NAME'], rows)}${count} banned now${shown}\n`;
 }
 
 /** The refusals counted toward a ban, said as they matter in the key's state. */

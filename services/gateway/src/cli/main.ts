@@ -6,7 +6,7 @@ import { WINDOWS } from '../limits/windows.js';
 import { customers } from './customer-commands.js';
 import { inFlagWords, type Values } from './flags.js';
 import { printable } from './format.js';
-import { create, history, list, revoke, rotate, show, top, unban, update, usage } from './key-commands.js';
+import { bans, create, history, list, revoke, rotate, show, top, unban, update, usage } from './key-commands.js';
 import { COMMANDS, USAGE, UsageError, usageError } from './usage.js';
 import { webhooks } from './webhook-commands.js';
 
@@ -111,6 +111,8 @@ async function run(command: string, id: string | undefined, values: Values): Pro
       return revoke(needId(), values);
     case 'unban':
       return unban(needId(), values);
+    case 'bans':
+      return bans(values);
   }
 }
 

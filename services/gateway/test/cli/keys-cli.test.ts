@@ -203,7 +203,7 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(
-      /unknown command "rotat"; commands: create, list, show, update, rotate, usage, history, top, revoke, unban/,
+      /unknown command "rotat"; commands: create, list, show, update, rotate, usage, history, top, revoke, unban, bans/,
     );
   });
 
@@ -771,6 +771,18 @@ describe('keys CLI lifecycle commands through the admin API', () => {
       expect(banned.stdout).toMatch(
         /\nban: +until \d{4}-\S+ \S+\nrefusals: +none \(counting starts again when the ban ends\)\n$/,
       );
+      // The bans in force, as the admin API lists them: this key, and a count of one.
+      const bans = await cli(['bans'], strictEnv);
+      expect(bans.code, bans.stderr).toBe(0);
+      expect(bans.stdout).toMatch(
+        new RegExp(
+          `^ID +BANNED UNTIL +CUSTOMER +NAME\n${created.id} +\\d{4}-\\S+ \\S+ +- +${created.id}\n1 banned now\n$`,
+        ),
+      );
+      const listed = JSON.parse((await cli(['bans', '--json'], strictEnv)).stdout);
+      expect(listed).toMatchObject({ count: 1, items: [{ id: created.id, name: created.id }] });
+      await cli(['unban', created.id], strictEnv);
+      expect((await cli(['bans'], strictEnv)).stdout).toBe('no key is banned\n');
     } finally {
       await strict.close();
     }
