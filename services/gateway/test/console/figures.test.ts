@@ -134,7 +134,7 @@ describe('the bars of an hourly chart', () => {
 });
 
 describe('money', () => {
-  it('writes integer minor units in the currency\'s own digits, exactly, however large', () => {
+  it("writes integer minor units in the currency's own digits, exactly, however large", () => {
     expect(money(4950, 'EUR', 'en-US')).toBe('€49.50');
     expect(money(5, 'EUR', 'en-US')).toBe('€0.05');
     expect(money(0, 'EUR', 'en-US')).toBe('€0.00');
