@@ -1074,6 +1074,28 @@ describe('the console (/console on the admin listener)', () => {
     await invoice.getByLabel('this one, so far').check();
     await expect.poll(() => page.getByTestId('invoice-total').textContent()).toBe('€49.50');
 
+    // The ledger ten entries at a time: eight more grants make eleven, the refill on the second page.
+    for (let i = 1; i <= 8; i++) {
+      const res = await adminCall('POST', `/admin/customers/${customerId}/credits`, {
+        amount: 1,
+        reason: `Goodwill ${i}`,
+        type: 'grant',
+      });
+      expect(res.status).toBe(201);
+    }
+    await page.reload();
+    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('1500');
+    await expect.poll(() => ledgerRows.count()).toBe(10);
+    expect((await ledgerRows.first().locator('td').allTextContents()).slice(1, 4)).toEqual([
+      'grant',
+      '+1',
+      'Goodwill 8',
+    ]);
+    await credits.getByRole('button', { name: 'Older entries' }).click();
+    await expect.poll(() => ledgerRows.count()).toBe(11);
+    expect((await ledgerRows.last().locator('td').allTextContents()).slice(1, 3)).toEqual(['refill', '+1000']);
+    expect(await credits.getByRole('button', { name: 'Older entries' }).count()).toBe(0);
+
     await page.setViewportSize({ width: 390, height: 844 });
     await expect.poll(() => page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     expect(await widestCell(page)).toBeLessThanOrEqual(390);
@@ -1093,7 +1115,9 @@ describe('the console (/console on the admin listener)', () => {
     await expect
       .poll(() => page.getByTestId('invoice-unpriced').textContent())
       .toBe('Plan pro has no price, so there is no invoice to preview. Give it one in PLANS_FILE (plans.pro.price).');
-    await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('none: its keys spend no credits');
+    await expect
+      .poll(() => page.getByTestId('credits-none').textContent())
+      .toBe('No credit terms: its keys spend no credits. The admin API gives it terms (PATCH with "credits").');
     expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(0);
     expect(await axeViolations(page)).toEqual([]);
     await context.close();

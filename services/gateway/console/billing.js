@@ -123,8 +123,13 @@ export function CreditsPanel({ path }) {
   </section>`;
 }
 
-/** The credits panel's figures, form and ledger, once the balance is read. */
+/**
+ * The credits panel's figures, form and ledger, once the balance is read; for a customer that never
+ * had credits, one sentence instead (one whose terms were removed keeps its balance and ledger).
+ */
 function CreditsBody({ path, credits, ledger, onChanged }) {
+  if (!credits.credits && credits.balance === 0 && ledger.items.length === 0 && !ledger.error)
+    return html`<p data-testid="credits-none">No credit terms: its keys spend no credits. The admin API gives it terms (PATCH with "credits").</p>`;
   return html`
     <dl class="fields">
       <dt>balance</dt><dd data-testid="credits-balance">${credits.balance}</dd>
