@@ -119,7 +119,7 @@ export async function showInvoice(api, h, timeZone) {
       `${count(preview.units)} units on your ${preview.plan} plan.`,
     ),
     invoiceTable(h, preview),
-    h('p', { class: 'muted' }, 'A preview of what the period comes to; the invoice itself comes from us.'),
+    h('p', { class: 'muted' }, 'A preview of what the period comes to: the invoice itself is sent separately.'),
     h(
       'p',
       {},
