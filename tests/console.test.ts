@@ -1117,9 +1117,29 @@ describe('the console (/console on the admin listener)', () => {
       .toBe('Plan pro has no price, so there is no invoice to preview. Give it one in PLANS_FILE (plans.pro.price).');
     await expect
       .poll(() => page.getByTestId('credits-none').textContent())
-      .toBe('No credit terms: its keys spend no credits. The admin API gives it terms (PATCH with "credits").');
+      .toBe('No credit terms: its keys spend no credits.');
     expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(0);
     expect(await axeViolations(page)).toEqual([]);
+    // Terms given here: a daily refill of 200, applied at the first read.
+    await credits.getByRole('button', { name: 'Give it credit terms' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Credit terms' });
+    await dialog.getByLabel('Refill up to (empty: no refill)').fill('200');
+    await dialog.getByLabel('Every').selectOption('day');
+    expect(await axeViolations(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('up to 200 each day');
+    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('200');
+    expect(
+      ((await (await adminCall('GET', `/admin/customers/${plain.id}`)).json()) as { credits: unknown }).credits,
+    ).toEqual({ refill: { amount: 200, every: 'day' } });
+    expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(1);
+    // And taken away: spending stops, the balance and its ledger stay.
+    await credits.getByRole('button', { name: 'Change credit terms' }).click();
+    await dialog.getByLabel(/Its keys spend credits/).uncheck();
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('none: its keys spend no credits');
+    expect(await page.getByTestId('credits-balance').textContent()).toBe('200');
+    expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(0);
     await context.close();
   });
 

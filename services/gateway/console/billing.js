@@ -5,7 +5,7 @@
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { money, periodText } from './figures.js';
-import { api, apiFile, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
+import { api, apiFile, Confirm, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
 
 /** Ledger entries a page shows at a time; Older entries asks for the next page. */
 const LEDGER_PAGE = 10;
@@ -124,12 +124,49 @@ export function CreditsPanel({ path }) {
 }
 
 /**
+ * The terms a customer's credits follow, as the dialog's fields give them: none (null, which stops
+ * spending and keeps the balance and ledger), a balance changed by hand only ({}), or a refill.
+ * @param {FormData} form
+ */
+function termsOf(form) {
+  if (!form.get('spend')) return null;
+  const amount = String(form.get('refillAmount') ?? '').trim();
+  return amount ? { refill: { amount: Number(amount), every: String(form.get('every')) } } : {};
+}
+
+/** The button and dialog that set a customer's credit terms (PATCH /admin/customers/:id {credits}). */
+function CreditTerms({ path, terms, onChanged }) {
+  const [open, setOpen] = useState(false);
+  const close = () => setOpen(false);
+  const every = terms?.refill?.every ?? 'period';
+  return html`<div class="actions">
+      <button type="button" onClick=${() => setOpen(true)}>${terms ? 'Change credit terms' : 'Give it credit terms'}</button>
+    </div>
+    <${Confirm} open=${open} title="Credit terms" confirmLabel="Save" onClose=${close}
+      onConfirm=${async (form) => {
+        await api('PATCH', path, { credits: termsOf(form) });
+        close();
+        onChanged();
+      }}>
+      <label class="inline"><input type="checkbox" name="spend" defaultChecked=${true} /> Its keys spend credits (unticked: they stop; the balance and ledger stay)</label>
+      <label for="credit-refill-amount">Refill up to (empty: no refill)</label>
+      <input id="credit-refill-amount" name="refillAmount" type="number" min="1" step="1" defaultValue=${terms?.refill?.amount ?? ''} />
+      <label for="credit-refill-every">Every</label>
+      <select id="credit-refill-every" name="every">
+        <option value="period" selected=${every === 'period'}>billing period</option>
+        <option value="day" selected=${every === 'day'}>day (local midnight in its zone)</option>
+      </select>
+    <//>`;
+}
+
+/**
  * The credits panel's figures, form and ledger, once the balance is read; for a customer that never
  * had credits, one sentence instead (one whose terms were removed keeps its balance and ledger).
  */
 function CreditsBody({ path, credits, ledger, onChanged }) {
+  const terms = html`<${CreditTerms} path=${path} terms=${credits.credits} onChanged=${onChanged} />`;
   if (!credits.credits && credits.balance === 0 && ledger.items.length === 0 && !ledger.error)
-    return html`<p data-testid="credits-none">No credit terms: its keys spend no credits. The admin API gives it terms (PATCH with "credits").</p>`;
+    return html`<p data-testid="credits-none">No credit terms: its keys spend no credits.</p>${terms}`;
   return html`
     <dl class="fields">
       <dt>balance</dt><dd data-testid="credits-balance">${credits.balance}</dd>
@@ -137,6 +174,7 @@ function CreditsBody({ path, credits, ledger, onChanged }) {
       <dt>refill</dt><dd data-testid="credits-refill">${refillText(credits.credits)}</dd>
       <dt>next refill</dt><dd>${when(credits.nextRefillAt)}</dd>
     </dl>
+    ${terms}
     ${credits.credits ? html`<${CreditChangeForm} path=${path} onChanged=${onChanged} />` : null}
     <h3>Ledger, newest first</h3>
     <${ErrorNote} error=${ledger.error} />
