@@ -1,7 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRegistry } from '@animal-store/common/metrics.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '@animal-store/gateway/test/support/helpers.js';
@@ -30,6 +31,26 @@ let gateway: TestGateway;
 let browser: Browser;
 let consoleUrl: string;
 
+/**
+ * The spec's four plans as they are built in, and one with a price for the invoice panel: a base
+ * fee of 49.00 EUR for 10 units, then 0.50 EUR for every 4 units started beyond them.
+ */
+function plansFile(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'console-plans-')), 'plans.json');
+  const plans = {
+    free: { windows: { minute: 60, day: 1000 } },
+    pro: { windows: { minute: 300, day: 10000 } },
+    business: { windows: { minute: 1000, day: 100000 } },
+    enterprise: {},
+    metered: {
+      windows: { minute: 300, day: 10000 },
+      price: { currency: 'EUR', base: 4900, includedUnits: 10, unitPrice: 50, per: 4 },
+    },
+  };
+  writeFileSync(path, JSON.stringify({ plans }));
+  return path;
+}
+
 beforeAll(async () => {
   const binary = which('chromium') ?? '/usr/bin/chromium';
   redis = await startRedis();
@@ -48,6 +69,7 @@ beforeAll(async () => {
       WEBHOOKS_ALLOW_PRIVATE: 'true',
       WEBHOOKS_RETRY_BASE_MS: '20',
       WEBHOOKS_RETRY_MAX_DELAY_MS: '100',
+      PLANS_FILE: plansFile(),
     },
   });
   await gateway.listen();
@@ -932,12 +954,202 @@ describe('the console (/console on the admin listener)', () => {
     await context.close();
   });
 
+  it("shows a customer's credits and invoice preview, records a retried top-up once, and says when a plan has no price", {
+    timeout: 120_000,
+  }, async () => {
+    // Billed from today's date (at most the 28th) in UTC: the period before ended at most 3 days
+    // ago and is at most 31 days long, so the 35 days of history kept hold it whole.
+    const anchorDay = Math.min(new Date().getUTCDate(), 28);
+    const made = await adminCall('POST', '/admin/customers', {
+      name: 'Metered Mice',
+      plan: 'metered',
+      billing: { anchorDay, timeZone: 'UTC' },
+      credits: { refill: { amount: 1000, every: 'period' } },
+    });
+    expect(made.status).toBe(201);
+    const customerId = ((await made.json()) as { id: string }).id;
+    const key = (await (await adminCall('POST', '/admin/keys', { customerId, name: 'mice' })).json()) as {
+      key: string;
+    };
+    // 13 units: 10 included, 3 over, billed as one block of 4 (0.50 EUR); 13 credits of the 1000 refilled.
+    for (let i = 0; i < 13; i++) expect(await call(key.key)).toBe('200');
+
+    const { context, page } = await signedIn();
+    await page.goto(`${consoleUrl}#/customers/${customerId}`);
+    await page.getByRole('heading', { name: 'Metered Mice' }).waitFor();
+    const credits = page.getByTestId('customer-credits');
+    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('987');
+    expect(await page.getByTestId('credits-refill').textContent()).toBe('up to 1000 each billing period');
+    expect(await page.getByTestId('credits-hour').textContent()).toBe('13 spent, in the ledger once the hour ends');
+    const ledgerRows = page.getByTestId('credits-ledger').locator('tbody tr');
+    await expect
+      .poll(async () => (await ledgerRows.first().locator('td').allTextContents()).slice(1, 4))
+      .toEqual(['refill', '+1000', 'for the billing period']);
+
+    const invoice = page.getByTestId('customer-invoice');
+    const lines = page.getByTestId('invoice-lines').locator('tbody tr');
+    await expect.poll(() => lines.count()).toBe(4);
+    expect(await Promise.all((await lines.all()).map((row) => row.locator('td').allTextContents()))).toEqual([
+      ['base', 'Base fee for the billing period', '1', '€49.00'],
+      ['included', 'Units included (10)', '10', '€0.00'],
+      ['overage units', 'beyond those included, €0.50 per 4 started', '3 (billed 4)', '€0.50'],
+      ['credits used', 'prepaid credits spent (billed when bought)', '13', '€0.00'],
+    ]);
+    expect(await page.getByTestId('invoice-total').textContent()).toBe('€49.50');
+    expect(await page.getByTestId('invoice-period').textContent()).toMatch(/\(UTC\): 13 units on plan metered$/);
+    // The CSV link gives the admin API's file, amounts in minor units.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('invoice-csv').click()]);
+    expect(download.suggestedFilename()).toMatch(new RegExp(`^invoice-${customerId}-\\d{4}-\\d\\d-\\d\\d\\.csv$`));
+    const csv = readFileSync((await download.path()) as string, 'utf8');
+    expect(csv.split('\r\n').at(-2)).toBe('total,Total,,,,,4950,EUR');
+    await shoot(page, 'customer-billing-1280');
+    await credits.screenshot({ path: join(SHOTS, 'customer-credits-1280.png') });
+    await invoice.screenshot({ path: join(SHOTS, 'customer-invoice-1280.png') });
+    expect(await axeViolations(page)).toEqual([]);
+
+    // A top-up whose answer is lost on the way back: the admin API made it, the page saw a network
+    // error. Sent again, it carries the same Idempotency-Key, and the balance grows once.
+    const keysSent: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && request.url().endsWith('/credits'))
+        keysSent.push(request.headers()['idempotency-key'] ?? 'none');
+    });
+    await page.route('**/credits', async (route) => {
+      if (route.request().method() !== 'POST') return route.fallback();
+      await route.fetch();
+      return route.abort('failed');
+    });
+    await credits.getByLabel('Kind').selectOption('topup');
+    await credits.getByLabel('Credits', { exact: true }).fill('500');
+    await credits.getByLabel('Reason').fill('Order 77');
+    await credits.getByRole('button', { name: 'Record' }).click();
+    await expect.poll(() => credits.getByRole('alert').count()).toBe(1);
+    await page.unroute('**/credits');
+    await credits.getByRole('button', { name: 'Record' }).click();
+    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('1487');
+    expect(await page.getByTestId('credit-made').textContent()).toMatch(/^topup of 500 recorded as crd_/);
+    expect(keysSent).toHaveLength(2);
+    expect(keysSent[1]).toBe(keysSent[0]);
+    // A double click on a grant: one grant.
+    await credits.getByLabel('Kind').selectOption('grant');
+    await credits.getByLabel('Credits', { exact: true }).fill('5');
+    await credits.getByLabel('Reason').fill('Goodwill');
+    await credits.getByRole('button', { name: 'Record' }).dblclick();
+    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('1492');
+    const ledger = (await (await adminCall('GET', `/admin/customers/${customerId}/credits/ledger`)).json()) as {
+      items: Array<{ type: string; amount: number; reason?: string }>;
+    };
+    expect(ledger.items.map((e) => [e.type, e.amount])).toEqual([
+      ['grant', 5],
+      ['topup', 500],
+      ['refill', 1000],
+    ]);
+    await expect.poll(async () => (await ledgerRows.allTextContents()).length).toBe(3);
+    expect((await ledgerRows.nth(1).locator('td').allTextContents()).slice(1, 4)).toEqual([
+      'topup',
+      '+500',
+      'Order 77',
+    ]);
+    // The admin API's refusal, as it words it: an adjustment below zero.
+    await credits.getByLabel('Kind').selectOption('adjustment');
+    await credits.getByLabel('Credits', { exact: true }).fill('-5000');
+    await credits.getByLabel('Reason').fill('Too much');
+    await credits.getByRole('button', { name: 'Record' }).click();
+    await expect
+      .poll(() => credits.getByRole('alert').textContent())
+      .toBe('The balance is 1492: an adjustment of -5000 would take it below zero (conflict)');
+    expect(await page.getByTestId('credits-balance').textContent()).toBe('1492');
+    await credits.screenshot({ path: join(SHOTS, 'customer-credits-refused-1280.png') });
+
+    // The period before: nothing used, the base fee alone.
+    await invoice.getByLabel('the one before').check();
+    await expect.poll(() => page.getByTestId('invoice-total').textContent()).toBe('€49.00');
+    expect(await page.getByTestId('invoice-period').textContent()).toMatch(/: 0 units on plan metered$/);
+    expect(await lines.nth(2).locator('td').allTextContents()).toEqual([
+      'overage units',
+      'beyond those included, €0.50 per 4 started',
+      '0 (billed 0)',
+      '€0.00',
+    ]);
+    await invoice.getByLabel('this one, so far').check();
+    await expect.poll(() => page.getByTestId('invoice-total').textContent()).toBe('€49.50');
+
+    // The ledger ten entries at a time: eight more grants make eleven, the refill on the second page.
+    for (let i = 1; i <= 8; i++) {
+      const res = await adminCall('POST', `/admin/customers/${customerId}/credits`, {
+        amount: 1,
+        reason: `Goodwill ${i}`,
+        type: 'grant',
+      });
+      expect(res.status).toBe(201);
+    }
+    await page.reload();
+    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('1500');
+    await expect.poll(() => ledgerRows.count()).toBe(10);
+    expect((await ledgerRows.first().locator('td').allTextContents()).slice(1, 4)).toEqual([
+      'grant',
+      '+1',
+      'Goodwill 8',
+    ]);
+    await credits.getByRole('button', { name: 'Older entries' }).click();
+    await expect.poll(() => ledgerRows.count()).toBe(11);
+    expect((await ledgerRows.last().locator('td').allTextContents()).slice(1, 3)).toEqual(['refill', '+1000']);
+    expect(await credits.getByRole('button', { name: 'Older entries' }).count()).toBe(0);
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await expect.poll(() => page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    expect(await widestCell(page)).toBeLessThanOrEqual(390);
+    expect(await axeViolations(page)).toEqual([]);
+    await invoice.screenshot({ path: join(SHOTS, 'customer-invoice-390.png') });
+    await credits.screenshot({ path: join(SHOTS, 'customer-credits-390.png') });
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // A customer on a plan without a price, and without credit terms: each panel says so.
+    const plain = (await (
+      await adminCall('POST', '/admin/customers', { name: 'Plain Parrots', plan: 'pro' })
+    ).json()) as {
+      id: string;
+    };
+    await page.goto(`${consoleUrl}#/customers/${plain.id}`);
+    await page.getByRole('heading', { name: 'Plain Parrots' }).waitFor();
+    await expect
+      .poll(() => page.getByTestId('invoice-unpriced').textContent())
+      .toBe('Plan pro has no price, so there is no invoice to preview. Give it one in PLANS_FILE (plans.pro.price).');
+    await expect
+      .poll(() => page.getByTestId('credits-none').textContent())
+      .toBe('No credit terms: its keys spend no credits.');
+    expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(0);
+    expect(await axeViolations(page)).toEqual([]);
+    // Terms given here: a daily refill of 200, applied at the first read.
+    await credits.getByRole('button', { name: 'Give it credit terms' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Credit terms' });
+    await dialog.getByLabel('Refill up to (empty: no refill)').fill('200');
+    await dialog.getByLabel('Every').selectOption('day');
+    expect(await axeViolations(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('up to 200 each day');
+    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('200');
+    expect(
+      ((await (await adminCall('GET', `/admin/customers/${plain.id}`)).json()) as { credits: unknown }).credits,
+    ).toEqual({ refill: { amount: 200, every: 'day' } });
+    expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(1);
+    // And taken away: spending stops, the balance and its ledger stay.
+    await credits.getByRole('button', { name: 'Change credit terms' }).click();
+    await dialog.getByLabel(/Its keys spend credits/).uncheck();
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('none: its keys spend no credits');
+    expect(await page.getByTestId('credits-balance').textContent()).toBe('200');
+    expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(0);
+    await context.close();
+  });
+
   it('serves its files without the token and nothing else: the admin API still wants it', async () => {
     const base = consoleUrl.replace('/console', '');
     for (const path of [
       '/console',
       '/console/app.js',
       '/console/customers.js',
+      '/console/billing.js',
       '/console/webhooks.js',
       '/console/vendor/preact.js',
       '/console/vendor/uplot.css',

@@ -1,9 +1,10 @@
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { copyFile, mkdir } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRegistry } from '@animal-store/common/metrics.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '@animal-store/gateway/test/support/helpers.js';
@@ -33,6 +34,28 @@ let gateway: TestGateway;
 let browser: Browser;
 let adminUrl: string;
 let portalOrigin: string;
+/** The gateway's log lines, for the portal's audit lines. */
+const logs: Record<string, unknown>[] = [];
+
+/**
+ * The spec's four plans as they are built in, and one with a price for the invoice page: a base
+ * fee of 49.00 EUR for 10 units, then 0.50 EUR for every 4 units started beyond them.
+ */
+function plansFile(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'portal-plans-')), 'plans.json');
+  const plans = {
+    free: { windows: { minute: 60, day: 1000 } },
+    pro: { windows: { minute: 300, day: 10000 } },
+    business: { windows: { minute: 1000, day: 100000 } },
+    enterprise: {},
+    metered: {
+      windows: { minute: 300, day: 10000 },
+      price: { currency: 'EUR', base: 4900, includedUnits: 10, unitPrice: 50, per: 4 },
+    },
+  };
+  writeFileSync(path, JSON.stringify({ plans }));
+  return path;
+}
 
 beforeAll(async () => {
   const binary = which('chromium') ?? '/usr/bin/chromium';
@@ -42,6 +65,8 @@ beforeAll(async () => {
   gateway = await startGateway({
     redisUrl: redis.url,
     upstream: `http://127.0.0.1:${(pets.server.address() as AddressInfo).port}`,
+    env: { PLANS_FILE: plansFile() },
+    logs,
   });
   await gateway.listen();
   await gateway.admin.listen({ host: '127.0.0.1', port: 0 });
@@ -308,6 +333,102 @@ describe('the portal (its own listener)', () => {
     await page.getByText('Your session has ended.').waitFor();
     await shoot(page, 'signed-out-390');
     expect(cspViolations).toEqual([]);
+    await context.close();
+  });
+
+  it('shows a customer the invoice preview of its billing periods, as numbers and a CSV, and refuses it to another customer', {
+    timeout: 120_000,
+  }, async () => {
+    // Billed from today's date (at most the 28th) in UTC: the period before is whole in the history.
+    const anchorDay = Math.min(new Date().getUTCDate(), 28);
+    const gamma = await adminPost('/admin/customers', {
+      name: 'Gamma Geckos',
+      plan: 'metered',
+      billing: { anchorDay, timeZone: 'UTC' },
+      credits: { refill: { amount: 1000, every: 'period' } },
+    });
+    const made = await adminPost('/admin/keys', { customerId: gamma.id, name: 'geckos' });
+    // 13 units: 10 included, 3 over, billed as one block of 4 (0.50 EUR); 13 credits spent.
+    for (let i = 0; i < 13; i++) {
+      const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${made.key}` } });
+      expect(res.status).toBe(200);
+    }
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: 'en-US' });
+    const page = await context.newPage();
+    const cspViolations: string[] = [];
+    page.on('console', (message) => {
+      if (/Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
+    });
+    await page.goto(await portalLink(gamma.id as string));
+    await page.getByRole('heading', { name: 'Usage now' }).waitFor();
+    await page.getByRole('link', { name: 'Invoice' }).click();
+    await page.getByRole('heading', { name: 'Invoice preview' }).waitFor();
+    const rows = page.locator('#invoice-lines tr');
+    await expect.poll(() => rows.count()).toBe(6);
+    const cells = async () => Promise.all((await rows.all()).map((row) => row.locator('th, td').allTextContents()));
+    expect(await cells()).toEqual([
+      ['Line', 'Quantity', 'Amount'],
+      ['Base fee for the billing period', '', '€49.00'],
+      ['Units included (10)', '10 units', '€0.00'],
+      ['Units beyond those included: €0.50 per 4 started', '3 units (billed as 4)', '€0.50'],
+      ['Prepaid credits used (paid when bought)', '13 credits', '€0.00'],
+      ['Total', '', '€49.50'],
+    ]);
+    expect(await page.locator('#invoice-period').textContent()).toMatch(/, so far: 13 units on your metered plan\.$/);
+    // The CSV link: the admin API's file, from the portal, with the session cookie.
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('link', { name: 'Download these lines as CSV' }).click(),
+    ]);
+    expect(download.suggestedFilename()).toMatch(new RegExp(`^invoice-${gamma.id}-\\d{4}-\\d\\d-\\d\\d\\.csv$`));
+    const csv = readFileSync((await download.path()) as string, 'utf8');
+    expect(csv.split('\r\n').slice(1, -1)).toEqual([
+      'base,Base fee for the billing period,1,,,,4900,EUR',
+      'included,Units included (10),10,,,,0,EUR',
+      'overage,"Units beyond those included, 50 per 4 started",3,4,50,4,50,EUR',
+      'credits,Prepaid credits spent,13,,,,0,EUR',
+      'total,Total,,,,,4950,EUR',
+    ]);
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(page, 'invoice-1280', true);
+
+    // The period before: nothing used, the base fee alone.
+    await page.getByLabel('The one before').check();
+    await expect.poll(() => rows.last().locator('td').last().textContent()).toBe('€49.00');
+    expect(await page.locator('#invoice-period').textContent()).toMatch(/: 0 units on your metered plan\.$/);
+    await page.getByLabel('This one, so far').check();
+    await expect.poll(() => rows.last().locator('td').last().textContent()).toBe('€49.50');
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForLoadState('networkidle');
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(page, 'invoice-390', true);
+
+    // Another customer, on a plan without a price: its page says so, and Gamma's id in its
+    // requests, JSON or CSV, answers the 404 of an unknown customer and leaves an audit line.
+    const delta = await adminPost('/admin/customers', { name: 'Delta Ducks', plan: 'free' });
+    const other = await (await browser.newContext({ locale: 'en-US' })).newPage();
+    await other.goto(await portalLink(delta.id as string));
+    await other.getByRole('heading', { name: 'Usage now' }).waitFor();
+    await other.getByRole('link', { name: 'Invoice' }).click();
+    await other.getByText('Your plan (free) has no price: there is no invoice to preview').waitFor();
+    expect(await other.locator('#invoice-lines').count()).toBe(0);
+    expect(await axeViolations(other)).toEqual([]);
+    const refusedBefore = logs.filter((l) => l.audit === 'portal.refused').length;
+    for (const url of [
+      `/portal/api/invoice-preview?customerId=${gamma.id}`,
+      `/portal/api/invoice-preview?customerId=${gamma.id}&format=csv&period=previous`,
+    ]) {
+      expect(await fromPage(other, 'GET', url), url).toBe(404);
+    }
+    const refused = logs.filter((l) => l.audit === 'portal.refused').slice(refusedBefore);
+    expect(refused).toEqual([
+      expect.objectContaining({ customerId: delta.id, otherCustomerId: gamma.id }),
+      expect.objectContaining({ customerId: delta.id, otherCustomerId: gamma.id }),
+    ]);
+    expect(cspViolations).toEqual([]);
+    await other.context().close();
     await context.close();
   });
 });

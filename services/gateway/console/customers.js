@@ -1,9 +1,11 @@
 // @ts-check
 // The customers pages: the list, searched and filtered by the admin API itself, and a customer's
 // page with its settings, its shared windows live, its keys, its usage by hour, day and billing
-// period, and its actions (change its name, plan, billing or external id; delete it).
+// period, its credits and invoice preview (billing.js), and its actions (change its name, plan,
+// billing or external id; delete it).
 
 import { useState } from 'preact/hooks';
+import { CreditsPanel, InvoicePanel } from './billing.js';
 import { UsageChart } from './charts.js';
 import { limitsText, periodText, statusOf } from './figures.js';
 import { MAX_ANCHOR_DAY, WINDOWS } from './key-rules.js';
@@ -290,6 +292,8 @@ export function CustomerPage({ id }) {
         html`<span class=${`status ${statusOf(k, now)}`}>${statusOf(k, now)}</span>`,
         when(k.expiresAt),
       ])} />
+    <${CreditsPanel} path=${path} />
+    ${plans ? html`<${InvoicePanel} path=${path} customer=${customer} plans=${plans.plans} />` : null}
     <${CustomerHistory} path=${path} customer=${customer} />
   </section>`;
 }

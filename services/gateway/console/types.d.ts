@@ -1,6 +1,6 @@
 // The admin API's answers as the console reads them: the static types of the schemas the gateway
 // checks its answers against (admin/schemas.ts, admin/customer-schemas.ts,
-// admin/customer-history-schemas.ts, admin/webhook-schemas.ts), from its build's declarations.
+// admin/customer-history-schemas.ts, admin/webhook-schemas.ts, admin/invoice-schemas.ts), from its build's declarations.
 // JSDoc in the console's files imports them: `@type {import('./types.js').KeyView}`.
 
 import type { CustomerHistorySchema } from '@animal-store/gateway/admin/customer-history-schemas.js';
@@ -9,6 +9,7 @@ import type {
   CustomerUsageSchema,
   CustomerViewSchema,
 } from '@animal-store/gateway/admin/customer-schemas.js';
+import type { InvoicePreviewSchema } from '@animal-store/gateway/admin/invoice-schemas.js';
 import type {
   BanListSchema,
   CreatedKeySchema,
@@ -45,3 +46,4 @@ export type CustomerView = Static<typeof CustomerViewSchema>;
 export type CustomerPage = Static<typeof CustomerPageSchema>;
 export type CustomerUsage = Static<typeof CustomerUsageSchema>;
 export type CustomerHistory = Static<typeof CustomerHistorySchema>;
+export type InvoicePreview = Static<typeof InvoicePreviewSchema>;

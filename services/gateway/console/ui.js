@@ -28,15 +28,17 @@ export class ApiError extends Error {
  * @param {string} method
  * @param {string} path
  * @param {unknown} [body]
+ * @param {Record<string, string>} [headers] more headers (an Idempotency-Key)
  * @returns {Promise<any>}
  */
-export async function api(method, path, body) {
+export async function api(method, path, body, headers = {}) {
   const token = sessionStorage.getItem(TOKEN);
   const res = await fetch(path, {
     method,
     headers: {
       authorization: `Bearer ${token}`,
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
@@ -44,6 +46,22 @@ export async function api(method, path, body) {
   const data = await res.json().catch(() => ({}));
   if (!res.ok) throw new ApiError(res.status, data.code, data.message ?? `${res.status}`);
   return data;
+}
+
+/**
+ * A file the admin API answers (a CSV), read with the token, which a plain link could not send:
+ * its text and the name its Content-Disposition gives.
+ * @param {string} path
+ * @returns {Promise<{ text: string, name: string | null }>}
+ */
+export async function apiFile(path) {
+  const res = await fetch(path, { headers: { authorization: `Bearer ${sessionStorage.getItem(TOKEN)}` } });
+  if (!res.ok) {
+    const data = await res.json().catch(() => ({}));
+    throw new ApiError(res.status, data.code, data.message ?? `${res.status}`);
+  }
+  const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? null;
+  return { text: await res.text(), name };
 }
 
 /**

@@ -1,7 +1,9 @@
 // The customers' portal: plain DOM, no framework, no inline script. Every change carries the
 // session's CSRF token; the session itself is an HttpOnly cookie this script never sees.
 
-/** @type {{ customer: { id: string, name: string, plan: string }, csrfToken: string, maxKeys: number, scopes: string[], grace: { defaultSeconds: number, maxSeconds: number } } | null} */
+import { showInvoice } from './invoice.js';
+
+/** @type {{ customer: { id: string, name: string, plan: string, billing: { timeZone: string } }, csrfToken: string, maxKeys: number, scopes: string[], grace: { defaultSeconds: number, maxSeconds: number } } | null} */
 let session = null;
 
 const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -42,7 +44,7 @@ async function api(method, url, body) {
 
 function signedOut(text) {
   session = null;
-  for (const id of ['nav', 'sign-out', 'usage', 'history', 'keys']) byId(id).hidden = true;
+  for (const id of ['nav', 'sign-out', 'usage', 'history', 'keys', 'invoice']) byId(id).hidden = true;
   status(text);
 }
 
@@ -358,7 +360,8 @@ function narrowKey(event, key, scopeBoxes, cidrs) {
   });
 }
 
-const PAGES = { usage: showUsage, history: showHistory, keys: showKeys };
+const invoice = () => showInvoice(api, h, session?.customer.billing.timeZone ?? 'UTC');
+const PAGES = { usage: showUsage, history: showHistory, keys: showKeys, invoice };
 
 function route() {
   if (!session) return;
@@ -384,6 +387,8 @@ async function start() {
   byId('sign-out').hidden = false;
   byId('history-form').addEventListener('submit', (e) => run(() => showHistory(e)));
   byId('create-form').addEventListener('submit', createKey);
+  byId('invoice-form').addEventListener('change', () => run(invoice));
+  byId('invoice-form').addEventListener('submit', (e) => e.preventDefault());
   byId('sign-out').addEventListener('click', () =>
     run(async () => {
       await api('POST', '/portal/api/sign-out');
@@ -396,6 +401,3 @@ async function start() {
 }
 
 start();
-
-// A module (the page loads it as one): its names stay out of the window's.
-export {};

@@ -62,9 +62,17 @@ function webhookRules(): Buffer {
 
 /** The console's own files, served as they are (services/gateway/console). */
 const OWN_FILES: ReadonlyArray<[string, string]> = [
-  ...['app.js', 'ui.js', 'keys.js', 'customers.js', 'webhooks.js', 'charts.js', 'figures.js', 'limit-fields.js'].map(
-    (name): [string, string] => [name, JS],
-  ),
+  ...[
+    'app.js',
+    'ui.js',
+    'keys.js',
+    'customers.js',
+    'billing.js',
+    'webhooks.js',
+    'charts.js',
+    'figures.js',
+    'limit-fields.js',
+  ].map((name): [string, string] => [name, JS]),
   ['favicon.svg', SVG],
   ['style.css', 'text/css; charset=utf-8'],
 ];

@@ -7,6 +7,7 @@ import { storeUnavailable } from '../admin/store-unavailable.js';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
 import { portalCreditRoutes } from './credit-routes.js';
+import { portalInvoiceRoutes } from './invoice-routes.js';
 import { portalKeyRoutes } from './key-routes.js';
 import { portalPages } from './pages.js';
 import { sessionRoutes } from './session-cookie.js';
@@ -41,6 +42,7 @@ export async function buildPortalApp(config: GatewayConfig, deps: GatewayDeps): 
     await scope.register(portalUsageRoutes, { deps });
     await scope.register(portalKeyRoutes, { deps });
     await scope.register(portalCreditRoutes, { deps });
+    await scope.register(portalInvoiceRoutes, { deps });
   });
   await app.register(portalPages, { readEachRequest: !config.production });
   return app;

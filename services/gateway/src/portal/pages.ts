@@ -21,6 +21,7 @@ const CONTENT_SECURITY_POLICY = [
 const FILES: ReadonlyArray<[string, string, string]> = [
   ['/portal', 'index.html', 'text/html; charset=utf-8'],
   ['/portal/portal.js', 'portal.js', 'text/javascript; charset=utf-8'],
+  ['/portal/invoice.js', 'invoice.js', 'text/javascript; charset=utf-8'],
   ['/portal/style.css', 'style.css', 'text/css; charset=utf-8'],
   ['/portal/favicon.svg', 'favicon.svg', 'image/svg+xml'],
 ];

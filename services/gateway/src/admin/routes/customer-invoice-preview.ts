@@ -14,15 +14,18 @@ import { sendCsvFile, wantsCsv } from './key-usage.js';
 
 type Deps = Pick<GatewayDeps, 'history' | 'credits' | 'webhooks' | 'plans' | 'now'>;
 
+export type InvoicePeriod = 'current' | 'previous';
+
 /**
  * The invoice for one of the customer's billing periods: its units are the customer usage
  * history's own for that period (the same call the history route makes, so the two never
- * differ), its credits the ledger's spend in it. 409 for a plan without a price.
+ * differ), its credits the ledger's spend in it. 409 for a plan without a price. The portal
+ * shows the signed-in customer the same preview (portal/invoice-routes.ts).
  */
-async function invoicePreview(
+export async function invoicePreview(
   deps: Deps,
   customer: CustomerRecord,
-  period: 'current' | 'previous',
+  period: InvoicePeriod,
   log: { error(obj: object, msg: string): void },
 ) {
   const price = deps.plans.plans.get(customer.plan)?.price;
@@ -61,7 +64,7 @@ async function invoicePreview(
 type Preview = Awaited<ReturnType<typeof invoicePreview>>;
 
 /** The preview as a CSV file named for the customer and the period's first day. */
-function sendInvoiceCsv(reply: FastifyReply, preview: Preview): FastifyReply {
+export function sendInvoiceCsv(reply: FastifyReply, preview: Preview): FastifyReply {
   return sendCsvFile(reply, `invoice-${preview.id}-${preview.from.slice(0, 10)}.csv`, invoiceCsv(preview));
 }
 

@@ -1,0 +1,261 @@
+// @ts-check
+// A customer's money on its console page: its credits (balance, refill terms, the ledger a page at
+// a time, top-ups, grants and adjustments) and its invoice preview (this billing period so far or
+// the one before, with its CSV). Amounts stay integers in minor units until money() writes them.
+
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { money, periodText } from './figures.js';
+import { api, apiFile, Confirm, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
+
+/** Ledger entries a page shows at a time; Older entries asks for the next page. */
+const LEDGER_PAGE = 10;
+
+/** `100000 each billing period`: a customer's refill terms, or what it has without them. */
+function refillText(terms) {
+  if (!terms) return 'none: its keys spend no credits';
+  if (!terms.refill) return 'no refill: the balance changes by top-ups, grants and adjustments only';
+  return `up to ${terms.refill.amount} each ${terms.refill.every === 'day' ? 'day' : 'billing period'}`;
+}
+
+/** What a ledger entry says beyond its type and amount: the reason, the hour spent, the period refilled. */
+function entryDetail(entry) {
+  if (entry.type === 'spend') return `requests from ${when(entry.at)} to ${when(entry.end)}`;
+  if (entry.type === 'refill') return `for ${entry.period?.startsWith('day:') ? 'the day' : 'the billing period'}`;
+  return entry.reason ?? '';
+}
+
+/**
+ * The ledger newest first, a page at a time: read again from its first page whenever `version`
+ * changes (a change made here), and extended by `more`.
+ * @param {string} path
+ * @param {number} version
+ */
+function useLedger(path, version) {
+  const [state, setState] = useState(
+    /** @type {{ items: any[], next: string | null, error: any }} */ ({ items: [], next: null, error: null }),
+  );
+  const load = async (after) => {
+    const query = new URLSearchParams({ limit: String(LEDGER_PAGE), ...(after ? { after } : {}) });
+    try {
+      const page = await api('GET', `${path}/credits/ledger?${query}`);
+      setState((s) => ({ items: [...(after ? s.items : []), ...page.items], next: page.next, error: null }));
+    } catch (error) {
+      setState((s) => ({ ...s, error }));
+    }
+  };
+  useEffect(() => {
+    load(null);
+  }, [path, version]);
+  return { ...state, more: () => load(state.next) };
+}
+
+/**
+ * A top-up, grant or adjustment. Each change is sent with an Idempotency-Key drawn for it: sent
+ * again as it was (a double click, a retry after an answer that never came) it keeps its key, so
+ * the admin API adds it once; a change to the form draws a new one, as does a change that was made.
+ */
+function CreditChangeForm({ path, onChanged }) {
+  const attempt = useRef(/** @type {{ key: string, body: string } | null} */ (null));
+  const [error, setError] = useState(/** @type {any} */ (null));
+  const [made, setMade] = useState(/** @type {any} */ (null));
+  const [busy, setBusy] = useState(false);
+  const submit = async (event) => {
+    event.preventDefault();
+    const form = /** @type {HTMLFormElement} */ (event.currentTarget);
+    const fields = new FormData(form);
+    const body = {
+      amount: Number(fields.get('amount')),
+      reason: String(fields.get('reason') ?? '').trim(),
+      type: String(fields.get('type') ?? 'topup'),
+    };
+    const text = JSON.stringify(body);
+    if (attempt.current?.body !== text) attempt.current = { key: crypto.randomUUID(), body: text };
+    setBusy(true);
+    try {
+      const change = await api('POST', `${path}/credits`, body, { 'idempotency-key': attempt.current.key });
+      attempt.current = null;
+      form.reset();
+      setError(null);
+      setMade(change);
+      onChanged();
+    } catch (err) {
+      setMade(null);
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<form class="credit-change" onSubmit=${submit} aria-labelledby="credit-change-title">
+    <h3 id="credit-change-title">Add or take credits</h3>
+    <label for="credit-type">Kind</label>
+    <select id="credit-type" name="type">
+      <option value="topup">Top-up (bought)</option>
+      <option value="grant">Grant (given)</option>
+      <option value="adjustment">Adjustment (a correction, may be negative)</option>
+    </select>
+    <label for="credit-amount">Credits</label>
+    <input id="credit-amount" name="amount" type="number" step="1" required />
+    <label for="credit-reason">Reason</label>
+    <input id="credit-reason" name="reason" maxlength="500" required />
+    <${ErrorNote} error=${error} />
+    ${made ? html`<p class="hint" role="status" data-testid="credit-made">${`${made.type} of ${made.amount} recorded as ${made.ref}`}</p>` : null}
+    <div class="actions"><button type="submit" class="primary" disabled=${busy}>Record</button></div>
+  </form>`;
+}
+
+/**
+ * The customer's credits: balance, this hour's spend, refill terms and the next refill, the
+ * ledger, and the form that changes the balance (for a customer with credit terms).
+ * @param {{ path: string }} props
+ */
+export function CreditsPanel({ path }) {
+  const [version, setVersion] = useState(0);
+  const [credits, error, reload] = usePolled(() => api('GET', `${path}/credits`), 15_000, [path, version]);
+  const ledger = useLedger(path, version);
+  const changed = () => {
+    setVersion((v) => v + 1);
+    reload();
+  };
+  return html`<section class="panel" aria-labelledby="credits-title" data-testid="customer-credits">
+    <h2 id="credits-title">Credits</h2>
+    <${ErrorNote} error=${error} />
+    ${credits ? html`<${CreditsBody} path=${path} credits=${credits} ledger=${ledger} onChanged=${changed} />` : error ? null : html`<p>Loading…</p>`}
+  </section>`;
+}
+
+/**
+ * The terms a customer's credits follow, as the dialog's fields give them: none (null, which stops
+ * spending and keeps the balance and ledger), a balance changed by hand only ({}), or a refill.
+ * @param {FormData} form
+ */
+function termsOf(form) {
+  if (!form.get('spend')) return null;
+  const amount = String(form.get('refillAmount') ?? '').trim();
+  return amount ? { refill: { amount: Number(amount), every: String(form.get('every')) } } : {};
+}
+
+/** The button and dialog that set a customer's credit terms (PATCH /admin/customers/:id {credits}). */
+function CreditTerms({ path, terms, onChanged }) {
+  const [open, setOpen] = useState(false);
+  const close = () => setOpen(false);
+  const every = terms?.refill?.every ?? 'period';
+  return html`<div class="actions">
+      <button type="button" onClick=${() => setOpen(true)}>${terms ? 'Change credit terms' : 'Give it credit terms'}</button>
+    </div>
+    <${Confirm} open=${open} title="Credit terms" confirmLabel="Save" onClose=${close}
+      onConfirm=${async (form) => {
+        await api('PATCH', path, { credits: termsOf(form) });
+        close();
+        onChanged();
+      }}>
+      <label class="inline"><input type="checkbox" name="spend" defaultChecked=${true} /> Its keys spend credits (unticked: they stop; the balance and ledger stay)</label>
+      <label for="credit-refill-amount">Refill up to (empty: no refill)</label>
+      <input id="credit-refill-amount" name="refillAmount" type="number" min="1" step="1" defaultValue=${terms?.refill?.amount ?? ''} />
+      <label for="credit-refill-every">Every</label>
+      <select id="credit-refill-every" name="every">
+        <option value="period" selected=${every === 'period'}>billing period</option>
+        <option value="day" selected=${every === 'day'}>day (local midnight in its zone)</option>
+      </select>
+    <//>`;
+}
+
+/**
+ * The credits panel's figures, form and ledger, once the balance is read; for a customer that never
+ * had credits, one sentence instead (one whose terms were removed keeps its balance and ledger).
+ */
+function CreditsBody({ path, credits, ledger, onChanged }) {
+  const terms = html`<${CreditTerms} path=${path} terms=${credits.credits} onChanged=${onChanged} />`;
+  if (!credits.credits && credits.balance === 0 && ledger.items.length === 0 && !ledger.error)
+    return html`<p data-testid="credits-none">No credit terms: its keys spend no credits.</p>${terms}`;
+  return html`
+    <dl class="fields">
+      <dt>balance</dt><dd data-testid="credits-balance">${credits.balance}</dd>
+      <dt>this hour</dt><dd data-testid="credits-hour">${credits.openHour ? `${credits.openHour.spent} spent, in the ledger once the hour ends` : 'nothing spent'}</dd>
+      <dt>refill</dt><dd data-testid="credits-refill">${refillText(credits.credits)}</dd>
+      <dt>next refill</dt><dd>${when(credits.nextRefillAt)}</dd>
+    </dl>
+    ${terms}
+    ${credits.credits ? html`<${CreditChangeForm} path=${path} onChanged=${onChanged} />` : null}
+    <h3>Ledger, newest first</h3>
+    <${ErrorNote} error=${ledger.error} />
+    <${DataTable} label="Credit ledger" testid="credits-ledger" columns=${['when', 'type', 'amount', 'detail', 'ref']}
+      rows=${ledger.items.map((e) => [when(e.at), e.type, e.amount > 0 ? `+${e.amount}` : String(e.amount), entryDetail(e), e.ref ?? '—'])} />
+    ${ledger.next ? html`<button type="button" onClick=${ledger.more}>Older entries</button>` : null}`;
+}
+
+/** An invoice line's cells: its name, what it says, its quantity, its amount. */
+function lineCells(line, currency, locale) {
+  const cash = (minor) => money(minor, currency, locale);
+  if (line.line === 'overage')
+    return [
+      'overage units',
+      `beyond those included, ${cash(line.unitPrice)} per ${line.per} started`,
+      `${line.quantity} (billed ${line.billedUnits})`,
+      cash(line.amount),
+    ];
+  if (line.line === 'credits')
+    return ['credits used', 'prepaid credits spent (billed when bought)', String(line.quantity), cash(line.amount)];
+  return [line.line, line.description, String(line.quantity), cash(line.amount)];
+}
+
+/** A link to a file made in the page (a blob), released when the link goes. */
+function FileLink({ file, label }) {
+  const [href, setHref] = useState(/** @type {string | null} */ (null));
+  useEffect(() => {
+    const url = URL.createObjectURL(new Blob([file.text], { type: 'text/csv' }));
+    setHref(url);
+    return () => URL.revokeObjectURL(url);
+  }, [file.text]);
+  return href
+    ? html`<a href=${href} download=${file.name ?? 'invoice.csv'} data-testid="invoice-csv">${label}</a>`
+    : null;
+}
+
+/**
+ * The customer's invoice preview under its plan's price, for this billing period so far or the
+ * one before: its lines and total as the admin API computes them, and the same as a CSV file.
+ * @param {{ path: string, customer: import('./types.js').CustomerView, plans: import('./types.js').Plans['plans'] }} props
+ */
+export function InvoicePanel({ path, customer, plans }) {
+  const [period, setPeriod] = useState(/** @type {'current' | 'previous'} */ ('current'));
+  const priced = Boolean(plans.find((p) => p.name === customer.plan)?.price);
+  const [preview, error] = usePolled(
+    async () => {
+      if (!priced) return null;
+      const query = `${path}/invoice-preview?period=${period}`;
+      const [json, csv] = await Promise.all([api('GET', query), apiFile(`${query}&format=csv`)]);
+      return { json: /** @type {import('./types.js').InvoicePreview} */ (json), csv };
+    },
+    30_000,
+    [path, period, priced],
+  );
+  if (!priced)
+    return html`<section class="panel" aria-labelledby="invoice-title" data-testid="customer-invoice">
+      <h2 id="invoice-title">Invoice preview</h2>
+      <p data-testid="invoice-unpriced">Plan ${customer.plan} has no price, so there is no invoice to preview. Give it one in PLANS_FILE (plans.${customer.plan}.price).</p>
+    </section>`;
+  const choose = (event) => setPeriod(event.currentTarget.value);
+  const shown = preview && preview.json.period === period ? preview : null;
+  const p = shown?.json;
+  const locale = navigator.language;
+  return html`<section class="panel" aria-labelledby="invoice-title" data-testid="customer-invoice">
+    <h2 id="invoice-title">Invoice preview</h2>
+    <fieldset class="period-choice">
+      <legend>Billing period</legend>
+      <label class="inline"><input type="radio" name="invoice-period" value="current" checked=${period === 'current'} onChange=${choose} /> this one, so far</label>
+      <label class="inline"><input type="radio" name="invoice-period" value="previous" checked=${period === 'previous'} onChange=${choose} /> the one before</label>
+    </fieldset>
+    <${ErrorNote} error=${error} />
+    ${
+      p && shown
+        ? html`<p data-testid="invoice-period">${periodText(p.from, p.to, customer.billing.timeZone)} (${customer.billing.timeZone}): ${p.units} units on plan ${p.plan}</p>
+          <${DataTable} label="Invoice lines" testid="invoice-lines" columns=${['line', 'description', 'quantity', 'amount']}
+            rows=${p.lines.map((l) => lineCells(l, p.currency, locale))} />
+          <p class="invoice-total">Total <strong data-testid="invoice-total">${money(p.total, p.currency, locale)}</strong></p>
+          <p><${FileLink} file=${shown.csv} label="Download as CSV" /></p>`
+        : error
+          ? null
+          : html`<p>Loading…</p>`
+    }
+  </section>`;
+}
