@@ -90,6 +90,7 @@ interface Run {
   clock: TestClock;
   gateways: [TestGateway, TestGateway];
   keys: [string, string];
+  keyIds: [string, string];
   customer: string;
   pets: Awaited<ReturnType<typeof startPets>>;
   redis: RedisProcess;
@@ -321,6 +322,13 @@ async function reconcile(run: Run, seen: Tally): Promise<void> {
     upstreamFailed: seen.failed,
   });
   expect(preview.units).toBe(units.units);
+  // The customer's hours are its keys' summed, whichever replica served them.
+  const range = `from=${iso(PERIOD_FROM)}&to=${iso(PERIOD_TO)}`;
+  const keys = await Promise.all(
+    run.keyIds.map((key) => ok(adminCall(run.gateways[1], 'GET', `/admin/keys/${key}/usage/history?${range}`))),
+  );
+  expect(sum(keys.map((k) => k.totals.units))).toBe(units.units);
+  expect(sum(keys.map((k) => k.totals.upstreamFailed))).toBe(units.upstreamFailed);
   // Credits pay for every admitted request, served or not (credits.md): the ledger's spend in the
   // period is the billed units and the units the pets service never served.
   const entries = await ledger(run);
@@ -380,15 +388,17 @@ describe('a billing period on two replicas', () => {
     });
     expect(customer.statusCode, customer.body).toBe(201);
     const id = String(customer.json().id);
-    const key = async (name: string) => {
+    const key = async (name: string): Promise<{ id: string; key: string }> => {
       const made = await adminCall(gateways[1], 'POST', '/admin/keys', { customerId: id, name });
       expect(made.statusCode, made.body).toBe(201);
-      return String(made.json().key);
+      return made.json();
     };
+    const [prod, ci] = [await key('prod'), await key('ci')];
     return {
       clock,
       gateways,
-      keys: [await key('prod'), await key('ci')],
+      keys: [prod.key, ci.key],
+      keyIds: [prod.id, ci.id],
       customer: id,
       pets,
       redis,
