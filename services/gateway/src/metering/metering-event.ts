@@ -97,11 +97,12 @@ export function cloudEvent(record: MeteringRecord): CloudEvent {
 
 /**
  * The record as a Stripe meter event, or null for a subject without an externalId (Stripe has
- * no customer to bill). Stripe sums meter events, so `value` is the revision's `delta`, as a
- * string as Stripe gives it; `timestamp` the hour's start in seconds.
+ * no customer to bill) and for a revision that moves units between routes only (delta 0: nothing
+ * to add). Stripe sums meter events, so `value` is the revision's `delta`, as a string as Stripe
+ * gives it; `timestamp` the hour's start in seconds.
  */
 export function stripeMeterEvent(record: MeteringRecord, eventName: string): StripeMeterEvent | null {
-  if (record.externalId === undefined) return null;
+  if (record.externalId === undefined || record.delta === 0) return null;
   return {
     event_name: eventName,
     identifier: meteringEventId(record),
