@@ -93,7 +93,12 @@ export class MeteringCloser {
     const routesOf = new Map(routeHours.map((h) => [h.hour, h.routes]));
     return hours
       .filter((h) => h.hour + HOUR_MS <= closedBefore)
-      .map((h) => ({ subject, hour: h.hour, units: h.units, routes: splitByRoute(h.units, routesOf.get(h.hour) ?? {}) }));
+      .map((h) => ({
+        subject,
+        hour: h.hour,
+        units: h.units,
+        routes: splitByRoute(h.units, routesOf.get(h.hour) ?? {}),
+      }));
   }
 
   /** Records the hour unless this replica already recorded it as it is; the record appended, or null. */

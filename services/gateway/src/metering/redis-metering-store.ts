@@ -1,11 +1,22 @@
 import type { Redis, Result } from 'ioredis';
 import type { RedisClient } from '../redis/clients.js';
 import type { HourTotals, MeteringRecord } from './metering-event.js';
-import { type Appended, cursorOf, type MeteringPage, type MeteringStore, positionOf, totalsDigest } from './metering-store.js';
+import {
+  type Appended,
+  cursorOf,
+  type MeteringPage,
+  type MeteringStore,
+  positionOf,
+  totalsDigest,
+} from './metering-store.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    meteringRecord(stream: string, last: string, ...args: Array<string | number>): Result<[number, number] | null, Context>;
+    meteringRecord(
+      stream: string,
+      last: string,
+      ...args: Array<string | number>
+    ): Result<[number, number] | null, Context>;
   }
 }
 

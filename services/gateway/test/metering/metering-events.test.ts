@@ -68,7 +68,10 @@ afterAll(async () => {
 
 function plansFile(): string {
   const path = join(mkdtempSync(join(tmpdir(), 'metering-')), 'plans.json');
-  writeFileSync(path, JSON.stringify({ plans: { metered: { windows: { minute: 1000 } } }, routeCosts: { 'POST /v1/pets': 5 } }));
+  writeFileSync(
+    path,
+    JSON.stringify({ plans: { metered: { windows: { minute: 1000 } } }, routeCosts: { 'POST /v1/pets': 5 } }),
+  );
   return path;
 }
 
@@ -242,7 +245,9 @@ describe('the metering export on Redis', () => {
   it('pages with limit and refuses a bad cursor or limit in the Error shape', async () => {
     const clock = testClock();
     const [a] = (await replicas(true, clock.now)) as [TestGateway];
-    const keys = await Promise.all([1, 2, 3].map(async () => created(call(a, 'POST', '/admin/keys', { plan: 'metered' }))));
+    const keys = await Promise.all(
+      [1, 2, 3].map(async () => created(call(a, 'POST', '/admin/keys', { plan: 'metered' }))),
+    );
     await Promise.all(keys.map((k) => send(a, k.key, 'GET')));
     clock.advance(2 * HOUR_MS);
     await closeAll(a);
@@ -255,7 +260,13 @@ describe('the metering export on Redis', () => {
       after = `&after=${page.next}`;
     }
     expect(new Set(ids).size).toBe(3);
-    for (const query of ['?limit=0', '?limit=1001', '?limit=many', '?after=not-a-cursor', `?after=${'x'.repeat(300)}`]) {
+    for (const query of [
+      '?limit=0',
+      '?limit=1001',
+      '?limit=many',
+      '?after=not-a-cursor',
+      `?after=${'x'.repeat(300)}`,
+    ]) {
       expectError(await call(a, 'GET', `/admin/metering/events${query}`), 400, 'invalid_request');
     }
   });

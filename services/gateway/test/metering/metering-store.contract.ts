@@ -89,7 +89,12 @@ export function meteringStoreContract(name: string, make: () => Promise<Metering
 
     it('refuses a cursor it did not give', async () => {
       const [a] = await start();
-      for (const cursor of ['nope', cursorOf('x-1'), Buffer.from('m1:12').toString('base64url'), `${cursorOf('1-0')}=`]) {
+      for (const cursor of [
+        'nope',
+        cursorOf('x-1'),
+        Buffer.from('m1:12').toString('base64url'),
+        `${cursorOf('1-0')}=`,
+      ]) {
         await expect(a.read(cursor, 10), cursor).rejects.toBeInstanceOf(BadCursorError);
       }
     });

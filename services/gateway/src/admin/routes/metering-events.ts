@@ -33,11 +33,12 @@ export async function meteringEvents(
 }
 
 /** GET /admin/metering/events?after=&limit=&format=: the closed hours, in the order they closed. */
-export const meteringRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'metering'> & { stripeEventName: string }> =
-  async (app, { deps, stripeEventName }) => {
-    app.get(
-      '/admin/metering/events',
-      { schema: { querystring: MeteringEventsQuery, response: { 200: MeteringEventsPage, ...errors } } },
-      async (request) => meteringEvents(deps.metering, request.query, stripeEventName),
-    );
-  };
+export const meteringRoutes: FastifyPluginAsyncTypebox<
+  AdminRouteOptions<'metering'> & { stripeEventName: string }
+> = async (app, { deps, stripeEventName }) => {
+  app.get(
+    '/admin/metering/events',
+    { schema: { querystring: MeteringEventsQuery, response: { 200: MeteringEventsPage, ...errors } } },
+    async (request) => meteringEvents(deps.metering, request.query, stripeEventName),
+  );
+};
