@@ -22,9 +22,11 @@ declare module 'ioredis' {
 
 /**
  * KEYS: the stream, the hour's last-revision hash. ARGV: the totals' digest, their units, the
- * record's JSON (without revision and delta), when the hash expires (ms from now), the oldest
- * stream id to keep. Compares with the last revision and appends the next one in one step, so
- * replicas closing the same hour at once append it once.
+ * record's JSON (without revision and delta), how long both are kept (ms). Compares with the last
+ * revision and appends the next one in one step, so replicas closing the same hour at once append
+ * it once. The stream's ids are Redis's clock (XADD *), so entries older than the retention are
+ * trimmed by that clock too: trimmed by the gateway's, a gateway ahead of Redis by more than the
+ * retention (a test clock) trimmed every entry as it was added.
  */
 const RECORD_SCRIPT = `
 local last = redis.call('HMGET', KEYS[2], 'r', 'd', 'u')
@@ -35,7 +37,9 @@ local revision = tonumber(last[1] or '0') + 1
 local delta = units - tonumber(last[3] or '0')
 redis.call('HSET', KEYS[2], 'r', revision, 'd', ARGV[1], 'u', units)
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
-redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[5], '*', 'j', ARGV[3], 'r', revision, 'v', delta)
+local time = redis.call('TIME')
+local oldest = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) - tonumber(ARGV[4])
+redis.call('XADD', KEYS[1], 'MINID', '~', string.format('%d-0', math.max(0, oldest)), '*', 'j', ARGV[3], 'r', revision, 'v', delta)
 return {revision, delta}
 `;
 
@@ -72,7 +76,6 @@ export class RedisMeteringStore implements MeteringStore {
       totals.units,
       json,
       this.retentionMs,
-      `${Math.max(0, at - this.retentionMs)}-0`,
     );
     return appended === null ? null : { revision: Number(appended[0]), delta: Number(appended[1]) };
   }
