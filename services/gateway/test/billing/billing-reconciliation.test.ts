@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RedisProcess } from '@animal-store/tests/support/redis.js';
-import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify';
+import { CloudEvent } from 'cloudevents';
+import Fastify, { type LightMyRequestResponse } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
@@ -13,12 +14,13 @@ import { ADMIN_TOKEN, bearer, connected, redisClient, startGateway, type TestGat
 import { type TestClock, testClockFrom } from '../support/test-clock.js';
 
 /*
- * Issue 40's reconciliation: two replicas on one Redis, a customer on a priced plan with a daily
+ * Billing reconciled end to end: two replicas on one Redis, a customer on a priced plan with a daily
  * refill, a whole billing period on a clock the test moves (a burst over the shared minute window,
  * a day out of credits, hours the pets service cannot serve, a top-up retried with its
- * Idempotency-Key across a Redis crash, the data kept by Redis's append-only file). At the end the
- * period's units agree to the unit four ways: what the client saw served, the usage history, the
- * invoice preview, and the ledger's spend less what the pets service never served.
+ * Idempotency-Key across a Redis crash, the data kept by Redis's append-only file, a failure known
+ * after its hour closed). At the end the period's units agree to the unit five ways: what the
+ * client saw served, the usage history, the invoice preview, the metering export's closed hours,
+ * and the ledger's spend less what the pets service never served.
  */
 
 const MINUTE = 60_000;
@@ -40,12 +42,30 @@ function persistentRedis(dir: string) {
   ];
 }
 
-/** The pets service's stand-in: serves every request, or answers 503 while `failing`. */
-async function startPets(): Promise<{ url: string; app: FastifyInstance; failing: boolean }> {
+/**
+ * The pets service's stand-in: serves every request, or answers 503 while `failing`; while
+ * `holding`, it keeps a request until release() and then answers it 503 (a failure known late).
+ */
+async function startPets() {
   const app = Fastify();
-  const pets = { url: '', app, failing: false };
+  const held: (() => void)[] = [];
+  const pets = {
+    url: '',
+    app,
+    failing: false,
+    holding: false,
+    held,
+    release: () => {
+      for (const answer of held.splice(0)) answer();
+    },
+  };
+  const unavailable = { code: 'unavailable', status: 503, message: 'pets cannot serve' };
   app.all('/v1/*', async (request, reply) => {
-    if (pets.failing) return reply.code(503).send({ code: 'unavailable', status: 503, message: 'pets cannot serve' });
+    if (pets.holding) {
+      await new Promise<void>((resolve) => held.push(resolve));
+      return reply.code(503).send(unavailable);
+    }
+    if (pets.failing) return reply.code(503).send(unavailable);
     return request.method === 'POST' ? reply.code(201).send({ id: 1 }) : [];
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -67,23 +87,34 @@ function plansFile(dir: string): string {
 class Tally {
   served = 0;
   servedUnits = 0;
+  /** Served units by route, as routeCosts names routes. */
+  readonly routes: Record<string, number> = {};
   failed = 0;
   failedUnits = 0;
   limited = 0;
   exhausted = 0;
   unavailable = 0;
 
-  record(res: LightMyRequestResponse, cost: number): void {
+  record(res: LightMyRequestResponse, route: string, cost: number): void {
     const code = res.statusCode >= 400 ? String(res.json().code) : '';
-    if (res.statusCode === 200 || res.statusCode === 201)
+    if (res.statusCode === 200 || res.statusCode === 201) {
       [this.served, this.servedUnits] = [this.served + 1, this.servedUnits + cost];
-    else if (res.statusCode === 503 && code === 'unavailable')
+      this.routes[route] = (this.routes[route] ?? 0) + cost;
+    } else if ((res.statusCode === 503 && code === 'unavailable') || code === 'upstream_timeout')
       [this.failed, this.failedUnits] = [this.failed + 1, this.failedUnits + cost];
     else if (res.statusCode === 429 && code === 'rate_limit_exceeded') this.limited++;
     else if (res.statusCode === 402 && code === 'credits_exhausted') this.exhausted++;
     else if (res.statusCode === 503 && code === 'rate_limiter_unavailable') this.unavailable++;
     else throw new Error(`an answer the tally does not expect: ${res.statusCode} ${res.body}`);
   }
+}
+
+/** A metering export event (docs/metering.md), as much of it as the reconciliation reads. */
+interface UsageEvent {
+  id: string;
+  subject: string;
+  time: string;
+  data: { units: number; delta: number; revision: number; routes: Record<string, number> };
 }
 
 interface Run {
@@ -97,6 +128,9 @@ interface Run {
   /** The test's own connection, which ages Redis's TTLs with the clock. */
   aging: Redis;
   firstTopUp?: LightMyRequestResponse;
+  /** The metering export as a billing job read it before the crash, and the cursor it resumes from. */
+  exported: UsageEvent[];
+  cursor: string | null;
   /** Where answers are counted: the period's tally, then the next period's. */
   tally: Tally;
 }
@@ -120,7 +154,7 @@ async function send(run: Run, replica: 0 | 1, method: 'GET' | 'POST', key = repl
     headers,
     ...(payload ? { payload } : {}),
   });
-  run.tally.record(res, method === 'POST' ? POST_COST : 1);
+  run.tally.record(res, `${method} /v1/pets`, method === 'POST' ? POST_COST : 1);
   return res;
 }
 
@@ -208,14 +242,28 @@ const history = (run: Run, period: 'current' | 'previous') =>
   );
 
 /**
- * A replica writes the upstream failures it saw within a second of their answers (until then the
- * history counts them admitted): waited for, as a billing job reads a period well after it closes.
+ * What each replica's timers do in production, which the test's clock does not drive: its
+ * history's batch written (within a second, in real time; until then the history counts its
+ * upstream failures admitted), then a closing pass of the metering
+ * export over the hours that ended 5 minutes (METERING_CLOSE_DELAY_MS) ago.
  */
-async function failuresWritten(run: Run, period: 'current' | 'previous', failed: number): Promise<void> {
-  await vi.waitFor(async () => expect((await history(run, period)).totals.upstreamFailed).toBe(failed), {
-    timeout: 5_000,
-    interval: 50,
-  });
+async function closePasses(run: Run): Promise<void> {
+  await Promise.all(run.gateways.map((gw) => gw.deps.history.flush()));
+  await Promise.all(run.gateways.map((gw) => gw.deps.meteringCloser.closeDue()));
+}
+
+/** The export from a cursor to its end, as a billing job pulls it; each event read by the cloudevents SDK. */
+async function pull(run: Run, after: string | null): Promise<{ events: UsageEvent[]; next: string | null }> {
+  const events: UsageEvent[] = [];
+  let cursor = after;
+  for (;;) {
+    const url = `/admin/metering/events?limit=1000${cursor ? `&after=${encodeURIComponent(cursor)}` : ''}`;
+    const page = await ok(adminCall(run.gateways[1], 'GET', url));
+    for (const event of page.events) expect(new CloudEvent(event).validate()).toBe(true);
+    events.push(...page.events);
+    if (page.events.length === 0 || page.next === null) return { events, next: cursor };
+    cursor = page.next;
+  }
 }
 
 /**
@@ -224,8 +272,9 @@ async function failuresWritten(run: Run, period: 'current' | 'previous', failed:
  * the top-up retried with its Idempotency-Key through the other replica adds nothing.
  */
 async function crashRedis(run: Run): Promise<void> {
-  await failuresWritten(run, 'current', run.tally.failed);
+  await closePasses(run);
   const before = await balance(run.gateways[0], run.customer);
+  ({ events: run.exported, next: run.cursor } = await pull(run, null));
   await run.redis.kill();
   expectError(await send(run, 0, 'GET'), 503, 'rate_limiter_unavailable');
   expectError(await send(run, 1, 'GET'), 503, 'rate_limiter_unavailable');
@@ -263,6 +312,30 @@ function refilledUpTo(expected: number, refill: number | null): Step {
   };
 }
 
+/**
+ * A read the pets service holds past its hour's close, then fails (an upstream timeout, if the
+ * gateway's 2 s run out first): the export reports the hour with it, then a revision without it.
+ */
+async function lateFailure(run: Run): Promise<void> {
+  run.pets.holding = true;
+  const answer = send(run, 1, 'GET', 0);
+  await vi.waitFor(() => expect(run.pets.held.length).toBe(1), { timeout: 5_000, interval: 10 });
+  run.pets.holding = false;
+  const hour = run.clock.now() - (run.clock.now() % HOUR);
+  await run.clock.moveTo(hour + HOUR + 6 * MINUTE);
+  await closePasses(run);
+  run.pets.release();
+  expect([503, 504]).toContain((await answer).statusCode);
+  await closePasses(run);
+  const reports = (await pull(run, run.cursor)).events.filter(
+    (e) => e.subject === run.customer && e.time === iso(hour),
+  );
+  expect(reports.map((e) => [e.data.revision, e.data.units, e.data.delta])).toEqual([
+    [1, 1, 1],
+    [2, 0, -1],
+  ]);
+}
+
 type Step = (run: Run) => Promise<void>;
 const at = (day: number, hours: number, minutes = 0) => PERIOD_FROM + day * DAY + hours * HOUR + minutes * MINUTE;
 
@@ -285,6 +358,7 @@ function schedule(): [number, Step][] {
   steps.set(at(15, 1), refilledUpTo(50, null));
   steps.set(at(16, 1), refilledUpTo(REFILL, 10));
   steps.set(at(20, 8, 10), unserved);
+  steps.set(at(22, 10, 50), lateFailure);
   return [...steps].sort(([a], [b]) => a - b);
 }
 
@@ -306,10 +380,28 @@ async function ledger(
 const sum = (amounts: number[]) => amounts.reduce((a, b) => a + b, 0);
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/**
+ * The metering export of the period, pulled before the crash and resumed from its cursor after:
+ * each revision once (whichever replica closed it), and both each hour's latest revision and the
+ * sum of the deltas (what a summing meter adds up) give the history's units; by route, the client's.
+ */
+async function reconcileExport(run: Run, seen: Tally, units: number): Promise<void> {
+  const events = [...run.exported, ...(await pull(run, run.cursor)).events].filter(
+    (e) => e.subject === run.customer && Date.parse(e.time) >= PERIOD_FROM && Date.parse(e.time) < PERIOD_TO,
+  );
+  expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
+  const latest = new Map<string, UsageEvent>();
+  for (const e of events) if ((latest.get(e.time)?.data.revision ?? 0) < e.data.revision) latest.set(e.time, e);
+  expect(sum([...latest.values()].map((e) => e.data.units))).toBe(units);
+  expect(sum(events.map((e) => e.data.delta))).toBe(units);
+  const routes: Record<string, number> = {};
+  for (const e of latest.values()) for (const [r, n] of Object.entries(e.data.routes)) routes[r] = (routes[r] ?? 0) + n;
+  expect(routes).toEqual(seen.routes);
+}
+
 /** The closed period four ways (client, history, invoice, ledger), to the unit. */
 async function reconcile(run: Run, seen: Tally): Promise<void> {
   const id = run.customer;
-  await failuresWritten(run, 'previous', seen.failed);
   const units = (await history(run, 'previous')).totals;
   const preview = await ok(adminCall(run.gateways[1], 'GET', `/admin/customers/${id}/invoice-preview?period=previous`));
   expect([preview.from, preview.to]).toEqual([iso(PERIOD_FROM), iso(PERIOD_TO)]);
@@ -329,6 +421,7 @@ async function reconcile(run: Run, seen: Tally): Promise<void> {
   );
   expect(sum(keys.map((k) => k.totals.units))).toBe(units.units);
   expect(sum(keys.map((k) => k.totals.upstreamFailed))).toBe(units.upstreamFailed);
+  await reconcileExport(run, seen, units.units);
   // Credits pay for every admitted request, served or not (credits.md): the ledger's spend in the
   // period is the billed units and the units the pets service never served.
   const entries = await ledger(run);
@@ -403,21 +496,25 @@ describe('a billing period on two replicas', () => {
       pets,
       redis,
       aging,
+      exported: [],
+      cursor: null,
       tally: new Tally(),
     };
   }
 
-  it('agrees to the unit: history, invoice preview and ledger with what the client saw, through a refill, a top-up retried and a Redis crash', async () => {
+  it('agrees to the unit: history, invoice preview, metering export and ledger with what the client saw, through refills, a top-up retried and a Redis crash', async () => {
     const run = await begin();
     for (const [when, step] of schedule()) {
       await run.clock.moveTo(when);
       await step(run);
+      await closePasses(run);
     }
     const period = run.tally;
     // Into the next period: its use must stay out of the closed one.
     run.tally = new Tally();
     await run.clock.moveTo(PERIOD_TO + 30 * MINUTE);
     await served(run);
+    await closePasses(run);
     await reconcile(run, period);
     expect((await history(run, 'current')).totals.units).toBe(run.tally.servedUnits);
   }, 180_000);
