@@ -399,7 +399,7 @@ async function reconcileExport(run: Run, seen: Tally, units: number): Promise<vo
   expect(routes).toEqual(seen.routes);
 }
 
-/** The closed period four ways (client, history, invoice, ledger), to the unit. */
+/** The closed period five ways (client, history, invoice, export, ledger), to the unit. */
 async function reconcile(run: Run, seen: Tally): Promise<void> {
   const id = run.customer;
   const units = (await history(run, 'previous')).totals;
