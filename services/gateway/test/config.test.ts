@@ -471,6 +471,8 @@ describe('loadConfig metering', () => {
       expect.stringContaining('METERING_CLOSE_DELAY_MS'),
       expect.stringContaining('METERING_STRIPE_EVENT_NAME'),
     ]);
+    // Unset, it follows a long upstream timeout instead.
+    expect(loadConfig({ UPSTREAM_TIMEOUT_MS: '600000' }).metering.closeDelayMs).toBe(602_000);
     expect(configError({ METERING_CLOSE_DELAY_MS: '5000', UPSTREAM_TIMEOUT_MS: '10000' }).problems).toEqual([
       'METERING_CLOSE_DELAY_MS (5000) must be at least UPSTREAM_TIMEOUT_MS + 2000 (12000): an hour closes only once its last answers are counted',
     ]);
