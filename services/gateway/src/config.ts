@@ -81,10 +81,13 @@ export interface MeteringConfig {
  * the history's one-second write batches, or an hour would be reported before its last counts.
  */
 function parseMetering(r: EnvReader, upstreamTimeoutMs: number): MeteringConfig {
-  const closeDelayMs = r.int('METERING_CLOSE_DELAY_MS', 300_000, 0, 86_400_000);
+  const least = upstreamTimeoutMs + 2_000;
+  // Unset: 5 minutes, or longer with a longer upstream timeout; set, it must be long enough.
+  const set = r.string('METERING_CLOSE_DELAY_MS') !== undefined;
+  const closeDelayMs = r.int('METERING_CLOSE_DELAY_MS', Math.max(300_000, least), 0, 86_400_000);
   r.require(
-    closeDelayMs >= upstreamTimeoutMs + 2_000,
-    `METERING_CLOSE_DELAY_MS (${closeDelayMs}) must be at least UPSTREAM_TIMEOUT_MS + 2000 (${upstreamTimeoutMs + 2_000}): an hour closes only once its last answers are counted`,
+    !set || closeDelayMs >= least,
+    `METERING_CLOSE_DELAY_MS (${closeDelayMs}) must be at least UPSTREAM_TIMEOUT_MS + 2000 (${least}): an hour closes only once its last answers are counted`,
   );
   const stripeEventName = r.string('METERING_STRIPE_EVENT_NAME', 'api_units');
   r.require(

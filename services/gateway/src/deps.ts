@@ -171,23 +171,6 @@ export async function createDeps(
 
   const fileCustomers = config.apiKeyCustomers.map((e) => toCustomerRecord(e, loadedAt));
   const customerStore = await customerStoreFor(clients, fileCustomers);
-  const customerResolver = new CustomerResolver(customerStore, fileCustomers, {
-    maxEntries: config.keyCacheMax,
-    ttlMs: config.keyCacheTtlMs,
-  });
-  const metering: MeteringStore = redis
-    ? new RedisMeteringStore(redis, config.redisPrefix, config.usageHistoryMs)
-    : new MemoryMeteringStore();
-  const meteringCloser = new MeteringCloser({
-    history,
-    store: metering,
-    customers: customerResolver,
-    key: async (id) => keyResolver.fileRecord(id) ?? keyStore.get(id),
-    onRecorded: (record) => webhooks.usageReported(cloudEvent(record)),
-    closeDelayMs: config.metering.closeDelayMs,
-    now,
-    logger,
-  });
   return {
     plans: config.plans,
     logger,
@@ -197,9 +180,11 @@ export async function createDeps(
     keyStore,
     customerStore,
     keyResolver,
-    customerResolver,
-    metering,
-    meteringCloser,
+    customerResolver: new CustomerResolver(customerStore, fileCustomers, {
+      maxEntries: config.keyCacheMax,
+      ttlMs: config.keyCacheTtlMs,
+    }),
+    ...createMetering(config, redis, { history, customerStore, keyResolver, keyStore, webhooks, now, logger }),
     limiter,
     credits,
     history,
@@ -218,6 +203,28 @@ export async function createDeps(
       webhooks: webhooks.queue.kind,
     },
   };
+}
+
+/** The metering export's store (beside the history: Redis, or memory) and its closer. */
+function createMetering(
+  config: GatewayConfig,
+  redis: RedisClient | null,
+  parts: Pick<GatewayDeps, 'history' | 'customerStore' | 'keyResolver' | 'keyStore' | 'webhooks' | 'now' | 'logger'>,
+): Pick<GatewayDeps, 'metering' | 'meteringCloser'> {
+  const { keyResolver, keyStore, webhooks } = parts;
+  const metering: MeteringStore = redis
+    ? new RedisMeteringStore(redis, config.redisPrefix, config.usageHistoryMs)
+    : new MemoryMeteringStore();
+  const meteringCloser = new MeteringCloser({
+    ...parts,
+    store: metering,
+    // Asked once per customer hour appended: no cache needed.
+    customers: parts.customerStore,
+    key: async (id) => keyResolver.fileRecord(id) ?? keyStore.get(id),
+    onRecorded: (record) => webhooks.usageReported(cloudEvent(record)),
+    closeDelayMs: config.metering.closeDelayMs,
+  });
+  return { metering, meteringCloser };
 }
 
 /** The store given, MongoDB when its database is, or this process's memory. */

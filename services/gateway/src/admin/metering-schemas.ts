@@ -3,7 +3,7 @@ import { USAGE_EVENT_SOURCE, USAGE_EVENT_TYPE } from '../metering/metering-event
 
 /* GET /admin/metering/events: closed hours as CloudEvents, or as Stripe meter events. */
 
-export const METERING_PAGE_MAX = 1000;
+const METERING_PAGE_MAX = 1000;
 
 export const MeteringEventsQuery = Type.Object(
   {
@@ -17,7 +17,7 @@ export const MeteringEventsQuery = Type.Object(
 
 const Timestamp = Type.String({ format: 'date-time' });
 
-export const CloudEventSchema = Type.Object({
+const CloudEventSchema = Type.Object({
   specversion: Type.Literal('1.0'),
   id: Type.String(),
   source: Type.Literal(USAGE_EVENT_SOURCE),

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { CustomerResolver } from '../customers/customer-resolver.js';
+import type { CustomerRecord } from '../customers/customer-store.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { HOUR_MS, isCustomerId, type UsageHistory } from '../usage/usage-history.js';
 import type { HourTotals, MeteringRecord } from './metering-event.js';
@@ -15,7 +15,8 @@ const SEEN_MAX = 200_000;
 export interface CloserOptions {
   history: UsageHistory;
   store: MeteringStore;
-  customers: Pick<CustomerResolver, 'fetch'>;
+  /** The customer store: a subject's externalId. */
+  customers: { get(id: string): Promise<CustomerRecord | null> };
   /** A key by id (the key store, API_KEYS_FILE's first): a key of a customer is not a subject. */
   key(id: string): Promise<KeyRecord | null>;
   /** Told of every revision this replica appended (the `usage.reported` webhook). */
@@ -112,7 +113,7 @@ export class MeteringCloser {
       return null;
     }
     const externalId = isCustomerId(totals.subject)
-      ? (await this.options.customers.fetch(totals.subject))?.externalId
+      ? (await this.options.customers.get(totals.subject))?.externalId
       : undefined;
     const full = externalId ? { ...totals, externalId } : totals;
     const appended = await this.options.store.record(full, at);
@@ -141,7 +142,7 @@ export function splitByRoute(units: number, routes: Record<string, number>): Rec
   let sum = 0;
   for (const [route, n] of Object.entries(routes)) {
     if (n > 0) out[route] = n;
-    sum += n > 0 ? n : 0;
+    sum += Math.max(n, 0);
   }
   if (sum === units) return out;
   if (sum < units) {

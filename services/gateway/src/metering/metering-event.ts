@@ -66,7 +66,7 @@ export interface StripeMeterEvent {
  * gives it, so a consumer (OpenMeter, Stripe's `identifier`) drops a repeat. At most ~60
  * characters for the gateway's ids: under Stripe's 100.
  */
-export function meteringEventId(record: Pick<MeteringRecord, 'subject' | 'hour' | 'revision'>): string {
+function meteringEventId(record: Pick<MeteringRecord, 'subject' | 'hour' | 'revision'>): string {
   return `${record.subject}/${new Date(record.hour).toISOString()}/${record.revision}`;
 }
 

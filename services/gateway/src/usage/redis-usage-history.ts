@@ -196,8 +196,11 @@ export class RedisUsageHistory implements UsageHistory {
   /**
    * Served units by route, in the day's hash beside the hour's counts, as the field
    * `<hour>|<route>` (`13|GET /v1/pets`), which hours() skips (no count letter after the hour).
-   * Off the request path: the hot path pays one Map increment (about 0.1 µs); Redis one HINCRBY
-   * per customer, hour and route per second per replica, batched as upstreamFailed's are. Not in
+   * Off the request path: the hot path pays a Map increment and this replica's day index check,
+   * 2.4-4.4 µs a call measured (2,000,000 calls over 1,000 customers and 3 routes, three rounds, on
+   * the shared two-core development machine at load average 18), against the milliseconds a
+   * proxied request takes; Redis gets one HINCRBY per customer, hour and route per second per
+   * replica, batched as upstreamFailed's are, instead of more work inside every script call. Not in
    * the limit script: it would need each request's route as an argument and a write per route
    * per batch, and a route's served units are known only when the upstream has answered. A
    * replica that dies loses at most its last second of them; the closer names that gap

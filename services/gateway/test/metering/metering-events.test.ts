@@ -8,6 +8,7 @@ import { CloudEvent, HTTP } from 'cloudevents';
 import type { LightMyRequestResponse } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { meteringEvents } from '../../src/admin/routes/metering-events.js';
 import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import { HOUR_MS, hourStart } from '../../src/usage/usage-history.js';
@@ -94,13 +95,22 @@ async function closeAll(...gws: TestGateway[]) {
 /** A clock the test moves: replicas and the closer read it. */
 function testClock() {
   let at = Date.now();
-  return { now: () => at, advance: (ms: number) => void (at += ms) };
+  return {
+    now: () => at,
+    advance(ms: number) {
+      at += ms;
+    },
+  };
 }
 
-async function replicas(redis: boolean, now: () => number, prefix = newPrefix()): Promise<TestGateway[]> {
+/** Two replicas on one Redis, or the one embedded gateway twice. */
+async function replicas(redis: boolean, now: () => number, prefix = newPrefix()): Promise<[TestGateway, TestGateway]> {
   const env = { ...ENV, PLANS_FILE: plansFile() };
   const shared = { keyStore: new MemoryKeyStore(), customerStore: new MemoryCustomerStore() };
-  if (!redis) return [await gateways.start({ redisUrl: null, upstream: upstream.url, env, now })];
+  if (!redis) {
+    const gw = await gateways.start({ redisUrl: null, upstream: upstream.url, env, now });
+    return [gw, gw];
+  }
   const one = () => gateways.start({ prefix, env, now, upstream: upstream.url, ...shared });
   return [await one(), await one()];
 }
@@ -149,7 +159,7 @@ describe.each([
 ])('the metering export (%s)', (_label, redis) => {
   it('reports each closed hour once, by route, summing to the usage history, for customers and lone keys', async () => {
     const clock = testClock();
-    const [a, b = a] = await replicas(redis, clock.now);
+    const [a, b] = await replicas(redis, clock.now);
     const customer = await created(call(a, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered' }));
     const key = await created(call(a, 'POST', '/admin/keys', { customerId: customer.id }));
     const lone = await created(call(a, 'POST', '/admin/keys', { plan: 'metered' }));
@@ -195,7 +205,7 @@ describe.each([
 
   it('makes a late failure the next revision of the same hour, with the new totals', async () => {
     const clock = testClock();
-    const [a, b = a] = await replicas(redis, clock.now);
+    const [a, b] = await replicas(redis, clock.now);
     const customer = await created(call(a, 'POST', '/admin/customers', { name: 'Late', plan: 'metered' }));
     const key = await created(call(a, 'POST', '/admin/keys', { customerId: customer.id }));
     const hour = hourStart(clock.now());
@@ -222,7 +232,7 @@ describe('the metering export on Redis', () => {
   it('loses nothing across a restart: a billing job resumes from its cursor, and nothing is appended twice', async () => {
     const clock = testClock();
     const prefix = newPrefix();
-    const [a, b] = (await replicas(true, clock.now, prefix)) as [TestGateway, TestGateway];
+    const [a, b] = await replicas(true, clock.now, prefix);
     const keys = await Promise.all(
       [1, 2, 3].map(async () => created(call(a, 'POST', '/admin/keys', { plan: 'metered' }))),
     );
@@ -234,17 +244,20 @@ describe('the metering export on Redis', () => {
     expect(first.events).toHaveLength(1);
     await Promise.all([a.close(), b.close()]);
 
-    const [c] = (await replicas(true, clock.now, prefix)) as [TestGateway];
+    const [c] = await replicas(true, clock.now, prefix);
     expect(await c.deps.meteringCloser.closeDue()).toEqual([]);
     const rest = await events(c, `?after=${first.next}&limit=1000`);
     const all = parsed([...first.events, ...rest.events]);
     expect(all.map((e) => e.subject).sort()).toEqual(keys.map((k) => k.id).sort());
-    expect((await events(c)).events.map((e) => e.id)).toEqual(all.map((e) => e.id));
+    const again = await events(c);
+    expect(again.events.map((e) => e.id)).toEqual(all.map((e) => e.id));
+    // The route's answer, asked in the same process (as the reconciliation test does).
+    expect(await meteringEvents(c.deps.metering, { limit: 1000 }, 'api_units')).toEqual(again);
   });
 
   it('pages with limit and refuses a bad cursor or limit in the Error shape', async () => {
     const clock = testClock();
-    const [a] = (await replicas(true, clock.now)) as [TestGateway];
+    const [a] = await replicas(true, clock.now);
     const keys = await Promise.all(
       [1, 2, 3].map(async () => created(call(a, 'POST', '/admin/keys', { plan: 'metered' }))),
     );
@@ -273,7 +286,7 @@ describe('the metering export on Redis', () => {
 
   it('gives the Stripe view for customers with an externalId, and signs usage.reported once per revision', async () => {
     const clock = testClock();
-    const [a, b] = (await replicas(true, clock.now)) as [TestGateway, TestGateway];
+    const [a, b] = await replicas(true, clock.now);
     const hook = await startReceiver();
     try {
       const endpoint = await created(call(a, 'POST', '/admin/webhooks', { url: hook.url, events: ['usage.reported'] }));
