@@ -37,6 +37,9 @@ interface Fixtures {
   webhookId: string;
 }
 
+/** A cursor as the export gives them (metering-store.ts cursorOf): a stream position, wrapped. */
+const CURSOR = Buffer.from('m1:1-0').toString('base64url');
+
 type Row = [label: string, method: string, path: (f: Fixtures) => string, body: unknown, ok: number | 503];
 
 /** What each route answers with Redis unreachable: its usual status, or 503. */
@@ -68,6 +71,14 @@ const ROUTES: Row[] = [
     'an invoice preview as CSV',
     'GET',
     (f) => `/admin/customers/${f.customerId}/invoice-preview?period=current&format=csv`,
+    undefined,
+    503,
+  ],
+  ['metering events', 'GET', () => '/admin/metering/events', undefined, 503],
+  [
+    'metering events for Stripe, after a cursor',
+    'GET',
+    () => `/admin/metering/events?after=${CURSOR}&format=stripe-meter-events`,
     undefined,
     503,
   ],

@@ -70,6 +70,9 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     document: publicDocumentOptions(config),
   });
   await registerProxy(app, { pool, metrics: deps.metrics, costs: config.plans.routeCosts, history: deps.history });
+  // Every replica closes hours; the store appends each revision once (metering/closer.ts).
+  app.addHook('onReady', async () => deps.meteringCloser.start());
+  app.addHook('onClose', async () => deps.meteringCloser.stop());
   await app.register(webhookLifecycle, { webhooks: deps.webhooks });
   return app;
 }

@@ -65,6 +65,36 @@ export interface GatewayConfig {
   plans: PlanBook;
   /** WEBHOOKS_*: endpoint rules, quota thresholds, retries (webhooks/config.ts). */
   webhooks: WebhooksConfig;
+  /** The metering export (metering/, docs/metering.md). */
+  metering: MeteringConfig;
+}
+
+export interface MeteringConfig {
+  /** METERING_CLOSE_DELAY_MS: an hour is closed (reported) this long after it ends. */
+  closeDelayMs: number;
+  /** METERING_STRIPE_EVENT_NAME: `event_name` of the Stripe view (the Stripe meter's own). */
+  stripeEventName: string;
+}
+
+/**
+ * METERING_*. The close delay must outlast an admitted request's answer (UPSTREAM_TIMEOUT_MS) and
+ * the history's one-second write batches, or an hour would be reported before its last counts.
+ */
+function parseMetering(r: EnvReader, upstreamTimeoutMs: number): MeteringConfig {
+  const least = upstreamTimeoutMs + 2_000;
+  // Unset: 5 minutes, or longer with a longer upstream timeout; set, it must be long enough.
+  const set = r.string('METERING_CLOSE_DELAY_MS') !== undefined;
+  const closeDelayMs = r.int('METERING_CLOSE_DELAY_MS', Math.max(300_000, least), 0, 86_400_000);
+  r.require(
+    !set || closeDelayMs >= least,
+    `METERING_CLOSE_DELAY_MS (${closeDelayMs}) must be at least UPSTREAM_TIMEOUT_MS + 2000 (${least}): an hour closes only once its last answers are counted`,
+  );
+  const stripeEventName = r.string('METERING_STRIPE_EVENT_NAME', 'api_units');
+  r.require(
+    /^[A-Za-z0-9_.-]{1,100}$/.test(stripeEventName),
+    `METERING_STRIPE_EVENT_NAME must be 1 to 100 letters, digits, '_', '.' or '-' (a Stripe meter's event_name), got "${stripeEventName}"`,
+  );
+  return { closeDelayMs, stripeEventName };
 }
 
 /** PLANS_FILE (JSON, see plans-file.ts) and RATE_LIMIT_SHADOW; every problem in the file is listed. */
@@ -341,6 +371,7 @@ export function loadConfig(env: Env): GatewayConfig {
   // Keys name plans: the file's keys are checked against the plans in force.
   const plans = parsePlans(r);
   const keysFile = parseApiKeysFile(r, plans);
+  const upstreamTimeoutMs = r.int('UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000);
   const config: GatewayConfig = {
     production,
     host: r.string('HOST', '0.0.0.0'),
@@ -363,7 +394,7 @@ export function loadConfig(env: Env): GatewayConfig {
     apiKeyCustomers: keysFile.customers,
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     requestTimeoutMs: r.int('REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
-    upstreamTimeoutMs: r.int('UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000),
+    upstreamTimeoutMs,
     redisCommandTimeoutMs: r.int('REDIS_COMMAND_TIMEOUT_MS', 250, 10, 10_000),
     redisPrefix: r.string('REDIS_PREFIX', 'gw:'),
     keyCacheMax: r.int('KEY_CACHE_MAX', 50_000, 1, 10_000_000),
@@ -376,6 +407,7 @@ export function loadConfig(env: Env): GatewayConfig {
     corsOrigins: parseCorsOrigins(r),
     plans,
     webhooks: parseWebhooksConfig(r),
+    metering: parseMetering(r, upstreamTimeoutMs),
   };
   r.done();
   return config;

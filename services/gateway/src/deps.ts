@@ -24,6 +24,10 @@ import { AnonymousLimiter } from './limits/anonymous-limiter.js';
 import { MemoryKeyLimiter } from './limits/engines/memory-key-limiter.js';
 import { RedisKeyLimiter } from './limits/engines/redis-key-limiter.js';
 import { GuardedLimiter, limiterHealthLog } from './limits/guarded-limiter.js';
+import { MeteringCloser } from './metering/closer.js';
+import { cloudEvent } from './metering/metering-event.js';
+import { MemoryMeteringStore, type MeteringStore } from './metering/metering-store.js';
+import { RedisMeteringStore } from './metering/redis-metering-store.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import type { PlanBook } from './plans/plans.js';
 import { RedisPortalSessionStore } from './portal/redis-session-store.js';
@@ -69,6 +73,10 @@ export interface GatewayDeps {
   events: EventBus;
   /** Subscriptions, the delivery queue and the events that feed it (webhooks/). */
   webhooks: Webhooks;
+  /** The metering export's closed hours: a Redis stream beside the history, or this process's memory. */
+  metering: MeteringStore;
+  /** Closes hours into `metering` on every replica (app.ts runs it), each revision once. */
+  meteringCloser: MeteringCloser;
   /** What each admin Idempotency-Key did (admin/idempotency.ts): in Redis, or this process's memory. */
   idempotency: IdempotencyStore;
   /** The portal's sign-in links and sessions: in Redis (every replica signs in alike), or this process's memory. */
@@ -176,6 +184,7 @@ export async function createDeps(
       maxEntries: config.keyCacheMax,
       ttlMs: config.keyCacheTtlMs,
     }),
+    ...createMetering(config, redis, { history, customerStore, keyResolver, keyStore, webhooks, now, logger }),
     limiter,
     credits,
     history,
@@ -194,6 +203,28 @@ export async function createDeps(
       webhooks: webhooks.queue.kind,
     },
   };
+}
+
+/** The metering export's store (beside the history: Redis, or memory) and its closer. */
+function createMetering(
+  config: GatewayConfig,
+  redis: RedisClient | null,
+  parts: Pick<GatewayDeps, 'history' | 'customerStore' | 'keyResolver' | 'keyStore' | 'webhooks' | 'now' | 'logger'>,
+): Pick<GatewayDeps, 'metering' | 'meteringCloser'> {
+  const { keyResolver, keyStore, webhooks } = parts;
+  const metering: MeteringStore = redis
+    ? new RedisMeteringStore(redis, config.redisPrefix, config.usageHistoryMs)
+    : new MemoryMeteringStore();
+  const meteringCloser = new MeteringCloser({
+    ...parts,
+    store: metering,
+    // Asked once per customer hour appended: no cache needed.
+    customers: parts.customerStore,
+    key: async (id) => keyResolver.fileRecord(id) ?? keyStore.get(id),
+    onRecorded: (record) => webhooks.usageReported(cloudEvent(record)),
+    closeDelayMs: config.metering.closeDelayMs,
+  });
+  return { metering, meteringCloser };
 }
 
 /** The store given, MongoDB when its database is, or this process's memory. */

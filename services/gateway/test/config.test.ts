@@ -453,3 +453,28 @@ describe('CORS_ORIGINS', () => {
     );
   });
 });
+
+describe('loadConfig metering', () => {
+  it('closes an hour 5 minutes after it ends and names Stripe meter events api_units unless told otherwise', () => {
+    expect(loadConfig({}).metering).toEqual({ closeDelayMs: 300_000, stripeEventName: 'api_units' });
+    expect(loadConfig({ METERING_CLOSE_DELAY_MS: '60000', METERING_STRIPE_EVENT_NAME: 'pets.calls' }).metering).toEqual(
+      { closeDelayMs: 60_000, stripeEventName: 'pets.calls' },
+    );
+  });
+
+  it('lists every metering problem: a delay that is no number, or shorter than an answer can take, and a bad event name', () => {
+    const problems = configError({
+      METERING_CLOSE_DELAY_MS: 'soon',
+      METERING_STRIPE_EVENT_NAME: 'api units!',
+    }).problems;
+    expect(problems).toEqual([
+      expect.stringContaining('METERING_CLOSE_DELAY_MS'),
+      expect.stringContaining('METERING_STRIPE_EVENT_NAME'),
+    ]);
+    // Unset, it follows a long upstream timeout instead.
+    expect(loadConfig({ UPSTREAM_TIMEOUT_MS: '600000' }).metering.closeDelayMs).toBe(602_000);
+    expect(configError({ METERING_CLOSE_DELAY_MS: '5000', UPSTREAM_TIMEOUT_MS: '10000' }).problems).toEqual([
+      'METERING_CLOSE_DELAY_MS (5000) must be at least UPSTREAM_TIMEOUT_MS + 2000 (12000): an hour closes only once its last answers are counted',
+    ]);
+  });
+});

@@ -9,6 +9,7 @@ import { adminAuth } from './auth-limit.js';
 import { consoleRoutes } from './console.js';
 import { Idempotency } from './idempotency.js';
 import { adminRoutes } from './routes/index.js';
+import { meteringRoutes } from './routes/metering-events.js';
 import { portalSessionRoutes } from './routes/portal-sessions.js';
 import { storeUnavailable } from './store-unavailable.js';
 
@@ -58,6 +59,7 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
 
   const idempotency = new Idempotency(deps.idempotency, token);
   await app.register(adminRoutes, { deps, idempotency });
+  await app.register(meteringRoutes, { deps, idempotency, stripeEventName: config.metering.stripeEventName });
   await app.register(portalSessionRoutes, { deps, idempotency, portalUrl: config.portalUrl });
   // In development the console's files are read on every request: an edit shows on reload.
   await app.register(consoleRoutes, { readEachRequest: !config.production });

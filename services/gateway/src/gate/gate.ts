@@ -44,6 +44,8 @@ declare module 'fastify' {
     scope?: Scope;
     /** Units a request here takes from each of its key's windows (PLANS_FILE routeCosts; 1). */
     cost?: number;
+    /** A proxied route's name as routeCosts and the metering export give it (`GET /v1/pets`). */
+    route?: string;
     /**
      * About the key itself (GET /v1/usage): authenticated and held to the key's allowed addresses,
      * but never counted against its windows or toward a ban; the route's own limit applies instead.

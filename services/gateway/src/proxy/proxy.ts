@@ -18,8 +18,8 @@ export interface ProxyOptions {
   metrics: GatewayMetrics;
   /** Units each route takes from a key's windows (PlanBook.routeCosts); 1 when absent. */
   costs: ReadonlyMap<string, number>;
-  /** Told of admitted requests the upstream did not serve, which are not billed. */
-  history: Pick<UsageHistory, 'upstreamFailed'>;
+  /** Told of admitted requests the upstream did not serve, which are not billed, and of those it served, by route. */
+  history: Pick<UsageHistory, 'upstreamFailed' | 'served'>;
 }
 
 /** Answers that say the pets service did not serve the request: unreachable, timed out, or unable. */
@@ -32,23 +32,29 @@ const UNSERVED = new Set([502, 503, 504]);
 const IN_HISTORY = new Set(['shared', 'memory']);
 
 /**
- * An admitted request the upstream did not serve, told to the history: in the hour of its
- * admission, for its key and, as the customer's hours are the sum of its keys', its customer.
+ * An admitted request's answer, told to the history in the hour of its admission. Not served: for
+ * its key and, as the customer's hours are the sum of its keys', its customer. Served: its units
+ * by route, for the customer (or the key standing for itself) only, which the metering export
+ * reads (metering/); one Map increment here, written in batches (RedisUsageHistory.served).
  */
-function countUnserved(history: ProxyOptions['history'], request: FastifyRequest, reply: FastifyReply): void {
+function countAnswer(history: ProxyOptions['history'], request: FastifyRequest, reply: FastifyReply): void {
   const key = request.apiKey;
   const { admittedAt, admittedHourShiftMs: shift } = request;
   if (
-    key &&
-    UNSERVED.has(reply.statusCode) &&
-    request.limiterDecision === 'admitted' &&
-    admittedAt !== undefined &&
-    IN_HISTORY.has(request.limiterSource ?? '')
+    !key ||
+    request.limiterDecision !== 'admitted' ||
+    admittedAt === undefined ||
+    !IN_HISTORY.has(request.limiterSource ?? '')
   ) {
-    const units = request.routeOptions.config.cost ?? 1;
-    history.upstreamFailed(key.id, units, admittedAt, shift);
-    if (key.customerId !== undefined) history.upstreamFailed(key.customerId, units, admittedAt, shift);
+    return;
   }
+  const { cost = 1, route } = request.routeOptions.config;
+  if (!UNSERVED.has(reply.statusCode)) {
+    if (route !== undefined) history.served(key.customerId ?? key.id, route, cost, admittedAt, shift);
+    return;
+  }
+  history.upstreamFailed(key.id, cost, admittedAt, shift);
+  if (key.customerId !== undefined) history.upstreamFailed(key.customerId, cost, admittedAt, shift);
 }
 
 /**
@@ -301,7 +307,7 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
     // limiter decided before the upstream answered, and giving it back would be a second write
     // racing the next requests), but is not billed: the history counts it apart.
     scope.addHook('onResponse', (request, reply, done) => {
-      countUnserved(opts.history, request, reply);
+      countAnswer(opts.history, request, reply);
       done();
     });
     // Bodies stream through to pets unread: pets parses and validates them.
@@ -334,8 +340,14 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
       done(null, limited);
     });
     for (const route of PROXIED_ROUTES) {
-      const cost = opts.costs.get(routeName(route.method, route.url)) ?? 1;
-      scope.route({ method: route.method, url: route.url, handler: forward, config: { scope: route.scope, cost } });
+      const name = routeName(route.method, route.url);
+      const cost = opts.costs.get(name) ?? 1;
+      scope.route({
+        method: route.method,
+        url: route.url,
+        handler: forward,
+        config: { scope: route.scope, cost, route: name },
+      });
     }
   });
 }

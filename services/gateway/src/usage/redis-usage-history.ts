@@ -8,6 +8,7 @@ import {
   type HourUsage,
   hourStart,
   isCustomerId,
+  type RouteHour,
   reported,
   type StoredCounts,
   type UsageHistory,
@@ -70,6 +71,8 @@ export class RedisUsageHistory implements UsageHistory {
   readonly kind = 'redis';
   /** `count` calls not yet written: `<key id>\n<hour start>` → counts. */
   private buffered = new Map<string, StoredCounts>();
+  /** `served` calls not yet written: `<id>\n<hour start>\n<route>` → units. */
+  private bufferedRoutes = new Map<string, number>();
   private flushTimer: NodeJS.Timeout | null = null;
   /**
    * Per UTC day, the ids this replica has put (or is putting) in the day's index. Two days at a
@@ -190,6 +193,48 @@ export class RedisUsageHistory implements UsageHistory {
     counts.upstreamFailedUnits += units;
   }
 
+  /**
+   * Served units by route, in the day's hash beside the hour's counts, as the field
+   * `<hour>|<route>` (`13|GET /v1/pets`), which hours() skips (no count letter after the hour).
+   * Off the request path: the hot path pays a Map increment and this replica's day index check,
+   * 2.4-4.4 µs a call measured (2,000,000 calls over 1,000 customers and 3 routes, three rounds, on
+   * the shared two-core development machine at load average 18), against the milliseconds a
+   * proxied request takes; Redis gets one HINCRBY per customer, hour and route per second per
+   * replica, batched as upstreamFailed's are, instead of more work inside every script call. Not in
+   * the limit script: it would need each request's route as an argument and a write per route
+   * per batch, and a route's served units are known only when the upstream has answered. A
+   * replica that dies loses at most its last second of them; the closer names that gap
+   * (metering/closer.ts) rather than letting the routes and the total disagree.
+   */
+  served(id: string, route: string, units: number, admittedAt: number, shiftMs = 0): void {
+    const hour = hourStart(admittedAt, shiftMs);
+    this.noteActive(id, Math.floor(hour / DAY_MS));
+    const field = `${id}\n${hour}\n${route}`;
+    this.bufferedRoutes.set(field, (this.bufferedRoutes.get(field) ?? 0) + units);
+    this.scheduleFlush();
+  }
+
+  async routeHours(id: string, from: number, to: number): Promise<RouteHour[]> {
+    await this.flush();
+    const days = daysTouched(from, to);
+    const hashes = await Promise.all(days.map((day) => this.redis.hgetall(this.dayKey(id, day))));
+    const out: RouteHour[] = [];
+    days.forEach((day, i) => {
+      const byHour = new Map<number, Record<string, number>>();
+      for (const [field, value] of Object.entries(hashes[i] ?? {})) {
+        const bar = field.indexOf('|');
+        if (bar < 0) continue;
+        const hour = hourOfField(day, `${field.slice(0, bar)}u`);
+        if (hour === null || hour < from || hour >= to) continue;
+        const routes = byHour.get(hour) ?? {};
+        routes[field.slice(bar + 1)] = Number(value);
+        byHour.set(hour, routes);
+      }
+      out.push(...[...byHour].sort((a, b) => a[0] - b[0]).map(([hour, routes]) => ({ hour, routes })));
+    });
+    return out;
+  }
+
   /** The counts of the key's hour starting at `hour` waiting to be written; the write is scheduled. */
   private bufferedHour(keyId: string, hour: number): StoredCounts {
     this.noteActive(keyId, Math.floor(hour / DAY_MS));
@@ -199,6 +244,11 @@ export class RedisUsageHistory implements UsageHistory {
       counts = emptyStored();
       this.buffered.set(id, counts);
     }
+    this.scheduleFlush();
+    return counts;
+  }
+
+  private scheduleFlush(): void {
     if (!this.flushTimer) {
       this.flushTimer = setTimeout(() => {
         this.flushTimer = null;
@@ -206,7 +256,6 @@ export class RedisUsageHistory implements UsageHistory {
       }, FLUSH_MS);
       this.flushTimer.unref();
     }
-    return counts;
   }
 
   async flush(): Promise<void> {
@@ -214,11 +263,11 @@ export class RedisUsageHistory implements UsageHistory {
       clearTimeout(this.flushTimer);
       this.flushTimer = null;
     }
-    if (this.buffered.size === 0) return;
+    if (this.buffered.size === 0 && this.bufferedRoutes.size === 0) return;
     const batch = this.buffered;
     this.buffered = new Map();
     // One command per field, not a pipeline: under Redis Cluster the keys are in many slots.
-    const writes: Promise<unknown>[] = [];
+    const writes: Promise<unknown>[] = this.flushRoutes();
     for (const [id, counts] of batch) {
       const [keyId, hourText] = id.split('\n') as [string, string];
       const hour = Number(hourText);
@@ -231,6 +280,21 @@ export class RedisUsageHistory implements UsageHistory {
       writes.push(this.redis.pexpireat(key, this.expiry(hour)));
     }
     await Promise.all(writes);
+  }
+
+  /** Writes the buffered served units by route (see served). */
+  private flushRoutes(): Promise<unknown>[] {
+    const batch = this.bufferedRoutes;
+    this.bufferedRoutes = new Map();
+    const writes: Promise<unknown>[] = [];
+    for (const [field, units] of batch) {
+      const [id, hourText, route] = field.split('\n') as [string, string, string];
+      const hour = Number(hourText);
+      const { day, name } = hourName(hour);
+      const key = this.dayKey(id, day);
+      writes.push(this.redis.hincrby(key, `${name}|${route}`, units), this.redis.pexpireat(key, this.expiry(hour)));
+    }
+    return writes;
   }
 
   /**

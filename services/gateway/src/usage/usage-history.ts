@@ -58,6 +58,14 @@ const CUSTOMER_ID_PREFIX = 'cus_';
 
 export const isCustomerId = (id: string): boolean => id.startsWith(CUSTOMER_ID_PREFIX);
 
+/** One hour of one customer (or key) by route: the units its served requests cost on each. */
+export interface RouteHour {
+  /** The hour's start, epoch ms, as HourUsage's. */
+  hour: number;
+  /** `GET /v1/pets` (proxied-routes.ts routeName) → units; routes with none left out. */
+  routes: Record<string, number>;
+}
+
 export interface HourUsage extends UsageCounts {
   /** The hour's start, epoch ms: a UTC hour's, or a local hour's past it (see hourStart). */
   hour: number;
@@ -121,6 +129,15 @@ export interface UsageHistory {
    */
   upstreamFailed(keyId: string, units: number, admittedAt: number, shiftMs?: number): void;
   /**
+   * An admitted request the upstream served, by route, for the metering export (metering/): its
+   * units in the hour of its admission, under `id` (the customer, or a key without one). Written
+   * when the answer is known, as upstreamFailed is, so a route's units are the served ones and
+   * need no subtraction. Sums to `units` of the same hour (the closer's remainder names a gap).
+   */
+  served(id: string, route: string, units: number, admittedAt: number, shiftMs?: number): void;
+  /** The hours of `id` starting in [from, to) with served units by route, oldest first. */
+  routeHours(id: string, from: number, to: number): Promise<RouteHour[]>;
+  /**
    * The key's hours starting in [from, to) (epoch ms) that hold anything, each as it was kept:
    * a UTC hour, or a local hour of its customer's zone (hourStart).
    * `customerId`: the key's customer, whose slot keeps the key's hours since it joined it.
@@ -142,6 +159,8 @@ export class MemoryUsageHistory implements UsageHistory {
   readonly kind = 'memory';
   /** Key (or customer) id → hour start → counts. */
   private readonly keys = new Map<string, Map<number, StoredCounts>>();
+  /** Id → hour start → route → served units. */
+  private readonly routes = new Map<string, Map<number, Map<string, number>>>();
   private lastPrune = 0;
 
   constructor(
@@ -160,6 +179,30 @@ export class MemoryUsageHistory implements UsageHistory {
     const counts = this.hourOf(keyId, hourStart(admittedAt, shiftMs));
     counts.upstreamFailed++;
     counts.upstreamFailedUnits += units;
+  }
+
+  served(id: string, route: string, units: number, admittedAt: number, shiftMs = 0): void {
+    const hour = hourStart(admittedAt, shiftMs);
+    let hours = this.routes.get(id);
+    if (!hours) {
+      hours = new Map();
+      this.routes.set(id, hours);
+    }
+    let byRoute = hours.get(hour);
+    if (!byRoute) {
+      byRoute = new Map();
+      hours.set(hour, byRoute);
+    }
+    byRoute.set(route, (byRoute.get(route) ?? 0) + units);
+  }
+
+  async routeHours(id: string, from: number, to: number): Promise<RouteHour[]> {
+    const oldest = this.now() - this.retentionMs;
+    const out: RouteHour[] = [];
+    for (const [hour, byRoute] of this.routes.get(id) ?? []) {
+      if (hour >= from && hour < to && hour + HOUR_MS > oldest) out.push({ hour, routes: Object.fromEntries(byRoute) });
+    }
+    return out.sort((a, b) => a.hour - b.hour);
   }
 
   private hourOf(keyId: string, hour: number): StoredCounts {
@@ -184,6 +227,10 @@ export class MemoryUsageHistory implements UsageHistory {
     for (const [keyId, hours] of this.keys) {
       for (const hour of hours.keys()) if (hour + HOUR_MS <= oldest) hours.delete(hour);
       if (hours.size === 0) this.keys.delete(keyId);
+    }
+    for (const [id, hours] of this.routes) {
+      for (const hour of hours.keys()) if (hour + HOUR_MS <= oldest) hours.delete(hour);
+      if (hours.size === 0) this.routes.delete(id);
     }
   }
 

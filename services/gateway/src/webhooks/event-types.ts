@@ -13,6 +13,7 @@ export const WEBHOOK_EVENTS = [
   'credits.low',
   'credits.exhausted',
   'credits.refilled',
+  'usage.reported',
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];

@@ -29,17 +29,34 @@ export class FanOut {
   async emit(type: WebhookEventType, key: KeyRef | CustomerRef, data: object, once?: Once): Promise<void> {
     try {
       if (once && !(await this.store.once(once.marker, once.ttlMs))) return;
-      const subscriptions = (await this.store.list()).filter((s) => s.events.includes(type));
-      if (subscriptions.length === 0) return;
-      const now = this.now();
-      const event: WebhookEvent = { type, timestamp: new Date(now).toISOString(), data: { ...key, ...data } };
       // A deduplicated event keeps one id everywhere, so a receiver can drop a repeat by webhook-id.
-      const eventId = once ? `msg_${once.marker}` : `msg_${randomUUID()}`;
-      await Promise.all(subscriptions.map((s) => this.enqueue(s.id, eventId, event, now)));
+      await this.queueAll(type, once ? `msg_${once.marker}` : `msg_${randomUUID()}`, { ...key, ...data });
     } catch (err) {
       const about = 'keyId' in key ? { keyId: key.keyId } : { customerId: key.customerId };
       this.logger.warn({ err, event: type, ...about }, 'webhooks: event not queued');
     }
+  }
+
+  /**
+   * A metering report (`usage.reported`): the CloudEvent as the data and its id in the webhook-id
+   * (`msg_<id>`), the same for the same subject, hour and revision. Not deduplicated here: the
+   * closer hands each revision over on the one replica that appended it (metering/closer.ts).
+   */
+  async emitReport(type: WebhookEventType, eventId: string, data: Record<string, unknown>): Promise<void> {
+    try {
+      await this.queueAll(type, `msg_${eventId}`, data);
+    } catch (err) {
+      this.logger.warn({ err, event: type, eventId }, 'webhooks: event not queued');
+    }
+  }
+
+  /** One delivery of the event per endpoint subscribed to its type. */
+  private async queueAll(type: WebhookEventType, eventId: string, data: Record<string, unknown>): Promise<void> {
+    const subscriptions = (await this.store.list()).filter((s) => s.events.includes(type));
+    if (subscriptions.length === 0) return;
+    const now = this.now();
+    const event: WebhookEvent = { type, timestamp: new Date(now).toISOString(), data };
+    await Promise.all(subscriptions.map((s) => this.enqueue(s.id, eventId, event, now)));
   }
 
   /** POST /admin/webhooks/:id/test: a ping through the queue, like any delivery. */

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AdminAction } from '../keys/admin-actions.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import type { CreditBatch, WindowState } from '../limits/key-limiter.js';
+import type { CloudEvent } from '../metering/metering-event.js';
 import type { WebhooksConfig } from './config.js';
 import { checkWebhookUrl } from './delivery/address-guard.js';
 import { Delivery } from './delivery/deliver.js';
@@ -66,6 +67,11 @@ export class Webhooks {
   /** After a limiter call on a credit balance: credits.refilled, credits.low, credits.exhausted. */
   onCredits(record: KeyRecord | CustomerRef, batch: CreditBatch, refillAmount: number | null): void {
     this.intake.onCredits(record, batch, refillAmount);
+  }
+
+  /** A closed hour's revision (metering/closer.ts): `usage.reported`, with the CloudEvent as the data. */
+  usageReported(event: CloudEvent): void {
+    void this.fanOut.emitReport('usage.reported', event.id, { ...event });
   }
 
   /** When a request started a ban (only that one decision carries `started`). */

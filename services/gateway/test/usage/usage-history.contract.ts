@@ -70,6 +70,30 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       ]);
     });
 
+    it('keeps served units by route in the hour of their admission, beside the counts and apart from them', async () => {
+      const { history, now } = await start();
+      const customer = newCustomerId();
+      const hour = now() - (now() % HOUR_MS);
+      history.count(customer, 'admitted', 1, hour + 5);
+      history.count(customer, 'admitted', 5, hour + 6);
+      history.served(customer, 'GET /v1/pets', 1, hour + 5);
+      history.served(customer, 'POST /v1/pets', 5, hour + 6);
+      history.served(customer, 'POST /v1/pets', 5, hour - 1);
+      history.served(newCustomerId(), 'GET /v1/pets', 1, hour);
+      await history.flush();
+      expect(await history.routeHours(customer, hour - HOUR_MS, hour + HOUR_MS)).toEqual([
+        { hour: hour - HOUR_MS, routes: { 'POST /v1/pets': 5 } },
+        { hour, routes: { 'GET /v1/pets': 1, 'POST /v1/pets': 5 } },
+      ]);
+      expect(await history.routeHours(customer, hour, hour + HOUR_MS)).toEqual([
+        { hour, routes: { 'GET /v1/pets': 1, 'POST /v1/pets': 5 } },
+      ]);
+      // The counts read as before: the route fields are not counts.
+      expect(await history.hours(customer, hour - HOUR_MS, hour + HOUR_MS)).toEqual([
+        { hour, admitted: 2, limited: 0, banned: 0, forbidden: 0, units: 6, upstreamFailed: 0 },
+      ]);
+    });
+
     it('reads the hours from `from` up to, not including, `to`, across days', async () => {
       const { history, now } = await start();
       const key = newKeyId();
