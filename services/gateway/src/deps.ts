@@ -183,7 +183,9 @@ export async function createDeps(
     events,
     webhooks,
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
-    portalSessions: redis ? new RedisPortalSessionStore(redis, config.redisPrefix) : new MemoryPortalSessionStore(now),
+    portalSessions: redis
+      ? new RedisPortalSessionStore(redis, config.redisPrefix, { now, idleMs: config.portalSessionIdleMs })
+      : new MemoryPortalSessionStore({ now, idleMs: config.portalSessionIdleMs }),
     now,
     backends: {
       keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}${config.apiKeyCustomers.length ? ` + ${config.apiKeyCustomers.length} customers from it` : ''}`,
