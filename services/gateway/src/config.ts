@@ -178,7 +178,7 @@ function parsePortal(
     // From a minute to the session's hour: an hour is the same as no idle end.
     portalSessionIdleMs: r.int('PORTAL_SESSION_IDLE_MS', 15 * 60_000, 60_000, 60 * 60_000),
     portalPerMinute: r.int('PORTAL_PER_MINUTE', 300, 1, 1_000_000),
-    portalSignInPerMinute: r.int('PORTAL_SIGN_IN_PER_MINUTE', 10, 1, 1_000),
+    portalSignInPerMinute: r.int('PORTAL_SIGN_IN_PER_MINUTE', 20, 1, 1_000),
   };
 }
 

@@ -26,6 +26,7 @@ import { RedisKeyLimiter } from './limits/engines/redis-key-limiter.js';
 import { GuardedLimiter, limiterHealthLog } from './limits/guarded-limiter.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import type { PlanBook } from './plans/plans.js';
+import { PortalAddressLimits } from './portal/address-limits.js';
 import { RedisPortalSessionStore } from './portal/redis-session-store.js';
 import { MemoryPortalSessionStore, type PortalSessionStore } from './portal/session-store.js';
 import type { RedisClient } from './redis/clients.js';
@@ -73,6 +74,8 @@ export interface GatewayDeps {
   idempotency: IdempotencyStore;
   /** The portal's sign-in links and sessions: in Redis (every replica signs in alike), or this process's memory. */
   portalSessions: PortalSessionStore;
+  /** The portal listener's per-address limits: in Redis (shared by the replicas), or this process's memory. */
+  portalAddresses: PortalAddressLimits;
   now: () => number;
   /** The public listener's logger, also used by collaborators that log on their own (limiter, events). */
   logger: FastifyBaseLogger;
@@ -186,6 +189,12 @@ export async function createDeps(
     portalSessions: redis
       ? new RedisPortalSessionStore(redis, config.redisPrefix, { now, idleMs: config.portalSessionIdleMs })
       : new MemoryPortalSessionStore({ now, idleMs: config.portalSessionIdleMs }),
+    portalAddresses: new PortalAddressLimits(
+      config.portalPerMinute,
+      config.portalSignInPerMinute,
+      redis,
+      config.redisPrefix,
+    ),
     now,
     backends: {
       keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}${config.apiKeyCustomers.length ? ` + ${config.apiKeyCustomers.length} customers from it` : ''}`,

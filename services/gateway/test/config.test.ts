@@ -101,7 +101,7 @@ describe('the portal’s session and address limits', () => {
     expect(loadConfig({})).toMatchObject({
       portalSessionIdleMs: 900_000,
       portalPerMinute: 300,
-      portalSignInPerMinute: 10,
+      portalSignInPerMinute: 20,
     });
     const set = { PORTAL_SESSION_IDLE_MS: '120000', PORTAL_PER_MINUTE: '50', PORTAL_SIGN_IN_PER_MINUTE: '3' };
     expect(loadConfig(set)).toMatchObject({
