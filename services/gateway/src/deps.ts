@@ -7,6 +7,7 @@ import type { GatewayConfig } from './config.js';
 import type { CreditLedger } from './credits/credit-ledger.js';
 import { MemoryCreditLedger } from './credits/memory-credit-ledger.js';
 import { RedisCreditLedger } from './credits/redis-credit-ledger.js';
+import { type CustomerLocks, MemoryCustomerLocks, RedisCustomerLocks } from './customers/customer-locks.js';
 import { CustomerResolver } from './customers/customer-resolver.js';
 import type { CustomerRecord, CustomerStore } from './customers/customer-store.js';
 import { toCustomerRecord } from './customers/customers-file.js';
@@ -76,6 +77,8 @@ export interface GatewayDeps {
   portalSessions: PortalSessionStore;
   /** The portal listener's per-address limits: in Redis (shared by the replicas), or this process's memory. */
   portalAddresses: PortalAddressLimits;
+  /** One key create at a time per customer, so maxKeys is exact: in Redis (across replicas), or this process's. */
+  customerLocks: CustomerLocks;
   now: () => number;
   /** The public listener's logger, also used by collaborators that log on their own (limiter, events). */
   logger: FastifyBaseLogger;
@@ -189,6 +192,7 @@ export async function createDeps(
     portalSessions: redis
       ? new RedisPortalSessionStore(redis, config.redisPrefix, { now, idleMs: config.portalSessionIdleMs })
       : new MemoryPortalSessionStore({ now, idleMs: config.portalSessionIdleMs }),
+    customerLocks: redis ? new RedisCustomerLocks(redis, config.redisPrefix) : new MemoryCustomerLocks(),
     portalAddresses: new PortalAddressLimits(
       config.portalPerMinute,
       config.portalSignInPerMinute,
