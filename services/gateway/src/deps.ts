@@ -106,6 +106,27 @@ async function customerStoreFor(clients: GatewayClients, fromFile: readonly Cust
   return fromFile.length > 0 ? new FileCustomers(store, fromFile) : store;
 }
 
+/** The portal's sessions and address limits, and the customer locks its key creates take: in Redis, or memory. */
+function portalDeps(
+  config: GatewayConfig,
+  redis: RedisClient | null,
+  now: () => number,
+): Pick<GatewayDeps, 'portalSessions' | 'portalAddresses' | 'customerLocks'> {
+  const timing = { now, idleMs: config.portalSessionIdleMs };
+  return {
+    portalSessions: redis
+      ? new RedisPortalSessionStore(redis, config.redisPrefix, timing)
+      : new MemoryPortalSessionStore(timing),
+    customerLocks: redis ? new RedisCustomerLocks(redis, config.redisPrefix) : new MemoryCustomerLocks(),
+    portalAddresses: new PortalAddressLimits(
+      config.portalPerMinute,
+      config.portalSignInPerMinute,
+      redis,
+      config.redisPrefix,
+    ),
+  };
+}
+
 /** Builds every collaborator of the gateway from its config and clients: the one composition root. */
 export async function createDeps(
   config: GatewayConfig,
@@ -189,16 +210,7 @@ export async function createDeps(
     events,
     webhooks,
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
-    portalSessions: redis
-      ? new RedisPortalSessionStore(redis, config.redisPrefix, { now, idleMs: config.portalSessionIdleMs })
-      : new MemoryPortalSessionStore({ now, idleMs: config.portalSessionIdleMs }),
-    customerLocks: redis ? new RedisCustomerLocks(redis, config.redisPrefix) : new MemoryCustomerLocks(),
-    portalAddresses: new PortalAddressLimits(
-      config.portalPerMinute,
-      config.portalSignInPerMinute,
-      redis,
-      config.redisPrefix,
-    ),
+    ...portalDeps(config, redis, now),
     now,
     backends: {
       keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}${config.apiKeyCustomers.length ? ` + ${config.apiKeyCustomers.length} customers from it` : ''}`,

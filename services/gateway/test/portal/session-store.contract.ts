@@ -8,7 +8,12 @@ export const IDLE_MS = 15 * MINUTE;
 /** A clock the test moves; it starts at the wall clock, so what a store sets in Redis is never behind it. */
 function fakeClock(): { now: () => number; advance: (ms: number) => void } {
   let at = Date.now();
-  return { now: () => at, advance: (ms) => void (at += ms) };
+  return {
+    now: () => at,
+    advance: (ms) => {
+      at += ms;
+    },
+  };
 }
 
 /**
