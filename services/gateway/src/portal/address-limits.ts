@@ -66,7 +66,8 @@ export class PortalAddressLimits {
  */
 export function limitAddresses(limits: PortalAddressLimits) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const signIn = request.url === PORTAL_ENTRY || request.url.startsWith(`${PORTAL_ENTRY}?`);
+    // The route the router matched, not the raw URL: `/portal/%65nter` is the same route.
+    const signIn = request.routeOptions.url === PORTAL_ENTRY;
     const over = await limits.consume(request.ip, signIn);
     if (!over) return;
     const { window, msBeforeNext } = over;
