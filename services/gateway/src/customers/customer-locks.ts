@@ -83,7 +83,9 @@ export class RedisCustomerLocks implements CustomerLocks {
       try {
         return await work();
       } finally {
-        await this.redis.gatewayReleaseLock(name, token);
+        // A release that fails (Redis away) must not turn a made key into an error whose key
+        // is lost: the lock ends on its own within LOCK_TTL_MS.
+        await this.redis.gatewayReleaseLock(name, token).catch(() => undefined);
       }
     });
   }
