@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
+import { MongoCustomerStore } from '../../src/customers/mongo-customer-store.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
+import { MongoKeyStore } from '../../src/keys/mongo-key-store.js';
 import { startGateway, type TestGateway, useGateways } from '../support/helpers.js';
+import { useMongoDb } from '../support/mongo-db.js';
 import { admin, adminPost, type Browser, signIn } from './support.js';
 
 /*
@@ -11,6 +14,7 @@ import { admin, adminPost, type Browser, signIn } from './support.js';
  */
 
 const gateways = useGateways();
+const mongo = await useMongoDb('maxKeys on MongoDB');
 
 /**
  * The memory key store answering its count on the event loop's next turn, as MongoDB answers
@@ -78,5 +82,27 @@ describe('maxKeys under concurrent creates', () => {
     const browsers = [await signIn(a, id as string), await signIn(b, id as string)];
     expect(await createAtOnce(browsers)).toEqual(expected);
     expect(await liveKeys(a, id as string)).toBe(MAX);
+  });
+});
+
+describe.skipIf(!mongo)('maxKeys under concurrent creates on MongoDB', () => {
+  const dbs = mongo?.connect();
+
+  it('holds exactly across two replicas sharing Redis and one MongoDB database', async () => {
+    const { db, drop } = await (dbs as NonNullable<typeof dbs>).fresh();
+    try {
+      const keyStore = new MongoKeyStore(db);
+      const customerStore = new MongoCustomerStore(db);
+      await keyStore.init();
+      await customerStore.init();
+      const a = await gateways.start({ keyStore, customerStore });
+      const b = await gateways.start({ keyStore, customerStore, prefix: a.config.redisPrefix });
+      const { id } = await adminPost(a, '/admin/customers', { name: 'Small', plan: 'free' });
+      const browsers = [await signIn(a, id as string), await signIn(b, id as string)];
+      expect(await createAtOnce(browsers)).toEqual(expected);
+      expect(await liveKeys(b, id as string)).toBe(MAX);
+    } finally {
+      await drop();
+    }
   });
 });
