@@ -72,8 +72,7 @@ export class PortalAddressLimits {
 }
 
 /**
- * The onRequest hook
- refusing an address over a portal limit: 429 `rate_limit_exceeded` in the
+ * The onRequest hook refusing an address over a portal limit: 429 `rate_limit_exceeded` in the
  * Error shape, with Retry-After and the RateLimit fields naming the window that refused it.
  */
 export function limitAddresses(limits: PortalAddressLimits) {
