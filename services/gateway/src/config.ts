@@ -24,6 +24,12 @@ export interface GatewayConfig {
   portalPort: number;
   /** Where customers reach the portal (no trailing slash): the base of the sign-in links. */
   portalUrl: string;
+  /** A portal session ends after this long without a request (and at its hour in any case). */
+  portalSessionIdleMs: number;
+  /** Requests a minute one address may make of the portal's listener (portal/address-limits.ts). */
+  portalPerMinute: number;
+  /** Sign-in link visits a minute one address may make, within portalPerMinute. */
+  portalSignInPerMinute: number;
   /** The only listener serving GET /metrics; loopback unless the deployment opens it. */
   metricsHost: string;
   metricsPort: number;
@@ -180,7 +186,12 @@ function parseBaseUrl(r: EnvReader, name: string): string | undefined {
 }
 
 /** The portal's listener and the address customers reach it at (PORTAL_URL, else the listener's). */
-function parsePortal(r: EnvReader): Pick<GatewayConfig, 'portalHost' | 'portalPort' | 'portalUrl'> {
+function parsePortal(
+  r: EnvReader,
+): Pick<
+  GatewayConfig,
+  'portalHost' | 'portalPort' | 'portalUrl' | 'portalSessionIdleMs' | 'portalPerMinute' | 'portalSignInPerMinute'
+> {
   const portalHost = r.string('PORTAL_HOST', '0.0.0.0');
   const portalPort = r.int('PORTAL_PORT', 8082, 0, 65535);
   const before = r.problems.length;
@@ -190,7 +201,15 @@ function parsePortal(r: EnvReader): Pick<GatewayConfig, 'portalHost' | 'portalPo
       `PORTAL_URL must be an origin such as https://portal.example.com (no path, no trailing slash), got "${raw}"`,
     );
   }
-  return { portalHost, portalPort, portalUrl: raw ?? `http://127.0.0.1:${portalPort}` };
+  return {
+    portalHost,
+    portalPort,
+    portalUrl: raw ?? `http://127.0.0.1:${portalPort}`,
+    // From a minute to the session's hour: an hour is the same as no idle end.
+    portalSessionIdleMs: r.int('PORTAL_SESSION_IDLE_MS', 15 * 60_000, 60_000, 60 * 60_000),
+    portalPerMinute: r.int('PORTAL_PER_MINUTE', 300, 1, 1_000_000),
+    portalSignInPerMinute: r.int('PORTAL_SIGN_IN_PER_MINUTE', 20, 1, 1_000),
+  };
 }
 
 function parseApiDocument(r: EnvReader): ApiDocumentConfig {

@@ -7,6 +7,7 @@ import type { GatewayConfig } from './config.js';
 import type { CreditLedger } from './credits/credit-ledger.js';
 import { MemoryCreditLedger } from './credits/memory-credit-ledger.js';
 import { RedisCreditLedger } from './credits/redis-credit-ledger.js';
+import { type CustomerLocks, MemoryCustomerLocks, RedisCustomerLocks } from './customers/customer-locks.js';
 import { CustomerResolver } from './customers/customer-resolver.js';
 import type { CustomerRecord, CustomerStore } from './customers/customer-store.js';
 import { toCustomerRecord } from './customers/customers-file.js';
@@ -30,6 +31,7 @@ import { MemoryMeteringStore, type MeteringStore } from './metering/metering-sto
 import { RedisMeteringStore } from './metering/redis-metering-store.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import type { PlanBook } from './plans/plans.js';
+import { PortalAddressLimits } from './portal/address-limits.js';
 import { RedisPortalSessionStore } from './portal/redis-session-store.js';
 import { MemoryPortalSessionStore, type PortalSessionStore } from './portal/session-store.js';
 import type { RedisClient } from './redis/clients.js';
@@ -81,6 +83,10 @@ export interface GatewayDeps {
   idempotency: IdempotencyStore;
   /** The portal's sign-in links and sessions: in Redis (every replica signs in alike), or this process's memory. */
   portalSessions: PortalSessionStore;
+  /** The portal listener's per-address limits: in Redis (shared by the replicas), or this process's memory. */
+  portalAddresses: PortalAddressLimits;
+  /** One key create at a time per customer, so maxKeys is exact: in Redis (across replicas), or this process's. */
+  customerLocks: CustomerLocks;
   now: () => number;
   /** The public listener's logger, also used by collaborators that log on their own (limiter, events). */
   logger: FastifyBaseLogger;
@@ -106,6 +112,27 @@ async function customerStoreFor(clients: GatewayClients, fromFile: readonly Cust
     store = mongoStore;
   }
   return fromFile.length > 0 ? new FileCustomers(store, fromFile) : store;
+}
+
+/** The portal's sessions and address limits, and the customer locks its key creates take: in Redis, or memory. */
+function portalDeps(
+  config: GatewayConfig,
+  redis: RedisClient | null,
+  now: () => number,
+): Pick<GatewayDeps, 'portalSessions' | 'portalAddresses' | 'customerLocks'> {
+  const timing = { now, idleMs: config.portalSessionIdleMs };
+  return {
+    portalSessions: redis
+      ? new RedisPortalSessionStore(redis, config.redisPrefix, timing)
+      : new MemoryPortalSessionStore(timing),
+    customerLocks: redis ? new RedisCustomerLocks(redis, config.redisPrefix) : new MemoryCustomerLocks(),
+    portalAddresses: new PortalAddressLimits(
+      config.portalPerMinute,
+      config.portalSignInPerMinute,
+      redis,
+      config.redisPrefix,
+    ),
+  };
 }
 
 /** Builds every collaborator of the gateway from its config and clients: the one composition root. */
@@ -192,7 +219,7 @@ export async function createDeps(
     events,
     webhooks,
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
-    portalSessions: redis ? new RedisPortalSessionStore(redis, config.redisPrefix) : new MemoryPortalSessionStore(now),
+    ...portalDeps(config, redis, now),
     now,
     backends: {
       keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}${config.apiKeyCustomers.length ? ` + ${config.apiKeyCustomers.length} customers from it` : ''}`,

@@ -96,6 +96,28 @@ describe('loadConfig defaults', () => {
   });
 });
 
+describe('the portal’s session and address limits', () => {
+  it('reads PORTAL_SESSION_IDLE_MS, PORTAL_PER_MINUTE and PORTAL_SIGN_IN_PER_MINUTE, with their defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      portalSessionIdleMs: 900_000,
+      portalPerMinute: 300,
+      portalSignInPerMinute: 20,
+    });
+    const set = { PORTAL_SESSION_IDLE_MS: '120000', PORTAL_PER_MINUTE: '50', PORTAL_SIGN_IN_PER_MINUTE: '3' };
+    expect(loadConfig(set)).toMatchObject({
+      portalSessionIdleMs: 120_000,
+      portalPerMinute: 50,
+      portalSignInPerMinute: 3,
+    });
+  });
+
+  it('refuses an idle time under a minute or over the session’s hour', () => {
+    expect(() => loadConfig({ PORTAL_SESSION_IDLE_MS: '59999' })).toThrow(/PORTAL_SESSION_IDLE_MS/);
+    expect(() => loadConfig({ PORTAL_SESSION_IDLE_MS: '3600001' })).toThrow(/PORTAL_SESSION_IDLE_MS/);
+    expect(() => loadConfig({ PORTAL_SIGN_IN_PER_MINUTE: '0' })).toThrow(/PORTAL_SIGN_IN_PER_MINUTE/);
+  });
+});
+
 describe('loadConfig in production', () => {
   it('refuses to start without REDIS_URL and MONGO_URL, naming both', () => {
     const err = configError({ NODE_ENV: 'production' });

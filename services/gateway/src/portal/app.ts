@@ -1,11 +1,13 @@
 import { registerBasePlugins } from '@animal-store/common/base-plugins.js';
 import { serverOptions } from '@animal-store/common/http.js';
 import { strictJsonBodies } from '@animal-store/common/json-body.js';
+import { loadShedding } from '@animal-store/common/overload.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { storeUnavailable } from '../admin/store-unavailable.js';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
+import { limitAddresses } from './address-limits.js';
 import { portalCreditRoutes } from './credit-routes.js';
 import { portalInvoiceRoutes } from './invoice-routes.js';
 import { portalKeyRoutes } from './key-routes.js';
@@ -37,6 +39,10 @@ export async function buildPortalApp(config: GatewayConfig, deps: GatewayDeps): 
   app.setValidatorCompiler(createValidatorCompiler());
   strictJsonBodies(app);
   await registerBasePlugins(app, { classifyError: storeUnavailable });
+  // Shed first, before any Redis call, then count the address: an overloaded replica refuses
+  // quickly, and an address over its limit costs nothing beyond the count.
+  await app.register(loadShedding, config.overload);
+  app.addHook('onRequest', limitAddresses(deps.portalAddresses));
   await app.register(async (scope) => {
     await sessionRoutes(scope, { store: deps.portalSessions, now: deps.now, portalUrl: config.portalUrl });
     await scope.register(portalUsageRoutes, { deps });

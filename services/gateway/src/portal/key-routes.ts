@@ -13,7 +13,16 @@ import { ownCustomer, ownKey, signedIn } from './own-keys.js';
 
 type Deps = Pick<
   GatewayDeps,
-  'plans' | 'keyStore' | 'customerStore' | 'keyResolver' | 'limiter' | 'events' | 'metrics' | 'webhooks' | 'now'
+  | 'plans'
+  | 'keyStore'
+  | 'customerStore'
+  | 'customerLocks'
+  | 'keyResolver'
+  | 'limiter'
+  | 'events'
+  | 'metrics'
+  | 'webhooks'
+  | 'now'
 >;
 
 const Scopes = Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), {
@@ -63,11 +72,15 @@ export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async 
     if (!customer) throw new ApiError(404, 'not_found', 'Your account is gone');
     withinPlan(deps, customer.plan, request.body.scopes);
     const max = maxKeysFor(deps.plans, customer.plan);
-    if ((await deps.keyStore.liveKeysOf(customerId)).length >= max) {
-      throw new ApiError(409, 'conflict', `Your ${customer.plan} plan allows ${max} live keys: revoke one first`);
-    }
-    const { key, record } = await applying(() => newKey(deps, { ...request.body, customerId }, deps.now()));
-    await insertOnce(deps.keyStore, record);
+    // Count and insert under the customer's lock: two creates at once would both count max - 1.
+    const { key, record } = await deps.customerLocks.run(customerId, async () => {
+      if ((await deps.keyStore.liveKeysOf(customerId)).length >= max) {
+        throw new ApiError(409, 'conflict', `Your ${customer.plan} plan allows ${max} live keys: revoke one first`);
+      }
+      const made = await applying(() => newKey(deps, { ...request.body, customerId }, deps.now()));
+      await insertOnce(deps.keyStore, made.record);
+      return made;
+    });
     audit(deps, request.log, 'create', record.id, { plan: record.plan, customerId }, { customerId });
     return reply.code(201).send(createdKey(deps, record, key));
   });

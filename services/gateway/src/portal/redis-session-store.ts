@@ -1,10 +1,43 @@
+import type { Redis, Result } from 'ioredis';
 import type { RedisClient } from '../redis/clients.js';
-import { type PortalSession, type PortalSessionStore, secretName } from './session-store.js';
+import {
+  idleEnd,
+  type PortalSession,
+  type PortalSessionStore,
+  type SessionTiming,
+  secretName,
+} from './session-store.js';
+
+/**
+ * A session's read and its activity in one step. KEYS: the session; ARGV: now on the gateway's
+ * clock, the idle time. Nothing unless its expiry (its idle end or absolute end, whichever is
+ * first) is still ahead of now; then the expiry moves on to now + idle, capped at the absolute end
+ * the value holds, and never back (GT: two uses at once cannot shorten it). In one script, so a
+ * sign-out cannot fall between the read and the move.
+ */
+const USE_SESSION_SCRIPT = `
+local held = redis.call('GET', KEYS[1])
+if not held then return false end
+local now = tonumber(ARGV[1])
+if redis.call('PEXPIRETIME', KEYS[1]) <= now then return false end
+local ends = math.min(now + tonumber(ARGV[2]), cjson.decode(held).expiresAt)
+redis.call('PEXPIREAT', KEYS[1], string.format('%d', ends), 'GT')
+return held
+`;
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    gatewayPortalUseSession(key: string, now: number, idleMs: number): Result<string | null, Context>;
+  }
+}
 
 /**
  * One string key per link and per session (`<prefix>portal:link:<hash>`, `…:session:<hash>`),
  * expiring with it (PXAT): any Cluster slot, and nothing to sweep. A link is taken with GETDEL, so
- * two visits of the same link at once sign in once.
+ * two visits of the same link at once sign in once. A session's key expires at its idle end,
+ * which each use moves on (USE_SESSION_SCRIPT) up to the absolute end the value holds. Expiry is
+ * decided on the gateway's clock, as PEXPIRETIME is compared with it; Redis's own expiry, on its
+ * clock, is what clears the key.
  */
 export class RedisPortalSessionStore implements PortalSessionStore {
   readonly kind = 'redis';
@@ -12,7 +45,12 @@ export class RedisPortalSessionStore implements PortalSessionStore {
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
-  ) {}
+    private readonly timing: SessionTiming,
+  ) {
+    if (typeof (redis as Partial<Redis>).gatewayPortalUseSession !== 'function') {
+      redis.defineCommand('gatewayPortalUseSession', { numberOfKeys: 1, lua: USE_SESSION_SCRIPT });
+    }
+  }
 
   private name(kind: 'link' | 'session', secret: string): string {
     return `${this.prefix}portal:${kind}:${secretName(secret)}`;
@@ -27,15 +65,14 @@ export class RedisPortalSessionStore implements PortalSessionStore {
   }
 
   async putSession(secret: string, session: PortalSession): Promise<void> {
-    await this.redis.set(this.name('session', secret), JSON.stringify(session), 'PXAT', session.expiresAt);
+    const ends = idleEnd(session, this.timing.now(), this.timing.idleMs);
+    await this.redis.set(this.name('session', secret), JSON.stringify(session), 'PXAT', ends);
   }
 
   async getSession(secret: string): Promise<PortalSession | null> {
-    const held = await this.redis.get(this.name('session', secret));
-    if (held === null) return null;
-    const session = JSON.parse(held) as PortalSession;
-    // Redis expires a key within a millisecond of PXAT; the answer never outlives the session.
-    return session.expiresAt > Date.now() ? session : null;
+    const { now, idleMs } = this.timing;
+    const held = await this.redis.gatewayPortalUseSession(this.name('session', secret), now(), idleMs);
+    return held === null ? null : (JSON.parse(held) as PortalSession);
   }
 
   async endSession(secret: string): Promise<void> {

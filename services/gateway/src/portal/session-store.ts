@@ -6,11 +6,23 @@ import { createHash, randomBytes } from 'node:crypto';
  * (a dump, a replica) cannot sign in with what it finds.
  */
 
-/** What a session is: whose, its CSRF token, when it ends (epoch ms). */
+/** What a session is: whose, its CSRF token, when it ends at the latest (epoch ms). */
 export interface PortalSession {
   customerId: string;
   csrfToken: string;
+  /** The absolute end, fixed at sign-in: no activity moves it. */
   expiresAt: number;
+}
+
+/** How a store tells time and idleness: the gateway's clock, and PORTAL_SESSION_IDLE_MS. */
+export interface SessionTiming {
+  now: () => number;
+  idleMs: number;
+}
+
+/** When a session used at `at` idles out: `idleMs` on, never past its absolute end. */
+export function idleEnd(session: Pick<PortalSession, 'expiresAt'>, at: number, idleMs: number): number {
+  return Math.min(at + idleMs, session.expiresAt);
 }
 
 export interface PortalSessionStore {
@@ -19,8 +31,13 @@ export interface PortalSessionStore {
   putLink(secret: string, customerId: string, expiresAt: number): Promise<void>;
   /** The customer of a link, once: the link is gone after, and a link past its end is none. */
   takeLink(secret: string): Promise<string | null>;
+  /** Keeps a session, live until it idles out (`idleMs` from now) or reaches its `expiresAt`. */
   putSession(secret: string, session: PortalSession): Promise<void>;
-  /** The live session of a cookie's secret, or null (unknown, ended or expired). */
+  /**
+   * The live session of a cookie's secret, or null (unknown, ended, idle too long or past its
+   * end). Asking is activity: a live session's idle end moves to `idleMs` from now, never past
+   * its `expiresAt`, and never earlier than it was (two requests at once cannot shorten it).
+   */
   getSession(secret: string): Promise<PortalSession | null>;
   /** Ends a session at once; nothing happens for one that is not there. */
   endSession(secret: string): Promise<void>;
@@ -40,9 +57,14 @@ export function secretName(secret: string): string {
 export class MemoryPortalSessionStore implements PortalSessionStore {
   readonly kind = 'memory';
   private readonly links = new Map<string, { customerId: string; expiresAt: number }>();
-  private readonly sessions = new Map<string, PortalSession>();
+  private readonly sessions = new Map<string, { session: PortalSession; idleEndsAt: number }>();
+  private readonly now: () => number;
+  private readonly idleMs: number;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor({ now, idleMs }: SessionTiming) {
+    this.now = now;
+    this.idleMs = idleMs;
+  }
 
   async putLink(secret: string, customerId: string, expiresAt: number): Promise<void> {
     this.sweep();
@@ -58,12 +80,18 @@ export class MemoryPortalSessionStore implements PortalSessionStore {
 
   async putSession(secret: string, session: PortalSession): Promise<void> {
     this.sweep();
-    this.sessions.set(secretName(secret), { ...session });
+    this.sessions.set(secretName(secret), {
+      session: { ...session },
+      idleEndsAt: idleEnd(session, this.now(), this.idleMs),
+    });
   }
 
   async getSession(secret: string): Promise<PortalSession | null> {
-    const session = this.sessions.get(secretName(secret));
-    return session && session.expiresAt > this.now() ? { ...session } : null;
+    const held = this.sessions.get(secretName(secret));
+    const now = this.now();
+    if (!held || held.idleEndsAt <= now) return null;
+    held.idleEndsAt = Math.max(held.idleEndsAt, idleEnd(held.session, now, this.idleMs));
+    return { ...held.session };
   }
 
   async endSession(secret: string): Promise<void> {
@@ -74,6 +102,6 @@ export class MemoryPortalSessionStore implements PortalSessionStore {
   private sweep(): void {
     const now = this.now();
     for (const [name, link] of this.links) if (link.expiresAt <= now) this.links.delete(name);
-    for (const [name, session] of this.sessions) if (session.expiresAt <= now) this.sessions.delete(name);
+    for (const [name, held] of this.sessions) if (held.idleEndsAt <= now) this.sessions.delete(name);
   }
 }

@@ -1,13 +1,38 @@
 import { describe, expect, it } from 'vitest';
-import { newSecret, type PortalSessionStore } from '../../src/portal/session-store.js';
+import { newSecret, type PortalSessionStore, type SessionTiming } from '../../src/portal/session-store.js';
 
-/** What every PortalSessionStore must do; `make` gives a fresh, empty store. */
-export function portalSessionStoreContract(name: string, make: () => Promise<PortalSessionStore>): void {
+const MINUTE = 60_000;
+/** The idle time every store is made with here. */
+export const IDLE_MS = 15 * MINUTE;
+
+/** A clock the test moves; it starts at the wall clock, so what a store sets in Redis is never behind it. */
+function fakeClock(): { now: () => number; advance: (ms: number) => void } {
+  let at = Date.now();
+  return {
+    now: () => at,
+    advance: (ms) => {
+      at += ms;
+    },
+  };
+}
+
+/**
+ * What every PortalSessionStore must do; `make` gives a fresh, empty store on the timing given.
+ * Time is a clock the test moves (no waiting): a store decides expiry on the gateway's clock.
+ */
+export function portalSessionStoreContract(
+  name: string,
+  make: (timing: SessionTiming) => Promise<PortalSessionStore>,
+): void {
   describe(`${name} (PortalSessionStore contract)`, () => {
     const later = () => Date.now() + 60_000;
+    const fresh = () => {
+      const clock = fakeClock();
+      return { clock, store: make({ now: clock.now, idleMs: IDLE_MS }) };
+    };
 
     it('gives a link’s customer once, and none for a secret it never kept', async () => {
-      const store = await make();
+      const store = await fresh().store;
       const secret = newSecret();
       await store.putLink(secret, 'cus_a', later());
       expect(await store.takeLink(newSecret())).toBeNull();
@@ -16,7 +41,7 @@ export function portalSessionStoreContract(name: string, make: () => Promise<Por
     });
 
     it('gives a link to one of many visits at once', async () => {
-      const store = await make();
+      const store = await fresh().store;
       const secret = newSecret();
       await store.putLink(secret, 'cus_a', later());
       const taken = await Promise.all(Array.from({ length: 20 }, () => store.takeLink(secret)));
@@ -25,9 +50,11 @@ export function portalSessionStoreContract(name: string, make: () => Promise<Por
     });
 
     it('gives no link or session past its end', async () => {
-      const store = await make();
+      const { clock, store: made } = fresh();
+      const store = await made;
       const [link, session] = [newSecret(), newSecret()];
-      const past = Date.now() - 1;
+      // Past on the store's clock (the wall clock may have moved on since it was read).
+      const past = clock.now() - 1;
       await store.putLink(link, 'cus_a', past);
       await store.putSession(session, { customerId: 'cus_a', csrfToken: 'c', expiresAt: past });
       expect(await store.takeLink(link)).toBeNull();
@@ -35,7 +62,7 @@ export function portalSessionStoreContract(name: string, make: () => Promise<Por
     });
 
     it('keeps a session as it was put until it is ended, and each session apart', async () => {
-      const store = await make();
+      const store = await fresh().store;
       const [a, b] = [newSecret(), newSecret()];
       const session = { customerId: 'cus_a', csrfToken: 'csrf-a', expiresAt: later() };
       await store.putSession(a, session);
@@ -49,13 +76,61 @@ export function portalSessionStoreContract(name: string, make: () => Promise<Por
     });
 
     it('does not take a session’s secret for a link, nor a link’s for a session', async () => {
-      const store = await make();
+      const store = await fresh().store;
       const secret = newSecret();
       await store.putLink(secret, 'cus_a', later());
       expect(await store.getSession(secret)).toBeNull();
       const other = newSecret();
       await store.putSession(other, { customerId: 'cus_a', csrfToken: 'c', expiresAt: later() });
       expect(await store.takeLink(other)).toBeNull();
+    });
+
+    it('ends a session left idle for its idle time, however far its absolute end', async () => {
+      const { clock, store: made } = fresh();
+      const store = await made;
+      const secret = newSecret();
+      await store.putSession(secret, { customerId: 'cus_a', csrfToken: 'c', expiresAt: clock.now() + 60 * MINUTE });
+      clock.advance(IDLE_MS - 1);
+      expect(await store.getSession(secret)).toMatchObject({ customerId: 'cus_a' });
+      // That use moved the idle end on: IDLE_MS from it, not from sign-in.
+      clock.advance(IDLE_MS - 1);
+      expect(await store.getSession(secret)).toMatchObject({ customerId: 'cus_a' });
+      clock.advance(IDLE_MS);
+      expect(await store.getSession(secret)).toBeNull();
+      // And it stays ended: a use after the idle end does not bring it back.
+      expect(await store.getSession(secret)).toBeNull();
+    });
+
+    it('extends a used session up to its absolute end, never past it', async () => {
+      const { clock, store: made } = fresh();
+      const store = await made;
+      const secret = newSecret();
+      const expiresAt = clock.now() + 60 * MINUTE;
+      await store.putSession(secret, { customerId: 'cus_a', csrfToken: 'c', expiresAt });
+      // A use every 10 minutes keeps it through its hour…
+      for (let used = 0; used < 5; used++) {
+        clock.advance(10 * MINUTE);
+        expect(await store.getSession(secret)).toMatchObject({ expiresAt });
+      }
+      clock.advance(10 * MINUTE - 1);
+      expect(await store.getSession(secret)).toMatchObject({ expiresAt });
+      // …and not a millisecond more, though the last use was a moment ago.
+      clock.advance(1);
+      expect(await store.getSession(secret)).toBeNull();
+    });
+
+    it('answers many uses at once alike, keeps the idle end from them, and nothing after sign-out', async () => {
+      const { clock, store: made } = fresh();
+      const store = await made;
+      const secret = newSecret();
+      await store.putSession(secret, { customerId: 'cus_a', csrfToken: 'c', expiresAt: clock.now() + 60 * MINUTE });
+      clock.advance(5 * MINUTE);
+      const used = await Promise.all(Array.from({ length: 10 }, () => store.getSession(secret)));
+      expect(used.every((s) => s?.customerId === 'cus_a')).toBe(true);
+      clock.advance(IDLE_MS - 1);
+      expect(await store.getSession(secret)).not.toBeNull();
+      await store.endSession(secret);
+      expect(await Promise.all([store.getSession(secret), store.getSession(secret)])).toEqual([null, null]);
     });
   });
 }

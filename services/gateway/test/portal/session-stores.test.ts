@@ -3,18 +3,18 @@ import { expect, it } from 'vitest';
 import { RedisPortalSessionStore } from '../../src/portal/redis-session-store.js';
 import { MemoryPortalSessionStore, newSecret, secretName } from '../../src/portal/session-store.js';
 import { useRedisClient } from '../support/helpers.js';
-import { portalSessionStoreContract } from './session-store.contract.js';
+import { IDLE_MS, portalSessionStoreContract } from './session-store.contract.js';
 
 const redis = useRedisClient();
 
-portalSessionStoreContract('MemoryPortalSessionStore', async () => new MemoryPortalSessionStore());
-portalSessionStoreContract('RedisPortalSessionStore', async () => {
-  return new RedisPortalSessionStore(redis(), `ps${randomUUID().slice(0, 8)}:`);
+portalSessionStoreContract('MemoryPortalSessionStore', async (timing) => new MemoryPortalSessionStore(timing));
+portalSessionStoreContract('RedisPortalSessionStore', async (timing) => {
+  return new RedisPortalSessionStore(redis(), `ps${randomUUID().slice(0, 8)}:`, timing);
 });
 
 it('Redis keeps only a hash of the secret, expiring when the link does', async () => {
   const prefix = `ps${randomUUID().slice(0, 8)}:`;
-  const store = new RedisPortalSessionStore(redis(), prefix);
+  const store = new RedisPortalSessionStore(redis(), prefix, { now: Date.now, idleMs: IDLE_MS });
   const secret = newSecret();
   const expiresAt = Date.now() + 300_000;
   await store.putLink(secret, 'cus_a', expiresAt);
@@ -22,4 +22,17 @@ it('Redis keeps only a hash of the secret, expiring when the link does', async (
   expect(keys).toEqual([`${prefix}portal:link:${secretName(secret)}`]);
   expect(keys.join()).not.toContain(secret);
   expect(Math.abs((await redis().pexpiretime(keys[0] as string)) - expiresAt)).toBeLessThanOrEqual(1);
+});
+
+it('Redis expires a session at its idle end, and each use moves that on', async () => {
+  const prefix = `ps${randomUUID().slice(0, 8)}:`;
+  let now = Date.now();
+  const store = new RedisPortalSessionStore(redis(), prefix, { now: () => now, idleMs: IDLE_MS });
+  const secret = newSecret();
+  await store.putSession(secret, { customerId: 'cus_a', csrfToken: 'c', expiresAt: now + 3_600_000 });
+  const [key] = await redis().keys(`${prefix}*`);
+  expect(await redis().pexpiretime(key as string)).toBe(now + IDLE_MS);
+  now += 60_000;
+  await store.getSession(secret);
+  expect(await redis().pexpiretime(key as string)).toBe(now + IDLE_MS);
 });

@@ -121,13 +121,35 @@ describe('the sign-in link', () => {
       now += LINK_TTL_MS;
       expect((await gw.portal.inject({ url: linkPath(late.url as string) })).statusCode).toBe(404);
 
+      // In use every ten minutes, a session lasts its hour, and not a millisecond more.
       const browser = await signIn(gw, id);
-      now += SESSION_TTL_MS - 1;
+      for (let used = 0; used < 5; used++) {
+        now += 10 * 60_000;
+        expect((await browser.get('/portal/api/usage')).statusCode).toBe(200);
+      }
+      now += SESSION_TTL_MS - 50 * 60_000 - 1;
       expect((await browser.get('/portal/api/usage')).statusCode).toBe(200);
       now += 1;
       expectError(await browser.get('/portal/api/usage'), 401, 'unauthorized');
     } finally {
       await gw.close();
+    }
+  });
+
+  it('ends a session left idle for PORTAL_SESSION_IDLE_MS (15 minutes unless set)', async () => {
+    for (const [env, idleMs] of [
+      [{}, 15 * 60_000] as const,
+      [{ PORTAL_SESSION_IDLE_MS: '120000' }, 120_000] as const,
+    ]) {
+      let now = Date.now();
+      const gw = await gateways.start({ now: () => now, env });
+      const browser = await signIn(gw, await customer(gw));
+      now += idleMs - 1;
+      expect((await browser.get('/portal/api/session')).statusCode).toBe(200);
+      now += idleMs - 1;
+      expect((await browser.get('/portal/api/keys')).statusCode).toBe(200);
+      now += idleMs;
+      expectError(await browser.get('/portal/api/session'), 401, 'unauthorized');
     }
   });
 });
