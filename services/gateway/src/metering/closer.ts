@@ -9,7 +9,7 @@ import type { MeteringStore } from './metering-store.js';
 export const UNATTRIBUTED_ROUTE = 'unattributed';
 /** How far back a pass looks for late corrections to closed hours. */
 const LOOKBACK_MS = 48 * HOUR_MS;
-/** Hours this replica has recorded as they are, kept to skip them on the next pass (then cleared). */
+/** Hours this replica has recorded as they are, kept to skip them on the next passes; cleared past this. */
 const SEEN_MAX = 200_000;
 
 export interface CloserOptions {
@@ -36,6 +36,12 @@ export interface CloserOptions {
  */
 export class MeteringCloser {
   private readonly seen = new Map<string, string>();
+  /**
+   * Key ids found to belong to a customer: their hours are not read again. Cleared with `seen`
+   * every hour, so a key that leaves its customer is a subject again within the hour.
+   */
+  private readonly customersKeys = new Set<string>();
+  private clearedFor = 0;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<MeteringRecord[]> | null = null;
 
@@ -68,6 +74,11 @@ export class MeteringCloser {
   private async pass(): Promise<MeteringRecord[]> {
     const { history, now } = this.options;
     const at = now();
+    if (at - this.clearedFor >= HOUR_MS || this.seen.size >= SEEN_MAX) {
+      this.clearedFor = at;
+      this.seen.clear();
+      this.customersKeys.clear();
+    }
     const closedBefore = at - this.options.closeDelayMs;
     const from = Math.max(closedBefore - LOOKBACK_MS, at - history.retentionMs);
     const [customers, keys] = await Promise.all([
@@ -75,7 +86,8 @@ export class MeteringCloser {
       history.activeKeys(from, closedBefore),
     ]);
     const appended: MeteringRecord[] = [];
-    for (const subject of [...customers, ...keys.filter((id) => !isCustomerId(id))]) {
+    const lone = keys.filter((id) => !isCustomerId(id) && !this.customersKeys.has(id));
+    for (const subject of [...customers, ...lone]) {
       for (const totals of await this.closedHours(subject, from, closedBefore)) {
         const record = await this.record(totals, at);
         if (record) appended.push(record);
@@ -107,9 +119,8 @@ export class MeteringCloser {
     const id = `${totals.subject}\n${totals.hour}`;
     const digest = JSON.stringify([totals.units, totals.routes]);
     if (this.seen.get(id) === digest) return null;
-    if (this.seen.size >= SEEN_MAX) this.seen.clear();
     if (!(await this.isSubject(totals.subject))) {
-      this.seen.set(id, digest);
+      this.customersKeys.add(totals.subject);
       return null;
     }
     const externalId = isCustomerId(totals.subject)
