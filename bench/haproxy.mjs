@@ -21,7 +21,7 @@ export function haproxyBinary() {
  * none is evicted). `perMinute`: the limit per key, high enough that no run reaches it. The upstream
  * pool is the bare proxy's size (128 connections, kept alive and reused).
  */
-export function haproxyConfig({ port, upstream, tableSize, perMinute }) {
+function haproxyConfig({ port, upstream, tableSize, perMinute }) {
   const pets = new URL(upstream);
   return `global
     maxconn 4096

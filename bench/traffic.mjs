@@ -18,7 +18,7 @@ import { trafficPlan } from './zipf.mjs';
 const LIMITS = { perMinute: 1e9, perDay: 1e9 };
 const POST_BODY = JSON.stringify({ name: 'bench', categoryId: 1 });
 
-export const median = (xs) => {
+const median = (xs) => {
   const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (s.length === 0) return null;
   const mid = Math.floor(s.length / 2);
@@ -171,7 +171,7 @@ function summary(rs) {
 }
 
 /** Server-Timing values (`gate;dur=0.081, …`) summed up: p50 and p99 of each stage, in ms. */
-export function stageSummary(values) {
+function stageSummary(values) {
   const per = {};
   for (const value of values) {
     for (const entry of value.split(', ')) {

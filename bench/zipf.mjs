@@ -3,7 +3,7 @@
 // Seeded so two runs, and every subject of one run, send the same sequence.
 
 /** mulberry32: a small seeded generator of floats in [0, 1); Math.random cannot be seeded. */
-export function seededRandom(seed) {
+function seededRandom(seed) {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -15,7 +15,7 @@ export function seededRandom(seed) {
 }
 
 /** Draws ranks 0..n-1 with P(rank k) ∝ 1/(k+1)^s, by binary search in the cumulative weights. */
-export function zipfSampler(n, s, random) {
+function zipfSampler(n, s, random) {
   const cdf = new Float64Array(n);
   let sum = 0;
   for (let k = 0; k < n; k++) {

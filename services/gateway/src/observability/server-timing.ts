@@ -48,7 +48,7 @@ const span = (from: number | undefined, to: number | undefined): number | undefi
  * `response` from there to the answer being handed to the socket; `total` from the first hook.
  * A stage the request never reached (a refusal has no upstream) is left out.
  */
-export function serverTimingValue(stages: StageMarks, now: number): string {
+function serverTimingValue(stages: StageMarks, now: number): string {
   const limiter = span(stages.limiter, stages.decided);
   const beforeLimiter = span(stages.start, stages.limiter ?? stages.upstream ?? now) ?? 0;
   const afterDecision = span(stages.decided, stages.upstream ?? (stages.decided === undefined ? undefined : now)) ?? 0;
