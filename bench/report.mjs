@@ -113,7 +113,7 @@ function printLoad(title, bySubject) {
   );
   for (const [name, r] of Object.entries(bySubject)) {
     out(
-      `  ${name.padEnd(26)}${num(r.requestsPerSecond ?? '', 7)}${num(r.p50Ms, 8)}${num(r.p99Ms, 8)}${num(r.cpuProcessUs, 8)}${num(r.cpuRedisUs ?? '', 8)}${num(r.redisCommandsPerRequest, 7)}${num(r.redisCallsPerRequest, 7)}${num(r.redisRoundTripsPerRequest, 7)}   ${r.rounds.map((x) => x.cpu).join(' ')}`,
+      `  ${name.padEnd(26)}${num(r.requestsPerSecond ?? '', 7)}${num(r.p50Ms, 8)}${num(r.p99Ms, 8)}${num(r.cpuProcessUs, 8)}${num(r.cpuRedisUs ?? '', 8)}${num(r.redisCommandsPerRequest, 7)}${num(r.redisCallsPerRequest, 7)}${num(r.redisRoundTripsPerRequest, 7)}   ${r.rounds.map((x) => x.cpu).join(' ')}${r.answeredShare < 1 ? `  (${(r.answeredShare * 100).toFixed(1)} % answered)` : ''}`,
     );
   }
 }
