@@ -30,6 +30,8 @@ export interface GatewayConfig {
   portalPerMinute: number;
   /** Sign-in link visits a minute one address may make, within portalPerMinute. */
   portalSignInPerMinute: number;
+  /** `Server-Timing` on every answer of the public listener (SERVER_TIMING=1; observability/server-timing.ts). */
+  serverTiming: boolean;
   /** The only listener serving GET /metrics; loopback unless the deployment opens it. */
   metricsHost: string;
   metricsPort: number;
@@ -399,6 +401,7 @@ export function loadConfig(env: Env): GatewayConfig {
     adminPort: r.int('ADMIN_PORT', 8081, 0, 65535),
     adminToken,
     ...parsePortal(r),
+    serverTiming: r.oneOf('SERVER_TIMING', ['0', '1'] as const, '0') === '1',
     metricsHost: r.string('METRICS_HOST', '127.0.0.1'),
     metricsPort: r.int('METRICS_PORT', 9464, 0, 65535),
     petsUrl: r.url('PETS_URL', ['http:', 'https:'], 'http://127.0.0.1:8090') as string,
