@@ -193,6 +193,8 @@ export const PlansSchema = Type.Object({
       description: Type.Optional(Type.String()),
       /** What a billing period costs, in integer minor units of `currency`; absent when not priced. */
       price: Type.Optional(PlanPriceSchema),
+      /** Credit terms of its customers and lone keys that have none of their own (credits.md). */
+      credits: Type.Optional(CreditTermsSchema),
     }),
   ),
   routeCosts: Type.Record(Type.String(), Type.Integer()),

@@ -1,4 +1,4 @@
-import { type CreditTerms, creditTermsProblem } from '../credits/credit-terms.js';
+import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
 import {
   type LimitNames,
   type Limits,
@@ -69,7 +69,7 @@ function checkedCredits(terms: CreditTerms | null, customerId: string | null | u
   }
   const problem = creditTermsProblem(terms);
   if (problem) throw new KeyRuleError(problem);
-  return terms.refill ? { refill: { amount: terms.refill.amount, every: terms.refill.every } } : {};
+  return storedCreditTerms(terms);
 }
 
 /** What a caller asks of a new key, its expiry as given. */
