@@ -47,7 +47,7 @@ export function customerOwner(plans: PlanBook, customer: CustomerRecord): Credit
 }
 
 /** A key standing for itself (the caller has checked it has no customer): its periods are UTC months. */
-export function keyOwner(plans: PlanBook, key: KeyRecord): CreditOwner {
+function keyOwner(plans: PlanBook, key: KeyRecord): CreditOwner {
   const terms = creditTermsIn(plans, key.plan, key.credits);
   return {
     kind: 'key',

@@ -31,7 +31,8 @@ const PLANS = {
 /** How many of `n` requests the key is let through before the first 402 (and that all after it are 402). */
 async function admitted(gw: TestGateway, key: string, n = 6): Promise<number> {
   const statuses: number[] = [];
-  for (let i = 0; i < n; i++) statuses.push((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode);
+  for (let i = 0; i < n; i++)
+    statuses.push((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode);
   const ok = statuses.filter((s) => s === 200).length;
   expect(statuses).toEqual([...Array(ok).fill(200), ...Array(n - ok).fill(402)]);
   return ok;
@@ -44,13 +45,16 @@ describe('a plan’s credits (PLANS_FILE)', () => {
   it('apply to its customers and lone keys without terms of their own; their own win; null turns them off', async () => {
     const gw = await gateways.start({ redisUrl: null, env: { PLANS_FILE: file('plans', PLANS) } });
     const plans = (await call(gw, 'GET', '/admin/plans')).json();
-    expect(plans.plans.find((p: { name: string }) => p.name === 'metered')?.credits).toEqual(PLANS.plans.metered.credits);
+    expect(plans.plans.find((p: { name: string }) => p.name === 'metered')?.credits).toEqual(
+      PLANS.plans.metered.credits,
+    );
 
     const customerKey = async (credits?: object | null) => {
       const customer = (
         await call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered', ...(credits ? { credits } : {}) })
       ).json();
-      if (credits === null) expect((await call(gw, 'PATCH', `/admin/customers/${customer.id}`, { credits: null })).statusCode).toBe(200);
+      if (credits === null)
+        expect((await call(gw, 'PATCH', `/admin/customers/${customer.id}`, { credits: null })).statusCode).toBe(200);
       const key = (await call(gw, 'POST', '/admin/keys', { customerId: customer.id })).json();
       return { customer, key: String(key.key) };
     };
