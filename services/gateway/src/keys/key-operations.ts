@@ -160,7 +160,9 @@ function changesFor(
     ...(update.expiresAt === null ? { expiresAt: null } : {}),
     ...(typeof update.expiresAt === 'string' ? { expiresAt: checkedExpiry(update.expiresAt, now, names) } : {}),
     ...(update.customerId !== undefined ? { customerId: update.customerId } : {}),
-    ...(update.credits !== undefined ? { credits: checkedCredits(update.credits, update.customerId ?? current.customerId) } : {}),
+    ...(update.credits !== undefined
+      ? { credits: checkedCredits(update.credits, update.customerId ?? current.customerId) }
+      : {}),
   };
 }
 

@@ -1,11 +1,11 @@
 import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
 import {
   type CustomerFileEntry,
   customersFileProblems,
   toCustomerFileEntry,
   toCustomerRecord,
 } from '../customers/customers-file.js';
-import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
 import { keyOfCustomerProblem } from '../customers/key-ownership.js';
 import { type Limits, type PlanBook, planProblem, type Scope, scopesProblem } from '../plans/plans.js';
 import { parseCidrs } from './cidrs.js';

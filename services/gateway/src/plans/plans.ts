@@ -103,12 +103,7 @@ export function limitsFor(book: PlanBook, plan: Plan, custom?: Limits): Limits {
  * moves it to a plan in force: serving it unlimited would be worse. `credits`: the key's own
  * credit terms (it stands for itself), over its plan's; a refill `period` is a UTC month.
  */
-export function policyForKey(
-  book: PlanBook,
-  plan: Plan,
-  custom?: Limits,
-  credits?: CreditTerms | null,
-): LimitPolicy {
+export function policyForKey(book: PlanBook, plan: Plan, custom?: Limits, credits?: CreditTerms | null): LimitPolicy {
   const definition = book.plans.get(plan);
   const limits = limitsFor(book, plan, custom);
   if (Object.keys(limits).length === 0) {

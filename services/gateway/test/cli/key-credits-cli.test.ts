@@ -17,7 +17,9 @@ const call = (method: 'POST' | 'PATCH', url: string, payload: object) =>
   gw.admin.inject({ method, url, headers: bearer(ADMIN_TOKEN), payload });
 
 // Six CLI runs, each a Node start.
-it('tops up a lone key once per Idempotency-Key, shows its balance and ledger; a customer’s key is refused', { timeout: 60_000 }, async () => {
+it('tops up a lone key once per Idempotency-Key, shows its balance and ledger; a customer’s key is refused', {
+  timeout: 60_000,
+}, async () => {
   const id: string = (await call('POST', '/admin/keys', { plan: 'pro' })).json().id;
   await call('PATCH', `/admin/keys/${id}`, { credits: { refill: { amount: 100, every: 'period' } } });
   const add = ['credits', id, '--add', '50', '--reason', 'order 8', '--idempotency-key', 'order-8'];
@@ -35,7 +37,8 @@ it('tops up a lone key once per Idempotency-Key, shows its balance and ledger; a
   expect(ledger.stdout).toMatch(/topup\s+50 .*order 8/);
   expect(ledger.stdout).toMatch(/refill\s+100/);
 
-  const customer: string = (await call('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} })).json().id;
+  const customer: string = (await call('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} })).json()
+    .id;
   const owned: string = (await call('POST', '/admin/keys', { customerId: customer })).json().id;
   const refused = await runCli(['credits', owned], env);
   expect(refused.code).toBe(1);

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminRouteOptions } from '../shared.js';
 import { banRoutes } from './bans.js';
+import { customerCreditRoutes, keyCreditRoutes } from './credits.js';
 import { customerInvoicePreviewRoutes } from './customer-invoice-preview.js';
 import { customerUsageRoutes } from './customer-usage.js';
 import { customerUsageHistoryRoutes } from './customer-usage-history.js';
-import { customerCreditRoutes, keyCreditRoutes } from './credits.js';
 import { customerRoutes } from './customers.js';
 import { keyBanRoutes } from './key-ban.js';
 import { keyRotateRoutes } from './key-rotate.js';

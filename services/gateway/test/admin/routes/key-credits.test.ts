@@ -70,7 +70,12 @@ describe.each([
     const again = await call('POST', `/admin/keys/${id}/credits`, topUp, { 'idempotency-key': 'order-77' });
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(again.json()).toEqual(first.json());
-    const reused = await call('POST', `/admin/keys/${id}/credits`, { ...topUp, amount: 5 }, { 'idempotency-key': 'order-77' });
+    const reused = await call(
+      'POST',
+      `/admin/keys/${id}/credits`,
+      { ...topUp, amount: 5 },
+      { 'idempotency-key': 'order-77' },
+    );
     expect(reused.statusCode).toBe(422);
     expect((await call('GET', `/admin/keys/${id}/credits`)).json()).toMatchObject({
       id,
