@@ -168,8 +168,9 @@ export async function createDeps(
 
   // Embedded, the memory limiter spends from the ledger's balances; as Redis's per-replica fallback
   // it spends none (the balances are in Redis): credits are not charged while it serves.
-  const memoryCredits = redis ? null : new MemoryCreditLedger();
-  const credits: CreditLedger = memoryCredits ?? new RedisCreditLedger(redis as RedisClient, config.redisPrefix);
+  const memoryCredits = redis ? null : new MemoryCreditLedger(config.creditsLedgerMs);
+  const credits: CreditLedger =
+    memoryCredits ?? new RedisCreditLedger(redis as RedisClient, config.redisPrefix, config.creditsLedgerMs);
   const memoryLimiter = new MemoryKeyLimiter(config.ban, now, undefined, memoryCredits);
   const redisHistory = redis
     ? new RedisUsageHistory(redis, config.redisPrefix, config.usageHistoryMs, (err) =>

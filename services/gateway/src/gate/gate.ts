@@ -85,7 +85,7 @@ function policiesOf(plans: PlanBook): (record: KeyRecord, customer: CustomerReco
     // A key whose customer is gone (deleted: its keys are being revoked) keeps its own plan.
     const policy = customer
       ? policyForCustomerKey(plans, customer, record.limits)
-      : policyForKey(plans, record.plan, record.limits);
+      : policyForKey(plans, record.plan, record.limits, record.credits);
     policies.set(record, { customer, policy });
     return policy;
   };
