@@ -343,9 +343,7 @@ local k, a = 0, 1 + 2 * count
 local replies = {}
 for i = 1, count do
   local nk, na = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
-  local keys, argv = {}, {}
-  for j = 1, nk do keys[j] = KEYS[k + j] end
-  for j = 1, na do argv[j] = ARGV[a + j] end
+  local keys, argv = {unpack(KEYS, k + 1, k + nk)}, {unpack(ARGV, a + 1, a + na)}
   k, a = k + nk, a + na
   local ok, reply = pcall(decideKey, keys, argv)
   if ok then
