@@ -328,9 +328,10 @@ const KEY_DECISION = [READ_WINDOWS, CREDITS_READ, DECIDE, TAKE, BAN, HISTORY, CR
  * Decides the requests of several keys in one call: KEY_DECISION once per key, in order, each
  * with its own KEYS and ARGV (layouts above), each atomic as the whole call is, so a key's
  * decision reads what the keys before it in the call wrote (two keys of one customer share its
- * windows). One call per key cost Redis about 35 to 50 µs of CPU each, of which the commands the
- * script calls were 6 to 8 (INFO commandstats over 1,000 and 100,000 keys, one request each):
- * the rest is the call itself, which this spreads over the call's keys.
+ * windows). What it saves is the client's work per command: a key's decision costs Redis about
+ * the same either way (35 to 55 µs of CPU here, mostly this Lua and its redis.call()s; an EVALSHA
+ * of its own adds about 2.6), and each key's KEYS and ARGV are cut out with unpack, as a Lua loop
+ * copying them cost Redis 3 to 9 µs a key more (2026-11-27, docs/benchmarks.md "Batching across keys").
  *
  * ARGV: the number of keys, then per key the number of its KEYS and of its ARGV, then every key's
  * ARGV in turn. KEYS: every key's KEYS in turn. Returns per key its reply, or an error reply
