@@ -329,7 +329,7 @@ const KEY_DECISION = [READ_WINDOWS, CREDITS_READ, DECIDE, TAKE, BAN, HISTORY, CR
  * with its own KEYS and ARGV (layouts above), each atomic as the whole call is, so a key's
  * decision reads what the keys before it in the call wrote (two keys of one customer share its
  * windows). What it saves is the client's work per command: a key's decision costs Redis about
- * the same either way (35 to 55 µs of CPU here, mostly this Lua and its redis.call()s; an EVALSHA
+ * the same either way (30 to 55 µs of CPU here, mostly this Lua and its redis.call()s; an EVALSHA
  * of its own adds about 2.6), and each key's KEYS and ARGV are cut out with unpack, as a Lua loop
  * copying them cost Redis 3 to 9 µs a key more (2026-11-27, docs/benchmarks.md "Batching across keys").
  *
