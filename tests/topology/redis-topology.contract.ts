@@ -91,7 +91,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
     });
 
     /** Two in-process replicas of one deployment: one prefix, one key and customer store (standing in for MongoDB). */
-    async function replicas(env: Record<string, string> = {}) {
+    async function replicas(env: Record<string, string> = {}, now?: () => number) {
       const keyStore = new MemoryKeyStore();
       const customerStore = new MemoryCustomerStore();
       const prefix = `t${randomUUID().slice(0, 8)}:`;
@@ -102,6 +102,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
           keyStore,
           customerStore,
           env: { ...topology.env, ...env },
+          ...(now ? { now } : {}),
         });
         gateways.push(gw);
         await gw.listen();
@@ -292,6 +293,64 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       } finally {
         await hook.close();
       }
+    });
+
+    // The closer reads each subject's day hashes (its own slot) and appends to the stream and the
+    // hour's last-revision hash (the `{metering}` slot): separate commands, no CROSSSLOT.
+    it('metering: two replicas report a Kolkata customer’s and a lone key’s closed hour once, with exact units by route, read back from either', async () => {
+      let at = Date.now();
+      const now = () => at;
+      const plans = join(dir, `plans-${randomUUID().slice(0, 8)}.json`);
+      await writeFile(
+        plans,
+        JSON.stringify({ plans: { metered: { windows: { minute: 1000 } } }, routeCosts: { 'POST /v1/pets': 5 } }),
+      );
+      const { a, b } = await replicas({ PLANS_FILE: plans, BAN_THRESHOLD: '1000' }, now);
+      const call = (gw: TestGateway, url: string, payload: object) =>
+        gw.admin.inject({ method: 'POST', url, headers: bearer(ADMIN_TOKEN), payload });
+      const customer = (
+        await call(a, '/admin/customers', { name: 'Mumbai', plan: 'metered', billing: { anchorDay: 1, timeZone: 'Asia/Kolkata' } })
+      ).json() as { id: string };
+      const key = (await call(a, '/admin/keys', { customerId: customer.id })).json() as { key: string };
+      const lone = (await call(a, '/admin/keys', { plan: 'metered' })).json() as { id: string; key: string };
+      const send = (gw: TestGateway, k: string, method: 'GET' | 'POST') =>
+        gw.app.inject({
+          method,
+          url: '/v1/pets',
+          headers: { ...bearer(k), 'content-type': 'application/json' },
+          ...(method === 'POST' ? { payload: { name: 'Rex', categoryId: 1 } } : {}),
+        });
+      const answers = await Promise.all([
+        ...Array.from({ length: 6 }, (_, i) => send(i % 2 ? a : b, key.key, 'GET')),
+        ...Array.from({ length: 4 }, (_, i) => send(i % 2 ? a : b, key.key, 'POST')),
+        ...Array.from({ length: 3 }, (_, i) => send(i % 2 ? a : b, lone.key, 'GET')),
+      ]);
+      expect(answers.map((r) => r.statusCode)).toEqual(Array(13).fill(200));
+      // India is UTC+5:30: its hours run from :30 past the UTC hour; a lone key's are UTC hours.
+      const localHour = Math.floor((at - 1_800_000) / 3_600_000) * 3_600_000 + 1_800_000;
+      const utcHour = Math.floor(at / 3_600_000) * 3_600_000;
+      at = Math.max(localHour, utcHour) + 3_600_000 + 300_000;
+      await Promise.all([a.deps.history.flush(), b.deps.history.flush()]);
+      const appended = (await Promise.all([a, b].map((gw) => gw.deps.meteringCloser.closeDue()))).flat();
+      expect(appended.map((r) => r.subject).sort()).toEqual([customer.id, lone.id].sort());
+
+      for (const gw of [a, b]) {
+        const res = await gw.admin.inject({ url: '/admin/metering/events?limit=1000', headers: bearer(ADMIN_TOKEN) });
+        expect(res.statusCode, res.body).toBe(200);
+        const events = (res.json() as { events: Array<{ subject: string; time: string; data: object }> }).events;
+        const bySubject = Object.fromEntries(events.map((e) => [e.subject, e]));
+        expect(events).toHaveLength(2);
+        expect(bySubject[customer.id]).toMatchObject({
+          time: new Date(localHour).toISOString(),
+          data: { units: 26, delta: 26, revision: 1, routes: { 'GET /v1/pets': 6, 'POST /v1/pets': 20 } },
+        });
+        expect(bySubject[lone.id]).toMatchObject({
+          time: new Date(utcHour).toISOString(),
+          data: { units: 3, delta: 3, revision: 1, routes: { 'GET /v1/pets': 3 } },
+        });
+      }
+      // Another pass on both replicas appends nothing.
+      expect((await Promise.all([a, b].map((gw) => gw.deps.meteringCloser.closeDue()))).flat()).toEqual([]);
     });
 
     /** Gateway processes (server.ts, configured from the environment alone) on this topology. */
