@@ -203,6 +203,41 @@ describe.each([
     expect((await events(a, `?after=${page.next}`)).events).toEqual([]);
   });
 
+  // India is UTC+5:30: the customer's hours run from :30 past the UTC hour, as its history's do.
+  it('reports an Asia/Kolkata customer by its local hours, each with its history’s units', async () => {
+    const clock = testClock();
+    const [a, b] = await replicas(redis, clock.now);
+    const customer = await created(
+      call(a, 'POST', '/admin/customers', {
+        name: 'Mumbai',
+        plan: 'metered',
+        billing: { anchorDay: 1, timeZone: 'Asia/Kolkata' },
+      }),
+    );
+    const key = await created(call(a, 'POST', '/admin/keys', { customerId: customer.id }));
+    const first = hourStart(clock.now() - HOUR_MS / 2) + HOUR_MS / 2;
+    await Promise.all([send(a, key.key, 'GET'), send(b, key.key, 'POST')]);
+    clock.advance(first + HOUR_MS + 60_000 - clock.now());
+    await Promise.all([send(a, key.key, 'POST'), send(b, key.key, 'POST'), send(b, key.key, 'GET')]);
+    clock.advance(first + 2 * HOUR_MS + 300_000 - clock.now());
+    expect(await closeAll(a, b)).toHaveLength(2);
+
+    const list = parsed((await events(b)).events).filter((e) => e.subject === customer.id);
+    const iso = (at: number) => new Date(at).toISOString();
+    expect(list.map((e) => [e.time, e.data?.hourStart, e.data?.hourEnd, e.data?.units, e.data?.routes])).toEqual([
+      [iso(first), iso(first), iso(first + HOUR_MS), 6, { 'GET /v1/pets': 1, 'POST /v1/pets': 5 }],
+      [iso(first + HOUR_MS), iso(first + HOUR_MS), iso(first + 2 * HOUR_MS), 11, { 'GET /v1/pets': 1, 'POST /v1/pets': 10 }],
+    ]);
+    const history = await call(
+      a,
+      'GET',
+      `/admin/customers/${customer.id}/usage/history?granularity=hour&from=${iso(first)}&to=${iso(first + 2 * HOUR_MS - 1)}`,
+    );
+    expect(history.statusCode, history.body).toBe(200);
+    const series = (history.json() as { series: Array<{ start: string; units: number }> }).series;
+    expect(series.map((h) => [h.start, h.units])).toEqual(list.map((e) => [e.time, e.data?.units]));
+  });
+
   it('makes a late failure the next revision of the same hour, with the new totals', async () => {
     const clock = testClock();
     const [a, b] = await replicas(redis, clock.now);
