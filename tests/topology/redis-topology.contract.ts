@@ -309,7 +309,11 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       const call = (gw: TestGateway, url: string, payload: object) =>
         gw.admin.inject({ method: 'POST', url, headers: bearer(ADMIN_TOKEN), payload });
       const customer = (
-        await call(a, '/admin/customers', { name: 'Mumbai', plan: 'metered', billing: { anchorDay: 1, timeZone: 'Asia/Kolkata' } })
+        await call(a, '/admin/customers', {
+          name: 'Mumbai',
+          plan: 'metered',
+          billing: { anchorDay: 1, timeZone: 'Asia/Kolkata' },
+        })
       ).json() as { id: string };
       const key = (await call(a, '/admin/keys', { customerId: customer.id })).json() as { key: string };
       const lone = (await call(a, '/admin/keys', { plan: 'metered' })).json() as { id: string; key: string };

@@ -56,7 +56,8 @@ function queryFrom(values: Values): { query: URLSearchParams; limit: number } {
   }
   if (format !== 'cloudevents') query.set('format', format);
   if (values.after !== undefined) {
-    if (typeof values.after !== 'string' || values.after.length === 0) throw usageError('metering', '--after needs a value');
+    if (typeof values.after !== 'string' || values.after.length === 0)
+      throw usageError('metering', '--after needs a value');
     query.set('after', values.after);
   }
   const limit = values.limit === undefined ? DEFAULT_LIMIT : boundedInt('metering', '--limit', values.limit, MAX_LIMIT);

@@ -66,7 +66,10 @@ it('prints a page as a table with the cursor to resume from, and the next page f
 it('walks every page with --all, as JSON lines with --json, and gives the Stripe view', async () => {
   const all = await keys(['--all', '--limit', '1', '--json']);
   expect(all.code, all.stderr).toBe(0);
-  const events = all.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { subject: string; data: object });
+  const events = all.stdout
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { subject: string; data: object });
   expect(events.map((e) => e.subject).sort()).toEqual([ids.customer, ids.lone1, ids.lone2].sort());
   expect(events.find((e) => e.subject === ids.customer)?.data).toMatchObject({ units: 3, delta: 3, revision: 1 });
 
@@ -77,7 +80,9 @@ it('walks every page with --all, as JSON lines with --json, and gives the Stripe
 
   const stripe = await keys(['--format', 'stripe-meter-events', '--json']);
   const page = JSON.parse(stripe.stdout) as { events: Array<{ identifier: string; payload: { value: string } }> };
-  expect(page.events).toEqual([expect.objectContaining({ payload: { stripe_customer_id: 'cus_StripeAcme01', value: '3' } })]);
+  expect(page.events).toEqual([
+    expect.objectContaining({ payload: { stripe_customer_id: 'cus_StripeAcme01', value: '3' } }),
+  ]);
   const stripeTable = await keys(['--format', 'stripe-meter-events']);
   expect(stripeTable.stdout.split('\n')[1]?.split(/\s{2,}/)).toEqual([ids.customer, hourText, '1', '3']);
 });

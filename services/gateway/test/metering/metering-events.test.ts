@@ -226,7 +226,13 @@ describe.each([
     const iso = (at: number) => new Date(at).toISOString();
     expect(list.map((e) => [e.time, e.data?.hourStart, e.data?.hourEnd, e.data?.units, e.data?.routes])).toEqual([
       [iso(first), iso(first), iso(first + HOUR_MS), 6, { 'GET /v1/pets': 1, 'POST /v1/pets': 5 }],
-      [iso(first + HOUR_MS), iso(first + HOUR_MS), iso(first + 2 * HOUR_MS), 11, { 'GET /v1/pets': 1, 'POST /v1/pets': 10 }],
+      [
+        iso(first + HOUR_MS),
+        iso(first + HOUR_MS),
+        iso(first + 2 * HOUR_MS),
+        11,
+        { 'GET /v1/pets': 1, 'POST /v1/pets': 10 },
+      ],
     ]);
     const history = await call(
       a,
