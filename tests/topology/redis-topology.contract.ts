@@ -551,6 +551,72 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       );
     });
 
+    /**
+     * On Sentinel the one master holds the `{metering}` slot too. Two in-process replicas report a
+     * lone key's hour before the crash, made sure to be on every replica (WAIT); `after` shows,
+     * once promoted, the report read back as it was, not appended again, and a new hour reported
+     * with exact units.
+     */
+    async function meteringBeforeCrash() {
+      let at = Date.now();
+      const pair = await replicas({ BAN_THRESHOLD: '1000' }, () => at);
+      const created = await pair.a.admin.inject({
+        method: 'POST',
+        url: '/admin/keys',
+        headers: bearer(ADMIN_TOKEN),
+        payload: { plan: 'pro' },
+      });
+      const lone = created.json() as { id: string; key: string };
+      const send = async (n: number) => {
+        const answers = await Promise.all(
+          Array.from({ length: n }, (_, i) =>
+            (i % 2 ? pair.a : pair.b).app.inject({ url: '/v1/pets', headers: bearer(lone.key) }),
+          ),
+        );
+        expect(answers.map((r) => r.statusCode)).toEqual(Array(n).fill(200));
+      };
+      const close = async () => {
+        await Promise.all([pair.a.deps.history.flush(), pair.b.deps.history.flush()]);
+        return (await Promise.all([pair.a, pair.b].map((gw) => gw.deps.meteringCloser.closeDue()))).flat();
+      };
+      const hour = Math.floor(at / 3_600_000) * 3_600_000;
+      await send(4);
+      at = hour + 3_600_000 + 300_000;
+      expect((await close()).map((r) => [r.subject, r.revision, r.units])).toEqual([[lone.id, 1, 4]]);
+      // WAIT counts the writes before a write of this client's own, the replication stream being one.
+      await reader.set(`${pair.prefix}barrier`, '1');
+      const replicated = Number(/connected_slaves:(\d+)/.exec(await reader.info('replication'))?.[1]);
+      expect(await reader.wait(replicated, 5_000)).toBe(replicated);
+      const read = async (gw: TestGateway) => {
+        const res = await gw.admin.inject({ url: '/admin/metering/events?limit=1000', headers: bearer(ADMIN_TOKEN) });
+        expect(res.statusCode, res.body).toBe(200);
+        const events = (
+          res.json() as { events: Array<{ subject: string; time: string; data: { revision: number; units: number } }> }
+        ).events;
+        return events.map((e) => [e.subject, e.time, e.data.revision, e.data.units]);
+      };
+      return {
+        async after() {
+          // Both replicas' connections have found the promoted master once they read.
+          for (const gw of [pair.a, pair.b]) {
+            await vi.waitFor(
+              async () => expect(await read(gw)).toEqual([[lone.id, new Date(hour).toISOString(), 1, 4]]),
+              { timeout: 10_000, interval: 100 },
+            );
+          }
+          await send(3);
+          at = hour + 2 * 3_600_000 + 300_000;
+          expect((await close()).map((r) => [r.subject, r.hour, r.revision, r.units])).toEqual([
+            [lone.id, hour + 3_600_000, 1, 3],
+          ]);
+          expect(await read(pair.b)).toEqual([
+            [lone.id, new Date(hour).toISOString(), 1, 4],
+            [lone.id, new Date(hour + 3_600_000).toISOString(), 1, 3],
+          ]);
+        },
+      };
+    }
+
     it('closed mode: a master crash answers only 503 rate_limiter_unavailable with Retry-After, and 200 again within 5 s of the promotion', async () => {
       // Cluster: a master the open-mode test left alone (one with a replica); Sentinel: the current one.
       const guarded = fileKey(await keyIdWhere((p) => topology.mode === 'sentinel' || !spent.has(p)));
@@ -566,6 +632,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
         },
         { timeout: 10_000, interval: 50 },
       );
+      const metering = topology.mode === 'sentinel' ? await meteringBeforeCrash() : null;
       const loops = load([gw], guarded.key, 4);
       await vi.waitFor(() => expect(loops.outcomes.length).toBeGreaterThanOrEqual(100), { timeout: 10_000 });
 
@@ -589,6 +656,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       expect(outcomes.filter((o) => o.end < failover.killedAt).every((o) => o.status === 200)).toBe(true);
       expect(tally(loops.since(backAt))).toEqual({ '200': loops.since(backAt).length });
       expect(recoveredAt - promotedAt).toBeLessThanOrEqual(RECOVERY_MS);
+      await metering?.after();
       const refused = outcomes.filter((o) => o.status === 503);
       for (const o of refused) {
         expect(JSON.parse(o.body ?? '')).toEqual({
