@@ -12,6 +12,8 @@ import {
   ADMIN_TOKEN,
   addKey,
   bearer,
+  connected,
+  redisClient,
   startEchoUpstream,
   startGateway,
   type TestGateway,
@@ -456,7 +458,9 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
     const spent = new Set<number>();
 
     it(`open mode: a master's crash costs no 5xx and no request over ${BOUND_MS} ms; the fallback serves; shared and exact again within 5 s of the promotion`, async () => {
-      const measured = fileKey(await keyIdWhere(() => true));
+      // Not the `{metering}` slot's master on a Cluster: the closed-mode test fails that one over.
+      const meteringMaster = (await topology.masterFor('{metering}')).port;
+      const measured = fileKey(await keyIdWhere((p) => topology.mode === 'sentinel' || p !== meteringMaster));
       const masterPort = (await topology.masterFor(measured.id)).port;
       // A free key on the same master, for the exactness check once it has failed over.
       const check = fileKey(await keyIdWhere((p) => p === masterPort), 'free', null);
@@ -552,7 +556,8 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
     });
 
     /**
-     * On Sentinel the one master holds the `{metering}` slot too. Two in-process replicas report a
+     * Run where the crash takes the `{metering}` slot's master (Sentinel's one master, or on a
+     * Cluster the one the open-mode test spares). Two in-process replicas report a
      * lone key's hour before the crash, made sure to be on every replica (WAIT); `after` shows,
      * once promoted, the report read back as it was, not appended again, and a new hour reported
      * with exact units.
@@ -583,10 +588,17 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       await send(4);
       at = hour + 3_600_000 + 300_000;
       expect((await close()).map((r) => [r.subject, r.revision, r.units])).toEqual([[lone.id, 1, 4]]);
-      // WAIT counts the writes before a write of this client's own, the replication stream being one.
-      await reader.set(`${pair.prefix}barrier`, '1');
-      const replicated = Number(/connected_slaves:(\d+)/.exec(await reader.info('replication'))?.[1]);
-      expect(await reader.wait(replicated, 5_000)).toBe(replicated);
+      // On the slot's master, WAIT counts the writes before one of this client's own (one replication stream).
+      const master = redisClient(`redis://127.0.0.1:${(await topology.masterFor('{metering}')).port}`);
+      try {
+        await connected(master);
+        await master.set(`${pair.prefix}{metering}:barrier`, '1');
+        const replicated = Number(/connected_slaves:(\d+)/.exec(await master.info('replication'))?.[1]);
+        expect(replicated).toBeGreaterThan(0);
+        expect(await master.wait(replicated, 5_000)).toBe(replicated);
+      } finally {
+        master.disconnect();
+      }
       const read = async (gw: TestGateway) => {
         const res = await gw.admin.inject({ url: '/admin/metering/events?limit=1000', headers: bearer(ADMIN_TOKEN) });
         expect(res.statusCode, res.body).toBe(200);
@@ -619,7 +631,11 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
 
     it('closed mode: a master crash answers only 503 rate_limiter_unavailable with Retry-After, and 200 again within 5 s of the promotion', async () => {
       // Cluster: a master the open-mode test left alone (one with a replica); Sentinel: the current one.
-      const guarded = fileKey(await keyIdWhere((p) => topology.mode === 'sentinel' || !spent.has(p)));
+      // On a Cluster, the `{metering}` slot's master, which the open-mode test spared.
+      const meteringMaster = (await topology.masterFor('{metering}')).port;
+      const guarded = fileKey(
+        await keyIdWhere((p) => topology.mode === 'sentinel' || (!spent.has(p) && p === meteringMaster)),
+      );
       const [gw] = await processes(1, 'closed', [guarded]);
       if (!gw) throw new Error('no gateway');
       // Closed mode refuses until the gateway's Redis connection is up (readiness does not wait
@@ -632,7 +648,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
         },
         { timeout: 10_000, interval: 50 },
       );
-      const metering = topology.mode === 'sentinel' ? await meteringBeforeCrash() : null;
+      const metering = await meteringBeforeCrash();
       const loops = load([gw], guarded.key, 4);
       await vi.waitFor(() => expect(loops.outcomes.length).toBeGreaterThanOrEqual(100), { timeout: 10_000 });
 
@@ -656,7 +672,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       expect(outcomes.filter((o) => o.end < failover.killedAt).every((o) => o.status === 200)).toBe(true);
       expect(tally(loops.since(backAt))).toEqual({ '200': loops.since(backAt).length });
       expect(recoveredAt - promotedAt).toBeLessThanOrEqual(RECOVERY_MS);
-      await metering?.after();
+      await metering.after();
       const refused = outcomes.filter((o) => o.status === 503);
       for (const o of refused) {
         expect(JSON.parse(o.body ?? '')).toEqual({
