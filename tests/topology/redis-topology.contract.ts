@@ -12,6 +12,8 @@ import {
   ADMIN_TOKEN,
   addKey,
   bearer,
+  connected,
+  redisClient,
   startEchoUpstream,
   startGateway,
   type TestGateway,
@@ -91,7 +93,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
     });
 
     /** Two in-process replicas of one deployment: one prefix, one key and customer store (standing in for MongoDB). */
-    async function replicas(env: Record<string, string> = {}) {
+    async function replicas(env: Record<string, string> = {}, now?: () => number) {
       const keyStore = new MemoryKeyStore();
       const customerStore = new MemoryCustomerStore();
       const prefix = `t${randomUUID().slice(0, 8)}:`;
@@ -102,6 +104,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
           keyStore,
           customerStore,
           env: { ...topology.env, ...env },
+          ...(now ? { now } : {}),
         });
         gateways.push(gw);
         await gw.listen();
@@ -294,6 +297,68 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       }
     });
 
+    // The closer reads each subject's day hashes (its own slot) and appends to the stream and the
+    // hour's last-revision hash (the `{metering}` slot): separate commands, no CROSSSLOT.
+    it('metering: two replicas report a Kolkata customer’s and a lone key’s closed hour once, with exact units by route, read back from either', async () => {
+      let at = Date.now();
+      const now = () => at;
+      const plans = join(dir, `plans-${randomUUID().slice(0, 8)}.json`);
+      await writeFile(
+        plans,
+        JSON.stringify({ plans: { metered: { windows: { minute: 1000 } } }, routeCosts: { 'POST /v1/pets': 5 } }),
+      );
+      const { a, b } = await replicas({ PLANS_FILE: plans, BAN_THRESHOLD: '1000' }, now);
+      const call = (gw: TestGateway, url: string, payload: object) =>
+        gw.admin.inject({ method: 'POST', url, headers: bearer(ADMIN_TOKEN), payload });
+      const customer = (
+        await call(a, '/admin/customers', {
+          name: 'Mumbai',
+          plan: 'metered',
+          billing: { anchorDay: 1, timeZone: 'Asia/Kolkata' },
+        })
+      ).json() as { id: string };
+      const key = (await call(a, '/admin/keys', { customerId: customer.id })).json() as { key: string };
+      const lone = (await call(a, '/admin/keys', { plan: 'metered' })).json() as { id: string; key: string };
+      const send = (gw: TestGateway, k: string, method: 'GET' | 'POST') =>
+        gw.app.inject({
+          method,
+          url: '/v1/pets',
+          headers: { ...bearer(k), 'content-type': 'application/json' },
+          ...(method === 'POST' ? { payload: { name: 'Rex', categoryId: 1 } } : {}),
+        });
+      const answers = await Promise.all([
+        ...Array.from({ length: 6 }, (_, i) => send(i % 2 ? a : b, key.key, 'GET')),
+        ...Array.from({ length: 4 }, (_, i) => send(i % 2 ? a : b, key.key, 'POST')),
+        ...Array.from({ length: 3 }, (_, i) => send(i % 2 ? a : b, lone.key, 'GET')),
+      ]);
+      expect(answers.map((r) => r.statusCode)).toEqual(Array(13).fill(200));
+      // India is UTC+5:30: its hours run from :30 past the UTC hour; a lone key's are UTC hours.
+      const localHour = Math.floor((at - 1_800_000) / 3_600_000) * 3_600_000 + 1_800_000;
+      const utcHour = Math.floor(at / 3_600_000) * 3_600_000;
+      at = Math.max(localHour, utcHour) + 3_600_000 + 300_000;
+      await Promise.all([a.deps.history.flush(), b.deps.history.flush()]);
+      const appended = (await Promise.all([a, b].map((gw) => gw.deps.meteringCloser.closeDue()))).flat();
+      expect(appended.map((r) => r.subject).sort()).toEqual([customer.id, lone.id].sort());
+
+      for (const gw of [a, b]) {
+        const res = await gw.admin.inject({ url: '/admin/metering/events?limit=1000', headers: bearer(ADMIN_TOKEN) });
+        expect(res.statusCode, res.body).toBe(200);
+        const events = (res.json() as { events: Array<{ subject: string; time: string; data: object }> }).events;
+        const bySubject = Object.fromEntries(events.map((e) => [e.subject, e]));
+        expect(events).toHaveLength(2);
+        expect(bySubject[customer.id]).toMatchObject({
+          time: new Date(localHour).toISOString(),
+          data: { units: 26, delta: 26, revision: 1, routes: { 'GET /v1/pets': 6, 'POST /v1/pets': 20 } },
+        });
+        expect(bySubject[lone.id]).toMatchObject({
+          time: new Date(utcHour).toISOString(),
+          data: { units: 3, delta: 3, revision: 1, routes: { 'GET /v1/pets': 3 } },
+        });
+      }
+      // Another pass on both replicas appends nothing.
+      expect((await Promise.all([a, b].map((gw) => gw.deps.meteringCloser.closeDue()))).flat()).toEqual([]);
+    });
+
     /** Gateway processes (server.ts, configured from the environment alone) on this topology. */
     async function processes(n: number, mode: 'open' | 'closed', keys: FileKey[]): Promise<ServiceProcess[]> {
       const keysFile = join(dir, `keys-${randomUUID().slice(0, 8)}.json`);
@@ -393,7 +458,9 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
     const spent = new Set<number>();
 
     it(`open mode: a master's crash costs no 5xx and no request over ${BOUND_MS} ms; the fallback serves; shared and exact again within 5 s of the promotion`, async () => {
-      const measured = fileKey(await keyIdWhere(() => true));
+      // Not the `{metering}` slot's master on a Cluster: the closed-mode test fails that one over.
+      const meteringMaster = (await topology.masterFor('{metering}')).port;
+      const measured = fileKey(await keyIdWhere((p) => topology.mode === 'sentinel' || p !== meteringMaster));
       const masterPort = (await topology.masterFor(measured.id)).port;
       // A free key on the same master, for the exactness check once it has failed over.
       const check = fileKey(await keyIdWhere((p) => p === masterPort), 'free', null);
@@ -488,9 +555,87 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       );
     });
 
+    /**
+     * Run where the crash takes the `{metering}` slot's master (Sentinel's one master, or on a
+     * Cluster the one the open-mode test spares). Two in-process replicas report a
+     * lone key's hour before the crash, made sure to be on every replica (WAIT); `after` shows,
+     * once promoted, the report read back as it was, not appended again, and a new hour reported
+     * with exact units.
+     */
+    async function meteringBeforeCrash() {
+      let at = Date.now();
+      const pair = await replicas({ BAN_THRESHOLD: '1000' }, () => at);
+      const created = await pair.a.admin.inject({
+        method: 'POST',
+        url: '/admin/keys',
+        headers: bearer(ADMIN_TOKEN),
+        payload: { plan: 'pro' },
+      });
+      const lone = created.json() as { id: string; key: string };
+      const send = async (n: number) => {
+        const answers = await Promise.all(
+          Array.from({ length: n }, (_, i) =>
+            (i % 2 ? pair.a : pair.b).app.inject({ url: '/v1/pets', headers: bearer(lone.key) }),
+          ),
+        );
+        expect(answers.map((r) => r.statusCode)).toEqual(Array(n).fill(200));
+      };
+      const close = async () => {
+        await Promise.all([pair.a.deps.history.flush(), pair.b.deps.history.flush()]);
+        return (await Promise.all([pair.a, pair.b].map((gw) => gw.deps.meteringCloser.closeDue()))).flat();
+      };
+      const hour = Math.floor(at / 3_600_000) * 3_600_000;
+      await send(4);
+      at = hour + 3_600_000 + 300_000;
+      expect((await close()).map((r) => [r.subject, r.revision, r.units])).toEqual([[lone.id, 1, 4]]);
+      // On the slot's master, WAIT counts the writes before one of this client's own (one replication stream).
+      const master = redisClient(`redis://127.0.0.1:${(await topology.masterFor('{metering}')).port}`);
+      try {
+        await connected(master);
+        await master.set(`${pair.prefix}{metering}:barrier`, '1');
+        const replicated = Number(/connected_slaves:(\d+)/.exec(await master.info('replication'))?.[1]);
+        expect(replicated).toBeGreaterThan(0);
+        expect(await master.wait(replicated, 5_000)).toBe(replicated);
+      } finally {
+        master.disconnect();
+      }
+      const read = async (gw: TestGateway) => {
+        const res = await gw.admin.inject({ url: '/admin/metering/events?limit=1000', headers: bearer(ADMIN_TOKEN) });
+        expect(res.statusCode, res.body).toBe(200);
+        const events = (
+          res.json() as { events: Array<{ subject: string; time: string; data: { revision: number; units: number } }> }
+        ).events;
+        return events.map((e) => [e.subject, e.time, e.data.revision, e.data.units]);
+      };
+      return {
+        async after() {
+          // Both replicas' connections have found the promoted master once they read.
+          for (const gw of [pair.a, pair.b]) {
+            await vi.waitFor(
+              async () => expect(await read(gw)).toEqual([[lone.id, new Date(hour).toISOString(), 1, 4]]),
+              { timeout: 10_000, interval: 100 },
+            );
+          }
+          await send(3);
+          at = hour + 2 * 3_600_000 + 300_000;
+          expect((await close()).map((r) => [r.subject, r.hour, r.revision, r.units])).toEqual([
+            [lone.id, hour + 3_600_000, 1, 3],
+          ]);
+          expect(await read(pair.b)).toEqual([
+            [lone.id, new Date(hour).toISOString(), 1, 4],
+            [lone.id, new Date(hour + 3_600_000).toISOString(), 1, 3],
+          ]);
+        },
+      };
+    }
+
     it('closed mode: a master crash answers only 503 rate_limiter_unavailable with Retry-After, and 200 again within 5 s of the promotion', async () => {
       // Cluster: a master the open-mode test left alone (one with a replica); Sentinel: the current one.
-      const guarded = fileKey(await keyIdWhere((p) => topology.mode === 'sentinel' || !spent.has(p)));
+      // On a Cluster, the `{metering}` slot's master, which the open-mode test spared.
+      const meteringMaster = (await topology.masterFor('{metering}')).port;
+      const guarded = fileKey(
+        await keyIdWhere((p) => topology.mode === 'sentinel' || (!spent.has(p) && p === meteringMaster)),
+      );
       const [gw] = await processes(1, 'closed', [guarded]);
       if (!gw) throw new Error('no gateway');
       // Closed mode refuses until the gateway's Redis connection is up (readiness does not wait
@@ -503,6 +648,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
         },
         { timeout: 10_000, interval: 50 },
       );
+      const metering = await meteringBeforeCrash();
       const loops = load([gw], guarded.key, 4);
       await vi.waitFor(() => expect(loops.outcomes.length).toBeGreaterThanOrEqual(100), { timeout: 10_000 });
 
@@ -526,6 +672,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       expect(outcomes.filter((o) => o.end < failover.killedAt).every((o) => o.status === 200)).toBe(true);
       expect(tally(loops.since(backAt))).toEqual({ '200': loops.since(backAt).length });
       expect(recoveredAt - promotedAt).toBeLessThanOrEqual(RECOVERY_MS);
+      await metering.after();
       const refused = outcomes.filter((o) => o.status === 503);
       for (const o of refused) {
         expect(JSON.parse(o.body ?? '')).toEqual({

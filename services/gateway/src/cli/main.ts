@@ -9,6 +9,7 @@ import { customers } from './customer-commands.js';
 import { inFlagWords, type Values } from './flags.js';
 import { printable } from './format.js';
 import { bans, create, history, list, revoke, rotate, show, top, unban, update, usage } from './key-commands.js';
+import { metering } from './metering-commands.js';
 import { COMMANDS, USAGE, UsageError, usageError } from './usage.js';
 import { webhooks } from './webhook-commands.js';
 
@@ -59,6 +60,7 @@ async function main(argv: string[]): Promise<void> {
       ledger: { type: 'boolean' },
       previous: { type: 'boolean' },
       'idempotency-key': { type: 'string' },
+      format: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -117,6 +119,9 @@ async function run(command: string, id: string | undefined, values: Values): Pro
       return bans(values);
     case 'credits':
       return credits(AdminClient.fromEnv(process.env), 'keys', needId(), values);
+    case 'metering':
+      if (id) throw usageError(command, `unexpected argument "${id}"`);
+      return metering(values);
   }
 }
 

@@ -22,6 +22,7 @@ export const COMMANDS: Record<string, string> = {
     'credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]]',
   customers:
     'customers create --name NAME --plan PLAN [--per-… N]… [--billing-anchor-day D] [--time-zone TZ] [--external-id X] | customers list [--name PREFIX] [--plan P] [--external-id X] [--limit N] [--after CURSOR | --all] | customers show ID | customers update ID [--name|--plan|--per-…|--plan-limits|--billing-anchor-day|--time-zone|--external-id] | customers delete ID [--revoke-keys] | customers usage ID [--granularity hour|day|period] [--period current|previous | --from T --to T] [--csv] | customers credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]] | customers invoice ID [--previous] [--csv]',
+  metering: 'metering [--after CURSOR] [--limit N] [--all] [--format cloudevents|stripe-meter-events]',
   webhooks: 'webhooks add URL --events LIST [--description TEXT] | webhooks list | webhooks rm ID | webhooks test ID',
 };
 
@@ -79,6 +80,11 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       the last 24), local day (the last 30) or billing period (the current one), in its own
       calendar; --from and --to take RFC 3339 or dates of that calendar; --csv prints the admin
       API's CSV for billing.
+  ${COMMANDS.metering}
+      The metering export (GET /admin/metering/events): closed hours' reports in the order they
+      were appended, --limit (1–1000, default 100) after --after (the cursor it prints), or --all
+      to the last; as a table (subject, hour, revision, units, delta), or with --json the page
+      (one line), with --all one line per event. --format stripe-meter-events: the Stripe view.
   ${COMMANDS.webhooks}
       Webhook endpoints (Standard Webhooks): add one for a comma-separated list of events (prints
       its signing secret once), list them with their state, remove one, or queue a ping to it.

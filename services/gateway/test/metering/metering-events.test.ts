@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { CloudEvent, HTTP } from 'cloudevents';
 import type { LightMyRequestResponse } from 'fastify';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { meteringEvents } from '../../src/admin/routes/metering-events.js';
 import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
@@ -203,6 +203,47 @@ describe.each([
     expect((await events(a, `?after=${page.next}`)).events).toEqual([]);
   });
 
+  // India is UTC+5:30: the customer's hours run from :30 past the UTC hour, as its history's do.
+  it('reports an Asia/Kolkata customer by its local hours, each with its history’s units', async () => {
+    const clock = testClock();
+    const [a, b] = await replicas(redis, clock.now);
+    const customer = await created(
+      call(a, 'POST', '/admin/customers', {
+        name: 'Mumbai',
+        plan: 'metered',
+        billing: { anchorDay: 1, timeZone: 'Asia/Kolkata' },
+      }),
+    );
+    const key = await created(call(a, 'POST', '/admin/keys', { customerId: customer.id }));
+    const first = hourStart(clock.now() - HOUR_MS / 2) + HOUR_MS / 2;
+    await Promise.all([send(a, key.key, 'GET'), send(b, key.key, 'POST')]);
+    clock.advance(first + HOUR_MS + 60_000 - clock.now());
+    await Promise.all([send(a, key.key, 'POST'), send(b, key.key, 'POST'), send(b, key.key, 'GET')]);
+    clock.advance(first + 2 * HOUR_MS + 300_000 - clock.now());
+    expect(await closeAll(a, b)).toHaveLength(2);
+
+    const list = parsed((await events(b)).events).filter((e) => e.subject === customer.id);
+    const iso = (at: number) => new Date(at).toISOString();
+    expect(list.map((e) => [e.time, e.data?.hourStart, e.data?.hourEnd, e.data?.units, e.data?.routes])).toEqual([
+      [iso(first), iso(first), iso(first + HOUR_MS), 6, { 'GET /v1/pets': 1, 'POST /v1/pets': 5 }],
+      [
+        iso(first + HOUR_MS),
+        iso(first + HOUR_MS),
+        iso(first + 2 * HOUR_MS),
+        11,
+        { 'GET /v1/pets': 1, 'POST /v1/pets': 10 },
+      ],
+    ]);
+    const history = await call(
+      a,
+      'GET',
+      `/admin/customers/${customer.id}/usage/history?granularity=hour&from=${iso(first)}&to=${iso(first + 2 * HOUR_MS - 1)}`,
+    );
+    expect(history.statusCode, history.body).toBe(200);
+    const series = (history.json() as { series: Array<{ start: string; units: number }> }).series;
+    expect(series.map((h) => [h.start, h.units])).toEqual(list.map((e) => [e.time, e.data?.units]));
+  });
+
   it('makes a late failure the next revision of the same hour, with the new totals', async () => {
     const clock = testClock();
     const [a, b] = await replicas(redis, clock.now);
@@ -281,6 +322,46 @@ describe('the metering export on Redis', () => {
       `?after=${'x'.repeat(300)}`,
     ]) {
       expectError(await call(a, 'GET', `/admin/metering/events${query}`), 400, 'invalid_request');
+    }
+  });
+
+  // usage.reported once: of two replicas closing the same hours at once, the store lets one append
+  // each revision, and only the replica that appended it enqueues its webhook.
+  it('two replicas closing the same hours send exactly one usage.reported delivery per revision', async () => {
+    const clock = testClock();
+    const [a, b] = await replicas(true, clock.now);
+    const hook = await startReceiver();
+    try {
+      await created(call(a, 'POST', '/admin/webhooks', { url: hook.url, events: ['usage.reported'] }));
+      const customer = await created(call(a, 'POST', '/admin/customers', { name: 'Twice', plan: 'metered' }));
+      const key = await created(call(a, 'POST', '/admin/keys', { customerId: customer.id }));
+      const lone = await Promise.all([1, 2, 3].map(() => created(call(b, 'POST', '/admin/keys', { plan: 'metered' }))));
+      const hour = hourStart(clock.now());
+      await Promise.all([send(a, key.key, 'GET'), send(b, key.key, 'POST'), ...lone.map((k) => send(a, k.key, 'GET'))]);
+      const late = send(b, key.key, 'POST', true);
+      while (upstream.held() === 0) await new Promise((r) => setImmediate(r));
+      clock.advance(hour + HOUR_MS + 300_000 - clock.now());
+      // Both replicas pass at once: two passes race for each hour's first revision.
+      const first = await closeAll(a, b);
+      upstream.release();
+      expect((await late).statusCode).toBe(503);
+      const second = await closeAll(a, b);
+      expect([first.length, second.length]).toEqual([4, 1]);
+
+      const ids = (await events(a, '?limit=1000')).events.map((e) => String(e.id));
+      expect(ids).toHaveLength(5);
+      await hook.until(ids.length);
+      const drained = async () => {
+        for (const gw of [a, b]) expect((await gw.deps.webhooks.queue.stats()).depth).toBe(0);
+      };
+      await vi.waitFor(drained, { timeout: 10_000, interval: 20 });
+      // Another pass on both finds nothing to append, so nothing more to send.
+      expect(await closeAll(a, b)).toEqual([]);
+      await vi.waitFor(drained, { timeout: 10_000, interval: 20 });
+      const sent = hook.received.map((r) => String(r.headers['webhook-id']));
+      expect(sent.sort()).toEqual(ids.map((id) => `msg_${id}`).sort());
+    } finally {
+      await hook.close();
     }
   });
 
