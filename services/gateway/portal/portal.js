@@ -87,13 +87,16 @@ const ENTRY_KINDS = {
   adjustment: 'Correction',
   refill: 'Refill',
   spend: 'Requests',
+  refund: 'Refund',
 };
 
 function entryRow(entry) {
   const detail =
     entry.type === 'spend'
       ? `Requests from ${when(entry.at)} to ${when(entry.end)}`
-      : entry.type === 'refill'
+      : entry.type === 'refund'
+        ? `Requests not served from ${when(entry.at)} to ${when(entry.end)}`
+        : entry.type === 'refill'
         ? `For the ${entry.period?.startsWith('day:') ? 'day' : 'billing period'}`
         : (entry.reason ?? '');
   return h(

@@ -5,6 +5,8 @@ import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config.js';
 import type { CreditLedger } from './credits/credit-ledger.js';
+import { CreditRefunds } from './credits/credit-refunds.js';
+import { creditRuleOf } from './credits/customer-credits.js';
 import { MemoryCreditLedger } from './credits/memory-credit-ledger.js';
 import { RedisCreditLedger } from './credits/redis-credit-ledger.js';
 import { type CustomerLocks, MemoryCustomerLocks, RedisCustomerLocks } from './customers/customer-locks.js';
@@ -37,7 +39,7 @@ import { MemoryPortalSessionStore, type PortalSessionStore } from './portal/sess
 import type { RedisClient } from './redis/clients.js';
 import { type EventBus, LocalEventBus, RedisEventBus, type SubscriptionHooks } from './replicas/event-bus.js';
 import { RedisUsageHistory } from './usage/redis-usage-history.js';
-import { MemoryUsageHistory, type UsageHistory } from './usage/usage-history.js';
+import { isCustomerId, MemoryUsageHistory, type UsageHistory } from './usage/usage-history.js';
 import { createWebhooks } from './webhooks/create-webhooks.js';
 import type { Webhooks } from './webhooks/webhooks.js';
 
@@ -69,6 +71,8 @@ export interface GatewayDeps {
   limiter: GuardedLimiter;
   /** Credit balances and their ledgers: in Redis beside the limits (the limit script spends them), or memory. */
   credits: CreditLedger;
+  /** Gives back, in batches, the credits of admitted requests the upstream never served (the proxy feeds it). */
+  creditRefunds: CreditRefunds;
   /** Each key's decisions per hour: in Redis beside the limits, or this process's memory. */
   history: UsageHistory;
   anonymous: AnonymousLimiter;
@@ -198,6 +202,22 @@ export async function createDeps(
 
   const fileCustomers = config.apiKeyCustomers.map((e) => toCustomerRecord(e, loadedAt));
   const customerStore = await customerStoreFor(clients, fileCustomers);
+  const customerResolver = new CustomerResolver(customerStore, fileCustomers, {
+    maxEntries: config.keyCacheMax,
+    ttlMs: config.keyCacheTtlMs,
+  });
+  const creditRefunds = new CreditRefunds({
+    ledger: credits,
+    // Credit terms are set on customers only (docs/credits.md): a key standing for itself has none
+    // to check, so nothing is given back to one until it can be given terms of its own.
+    ruleOf: async (owner) => {
+      if (!isCustomerId(owner)) return null;
+      const customer = await customerResolver.fetch(owner);
+      return customer?.credits ? creditRuleOf(customer) : null;
+    },
+    now,
+    onError: (err) => logger.warn({ err }, 'credits: a refund of unserved requests was not written'),
+  });
   return {
     plans: config.plans,
     logger,
@@ -207,13 +227,11 @@ export async function createDeps(
     keyStore,
     customerStore,
     keyResolver,
-    customerResolver: new CustomerResolver(customerStore, fileCustomers, {
-      maxEntries: config.keyCacheMax,
-      ttlMs: config.keyCacheTtlMs,
-    }),
+    customerResolver,
     ...createMetering(config, redis, { history, customerStore, keyResolver, keyStore, webhooks, now, logger }),
     limiter,
     credits,
+    creditRefunds,
     history,
     anonymous,
     events,

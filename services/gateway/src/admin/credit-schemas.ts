@@ -49,6 +49,7 @@ const CreditEntrySchema = Type.Object({
     Type.Literal('adjustment'),
     Type.Literal('refill'),
     Type.Literal('spend'),
+    Type.Literal('refund'),
   ]),
   amount: Type.Integer(),
   at: Timestamp,
