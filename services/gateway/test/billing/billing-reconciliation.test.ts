@@ -20,7 +20,7 @@ import { type TestClock, testClockFrom } from '../support/test-clock.js';
  * Idempotency-Key across a Redis crash, the data kept by Redis's append-only file, a failure known
  * after its hour closed). At the end the period's units agree to the unit five ways: what the
  * client saw served, the usage history, the invoice preview, the metering export's closed hours,
- * and the ledger's spend less what the pets service never served.
+ * and the ledger's spend net of the credits given back for what the pets service never served.
  */
 
 const MINUTE = 60_000;
