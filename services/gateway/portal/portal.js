@@ -97,8 +97,8 @@ function entryRow(entry) {
       : entry.type === 'refund'
         ? `Requests not served from ${when(entry.at)} to ${when(entry.end)}`
         : entry.type === 'refill'
-        ? `For the ${entry.period?.startsWith('day:') ? 'day' : 'billing period'}`
-        : (entry.reason ?? '');
+          ? `For the ${entry.period?.startsWith('day:') ? 'day' : 'billing period'}`
+          : (entry.reason ?? '');
   return h(
     'tr',
     {},

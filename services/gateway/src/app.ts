@@ -71,7 +71,11 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     dispatcher: pool,
     document: publicDocumentOptions(config),
   });
-  await registerProxy(app, { pool, metrics: deps.metrics, costs: config.plans.routeCosts, history: deps.history,
+  await registerProxy(app, {
+    pool,
+    metrics: deps.metrics,
+    costs: config.plans.routeCosts,
+    history: deps.history,
     refunds: deps.creditRefunds,
   });
   // Every replica closes hours; the store appends each revision once (metering/closer.ts).

@@ -206,18 +206,7 @@ export async function createDeps(
     maxEntries: config.keyCacheMax,
     ttlMs: config.keyCacheTtlMs,
   });
-  const creditRefunds = new CreditRefunds({
-    ledger: credits,
-    // Credit terms are set on customers only (docs/credits.md): a key standing for itself has none
-    // to check, so nothing is given back to one until it can be given terms of its own.
-    ruleOf: async (owner) => {
-      if (!isCustomerId(owner)) return null;
-      const customer = await customerResolver.fetch(owner);
-      return customer?.credits ? creditRuleOf(customer) : null;
-    },
-    now,
-    onError: (err) => logger.warn({ err }, 'credits: a refund of unserved requests was not written'),
-  });
+  const creditRefunds = creditRefundsFor(credits, customerResolver, now, logger);
   return {
     plans: config.plans,
     logger,
@@ -248,6 +237,27 @@ export async function createDeps(
       webhooks: webhooks.queue.kind,
     },
   };
+}
+
+/** The refunds of unserved requests' credits, to owners whose credit terms are still on. */
+function creditRefundsFor(
+  credits: CreditLedger,
+  customerResolver: CustomerResolver,
+  now: () => number,
+  logger: FastifyBaseLogger,
+): CreditRefunds {
+  return new CreditRefunds({
+    ledger: credits,
+    // Credit terms are set on customers only (docs/credits.md): a key standing for itself has none
+    // to check, so nothing is given back to one until it can be given terms of its own.
+    ruleOf: async (owner) => {
+      if (!isCustomerId(owner)) return null;
+      const customer = await customerResolver.fetch(owner);
+      return customer?.credits ? creditRuleOf(customer) : null;
+    },
+    now,
+    onError: (err) => logger.warn({ err }, 'credits: a refund of unserved requests was not written'),
+  });
 }
 
 /** The metering export's store (beside the history: Redis, or memory) and its closer. */

@@ -1,5 +1,5 @@
-import { HOUR_MS } from './credit-ledger.js';
 import type { CreditLedger } from './credit-ledger.js';
+import { HOUR_MS } from './credit-ledger.js';
 import type { CreditRule } from './credit-terms.js';
 
 /** How long refunds wait to be written together: as long as the usage history's batches. */

@@ -46,7 +46,16 @@ export class MemoryCreditLedger implements CreditLedger {
   state(owner: string, rule: CreditRule | undefined, now: number): { held: Balance; refilled: number } {
     let held = this.balances.get(owner);
     if (!held) {
-      held = { balance: 0, hour: 0, spent: 0, closedHour: -1, closedSpent: 0, refilledFor: '', entries: [], refs: new Map() };
+      held = {
+        balance: 0,
+        hour: 0,
+        spent: 0,
+        closedHour: -1,
+        closedSpent: 0,
+        refilledFor: '',
+        entries: [],
+        refs: new Map(),
+      };
       this.balances.set(owner, held);
     }
     const hour = Math.floor(now / HOUR_MS);

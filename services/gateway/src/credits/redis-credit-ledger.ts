@@ -105,7 +105,14 @@ export class RedisCreditLedger implements CreditLedger {
 
   async refund(owner: string, rule: CreditRule, hour: number, units: number, now: number): Promise<number> {
     const keys = creditKeys(this.prefix, owner);
-    const reply = await this.redis.creditRefund(2, ...keys, now, ...refillArgs(rule, now), Math.floor(hour / HOUR_MS), units);
+    const reply = await this.redis.creditRefund(
+      2,
+      ...keys,
+      now,
+      ...refillArgs(rule, now),
+      Math.floor(hour / HOUR_MS),
+      units,
+    );
     return Number(reply[0]);
   }
 

@@ -42,7 +42,11 @@ const IN_HISTORY = new Set(['shared', 'memory']);
  * by route, for the customer (or the key standing for itself) only, which the metering export
  * reads (metering/); one Map increment here, written in batches (RedisUsageHistory.served).
  */
-function countAnswer(opts: Pick<ProxyOptions, 'history' | 'refunds'>, request: FastifyRequest, reply: FastifyReply): void {
+function countAnswer(
+  opts: Pick<ProxyOptions, 'history' | 'refunds'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
   const { history } = opts;
   const key = request.apiKey;
   const { admittedAt, admittedHourShiftMs: shift } = request;

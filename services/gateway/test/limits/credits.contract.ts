@@ -145,7 +145,9 @@ export function creditsContract(name: string, make: (ban: BanPolicy) => Promise<
       const hour = now() - (now() % 3_600_000);
       expect(await credits.refund(customer, rule(policy), hour, 2, now())).toBe(2);
       // Twelve more refunds of 1 race for the 4 still spent in the hour: 4 come back, no more.
-      const raced = await Promise.all(Array.from({ length: 12 }, () => credits.refund(customer, rule(policy), hour, 1, now())));
+      const raced = await Promise.all(
+        Array.from({ length: 12 }, () => credits.refund(customer, rule(policy), hour, 1, now())),
+      );
       expect(raced.reduce((a, b) => a + b, 0)).toBe(4);
       expect(await credits.balance(customer, rule(policy), now())).toMatchObject({ balance: 10, openHour: null });
       await Promise.all(Array.from({ length: 3 }, () => limiter.consume(key, policy, 1, customer)));
