@@ -10,7 +10,7 @@ import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import { ADMIN_TOKEN, bearer, startGateway, type TestGateway } from '../support/helpers.js';
 
 /*
- * Credits of requests the pets service never served come back (docs/credits.md#unserved-requests):
+ * Credits of requests the pets service never served come back (docs/credits.md#unserved-requests-credits-given-back):
  * two replicas on one Redis, a pets stand-in that answers 503 (or, while `serving`, 200).
  */
 
@@ -137,6 +137,16 @@ describe('credits of requests the upstream never served', () => {
       timeout: 10_000,
       interval: 50,
     });
+  });
+
+  it('come back in the embedded mode too (no Redis: the memory ledger)', async () => {
+    const gw = await startGateway({ upstream: petsUrl, env: { PLANS_FILE: join(dir, 'plans.json') } });
+    open.push(gw);
+    const { id, keys } = await customerWith(gw, 20);
+    expect((await send([gw], keys, 6)).map((r) => r.statusCode)).toEqual(Array(6).fill(503));
+    expect((await credits(gw, id)).balance).toBe(10);
+    await flushRefunds([gw]);
+    expect(await credits(gw, id)).toMatchObject({ balance: 20, spent: 0 });
   });
 
   it('gives nothing back to a customer whose credits were turned off since', async () => {
