@@ -5,8 +5,12 @@ import { join } from 'node:path';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { CreditRefunds } from '../../src/credits/credit-refunds.js';
+import type { CreditRule } from '../../src/credits/credit-terms.js';
+import { MemoryCreditLedger } from '../../src/credits/memory-credit-ledger.js';
 import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
+import { UTC_CALENDAR } from '../../src/limits/calendar.js';
 import { ADMIN_TOKEN, bearer, startGateway, type TestGateway } from '../support/helpers.js';
 
 /*
@@ -160,5 +164,53 @@ describe('credits of requests the upstream never served', () => {
     expect(on.statusCode, on.body).toBe(200);
     // Two writes of 3 and four reads of 1, still spent.
     expect((await credits(gw, id)).balance).toBe(90);
+  });
+});
+
+describe('CreditRefunds', () => {
+  const HOUR = 3_600_000;
+  const rule = { refill: null, calendar: UTC_CALENDAR };
+
+  /** The memory ledger, counting the refund writes it is sent. */
+  class CountedLedger extends MemoryCreditLedger {
+    writes: Array<[string, number, number]> = [];
+    override async refund(owner: string, r: CreditRule, hour: number, units: number, now: number) {
+      this.writes.push([owner, hour, units]);
+      return super.refund(owner, r, hour, units, now);
+    }
+  }
+
+  it('writes one refund per owner and hour for a batch of failures, and each failure once', async () => {
+    const ledger = new CountedLedger();
+    const now = Date.parse('2026-11-20T10:30:00Z');
+    for (const owner of ['cus_a', 'cus_b']) ledger.spend(ledger.state(owner, rule, now).held, 50);
+    const refunds = new CreditRefunds({ ledger, ruleOf: async () => rule, now: () => now, onError: () => {} });
+    for (let i = 0; i < 40; i++) refunds.upstreamFailed(i % 2 === 0 ? 'cus_a' : 'cus_b', 1, now - i * 1000);
+    await refunds.flush();
+    await refunds.flush();
+    const hour = now - (now % HOUR);
+    expect(ledger.writes.sort()).toEqual([
+      ['cus_a', hour, 20],
+      ['cus_b', hour, 20],
+    ]);
+    expect((await ledger.balance('cus_a', rule, now)).openHour?.spent).toBe(30);
+  });
+
+  it('reports a write that fails and does not send it again', async () => {
+    const errors: unknown[] = [];
+    const ledger = new CountedLedger();
+    const refunds = new CreditRefunds({
+      ledger,
+      ruleOf: async () => {
+        throw new Error('store away');
+      },
+      now: () => 0,
+      onError: (err) => errors.push(err),
+    });
+    refunds.upstreamFailed('cus_a', 1, 0);
+    await refunds.flush();
+    await refunds.flush();
+    expect(errors).toHaveLength(1);
+    expect(ledger.writes).toEqual([]);
   });
 });
