@@ -5,8 +5,22 @@
 // milliseconds, too coarse for what a proxy adds on loopback.
 import { Agent, request } from 'node:http';
 
-/** `rate` requests a second to `url` for `seconds`, over at most `connections` kept-alive sockets. */
-export async function fixedRate({ url, headers = {}, rate, seconds, connections = 32, expect = 200 }) {
+/**
+ * `rate` requests a second to `url` for `seconds`, over at most `connections` kept-alive sockets.
+ * `next`, when given, makes each request (`{ method, path, headers, body }`, the path under `url`'s
+ * origin) and any 2xx counts as answered; `serverTiming`, an array, gets each answer's
+ * Server-Timing header.
+ */
+export async function fixedRate({
+  url,
+  headers = {},
+  rate,
+  seconds,
+  connections = 32,
+  expect = 200,
+  next,
+  serverTiming,
+}) {
   const agent = new Agent({ keepAlive: true, maxSockets: connections });
   const target = new URL(url);
   const latencies = [];
@@ -15,15 +29,19 @@ export async function fixedRate({ url, headers = {}, rate, seconds, connections 
   const total = Math.round(rate * seconds);
   const start = process.hrtime.bigint();
   const dueAt = (i) => start + BigInt(Math.round((i * 1e9) / rate));
+  const fixed = { method: 'GET', path: `${target.pathname}${target.search}`, headers };
+  const ok = next ? (status) => status >= 200 && status < 300 : (status) => status === expect;
   const one = (due) =>
     new Promise((resolve) => {
+      const r = next ? next() : fixed;
       const req = request(
-        { agent, host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, headers },
+        { agent, host: target.hostname, port: target.port, method: r.method, path: r.path, headers: r.headers },
         (res) => {
           res.resume();
           res.on('end', () => {
-            if (res.statusCode === expect) latencies.push(Number(process.hrtime.bigint() - due) / 1e6);
+            if (ok(res.statusCode)) latencies.push(Number(process.hrtime.bigint() - due) / 1e6);
             else unexpected++;
+            if (serverTiming && res.headers['server-timing']) serverTiming.push(res.headers['server-timing']);
             resolve();
           });
         },
@@ -32,7 +50,7 @@ export async function fixedRate({ url, headers = {}, rate, seconds, connections 
         errors++;
         resolve();
       });
-      req.end();
+      req.end(r.body);
     });
   const pending = [];
   let sent = 0;

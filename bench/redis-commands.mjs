@@ -15,7 +15,7 @@ function delta(before, after) {
 }
 
 /** Requests the client sent to Redis itself (EVALSHA counts once; the script's inner calls are listed apart). */
-function clientCommands(d) {
+export function clientCommands(d) {
   // Every command the limit script calls (limits/limit-script.ts), sliding windows and the usage
   // history's counters included.
   const scriptInner = [
@@ -32,6 +32,10 @@ function clientCommands(d) {
     'hgetall',
     'hincrby',
     'hdel',
+    // The credit balance's (credits/credit-script.ts) and the webhook queue's.
+    'hmget',
+    'hset',
+    'xadd',
   ];
   let total = 0;
   for (const [k, v] of Object.entries(d)) {

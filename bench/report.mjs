@@ -105,3 +105,46 @@ function printFullRunExtras({ refusals, redis, latency, memory }) {
     out(`  ${String(n).padEnd(8)} keys active: Redis used ${kib(r.redisBytes)}, gateway RSS ${kib(r.gatewayRssBytes)}`);
   }
 }
+
+/** One load's table: per subject req/s (saturation), p50/p99, CPU µs, Redis commands and round trips per request. */
+function printLoad(title, bySubject) {
+  out(
+    `${title.padEnd(28)}${num('req/s', 7)}${num('p50 ms', 8)}${num('p99 ms', 8)}${num('CPU µs', 8)}${num('+Redis', 8)}${num('cmds', 7)}${num('calls', 7)}${num('trips', 7)}   CPU per round`,
+  );
+  for (const [name, r] of Object.entries(bySubject)) {
+    out(
+      `  ${name.padEnd(26)}${num(r.requestsPerSecond ?? '', 7)}${num(r.p50Ms, 8)}${num(r.p99Ms, 8)}${num(r.cpuProcessUs, 8)}${num(r.cpuRedisUs ?? '', 8)}${num(r.redisCommandsPerRequest, 7)}${num(r.redisCallsPerRequest, 7)}${num(r.redisRoundTripsPerRequest, 7)}   ${r.rounds.map((x) => x.cpu).join(' ')}${r.answeredShare < 1 ? `  (${(r.answeredShare * 100).toFixed(1)} % answered)` : ''}`,
+    );
+  }
+}
+
+/** bench/traffic.mjs's results. */
+export function printTraffic(t) {
+  const p = t.plan;
+  out(
+    `\ntraffic: ${p.keys} keys, Zipf s=${p.s} (top 1 % of keys ${p.shareOfTop['1%'] * 100} % of requests), ${p.postShare * 100} % POST, seed ${p.seed}; ` +
+      `customers: ${t.customers.count} of ${t.customers.keysPerCustomer} keys; HAProxy: ${t.haproxy}; load average ${t.loadAverage.start} → ${t.loadAverage.end}`,
+  );
+  printLoad('at saturation', t.saturation);
+  for (const [rate, bySubject] of Object.entries(t.fixed)) {
+    printLoad(`at ${rate} req/s (open loop)`, bySubject);
+    const stages = Object.entries(t.stages[rate] ?? {})
+      .map(([name, x]) => `${name} ${x.p50Ms}/${x.p99Ms}`)
+      .join(', ');
+    out(`  Server-Timing, p50/p99 ms: ${stages}`);
+  }
+}
+
+/** bench/credits-cost.mjs's results: the two sets side by side per load, and their ratio. */
+export function printCredits(c) {
+  out(
+    `\ncredits on the hot path: ${c.customers} customers spending credits against ${c.customers} without, one gateway; load average ${c.loadAverage.start} → ${c.loadAverage.end}`,
+  );
+  for (const [load, sets] of Object.entries(c.loads)) {
+    printLoad(load === 'saturation' ? 'at saturation' : `at ${load} req/s (open loop)`, sets);
+    const r = c.ratios[load];
+    out(
+      `  credits ÷ plain: process CPU ${r.cpuProcess}, Redis CPU ${r.cpuRedis}, Redis commands ${r.redisCommands}, calls in Redis ${r.redisCalls}`,
+    );
+  }
+}

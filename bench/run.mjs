@@ -1,4 +1,6 @@
 // npm run bench [-- --out FILE] [--plot FILE.svg] [--rounds N] [--duration SECONDS] [--redis cluster|sentinel]
+// npm run bench -- --only traffic [--traffic-keys N] [--traffic-customers N] [--zipf S] [--seed N]
+//                  [--post-share F] [--rates R1,R2] [--credit-customers N]   (only the sections below)
 // npm run bench -- --from FILE.json --plot FILE.svg     (draws a saved run, runs nothing)
 // npm run bench -- --against REF [--quick]   (also the gateway of commit REF, in the same rounds;
 //                                             --quick: only GET/POST and CPU per request)
@@ -7,15 +9,18 @@
 // stack), in interleaved rounds (bench/rounds.mjs); prints a table per request and the ratios.
 // Then the gateway over 1, 1k and 100k active keys (bench/many-keys.mjs) with what a key costs in
 // memory, the gateway over one and 100k customers of 3 keys each (bench/many-customers.mjs) with
-// what a customer costs in Redis, and latency at fixed rates (bench/fixed-rate.mjs). With --redis cluster|sentinel, also
+// what a customer costs in Redis, and latency at fixed rates (bench/fixed-rate.mjs). Then traffic like
+// production (bench/traffic.mjs: Zipf-popular keys, GET and POST, HAProxy among the subjects) and the
+// cost of credits (bench/credits-cost.mjs). With --redis cluster|sentinel, also
 // the gateway on that local topology, as a ratio to standalone.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { buildAgainst } from './against.mjs';
+import { creditsCost } from './credits-cost.mjs';
 import { fixedRate } from './fixed-rate.mjs';
 import {
   CUSTOMER_COUNTS,
@@ -30,9 +35,10 @@ import { plot } from './plot.mjs';
 import { atExit, cpuMicros, freePort, start, startRedis, stopAll } from './processes.mjs';
 import { commandsPerRequest } from './redis-commands.mjs';
 import { startTopology } from './redis-topology.mjs';
-import { printExtras, printRatios, printTable } from './report.mjs';
+import { printCredits, printExtras, printRatios, printTable, printTraffic } from './report.mjs';
 import { cannon, interleave, ratioByRound } from './rounds.mjs';
 import { SUBJECTS, startSubjects } from './subjects.mjs';
+import { productionTraffic } from './traffic.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -46,13 +52,37 @@ const { values: args } = parseArgs({
     from: { type: 'string' },
     against: { type: 'string' },
     quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'traffic-keys': { type: 'string', default: '100000' },
+    'traffic-customers': { type: 'string', default: '10000' },
+    zipf: { type: 'string', default: '1.1' },
+    seed: { type: 'string', default: '42' },
+    'post-share': { type: 'string', default: '0.1' },
+    rates: { type: 'string', default: '1000,2000' },
+    'credit-customers': { type: 'string', default: '1000' },
   },
 });
+if (args.only !== undefined && args.only !== 'traffic') throw new Error('--only takes one value: traffic');
 const load = {
   connections: Number(args.connections),
   warmup: Number(args.warmup),
   rounds: Number(args.rounds),
   duration: Number(args.duration),
+};
+/** The host's 1, 5 and 15 minute load averages: every figure of a shared host needs its load beside it. */
+const loadAverage = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+const trafficOpts = {
+  keys: Number(args['traffic-keys']),
+  customers: Number(args['traffic-customers']),
+  s: Number(args.zipf),
+  seed: Number(args.seed),
+  postShare: Number(args['post-share']),
+  rates: args.rates.split(',').map(Number),
+  creditCustomers: Number(args['credit-customers']),
+  load,
 };
 const progress = (what) => (round) => process.stderr.write(`bench: ${what} round ${round + 1}/${load.rounds}\n`);
 
@@ -326,8 +356,15 @@ async function main() {
       stdout: 'pipe drained by the bench (gatewayToFile: a file in the temporary folder)',
     },
     machine: machine(),
+    loadAverageAtStart: loadAverage(),
   };
   const s = results.scenarios;
+  const trafficRun = { subjects, startGateway, redis, admin, dir, opts: trafficOpts, loadAverage };
+  if (args.only === 'traffic') {
+    await trafficSections(trafficRun, results);
+    await finish(results, admin);
+    return;
+  }
   for (const [method, title, request, status] of [
     ['get', 'GET /v1/pets?limit=20', getPets, 200],
     ['post', 'POST /v1/pets', postPet, 201],
@@ -348,6 +385,7 @@ async function main() {
     const { gatewaySliding } = await refusalsAndSliding(run);
     await latencyAtFixedRates(run);
     extras = { gatewaySliding, ...(await manyKeys(run)), ...(await manyCustomers(run)) };
+    await trafficSections(trafficRun, results);
   }
 
   // CPU and log bytes per request at a fixed, moderate rate: steadier than throughput on a shared
@@ -433,6 +471,20 @@ async function main() {
 
   printRatios(results.ratios);
   printExtras(results);
+  await finish(results, admin);
+}
+
+/** Traffic like production, then the cost of credits; each printed as it ends. */
+async function trafficSections(run, results) {
+  results.traffic = await productionTraffic(run);
+  printTraffic(results.traffic);
+  results.credits = await creditsCost(run);
+  printCredits(results.credits);
+}
+
+/** The JSON and the plot, then every process down. */
+async function finish(results, admin) {
+  results.loadAverageAtEnd = loadAverage();
   if (args.out) {
     writeFileSync(args.out, `${JSON.stringify(results, null, 2)}\n`);
     process.stdout.write(`wrote ${args.out}\n`);

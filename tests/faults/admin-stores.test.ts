@@ -33,6 +33,8 @@ interface Fixtures {
   keyId: string;
   /** A key for the revoke row: the others use keyId. */
   spareKeyId: string;
+  /** A lone key with credit terms of its own, for the key credit rows. */
+  creditKeyId: string;
   customerId: string;
   webhookId: string;
 }
@@ -83,6 +85,16 @@ const ROUTES: Row[] = [
     503,
   ],
   ['a top-up', 'POST', (f) => `/admin/customers/${f.customerId}/credits`, { amount: 10, reason: 'order 1' }, 503],
+  ['set a lone key’s credit terms', 'PATCH', (f) => `/admin/keys/${f.creditKeyId}`, { credits: {} }, 200],
+  ['a lone key’s credit balance', 'GET', (f) => `/admin/keys/${f.creditKeyId}/credits`, undefined, 503],
+  ['a lone key’s credit ledger', 'GET', (f) => `/admin/keys/${f.creditKeyId}/credits/ledger`, undefined, 503],
+  [
+    'a lone key’s top-up',
+    'POST',
+    (f) => `/admin/keys/${f.creditKeyId}/credits`,
+    { amount: 10, reason: 'order 2' },
+    503,
+  ],
   ['a portal session', 'POST', (f) => `/admin/customers/${f.customerId}/portal-sessions`, undefined, 503],
   ['lift a ban', 'DELETE', (f) => `/admin/keys/${f.keyId}/ban`, undefined, 503],
   ['bans in force', 'GET', () => '/admin/bans', undefined, 503],
@@ -203,10 +215,14 @@ describe('every admin route with Redis unreachable', () => {
       events: ['key.banned'],
     });
     const customer = await stack.call('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} });
-    expect([key.status, spare.status, hook.status, customer.status]).toEqual([201, 201, 201, 201]);
+    const lone = await stack.call('POST', '/admin/keys', { plan: 'free' });
+    const creditKeyId = JSON.parse(lone.body).id;
+    const terms = await stack.call('PATCH', `/admin/keys/${creditKeyId}`, { credits: {} });
+    expect([key.status, spare.status, hook.status, customer.status, terms.status]).toEqual([201, 201, 201, 201, 200]);
     fixtures = {
       keyId: JSON.parse(key.body).id,
       spareKeyId: JSON.parse(spare.body).id,
+      creditKeyId,
       customerId: JSON.parse(customer.body).id,
       webhookId: JSON.parse(hook.body).id,
     };

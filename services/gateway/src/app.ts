@@ -12,6 +12,7 @@ import { gate } from './gate/gate.js';
 import { keylessCharge } from './gate/keyless.js';
 import { setExhaustedAnonymousHeaders } from './gate/rate-limit-headers.js';
 import { healthRoutes } from './observability/health-routes.js';
+import { serverTiming } from './observability/server-timing.js';
 import { registerProxy, upstreamPool } from './proxy/proxy.js';
 import { docsRoutes } from './reference/docs-routes.js';
 import { publicDocumentOptions } from './reference/openapi-description.js';
@@ -46,6 +47,8 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     },
   });
   await app.register(httpMetrics, { registry: deps.registry });
+  // Its first mark before the gate's hook runs.
+  await app.register(serverTiming, { enabled: config.serverTiming });
   await app.register(healthRoutes, { keyStore: deps.keyStore, timeoutMs: 1_000 });
   await app.register(keySync, { ...deps, pollMs: config.revocationPollMs });
   // Before the gate: a preflight is answered without a key, and refusals carry the CORS headers.

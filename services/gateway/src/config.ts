@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { type Env, EnvReader, LOG_LEVELS } from '@animal-store/common/env.js';
 import { type OverloadConfig, readOverloadConfig } from '@animal-store/common/overload.js';
 import type { FastifyServerOptions } from 'fastify';
+import { DEFAULT_LEDGER_RETENTION_MS } from './credits/credit-ledger.js';
 import { type KeysFile, keysFileContents } from './keys/keys-file.js';
 import type { FailureMode } from './limits/guarded-limiter.js';
 import type { BanPolicy } from './limits/key-limiter.js';
@@ -30,6 +31,8 @@ export interface GatewayConfig {
   portalPerMinute: number;
   /** Sign-in link visits a minute one address may make, within portalPerMinute. */
   portalSignInPerMinute: number;
+  /** `Server-Timing` on every answer of the public listener (SERVER_TIMING=1; observability/server-timing.ts). */
+  serverTiming: boolean;
   /** The only listener serving GET /metrics; loopback unless the deployment opens it. */
   metricsHost: string;
   metricsPort: number;
@@ -59,6 +62,11 @@ export interface GatewayConfig {
   keyCacheTtlMs: number;
   /** How long each key's hourly usage history is kept (USAGE_HISTORY_DAYS). */
   usageHistoryMs: number;
+  /**
+   * How long a credit ledger keeps its entries (CREDITS_LEDGER_DAYS); older ones are carried into
+   * its opening balance. At least two billing periods, so an invoice's credits line can be read.
+   */
+  creditsLedgerMs: number;
   revocationPollMs: number;
   shutdownGraceMs: number;
   /** Load-shedding thresholds (503 overloaded beyond them). */
@@ -399,6 +407,7 @@ export function loadConfig(env: Env): GatewayConfig {
     adminPort: r.int('ADMIN_PORT', 8081, 0, 65535),
     adminToken,
     ...parsePortal(r),
+    serverTiming: r.oneOf('SERVER_TIMING', ['0', '1'] as const, '0') === '1',
     metricsHost: r.string('METRICS_HOST', '127.0.0.1'),
     metricsPort: r.int('METRICS_PORT', 9464, 0, 65535),
     petsUrl: r.url('PETS_URL', ['http:', 'https:'], 'http://127.0.0.1:8090') as string,
@@ -418,7 +427,11 @@ export function loadConfig(env: Env): GatewayConfig {
     redisPrefix: r.string('REDIS_PREFIX', 'gw:'),
     keyCacheMax: r.int('KEY_CACHE_MAX', 50_000, 1, 10_000_000),
     keyCacheTtlMs: r.int('KEY_CACHE_TTL_SECONDS', 600, 1, 86_400) * 1000,
-    usageHistoryMs: r.int('USAGE_HISTORY_DAYS', 35, 1, 400) * 86_400_000,
+    // 63 days hold two whole billing periods (at most 31 days each, and a DST hour), so the
+    // previous period's invoice preview can be read on any day of the current one.
+    usageHistoryMs: r.int('USAGE_HISTORY_DAYS', 63, 1, 400) * 86_400_000,
+    // Never below the history's 63 days: creditsSpent reads the previous period's spend entries.
+    creditsLedgerMs: r.int('CREDITS_LEDGER_DAYS', DEFAULT_LEDGER_RETENTION_MS / 86_400_000, 63, 3650) * 86_400_000,
     revocationPollMs: r.int('REVOCATION_POLL_MS', 2_000, 100, 60_000),
     shutdownGraceMs: r.int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     overload: readOverloadConfig(r),

@@ -5,8 +5,8 @@ import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config.js';
 import type { CreditLedger } from './credits/credit-ledger.js';
+import { type CreditRecord, creditOwnerOf } from './credits/credit-owner.js';
 import { CreditRefunds } from './credits/credit-refunds.js';
-import { creditRuleOf } from './credits/customer-credits.js';
 import { MemoryCreditLedger } from './credits/memory-credit-ledger.js';
 import { RedisCreditLedger } from './credits/redis-credit-ledger.js';
 import { type CustomerLocks, MemoryCustomerLocks, RedisCustomerLocks } from './customers/customer-locks.js';
@@ -172,8 +172,9 @@ export async function createDeps(
 
   // Embedded, the memory limiter spends from the ledger's balances; as Redis's per-replica fallback
   // it spends none (the balances are in Redis): credits are not charged while it serves.
-  const memoryCredits = redis ? null : new MemoryCreditLedger();
-  const credits: CreditLedger = memoryCredits ?? new RedisCreditLedger(redis as RedisClient, config.redisPrefix);
+  const memoryCredits = redis ? null : new MemoryCreditLedger(config.creditsLedgerMs);
+  const credits: CreditLedger =
+    memoryCredits ?? new RedisCreditLedger(redis as RedisClient, config.redisPrefix, config.creditsLedgerMs);
   const memoryLimiter = new MemoryKeyLimiter(config.ban, now, undefined, memoryCredits);
   const redisHistory = redis
     ? new RedisUsageHistory(redis, config.redisPrefix, config.usageHistoryMs, (err) =>
@@ -206,7 +207,7 @@ export async function createDeps(
     maxEntries: config.keyCacheMax,
     ttlMs: config.keyCacheTtlMs,
   });
-  const creditRefunds = creditRefundsFor(credits, customerResolver, now, logger);
+  const creditRefunds = creditRefundsFor(config.plans, credits, { customerResolver, keyStore }, now, logger);
   return {
     plans: config.plans,
     logger,
@@ -241,19 +242,29 @@ export async function createDeps(
 
 /** The refunds of unserved requests' credits, to owners whose credit terms are still on. */
 function creditRefundsFor(
+  plans: PlanBook,
   credits: CreditLedger,
-  customerResolver: CustomerResolver,
+  stores: { customerResolver: CustomerResolver; keyStore: KeyStore },
   now: () => number,
   logger: FastifyBaseLogger,
 ): CreditRefunds {
+  /** The owner's record as it is now: a customer, or a key still standing for itself. */
+  const recordOf = async (owner: string): Promise<CreditRecord | null> => {
+    if (isCustomerId(owner)) {
+      const customer = await stores.customerResolver.fetch(owner);
+      return customer ? { kind: 'customer', record: customer } : null;
+    }
+    // A key that has joined a customer since spends its customer's balance, no longer its own.
+    const key = await stores.keyStore.get(owner);
+    return key && key.customerId === undefined ? { kind: 'key', record: key } : null;
+  };
   return new CreditRefunds({
     ledger: credits,
-    // Credit terms are set on customers only (docs/credits.md): a key standing for itself has none
-    // to check, so nothing is given back to one until it can be given terms of its own.
+    // The terms in force now (its own, else its plan's): none, nothing given back.
     ruleOf: async (owner) => {
-      if (!isCustomerId(owner)) return null;
-      const customer = await customerResolver.fetch(owner);
-      return customer?.credits ? creditRuleOf(customer) : null;
+      const record = await recordOf(owner);
+      const credit = record ? creditOwnerOf(plans, record) : null;
+      return credit?.terms ? credit.rule : null;
     },
     now,
     onError: (err) => logger.warn({ err }, 'credits: a refund of unserved requests was not written'),

@@ -191,6 +191,17 @@ describe('loadConfig problems', () => {
     });
   });
 
+  it('keeps the usage history 63 days and credit ledgers 400 by default; a ledger never shorter than the history’s two periods', () => {
+    const config = loadConfig({});
+    expect(config.usageHistoryMs).toBe(63 * 86_400_000);
+    expect(config.creditsLedgerMs).toBe(400 * 86_400_000);
+    expect(loadConfig({ CREDITS_LEDGER_DAYS: '63' }).creditsLedgerMs).toBe(63 * 86_400_000);
+    expect(configError({ CREDITS_LEDGER_DAYS: '62', PORT: 'x' }).problems).toEqual([
+      expect.stringMatching(/^PORT must be an integer/),
+      expect.stringMatching(/^CREDITS_LEDGER_DAYS must be an integer from 63 to 3650/),
+    ]);
+  });
+
   it('refuses a PETS_URL that is not http(s)', () => {
     expect(configError({ PETS_URL: 'ftp://pets' }).problems).toEqual([expect.stringContaining('PETS_URL')]);
   });

@@ -24,7 +24,10 @@ const CUSTOMER_ACTIONS = [
 /** What an operator does to a customer through the admin API (a portal session: a sign-in link made for it). */
 export type CustomerAction = (typeof CUSTOMER_ACTIONS)[number];
 
-type Action = AdminAction | WebhookAction | CustomerAction;
+/** A change by hand to a lone key's credits: audited under the key, but not a key event (credits have their own). */
+type KeyCreditAction = 'key.credits';
+
+type Action = AdminAction | WebhookAction | CustomerAction | KeyCreditAction;
 
 function isWebhookAction(action: Action): action is WebhookAction {
   return (WEBHOOK_ACTIONS as readonly string[]).includes(action);
@@ -55,6 +58,10 @@ export function audit(
   }
   if (isCustomerAction(action)) {
     log.info({ audit: action, customerId: id, ...fields }, `admin: ${action} ${id}`);
+    return;
+  }
+  if (action === 'key.credits') {
+    log.info({ audit: action, keyId: id, ...fields }, `admin: ${action} ${id}`);
     return;
   }
   if (by) log.info({ audit: action, keyId: id, actor: by, ...fields }, `portal: ${action} ${id} by ${by.customerId}`);

@@ -1,10 +1,9 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
 import { MAX_CREDITS } from '../credits/credit-terms.js';
-import { CreditTermsSchema } from './customer-schemas.js';
-import { PageQueryFields, Timestamp } from './schemas.js';
+import { CreditTermsSchema, PageQueryFields, Timestamp } from './schemas.js';
 
-/** POST /admin/customers/:id/credits: a top-up (default), a grant, or an adjustment either way. */
+/** POST /admin/customers/:id/credits and /admin/keys/:id/credits: a top-up (default), a grant, or an adjustment either way. */
 export const CreditChangeSchema = Type.Object(
   {
     amount: Type.Integer({ minimum: -MAX_CREDITS, maximum: MAX_CREDITS }),
@@ -17,7 +16,9 @@ export const CreditChangeSchema = Type.Object(
 /** The change as made; `ref` is the reference it is kept under in the ledger (once, however retried). */
 export const CreditChangeViewSchema = Type.Object({
   ref: Type.String(),
-  customerId: Type.String(),
+  /** Whose balance it changed: the customer's, or (keyId) a lone key's. */
+  customerId: Type.Optional(Type.String()),
+  keyId: Type.Optional(Type.String()),
   type: Type.Union([Type.Literal('topup'), Type.Literal('grant'), Type.Literal('adjustment')]),
   amount: Type.Integer(),
   reason: Type.String(),
@@ -29,10 +30,10 @@ const OpenHourSchema = Type.Union([
   Type.Null(),
 ]);
 
-/** GET /admin/customers/:id/credits. */
+/** GET /admin/customers/:id/credits, GET /admin/keys/:id/credits (id: the customer's or the key's). */
 export const CreditBalanceSchema = Type.Object({
   id: Type.String(),
-  /** The customer's terms; null when its keys spend no credits (a balance it had is still shown). */
+  /** The terms in force (its own, else its plan's); null when it spends none (a balance it had is still shown). */
   credits: Type.Union([CreditTermsSchema, Type.Null()]),
   balance: Type.Integer(),
   /** This hour's spend so far: in the balance, in the ledger once the hour has passed. */
@@ -50,6 +51,8 @@ const CreditEntrySchema = Type.Object({
     Type.Literal('refill'),
     Type.Literal('spend'),
     Type.Literal('refund'),
+    /** The sum of the entries older than CREDITS_LEDGER_DAYS, carried forward: always the last. */
+    Type.Literal('opening'),
   ]),
   amount: Type.Integer(),
   at: Timestamp,

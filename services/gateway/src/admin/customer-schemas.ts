@@ -1,9 +1,16 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
-import { MAX_CREDITS } from '../credits/credit-terms.js';
 import { MAX_ANCHOR_DAY } from '../customers/billing-period.js';
 import { perName } from '../limits/windows.js';
-import { LimitsSchema, NameSchema, PageQueryFields, PlanSchema, Timestamp, WindowUsageSchema } from './schemas.js';
+import {
+  CreditTermsSchema,
+  LimitsSchema,
+  NameSchema,
+  PageQueryFields,
+  PlanSchema,
+  Timestamp,
+  WindowUsageSchema,
+} from './schemas.js';
 
 /** The id the business knows the customer by: visible ASCII, as Stripe's and most CRMs' ids are. */
 const ExternalIdSchema = Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7e]+$' });
@@ -22,25 +29,6 @@ const BillingInput = Type.Object(
     timeZone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   },
   { additionalProperties: false, minProperties: 1 },
-);
-
-/**
- * A customer's credit terms: `{}` (a balance, topped up by hand) or with a refill each billing
- * period or day; checked further by creditTermsProblem.
- */
-export const CreditTermsSchema = Type.Object(
-  {
-    refill: Type.Optional(
-      Type.Object(
-        {
-          amount: Type.Integer({ minimum: 1, maximum: MAX_CREDITS }),
-          every: Type.Union([Type.Literal('period'), Type.Literal('day')]),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-  },
-  { additionalProperties: false },
 );
 
 export const CreateCustomerSchema = Type.Object(

@@ -1,4 +1,5 @@
 import type { Static } from 'typebox';
+import { creditTermsIn } from '../credits/credit-owner.js';
 import { billingPeriod } from '../customers/billing-period.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
@@ -10,6 +11,7 @@ type CustomerView = Static<typeof CustomerViewSchema>;
 /** What an operator sees of a customer: its limits in force and the billing period it is in now. */
 export function customerView(deps: Pick<GatewayDeps, 'plans' | 'now'>, record: CustomerRecord): CustomerView {
   const period = billingPeriod(new Date(deps.now()), record.billing);
+  const credits = creditTermsIn(deps.plans, record.plan, record.credits);
   return {
     id: record.id,
     name: record.name,
@@ -20,7 +22,7 @@ export function customerView(deps: Pick<GatewayDeps, 'plans' | 'now'>, record: C
     currentPeriod: { start: period.start.toISOString(), end: period.end.toISOString() },
     ...(record.externalId !== undefined ? { externalId: record.externalId } : {}),
     ...(record.metadata !== undefined ? { metadata: record.metadata } : {}),
-    ...(record.credits !== undefined ? { credits: record.credits } : {}),
+    ...(credits !== undefined ? { credits } : {}),
     createdAt: record.createdAt,
     ...(record.updatedAt ? { updatedAt: record.updatedAt } : {}),
   };

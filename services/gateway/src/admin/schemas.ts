@@ -1,5 +1,6 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
+import { MAX_CREDITS } from '../credits/credit-terms.js';
 import { MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import { perField, perName } from '../limits/windows.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../paging/page.js';
@@ -26,6 +27,25 @@ const ScopesSchema = Type.Array(ScopeSchema, { uniqueItems: true, maxItems: SCOP
 const CidrsSchema = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 100 });
 
 export const NameSchema = Type.String({ minLength: 1, maxLength: 100, format: PLAIN_TEXT });
+
+/**
+ * A customer's or a lone key's credit terms: `{}` (a balance, topped up by hand) or with a refill
+ * each billing period or day; checked further by creditTermsProblem.
+ */
+export const CreditTermsSchema = Type.Object(
+  {
+    refill: Type.Optional(
+      Type.Object(
+        {
+          amount: Type.Integer({ minimum: 1, maximum: MAX_CREDITS }),
+          every: Type.Union([Type.Literal('period'), Type.Literal('day')]),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 /** RFC 3339 text, checked by parseExpiry (real date, in the future) rather than by a format. */
 const ExpiryInput = Type.String({ minLength: 1, maxLength: 64 });
@@ -57,6 +77,8 @@ export const UpdateKeySchema = Type.Object(
     expiresAt: Type.Optional(Type.Union([ExpiryInput, Type.Null()])),
     /** Moves the key to this customer (and so to its plan); null: the key stands for itself. */
     customerId: Type.Optional(Type.Union([CustomerRef, Type.Null()])),
+    /** A lone key's own credit terms; null: none, even if its plan has some. */
+    credits: Type.Optional(Type.Union([CreditTermsSchema, Type.Null()])),
   },
   { additionalProperties: false },
 );
@@ -77,6 +99,8 @@ const KeyFields = {
   allowedCidrs: Type.Optional(CidrsSchema),
   /** The customer whose windows the key shares. */
   customerId: Type.Optional(Type.String()),
+  /** A lone key that spends credits: the terms in force (its own, else its plan's). */
+  credits: Type.Optional(CreditTermsSchema),
   createdAt: Timestamp,
 };
 
@@ -169,6 +193,8 @@ export const PlansSchema = Type.Object({
       description: Type.Optional(Type.String()),
       /** What a billing period costs, in integer minor units of `currency`; absent when not priced. */
       price: Type.Optional(PlanPriceSchema),
+      /** Credit terms of its customers and lone keys that have none of their own (credits.md). */
+      credits: Type.Optional(CreditTermsSchema),
     }),
   ),
   routeCosts: Type.Record(Type.String(), Type.Integer()),

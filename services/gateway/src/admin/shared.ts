@@ -1,5 +1,6 @@
 import { ApiError, clipped, ErrorSchema } from '@animal-store/common/errors.js';
 import type { Static } from 'typebox';
+import { creditTermsIn } from '../credits/credit-owner.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
@@ -121,11 +122,14 @@ export function createdKey(
 export function keyRules(
   deps: Pick<GatewayDeps, 'plans'>,
   record: KeyRecord,
-): Pick<Static<typeof KeyViewSchema>, 'limits' | 'scopes' | 'allowedCidrs' | 'customerId'> {
+): Pick<Static<typeof KeyViewSchema>, 'limits' | 'scopes' | 'allowedCidrs' | 'customerId' | 'credits'> {
+  // A key of a customer spends its customer's credits: its own terms (if any) are not in force.
+  const credits = record.customerId ? undefined : creditTermsIn(deps.plans, record.plan, record.credits);
   return {
     limits: limitsFor(deps.plans, record.plan, record.limits),
     scopes: [...scopesFor(deps.plans, record.plan, record.scopes)],
     ...(record.allowedCidrs ? { allowedCidrs: record.allowedCidrs } : {}),
     ...(record.customerId ? { customerId: record.customerId } : {}),
+    ...(credits ? { credits } : {}),
   };
 }

@@ -6,29 +6,40 @@ import { fields, jsonLine, printable, table, when } from './format.js';
 import { type ListPage, pageQuery, printPages } from './pages.js';
 import { usageError } from './usage.js';
 
-/* `keys customers credits ID`: a customer's balance, its ledger, a top-up, through the admin API. */
+/*
+ * `keys customers credits ID` and `keys credits ID` (a lone key's): a balance, its ledger, a
+ * top-up, through the admin API; one command for both, as the admin API has one contract.
+ */
 
 type Balance = Static<typeof CreditBalanceSchema>;
 type LedgerPage = Static<typeof CreditLedgerPageSchema>;
 type Change = Static<typeof CreditChangeViewSchema>;
 
-const creditsPath = (id: string) => `/admin/customers/${encodeURIComponent(id)}/credits`;
+/** Whose credits: a customer's (`customers credits`) or a lone key's (`credits`). */
+type Owner = 'customers' | 'keys';
+
+const COMMAND: Record<Owner, { command: string; noun: string; spender: string }> = {
+  customers: { command: 'customers', noun: 'customer', spender: 'its keys spend' },
+  keys: { command: 'credits', noun: 'key', spender: 'it spends' },
+};
+
+const creditsPath = (owner: Owner, id: string) => `/admin/${owner}/${encodeURIComponent(id)}/credits`;
 
 function print(values: Values, json: unknown, text: string): void {
   process.stdout.write(values.json ? `${jsonLine(json)}\n` : text);
 }
 
-function balanceText(b: Balance): string {
+function balanceText(owner: Owner, b: Balance): string {
   const refill = b.credits?.refill;
   return fields([
-    ['customer', printable(b.id)],
+    [COMMAND[owner].noun, printable(b.id)],
     ['balance', String(b.balance)],
     ['this hour', b.openHour ? `${b.openHour.spent} spent since ${when(b.openHour.start)}` : undefined],
     [
       'refill',
       refill ? `up to ${refill.amount} each ${refill.every}, next ${when(b.nextRefillAt ?? undefined)}` : undefined,
     ],
-    ['credits', b.credits ? undefined : 'none: its keys spend no credits'],
+    ['credits', b.credits ? undefined : `none: ${COMMAND[owner].spender} no credits`],
   ]);
 }
 
@@ -45,30 +56,33 @@ function ledgerTable(page: ListPage<LedgerPage['items'][number]>, more: boolean)
 }
 
 /** --add N --reason TEXT [--type T]: the change as the admin API takes it. */
-function changeFrom(values: Values): { amount: number; reason: string; type?: string } {
+function changeFrom(owner: Owner, values: Values): { amount: number; reason: string; type?: string } {
+  const { command } = COMMAND[owner];
   const amount = String(values.add);
-  if (!/^-?[0-9]{1,13}$/.test(amount)) throw usageError('customers', '--add must be a whole number of credits');
+  if (!/^-?[0-9]{1,13}$/.test(amount)) throw usageError(command, '--add must be a whole number of credits');
   if (typeof values.reason !== 'string' || values.reason === '') {
-    throw usageError('customers', 'customers credits --add needs --reason');
+    throw usageError(command, `${owner === 'customers' ? 'customers credits' : 'credits'} --add needs --reason`);
   }
   const type = typeof values.type === 'string' ? { type: values.type } : {};
   return { amount: Number(amount), reason: values.reason, ...type };
 }
 
-/** `customers credits ID`: the balance; with --ledger its entries, with --add a change. */
-export async function credits(admin: AdminClient, id: string, values: Values): Promise<void> {
+/** `customers credits ID`, `credits ID`: the balance; with --ledger its entries, with --add a change. */
+export async function credits(admin: AdminClient, owner: Owner, id: string, values: Values): Promise<void> {
+  const path = creditsPath(owner, id);
   if (values.add !== undefined) {
     const key = values['idempotency-key'];
     const headers: Record<string, string> = typeof key === 'string' ? { 'idempotency-key': key } : {};
-    const made = await admin.request<Change>('POST', creditsPath(id), changeFrom(values), headers);
-    return print(values, made, `${made.type} of ${made.amount} for ${printable(made.customerId)} (ref ${made.ref})\n`);
+    const made = await admin.request<Change>('POST', path, changeFrom(owner, values), headers);
+    const whose = printable(made.customerId ?? made.keyId ?? id);
+    return print(values, made, `${made.type} of ${made.amount} for ${whose} (ref ${made.ref})\n`);
   }
   if (values.ledger) {
-    const query = pageQuery('customers', values, []);
-    return printPages(admin, `${creditsPath(id)}/ledger`, query, values, ledgerTable, (err) => {
+    const query = pageQuery(COMMAND[owner].command, values, []);
+    return printPages(admin, `${path}/ledger`, query, values, ledgerTable, (err) => {
       throw err;
     });
   }
-  const balance = await admin.request<Balance>('GET', creditsPath(id));
-  print(values, balance, balanceText(balance));
+  const balance = await admin.request<Balance>('GET', path);
+  print(values, balance, balanceText(owner, balance));
 }

@@ -212,7 +212,7 @@ export async function customers(args: string[], values: Values): Promise<void> {
     case 'usage':
       return usage(admin, need(), values);
     case 'credits':
-      return credits(admin, need(), values);
+      return credits(admin, 'customers', need(), values);
     case 'invoice':
       return invoice(admin, need(), values);
     case 'delete': {

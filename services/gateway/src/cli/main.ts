@@ -3,6 +3,8 @@ import { parseArgs } from 'node:util';
 import { KeyOwnershipError } from '../customers/key-ownership.js';
 import { KeyRuleError } from '../keys/key-operations.js';
 import { WINDOWS } from '../limits/windows.js';
+import { AdminClient } from './admin-client.js';
+import { credits } from './credit-commands.js';
 import { customers } from './customer-commands.js';
 import { inFlagWords, type Values } from './flags.js';
 import { printable } from './format.js';
@@ -113,6 +115,8 @@ async function run(command: string, id: string | undefined, values: Values): Pro
       return unban(needId(), values);
     case 'bans':
       return bans(values);
+    case 'credits':
+      return credits(AdminClient.fromEnv(process.env), 'keys', needId(), values);
   }
 }
 

@@ -18,6 +18,8 @@ export const COMMANDS: Record<string, string> = {
   revoke: 'revoke ID',
   unban: 'unban ID',
   bans: 'bans [--limit N]',
+  credits:
+    'credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]]',
   customers:
     'customers create --name NAME --plan PLAN [--per-… N]… [--billing-anchor-day D] [--time-zone TZ] [--external-id X] | customers list [--name PREFIX] [--plan P] [--external-id X] [--limit N] [--after CURSOR | --all] | customers show ID | customers update ID [--name|--plan|--per-…|--plan-limits|--billing-anchor-day|--time-zone|--external-id] | customers delete ID [--revoke-keys] | customers usage ID [--granularity hour|day|period] [--period current|previous | --from T --to T] [--csv] | customers credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]] | customers invoice ID [--previous] [--csv]',
   webhooks: 'webhooks add URL --events LIST [--description TEXT] | webhooks list | webhooks rm ID | webhooks test ID',
@@ -63,6 +65,11 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
   ${COMMANDS.bans}
       The bans in force on every key (GET /admin/bans): how many, and the --limit (1–500, default
       50) that end first, with the key's name and customer.
+  ${COMMANDS.credits}
+      A lone key's credits (a key of a customer spends its customer's: customers credits), as
+      customers credits shows a customer's: the balance, this hour's spend and the next refill;
+      --ledger its entries newest first; --add a top-up (--type grant or adjustment; only an
+      adjustment may be negative) with --reason, made once per --idempotency-key.
   ${COMMANDS.customers}
       Customers, the accounts above the keys: their plan and own limits are shared by all their
       keys; their billing month starts on --billing-anchor-day (1–28, default 1) at midnight in

@@ -6,9 +6,11 @@ import type { CreditRule } from './credit-terms.js';
  * `adjustment` (an operator's correction, either way), `refill` (the terms' amount each period or
  * day), `spend` (one UTC hour's admitted requests less those the upstream never served, closed once
  * the hour has passed), `refund` (credits given back for unserved requests of an hour already
- * closed: see CreditLedger.refund).
+ * closed: see CreditLedger.refund). `opening`
+ * is not a change: the sum of the entries trimmed off the ledger (older than its retention), shown
+ * as its oldest entry so that the ledger still sums to the balance.
  */
-export type CreditEntryType = 'grant' | 'topup' | 'adjustment' | 'refill' | 'spend' | 'refund';
+export type CreditEntryType = 'grant' | 'topup' | 'adjustment' | 'refill' | 'spend' | 'refund' | 'opening';
 const CHANGE_TYPES = ['grant', 'topup', 'adjustment'] as const;
 export type CreditChangeType = (typeof CHANGE_TYPES)[number];
 
@@ -18,7 +20,7 @@ export interface CreditEntry {
   id: string;
   type: CreditEntryType;
   amount: number;
-  /** When it was made; a spend's or refund's hour's start. */
+  /** When it was made; a spend's or refund's hour's start; an opening's, when its newest trimmed entry was written. */
   at: number;
   /** A spend or refund: its hour's end. */
   end?: number;
@@ -57,7 +59,8 @@ export interface CreditBalance {
  * (the Redis script, the memory limiter's step); this is everything else. `owner` is a customer id,
  * or a key id for a key standing for itself. Every read and change first closes a past hour's
  * spend and applies a refill due under `rule`, so the balance is always the ledger's sum less the
- * open hour's spend.
+ * open hour's spend. Every read and change also trims the entries written before the ledger's
+ * retention into its opening entry, in the same atomic step (at most TRIM_BATCH at a time).
  */
 export interface CreditLedger {
   balance(owner: string, rule: CreditRule, now: number): Promise<CreditBalance>;
@@ -81,3 +84,21 @@ export interface CreditLedger {
 export const ENTRY_ID = /^\d{1,16}-\d{1,16}$/;
 
 export const HOUR_MS = 3_600_000;
+
+/** CREDITS_LEDGER_DAYS' default, 400 days: a year of invoices and more, two periods many times over. */
+export const DEFAULT_LEDGER_RETENTION_MS = 400 * 86_400_000;
+
+/** The most entries one read or change trims: a long-unread ledger is trimmed over a few calls. */
+export const TRIM_BATCH = 1000;
+
+/** The entry an opening balance is shown as: the id of the newest entry it carries forward. */
+export function openingEntry(id: string, amount: number): CreditEntry {
+  return { id, type: 'opening', amount, at: Number(id.slice(0, id.indexOf('-'))) };
+}
+
+/** Whether stream id `a` comes before `b` (`<ms>-<sequence>`, compared as numbers). */
+export function entryBefore(a: string, b: string): boolean {
+  const [am, as] = a.split('-').map(Number) as [number, number];
+  const [bm, bs] = b.split('-').map(Number) as [number, number];
+  return am < bm || (am === bm && as < bs);
+}

@@ -47,15 +47,43 @@ end
 `;
 
 /**
+ * The ledger's trim, for its own scripts only (the limit script never trims: it stays as short as
+ * it was). creditsTrim(hash, stream, cutoff) deletes up to `batch` entries written before `cutoff`
+ * (epoch ms) and adds their sum to the hash's `o` (the opening balance), with `oi` the newest
+ * deleted entry's id, in the same script: the stream plus the opening always sum to the balance
+ * less the open hour. A deleted entry's reference (`i:<ref>`) goes with it.
+ */
+const CREDIT_TRIM = `
+local function creditsTrim(ck, cl, cutoff, batch)
+  if cutoff <= 0 then return end
+  local old = redis.call('XRANGE', cl, '-', string.format('%d', cutoff - 1), 'COUNT', batch)
+  if #old == 0 then return end
+  local sum, ids = 0, {}
+  for _, e in ipairs(old) do
+    ids[#ids + 1] = e[1]
+    local f = e[2]
+    for i = 1, #f, 2 do
+      if f[i] == 'amount' then sum = sum + tonumber(f[i + 1]) end
+      if f[i] == 'ref' then redis.call('HDEL', ck, 'i:' .. f[i + 1]) end
+    end
+  end
+  redis.call('XDEL', cl, unpack(ids))
+  redis.call('HINCRBY', ck, 'o', string.format('%d', sum))
+  redis.call('HSET', ck, 'oi', ids[#ids])
+end
+`;
+
+/**
  * Adds one entry made under a reference (a top-up, grant or adjustment): once per reference, so a
  * retry adds nothing more; refused (the balance left as it is) when it would take the balance
  * below zero. KEYS: state hash, ledger stream. ARGV: now, refill amount (0: none), refill period,
- * reference, type, amount, reason, at (epoch ms). Returns: 'added', 'held' (made before) or
+ * reference, type, amount, reason, at (epoch ms), the trim's cutoff (epoch ms; 0: none) and batch. Returns: 'added', 'held' (made before) or
  * 'short'; the entry's id (or ''); the balance; what a refill due now added.
  */
-export const CREDIT_ADD_SCRIPT = `${CREDIT_STATE}
+export const CREDIT_ADD_SCRIPT = `${CREDIT_STATE}${CREDIT_TRIM}
 local ck, cl = KEYS[1], KEYS[2]
 local st = creditsRead(ck, cl, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
+creditsTrim(ck, cl, tonumber(ARGV[9]), tonumber(ARGV[10]))
 local held = redis.call('HGET', ck, 'i:' .. ARGV[4])
 local delta = tonumber(ARGV[6])
 local outcome, id = 'held', held or ''
@@ -75,12 +103,13 @@ return {outcome, id, st.b, st.refilled}
 `;
 
 /**
- * The balance now: a past hour closed and a refill due applied first. KEYS and the first three
- * ARGV as CREDIT_ADD_SCRIPT. Returns: the balance, the open hour's spend, that hour (an index of
+ * The balance now: a past hour closed and a refill due applied first, the ledger trimmed. KEYS
+ * and the first three ARGV as CREDIT_ADD_SCRIPT, then the trim's cutoff and batch. Returns: the balance, the open hour's spend, that hour (an index of
  * UTC hours), what a refill due now added.
  */
-export const CREDIT_BALANCE_SCRIPT = `${CREDIT_STATE}
+export const CREDIT_BALANCE_SCRIPT = `${CREDIT_STATE}${CREDIT_TRIM}
 local st = creditsRead(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
+creditsTrim(KEYS[1], KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]))
 if st.dirty then creditsSave(KEYS[1], st) end
 return {st.b, st.u, st.h, st.refilled}
 `;

@@ -33,6 +33,11 @@ export function creditTermsProblem(terms: unknown, at = 'credits'): string | und
   return undefined;
 }
 
+/** Terms as stored, whatever else the given object carried: only the fields creditTermsProblem checked. */
+export function storedCreditTerms(terms: CreditTerms): CreditTerms {
+  return terms.refill ? { refill: { amount: terms.refill.amount, every: terms.refill.every } } : {};
+}
+
 /** The terms a limit policy carries: the refill, in the calendar of the owner of the balance. */
 export interface CreditRule {
   refill: { amount: number; every: RefillEvery } | null;

@@ -1,14 +1,14 @@
-import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import { MAX_PAGE_SIZE } from '../paging/page.js';
-import { announceCredits, creditRuleOf } from './customer-credits.js';
+import type { CreditOwner } from './credit-owner.js';
+import { announceCredits } from './owner-credits.js';
 
 /**
- * The credits a customer's keys spent in [from, to), both on whole UTC hours (a billing period's
- * bounds are): the ledger's spend entries whose hour starts in it, less the refund entries for
- * those hours, and the open hour's spend when that hour is in it. Spends are net of the refunds
- * given while their hour was open, so this is the credits of the requests served: the period's
- * billed units. The balance is read first, so a past hour still open becomes its entry (and a refill due is
+ * The credits an owner's requests (a customer's keys') spent in [from, to), both on whole UTC
+ * hours (a billing period's bounds are): the ledger's spend entries whose hour starts in it, less
+ * the refund entries for those hours, and the open hour's spend when that hour is in it. Spends are
+ * net of the refunds given while their hour was open, so this is the credits of the requests
+ * served: the period's billed units. The balance is read first, so a past hour still open becomes its entry (and a refill due is
  * applied and announced, as every read of it does).
  * Spends are written hour after hour, and a refund entry only for the hour just closed, so
  * reading newest first stops at the first of either before `from`: a period costs the pages
@@ -16,18 +16,18 @@ import { announceCredits, creditRuleOf } from './customer-credits.js';
  */
 export async function creditsSpent(
   deps: Pick<GatewayDeps, 'credits' | 'webhooks'>,
-  customer: CustomerRecord,
+  owner: CreditOwner,
   from: number,
   to: number,
   now: number,
 ): Promise<number> {
-  const { balance, openHour, refilled } = await deps.credits.balance(customer.id, creditRuleOf(customer), now);
+  const { balance, openHour, refilled } = await deps.credits.balance(owner.id, owner.rule, now);
   // A refill this read applied is announced as any reader's is.
-  announceCredits(deps, customer, balance, balance, refilled);
+  announceCredits(deps, owner, balance, balance, refilled);
   let spent = openHour && openHour.start >= from && openHour.start < to ? openHour.spent : 0;
   let after: string | undefined;
   do {
-    const page = await deps.credits.page(customer.id, {
+    const page = await deps.credits.page(owner.id, {
       limit: MAX_PAGE_SIZE,
       ...(after !== undefined ? { after } : {}),
     });

@@ -5,8 +5,11 @@ import {
   type CreditChange,
   type CreditEntry,
   type CreditLedger,
+  DEFAULT_LEDGER_RETENTION_MS,
   ENTRY_ID,
   HOUR_MS,
+  openingEntry,
+  TRIM_BATCH,
 } from './credit-ledger.js';
 import { type CreditRule, refillPeriod } from './credit-terms.js';
 
@@ -26,7 +29,11 @@ interface Balance {
   entries: CreditEntry[];
   /** Entry ids by the reference they were made under. */
   refs: Map<string, string>;
+  /** The entries trimmed off so far, summed: shown as the ledger's oldest entry, under the newest one's id. */
+  opening: { id: string; amount: number } | null;
 }
+
+const msOf = (id: string): number => Number(id.slice(0, id.indexOf('-')));
 
 /**
  * The embedded balances and ledgers: the memory limiter spends from them in its step and the admin
@@ -35,6 +42,22 @@ interface Balance {
 export class MemoryCreditLedger implements CreditLedger {
   private readonly balances = new Map<string, Balance>();
   private sequence = 0;
+
+  /** `retentionMs`: entries written longer ago are carried into the opening entry (CREDITS_LEDGER_DAYS). */
+  constructor(private readonly retentionMs = DEFAULT_LEDGER_RETENTION_MS) {}
+
+  /** Carries the entries written before the retention into the opening, as the Redis script does. */
+  private trim(held: Balance, now: number): void {
+    const cutoff = now - this.retentionMs;
+    let trimmed = 0;
+    while (trimmed < TRIM_BATCH && held.entries.length > 0 && msOf((held.entries[0] as CreditEntry).id) < cutoff) {
+      const entry = held.entries.shift() as CreditEntry;
+      // A reference is only ever retried within the Idempotency-Key's day: an old one can go.
+      if (entry.ref !== undefined) held.refs.delete(entry.ref);
+      held.opening = { id: entry.id, amount: (held.opening?.amount ?? 0) + entry.amount };
+      trimmed++;
+    }
+  }
 
   private append(held: Balance, entry: Omit<CreditEntry, 'id'>, now: number): string {
     const id = `${now}-${this.sequence++}`;
@@ -55,6 +78,7 @@ export class MemoryCreditLedger implements CreditLedger {
         refilledFor: '',
         entries: [],
         refs: new Map(),
+        opening: null,
       };
       this.balances.set(owner, held);
     }
@@ -91,12 +115,14 @@ export class MemoryCreditLedger implements CreditLedger {
 
   async balance(owner: string, rule: CreditRule, now: number): Promise<CreditBalance> {
     const { held, refilled } = this.state(owner, rule, now);
+    this.trim(held, now);
     const openHour = held.spent > 0 ? { start: held.hour * HOUR_MS, spent: held.spent } : null;
     return { balance: held.balance, openHour, refilled };
   }
 
   async add(owner: string, rule: CreditRule, change: CreditChange, now: number): Promise<CreditAddResult> {
     const { held, refilled } = this.state(owner, rule, now);
+    this.trim(held, now);
     const made = held.refs.get(change.ref);
     if (made !== undefined) return { outcome: 'held', entryId: made, balance: held.balance, refilled };
     if (held.balance + change.amount < 0) return { outcome: 'short', balance: held.balance, refilled };
@@ -126,7 +152,11 @@ export class MemoryCreditLedger implements CreditLedger {
   }
 
   async page(owner: string, request: PageRequest): Promise<Page<CreditEntry>> {
-    const entries = this.balances.get(owner)?.entries ?? [];
+    const held = this.balances.get(owner);
+    // The opening's id is its newest trimmed entry's: before every entry still held, as its place is.
+    const entries = held?.opening
+      ? [openingEntry(held.opening.id, held.opening.amount), ...held.entries]
+      : (held?.entries ?? []);
     let end = entries.length;
     if (request.after !== undefined) {
       if (!ENTRY_ID.test(request.after)) throw new BadCursorError();

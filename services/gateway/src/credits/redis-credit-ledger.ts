@@ -8,8 +8,12 @@ import {
   type CreditEntry,
   type CreditEntryType,
   type CreditLedger,
+  DEFAULT_LEDGER_RETENTION_MS,
   ENTRY_ID,
+  entryBefore,
   HOUR_MS,
+  openingEntry,
+  TRIM_BATCH,
 } from './credit-ledger.js';
 import { CREDIT_ADD_SCRIPT, CREDIT_BALANCE_SCRIPT, CREDIT_REFUND_SCRIPT } from './credit-script.js';
 import { type CreditRule, refillPeriod } from './credit-terms.js';
@@ -61,6 +65,8 @@ export class RedisCreditLedger implements CreditLedger {
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
+    /** Entries written longer ago are carried into the opening entry (CREDITS_LEDGER_DAYS). */
+    private readonly retentionMs = DEFAULT_LEDGER_RETENTION_MS,
   ) {
     const commands: Array<[string, string]> = [
       ['creditAdd', CREDIT_ADD_SCRIPT],
@@ -75,7 +81,14 @@ export class RedisCreditLedger implements CreditLedger {
   }
 
   async balance(owner: string, rule: CreditRule, now: number): Promise<CreditBalance> {
-    const reply = await this.redis.creditBalance(2, ...creditKeys(this.prefix, owner), now, ...refillArgs(rule, now));
+    const reply = await this.redis.creditBalance(
+      2,
+      ...creditKeys(this.prefix, owner),
+      now,
+      ...refillArgs(rule, now),
+      now - this.retentionMs,
+      TRIM_BATCH,
+    );
     const spent = Number(reply[1]);
     return {
       balance: Number(reply[0]),
@@ -95,6 +108,8 @@ export class RedisCreditLedger implements CreditLedger {
       change.amount,
       change.reason,
       change.at,
+      now - this.retentionMs,
+      TRIM_BATCH,
     );
     const outcome = String(reply[0]) as CreditAddResult['outcome'];
     const balance = Number(reply[2]);
@@ -119,10 +134,25 @@ export class RedisCreditLedger implements CreditLedger {
   async page(owner: string, request: PageRequest): Promise<Page<CreditEntry>> {
     if (request.after !== undefined && !ENTRY_ID.test(request.after)) throw new BadCursorError();
     const from = request.after === undefined ? '+' : `(${request.after}`;
-    // One more than asked: whether there is a next page.
-    const [, stream] = creditKeys(this.prefix, owner);
-    const entries = (await this.redis.xrevrange(stream, from, '-', 'COUNT', request.limit + 1)) as StreamEntry[];
+    // One more than asked: whether there is a next page. With the opening, read in the same
+    // transaction, so a trim cannot fall between the two and count an entry twice.
+    const [hash, stream] = creditKeys(this.prefix, owner);
+    const replies = await this.redis
+      .multi()
+      .xrevrange(stream, from, '-', 'COUNT', request.limit + 1)
+      .hmget(hash, 'o', 'oi')
+      .exec();
+    const failed = replies?.find(([err]) => err)?.[0];
+    if (!replies || failed) throw failed ?? new Error('the ledger page transaction was aborted');
+    const entries = (replies[0]?.[1] ?? []) as StreamEntry[];
+    const [amount, openingId] = (replies[1]?.[1] ?? [null, null]) as [string | null, string | null];
     const items = entries.slice(0, request.limit).map(entryOf);
-    return { items, next: entries.length > request.limit ? (items[items.length - 1]?.id ?? null) : null };
+    if (entries.length > request.limit) return { items, next: items[items.length - 1]?.id ?? null };
+    // The stream is read to its end: the opening comes last, once, unless the cursor is past it.
+    if (openingId === null || (request.after !== undefined && !entryBefore(openingId, request.after))) {
+      return { items, next: null };
+    }
+    if (items.length === request.limit) return { items, next: items[items.length - 1]?.id ?? null };
+    return { items: [...items, openingEntry(openingId, Number(amount ?? 0))], next: null };
   }
 }

@@ -1,4 +1,4 @@
-import { type CreditTerms, creditTermsProblem } from '../credits/credit-terms.js';
+import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
 import {
   JSON_NAMES,
   type LimitNames,
@@ -45,7 +45,7 @@ export interface CustomerUpdate {
 function checkedCredits(given: CreditTerms): CreditTerms {
   const problem = creditTermsProblem(given);
   if (problem) throw new CustomerRuleError(problem);
-  return given.refill ? { refill: { amount: given.refill.amount, every: given.refill.every } } : {};
+  return storedCreditTerms(given);
 }
 
 /** Billing settings as stored: whole, with the zone under its canonical name. */

@@ -17,8 +17,11 @@ export interface CustomerRecord {
   externalId?: string;
   /** The business's own labels; strings only, so every backend stores them alike. */
   metadata?: Record<string, string>;
-  /** Its keys spend credits from its balance, on these terms (credits/credit-terms.ts). */
-  credits?: CreditTerms;
+  /**
+   * Its keys spend credits from its balance on these terms (credits/credit-terms.ts); null: none,
+   * even if its plan has some; absent: its plan's (credits/credit-owner.ts).
+   */
+  credits?: CreditTerms | null;
   createdAt: string;
   /** Last change or deletion: what replicas poll for to refresh their caches. */
   updatedAt?: string;
@@ -85,8 +88,8 @@ export function applyCustomerChanges(record: CustomerRecord, changes: CustomerCh
   else if (changes.externalId !== undefined) record.externalId = changes.externalId;
   if (changes.metadata === null) delete record.metadata;
   else if (changes.metadata !== undefined) record.metadata = { ...changes.metadata };
-  if (changes.credits === null) delete record.credits;
-  else if (changes.credits !== undefined) record.credits = structuredClone(changes.credits);
+  // null is kept: it turns the plan's credits off for this customer.
+  if (changes.credits !== undefined) record.credits = structuredClone(changes.credits);
 }
 
 /** Whether a record passes a filter; the memory store's version of the Mongo query. */

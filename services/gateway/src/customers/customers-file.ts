@@ -1,4 +1,5 @@
 import { isPlainText } from '@animal-store/common/validation.js';
+import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
 import { type Limits, type Plan, type PlanBook, planProblem } from '../plans/plans.js';
 import { type Billing, billingProblem, canonicalTimeZone, DEFAULT_BILLING } from './billing-period.js';
 import type { CustomerRecord } from './customer-store.js';
@@ -19,6 +20,8 @@ export interface CustomerFileEntry {
   billing?: Billing;
   externalId?: string;
   metadata?: Record<string, string>;
+  /** Its credit terms (null: none, even if its plan has some; absent: its plan's). */
+  credits?: CreditTerms | null;
 }
 
 const EXTERNAL_ID = /^[\x21-\x7e]{1,128}$/;
@@ -57,6 +60,10 @@ function customerEntryProblem(plans: PlanBook, entry: unknown, at: string): stri
   }
   if (e.externalId !== undefined && (typeof e.externalId !== 'string' || !EXTERNAL_ID.test(e.externalId))) {
     return `${at}: externalId must be 1–128 visible ASCII characters`;
+  }
+  if (e.credits !== undefined && e.credits !== null) {
+    const credits = creditTermsProblem(e.credits, `${at}: credits`);
+    if (credits) return credits;
   }
   return e.metadata === undefined ? null : metadataProblem(e.metadata, at);
 }
@@ -100,6 +107,9 @@ export function toCustomerFileEntry(record: CustomerFileEntry): CustomerFileEntr
       : {}),
     ...(record.externalId !== undefined ? { externalId: record.externalId } : {}),
     ...(record.metadata !== undefined ? { metadata: { ...record.metadata } } : {}),
+    ...(record.credits !== undefined
+      ? { credits: record.credits === null ? null : storedCreditTerms(record.credits) }
+      : {}),
   };
 }
 

@@ -110,7 +110,9 @@ export class MongoCustomerStore implements CustomerStore {
     }
     if (changes.plan !== undefined) $set.plan = changes.plan;
     if (changes.billing !== undefined) $set.billing = { ...changes.billing };
-    for (const field of ['limits', 'externalId', 'metadata', 'credits'] as const) {
+    // null is kept: it turns the plan's credits off for this customer.
+    if (changes.credits !== undefined) $set.credits = changes.credits === null ? null : { ...changes.credits };
+    for (const field of ['limits', 'externalId', 'metadata'] as const) {
       const value = changes[field];
       if (value === null) $unset[field] = '';
       else if (value !== undefined) $set[field] = typeof value === 'string' ? value : { ...value };

@@ -19,6 +19,7 @@ import type { ResolvedKey } from '../keys/key-resolver.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import './access-fields.js';
 import type { LimitPolicy } from '../limits/policy.js';
+import { markStage } from '../observability/server-timing.js';
 import { type PlanBook, policyForCustomerKey, policyForKey, type Scope, sameCustomerTerms } from '../plans/plans.js';
 import type { UsageReadLimit } from '../self-service/usage-reads.js';
 import { limiterDecisions } from './apply-decision.js';
@@ -84,7 +85,7 @@ function policiesOf(plans: PlanBook): (record: KeyRecord, customer: CustomerReco
     // A key whose customer is gone (deleted: its keys are being revoked) keeps its own plan.
     const policy = customer
       ? policyForCustomerKey(plans, customer, record.limits)
-      : policyForKey(plans, record.plan, record.limits);
+      : policyForKey(plans, record.plan, record.limits, record.credits);
     policies.set(record, { customer, policy });
     return policy;
   };
@@ -188,9 +189,13 @@ export const gate = fp(
         if (config.selfService) return selfService(usageReads, plans, request.ip, record, done);
         const policy = policyOf(record, customer);
         const denied = forbidden(record, config.scope, request.ip, plans);
+        markStage(request, 'limiter');
         limiter
           .consume(record.id, policy, denied === undefined ? (config.cost ?? 1) : 0, record.customerId)
-          .then((decision) => done(applyDecision(request, reply, record, policy, decision, denied)), done);
+          .then((decision) => {
+            markStage(request, 'decided');
+            done(applyDecision(request, reply, record, policy, decision, denied));
+          }, done);
       };
       const guarded = (resolved: ResolvedKey | null) => {
         try {

@@ -1,3 +1,4 @@
+import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
 import {
   type LimitNames,
   type Limits,
@@ -55,6 +56,22 @@ function checkedCidrs(cidrs: readonly string[], names?: FieldNames): string[] {
   return parsed.cidrs;
 }
 
+/**
+ * Credit terms for a key: only a key standing for itself spends credits of its own (a key of a
+ * customer spends its customer's). null (none) is always accepted.
+ */
+function checkedCredits(terms: CreditTerms | null, customerId: string | null | undefined): CreditTerms | null {
+  if (terms === null) return null;
+  if (customerId) {
+    throw new KeyRuleError(
+      `credits: the key belongs to customer ${customerId} and spends its credits; set them on the customer`,
+    );
+  }
+  const problem = creditTermsProblem(terms);
+  if (problem) throw new KeyRuleError(problem);
+  return storedCreditTerms(terms);
+}
+
 /** What a caller asks of a new key, its expiry as given. */
 export interface KeyRequest {
   plan: string;
@@ -108,6 +125,8 @@ export interface KeyUpdate {
   expiresAt?: string | null;
   /** Checked by the caller (the customer exists, the key fits it). */
   customerId?: string | null;
+  /** A lone key's own credit terms; null: none, even if its plan has some. */
+  credits?: CreditTerms | null;
 }
 
 /**
@@ -141,6 +160,9 @@ function changesFor(
     ...(update.expiresAt === null ? { expiresAt: null } : {}),
     ...(typeof update.expiresAt === 'string' ? { expiresAt: checkedExpiry(update.expiresAt, now, names) } : {}),
     ...(update.customerId !== undefined ? { customerId: update.customerId } : {}),
+    ...(update.credits !== undefined
+      ? { credits: checkedCredits(update.credits, update.customerId ?? current.customerId) }
+      : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { CreditTerms } from '../credits/credit-terms.js';
 import type { Page, PageRequest } from '../paging/page.js';
 import type { Limits, Plan, Scope } from '../plans/plans.js';
 
@@ -19,6 +20,12 @@ export interface KeyRecord {
   allowedCidrs?: string[];
   /** The customer the key belongs to, whose windows it shares; absent: the key stands for itself. */
   customerId?: string;
+  /**
+   * A key standing for itself spends credits from its own balance on these terms; null: none,
+   * even if its plan has some; absent: its plan's (credits/credit-owner.ts). Unused while the key
+   * belongs to a customer, whose terms and balance its requests spend.
+   */
+  credits?: CreditTerms | null;
   /** Hex SHA-256 of the key; the key itself is never stored. */
   sha256: string;
   /** First characters of the key, for people to recognise it (absent for keys from API_KEYS_FILE). */
@@ -46,6 +53,8 @@ export interface KeyChanges {
   expiresAt?: string | null;
   /** Moves the key to another customer; null: the key stands for itself again. */
   customerId?: string | null;
+  /** Credit terms of its own; null is stored (no credits, whatever the plan says). */
+  credits?: CreditTerms | null;
 }
 
 /**
@@ -59,7 +68,7 @@ export interface KeyChanges {
 export function applyChanges(
   record: Pick<
     KeyRecord,
-    'plan' | 'name' | 'limits' | 'scopes' | 'allowedCidrs' | 'expiresAt' | 'previous' | 'customerId'
+    'plan' | 'name' | 'limits' | 'scopes' | 'allowedCidrs' | 'expiresAt' | 'previous' | 'customerId' | 'credits'
   >,
   changes: KeyChanges,
 ): void {
@@ -73,6 +82,7 @@ export function applyChanges(
   else if (changes.allowedCidrs !== undefined) record.allowedCidrs = [...changes.allowedCidrs];
   if (changes.customerId === null) delete record.customerId;
   else if (changes.customerId !== undefined) record.customerId = changes.customerId;
+  if (changes.credits !== undefined) record.credits = structuredClone(changes.credits);
   if (changes.expiresAt !== undefined && record.previous && record.expiresAt) {
     if (Date.parse(record.expiresAt) < Date.parse(record.previous.expiresAt)) {
       record.previous = { ...record.previous, expiresAt: record.expiresAt };

@@ -1,4 +1,5 @@
 import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
 import {
   type CustomerFileEntry,
   customersFileProblems,
@@ -25,6 +26,8 @@ export interface KeyFileEntry {
   previous?: PreviousSecret;
   /** One of the file's customers, whose plan the key is on. */
   customerId?: string;
+  /** A lone key's credit terms (null: none, even if its plan has some); not on a customer's key. */
+  credits?: CreditTerms | null;
 }
 
 /**
@@ -74,6 +77,13 @@ function entryProblem(plans: PlanBook, entry: unknown, index: number): string | 
   }
   if (e.customerId !== undefined && (typeof e.customerId !== 'string' || e.customerId.length === 0)) {
     return `entry ${index}: customerId must be a non-empty string`;
+  }
+  if (e.credits !== undefined && e.credits !== null) {
+    if (e.customerId !== undefined) {
+      return `entry ${index}: credits: a key of a customer spends its customer's credits; give them to customer ${e.customerId}`;
+    }
+    const problem = creditTermsProblem(e.credits, `entry ${index}: credits`);
+    if (problem) return problem;
   }
   const problem = planProblem(plans, e.plan, e.limits);
   return problem ? `entry ${index}: ${problem}` : null;
@@ -180,6 +190,9 @@ export function toKeyFileEntry(record: Omit<KeyFileEntry, 'name'> & { name?: str
       ? { previous: { sha256: record.previous.sha256, expiresAt: iso(record.previous.expiresAt) } }
       : {}),
     ...(record.customerId !== undefined ? { customerId: record.customerId } : {}),
+    ...(record.credits !== undefined
+      ? { credits: record.credits === null ? null : storedCreditTerms(record.credits) }
+      : {}),
   };
 }
 

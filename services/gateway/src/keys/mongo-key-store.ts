@@ -179,6 +179,8 @@ export class MongoKeyStore implements KeyStore {
     }
     if (changes.customerId === null) $unset.customerId = '';
     else if (changes.customerId !== undefined) $set.customerId = changes.customerId;
+    // null is kept: it turns the plan's credits off for this key.
+    if (changes.credits !== undefined) $set.credits = changes.credits === null ? null : { ...changes.credits };
     if (changes.expiresAt === null) $unset.expiresAt = '';
     else if (changes.expiresAt !== undefined) $set.expiresAt = new Date(changes.expiresAt);
     const doc = await this.keys.findOneAndUpdate(
@@ -227,6 +229,7 @@ export class MongoKeyStore implements KeyStore {
     }
     if (changes.customerId === null) $set.customerId = '$$REMOVE';
     else if (changes.customerId !== undefined) $set.customerId = { $literal: changes.customerId };
+    if (changes.credits !== undefined) $set.credits = { $literal: changes.credits };
     const doc = await this.keys.findOneAndUpdate({ id: { $eq: id }, revokedAt: { $exists: false } }, [{ $set }], {
       returnDocument: 'after',
       projection: PROJECTION,

@@ -1,3 +1,4 @@
+import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
 import { WINDOWS, windowNamed } from '../limits/windows.js';
 import { PROXIED_ROUTES, routeName } from '../proxy/proxied-routes.js';
 import { repeatedMembers } from './json-members.js';
@@ -15,7 +16,7 @@ import {
   WINDOW_NAMES,
 } from './plans.js';
 
-const PLAN_FIELDS = ['windows', 'algorithm', 'scopes', 'shadow', 'description', 'maxKeys', 'price'];
+const PLAN_FIELDS = ['windows', 'algorithm', 'scopes', 'shadow', 'description', 'maxKeys', 'price', 'credits'];
 const PLAN_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 const MAX_COST = 1_000_000;
 const quoted = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);
@@ -77,6 +78,9 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
     problems.push(`${at}.maxKeys must be a whole number from 1 to 10000`);
   }
   const price = raw.price === undefined ? undefined : parsePrice(raw.price, `${at}.price`, problems);
+  // The credit terms its customers and lone keys spend under unless their own say otherwise.
+  const creditProblem = raw.credits === undefined ? undefined : creditTermsProblem(raw.credits, `${at}.credits`);
+  if (creditProblem) problems.push(creditProblem);
   if (problems.length > before) return undefined;
   const definition: PlanDefinition = {
     algorithm: algorithm as Algorithm,
@@ -86,6 +90,7 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
     ...(typeof raw.description === 'string' ? { description: raw.description } : {}),
     ...(typeof maxKeys === 'number' ? { maxKeys } : {}),
     ...(price ? { price } : {}),
+    ...(raw.credits !== undefined ? { credits: storedCreditTerms(raw.credits as CreditTerms) } : {}),
   };
   // The limits' own rules (integers, longer windows not below shorter ones), as keys obey them.
   if (windows) {

@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
+import { creditTermsIn } from '../credits/credit-owner.js';
 import type { CreditTerms } from '../credits/credit-terms.js';
 import type { Billing } from '../customers/billing-period.js';
-import { calendarFor } from '../limits/calendar.js';
+import { calendarFor, UTC_CALENDAR } from '../limits/calendar.js';
 import {
   ALGORITHMS,
   type Algorithm,
@@ -40,6 +41,8 @@ export interface PlanDefinition {
   maxKeys?: number;
   /** What a billing period of the plan costs (plan-price.ts); absent: the plan is not priced here. */
   price?: PlanPrice;
+  /** Credit terms its customers and lone keys spend under unless their own say otherwise. */
+  credits?: CreditTerms;
 }
 
 /** A plan's maxKeys when it names none. */
@@ -97,9 +100,10 @@ export function limitsFor(book: PlanBook, plan: Plan, custom?: Limits): Limits {
  * What the limiter enforces for a key of this plan with these limits of its own. Throws for a key
  * nothing limits: its plan is not in force and it has no limits of its own, or its plan has no
  * windows and neither does it. Such a key fails its requests (500, logged) until an operator
- * moves it to a plan in force: serving it unlimited would be worse.
+ * moves it to a plan in force: serving it unlimited would be worse. `credits`: the key's own
+ * credit terms (it stands for itself), over its plan's; a refill `period` is a UTC month.
  */
-export function policyForKey(book: PlanBook, plan: Plan, custom?: Limits): LimitPolicy {
+export function policyForKey(book: PlanBook, plan: Plan, custom?: Limits, credits?: CreditTerms | null): LimitPolicy {
   const definition = book.plans.get(plan);
   const limits = limitsFor(book, plan, custom);
   if (Object.keys(limits).length === 0) {
@@ -109,7 +113,9 @@ export function policyForKey(book: PlanBook, plan: Plan, custom?: Limits): Limit
         : `the key's plan ${plan} is not in force (${book.source}): move it to one that is (keys update ID --plan P)`,
     );
   }
-  return policyFor(limits, definition?.algorithm ?? 'fixed', book.shadow || (definition?.shadow ?? false));
+  const policy = policyFor(limits, definition?.algorithm ?? 'fixed', book.shadow || (definition?.shadow ?? false));
+  const terms = creditTermsIn(book, plan, credits);
+  return terms ? withCredits(policy, terms, UTC_CALENDAR) : policy;
 }
 
 /** What a key's customer bought: the plan and limits its keys share, and its billing calendar. */
@@ -117,8 +123,8 @@ export interface CustomerTerms {
   plan: Plan;
   limits?: Limits | undefined;
   billing: Billing;
-  /** Its credit balance's terms, when its keys spend credits (credits/credit-terms.ts). */
-  credits?: CreditTerms | undefined;
+  /** Its own credit terms (credits/credit-terms.ts); null: none; absent: its plan's. */
+  credits?: CreditTerms | null | undefined;
 }
 
 /**
@@ -154,7 +160,8 @@ export function policyForCustomerKey(book: PlanBook, customer: CustomerTerms, ow
   }
   const shadow = book.shadow || (definition?.shadow ?? false);
   const policy = customerPolicyFor(shared, own, definition?.algorithm ?? 'fixed', shadow, customer.billing);
-  return customer.credits ? withCredits(policy, customer.credits, calendarFor(customer.billing)) : policy;
+  const terms = creditTermsIn(book, customer.plan, customer.credits);
+  return terms ? withCredits(policy, terms, calendarFor(customer.billing)) : policy;
 }
 
 /** The scopes a key has: its own, else its plan's. */

@@ -5,7 +5,8 @@ import { liveWindows } from '../admin/live-windows.js';
 import { customerHistory } from '../admin/routes/customer-usage-history.js';
 import { iso } from '../admin/shared.js';
 import { unavailable } from '../admin/store-unavailable.js';
-import { customerCredits } from '../credits/customer-credits.js';
+import { customerOwner } from '../credits/credit-owner.js';
+import { ownerCredits } from '../credits/owner-credits.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
@@ -71,16 +72,17 @@ export const portalUsageRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asyn
 
   app.get('/portal/api/usage', async (request) => {
     const customer = await signedInCustomer(deps, request);
+    const owner = customerOwner(deps.plans, customer);
     const [quotas, credits] = await Promise.all([
       quotasNow(deps, customer, request.log),
-      customer.credits ? customerCredits(deps, customer) : null,
+      owner.terms ? ownerCredits(deps, owner) : null,
     ]);
     return {
       id: customer.id,
       plan: customer.plan,
       ...quotas,
       // As GET /v1/usage: only for a customer with credit terms, with the terms' refill amount.
-      ...(credits && customer.credits ? { credits: { ...credits, refill: customer.credits.refill ?? null } } : {}),
+      ...(credits && owner.terms ? { credits: { ...credits, refill: owner.terms.refill ?? null } } : {}),
     };
   });
 

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { closeAfterAnswer } from '@animal-store/common/lingering-close.js';
 import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
+import { markStage } from '../observability/server-timing.js';
 
 /**
  * Answers up to this size are gathered and sent with one write; a larger one streams through
@@ -84,6 +85,7 @@ export class ForwardHandler implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     this.complete = true;
+    markStage(this.reply.request, 'answered');
     if (this.settled) return;
     if (this.stream) {
       this.stream.push(null);

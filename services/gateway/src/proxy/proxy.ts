@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Dispatcher, Pool } from 'undici';
 import type { CreditRefunds } from '../credits/credit-refunds.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
+import { markStage } from '../observability/server-timing.js';
 import type { UsageHistory } from '../usage/usage-history.js';
 import { BUFFERED_BODY_BYTES, ForwardHandler, type ForwardPolicy, type ResponseHeaders } from './forward-handler.js';
 import { PROXIED_ROUTES, routeName } from './proxied-routes.js';
@@ -310,6 +311,7 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
     const body = bodyless ? null : ((request.body as Readable | undefined) ?? null);
     // A request undici refuses outright (a header value it will not send) comes back through
     // the handler's onResponseError, like any other failure.
+    markStage(request, 'upstream');
     pool.dispatch({ path: request.url, method, headers, body }, new ForwardHandler(reply, policy));
   };
   // Encapsulated: the pass-through body parser applies to these routes only.

@@ -2,7 +2,8 @@ import type { Static } from 'typebox';
 import { liveWindows } from '../admin/live-windows.js';
 import { iso } from '../admin/shared.js';
 import { unavailable } from '../admin/store-unavailable.js';
-import { customerCredits } from '../credits/customer-credits.js';
+import { customerOwner } from '../credits/credit-owner.js';
+import { ownerCredits } from '../credits/owner-credits.js';
 import { DEFAULT_BILLING } from '../customers/billing-period.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
@@ -33,20 +34,21 @@ export async function selfUsage(
   const now = deps.now();
   const policy = customer
     ? policyForCustomerKey(deps.plans, customer, record.limits)
-    : policyForKey(deps.plans, record.plan, record.limits);
+    : policyForKey(deps.plans, record.plan, record.limits, record.credits);
   const billing = customer?.billing ?? DEFAULT_BILLING;
   const period = stepAt('period', billing, now);
   const to = stepAt('hour', billing, now).end;
   let usage: KeyUsage;
   let keyUnits: number;
   let customerUnits = 0;
-  let credits: Awaited<ReturnType<typeof customerCredits>> | null;
+  let credits: Awaited<ReturnType<typeof ownerCredits>> | null;
+  const owner = customer ? customerOwner(deps.plans, customer) : null;
   try {
     const [read, keyHours, customerHours, balance] = await Promise.all([
       deps.limiter.usage(record.id, policy, record.customerId),
       deps.history.hours(record.id, period.start, to, record.customerId),
       customer ? deps.history.hours(customer.id, period.start, to) : Promise.resolve([]),
-      customer?.credits ? customerCredits(deps, customer) : null,
+      owner?.terms ? ownerCredits(deps, owner) : null,
     ]);
     usage = read;
     credits = balance;

@@ -1,12 +1,41 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CreditChange, CreditLedger } from '../../src/credits/credit-ledger.js';
+import type { CreditChange, CreditEntry, CreditLedger } from '../../src/credits/credit-ledger.js';
 import type { CreditRule } from '../../src/credits/credit-terms.js';
 import { calendarFor, UTC_CALENDAR } from '../../src/limits/calendar.js';
 import { BadCursorError } from '../../src/paging/page.js';
 
 export interface LedgerHarness {
   ledger: CreditLedger;
+  /**
+   * Spends `units` from the balance as the backend's limiter does (the Redis limit script, the
+   * memory limiter's step), at `now`; false when the balance could not cover them.
+   */
+  spend(owner: string, units: number, now: number): Promise<boolean>;
   cleanup(): Promise<void>;
+}
+
+/** The retention the trim tests' ledgers are made with: short enough to pass on a clock. */
+const RETENTION_MS = 10 * 86_400_000;
+/** The others': longer than any range of dates they use. */
+const LONG_RETENTION_MS = 400 * 86_400_000;
+
+/** Every entry, newest first, by walking the pages (`limit` a page). */
+async function allEntries(ledger: CreditLedger, id: string, limit = 500): Promise<CreditEntry[]> {
+  const entries: CreditEntry[] = [];
+  let after: string | undefined;
+  do {
+    const page = await ledger.page(id, { limit, ...(after !== undefined ? { after } : {}) });
+    entries.push(...page.items);
+    after = page.next ?? undefined;
+  } while (after !== undefined);
+  return entries;
+}
+
+/** The balance the ledger's entries say: their sum less the open hour's spend. */
+async function ledgerSum(ledger: CreditLedger, id: string, now: number): Promise<{ balance: number; sum: number }> {
+  const { balance, openHour } = await ledger.balance(id, NO_REFILL, now);
+  const entries = await allEntries(ledger, id);
+  return { balance, sum: entries.reduce((t, e) => t + e.amount, 0) - (openHour?.spent ?? 0) };
 }
 
 const NO_REFILL: CreditRule = { refill: null, calendar: UTC_CALENDAR };
@@ -28,11 +57,11 @@ const change = (amount: number, ref: string, type: CreditChange['type'] = 'topup
 });
 
 /** What every credit ledger does alike (docs/credits.md). */
-export function creditLedgerContract(name: string, make: () => Promise<LedgerHarness>): void {
+export function creditLedgerContract(name: string, make: (retentionMs: number) => Promise<LedgerHarness>): void {
   describe(`${name} credit ledger contract`, () => {
     let harness: LedgerHarness | undefined;
-    const start = async () => {
-      harness = await make();
+    const start = async (retentionMs = LONG_RETENTION_MS) => {
+      harness = await make(retentionMs);
       return harness.ledger;
     };
     afterEach(async () => {
@@ -124,6 +153,67 @@ export function creditLedgerContract(name: string, make: () => Promise<LedgerHar
       expect(last.items.map((e) => e.amount)).toEqual([1]);
       await expect(ledger.page(id, { limit: 2, after: 'nonsense' })).rejects.toThrow(BadCursorError);
       expect(await ledger.page(owner(), { limit: 2 })).toEqual({ items: [], next: null });
+    });
+
+    // Entries are aged by their ids (the Redis clock, or the memory ledger's `now`): written at
+    // about real time, then read on a clock past the retention.
+    it('trims entries older than the retention behind one opening entry, last in the ledger, which still sums to the balance', async () => {
+      const ledger = await start(RETENTION_MS);
+      const id = owner();
+      const t0 = Date.now();
+      for (let i = 1; i <= 5; i++) await ledger.add(id, NO_REFILL, change(i, `r${i}`), t0);
+      expect((await ledger.page(id, { limit: 10 })).items.map((e) => e.type)).toEqual(Array(5).fill('topup'));
+
+      const t1 = t0 + RETENTION_MS + 3_600_000;
+      expect(await ledger.balance(id, NO_REFILL, t1)).toMatchObject({ balance: 15 });
+      const [opening] = (await ledger.page(id, { limit: 10 })).items;
+      expect((await ledger.page(id, { limit: 10 })).items).toHaveLength(1);
+      expect(opening).toMatchObject({ type: 'opening', amount: 15 });
+      expect((opening as CreditEntry).at).toBeLessThan(t1 - RETENTION_MS);
+
+      await ledger.add(id, NO_REFILL, change(7, 'r6'), t1);
+      const first = await ledger.page(id, { limit: 1 });
+      expect(first.items.map((e) => [e.type, e.amount])).toEqual([['topup', 7]]);
+      const second = await ledger.page(id, { limit: 1, after: first.next as string });
+      expect(second).toEqual({ items: [opening], next: null });
+      expect(await ledger.page(id, { limit: 5, after: (opening as CreditEntry).id })).toEqual({
+        items: [],
+        next: null,
+      });
+      expect(await ledgerSum(ledger, id, t1)).toEqual({ balance: 22, sum: 22 });
+
+      // A later trim carries the first opening and the newer entry into one (in Redis the read
+      // just above may already have: the newer entry's id is the Redis clock's, behind `t1`).
+      const t2 = t1 + RETENTION_MS + 3_600_000;
+      await ledger.balance(id, NO_REFILL, t2);
+      expect((await ledger.page(id, { limit: 10 })).items).toEqual([
+        expect.objectContaining({ type: 'opening', amount: 22, id: first.items[0]?.id }),
+      ]);
+    });
+
+    it('keeps the balance the ledger’s sum when trims run among concurrent spends', async () => {
+      const ledger = await start(RETENTION_MS);
+      const id = owner();
+      const t0 = Date.now();
+      await ledger.add(id, NO_REFILL, change(1000, 'stock'), t0);
+      // Spends in three past hours, closed into spend entries by the reads after them.
+      for (let h = 0; h < 3; h++) {
+        await harness?.spend(id, 10, t0 + h * 3_600_000);
+        await ledger.balance(id, NO_REFILL, t0 + (h + 1) * 3_600_000);
+      }
+      const later = t0 + RETENTION_MS + 5 * 3_600_000;
+      const runs = await Promise.all([
+        ...Array.from({ length: 300 }, (_, i) => (harness as LedgerHarness).spend(id, 1 + (i % 3), later)),
+        ...Array.from({ length: 20 }, (_, i) => ledger.balance(id, NO_REFILL, later + i)),
+        ...Array.from({ length: 10 }, (_, i) => ledger.add(id, NO_REFILL, change(5, `late${i}`), later)),
+      ]);
+      const spent = runs.slice(0, 300).reduce((t: number, ok, i) => t + (ok ? 1 + (i % 3) : 0), 0);
+      const { balance, sum } = await ledgerSum(ledger, id, later + 1_000);
+      expect(balance).toBe(1000 - 30 + 50 - spent);
+      expect(sum).toBe(balance);
+      const entries = await allEntries(ledger, id, 7);
+      expect(entries[entries.length - 1]).toMatchObject({ type: 'opening' });
+      expect(entries.filter((e) => e.type === 'opening')).toHaveLength(1);
     });
   });
 }

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { HOUR_MS } from '../../src/credits/credit-ledger.js';
+import { customerOwner } from '../../src/credits/credit-owner.js';
 import { creditsSpent } from '../../src/credits/credits-spent.js';
 import { MemoryCreditLedger } from '../../src/credits/memory-credit-ledger.js';
 import type { CustomerRecord } from '../../src/customers/customer-store.js';
 import type { GatewayDeps } from '../../src/deps.js';
 import { calendarFor } from '../../src/limits/calendar.js';
+import { DEFAULT_PLANS } from '../../src/plans/plans.js';
 
 /*
  * The credits a customer spent in a range, from its ledger's hourly spend entries and the open
@@ -19,6 +21,7 @@ const customer: CustomerRecord = {
   credits: {},
   createdAt: '2026-01-01T00:00:00.000Z',
 };
+const owner = customerOwner(DEFAULT_PLANS, customer);
 const at = (text: string) => Date.parse(text);
 
 /** A ledger with a spend of (i % 5) + 1 in each of `hours` UTC hours from `start`; the last hour still open. */
@@ -45,23 +48,23 @@ describe('creditsSpent', () => {
     // 700 hours from 20 February: into the second half of March, more than a 500-entry page.
     const { deps, sum, last } = spentHourly(at('2026-02-20T00:00:00Z'), 700);
     const now = last + 60_000;
-    const march = await creditsSpent(deps, customer, at('2026-03-01T00:00:00Z'), at('2026-04-01T00:00:00Z'), now);
-    const february = await creditsSpent(deps, customer, at('2026-02-01T00:00:00Z'), at('2026-03-01T00:00:00Z'), now);
+    const march = await creditsSpent(deps, owner, at('2026-03-01T00:00:00Z'), at('2026-04-01T00:00:00Z'), now);
+    const february = await creditsSpent(deps, owner, at('2026-02-01T00:00:00Z'), at('2026-03-01T00:00:00Z'), now);
     expect(march).toBe(sum(at('2026-03-01T00:00:00Z'), at('2026-04-01T00:00:00Z')));
     expect(february).toBe(sum(at('2026-02-01T00:00:00Z'), at('2026-03-01T00:00:00Z')));
     expect(march + february).toBe(sum(0, Number.MAX_SAFE_INTEGER));
     // The open hour (the last) is in March's sum, not yet an entry.
     const lastHour = (699 % 5) + 1;
-    expect(await creditsSpent(deps, customer, last, last + HOUR_MS, now)).toBe(lastHour);
+    expect(await creditsSpent(deps, owner, last, last + HOUR_MS, now)).toBe(lastHour);
   });
 
   it('closes a past hour still open into its entry, and counts it once', async () => {
     const { deps, last } = spentHourly(at('2026-03-31T22:00:00Z'), 2);
     // April: the last March hour (23:00) was still open; reading closes it.
     const now = at('2026-04-01T05:00:00Z');
-    expect(await creditsSpent(deps, customer, at('2026-03-01T00:00:00Z'), at('2026-04-01T00:00:00Z'), now)).toBe(3);
-    expect(await creditsSpent(deps, customer, at('2026-04-01T00:00:00Z'), now + HOUR_MS, now)).toBe(0);
-    expect(await creditsSpent(deps, customer, last, last + HOUR_MS, now)).toBe(2);
+    expect(await creditsSpent(deps, owner, at('2026-03-01T00:00:00Z'), at('2026-04-01T00:00:00Z'), now)).toBe(3);
+    expect(await creditsSpent(deps, owner, at('2026-04-01T00:00:00Z'), now + HOUR_MS, now)).toBe(0);
+    expect(await creditsSpent(deps, owner, last, last + HOUR_MS, now)).toBe(2);
   });
 
   it('counts credits given back for unserved requests out of their hour, across a period boundary', async () => {
@@ -70,12 +73,12 @@ describe('creditsSpent', () => {
     const ledger = deps.credits as MemoryCreditLedger;
     // 23:00 spent 2: 1 unserved, refunded while open (the spend is written net); the request
     // admitted at 23:59:59 and answered in April is refunded into March's hour (a refund entry).
-    expect(await ledger.refund(customer.id, rule, at('2026-03-31T23:00:00Z'), 1, at('2026-03-31T23:30:00Z'))).toBe(1);
-    expect(await ledger.refund(customer.id, rule, at('2026-03-31T23:00:00Z'), 1, at('2026-04-01T00:00:01Z'))).toBe(1);
+    expect(await ledger.refund(owner.id, rule, at('2026-03-31T23:00:00Z'), 1, at('2026-03-31T23:30:00Z'))).toBe(1);
+    expect(await ledger.refund(owner.id, rule, at('2026-03-31T23:00:00Z'), 1, at('2026-04-01T00:00:01Z'))).toBe(1);
     const now = at('2026-04-01T05:00:00Z');
-    expect(await creditsSpent(deps, customer, at('2026-03-01T00:00:00Z'), at('2026-04-01T00:00:00Z'), now)).toBe(1);
-    expect(await creditsSpent(deps, customer, at('2026-04-01T00:00:00Z'), now + HOUR_MS, now)).toBe(0);
-    const { items } = await ledger.page(customer.id, { limit: 10 });
+    expect(await creditsSpent(deps, owner, at('2026-03-01T00:00:00Z'), at('2026-04-01T00:00:00Z'), now)).toBe(1);
+    expect(await creditsSpent(deps, owner, at('2026-04-01T00:00:00Z'), now + HOUR_MS, now)).toBe(0);
+    const { items } = await ledger.page(owner.id, { limit: 10 });
     expect(items.map((e) => [e.type, e.amount])).toEqual([
       ['refund', 1],
       ['spend', -1],

@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import { afterAll, beforeAll } from 'vitest';
 import { RedisCreditLedger } from '../../src/credits/redis-credit-ledger.js';
+import { UTC_CALENDAR } from '../../src/limits/calendar.js';
+import { RedisKeyLimiter } from '../../src/limits/engines/redis-key-limiter.js';
+import { policyFor, withCredits } from '../../src/limits/policy.js';
 import { connected, redisClient } from '../support/helpers.js';
 import { creditLedgerContract } from './credit-ledger.contract.js';
 
@@ -13,8 +16,20 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-creditLedgerContract('redis', async () => {
+/** A key standing for itself with credits and a window far above anything spent here. */
+const POLICY = withCredits(policyFor({ perMinute: 1_000_000 }), {}, UTC_CALENDAR);
+const BAN = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
+
+creditLedgerContract('redis', async (retentionMs) => {
   const client = await connected(redisClient(redis.url, 2_000));
   const prefix = `t${randomUUID().slice(0, 8)}:`;
-  return { ledger: new RedisCreditLedger(client, prefix), cleanup: async () => client.disconnect() };
+  return {
+    ledger: new RedisCreditLedger(client, prefix, retentionMs),
+    // The limit script itself spends, one limiter per call so that each has its own clock.
+    spend: async (owner, units, now) => {
+      const limiter = new RedisKeyLimiter(client, prefix, BAN, () => now);
+      return (await limiter.consume(owner, POLICY, units)).outcome === 'admitted';
+    },
+    cleanup: async () => client.disconnect(),
+  };
 });

@@ -108,6 +108,36 @@ describe('a keys file with customers', () => {
   });
 });
 
+describe('credit terms in a keys file', () => {
+  it('keeps a lone key’s and a customer’s terms (null too), and lists bad ones with the other problems', () => {
+    const file = parseKeysFile(
+      JSON.stringify({
+        keys: [key('key_a', { credits: { refill: { amount: 5, every: 'day' } } }), key('key_b', { credits: null })],
+        customers: [{ ...ACME, credits: {} }],
+      }),
+      'keys.json',
+      DEFAULT_PLANS,
+    );
+    expect(file.keys.map((k) => k.credits)).toEqual([{ refill: { amount: 5, every: 'day' } }, null]);
+    expect(file.customers[0]?.credits).toEqual({});
+    expect(
+      problems({
+        keys: [
+          key('key_a', { credits: { refill: { amount: 5 } } }),
+          key('key_b', { customerId: 'cus_acme', credits: {} }),
+          key('key_c', { plan: 'gold' }),
+        ],
+        customers: [{ ...ACME, credits: { refill: { amount: -1, every: 'day' } } }],
+      }),
+    ).toEqual([
+      "keys.json: entry 0: credits.refill.every must be 'period' or 'day'",
+      "keys.json: entry 1: credits: a key of a customer spends its customer's credits; give them to customer cus_acme",
+      expect.stringContaining('keys.json: entry 2:'),
+      'keys.json: customer 0: credits.refill.amount must be a whole number from 1 to 1000000000000',
+    ]);
+  });
+});
+
 describe('writing a keys file with customers', () => {
   let dir: string;
   beforeAll(async () => {

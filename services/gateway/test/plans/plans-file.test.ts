@@ -32,6 +32,29 @@ function book(content: unknown, shadow = false): PlanBook {
 }
 
 describe('a plans file that is read', () => {
+  it('takes a plan’s default credit terms (only their known fields), and lists bad ones with the other problems', () => {
+    const b = book({
+      plans: { metered: { windows: { minute: 60 }, credits: { refill: { amount: 500, every: 'period', note: 1 } } } },
+    });
+    expect(b.plans.get('metered')?.credits).toEqual({ refill: { amount: 500, every: 'period' } });
+    expect(
+      problems({
+        plans: {
+          a: { windows: { minute: 60 }, credits: { refill: { amount: 0, every: 'day' } } },
+          b: { windows: { minute: 60 }, credits: { refill: { amount: 5, every: 'week' } } },
+          c: { windows: { minute: 60 }, credits: { monthly: 5 } },
+          d: { windows: { minute: 60 }, credits: null, shadow: 'yes' },
+        },
+      }),
+    ).toEqual([
+      'plans.a.credits.refill.amount must be a whole number from 1 to 1000000000000',
+      "plans.b.credits.refill.every must be 'period' or 'day'",
+      'plans.c.credits.monthly is not a field of credits (refill)',
+      'plans.d.shadow must be true or false',
+      'plans.d.credits must be an object',
+    ]);
+  });
+
   it('takes a plan’s maxKeys for the portal, 5 for a plan without one, and refuses one that is no whole number from 1 to 10000', () => {
     const b = book({ plans: { free: { windows: { minute: 60 }, maxKeys: 2 }, pro: { windows: { minute: 300 } } } });
     expect(b.plans.get('free')?.maxKeys).toBe(2);
@@ -132,7 +155,7 @@ describe('a plans file with problems', () => {
       `plan name "a${'b'.repeat(39)}…": use 1 to 32 of a-z, 0-9, - and _, starting with a letter`,
       'plans.empty.windows must be an object with a limit for any of second, minute, hour, day, month',
       'plans.list must be an object { windows, algorithm, scopes, shadow }',
-      'plans.odd: unknown field "limit" (windows, algorithm, scopes, shadow, description, maxKeys, price)',
+      'plans.odd: unknown field "limit" (windows, algorithm, scopes, shadow, description, maxKeys, price, credits)',
       'plans.odd.shadow must be true or false',
       'plans.odd.description must be a string',
     ]);

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { type Invoice, InvoiceTooLargeError, invoiceFor } from '../../billing/invoice.js';
 import { invoiceCsv } from '../../billing/invoice-csv.js';
+import { customerOwner } from '../../credits/credit-owner.js';
 import { creditsSpent } from '../../credits/credits-spent.js';
 import type { CustomerRecord } from '../../customers/customer-store.js';
 import type { GatewayDeps } from '../../deps.js';
@@ -40,7 +41,8 @@ export async function invoicePreview(
   const history = await customerHistory(deps.history, customer, { period, granularity: 'period' }, now, log);
   const from = Date.parse(history.from);
   const to = Date.parse(history.to);
-  const credits = customer.credits ? await creditsSpent(deps, customer, from, to, now) : null;
+  const owner = customerOwner(deps.plans, customer);
+  const credits = owner.terms ? await creditsSpent(deps, owner, from, to, now) : null;
   let invoice: Invoice;
   try {
     invoice = invoiceFor(price, history.totals.units, credits);

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminRouteOptions } from '../shared.js';
 import { banRoutes } from './bans.js';
-import { customerCreditRoutes } from './customer-credits.js';
+import { customerCreditRoutes, keyCreditRoutes } from './credits.js';
 import { customerInvoicePreviewRoutes } from './customer-invoice-preview.js';
 import { customerUsageRoutes } from './customer-usage.js';
 import { customerUsageHistoryRoutes } from './customer-usage-history.js';
@@ -18,7 +18,7 @@ import { webhookRoutes } from './webhooks.js';
 /**
  * The admin API's routes, one file per resource, named for its URL: keys (create, list, show,
  * update, revoke), their rotation, their live usage and its history, their bans (each, and all in force), the usage of all
- * keys, the plans in force, webhook endpoints, customers, their shared windows, their usage history and their credits. Every change evicts the key here and tells the
+ * keys, the plans in force, webhook endpoints, customers, their shared windows, their usage history and their credits (a lone key's too). Every change evicts the key here and tells the
  * other replicas.
  */
 export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, opts) => {
@@ -35,5 +35,6 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
   await app.register(customerUsageHistoryRoutes, opts);
   await app.register(customerUsageRoutes, opts);
   await app.register(customerCreditRoutes, opts);
+  await app.register(keyCreditRoutes, opts);
   await app.register(customerInvoicePreviewRoutes, opts);
 };

@@ -89,7 +89,7 @@ const liveUsage: FastifyPluginAsyncTypebox<
       const customer = record.customerId === undefined ? null : await deps.customerStore.get(record.customerId);
       const policy = customer
         ? policyForCustomerKey(deps.plans, customer, record.limits)
-        : policyForKey(deps.plans, record.plan, record.limits);
+        : policyForKey(deps.plans, record.plan, record.limits, record.credits);
       let usage: KeyUsage;
       try {
         usage = await deps.limiter.usage(record.id, policy, record.customerId);

@@ -42,7 +42,7 @@ export async function applying<T>(operation: () => Promise<T>): Promise<T> {
   }
 }
 
-const CHANGEABLE = ['plan', 'limits', 'scopes', 'allowedCidrs', 'name', 'expiresAt', 'customerId'] as const;
+const CHANGEABLE = ['plan', 'limits', 'scopes', 'allowedCidrs', 'name', 'expiresAt', 'customerId', 'credits'] as const;
 
 /** The fields a PATCH changes; a 400 when it changes none. */
 function fieldsToChange(body: Static<typeof UpdateKeySchema>): Array<(typeof CHANGEABLE)[number]> {
@@ -51,7 +51,7 @@ function fieldsToChange(body: Static<typeof UpdateKeySchema>): Array<(typeof CHA
     throw new ApiError(
       400,
       'invalid_request',
-      'Nothing to change: give one or more of plan, limits, scopes, allowedCidrs, name, expiresAt, customerId',
+      'Nothing to change: give one or more of plan, limits, scopes, allowedCidrs, name, expiresAt, customerId, credits',
     );
   }
   return fields;

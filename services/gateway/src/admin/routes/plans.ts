@@ -27,6 +27,7 @@ export const planRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'plans'>> =
           shadow: shadow || plan.shadow,
           ...(plan.description ? { description: plan.description } : {}),
           ...(plan.price ? { price: plan.price } : {}),
+          ...(plan.credits ? { credits: plan.credits } : {}),
         };
       }),
       routeCosts: Object.fromEntries(routeCosts),

@@ -150,6 +150,28 @@ describe('an invoice preview', () => {
     expect(formatCsv.body).toBe(csv.body);
   });
 
+  // The previous period starts up to 62 days back (two 31-day months): the default
+  // USAGE_HISTORY_DAYS holds it whole on every day of the current one, the middle and the last hour.
+  it.each([
+    ['the middle of the month', '2026-08-15T12:00:00Z'],
+    ['the last hour of a 31-day month after another', '2026-08-31T23:30:00Z'],
+  ])('previews the previous period in %s with the default history retention', async (_label, at) => {
+    let clock = Date.parse('2026-07-01T00:20:00Z');
+    const [gw] = (await replicas(false, () => clock)) as [TestGateway];
+    const { id, key } = await customerWithKey(gw, 'metered', {});
+    expect((await call(gw, 'POST', `/admin/customers/${id}/credits`, { amount: 50, reason: 'o' })).statusCode).toBe(
+      201,
+    );
+    // The period's first hour and its last day.
+    await traffic(gw, key, 2, 0);
+    clock = Date.parse('2026-07-31T22:00:00Z');
+    await traffic(gw, key, 1, 1);
+    clock = Date.parse(at);
+    const previous = await json(call(gw, 'GET', `/admin/customers/${id}/invoice-preview?period=previous`));
+    expect(previous).toMatchObject({ from: '2026-07-01T00:00:00.000Z', to: '2026-08-01T00:00:00.000Z' });
+    expect([previous.units, previous.creditsUsed]).toEqual([8, 8]);
+  });
+
   it('has no credits line for a customer without credit terms', async () => {
     const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
     const { id, key } = await customerWithKey(gw, 'metered');

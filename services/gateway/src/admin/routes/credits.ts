@@ -1,0 +1,160 @@
+import { randomBytes } from 'node:crypto';
+import { ApiError } from '@animal-store/common/errors.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import type { CreditChange } from '../../credits/credit-ledger.js';
+import { type CreditOwner, type CreditRecord, creditOwnerOf } from '../../credits/credit-owner.js';
+import { announceCredits, ownerCredits, ownerLedger } from '../../credits/owner-credits.js';
+import type { GatewayDeps } from '../../deps.js';
+import { audit } from '../audit.js';
+import {
+  CreditBalanceSchema,
+  CreditChangeSchema,
+  CreditChangeViewSchema,
+  CreditLedgerPageSchema,
+  CreditLedgerQuery,
+} from '../credit-schemas.js';
+import { CustomerIdParams } from '../customer-schemas.js';
+import { KeyIdParams } from '../schemas.js';
+import { type AdminRouteOptions, errors, findCustomer, findKey, idempotentErrors, iso } from '../shared.js';
+
+type Deps = Pick<
+  GatewayDeps,
+  'customerStore' | 'keyStore' | 'keyResolver' | 'plans' | 'credits' | 'metrics' | 'webhooks' | 'now'
+>;
+
+/** How an owner is named where it is found, changed and audited. */
+const NAMES = {
+  customer: { noun: 'Customer', field: 'customerId', patch: 'customers', audit: 'customer.credits' },
+  key: { noun: 'Key', field: 'keyId', patch: 'keys', audit: 'key.credits' },
+} as const;
+
+/**
+ * A key's balance, when it has one of its own: a key of a customer spends its customer's, so its
+ * credits are refused with 409 naming where they are.
+ */
+async function loneKey(deps: Deps, id: string): Promise<CreditRecord> {
+  const { record } = await findKey(deps, id);
+  if (record.customerId !== undefined) {
+    throw new ApiError(
+      409,
+      'conflict',
+      `Key ${record.id} belongs to customer ${record.customerId} and spends its credits: see /admin/customers/${record.customerId}/credits`,
+    );
+  }
+  return { kind: 'key', record };
+}
+
+/** A change by hand as the ledger takes it, under a reference of its own; refused with 400 or 409. */
+function checkedChange(
+  owner: CreditOwner,
+  body: { amount: number; reason: string; type?: CreditChange['type'] | undefined },
+  now: number,
+): CreditChange {
+  const { amount, reason } = body;
+  const type = body.type ?? 'topup';
+  if (amount === 0) throw new ApiError(400, 'invalid_request', 'body.amount must not be 0');
+  if (amount < 0 && type !== 'adjustment') {
+    throw new ApiError(
+      400,
+      'invalid_request',
+      `body.amount must be positive for a ${type}; take credits away with type adjustment`,
+    );
+  }
+  if (!owner.terms) {
+    const { noun, patch } = NAMES[owner.kind];
+    throw new ApiError(
+      409,
+      'conflict',
+      `${noun} ${owner.id} spends no credits: give it credits terms first (PATCH /admin/${patch}/${owner.id} {"credits": {}})`,
+    );
+  }
+  return { type, amount, reason, ref: `crd_${randomBytes(12).toString('base64url')}`, at: now };
+}
+
+/**
+ * The three credit routes under `base` (a customer's, a lone key's): the balance, the ledger
+ * (paged, newest first) and changes by hand (top-ups, grants, adjustments), each made once per
+ * Idempotency-Key. One code path for both owners; only how the owner is found differs.
+ */
+function creditRoutes(
+  base: '/admin/customers/:id' | '/admin/keys/:id',
+  find: (deps: Deps, id: string) => Promise<CreditRecord>,
+): FastifyPluginAsyncTypebox<AdminRouteOptions<keyof Deps>> {
+  const params = base === '/admin/keys/:id' ? KeyIdParams : CustomerIdParams;
+  return async (app, { deps, idempotency }) => {
+    const recordOf = (request: FastifyRequest) => find(deps, (request.params as { id: string }).id);
+    const ownerOf = async (request: FastifyRequest) => creditOwnerOf(deps.plans, await recordOf(request));
+
+    app.get(
+      `${base}/credits`,
+      { schema: { params, response: { 200: CreditBalanceSchema, ...errors } } },
+      async (request) => {
+        const owner = await ownerOf(request);
+        return { id: owner.id, credits: owner.terms ?? null, ...(await ownerCredits(deps, owner)) };
+      },
+    );
+
+    app.get(
+      `${base}/credits/ledger`,
+      {
+        schema: { params, querystring: CreditLedgerQuery, response: { 200: CreditLedgerPageSchema, ...errors } },
+      },
+      async (request) => {
+        const owner = await ownerOf(request);
+        const { limit, after } = request.query;
+        return { id: owner.id, ...(await ownerLedger(deps, owner, limit, after)) };
+      },
+    );
+
+    app.post(
+      `${base}/credits`,
+      {
+        schema: {
+          params,
+          body: CreditChangeSchema,
+          response: { 201: CreditChangeViewSchema, ...idempotentErrors },
+        },
+      },
+      async (request, reply) =>
+        idempotency.run(request, reply, {
+          plan: async () => {
+            const of = await recordOf(request);
+            const owner = creditOwnerOf(deps.plans, of);
+            const change = checkedChange(owner, request.body, deps.now());
+            const { type, amount, reason, ref } = change;
+            const body = { ref, [NAMES[owner.kind].field]: owner.id, type, amount, reason, at: iso(change.at) };
+            return { plan: { of, change }, status: 201, body };
+          },
+          apply: async ({ of, change }) => {
+            const owner = creditOwnerOf(deps.plans, of);
+            const result = await deps.credits.add(owner.id, owner.rule, change, deps.now());
+            const before = result.balance - (result.outcome === 'added' ? change.amount : 0);
+            announceCredits(deps, owner, before, result.balance, result.refilled);
+            if (result.outcome === 'short') {
+              throw new ApiError(
+                409,
+                'conflict',
+                `The balance is ${result.balance}: an adjustment of ${change.amount} would take it below zero`,
+              );
+            }
+          },
+          made: ({ of, change }) =>
+            audit(deps, request.log, NAMES[of.kind].audit, of.record.id, {
+              type: change.type,
+              amount: change.amount,
+              ref: change.ref,
+            }),
+        }),
+    );
+  };
+}
+
+/** A customer's credits: the limiter spends the same balance for every key of the customer. */
+export const customerCreditRoutes = creditRoutes('/admin/customers/:id', async (deps, id) => ({
+  kind: 'customer',
+  record: await findCustomer(deps, id),
+}));
+
+/** A lone key's credits (a key without a customer stands for itself); 409 for a customer's key. */
+export const keyCreditRoutes = creditRoutes('/admin/keys/:id', loneKey);
