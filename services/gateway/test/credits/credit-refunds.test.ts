@@ -153,6 +153,24 @@ describe('credits of requests the upstream never served', () => {
     expect(await credits(gw, id)).toMatchObject({ balance: 20, spent: 0 });
   });
 
+  it('come back to a lone key standing for itself, on two replicas', async () => {
+    const gateways = await replicas(2);
+    const gw = gateways[0] as TestGateway;
+    const made = await call(gw, 'POST', '/admin/keys', { plan: 'metered', name: 'solo' });
+    expect(made.statusCode, made.body).toBe(201);
+    const { id, key } = made.json() as { id: string; key: string };
+    expect((await call(gw, 'PATCH', `/admin/keys/${id}`, { credits: {} })).statusCode).toBe(200);
+    const topUp = await call(gw, 'POST', `/admin/keys/${id}/credits`, { amount: 30, reason: 'test' });
+    expect(topUp.statusCode, topUp.body).toBe(201);
+    expect((await send(gateways, [key], 9)).map((r) => r.statusCode)).toEqual(Array(9).fill(503));
+    const balance = async () =>
+      (await call(gateways[1] as TestGateway, 'GET', `/admin/keys/${id}/credits`)).json().balance;
+    // Three writes of 3 and six reads of 1.
+    expect(await balance()).toBe(15);
+    await flushRefunds(gateways);
+    expect(await balance()).toBe(30);
+  });
+
   it('gives nothing back to a customer whose credits were turned off since', async () => {
     const [gw] = (await replicas(1)) as [TestGateway];
     const { id, keys } = await customerWith(gw, 100);
