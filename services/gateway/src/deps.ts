@@ -207,7 +207,6 @@ export async function createDeps(
     maxEntries: config.keyCacheMax,
     ttlMs: config.keyCacheTtlMs,
   });
-  const creditRefunds = creditRefundsFor(config.plans, credits, { customerResolver, keyStore }, now, logger);
   return {
     plans: config.plans,
     logger,
@@ -221,7 +220,7 @@ export async function createDeps(
     ...createMetering(config, redis, { history, customerStore, keyResolver, keyStore, webhooks, now, logger }),
     limiter,
     credits,
-    creditRefunds,
+    creditRefunds: creditRefundsFor(config.plans, credits, { customerResolver, keyStore }, now, logger),
     history,
     anonymous,
     events,
