@@ -20,6 +20,7 @@ function refillText(terms) {
 /** What a ledger entry says beyond its type and amount: the reason, the hour spent, the period refilled. */
 function entryDetail(entry) {
   if (entry.type === 'spend') return `requests from ${when(entry.at)} to ${when(entry.end)}`;
+  if (entry.type === 'refund') return `unserved requests from ${when(entry.at)} to ${when(entry.end)}`;
   if (entry.type === 'refill') return `for ${entry.period?.startsWith('day:') ? 'the day' : 'the billing period'}`;
   return entry.reason ?? '';
 }

@@ -87,15 +87,18 @@ const ENTRY_KINDS = {
   adjustment: 'Correction',
   refill: 'Refill',
   spend: 'Requests',
+  refund: 'Refund',
 };
 
 function entryRow(entry) {
   const detail =
     entry.type === 'spend'
       ? `Requests from ${when(entry.at)} to ${when(entry.end)}`
-      : entry.type === 'refill'
-        ? `For the ${entry.period?.startsWith('day:') ? 'day' : 'billing period'}`
-        : (entry.reason ?? '');
+      : entry.type === 'refund'
+        ? `Requests not served from ${when(entry.at)} to ${when(entry.end)}`
+        : entry.type === 'refill'
+          ? `For the ${entry.period?.startsWith('day:') ? 'day' : 'billing period'}`
+          : (entry.reason ?? '');
   return h(
     'tr',
     {},

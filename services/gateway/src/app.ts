@@ -65,6 +65,8 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     await pool.destroy();
     // Refusals of known bans are counted in batches: write the last batch before Redis closes.
     await deps.history.flush().catch((err: unknown) => app.log.warn({ err }, 'usage history: last counts not written'));
+    // As the history's last batch: the refunds still waiting, before Redis closes.
+    await deps.creditRefunds.flush();
   });
   await app.register(docsRoutes, {
     upstream: config.petsUrl,
@@ -72,7 +74,13 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     dispatcher: pool,
     document: publicDocumentOptions(config),
   });
-  await registerProxy(app, { pool, metrics: deps.metrics, costs: config.plans.routeCosts, history: deps.history });
+  await registerProxy(app, {
+    pool,
+    metrics: deps.metrics,
+    costs: config.plans.routeCosts,
+    history: deps.history,
+    refunds: deps.creditRefunds,
+  });
   // Every replica closes hours; the store appends each revision once (metering/closer.ts).
   app.addHook('onReady', async () => deps.meteringCloser.start());
   app.addHook('onClose', async () => deps.meteringCloser.stop());

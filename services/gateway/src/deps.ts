@@ -5,6 +5,8 @@ import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config.js';
 import type { CreditLedger } from './credits/credit-ledger.js';
+import { type CreditRecord, creditOwnerOf } from './credits/credit-owner.js';
+import { CreditRefunds } from './credits/credit-refunds.js';
 import { MemoryCreditLedger } from './credits/memory-credit-ledger.js';
 import { RedisCreditLedger } from './credits/redis-credit-ledger.js';
 import { type CustomerLocks, MemoryCustomerLocks, RedisCustomerLocks } from './customers/customer-locks.js';
@@ -37,7 +39,7 @@ import { MemoryPortalSessionStore, type PortalSessionStore } from './portal/sess
 import type { RedisClient } from './redis/clients.js';
 import { type EventBus, LocalEventBus, RedisEventBus, type SubscriptionHooks } from './replicas/event-bus.js';
 import { RedisUsageHistory } from './usage/redis-usage-history.js';
-import { MemoryUsageHistory, type UsageHistory } from './usage/usage-history.js';
+import { isCustomerId, MemoryUsageHistory, type UsageHistory } from './usage/usage-history.js';
 import { createWebhooks } from './webhooks/create-webhooks.js';
 import type { Webhooks } from './webhooks/webhooks.js';
 
@@ -69,6 +71,8 @@ export interface GatewayDeps {
   limiter: GuardedLimiter;
   /** Credit balances and their ledgers: in Redis beside the limits (the limit script spends them), or memory. */
   credits: CreditLedger;
+  /** Gives back, in batches, the credits of admitted requests the upstream never served (the proxy feeds it). */
+  creditRefunds: CreditRefunds;
   /** Each key's decisions per hour: in Redis beside the limits, or this process's memory. */
   history: UsageHistory;
   anonymous: AnonymousLimiter;
@@ -199,6 +203,10 @@ export async function createDeps(
 
   const fileCustomers = config.apiKeyCustomers.map((e) => toCustomerRecord(e, loadedAt));
   const customerStore = await customerStoreFor(clients, fileCustomers);
+  const customerResolver = new CustomerResolver(customerStore, fileCustomers, {
+    maxEntries: config.keyCacheMax,
+    ttlMs: config.keyCacheTtlMs,
+  });
   return {
     plans: config.plans,
     logger,
@@ -208,13 +216,11 @@ export async function createDeps(
     keyStore,
     customerStore,
     keyResolver,
-    customerResolver: new CustomerResolver(customerStore, fileCustomers, {
-      maxEntries: config.keyCacheMax,
-      ttlMs: config.keyCacheTtlMs,
-    }),
+    customerResolver,
     ...createMetering(config, redis, { history, customerStore, keyResolver, keyStore, webhooks, now, logger }),
     limiter,
     credits,
+    creditRefunds: creditRefundsFor(config.plans, credits, { customerResolver, keyStore }, now, logger),
     history,
     anonymous,
     events,
@@ -231,6 +237,37 @@ export async function createDeps(
       webhooks: webhooks.queue.kind,
     },
   };
+}
+
+/** The refunds of unserved requests' credits, to owners whose credit terms are still on. */
+function creditRefundsFor(
+  plans: PlanBook,
+  credits: CreditLedger,
+  stores: { customerResolver: CustomerResolver; keyStore: KeyStore },
+  now: () => number,
+  logger: FastifyBaseLogger,
+): CreditRefunds {
+  /** The owner's record as it is now: a customer, or a key still standing for itself. */
+  const recordOf = async (owner: string): Promise<CreditRecord | null> => {
+    if (isCustomerId(owner)) {
+      const customer = await stores.customerResolver.fetch(owner);
+      return customer ? { kind: 'customer', record: customer } : null;
+    }
+    // A key that has joined a customer since spends its customer's balance, no longer its own.
+    const key = await stores.keyStore.get(owner);
+    return key && key.customerId === undefined ? { kind: 'key', record: key } : null;
+  };
+  return new CreditRefunds({
+    ledger: credits,
+    // The terms in force now (its own, else its plan's): none, nothing given back.
+    ruleOf: async (owner) => {
+      const record = await recordOf(owner);
+      const credit = record ? creditOwnerOf(plans, record) : null;
+      return credit?.terms ? credit.rule : null;
+    },
+    now,
+    onError: (err) => logger.warn({ err }, 'credits: a refund of unserved requests was not written'),
+  });
 }
 
 /** The metering export's store (beside the history: Redis, or memory) and its closer. */

@@ -50,6 +50,7 @@ const CreditEntrySchema = Type.Object({
     Type.Literal('adjustment'),
     Type.Literal('refill'),
     Type.Literal('spend'),
+    Type.Literal('refund'),
     /** The sum of the entries older than CREDITS_LEDGER_DAYS, carried forward: always the last. */
     Type.Literal('opening'),
   ]),

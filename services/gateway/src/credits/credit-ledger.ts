@@ -4,11 +4,13 @@ import type { CreditRule } from './credit-terms.js';
 /**
  * The kinds of change a balance sees: `grant` (credits given, not bought), `topup` (bought),
  * `adjustment` (an operator's correction, either way), `refill` (the terms' amount each period or
- * day), `spend` (one UTC hour's admitted requests, closed once the hour has passed). `opening`
+ * day), `spend` (one UTC hour's admitted requests less those the upstream never served, closed once
+ * the hour has passed), `refund` (credits given back for unserved requests of an hour already
+ * closed: see CreditLedger.refund). `opening`
  * is not a change: the sum of the entries trimmed off the ledger (older than its retention), shown
  * as its oldest entry so that the ledger still sums to the balance.
  */
-export type CreditEntryType = 'grant' | 'topup' | 'adjustment' | 'refill' | 'spend' | 'opening';
+export type CreditEntryType = 'grant' | 'topup' | 'adjustment' | 'refill' | 'spend' | 'refund' | 'opening';
 const CHANGE_TYPES = ['grant', 'topup', 'adjustment'] as const;
 export type CreditChangeType = (typeof CHANGE_TYPES)[number];
 
@@ -18,9 +20,9 @@ export interface CreditEntry {
   id: string;
   type: CreditEntryType;
   amount: number;
-  /** When it was made; a spend's hour's start; an opening's, when its newest trimmed entry was written. */
+  /** When it was made; a spend's or refund's hour's start; an opening's, when its newest trimmed entry was written. */
   at: number;
-  /** A spend: its hour's end. */
+  /** A spend or refund: its hour's end. */
   end?: number;
   /** A refill: the period it is for (`period:<start ms>` or `day:<start ms>`). */
   period?: string;
@@ -63,6 +65,17 @@ export interface CreditBalance {
 export interface CreditLedger {
   balance(owner: string, rule: CreditRule, now: number): Promise<CreditBalance>;
   add(owner: string, rule: CreditRule, change: CreditChange, now: number): Promise<CreditAddResult>;
+  /**
+   * Gives back `units` credits spent in the UTC hour starting at `hour` (epoch ms) by admitted
+   * requests the upstream never served (502, 503, 504), never more than that hour still holds as
+   * spent, so a refund creates no credit; returns what it gave back. The hour still open: its
+   * spend is lowered, so its `spend` entry is written net of refunds and equals the units the
+   * history bills for it (one entry an hour, readable as "what this hour cost"). The hour just
+   * closed (a request admitted before the hour ended, answered or written after): a `refund`
+   * entry for that hour, since its spend entry is already written and entries never change. An
+   * older hour: nothing (refunds are written within seconds of their hour).
+   */
+  refund(owner: string, rule: CreditRule, hour: number, units: number, now: number): Promise<number>;
   /** Entries newest first; `after` is a `next` this gave out (BadCursorError otherwise). */
   page(owner: string, request: PageRequest): Promise<Page<CreditEntry>>;
 }

@@ -1,7 +1,8 @@
 /**
  * A credit balance in Redis, in two keys in its owner's slot: the state hash (`b` the balance, `h`
- * the UTC hour, as an index, whose spend is still open, `u` that hour's spend so far, `r` the
- * refill period last seen, and `i:<ref>` per entry made under a reference, the entry's stream id)
+ * the UTC hour, as an index, whose spend is still open, `u` that hour's spend so far (net of
+ * refunds), `p` the last hour closed with a spend and `q` what a late refund may still give back
+ * of it, `r` the refill period last seen, and `i:<ref>` per entry made under a reference, the entry's stream id)
  * and the ledger stream (one entry per change: type, amount, at, and per type end, period, reason,
  * ref). The balance is always the sum of the ledger's amounts less the open hour's spend.
  *
@@ -21,6 +22,7 @@ local function creditsRead(ck, cl, now, amount, period)
     if st.u > 0 then
       redis.call('XADD', cl, '*', 'type', 'spend', 'amount', string.format('%d', -st.u),
         'at', string.format('%d', st.h * 3600000), 'end', string.format('%d', (st.h + 1) * 3600000))
+      redis.call('HSET', ck, 'p', string.format('%d', st.h), 'q', string.format('%d', st.u))
       st.dirty = true
     end
     st.u = 0
@@ -110,4 +112,37 @@ local st = creditsRead(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), A
 creditsTrim(KEYS[1], KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]))
 if st.dirty then creditsSave(KEYS[1], st) end
 return {st.b, st.u, st.h, st.refilled}
+`;
+
+/**
+ * Gives back credits spent by requests the upstream never served (CreditLedger.refund): at most
+ * the open hour's spend, or, for the hour last closed, what is left of its spend (a `refund`
+ * entry). KEYS and the first three ARGV as CREDIT_ADD_SCRIPT; then the hour (an index of UTC
+ * hours) the requests were admitted in, and the units. Returns: what was given back, the balance.
+ */
+export const CREDIT_REFUND_SCRIPT = `${CREDIT_STATE}
+local ck, cl = KEYS[1], KEYS[2]
+local st = creditsRead(ck, cl, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
+local hour, units = tonumber(ARGV[4]), tonumber(ARGV[5])
+local back = 0
+if hour >= st.h then
+  back = math.min(units, st.u)
+  st.u = st.u - back
+else
+  local closed = redis.call('HMGET', ck, 'p', 'q')
+  if tonumber(closed[1] or '-1') == hour then
+    back = math.min(units, tonumber(closed[2] or '0'))
+    if back > 0 then
+      redis.call('HSET', ck, 'q', string.format('%d', tonumber(closed[2]) - back))
+      redis.call('XADD', cl, '*', 'type', 'refund', 'amount', string.format('%d', back),
+        'at', string.format('%d', hour * 3600000), 'end', string.format('%d', (hour + 1) * 3600000))
+    end
+  end
+end
+if back > 0 then
+  st.b = st.b + back
+  st.dirty = true
+end
+if st.dirty then creditsSave(ck, st) end
+return {back, st.b}
 `;

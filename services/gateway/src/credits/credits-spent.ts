@@ -4,12 +4,15 @@ import type { CreditOwner } from './credit-owner.js';
 import { announceCredits } from './owner-credits.js';
 
 /**
- * The credits an owner's requests (a customer's keys') spent in [from, to), both on whole UTC hours (a billing period's
- * bounds are): the ledger's spend entries whose hour starts in it, and the open hour's spend when
- * that hour is in it. The balance is read first, so a past hour still open becomes its entry (and a refill due is
+ * The credits an owner's requests (a customer's keys') spent in [from, to), both on whole UTC
+ * hours (a billing period's bounds are): the ledger's spend entries whose hour starts in it, less
+ * the refund entries for those hours, and the open hour's spend when that hour is in it. Spends are
+ * net of the refunds given while their hour was open, so this is the credits of the requests
+ * served: the period's billed units. The balance is read first, so a past hour still open becomes its entry (and a refill due is
  * applied and announced, as every read of it does).
- * Spends are written hour after hour, so reading newest first stops at the first spend before
- * `from`: a period costs the pages written since it began, not the whole ledger.
+ * Spends are written hour after hour, and a refund entry only for the hour just closed, so
+ * reading newest first stops at the first of either before `from`: a period costs the pages
+ * written since it began, not the whole ledger.
  */
 export async function creditsSpent(
   deps: Pick<GatewayDeps, 'credits' | 'webhooks'>,
@@ -29,7 +32,7 @@ export async function creditsSpent(
       ...(after !== undefined ? { after } : {}),
     });
     for (const entry of page.items) {
-      if (entry.type !== 'spend') continue;
+      if (entry.type !== 'spend' && entry.type !== 'refund') continue;
       if (entry.at < from) return spent;
       if (entry.at < to) spent -= entry.amount;
     }

@@ -21,6 +21,9 @@ interface Balance {
   /** The UTC hour (an index) whose spend is open, and that spend so far. */
   hour: number;
   spent: number;
+  /** The last hour closed with a spend, and what of it a late refund may still give back. */
+  closedHour: number;
+  closedSpent: number;
   /** The refill period last seen. */
   refilledFor: string;
   entries: CreditEntry[];
@@ -66,7 +69,17 @@ export class MemoryCreditLedger implements CreditLedger {
   state(owner: string, rule: CreditRule | undefined, now: number): { held: Balance; refilled: number } {
     let held = this.balances.get(owner);
     if (!held) {
-      held = { balance: 0, hour: 0, spent: 0, refilledFor: '', entries: [], refs: new Map(), opening: null };
+      held = {
+        balance: 0,
+        hour: 0,
+        spent: 0,
+        closedHour: -1,
+        closedSpent: 0,
+        refilledFor: '',
+        entries: [],
+        refs: new Map(),
+        opening: null,
+      };
       this.balances.set(owner, held);
     }
     const hour = Math.floor(now / HOUR_MS);
@@ -74,6 +87,8 @@ export class MemoryCreditLedger implements CreditLedger {
       if (held.spent > 0) {
         const at = held.hour * HOUR_MS;
         this.append(held, { type: 'spend', amount: -held.spent, at, end: at + HOUR_MS }, now);
+        held.closedHour = held.hour;
+        held.closedSpent = held.spent;
       }
       held.spent = 0;
       held.hour = hour;
@@ -116,6 +131,24 @@ export class MemoryCreditLedger implements CreditLedger {
     const entryId = this.append(held, { type, amount, at, reason, ref }, now);
     held.refs.set(ref, entryId);
     return { outcome: 'added', entryId, balance: held.balance, refilled };
+  }
+
+  async refund(owner: string, rule: CreditRule, hour: number, units: number, now: number): Promise<number> {
+    const { held } = this.state(owner, rule, now);
+    const index = Math.floor(hour / HOUR_MS);
+    let back = 0;
+    // A replica whose clock is a little ahead admitted into the hour the ledger still has open.
+    if (index >= held.hour) {
+      back = Math.min(units, held.spent);
+      held.spent -= back;
+    } else if (index === held.closedHour) {
+      back = Math.min(units, held.closedSpent);
+      held.closedSpent -= back;
+      const at = index * HOUR_MS;
+      if (back > 0) this.append(held, { type: 'refund', amount: back, at, end: at + HOUR_MS }, now);
+    }
+    held.balance += back;
+    return back;
   }
 
   async page(owner: string, request: PageRequest): Promise<Page<CreditEntry>> {

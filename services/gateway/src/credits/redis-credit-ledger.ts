@@ -15,7 +15,7 @@ import {
   openingEntry,
   TRIM_BATCH,
 } from './credit-ledger.js';
-import { CREDIT_ADD_SCRIPT, CREDIT_BALANCE_SCRIPT } from './credit-script.js';
+import { CREDIT_ADD_SCRIPT, CREDIT_BALANCE_SCRIPT, CREDIT_REFUND_SCRIPT } from './credit-script.js';
 import { type CreditRule, refillPeriod } from './credit-terms.js';
 
 type Reply = Array<string | number>;
@@ -25,6 +25,7 @@ declare module 'ioredis' {
   interface RedisCommander<Context> {
     creditAdd(numKeys: number, ...keysAndArgs: Array<string | number>): Result<Reply, Context>;
     creditBalance(numKeys: number, ...keysAndArgs: Array<string | number>): Result<Reply, Context>;
+    creditRefund(numKeys: number, ...keysAndArgs: Array<string | number>): Result<Reply, Context>;
   }
 }
 
@@ -70,6 +71,7 @@ export class RedisCreditLedger implements CreditLedger {
     const commands: Array<[string, string]> = [
       ['creditAdd', CREDIT_ADD_SCRIPT],
       ['creditBalance', CREDIT_BALANCE_SCRIPT],
+      ['creditRefund', CREDIT_REFUND_SCRIPT],
     ];
     for (const [name, lua] of commands) {
       if (typeof (redis as unknown as Record<string, unknown>)[name] !== 'function') {
@@ -114,6 +116,19 @@ export class RedisCreditLedger implements CreditLedger {
     const refilled = Number(reply[3]);
     if (outcome === 'short') return { outcome, balance, refilled };
     return { outcome, entryId: String(reply[1]), balance, refilled };
+  }
+
+  async refund(owner: string, rule: CreditRule, hour: number, units: number, now: number): Promise<number> {
+    const keys = creditKeys(this.prefix, owner);
+    const reply = await this.redis.creditRefund(
+      2,
+      ...keys,
+      now,
+      ...refillArgs(rule, now),
+      Math.floor(hour / HOUR_MS),
+      units,
+    );
+    return Number(reply[0]);
   }
 
   async page(owner: string, request: PageRequest): Promise<Page<CreditEntry>> {

@@ -10,6 +10,8 @@ declare module 'fastify' {
     admittedAt: number | undefined;
     /** Where the history's hours of the key start past the UTC hour (the policy's hourShiftMs). */
     admittedHourShiftMs: number;
+    /** Whose credit balance an admitted request spent from (a customer, or a lone key); undefined when none. */
+    creditOwner: string | undefined;
   }
 }
 

@@ -151,6 +151,8 @@ export function limiterDecisions({ metrics, now, banSeconds, webhooks }: Decisio
       case 'admitted':
         request.admittedAt = at;
         request.admittedHourShiftMs = policy.hourShiftMs;
+        // The limiter spent the cost from this balance: the proxy gives it back if pets fails.
+        if (policy.credits) request.creditOwner = record.customerId ?? record.id;
         setRateLimitHeaders(reply, decision.windows, at);
         // The gate charged the route's cost (forbidden requests, at cost 0, returned above).
         webhooks.onAdmitted(record, decision.windows, request.routeOptions.config.cost ?? 1);

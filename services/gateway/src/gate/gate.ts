@@ -123,6 +123,7 @@ function decorateRequests(app: FastifyInstance): void {
   app.decorateRequest('limiterSource', undefined);
   app.decorateRequest('admittedAt', undefined);
   app.decorateRequest('admittedHourShiftMs', 0);
+  app.decorateRequest('creditOwner', undefined);
 }
 
 /** fastify's request logger is a pino child, which can extend its own bindings. */

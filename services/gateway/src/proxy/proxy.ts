@@ -6,6 +6,7 @@ import { ApiError, type ErrorBody, errorBody } from '@animal-store/common/errors
 import { childTraceparent } from '@animal-store/common/trace-context.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Dispatcher, Pool } from 'undici';
+import type { CreditRefunds } from '../credits/credit-refunds.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { markStage } from '../observability/server-timing.js';
 import type { UsageHistory } from '../usage/usage-history.js';
@@ -21,6 +22,8 @@ export interface ProxyOptions {
   costs: ReadonlyMap<string, number>;
   /** Told of admitted requests the upstream did not serve, which are not billed, and of those it served, by route. */
   history: Pick<UsageHistory, 'upstreamFailed' | 'served'>;
+  /** Told of admitted requests that spent credits and were not served: their credits are given back. */
+  refunds: Pick<CreditRefunds, 'upstreamFailed'>;
 }
 
 /** Answers that say the pets service did not serve the request: unreachable, timed out, or unable. */
@@ -34,11 +37,18 @@ const IN_HISTORY = new Set(['shared', 'memory']);
 
 /**
  * An admitted request's answer, told to the history in the hour of its admission. Not served: for
- * its key and, as the customer's hours are the sum of its keys', its customer. Served: its units
+ * its key and, as the customer's hours are the sum of its keys', its customer; and the credits it
+ * spent, if it spent any, to be given back (the fallback's decisions spend none and are skipped
+ * here with their history). Served: its units
  * by route, for the customer (or the key standing for itself) only, which the metering export
  * reads (metering/); one Map increment here, written in batches (RedisUsageHistory.served).
  */
-function countAnswer(history: ProxyOptions['history'], request: FastifyRequest, reply: FastifyReply): void {
+function countAnswer(
+  opts: Pick<ProxyOptions, 'history' | 'refunds'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const { history } = opts;
   const key = request.apiKey;
   const { admittedAt, admittedHourShiftMs: shift } = request;
   if (
@@ -56,6 +66,7 @@ function countAnswer(history: ProxyOptions['history'], request: FastifyRequest, 
   }
   history.upstreamFailed(key.id, cost, admittedAt, shift);
   if (key.customerId !== undefined) history.upstreamFailed(key.customerId, cost, admittedAt, shift);
+  if (request.creditOwner !== undefined) opts.refunds.upstreamFailed(request.creditOwner, cost, admittedAt);
 }
 
 /**
@@ -307,9 +318,10 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
   await app.register(async (scope) => {
     // An admitted request the upstream did not serve took its cost from the key's windows (the
     // limiter decided before the upstream answered, and giving it back would be a second write
-    // racing the next requests), but is not billed: the history counts it apart.
+    // racing the next requests), but is not billed: the history counts it apart, and its credits,
+    // which are money, are given back (batched, off the request path: CreditRefunds).
     scope.addHook('onResponse', (request, reply, done) => {
-      countAnswer(opts.history, request, reply);
+      countAnswer(opts, request, reply);
       done();
     });
     // Bodies stream through to pets unread: pets parses and validates them.

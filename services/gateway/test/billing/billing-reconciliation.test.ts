@@ -20,7 +20,7 @@ import { type TestClock, testClockFrom } from '../support/test-clock.js';
  * Idempotency-Key across a Redis crash, the data kept by Redis's append-only file, a failure known
  * after its hour closed). At the end the period's units agree to the unit five ways: what the
  * client saw served, the usage history, the invoice preview, the metering export's closed hours,
- * and the ledger's spend less what the pets service never served.
+ * and the ledger's spend net of the credits given back for what the pets service never served.
  */
 
 const MINUTE = 60_000;
@@ -188,11 +188,17 @@ async function served(run: Run): Promise<void> {
   expect(statuses(await slot(run))).toEqual([200, 200, 200, 200, 200, 201]);
 }
 
-/** Ordinary use while the pets service cannot serve: admitted (credits and windows spent), never billed. */
+/**
+ * Ordinary use while the pets service cannot serve: admitted (windows spent), never billed, and
+ * their credits given back: once the replicas' refunds are written, the balance is where it was.
+ */
 async function unserved(run: Run): Promise<void> {
+  const before = await balance(run.gateways[0], run.customer);
   run.pets.failing = true;
   expect(statuses(await slot(run))).toEqual(Array(6).fill(503));
   run.pets.failing = false;
+  await closePasses(run);
+  expect(await balance(run.gateways[1], run.customer)).toBe(before);
 }
 
 /** 24 reads at once over both replicas and keys: the customer's shared minute window (20) admits exactly 20. */
@@ -243,12 +249,13 @@ const history = (run: Run, period: 'current' | 'previous') =>
 
 /**
  * What each replica's timers do in production, which the test's clock does not drive: its
- * history's batch written (within a second, in real time; until then the history counts its
- * upstream failures admitted), then a closing pass of the metering
+ * history's batch written and its refunds of unserved requests' credits (each within a second, in
+ * real time; until then the history counts its upstream failures admitted, and the balance lacks
+ * their credits), then a closing pass of the metering
  * export over the hours that ended 5 minutes (METERING_CLOSE_DELAY_MS) ago.
  */
 async function closePasses(run: Run): Promise<void> {
-  await Promise.all(run.gateways.map((gw) => gw.deps.history.flush()));
+  await Promise.all(run.gateways.map((gw) => Promise.all([gw.deps.history.flush(), gw.deps.creditRefunds.flush()])));
   await Promise.all(run.gateways.map((gw) => gw.deps.meteringCloser.closeDue()));
 }
 
@@ -422,12 +429,17 @@ async function reconcile(run: Run, seen: Tally): Promise<void> {
   expect(sum(keys.map((k) => k.totals.units))).toBe(units.units);
   expect(sum(keys.map((k) => k.totals.upstreamFailed))).toBe(units.upstreamFailed);
   await reconcileExport(run, seen, units.units);
-  // Credits pay for every admitted request, served or not (credits.md): the ledger's spend in the
-  // period is the billed units and the units the pets service never served.
+  // Credits pay for served requests only (credits.md): those the pets service never served were
+  // given back, in their hour's spend while it was open and as a refund entry for the hour that
+  // closed before the late failure's answer. The ledger's net spend in the period is the billed units.
   const entries = await ledger(run);
   const inPeriod = (e: { at: string }) => Date.parse(e.at) >= PERIOD_FROM && Date.parse(e.at) < PERIOD_TO;
-  const spent = -sum(entries.filter((e) => e.type === 'spend' && inPeriod(e)).map((e) => e.amount));
-  expect(spent).toBe(seen.servedUnits + seen.failedUnits);
+  const net = entries.filter((e) => (e.type === 'spend' || e.type === 'refund') && inPeriod(e));
+  const spent = -sum(net.map((e) => e.amount));
+  expect(seen.failedUnits).toBeGreaterThan(0);
+  expect(spent).toBe(seen.servedUnits);
+  expect(spent).toBe(units.units);
+  expect(entries.filter((e) => e.type === 'refund' && inPeriod(e)).map((e) => e.amount)).toEqual([1]);
   expect(preview.creditsUsed).toBe(spent);
   const overage = Math.ceil(Math.max(0, seen.servedUnits - PRICE.includedUnits) / PRICE.per);
   expect(preview.total).toBe(PRICE.base + overage * PRICE.unitPrice);

@@ -127,6 +127,18 @@ export function creditLedgerContract(name: string, make: (retentionMs: number) =
       ]);
     });
 
+    it('gives nothing back for an hour in which nothing was spent: a refund creates no credit', async () => {
+      const ledger = await start();
+      const id = owner();
+      const now = at('2026-11-20T10:30:00Z');
+      await ledger.add(id, NO_REFILL, change(50, 'a'), now);
+      expect(await ledger.refund(id, NO_REFILL, at('2026-11-20T10:00:00Z'), 5, now)).toBe(0);
+      expect(await ledger.refund(id, NO_REFILL, at('2026-11-20T09:00:00Z'), 5, now)).toBe(0);
+      expect(await ledger.refund(owner(), NO_REFILL, at('2026-11-20T10:00:00Z'), 5, now)).toBe(0);
+      expect(await ledger.balance(id, NO_REFILL, now)).toMatchObject({ balance: 50, openHour: null });
+      expect((await ledger.page(id, { limit: 10 })).items.map((e) => e.type)).toEqual(['topup']);
+    });
+
     it('pages newest first behind the cursor it gives, and refuses one it did not', async () => {
       const ledger = await start();
       const id = owner();

@@ -5,6 +5,7 @@ import { creditsSpent } from '../../src/credits/credits-spent.js';
 import { MemoryCreditLedger } from '../../src/credits/memory-credit-ledger.js';
 import type { CustomerRecord } from '../../src/customers/customer-store.js';
 import type { GatewayDeps } from '../../src/deps.js';
+import { calendarFor } from '../../src/limits/calendar.js';
 import { DEFAULT_PLANS } from '../../src/plans/plans.js';
 
 /*
@@ -64,5 +65,24 @@ describe('creditsSpent', () => {
     expect(await creditsSpent(deps, owner, at('2026-03-01T00:00:00Z'), at('2026-04-01T00:00:00Z'), now)).toBe(3);
     expect(await creditsSpent(deps, owner, at('2026-04-01T00:00:00Z'), now + HOUR_MS, now)).toBe(0);
     expect(await creditsSpent(deps, owner, last, last + HOUR_MS, now)).toBe(2);
+  });
+
+  it('counts credits given back for unserved requests out of their hour, across a period boundary', async () => {
+    const rule = { refill: null, calendar: calendarFor({ anchorDay: 1, timeZone: 'UTC' }) };
+    const { deps } = spentHourly(at('2026-03-31T22:00:00Z'), 2);
+    const ledger = deps.credits as MemoryCreditLedger;
+    // 23:00 spent 2: 1 unserved, refunded while open (the spend is written net); the request
+    // admitted at 23:59:59 and answered in April is refunded into March's hour (a refund entry).
+    expect(await ledger.refund(owner.id, rule, at('2026-03-31T23:00:00Z'), 1, at('2026-03-31T23:30:00Z'))).toBe(1);
+    expect(await ledger.refund(owner.id, rule, at('2026-03-31T23:00:00Z'), 1, at('2026-04-01T00:00:01Z'))).toBe(1);
+    const now = at('2026-04-01T05:00:00Z');
+    expect(await creditsSpent(deps, owner, at('2026-03-01T00:00:00Z'), at('2026-04-01T00:00:00Z'), now)).toBe(1);
+    expect(await creditsSpent(deps, owner, at('2026-04-01T00:00:00Z'), now + HOUR_MS, now)).toBe(0);
+    const { items } = await ledger.page(owner.id, { limit: 10 });
+    expect(items.map((e) => [e.type, e.amount])).toEqual([
+      ['refund', 1],
+      ['spend', -1],
+      ['spend', -1],
+    ]);
   });
 });

@@ -151,5 +151,41 @@ export function creditsContract(name: string, make: (ban: BanPolicy) => Promise<
       expect(entries.filter((e) => e.type === 'spend').map((e) => e.amount)).toEqual([-25]);
       expect(openHour?.spent).toBe(24);
     });
+
+    it('gives back unserved requests’ credits once, never more than was spent: the open hour net, the hour just closed by a refund entry', async () => {
+      const { limiter, credits, now, advance } = await start();
+      const customer = unique('cus');
+      const policy = customerPolicy({ perMinute: 1_000 });
+      const key = unique('key');
+      await topUp(credits, customer, policy, 10, now());
+      await Promise.all(Array.from({ length: 6 }, () => limiter.consume(key, policy, 1, customer)));
+      const hour = now() - (now() % 3_600_000);
+      expect(await credits.refund(customer, rule(policy), hour, 2, now())).toBe(2);
+      // Twelve more refunds of 1 race for the 4 still spent in the hour: 4 come back, no more.
+      const raced = await Promise.all(
+        Array.from({ length: 12 }, () => credits.refund(customer, rule(policy), hour, 1, now())),
+      );
+      expect(raced.reduce((a, b) => a + b, 0)).toBe(4);
+      expect(await credits.balance(customer, rule(policy), now())).toMatchObject({ balance: 10, openHour: null });
+      await Promise.all(Array.from({ length: 3 }, () => limiter.consume(key, policy, 1, customer)));
+      // The hour closes with its spend net of its refunds (3); a late refund for it is an entry of its own.
+      await advance(hour + 3_600_000 - now());
+      expect(await credits.refund(customer, rule(policy), hour, 5, now())).toBe(3);
+      expect(await credits.refund(customer, rule(policy), hour, 1, now())).toBe(0);
+      const entries = (await credits.page(customer, { limit: 50 })).items;
+      expect(entries.map((e) => [e.type, e.amount, e.at])).toEqual([
+        ['refund', 3, hour],
+        ['spend', -3, hour],
+        ['topup', 10, expect.any(Number)],
+      ]);
+      const { balance, openHour } = await credits.balance(customer, rule(policy), now());
+      expect(balance).toBe(10);
+      expect(balance).toBe(entries.reduce((total, e) => total + e.amount, 0) - (openHour?.spent ?? 0));
+      // Once a later hour has closed with a spend, an earlier one gets nothing more: its entries are final.
+      await Promise.all(Array.from({ length: 2 }, () => limiter.consume(key, policy, 1, customer)));
+      await advance(2 * 3_600_000);
+      expect(await credits.refund(customer, rule(policy), hour, 2, now())).toBe(0);
+      expect((await credits.balance(customer, rule(policy), now())).balance).toBe(8);
+    });
   });
 }

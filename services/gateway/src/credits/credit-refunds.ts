@@ -1,0 +1,68 @@
+import type { CreditLedger } from './credit-ledger.js';
+import { HOUR_MS } from './credit-ledger.js';
+import type { CreditRule } from './credit-terms.js';
+
+/** How long refunds wait to be written together: as long as the usage history's batches. */
+const FLUSH_MS = 1_000;
+
+export interface CreditRefundsOptions {
+  ledger: Pick<CreditLedger, 'refund'>;
+  /**
+   * The owner's credit terms as they stand when the refund is written, or null when it has none
+   * any more (credits turned off since the request): such an owner gets nothing back.
+   */
+  ruleOf: (owner: string) => Promise<CreditRule | null>;
+  now: () => number;
+  onError: (err: unknown) => void;
+}
+
+/**
+ * Gives back the credits of admitted requests the upstream never served (502, 503, 504), which the
+ * limiter spent in its call before the answer was known. Off the request path, as the usage
+ * history's upstreamFailed counts are: the proxy adds to a Map, and once a second this replica
+ * writes one refund per owner and UTC hour (CreditLedger.refund). Each failure is seen by the one
+ * replica that proxied it and taken out of the Map before its write, so it is given back at most
+ * once; a write that fails is logged, not retried, since Redis may have applied it and a retry
+ * would give it back twice.
+ */
+export class CreditRefunds {
+  /** `<owner>\n<UTC hour start>` → units not yet given back. */
+  private buffered = new Map<string, number>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly options: CreditRefundsOptions) {}
+
+  /** An admitted request of `owner`'s, which spent `units` credits at `admittedAt`, was not served. */
+  upstreamFailed(owner: string, units: number, admittedAt: number): void {
+    const field = `${owner}\n${admittedAt - (admittedAt % HOUR_MS)}`;
+    this.buffered.set(field, (this.buffered.get(field) ?? 0) + units);
+    if (!this.timer) {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        void this.flush();
+      }, FLUSH_MS);
+      this.timer.unref();
+    }
+  }
+
+  /** Writes the refunds waiting; resolves once each is written or has failed (and been logged). */
+  async flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    const batch = this.buffered;
+    this.buffered = new Map();
+    await Promise.all(
+      [...batch].map(async ([field, units]) => {
+        const [owner, hour] = field.split('\n') as [string, string];
+        try {
+          const rule = await this.options.ruleOf(owner);
+          if (rule) await this.options.ledger.refund(owner, rule, Number(hour), units, this.options.now());
+        } catch (err) {
+          this.options.onError(err);
+        }
+      }),
+    );
+  }
+}
