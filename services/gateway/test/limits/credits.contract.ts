@@ -67,23 +67,6 @@ export function creditsContract(name: string, make: (ban: BanPolicy) => Promise<
       expect((await credits.balance(keyId, rule(policy), now())).balance).toBe(0);
     });
 
-    it('spends 40 balances exactly when their keys’ requests arrive in one turn', async () => {
-      const { limiter, credits, now } = await start();
-      const keys = Array.from({ length: 40 }, () => unique('key'));
-      const policy = keyPolicy({ perMinute: 100, perDay: 1_000 });
-      // Key k holds k units; each sends 6 requests of 2 units, all in one turn.
-      for (let k = 1; k < keys.length; k++) await topUp(credits, keys[k] as string, policy, k, now());
-      const decisions = await Promise.all(
-        keys.flatMap((keyId) => Array.from({ length: 6 }, () => limiter.consume(keyId, policy, 2))),
-      );
-      for (let k = 0; k < keys.length; k++) {
-        const fits = Math.min(6, Math.floor(k / 2));
-        const mine = outcomes(decisions.slice(6 * k, 6 * k + 6));
-        expect(mine, `key ${k}`).toEqual([...Array(fits).fill('admitted'), ...Array(6 - fits).fill('exhausted')]);
-        expect((await credits.balance(keys[k] as string, rule(policy), now())).balance).toBe(k - 2 * fits);
-      }
-    });
-
     it('never bans for refusals out of credits, and a window’s refusal still counts', async () => {
       const { limiter, credits, now } = await start();
       const keyId = unique('key');

@@ -583,44 +583,6 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       }
     });
 
-    it('decides 120 keys with different windows arriving in one turn, each exactly as on its own, bans included', async () => {
-      const { limiter } = await start();
-      // Fixed minute of 2, sliding minute of 3, fixed minute of 1 with cost 2 (never fits): the
-      // three policies in one turn, their keys interleaved.
-      const policies = [
-        fixed({ perMinute: 2, perDay: 100 }),
-        policyFor({ perMinute: 3 }, 'sliding'),
-        fixed({ perMinute: 1 }),
-      ];
-      const costs = [1, 1, 2];
-      const keys = Array.from({ length: 120 }, newKeyId);
-      const decisions = await Promise.all(
-        keys.flatMap((keyId, k) =>
-          Array.from({ length: 8 }, () =>
-            limiter.consume(keyId, policies[k % 3] as LimitPolicy, costs[k % 3] as number),
-          ),
-        ),
-      );
-      // Refusals past the threshold (3) ban: the 4th refusal and every request after it.
-      const expected = [
-        ['admitted', 'admitted', 'limited', 'limited', 'limited', 'banned', 'banned', 'banned'],
-        ['admitted', 'admitted', 'admitted', 'limited', 'limited', 'limited', 'banned', 'banned'],
-        ['limited', 'limited', 'limited', 'banned', 'banned', 'banned', 'banned', 'banned'],
-      ];
-      for (let k = 0; k < keys.length; k++) {
-        expect(
-          decisions.slice(8 * k, 8 * k + 8).map((d) => d.outcome),
-          `key ${k}`,
-        ).toEqual(expected[k % 3]);
-      }
-      for (let k = 0; k < 6; k++) {
-        const usage = await limiter.usage(keys[k] as string, policies[k % 3] as LimitPolicy);
-        expect(usage.windows.map((w) => w.used)).toEqual([[2, 2], [3], [0]][k % 3]);
-        expect(usage.banEndsAt).not.toBeNull();
-      }
-      expect((await limiter.bans(1_000)).count).toBe(120);
-    });
-
     it('counts a refusal toward a ban until its Retry-After, less the grace, has passed', async () => {
       const { limiter, advance } = await start({ ...BAN, graceMs: 500 });
       const keyId = newKeyId();

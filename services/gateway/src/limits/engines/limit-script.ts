@@ -269,7 +269,7 @@ end
 return result
 `;
 /**
- * The decision of one key: its n requests at once, atomically and exactly as n single decisions in a row
+ * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
  * would: every window of the policy, the refusal count and the ban in one script. A request is
  * admitted only while every window has room for its cost, and takes its cost from each; a refused
  * one takes nothing, so a cheaper request after it may still fit. Once the ban threshold is
@@ -319,44 +319,8 @@ return result
  * read, the credit balance read, the decision, the windows taken from, the ban, the history, the
  * credit balance spent, the reply. The text is the
  * same as one template would be (a test holds that this composition is the script Redis runs).
- * The parts read KEYS and ARGV: LIMIT_SCRIPT runs them as a function whose parameters are named so,
- * once per key with that key's own.
  */
-const KEY_DECISION = [READ_WINDOWS, CREDITS_READ, DECIDE, TAKE, BAN, HISTORY, CREDITS_WRITE, REPLY].join('');
-
-/**
- * Decides the requests of several keys in one call: KEY_DECISION once per key, in order, each
- * with its own KEYS and ARGV (layouts above), each atomic as the whole call is, so a key's
- * decision reads what the keys before it in the call wrote (two keys of one customer share its
- * windows). What it saves is the client's work per command: a key's decision costs Redis about
- * the same either way (30 to 55 µs of CPU here, mostly this Lua and its redis.call()s; an EVALSHA
- * of its own adds about 2.6), and each key's KEYS and ARGV are cut out with unpack, as a Lua loop
- * copying them cost Redis 3 to 9 µs a key more (2026-11-27, docs/benchmarks.md "Batching across keys").
- *
- * ARGV: the number of keys, then per key the number of its KEYS and of its ARGV, then every key's
- * ARGV in turn. KEYS: every key's KEYS in turn. Returns per key its reply, or an error reply
- * for a key whose decision failed (the others are decided all the same).
- */
-export const LIMIT_SCRIPT = `local function decideKey(KEYS, ARGV)
-${KEY_DECISION}end
-local count = tonumber(ARGV[1])
-local k, a = 0, 1 + 2 * count
-local replies = {}
-for i = 1, count do
-  local nk, na = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
-  local keys, argv = {unpack(KEYS, k + 1, k + nk)}, {unpack(ARGV, a + 1, a + na)}
-  k, a = k + nk, a + na
-  local ok, reply = pcall(decideKey, keys, argv)
-  if ok then
-    replies[i] = reply
-  elseif type(reply) == 'table' and reply.err then
-    replies[i] = reply
-  else
-    replies[i] = {err = tostring(reply)}
-  end
-end
-return replies
-`;
+export const LIMIT_SCRIPT = [READ_WINDOWS, CREDITS_READ, DECIDE, TAKE, BAN, HISTORY, CREDITS_WRITE, REPLY].join('');
 
 /**
  * Reads without writing. KEYS: the policy's window keys, then ban, pending (both left out to read

@@ -24,19 +24,13 @@ type ScriptResult = Array<string | number>;
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     /** The key count comes first: it varies with the policy's windows. */
-    gatewayLimit(numKeys: number, ...keysAndArgs: Array<string | number>): Result<Array<ScriptResult | Error>, Context>;
+    gatewayLimit(numKeys: number, ...keysAndArgs: Array<string | number>): Result<ScriptResult, Context>;
     gatewayUsage(numKeys: number, ...keysAndArgs: Array<string | number>): Result<number[], Context>;
   }
 }
 
 /** Event-loop turns a batch waits for more requests before it is sent (see flush). */
 const LINGER_TURNS = 2;
-
-/**
- * The most keys one script call decides (not measured: a bound, so one call of a long queue does
- * not hold Redis for long; a saturated gateway here sends about one key per connection).
- */
-const MAX_KEYS_PER_CALL = 64;
 
 interface Waiter extends Waiting {
   reject(err: unknown): void;
@@ -71,11 +65,11 @@ function windowArgs(rule: WindowRule, now: number, history: boolean): [string, n
 
 /**
  * The shared limiter. Requests that arrive within 1 + LINGER_TURNS turns of the event loop are decided
- * together: one script call for all their keys (on a Cluster, per hash tag). And while a key's
- * call is out, requests for that key wait and go together in its next call, sent the moment the
- * answer is back: under load a Redis round trip serves every request that arrived during the
- * previous one, so the script calls per request fall as the load rises, where a call per turn
- * would rise with it. An idle key waits for nothing.
+ * together: one script call per key, all of them sent in one write. And while a key's call is
+ * out, requests for that key wait and go together as its next call, sent the moment the answer
+ * is back: under load a Redis round trip serves every request that arrived during the previous
+ * one, so the script calls per request fall as the load rises, where a call per turn would rise
+ * with it. An idle key waits for nothing.
  */
 export class RedisKeyLimiter implements KeyLimiter {
   private readonly ban: BanPolicy;
@@ -158,77 +152,45 @@ export class RedisKeyLimiter implements KeyLimiter {
     }
     this.lingered = 0;
     this.flushScheduled = false;
-    const ready: string[] = [];
-    for (const keyId of this.pending.keys()) if (!this.inFlight.has(keyId)) ready.push(keyId);
-    this.send(ready);
-  };
-
-  /**
-   * Sends the pending batches of these keys (none of them in flight), several keys to a script
-   * call: the limit script decides a list of keys in turn. With many keys each sending a little,
-   * a call per key made a command per request. One call for 32 keys, paired with a call per key:
-   * over 100,000 keys 3 to 10 µs less Redis CPU and 5 to 13 less here per decision in 4 of 5 runs,
-   * over 1,000 no change beyond this host's noise (docs/benchmarks.md "Batching across keys").
-   * On a Cluster a call's keys must share a slot: keys go together by hash tag (their customer,
-   * or the key itself); two random tags rarely share one of the 16,384 slots, so grouping by slot
-   * would add little.
-   */
-  private send(keyIds: readonly string[]): void {
-    if (keyIds.length === 0) return;
-    const calls = new Map<string, Array<[string, Batch]>>();
-    let open: Array<[string, Batch]> = [];
-    for (const keyId of keyIds) {
-      const batch = this.pending.get(keyId);
-      if (!batch) continue;
-      this.pending.delete(keyId);
-      this.inFlight.add(keyId);
-      if (this.redis.isCluster) {
-        const tag = batch.customerId ?? keyId;
-        const call = calls.get(tag);
-        if (call) call.push([keyId, batch]);
-        else calls.set(tag, [[keyId, batch]]);
-        continue;
-      }
-      // A bound on one call's keys: a script blocks Redis while it runs.
-      if (open.length === MAX_KEYS_PER_CALL) {
-        calls.set(String(calls.size), open);
-        open = [];
-      }
-      open.push([keyId, batch]);
-    }
-    if (open.length > 0) calls.set(String(calls.size), open);
-    // One write for every call: each would otherwise be a syscall of its own. A Cluster client
+    // One write for every key's call: each would otherwise be a syscall of its own, and with many
+    // keys active a flush holds about one key per request (a CPU profile over 100,000 keys: one
+    // script call per request, and its socket write 13 % of the busy time). A Cluster client
     // pipelines per node by itself (redis/clients.ts), and has no one socket to cork.
-    const socket = calls.size > 1 && !this.redis.isCluster ? (this.redis as Redis).stream : undefined;
+    const socket = this.pending.size > 1 && !this.redis.isCluster ? (this.redis as Redis).stream : undefined;
     socket?.cork();
     try {
-      for (const call of calls.values()) this.decide(call);
+      for (const [keyId, batch] of this.pending) {
+        if (this.inFlight.has(keyId)) continue;
+        this.pending.delete(keyId);
+        this.decide(keyId, batch);
+      }
     } finally {
       socket?.uncork();
     }
-  }
+  };
 
-  /** One key's KEYS and ARGV for the limit script (limit-script.ts KEY_DECISION), at `now`. */
-  private keyArgs(keyId: string, batch: Batch, now: number): [keys: string[], args: Array<string | number>] {
+  private decide(keyId: string, batch: Batch): void {
     const { policy, customerId, waiters } = batch;
+    const now = this.now();
     const rules = policy.windows;
-    const keys: string[] = [];
-    for (const rule of rules) keys.push(this.windowKey(keyId, customerId, rule, now));
-    keys.push(this.keyName(keyId, 'ban', customerId), this.keyName(keyId, 'pending', customerId));
+    const keysAndArgs: Array<string | number> = [];
+    for (const rule of rules) keysAndArgs.push(this.windowKey(keyId, customerId, rule, now));
+    keysAndArgs.push(this.keyName(keyId, 'ban', customerId), this.keyName(keyId, 'pending', customerId));
     let historyHour = '';
     let historyExpireAt = 0;
     if (this.history) {
       const shift = policy.hourShiftMs;
       const [key, hour, expireAt] = this.history.scriptArgs(keyId, now, customerId, shift);
-      keys.push(key);
+      keysAndArgs.push(key);
       // The customer's hour: the same hour and expiry, in the customer's own day hash.
-      if (customerId !== undefined) keys.push(this.history.scriptArgs(customerId, now, undefined, shift)[0]);
+      if (customerId !== undefined) keysAndArgs.push(this.history.scriptArgs(customerId, now, undefined, shift)[0]);
       historyHour = hour;
       historyExpireAt = expireAt;
     }
     const credits = policy.credits ? refillPeriod(policy.credits, now) : undefined;
-    if (policy.credits) keys.push(...creditKeys(this.prefix, customerId ?? keyId));
-    const args: Array<string | number> = [
+    if (policy.credits) keysAndArgs.push(...creditKeys(this.prefix, customerId ?? keyId));
+    const numKeys = keysAndArgs.length;
+    keysAndArgs.push(
       rules.length,
       now,
       policy.shadow ? -1 : this.ban.threshold,
@@ -238,93 +200,52 @@ export class RedisKeyLimiter implements KeyLimiter {
       this.ban.minRetryAfterMs,
       historyHour,
       historyExpireAt,
-    ];
-    for (const rule of rules) args.push(...windowArgs(rule, now, this.history !== null));
-    for (const waiter of waiters) args.push(waiter.cost);
+    );
+    for (const rule of rules) keysAndArgs.push(...windowArgs(rule, now, this.history !== null));
+    for (const waiter of waiters) keysAndArgs.push(waiter.cost);
     // The script's credits part takes these three off the end (limit-script.ts CREDITS_READ).
-    if (policy.credits) args.push(policy.credits.refill?.amount ?? 0, credits?.name ?? '', 'credits');
-    return [keys, args];
-  }
-
-  /** One script call for these keys' batches (all marked in flight). */
-  private decide(call: ReadonlyArray<[string, Batch]>): void {
-    const now = this.now();
-    const keys: string[] = [];
-    const counts: number[] = [call.length];
-    const args: Array<string | number> = [];
-    for (const [keyId, batch] of call) {
-      const [k, a] = this.keyArgs(keyId, batch, now);
-      keys.push(...k);
-      args.push(...a);
-      counts.push(k.length, a.length);
-    }
-    let reply: Promise<Array<ScriptResult | Error>>;
+    if (policy.credits) keysAndArgs.push(policy.credits.refill?.amount ?? 0, credits?.name ?? '', 'credits');
+    this.inFlight.add(keyId);
+    let call: Promise<ScriptResult>;
     try {
-      reply = this.redis.gatewayLimit(keys.length, ...keys, ...counts, ...args);
+      call = this.redis.gatewayLimit(numKeys, ...keysAndArgs);
     } catch (err) {
-      // A call that throws instead of rejecting must not leave its keys marked in flight forever.
-      reply = Promise.reject(err);
+      // A call that throws instead of rejecting must not leave the key marked in flight forever.
+      call = Promise.reject(err);
     }
-    reply.then(
-      (replies) => {
-        const ready: string[] = [];
-        call.forEach(([keyId, batch], i) => {
-          const one = replies[i];
-          if (one instanceof Error || one === undefined) this.fail(keyId, batch, one ?? new Error('no reply'));
-          else if (this.settle(keyId, batch, one, now)) ready.push(keyId);
-        });
-        this.release(ready);
+    call.then(
+      async (reply) => {
+        // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
+        try {
+          const result = batchResult(reply, rules.length, policy.credits !== undefined);
+          if (result.banStartedAt > 0) await this.indexBan(keyId, now + result.banTtlMs);
+          // At the moment the call was made: the script's resets count from it (a calendar window
+          // then ends exactly at its period's end).
+          settleBatch(policy, waiters, result, this.ban, now);
+        } catch (err) {
+          for (const waiter of waiters) waiter.reject(err);
+        }
+        this.sendNext(keyId);
       },
       (err: unknown) => {
-        for (const [keyId, batch] of call) this.fail(keyId, batch, err);
+        // Those who waited behind a failed call fail with it, at once: they would otherwise
+        // wait out a second timeout before the failure mode answers them.
+        const behind = this.pending.get(keyId);
+        this.pending.delete(keyId);
+        this.inFlight.delete(keyId);
+        for (const waiter of waiters) waiter.reject(err);
+        for (const waiter of behind?.waiters ?? []) waiter.reject(err);
       },
     );
   }
 
-  /**
-   * Answers a key's batch from its reply; false while a ban it started is being indexed (the key
-   * is released after that, alone).
-   */
-  private settle(keyId: string, batch: Batch, reply: ScriptResult, now: number): boolean {
-    const { policy, waiters } = batch;
-    // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
-    try {
-      const result = batchResult(reply, policy.windows.length, policy.credits !== undefined);
-      // At the moment the call was made: the script's resets count from it (a calendar window
-      // then ends exactly at its period's end).
-      if (result.banStartedAt <= 0) settleBatch(policy, waiters, result, this.ban, now);
-      else {
-        void this.indexBan(keyId, now + result.banTtlMs).then(() => {
-          settleBatch(policy, waiters, result, this.ban, now);
-          this.release([keyId]);
-        });
-        return false;
-      }
-    } catch (err) {
-      for (const waiter of waiters) waiter.reject(err);
-    }
-    return true;
-  }
-
-  /**
-   * A key's call failed: those who waited behind it fail with it, at once: they would otherwise
-   * wait out a second timeout before the failure mode answers them.
-   */
-  private fail(keyId: string, batch: Batch, err: unknown): void {
-    const behind = this.pending.get(keyId);
-    this.pending.delete(keyId);
+  /** The key's call is back: what arrived meanwhile goes now, as one call. */
+  private sendNext(keyId: string): void {
     this.inFlight.delete(keyId);
-    for (const waiter of batch.waiters) waiter.reject(err);
-    for (const waiter of behind?.waiters ?? []) waiter.reject(err);
-  }
-
-  /**
-   * The keys' call is back: what arrived for them meanwhile goes now, as one call (per tag on a
-   * Cluster). Under load a round trip then serves every request that arrived during the last.
-   */
-  private release(keyIds: readonly string[]): void {
-    for (const keyId of keyIds) this.inFlight.delete(keyId);
-    this.send(keyIds);
+    const next = this.pending.get(keyId);
+    if (!next) return;
+    this.pending.delete(keyId);
+    this.decide(keyId, next);
   }
 
   async liftBan(keyId: string, customerId?: string): Promise<void> {

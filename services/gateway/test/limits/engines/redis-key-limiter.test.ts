@@ -205,65 +205,6 @@ describe('two replicas on one Redis', () => {
   });
 });
 
-describe('keys decided together', () => {
-  const evalCalls = async (client: Redis) => {
-    const stats = await client.info('commandstats');
-    return ['evalsha', 'eval'].reduce(
-      (sum, name) => sum + Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0),
-      0,
-    );
-  };
-  const NO_BANS = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
-
-  it('decides 50 keys arriving in one turn, with and without customers, in one script call', async () => {
-    const client = await connected(redisClient(redis.url));
-    onTestFinished(() => client.disconnect());
-    const prefix = `t${randomUUID().slice(0, 8)}:`;
-    const limiter = new RedisKeyLimiter(
-      client,
-      prefix,
-      NO_BANS,
-      Date.now,
-      new RedisUsageHistory(client, prefix, DAY_MS),
-    );
-    const policy = policyFor({ perMinute: 1 });
-    const shared = customerPolicyFor({ perMinute: 10 }, undefined, 'fixed', false, DEFAULT_BILLING);
-    const customer = `cus_${randomUUID()}`;
-    // The script is loaded first: a call that finds it missing is sent again, counted twice.
-    await limiter.consume(`key_${randomUUID()}`, policy, 1);
-    const before = await evalCalls(client);
-    const decisions = await Promise.all(
-      Array.from({ length: 50 }, (_, i) =>
-        i % 5 === 0
-          ? limiter.consume(`key_${randomUUID()}`, shared, 1, customer)
-          : limiter.consume(`key_${randomUUID()}`, policy, 1),
-      ),
-    );
-    expect(decisions.every((d) => d.outcome === 'admitted')).toBe(true);
-    expect((await evalCalls(client)) - before).toBe(1);
-  });
-
-  it('fails only the key whose state Redis cannot read; the keys decided with it are answered', async () => {
-    const client = await connected(redisClient(redis.url));
-    onTestFinished(() => client.disconnect());
-    const prefix = `t${randomUUID().slice(0, 8)}:`;
-    const limiter = new RedisKeyLimiter(client, prefix, NO_BANS);
-    const policy = policyFor({ perMinute: 5 });
-    const [broken, a, b] = [0, 1, 2].map(() => `key_${randomUUID()}`) as [string, string, string];
-    // A minute counter of the wrong type (as a stray write by another program would leave it).
-    await client.hset(limiter.keyName(broken, 'm'), 'x', '1');
-    const [first, failed, second] = await Promise.allSettled([
-      limiter.consume(a, policy, 1),
-      limiter.consume(broken, policy, 1),
-      limiter.consume(b, policy, 1),
-    ]);
-    expect(failed.status).toBe('rejected');
-    expect(String((failed as PromiseRejectedResult).reason)).toMatch(/WRONGTYPE/);
-    expect([first, second].map((r) => r.status === 'fulfilled' && r.value.outcome)).toEqual(['admitted', 'admitted']);
-    expect((await limiter.usage(a, policy)).windows.map((w) => w.used)).toEqual([1]);
-  });
-});
-
 describe('credits over two replicas on one Redis', () => {
   const replicas = async () => {
     const ban = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
