@@ -530,8 +530,16 @@ describe.each([
 
     const first = await ping(gw, id);
     await failed(1);
-    const marked = await show(gw, id);
-    expect(marked.failing).toEqual({ since: expect.any(String), reason: 'endpoint answered 500' });
+    // The delivery's outcome and the endpoint's standing are two writes, the standing second: a
+    // read between them (seen once in a CI run) finds the delivery failed and no standing yet.
+    const marked = await vi.waitFor(
+      async () => {
+        const endpoint = await show(gw, id);
+        expect(endpoint.failing).toEqual({ since: expect.any(String), reason: 'endpoint answered 500' });
+        return endpoint;
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     // What the operator is told, once per exhaustion.
     const line = logs.find((l) => l.audit === 'webhook-failing');
     expect(line).toMatchObject({
