@@ -173,6 +173,23 @@ class Stack {
     return { status: res.status, headers: res.headers, body: await res.text(), ms: Date.now() - started };
   }
 
+  /**
+   * A set-up call, sent again while it answers 503 (a create with one Idempotency-Key throughout,
+   * so its retries make one): what a client does on a 503 with Retry-After.
+   */
+  async settled(method: string, path: string, body?: unknown): Promise<Answer> {
+    const headers: Record<string, string> = method === 'POST' ? { 'idempotency-key': randomUUID() } : {};
+    let answer: Answer | undefined;
+    await vi.waitFor(
+      async () => {
+        answer = await this.call(method, path, body, headers);
+        expect(answer.status, answer.body).not.toBe(503);
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    return answer!;
+  }
+
   /** The audit lines the gateway logged for this action. */
   audits(action: string): Array<Record<string, unknown>> {
     return this.gateway.logs.flatMap((l) => (l.json?.audit === action ? [l.json] : []));
@@ -208,16 +225,19 @@ describe('every admin route with Redis unreachable', () => {
 
   beforeEach(async () => {
     stack = await Stack.start();
-    const key = await stack.call('POST', '/admin/keys', { plan: 'free' });
-    const spare = await stack.call('POST', '/admin/keys', { plan: 'free' });
-    const hook = await stack.call('POST', '/admin/webhooks', {
+    // Set-up, with Redis up: on a loaded host a command can still outlast this file's 200 ms
+    // command timeout, and the route then answers 503 as it should (CI once got it for the
+    // webhook). A client retries a 503; the Idempotency-Key makes the retried create one.
+    const key = await stack.settled('POST', '/admin/keys', { plan: 'free' });
+    const spare = await stack.settled('POST', '/admin/keys', { plan: 'free' });
+    const hook = await stack.settled('POST', '/admin/webhooks', {
       url: 'http://127.0.0.1:9/hook',
       events: ['key.banned'],
     });
-    const customer = await stack.call('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} });
-    const lone = await stack.call('POST', '/admin/keys', { plan: 'free' });
+    const customer = await stack.settled('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} });
+    const lone = await stack.settled('POST', '/admin/keys', { plan: 'free' });
     const creditKeyId = JSON.parse(lone.body).id;
-    const terms = await stack.call('PATCH', `/admin/keys/${creditKeyId}`, { credits: {} });
+    const terms = await stack.settled('PATCH', `/admin/keys/${creditKeyId}`, { credits: {} });
     expect([key.status, spare.status, hook.status, customer.status, terms.status]).toEqual([201, 201, 201, 201, 200]);
     fixtures = {
       keyId: JSON.parse(key.body).id,
