@@ -4,7 +4,8 @@
 // the one before, with its CSV). Amounts stay integers in minor units until money() writes them.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { money, periodText } from './figures.js';
+import { periodText } from './figures.js';
+import { money } from './money.js';
 import { api, apiFile, Confirm, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
 
 /** Ledger entries a page shows at a time; Older entries asks for the next page. */

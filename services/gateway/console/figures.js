@@ -136,20 +136,3 @@ export function localDate(iso, timeZone) {
 export function periodText(start, end, timeZone) {
   return `${localDate(start, timeZone)} to ${localDate(new Date(Date.parse(end) - 1).toISOString(), timeZone)}`;
 }
-
-/**
- * Integer minor units as money in a locale: 4950 EUR is €49.50 in en-US, 49,50 € in de-DE. The
- * currency's own digits (0 for JPY, 3 for BHD) place the point in the decimal text, which
- * Intl.NumberFormat formats exactly: no floating point between the admin API's integer and the page.
- * @param {number} minor an integer
- * @param {string} currency ISO 4217
- * @param {string} [locale] the browser's when none
- */
-export function money(minor, currency, locale) {
-  const format = new Intl.NumberFormat(locale, { style: 'currency', currency });
-  const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
-  const text = String(Math.abs(minor)).padStart(digits + 1, '0');
-  const decimal = digits === 0 ? text : `${text.slice(0, -digits)}.${text.slice(-digits)}`;
-  // A string, read as a decimal: ES2023's Intl.NumberFormat takes one (lib.es2023 does not say so).
-  return format.format(/** @type {any} */ (`${minor < 0 ? '-' : ''}${decimal}`));
-}

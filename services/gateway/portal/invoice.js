@@ -3,21 +3,7 @@
 // price, as the admin API computes it, with a CSV of the same lines. Amounts arrive as integers in
 // the currency's minor units and are formatted from them as decimal text, never through a float.
 
-/**
- * Minor units as the customer's locale writes money: 4950 EUR is €49.50. The digits are the
- * currency's own (0 for JPY, 3 for BHD); the decimal is built as text and formatted as text, which
- * Intl.NumberFormat reads exactly.
- * @param {number} minor an integer
- * @param {string} currency ISO 4217
- * @param {string} [locale]
- */
-export function money(minor, currency, locale) {
-  const format = new Intl.NumberFormat(locale, { style: 'currency', currency });
-  const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
-  const text = String(Math.abs(minor)).padStart(digits + 1, '0');
-  const decimal = digits === 0 ? text : `${text.slice(0, -digits)}.${text.slice(-digits)}`;
-  return format.format(/** @type {any} */ (`${minor < 0 ? '-' : ''}${decimal}`));
-}
+import { money } from './money.js';
 
 const count = (n) => n.toLocaleString('en-US');
 

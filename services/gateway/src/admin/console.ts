@@ -71,6 +71,7 @@ const OWN_FILES: ReadonlyArray<[string, string]> = [
     'webhooks.js',
     'charts.js',
     'figures.js',
+    'money.js',
     'limit-fields.js',
   ].map((name): [string, string] => [name, JS]),
   ['favicon.svg', SVG],

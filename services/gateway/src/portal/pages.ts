@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 
@@ -18,10 +18,16 @@ const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+const JS = 'text/javascript; charset=utf-8';
+
+/** Money as the console writes it: the portal serves the console's own file (console/money.js). */
+const MONEY = fileURLToPath(new URL('../../console/money.js', import.meta.url));
+
 const FILES: ReadonlyArray<[string, string, string]> = [
   ['/portal', 'index.html', 'text/html; charset=utf-8'],
-  ['/portal/portal.js', 'portal.js', 'text/javascript; charset=utf-8'],
-  ['/portal/invoice.js', 'invoice.js', 'text/javascript; charset=utf-8'],
+  ['/portal/portal.js', 'portal.js', JS],
+  ['/portal/invoice.js', 'invoice.js', JS],
+  ['/portal/money.js', MONEY, JS],
   ['/portal/style.css', 'style.css', 'text/css; charset=utf-8'],
   ['/portal/favicon.svg', 'favicon.svg', 'image/svg+xml'],
 ];
@@ -36,7 +42,7 @@ export interface PagesOptions {
 /** The portal's page and its files: a fixed handful, served with the CSP and without cookies' help. */
 export async function portalPages(app: FastifyInstance, options: PagesOptions): Promise<void> {
   const dir = options.dir ?? fileURLToPath(new URL('../../portal/', import.meta.url));
-  const read = (name: string) => readFileSync(join(dir, name));
+  const read = (name: string) => readFileSync(isAbsolute(name) ? name : join(dir, name));
   const held = new Map(FILES.map(([, name]) => [name, options.readEachRequest ? null : read(name)]));
   for (const [url, name, type] of FILES) {
     app.get(url, async (_request, reply) =>

@@ -7,7 +7,6 @@ import {
   limitsText,
   localDate,
   minutesIntoHour,
-  money,
   periodText,
   refusedPercent,
   requestsOf,
@@ -130,20 +129,5 @@ describe('the bars of an hourly chart', () => {
     expect(barStarts(hours, 0, 2, 600)).toEqual([-600, 3_000]);
     expect(barStarts(hours, 1, 2, 600)).toEqual([0, 3_600]);
     expect(barStarts(hours, 1, 3, 600)).toEqual([-300, 3_300]);
-  });
-});
-
-describe('money', () => {
-  it("writes integer minor units in the currency's own digits, exactly, however large", () => {
-    expect(money(4950, 'EUR', 'en-US')).toBe('€49.50');
-    expect(money(5, 'EUR', 'en-US')).toBe('€0.05');
-    expect(money(0, 'EUR', 'en-US')).toBe('€0.00');
-    expect(money(-1250, 'EUR', 'en-US')).toBe('-€12.50');
-    expect(money(4950, 'EUR', 'de-DE')).toBe('49,50\u00a0€');
-    // No minor unit (yen), three (Bahraini dinar).
-    expect(money(4950, 'JPY', 'en-US')).toBe('¥4,950');
-    expect(money(4950, 'BHD', 'en-US')).toBe('BHD\u00a04.950');
-    // 2^53 − 1 cents: a float of the major units (90071992547409.91) would not round-trip.
-    expect(money(Number.MAX_SAFE_INTEGER, 'USD', 'en-US')).toBe('$90,071,992,547,409.91');
   });
 });
