@@ -99,6 +99,7 @@ export async function creditsCost({ startGateway, redis, admin, opts, loadAverag
   result.loads.saturation = await roundsOf(list, {}, ctx, 'credits at saturation');
   for (const rate of opts.rates) result.loads[rate] = await roundsOf(list, { rate }, ctx, `credits at ${rate} req/s`);
   result.loadAverage.end = loadAverage();
+  result.redisIdleUsPerSecond = ctx.redisIdleUsPerSecond;
   // credits ÷ plain per load: what spending credits adds, the same process and traffic.
   const ratio = (a, b) => (a === null || b === null || b === 0 ? null : Number((a / b).toFixed(3)));
   result.ratios = Object.fromEntries(

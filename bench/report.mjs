@@ -57,9 +57,15 @@ export function printExtras({
   if (againstCpu100kKeys) {
     out(paired('CPU µs per request over 100k keys', 'gateway/gatewayAgainst', againstCpu100kKeys));
   }
-  out(`per request at ${c.rate} req/s${num('CPU µs', 12)}${num('+ Redis', 9)}${num('stdout B', 10)}`);
+  out(
+    `per request at ${c.rate} req/s${num('CPU µs', 12)}${num('+ Redis', 9)}${num('stdout B', 10)}   (Redis less its idle µs/s: raw, idle)`,
+  );
   for (const [name, r] of Object.entries(c.subjects)) {
-    out(`  ${name.padEnd(26)}${num(r.process, 12)}${num(r.redis ?? '', 9)}${num(r.stdoutBytes, 10)}`);
+    const idle =
+      r.redisIdleUsPerSecond === undefined || r.redisIdleUsPerSecond === null
+        ? ''
+        : `   ${r.redisRaw}, ${r.redisIdleUsPerSecond}`;
+    out(`  ${name.padEnd(26)}${num(r.process, 12)}${num(r.redis ?? '', 9)}${num(r.stdoutBytes, 10)}${idle}`);
   }
 }
 
@@ -125,6 +131,10 @@ export function printTraffic(t) {
     `\ntraffic: ${p.keys} keys, Zipf s=${p.s} (top 1 % of keys ${p.shareOfTop['1%'] * 100} % of requests), ${p.postShare * 100} % POST, seed ${p.seed}; ` +
       `customers: ${t.customers.count} of ${t.customers.keysPerCustomer} keys; HAProxy: ${t.haproxy}; load average ${t.loadAverage.start} → ${t.loadAverage.end}`,
   );
+  if (t.redisIdleUsPerSecond) {
+    const idle = Object.entries(t.redisIdleUsPerSecond).map(([what, xs]) => `${what}: ${xs.join(' ')}`);
+    out(`  Redis idle µs/s per round, taken off each subject's Redis CPU: ${idle.join('; ')}`);
+  }
   printLoad('at saturation', t.saturation);
   for (const [rate, bySubject] of Object.entries(t.fixed)) {
     printLoad(`at ${rate} req/s (open loop)`, bySubject);

@@ -32,7 +32,16 @@ import {
 } from './many-customers.mjs';
 import { KEY_COUNTS, keyCacheBytes, keysSubject, primeKeys, rotating, writeManyKeys } from './many-keys.mjs';
 import { plot } from './plot.mjs';
-import { atExit, cpuMicros, freePort, start, startRedis, stopAll } from './processes.mjs';
+import {
+  atExit,
+  cpuMicros,
+  freePort,
+  redisIdleMicrosPerSecond,
+  redisPerRequest,
+  start,
+  startRedis,
+  stopAll,
+} from './processes.mjs';
 import { commandsPerRequest } from './redis-commands.mjs';
 import { startTopology } from './redis-topology.mjs';
 import { printCredits, printExtras, printRatios, printTable, printTraffic } from './report.mjs';
@@ -303,11 +312,14 @@ async function pairedCpu(a, b, rate, request = getPets, redisPid = undefined) {
   const rounds = [];
   await Promise.all([a, b].map((t) => cannon({ ...fixed(t), duration: 1 })));
   for (let round = 0; round < load.rounds; round++) {
+    // Redis's own background, when its CPU counts as a's: taken off (processes.mjs).
+    const idle = redisPid ? await redisIdleMicrosPerSecond(redisPid) : 0;
     const before = [cpuOfA(), cpuMicros(b.process.pid)];
+    const started = performance.now();
     const [na, nb] = await Promise.all(
       [a, b].map(async (t) => (await cannon({ ...fixed(t), duration: load.duration })).requests.total),
     );
-    const perA = (cpuOfA() - before[0]) / na;
+    const perA = redisPerRequest(cpuOfA() - before[0], idle, performance.now() - started, na);
     const perB = (cpuMicros(b.process.pid) - before[1]) / nb;
     rounds.push({ a: Number(perA.toFixed(1)), b: Number(perB.toFixed(1)) });
   }
@@ -395,14 +407,22 @@ async function main() {
     const fixed = { ...request, connections: load.connections, overallRate: cpuRate };
     await cannon({ ...fixed, duration: 1 });
     const child = target.process;
+    const idle = usesRedis && redis.pid ? await redisIdleMicrosPerSecond(redis.pid) : 0;
     const before = [cpuMicros(child.pid), cpuMicros(redis.pid), child.stdoutBytes];
+    const started = performance.now();
     const n = (await cannon({ ...fixed, duration: load.duration })).requests.total;
+    const ms = performance.now() - started;
     if (!n)
       throw new Error(`no answer from ${target.url} (pid ${child.pid}, exit ${child.exitCode ?? child.signalCode})`);
     const perRequest = (after, b) => Number(((after - b) / n).toFixed(1));
     return {
       process: perRequest(cpuMicros(child.pid), before[0]),
-      redis: usesRedis && redis.pid ? perRequest(cpuMicros(redis.pid), before[1]) : null,
+      redis:
+        usesRedis && redis.pid
+          ? Number(redisPerRequest(cpuMicros(redis.pid) - before[1], idle, ms, n).toFixed(1))
+          : null,
+      redisRaw: usesRedis && redis.pid ? perRequest(cpuMicros(redis.pid), before[1]) : null,
+      redisIdleUsPerSecond: usesRedis && redis.pid ? Math.round(idle) : null,
       stdoutBytes: perRequest(child.stdoutBytes, before[2]),
     };
   };

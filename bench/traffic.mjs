@@ -10,7 +10,7 @@ import { toKeyFileEntry } from '@animal-store/gateway/keys/keys-file.js';
 import { fixedRate } from './fixed-rate.mjs';
 import { haproxyBinary, startHaproxy } from './haproxy.mjs';
 import { customersWithKeys, KEYS_PER_CUSTOMER } from './many-customers.mjs';
-import { cpuMicros, freePort, start, waitFor } from './processes.mjs';
+import { cpuMicros, freePort, redisIdleMicrosPerSecond, redisPerRequest, start, waitFor } from './processes.mjs';
 import { clientCommands } from './redis-commands.mjs';
 import { cannon } from './rounds.mjs';
 import { trafficPlan } from './zipf.mjs';
@@ -81,7 +81,9 @@ async function measured(subject, ctx, run) {
   const pid = subject.process.pid;
   const before = { process: cpuMicros(pid), redis: redisPid ? cpuMicros(redisPid) : Number.NaN };
   const counters = await redisCounters(admin);
+  const started = performance.now();
   const out = await run();
+  const ms = performance.now() - started;
   const after = await redisCounters(admin);
   const n = out.n;
   const byCommand = {};
@@ -92,7 +94,8 @@ async function measured(subject, ctx, run) {
   return {
     ...out,
     cpuProcess: (cpuMicros(pid) - before.process) / n,
-    cpuRedis: subject.usesRedis ? (cpuMicros(redisPid) - before.redis) / n : null,
+    cpuRedis: subject.usesRedis ? redisPerRequest(cpuMicros(redisPid) - before.redis, ctx.redisIdle ?? 0, ms, n) : null,
+    cpuRedisRaw: subject.usesRedis ? (cpuMicros(redisPid) - before.redis) / n : null,
     commands: clientCommands(byCommand),
     calls: Object.values(byCommand).reduce((sum, v) => sum + v, 0),
     reads: after.reads - counters.reads - 1,
@@ -131,13 +134,17 @@ export async function roundsOf(subjects, load, ctx, what) {
             non2xx: r.non2xx + r.errors,
           };
         };
+  const idle = [];
   for (let round = 0; round < ctx.rounds; round++) {
+    // Redis's own background this round, taken off each subject's Redis CPU (processes.mjs).
+    if (ctx.redisPid) idle.push((ctx.redisIdle = await redisIdleMicrosPerSecond(ctx.redisPid)));
     for (let i = 0; i < subjects.length; i++) {
       const s = subjects[(i + round) % subjects.length];
       runs[s.name].push(await measured(s, ctx, runOne(s)));
     }
     process.stderr.write(`bench: ${what} round ${round + 1}/${ctx.rounds} (load average ${ctx.loadAverage()})\n`);
   }
+  if (idle.length > 0) (ctx.redisIdleUsPerSecond ??= {})[what] = idle.map((x) => Math.round(x));
   return Object.fromEntries(Object.entries(runs).map(([name, rs]) => [name, summary(rs)]));
 }
 
@@ -156,6 +163,7 @@ function summary(rs) {
     p99Ms: Number(pick('p99Ms').toFixed(2)),
     cpuProcessUs: round1(pick('cpuProcess')),
     cpuRedisUs: round1(pick('cpuRedis')),
+    cpuRedisRawUs: round1(pick('cpuRedisRaw')),
     redisCommandsPerRequest: Number((rs.reduce((s, r) => s + r.commands, 0) / n).toFixed(3)),
     redisCallsPerRequest: Number((rs.reduce((s, r) => s + r.calls, 0) / n).toFixed(3)),
     redisRoundTripsPerRequest: Number((rs.reduce((s, r) => s + r.reads, 0) / n).toFixed(3)),
@@ -288,5 +296,6 @@ export async function productionTraffic({ subjects, startGateway, redis, admin, 
     result.stages[rate] = stageSummary(timing.timings);
   }
   result.loadAverage.end = loadAverage();
+  result.redisIdleUsPerSecond = ctx.redisIdleUsPerSecond;
   return result;
 }
