@@ -18,6 +18,7 @@ import { settleBatch } from '../key-limiter.js';
 import type { LimitPolicy, WindowRule } from '../policy.js';
 import { ruleEnd } from '../policy.js';
 import { LIMIT_SCRIPT, USAGE_SCRIPT } from './limit-script.js';
+import { RedisBanIndex } from './redis-ban-index.js';
 
 type ScriptResult = Array<string | number>;
 
@@ -79,6 +80,7 @@ export class RedisKeyLimiter implements KeyLimiter {
   private readonly inFlight = new Set<string>();
   private flushScheduled = false;
   private lingered = 0;
+  private readonly banIndex: RedisBanIndex;
 
   constructor(
     private readonly redis: RedisClient,
@@ -89,6 +91,7 @@ export class RedisKeyLimiter implements KeyLimiter {
     private readonly history: RedisUsageHistory | null = null,
   ) {
     this.ban = { ...ban };
+    this.banIndex = new RedisBanIndex(redis, `${prefix}bans`, now);
     if (typeof (redis as Partial<Redis>).gatewayLimit !== 'function') {
       redis.defineCommand('gatewayLimit', { lua: LIMIT_SCRIPT });
     }
@@ -218,7 +221,9 @@ export class RedisKeyLimiter implements KeyLimiter {
         // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
         try {
           const result = batchResult(reply, rules.length, policy.credits !== undefined);
-          if (result.banStartedAt > 0) await this.indexBan(keyId, now + result.banTtlMs);
+          if (result.banStartedAt > 0)
+            await this.banIndex.started(keyId, this.keyName(keyId, 'ban', customerId), now + result.banTtlMs);
+          else this.banIndex.retry();
           // At the moment the call was made: the script's resets count from it (a calendar window
           // then ends exactly at its period's end).
           settleBatch(policy, waiters, result, this.ban, now);
@@ -250,43 +255,11 @@ export class RedisKeyLimiter implements KeyLimiter {
 
   async liftBan(keyId: string, customerId?: string): Promise<void> {
     await this.redis.del(this.keyName(keyId, 'ban', customerId), this.keyName(keyId, 'pending', customerId));
-    await this.redis.zrem(this.banIndex(), keyId);
-  }
-
-  /**
-   * The index of bans in force: a sorted set of key ids by the ban's end (ms), one key for the
-   * whole limiter. It is written beside the script, not in it: on a Cluster the script's keys
-   * share the key's (or customer's) slot and this one has its own. A ban starts rarely, so one
-   * more round trip then costs nothing the request path feels.
-   */
-  private banIndex(): string {
-    return `${this.prefix}bans`;
-  }
-
-  /**
-   * Enters a ban that has just started. Should Redis fail here, the ban is in force all the same
-   * (the script wrote it) and only the count misses it, until it ends: a request is not refused
-   * a decision for the sake of an admin view.
-   */
-  private async indexBan(keyId: string, endsAt: number): Promise<void> {
-    const index = this.banIndex();
-    await Promise.all([
-      this.redis.zadd(index, endsAt, keyId),
-      this.redis.zremrangebyscore(index, '-inf', this.now()),
-    ]).catch(() => undefined);
+    await this.banIndex.lifted(keyId);
   }
 
   async bans(limit: number): Promise<BanList> {
-    const index = this.banIndex();
-    const now = this.now();
-    await this.redis.zremrangebyscore(index, '-inf', now);
-    const [count, range] = await Promise.all([
-      this.redis.zcount(index, `(${now}`, '+inf'),
-      this.redis.zrangebyscore(index, `(${now}`, '+inf', 'WITHSCORES', 'LIMIT', 0, limit),
-    ]);
-    const items: BanList['items'] = [];
-    for (let i = 0; i < range.length; i += 2) items.push({ keyId: range[i] as string, endsAt: Number(range[i + 1]) });
-    return { count, items };
+    return this.banIndex.list(limit);
   }
 
   async banEndsAt(keyId: string, customerId?: string): Promise<number | null> {

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { RedisCreditLedger } from '../../../src/credits/redis-credit-ledger.js';
 import { DEFAULT_BILLING } from '../../../src/customers/billing-period.js';
 import { calendarFor } from '../../../src/limits/calendar.js';
@@ -450,5 +450,68 @@ describe('calendar windows in Redis', () => {
     const next = await limiter.consume(keyId, policy, 1);
     expect(next.outcome).toBe('admitted');
     expect(next.windows[1]).toMatchObject({ name: 'month', remaining: 2, resetAt: nextFirst(first) });
+  });
+});
+
+describe('the index of bans when Redis fails between the script and it', () => {
+  const BANS = { threshold: 1, windowMs: 60_000, durationMs: 600_000, graceMs: 0, minRetryAfterMs: 0 };
+  const policy = policyFor({ perMinute: 1, perDay: 100 });
+
+  /**
+   * A limiter whose Redis user may not ZADD until `allowIndex()`: the ban script runs, the index
+   * write after it fails, as when Redis goes away between the two.
+   */
+  const start = async () => {
+    const admin = await connected(redisClient(redis.url));
+    const user = `bans_${randomUUID().slice(0, 8)}`;
+    await admin.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-zadd');
+    const url = new URL(redis.url);
+    url.username = user;
+    url.password = 'pw';
+    const client = await connected(redisClient(url.href));
+    onTestFinished(async () => {
+      client.disconnect();
+      await admin.call('ACL', 'DELUSER', user);
+      admin.disconnect();
+    });
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    const limiter = new RedisKeyLimiter(client, prefix, BANS);
+    // Another replica, whose index writes succeed.
+    const other = new RedisKeyLimiter(admin, prefix, BANS);
+    const ban = async (keyId: string) => {
+      for (const expected of ['admitted', 'limited', 'banned'])
+        expect((await limiter.consume(keyId, policy, 1)).outcome).toBe(expected);
+    };
+    const allowIndex = () => admin.call('ACL', 'SETUSER', user, '+zadd');
+    return { limiter, other, ban, allowIndex };
+  };
+
+  it('enters a ban its write missed with the next call that succeeds: the ban is in force throughout', async () => {
+    const { limiter, ban, allowIndex } = await start();
+    const keyId = `key_${randomUUID()}`;
+    await ban(keyId);
+    expect((await limiter.bans(10)).count).toBe(0);
+    expect(await limiter.banEndsAt(keyId)).not.toBeNull();
+    await allowIndex();
+    // Any key's call that succeeds carries it in.
+    expect((await limiter.consume(`key_${randomUUID()}`, policy, 1)).outcome).toBe('admitted');
+    await vi.waitFor(async () => expect((await limiter.bans(10)).items.map((b) => b.keyId)).toEqual([keyId]), {
+      timeout: 5_000,
+      interval: 20,
+    });
+  });
+
+  it('does not enter a ban lifted meanwhile on another replica', async () => {
+    const { limiter, other, ban, allowIndex } = await start();
+    const [lifted, kept] = [`key_${randomUUID()}`, `key_${randomUUID()}`];
+    await ban(lifted);
+    await ban(kept);
+    await other.liftBan(lifted);
+    await allowIndex();
+    expect((await limiter.consume(`key_${randomUUID()}`, policy, 1)).outcome).toBe('admitted');
+    await vi.waitFor(async () => expect((await limiter.bans(10)).items.map((b) => b.keyId)).toEqual([kept]), {
+      timeout: 5_000,
+      interval: 20,
+    });
   });
 });
