@@ -267,6 +267,32 @@ describe.each([
     ]);
     expect(new Set(list.map((e) => e.id)).size).toBe(2);
   });
+
+  it('passes on the timer’s turn once a quarter hour has closed: a late correction waits for the next quarter', async () => {
+    const clock = testClock();
+    const [a, b] = await replicas(redis, clock.now);
+    const key = await created(call(a, 'POST', '/admin/keys', { plan: 'metered' }));
+    const hour = hourStart(clock.now());
+    await send(a, key.key, 'GET');
+    const late = send(b, key.key, 'POST', true);
+    while (upstream.held() === 0) await new Promise((r) => setImmediate(r));
+    clock.advance(hour + HOUR_MS + 300_000 - clock.now());
+    await settle(a, b);
+    const turns = async () => (await Promise.all([...new Set([a, b])].map((gw) => gw.deps.meteringCloser.tick()))).flat();
+    expect(await turns()).toHaveLength(1);
+    upstream.release();
+    expect((await late).statusCode).toBe(503);
+    await settle(a, b);
+    // A minute on, the same quarter: no pass, so the correction is not read yet.
+    clock.advance(60_000);
+    expect(await turns()).toEqual([]);
+    // The next quarter hour past its close delay: a pass, and the correction is the next revision.
+    clock.advance(15 * 60_000);
+    const [correction, ...more] = await turns();
+    expect(more).toEqual([]);
+    expect(correction).toMatchObject({ subject: key.id, hour, revision: 2, units: 1 });
+    expect(await turns()).toEqual([]);
+  });
 });
 
 describe('the metering export on Redis', () => {
