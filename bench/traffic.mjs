@@ -137,14 +137,18 @@ export async function roundsOf(subjects, load, ctx, what) {
   const idle = [];
   for (let round = 0; round < ctx.rounds; round++) {
     // Redis's own background this round, taken off each subject's Redis CPU (processes.mjs).
-    if (ctx.redisPid) idle.push((ctx.redisIdle = await redisIdleMicrosPerSecond(ctx.redisPid)));
+    if (ctx.redisPid) {
+      ctx.redisIdle = await redisIdleMicrosPerSecond(ctx.redisPid);
+      idle.push(ctx.redisIdle);
+    }
     for (let i = 0; i < subjects.length; i++) {
       const s = subjects[(i + round) % subjects.length];
       runs[s.name].push(await measured(s, ctx, runOne(s)));
     }
     process.stderr.write(`bench: ${what} round ${round + 1}/${ctx.rounds} (load average ${ctx.loadAverage()})\n`);
   }
-  if (idle.length > 0) (ctx.redisIdleUsPerSecond ??= {})[what] = idle.map((x) => Math.round(x));
+  if (idle.length > 0)
+    ctx.redisIdleUsPerSecond = { ...ctx.redisIdleUsPerSecond, [what]: idle.map((x) => Math.round(x)) };
   return Object.fromEntries(Object.entries(runs).map(([name, rs]) => [name, summary(rs)]));
 }
 

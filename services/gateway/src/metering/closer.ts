@@ -73,7 +73,11 @@ export class MeteringCloser {
   async tick(): Promise<MeteringRecord[]> {
     const closable = Math.floor((this.options.now() - this.options.closeDelayMs) / QUARTER_HOUR_MS);
     if (closable === this.sweptTo) return [];
-    const appended = await this.closeDue();
+    // One replica's pass a quarter: the others' would read the same hours to append nothing. Should
+    // it fail, that replica tries again on its next turn; should it die, the next quarter's pass
+    // (whichever replica claims it) reads the same 48 hours.
+    const mine = await this.options.store.claim(`pass:${closable}`, QUARTER_HOUR_MS);
+    const appended = mine ? await this.closeDue() : [];
     this.sweptTo = closable;
     return appended;
   }

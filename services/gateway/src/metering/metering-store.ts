@@ -31,6 +31,11 @@ export interface MeteringStore {
   record(totals: HourTotals, at: number): Promise<Appended | null>;
   /** Up to `limit` records after the cursor (null: from the first kept), oldest first. */
   read(after: string | null, limit: number): Promise<MeteringPage>;
+  /**
+   * Whether this caller is the first to claim `name` in the last `ttlMs`: of replicas claiming it
+   * at once, exactly one is (the closer's pass of a quarter hour runs on one replica).
+   */
+  claim(name: string, ttlMs: number): Promise<boolean>;
 }
 
 const CURSOR_PREFIX = 'm1:';
@@ -64,6 +69,8 @@ export class MemoryMeteringStore implements MeteringStore {
   private readonly records: MeteringRecord[] = [];
   /** `<subject>\n<hour>` → the last revision's number, digest and units. */
   private readonly last = new Map<string, { revision: number; digest: string; units: number }>();
+  /** Claimed names → when the claim ends (ms, this process's clock). */
+  private readonly claims = new Map<string, number>();
 
   async record(totals: HourTotals, at: number): Promise<Appended | null> {
     const id = `${totals.subject}\n${totals.hour}`;
@@ -82,5 +89,12 @@ export class MemoryMeteringStore implements MeteringStore {
     const records = this.records.slice(from, from + limit);
     const next = records.length > 0 ? cursorOf(`${from + records.length}-0`) : after;
     return { records, next };
+  }
+  async claim(name: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    for (const [claimed, ends] of this.claims) if (ends <= now) this.claims.delete(claimed);
+    if (this.claims.has(name)) return false;
+    this.claims.set(name, now + ttlMs);
+    return true;
   }
 }

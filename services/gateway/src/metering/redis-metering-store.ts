@@ -87,6 +87,9 @@ export class RedisMeteringStore implements MeteringStore {
     const last = entries.at(-1);
     return { records, next: last ? cursorOf(last[0]) : after };
   }
+  async claim(name: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(`${this.prefix}{metering}:claim:${name}`, '1', 'PX', ttlMs, 'NX')) === 'OK';
+  }
 }
 
 /** A stream entry's fields (`j` the totals' JSON, `r` revision, `v` delta) as a record. */

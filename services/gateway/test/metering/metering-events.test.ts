@@ -278,7 +278,8 @@ describe.each([
     while (upstream.held() === 0) await new Promise((r) => setImmediate(r));
     clock.advance(hour + HOUR_MS + 300_000 - clock.now());
     await settle(a, b);
-    const turns = async () => (await Promise.all([...new Set([a, b])].map((gw) => gw.deps.meteringCloser.tick()))).flat();
+    const turns = async () =>
+      (await Promise.all([...new Set([a, b])].map((gw) => gw.deps.meteringCloser.tick()))).flat();
     expect(await turns()).toHaveLength(1);
     upstream.release();
     expect((await late).statusCode).toBe(503);
@@ -320,6 +321,28 @@ describe('the metering export on Redis', () => {
     expect(again.events.map((e) => e.id)).toEqual(all.map((e) => e.id));
     // The route's answer, asked in the same process (as the reconciliation test does).
     expect(await meteringEvents(c.deps.metering, { limit: 1000 }, 'api_units')).toEqual(again);
+  });
+
+  it('runs a quarter hour’s pass on one replica: another replica’s turn in that quarter reads nothing', async () => {
+    const clock = testClock();
+    const [a, b] = await replicas(true, clock.now);
+    const key = await created(call(a, 'POST', '/admin/keys', { plan: 'metered' }));
+    const hour = hourStart(clock.now());
+    await send(a, key.key, 'GET');
+    const late = send(b, key.key, 'POST', true);
+    while (upstream.held() === 0) await new Promise((r) => setImmediate(r));
+    clock.advance(hour + HOUR_MS + 300_000 - clock.now());
+    await settle(a, b);
+    expect(await a.deps.meteringCloser.tick()).toMatchObject([{ subject: key.id, revision: 1, units: 6 }]);
+    upstream.release();
+    expect((await late).statusCode).toBe(503);
+    await settle(a, b);
+    // b's first turn, in the quarter a has passed: no pass of its own, so the change waits.
+    expect(await b.deps.meteringCloser.tick()).toEqual([]);
+    clock.advance(15 * 60_000);
+    const turns = await Promise.all([a, b].map((gw) => gw.deps.meteringCloser.tick()));
+    expect(turns.flat()).toMatchObject([{ subject: key.id, revision: 2, units: 1 }]);
+    expect(turns.filter((t) => t.length > 0)).toHaveLength(1);
   });
 
   it('pages with limit and refuses a bad cursor or limit in the Error shape', async () => {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { HourTotals } from '../../src/metering/metering-event.js';
 import { BadCursorError, cursorOf, type MeteringStore } from '../../src/metering/metering-store.js';
 import { HOUR_MS } from '../../src/usage/usage-history.js';
@@ -40,6 +40,18 @@ export function meteringStoreContract(name: string, make: () => Promise<Metering
       expect(page.records.filter((r) => r.subject === id)).toMatchObject([
         { subject: id, hour: HOUR, units: 7, routes: { 'GET /v1/pets': 2, 'POST /v1/pets': 5 }, revision: 1, delta: 7 },
       ]);
+    });
+
+    it('grants a claimed name to exactly one of the replicas claiming it at once, until it lapses', async () => {
+      const [a, b] = await start();
+      const name = `pass:${subject()}`;
+      const claims = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).claim(name, 60_000)));
+      expect(claims.filter(Boolean)).toHaveLength(1);
+      expect(await a.claim(name, 60_000)).toBe(false);
+      expect(await b.claim(`${name}:next`, 60_000)).toBe(true);
+      const brief = `${name}:brief`;
+      expect(await a.claim(brief, 1)).toBe(true);
+      await vi.waitFor(async () => expect(await b.claim(brief, 60_000)).toBe(true), { timeout: 2_000, interval: 5 });
     });
 
     it('makes changed totals the next revision of the same hour, with what changed as the delta', async () => {

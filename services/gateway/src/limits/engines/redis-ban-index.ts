@@ -66,7 +66,9 @@ export class RedisBanIndex {
       const now = this.now();
       const due = [...this.waiting];
       // Only what is still in force: ended bans are dropped, lifted ones have no ban key left.
-      const live = await Promise.all(due.map(async ([, ban]) => ban.endsAt > now && (await this.redis.pttl(ban.banKey)) > 0));
+      const live = await Promise.all(
+        due.map(async ([, ban]) => ban.endsAt > now && (await this.redis.pttl(ban.banKey)) > 0),
+      );
       const entries = due.filter((_, i) => live[i]).flatMap(([keyId, { endsAt }]) => [endsAt, keyId]);
       if (entries.length > 0) await this.redis.zadd(this.key, ...entries);
       await this.redis.zremrangebyscore(this.key, '-inf', now);
