@@ -152,7 +152,7 @@ async function main() {
 main().then(
   () => process.exit(0),
   (err) => {
-    process.stderr.write(`bench:at-rest failed: ${err.stack ?? err}\n`);
+    process.stderr.write(`bench:many-keys-redis failed: ${err.stack ?? err}\n`);
     process.exit(1);
   },
 );
