@@ -46,6 +46,7 @@ function plansFile(): string {
       windows: { minute: 300, day: 10000 },
       price: { currency: 'EUR', base: 4900, includedUnits: 10, unitPrice: 50, per: 4 },
     },
+    prepaid: { windows: { minute: 300, day: 10000 }, credits: { refill: { amount: 500, every: 'period' } } },
   };
   writeFileSync(path, JSON.stringify({ plans }));
   return path;
@@ -1136,11 +1137,34 @@ describe('the console (/console on the admin listener)', () => {
     expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(1);
     // And taken away: spending stops, the balance and its ledger stay.
     await credits.getByRole('button', { name: 'Change credit terms' }).click();
-    await dialog.getByLabel(/Its keys spend credits/).uncheck();
+    await dialog.getByLabel(/none: they stop/).check();
     await dialog.getByRole('button', { name: 'Save' }).click();
     await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('none: its keys spend no credits');
     expect(await page.getByTestId('credits-balance').textContent()).toBe('200');
     expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(0);
+
+    // Terms of its own dropped, its plan's followed again: the plan's refill, the balance kept.
+    const prepaid = (await (
+      await adminCall('POST', '/admin/customers', {
+        name: 'Prepaid Pandas',
+        plan: 'prepaid',
+        credits: { refill: { amount: 50, every: 'day' } },
+      })
+    ).json()) as { id: string };
+    await page.goto(`${consoleUrl}#/customers/${prepaid.id}`);
+    await page.getByRole('heading', { name: 'Prepaid Pandas' }).waitFor();
+    await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('up to 50 each day');
+    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('50');
+    await credits.getByRole('button', { name: 'Change credit terms' }).click();
+    await dialog.getByLabel(/its plan's terms/).check();
+    expect(await axeViolations(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('up to 500 each billing period');
+    // A new refill period (the plan's): the balance is brought up to 500 at the first read.
+    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('500');
+    expect(
+      ((await (await adminCall('GET', `/admin/customers/${prepaid.id}`)).json()) as { credits: unknown }).credits,
+    ).toEqual({ refill: { amount: 500, every: 'period' } });
     await context.close();
   });
 

@@ -126,12 +126,15 @@ export function CreditsPanel({ path }) {
 }
 
 /**
- * The terms a customer's credits follow, as the dialog's fields give them: none (null, which stops
- * spending and keeps the balance and ledger), a balance changed by hand only ({}), or a refill.
+ * The terms a customer's credits follow, as the dialog's fields give them: its plan's ('plan',
+ * which drops terms of its own), none (null, which stops spending and keeps the balance and
+ * ledger), or its own: a balance changed by hand only ({}) or a refill.
  * @param {FormData} form
  */
 function termsOf(form) {
-  if (!form.get('spend')) return null;
+  const follow = form.get('follow');
+  if (follow === 'none') return null;
+  if (follow === 'plan') return 'plan';
   const amount = String(form.get('refillAmount') ?? '').trim();
   return amount ? { refill: { amount: Number(amount), every: String(form.get('every')) } } : {};
 }
@@ -150,7 +153,12 @@ function CreditTerms({ path, terms, onChanged }) {
         close();
         onChanged();
       }}>
-      <label class="inline"><input type="checkbox" name="spend" defaultChecked=${true} /> Its keys spend credits (unticked: they stop; the balance and ledger stay)</label>
+      <fieldset>
+        <legend>Its keys spend credits on</legend>
+        <label class="inline"><input type="radio" name="follow" value="own" defaultChecked=${true} /> terms of its own, below</label>
+        <label class="inline"><input type="radio" name="follow" value="plan" /> its plan's terms (none if its plan has none)</label>
+        <label class="inline"><input type="radio" name="follow" value="none" /> none: they stop; the balance and ledger stay</label>
+      </fieldset>
       <label for="credit-refill-amount">Refill up to (empty: no refill)</label>
       <input id="credit-refill-amount" name="refillAmount" type="number" min="1" step="1" defaultValue=${terms?.refill?.amount ?? ''} />
       <label for="credit-refill-every">Every</label>

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { MAX_ANCHOR_DAY } from '../customers/billing-period.js';
 import { perName } from '../limits/windows.js';
 import {
+  CreditTermsChangeSchema,
   CreditTermsSchema,
   LimitsSchema,
   NameSchema,
@@ -52,7 +53,7 @@ export const UpdateCustomerSchema = Type.Object(
     billing: Type.Optional(BillingInput),
     externalId: Type.Optional(Type.Union([ExternalIdSchema, Type.Null()])),
     metadata: Type.Optional(Type.Union([MetadataSchema, Type.Null()])),
-    credits: Type.Optional(Type.Union([CreditTermsSchema, Type.Null()])),
+    credits: Type.Optional(CreditTermsChangeSchema),
   },
   { additionalProperties: false, minProperties: 1 },
 );

@@ -1,6 +1,6 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
-import { MAX_CREDITS } from '../credits/credit-terms.js';
+import { MAX_CREDITS, PLAN_CREDITS } from '../credits/credit-terms.js';
 import { MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import { perField, perName } from '../limits/windows.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../paging/page.js';
@@ -47,6 +47,17 @@ export const CreditTermsSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A change of a customer's or a lone key's credit terms: terms of its own, `null` (none, even if
+ * its plan has some) or `"plan"` (its own dropped: its plan's apply again). The balance and the
+ * ledger stay whichever is given.
+ */
+export const CreditTermsChangeSchema = Type.Union([CreditTermsSchema, Type.Null(), Type.Literal(PLAN_CREDITS)], {
+  description:
+    'Credit terms of its own; null: none, even if its plan has some; "plan": its own dropped, so its plan\'s ' +
+    'apply again (none if its plan has none). The balance and the ledger stay.',
+});
+
 /** RFC 3339 text, checked by parseExpiry (real date, in the future) rather than by a format. */
 const ExpiryInput = Type.String({ minLength: 1, maxLength: 64 });
 
@@ -77,8 +88,8 @@ export const UpdateKeySchema = Type.Object(
     expiresAt: Type.Optional(Type.Union([ExpiryInput, Type.Null()])),
     /** Moves the key to this customer (and so to its plan); null: the key stands for itself. */
     customerId: Type.Optional(Type.Union([CustomerRef, Type.Null()])),
-    /** A lone key's own credit terms; null: none, even if its plan has some. */
-    credits: Type.Optional(Type.Union([CreditTermsSchema, Type.Null()])),
+    /** A lone key's own credit terms; null: none, even if its plan has some; "plan": its plan's again. */
+    credits: Type.Optional(CreditTermsChangeSchema),
   },
   { additionalProperties: false },
 );

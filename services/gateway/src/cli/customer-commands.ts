@@ -2,6 +2,7 @@ import type { Static } from 'typebox';
 import type { CustomerHistorySchema } from '../admin/customer-history-schemas.js';
 import type { CustomerViewSchema } from '../admin/customer-schemas.js';
 import { customerView } from '../admin/customer-view.js';
+import { PLAN_CREDITS } from '../credits/credit-terms.js';
 import { type CustomerRequest, CustomerRuleError, type CustomerUpdate } from '../customers/customer-operations.js';
 import { toCsv } from '../usage/reports.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
@@ -10,7 +11,7 @@ import { createCustomerInFile, localPlans } from './file-backend.js';
 import { inFlagWords, limitsFrom, type Values } from './flags.js';
 import { fields, jsonLine, printable, table, when } from './format.js';
 import { invoice } from './invoice-commands.js';
-import { limitsText } from './key-text.js';
+import { creditTermsText, limitsText } from './key-text.js';
 import { type ListPage, pageQuery, printPages } from './pages.js';
 import { usageError } from './usage.js';
 
@@ -80,6 +81,7 @@ function showCustomer(c: CustomerView): string {
     ['plan', c.plan],
     ['limits', `${limitsText(c.limits)}${c.ownLimits ? ' (own)' : ''}`],
     ['billing', `from day ${c.billing.anchorDay}, ${c.billing.timeZone}`],
+    ['credits', creditTermsText(c.credits)],
     ['period', `${when(c.currentPeriod.start)} to ${when(c.currentPeriod.end)}`],
     ['external id', c.externalId === undefined ? undefined : printable(c.externalId)],
     ['created', when(c.createdAt)],
@@ -200,10 +202,11 @@ export async function customers(args: string[], values: Values): Promise<void> {
     case 'update': {
       const body = customerFields(values);
       if (values['plan-limits']) body.limits = null;
+      if (values['plan-credits']) body.credits = PLAN_CREDITS;
       if (Object.keys(body).length === 0) {
         throw usageError(
           'customers',
-          'nothing to change: give --name, --plan, --per-… limits or --plan-limits, --billing-anchor-day, --time-zone or --external-id',
+          'nothing to change: give --name, --plan, --per-… limits or --plan-limits, --billing-anchor-day, --time-zone, --external-id or --plan-credits',
         );
       }
       const updated = await admin.request<CustomerView>('PATCH', customerPath(need()), body).catch(refused);

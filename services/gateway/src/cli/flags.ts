@@ -1,4 +1,5 @@
 import { isPlainText, PLAIN_TEXT_RULE } from '@animal-store/common/validation.js';
+import { PLAN_CREDITS } from '../credits/credit-terms.js';
 import {
   checkedExpiry,
   type FieldNames,
@@ -168,11 +169,12 @@ export function updateRequest(values: Values): KeyUpdate {
     'name',
     'expires-at',
     'no-expiry',
+    'plan-credits',
   ];
   if (!flags.some((f) => values[f] !== undefined)) {
     throw usageError(
       'update',
-      'nothing to change: give --plan, --per-… limits or --plan-limits, --scopes or --plan-scopes, --allow-cidr or --any-address, --name, --expires-at or --no-expiry',
+      'nothing to change: give --plan, --per-… limits or --plan-limits, --scopes or --plan-scopes, --allow-cidr or --any-address, --name, --expires-at or --no-expiry, or --plan-credits',
     );
   }
   const plan = values.plan;
@@ -190,6 +192,8 @@ export function updateRequest(values: Values): KeyUpdate {
     ...(name !== undefined ? { name } : {}),
     ...(expiresAt === null ? { expiresAt: null } : {}),
     ...(typeof expiresAt === 'string' ? { expiresAt: checkedExpiry(expiresAt, Date.now(), FLAG_NAMES) } : {}),
+    // Its own credit terms dropped: its plan's apply again (the admin API's `"credits": "plan"`).
+    ...(values['plan-credits'] ? { credits: PLAN_CREDITS } : {}),
   };
 }
 

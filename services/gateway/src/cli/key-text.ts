@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import type { BanListSchema, KeyViewSchema, UsageSchema } from '../admin/schemas.js';
+import type { CreditTerms } from '../credits/credit-terms.js';
 import { WINDOWS } from '../limits/windows.js';
 import type { Limits } from '../plans/plans.js';
 import { fields, table, when } from './format.js';
@@ -14,6 +15,12 @@ export function limitsText(limits: Limits): string {
   return WINDOWS.filter((w) => limits[w.field] !== undefined)
     .map((w) => `${limits[w.field]}/${w.unit}`)
     .join(', ');
+}
+
+/** `up to 500 each period`: credit terms in force, or what there is without them. */
+export function creditTermsText(terms: CreditTerms | undefined): string {
+  if (!terms) return 'none';
+  return terms.refill ? `up to ${terms.refill.amount} each ${terms.refill.every}` : 'no refill';
 }
 
 function status(k: KeyView, now: number): string {
@@ -32,6 +39,8 @@ export function showKey(k: KeyView): string {
     ['limits', limitsText(k.limits)],
     ['scopes', k.scopes.join(', ') || 'none'],
     ['addresses', k.allowedCidrs ? k.allowedCidrs.join(', ') : 'any'],
+    // A key of a customer spends its customer's credits (customers show).
+    ['credits', k.customerId ? undefined : creditTermsText(k.credits)],
     ['status', status(k, Date.now())],
     ['source', k.source === 'file' ? 'API_KEYS_FILE' : 'store'],
     ['prefix', k.prefix],

@@ -27,6 +27,7 @@ async function main(argv: string[]): Promise<void> {
       name: { type: 'string' },
       ...Object.fromEntries(WINDOWS.map((w) => [w.flag.slice(2), { type: 'string' } as const])),
       'plan-limits': { type: 'boolean' },
+      'plan-credits': { type: 'boolean' },
       scopes: { type: 'string' },
       'plan-scopes': { type: 'boolean' },
       'allow-cidr': { type: 'string', multiple: true },

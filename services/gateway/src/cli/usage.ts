@@ -10,7 +10,7 @@ export const COMMANDS: Record<string, string> = {
   list: 'list [--name PREFIX] [--plan P] [--customer ID] [--prefix ask_…] [--limit N] [--after CURSOR | --all]',
   show: 'show ID',
   update:
-    'update ID [--plan P] [--per-… N | --plan-limits] [--scopes LIST | --plan-scopes] [--allow-cidr CIDR… | --any-address] [--name NAME] [--expires-at T | --no-expiry] [--file PATH]',
+    'update ID [--plan P] [--per-… N | --plan-limits] [--scopes LIST | --plan-scopes] [--allow-cidr CIDR… | --any-address] [--name NAME] [--expires-at T | --no-expiry] [--plan-credits] [--file PATH]',
   rotate: 'rotate ID [--grace SECONDS] [--file PATH]',
   usage: 'usage ID',
   history: 'history ID [--days N | --period current|previous]',
@@ -21,7 +21,7 @@ export const COMMANDS: Record<string, string> = {
   credits:
     'credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]]',
   customers:
-    'customers create --name NAME --plan PLAN [--per-… N]… [--billing-anchor-day D] [--time-zone TZ] [--external-id X] | customers list [--name PREFIX] [--plan P] [--external-id X] [--limit N] [--after CURSOR | --all] | customers show ID | customers update ID [--name|--plan|--per-…|--plan-limits|--billing-anchor-day|--time-zone|--external-id] | customers delete ID [--revoke-keys] | customers usage ID [--granularity hour|day|period] [--period current|previous | --from T --to T] [--csv] | customers credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]] | customers invoice ID [--previous] [--csv]',
+    'customers create --name NAME --plan PLAN [--per-… N]… [--billing-anchor-day D] [--time-zone TZ] [--external-id X] | customers list [--name PREFIX] [--plan P] [--external-id X] [--limit N] [--after CURSOR | --all] | customers show ID | customers update ID [--name|--plan|--per-…|--plan-limits|--billing-anchor-day|--time-zone|--external-id|--plan-credits] | customers delete ID [--revoke-keys] | customers usage ID [--granularity hour|day|period] [--period current|previous | --from T --to T] [--csv] | customers credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]] | customers invoice ID [--previous] [--csv]',
   metering: 'metering [--after CURSOR] [--limit N] [--all] [--format cloudevents|stripe-meter-events]',
   webhooks: 'webhooks add URL --events LIST [--description TEXT] | webhooks list | webhooks rm ID | webhooks test ID',
 };
@@ -47,6 +47,8 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       Change a key's plan, limits, scopes, addresses, name or expiry. A change applies on the next
       request on every replica; counts carry over. A plan change drops the key's own limits unless
       the new plan has no windows; --plan-limits, --plan-scopes and --any-address drop its own.
+      --plan-credits drops a lone key's own credit terms (or its "none"): its plan's apply again,
+      its balance and ledger stay.
   ${COMMANDS.rotate}
       New secret, same id (one quota, one ban). The old secret works for --grace seconds
       (default ${DEFAULT_GRACE_SECONDS}, at most ${MAX_GRACE_SECONDS}; 0 ends it now), then gets 401. Prints the new key once.
@@ -79,7 +81,8 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       --revoke-keys. usage: the customer's history (all its keys together) by its hour (default:
       the last 24), local day (the last 30) or billing period (the current one), in its own
       calendar; --from and --to take RFC 3339 or dates of that calendar; --csv prints the admin
-      API's CSV for billing.
+      API's CSV for billing. update --plan-credits drops its own credit terms (or its "none"): its
+      plan's apply again, its balance and ledger stay.
   ${COMMANDS.metering}
       The metering export (GET /admin/metering/events): closed hours' reports in the order they
       were appended, --limit (1–1000, default 100) after --after (the cursor it prints), or --all

@@ -13,6 +13,15 @@ export interface CreditTerms {
   refill?: { amount: number; every: RefillEvery };
 }
 
+/** The change that drops a record's own credit terms (`"credits": "plan"`, the CLI's --plan-credits). */
+export const PLAN_CREDITS = 'plan';
+
+/**
+ * What a change may give for credit terms: terms of its own, `null` (none, even if its plan has
+ * some; stored as null) or `'plan'` (its own dropped, so its plan's apply again; credit-owner.ts).
+ */
+export type CreditTermsChange = CreditTerms | null | typeof PLAN_CREDITS;
+
 /** The largest balance or entry the ledger takes: well inside a Lua number's exact integers. */
 export const MAX_CREDITS = 1_000_000_000_000;
 

@@ -52,23 +52,37 @@ declare module 'ioredis' {
 }
 
 /** How long a lock lives if its holder dies holding it; a create takes milliseconds. */
-const LOCK_TTL_MS = 10_000;
+export const LOCK_TTL_MS = 10_000;
 /** How long a request waits for the lock before it gives up with 409. */
 const WAIT_MS = 5_000;
 
+/** The lock's times, LOCK_TTL_MS and WAIT_MS unless given (tests give short ones). */
+interface CustomerLockTimes {
+  /** How long a lock lives when its holder never frees it (it died, or Redis was away at the release). */
+  ttlMs?: number;
+  /** How long a run waits for a lock another replica holds before it gives up with 409. */
+  waitMs?: number;
+}
+
 /**
  * Shared by the replicas through Redis (`<prefix>lock:customer:<id>`, SET NX PX with a token):
- * exact across them while the holder finishes within LOCK_TTL_MS. Within a replica the memory
- * lock queues its own requests first, so only one per replica ever waits on Redis.
+ * exact across them while the holder finishes within the lock's time to live (LOCK_TTL_MS).
+ * Within a replica the memory lock queues its own requests first, so only one per replica ever
+ * waits on Redis.
  */
 export class RedisCustomerLocks implements CustomerLocks {
   readonly kind = 'redis';
   private readonly local = new MemoryCustomerLocks();
+  private readonly ttlMs: number;
+  private readonly waitMs: number;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
+    times: CustomerLockTimes = {},
   ) {
+    this.ttlMs = times.ttlMs ?? LOCK_TTL_MS;
+    this.waitMs = times.waitMs ?? WAIT_MS;
     if (typeof (redis as Partial<Redis>).gatewayReleaseLock !== 'function') {
       redis.defineCommand('gatewayReleaseLock', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
     }
@@ -84,7 +98,7 @@ export class RedisCustomerLocks implements CustomerLocks {
         return await work();
       } finally {
         // A release that fails (Redis away) must not turn a made key into an error whose key
-        // is lost: the lock ends on its own within LOCK_TTL_MS.
+        // is lost: the lock ends on its own within its time to live.
         await this.redis.gatewayReleaseLock(name, token).catch(() => undefined);
       }
     });
@@ -92,9 +106,9 @@ export class RedisCustomerLocks implements CustomerLocks {
 
   /** Takes the lock, asking again while another replica holds it (a few ms apart, then less often). */
   private async acquire(name: string, token: string): Promise<void> {
-    const gaveUpAt = Date.now() + WAIT_MS;
+    const gaveUpAt = Date.now() + this.waitMs;
     for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
-      if ((await this.redis.set(name, token, 'PX', LOCK_TTL_MS, 'NX')) === 'OK') return;
+      if ((await this.redis.set(name, token, 'PX', this.ttlMs, 'NX')) === 'OK') return;
       if (Date.now() + pause > gaveUpAt) {
         throw new ApiError(409, 'conflict', 'Another change to your keys is under way; try again');
       }

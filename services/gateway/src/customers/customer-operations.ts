@@ -1,4 +1,10 @@
-import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
+import {
+  type CreditTerms,
+  type CreditTermsChange,
+  creditTermsProblem,
+  PLAN_CREDITS,
+  storedCreditTerms,
+} from '../credits/credit-terms.js';
 import {
   JSON_NAMES,
   type LimitNames,
@@ -38,7 +44,8 @@ export interface CustomerUpdate {
   billing?: Partial<Billing>;
   externalId?: string | null;
   metadata?: Record<string, string> | null;
-  credits?: CreditTerms | null;
+  /** Its own terms; null: none, even if its plan has some; 'plan': its own dropped, its plan's apply. */
+  credits?: CreditTermsChange;
 }
 
 /** Credit terms as stored, or the refusal naming what is wrong with them. */
@@ -103,7 +110,9 @@ export function customerChanges(
     ...(update.billing !== undefined ? { billing: checkedBilling(update.billing, current.billing) } : {}),
     ...(update.externalId !== undefined ? { externalId: update.externalId } : {}),
     ...(update.metadata !== undefined ? { metadata: update.metadata } : {}),
-    ...(update.credits === null ? { credits: null } : {}),
-    ...(update.credits ? { credits: checkedCredits(update.credits) } : {}),
+    ...(update.credits === null || update.credits === PLAN_CREDITS ? { credits: update.credits } : {}),
+    ...(typeof update.credits === 'object' && update.credits !== null
+      ? { credits: checkedCredits(update.credits) }
+      : {}),
   };
 }

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import type { CreditTerms } from '../credits/credit-terms.js';
+import { type CreditTerms, type CreditTermsChange, PLAN_CREDITS } from '../credits/credit-terms.js';
 import type { Page, PageRequest } from '../paging/page.js';
 import type { Limits, Plan } from '../plans/plans.js';
 import type { Billing } from './billing-period.js';
@@ -37,7 +37,8 @@ export interface CustomerChanges {
   billing?: Billing;
   externalId?: string | null;
   metadata?: Record<string, string> | null;
-  credits?: CreditTerms | null;
+  /** null is stored (no credits); 'plan' removes the field (its plan's terms apply). */
+  credits?: CreditTermsChange;
 }
 
 /** What a list may be narrowed to, in the store (indexed in MongoDB). */
@@ -88,8 +89,9 @@ export function applyCustomerChanges(record: CustomerRecord, changes: CustomerCh
   else if (changes.externalId !== undefined) record.externalId = changes.externalId;
   if (changes.metadata === null) delete record.metadata;
   else if (changes.metadata !== undefined) record.metadata = { ...changes.metadata };
-  // null is kept: it turns the plan's credits off for this customer.
-  if (changes.credits !== undefined) record.credits = structuredClone(changes.credits);
+  // null is kept: it turns the plan's credits off for this customer; 'plan' drops its own.
+  if (changes.credits === PLAN_CREDITS) delete record.credits;
+  else if (changes.credits !== undefined) record.credits = structuredClone(changes.credits);
 }
 
 /** Whether a record passes a filter; the memory store's version of the Mongo query. */

@@ -1,5 +1,6 @@
 import type { Collection, Db, Filter } from 'mongodb';
 import { MongoServerError } from 'mongodb';
+import { PLAN_CREDITS } from '../credits/credit-terms.js';
 import { MONGO_ORDER, mongoPage, type Page, type PageRequest, startsWithPattern } from '../paging/page.js';
 import {
   type ChangedCustomer,
@@ -110,8 +111,9 @@ export class MongoCustomerStore implements CustomerStore {
     }
     if (changes.plan !== undefined) $set.plan = changes.plan;
     if (changes.billing !== undefined) $set.billing = { ...changes.billing };
-    // null is kept: it turns the plan's credits off for this customer.
-    if (changes.credits !== undefined) $set.credits = changes.credits === null ? null : { ...changes.credits };
+    // null is kept: it turns the plan's credits off for this customer; 'plan' drops its own.
+    if (changes.credits === PLAN_CREDITS) $unset.credits = '';
+    else if (changes.credits !== undefined) $set.credits = changes.credits === null ? null : { ...changes.credits };
     for (const field of ['limits', 'externalId', 'metadata'] as const) {
       const value = changes[field];
       if (value === null) $unset[field] = '';

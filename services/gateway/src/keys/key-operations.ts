@@ -1,4 +1,9 @@
-import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
+import {
+  type CreditTermsChange,
+  creditTermsProblem,
+  PLAN_CREDITS,
+  storedCreditTerms,
+} from '../credits/credit-terms.js';
 import {
   type LimitNames,
   type Limits,
@@ -58,10 +63,10 @@ function checkedCidrs(cidrs: readonly string[], names?: FieldNames): string[] {
 
 /**
  * Credit terms for a key: only a key standing for itself spends credits of its own (a key of a
- * customer spends its customer's). null (none) is always accepted.
+ * customer spends its customer's). null (none) and 'plan' (its own dropped) are always accepted.
  */
-function checkedCredits(terms: CreditTerms | null, customerId: string | null | undefined): CreditTerms | null {
-  if (terms === null) return null;
+function checkedCredits(terms: CreditTermsChange, customerId: string | null | undefined): CreditTermsChange {
+  if (terms === null || terms === PLAN_CREDITS) return terms;
   if (customerId) {
     throw new KeyRuleError(
       `credits: the key belongs to customer ${customerId} and spends its credits; set them on the customer`,
@@ -125,8 +130,8 @@ export interface KeyUpdate {
   expiresAt?: string | null;
   /** Checked by the caller (the customer exists, the key fits it). */
   customerId?: string | null;
-  /** A lone key's own credit terms; null: none, even if its plan has some. */
-  credits?: CreditTerms | null;
+  /** A lone key's own credit terms; null: none, even if its plan has some; 'plan': its plan's again. */
+  credits?: CreditTermsChange;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { CreditTerms } from '../credits/credit-terms.js';
+import { type CreditTerms, type CreditTermsChange, PLAN_CREDITS } from '../credits/credit-terms.js';
 import type { Page, PageRequest } from '../paging/page.js';
 import type { Limits, Plan, Scope } from '../plans/plans.js';
 
@@ -53,8 +53,8 @@ export interface KeyChanges {
   expiresAt?: string | null;
   /** Moves the key to another customer; null: the key stands for itself again. */
   customerId?: string | null;
-  /** Credit terms of its own; null is stored (no credits, whatever the plan says). */
-  credits?: CreditTerms | null;
+  /** Credit terms of its own; null is stored (no credits, whatever the plan says); 'plan' removes the field. */
+  credits?: CreditTermsChange;
 }
 
 /**
@@ -82,7 +82,8 @@ export function applyChanges(
   else if (changes.allowedCidrs !== undefined) record.allowedCidrs = [...changes.allowedCidrs];
   if (changes.customerId === null) delete record.customerId;
   else if (changes.customerId !== undefined) record.customerId = changes.customerId;
-  if (changes.credits !== undefined) record.credits = structuredClone(changes.credits);
+  if (changes.credits === PLAN_CREDITS) delete record.credits;
+  else if (changes.credits !== undefined) record.credits = structuredClone(changes.credits);
   if (changes.expiresAt !== undefined && record.previous && record.expiresAt) {
     if (Date.parse(record.expiresAt) < Date.parse(record.previous.expiresAt)) {
       record.previous = { ...record.previous, expiresAt: record.expiresAt };

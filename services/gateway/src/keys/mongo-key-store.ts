@@ -1,5 +1,6 @@
 import type { Collection, Db, Filter } from 'mongodb';
 import { MongoServerError } from 'mongodb';
+import { PLAN_CREDITS } from '../credits/credit-terms.js';
 import { MONGO_ORDER, mongoPage, type Page, type PageRequest, startsWithPattern } from '../paging/page.js';
 import type { ChangedKey, KeyChanges, KeyFilter, KeyRecord, KeyStore, Rotation } from './key-store.js';
 import { DuplicateKeyError } from './key-store.js';
@@ -179,8 +180,9 @@ export class MongoKeyStore implements KeyStore {
     }
     if (changes.customerId === null) $unset.customerId = '';
     else if (changes.customerId !== undefined) $set.customerId = changes.customerId;
-    // null is kept: it turns the plan's credits off for this key.
-    if (changes.credits !== undefined) $set.credits = changes.credits === null ? null : { ...changes.credits };
+    // null is kept: it turns the plan's credits off for this key; 'plan' drops its own.
+    if (changes.credits === PLAN_CREDITS) $unset.credits = '';
+    else if (changes.credits !== undefined) $set.credits = changes.credits === null ? null : { ...changes.credits };
     if (changes.expiresAt === null) $unset.expiresAt = '';
     else if (changes.expiresAt !== undefined) $set.expiresAt = new Date(changes.expiresAt);
     const doc = await this.keys.findOneAndUpdate(
@@ -229,7 +231,8 @@ export class MongoKeyStore implements KeyStore {
     }
     if (changes.customerId === null) $set.customerId = '$$REMOVE';
     else if (changes.customerId !== undefined) $set.customerId = { $literal: changes.customerId };
-    if (changes.credits !== undefined) $set.credits = { $literal: changes.credits };
+    if (changes.credits === PLAN_CREDITS) $set.credits = '$$REMOVE';
+    else if (changes.credits !== undefined) $set.credits = { $literal: changes.credits };
     const doc = await this.keys.findOneAndUpdate({ id: { $eq: id }, revokedAt: { $exists: false } }, [{ $set }], {
       returnDocument: 'after',
       projection: PROJECTION,

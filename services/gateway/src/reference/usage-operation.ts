@@ -93,8 +93,9 @@ export function usageOperation(): Json {
     summary: 'Your usage and quotas',
     description:
       "The calling key's windows (limit, used, remaining, reset) and ban, its customer's shared windows, " +
-      'the units billed so far this billing period, as the usage history sums them, and, for a customer with ' +
-      'credit terms, its credit balance and next refill. Reading it costs nothing ' +
+      'the units billed so far this billing period, as the usage history sums them, and, when credit terms are ' +
+      "in force, the credit balance the key's requests spend and its next refill: its customer's " +
+      '(`customer.credits`), or, for a key of no customer, its own (`key.credits`). Reading it costs nothing ' +
       `against any quota and counts toward no ban; it has a limit of its own, ${USAGE_READS_PER_MINUTE} reads a ` +
       'minute per key.',
     tags: ['usage'],

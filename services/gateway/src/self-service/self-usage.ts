@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import { liveWindows } from '../admin/live-windows.js';
 import { iso } from '../admin/shared.js';
 import { unavailable } from '../admin/store-unavailable.js';
-import { customerOwner } from '../credits/credit-owner.js';
+import { creditOwnerOf, customerOwner } from '../credits/credit-owner.js';
 import { ownerCredits } from '../credits/owner-credits.js';
 import { DEFAULT_BILLING } from '../customers/billing-period.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
@@ -19,11 +19,21 @@ export type SelfUsage = Static<typeof SelfUsageSchema>;
 type Deps = Pick<GatewayDeps, 'limiter' | 'history' | 'plans' | 'credits' | 'webhooks' | 'now'>;
 
 /**
+ * Whose credits the key's requests spend: its customer's, or, for a key of no customer, its own
+ * (credit-owner.ts). Null for a key whose customer is gone: it has no balance to show.
+ */
+function creditOwner(deps: Pick<GatewayDeps, 'plans'>, record: KeyRecord, customer: CustomerRecord | null) {
+  if (customer) return customerOwner(deps.plans, customer);
+  return record.customerId === undefined ? creditOwnerOf(deps.plans, { kind: 'key', record }) : null;
+}
+
+/**
  * A key's usage as its holder may see it: its windows and ban as the limiter holds them (read,
  * never counted), its customer's shared windows, and the units each one was billed this billing
  * period, summed from the usage history as the admin API's history routes sum them, and the
- * customer's credits when it has credit terms (read as the admin API reads them). A key of no
- * customer is billed by the UTC calendar month, the one its month quota counts.
+ * credits its requests spend when there are credit terms in force (read as the admin API reads
+ * them): its customer's, or a key of no customer's own. A key of no customer is billed by the UTC
+ * calendar month, the one its month quota counts.
  */
 export async function selfUsage(
   deps: Deps,
@@ -42,7 +52,7 @@ export async function selfUsage(
   let keyUnits: number;
   let customerUnits = 0;
   let credits: Awaited<ReturnType<typeof ownerCredits>> | null;
-  const owner = customer ? customerOwner(deps.plans, customer) : null;
+  const owner = creditOwner(deps, record, customer);
   try {
     const [read, keyHours, customerHours, balance] = await Promise.all([
       deps.limiter.usage(record.id, policy, record.customerId),
@@ -59,6 +69,7 @@ export async function selfUsage(
     throw unavailable('rate_limiter_unavailable', 'Cannot reach Redis to read usage');
   }
   const billingPeriod = (units: number) => ({ start: iso(period.start), end: iso(period.end), units });
+  const balance = credits ? { credits: { balance: credits.balance, nextRefillAt: credits.nextRefillAt } } : {};
   return {
     key: {
       id: record.id,
@@ -67,6 +78,7 @@ export async function selfUsage(
       windows: liveWindows(policy, usage.windows, 'key'),
       ban: usage.banEndsAt === null ? null : { until: iso(usage.banEndsAt) },
       billingPeriod: billingPeriod(keyUnits),
+      ...(owner?.kind === 'key' ? balance : {}),
     },
     ...(customer
       ? {
@@ -76,7 +88,7 @@ export async function selfUsage(
             plan: customer.plan,
             windows: liveWindows(policy, usage.windows, 'customer'),
             billingPeriod: billingPeriod(customerUnits),
-            ...(credits ? { credits: { balance: credits.balance, nextRefillAt: credits.nextRefillAt } } : {}),
+            ...balance,
           },
         }
       : {}),

@@ -37,25 +37,24 @@ const PeriodSchema = Type.Object(
   },
 );
 
-const CreditsSchema = Type.Object(
-  {
-    balance: Type.Integer({
-      description: 'Credits left: each admitted request spends its cost from them; none left answers 402.',
-    }),
-    nextRefillAt: Type.Union([Timestamp, Type.Null()], {
-      description: 'When the balance is next brought up to the refill amount; null when the terms have no refill.',
-    }),
-  },
-  {
-    additionalProperties: false,
-    description: "The customer's credit balance, when it has credit terms (absent otherwise).",
-  },
-);
+/** A credit balance: the customer's, or a key of no customer's own (`description` says whose). */
+const creditsSchema = (description: string) =>
+  Type.Object(
+    {
+      balance: Type.Integer({
+        description: 'Credits left: each admitted request spends its cost from them; none left answers 402.',
+      }),
+      nextRefillAt: Type.Union([Timestamp, Type.Null()], {
+        description: 'When the balance is next brought up to the refill amount; null when the terms have no refill.',
+      }),
+    },
+    { additionalProperties: false, description },
+  );
 
 /**
  * What GET /v1/usage answers (and the portal's quotas page shows): the calling key's windows and
- * ban, its customer's shared windows, each one's units this billing period, and the customer's
- * credits when it has credit terms. The answer is serialised by this schema: a field it does not
+ * ban, its customer's shared windows, each one's units this billing period, and the credits the
+ * key spends when terms are in force: its customer's, or a key of no customer's own. The answer is serialised by this schema: a field it does not
  * name is not sent.
  */
 export const SelfUsageSchema = Type.Object({
@@ -68,6 +67,12 @@ export const SelfUsageSchema = Type.Object({
       description: 'While the key is banned for ignoring 429s: when the ban ends.',
     }),
     billingPeriod: PeriodSchema,
+    credits: Type.Optional(
+      creditsSchema(
+        "The key's own credit balance, for a key of no customer with credit terms in force (its own, else its " +
+          "plan's); absent otherwise. A key of a customer spends its customer's balance (customer.credits).",
+      ),
+    ),
   }),
   customer: Type.Optional(
     Type.Object({
@@ -82,7 +87,12 @@ export const SelfUsageSchema = Type.Object({
         },
       ),
       billingPeriod: PeriodSchema,
-      credits: Type.Optional(CreditsSchema),
+      credits: Type.Optional(
+        creditsSchema(
+          "The customer's credit balance, which all its keys spend, when it has credit terms in force (its own, " +
+            "else its plan's); absent otherwise.",
+        ),
+      ),
     }),
   ),
 });

@@ -323,6 +323,17 @@ describe('keys CLI with --file (API_KEYS_FILE records)', () => {
     expect(entry).not.toHaveProperty('allowedCidrs');
   });
 
+  it('update --plan-credits --file drops a lone key’s own credit terms, so its plan’s apply again', async () => {
+    const created = oneJsonLine(await cli(['create', '--plan', 'free', '--file', file, '--json']));
+    const [entry] = await records();
+    await writeFile(file, JSON.stringify([{ ...entry, credits: { refill: { amount: 5, every: 'day' } } }]));
+    const up = await cli(['update', created.id, '--plan-credits', '--file', file]);
+    expect(up.code, up.stderr).toBe(0);
+    const [after] = await records();
+    expect(after).toEqual(entry);
+    expect(after).not.toHaveProperty('credits');
+  });
+
   it.each([
     ['without PLANS_FILE', false],
     ['with PLANS_FILE', true],

@@ -79,6 +79,90 @@ describe('a plan’s credits (PLANS_FILE)', () => {
   });
 });
 
+describe('back to the plan’s terms ("credits": "plan")', () => {
+  it('drops a customer’s own terms or its null: the plan’s apply, shown and spent; the balance and ledger stay', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ redisUrl: null, env: { PLANS_FILE: file('plans', PLANS) }, logs });
+    const customer = (
+      await call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered', credits: {} })
+    ).json();
+    const key = String((await call(gw, 'POST', '/admin/keys', { customerId: customer.id })).json().key);
+    // Terms of its own without a refill: a top-up of 1 is all it may spend.
+    const topup = await call(gw, 'POST', `/admin/customers/${customer.id}/credits`, { amount: 1, reason: 'trial' });
+    expect(topup.statusCode, topup.body).toBe(201);
+    expect(await admitted(gw, key, 2)).toBe(1);
+
+    const back = await call(gw, 'PATCH', `/admin/customers/${customer.id}`, { credits: 'plan' });
+    expect(back.statusCode, back.body).toBe(200);
+    expect(back.json().credits).toEqual(PLANS.plans.metered.credits);
+    expect((await call(gw, 'GET', `/admin/customers/${customer.id}`)).json().credits).toEqual(
+      PLANS.plans.metered.credits,
+    );
+    // The plan's daily refill of 3, applied at the first use after the change.
+    expect(await admitted(gw, key)).toBe(3);
+    const balance = (await call(gw, 'GET', `/admin/customers/${customer.id}/credits`)).json();
+    expect(balance).toMatchObject({ credits: PLANS.plans.metered.credits, balance: 0 });
+    expect(balance.nextRefillAt).not.toBeNull();
+    const usage = await gw.app.inject({ url: '/v1/usage', headers: bearer(key) });
+    expect(usage.json().customer.credits).toEqual({ balance: 0, nextRefillAt: balance.nextRefillAt });
+    const ledger = (await call(gw, 'GET', `/admin/customers/${customer.id}/credits/ledger`)).json();
+    expect(ledger.items.map((e: { type: string; amount: number }) => [e.type, e.amount])).toEqual([
+      ['refill', 3],
+      ['topup', 1],
+    ]);
+    expect(logs.filter((l) => l.audit === 'customer.update')).toMatchObject([
+      { changed: ['credits'], credits: 'plan' },
+    ]);
+
+    // From null (the plan's turned off) back to the plan's: it spends again.
+    const off = (await call(gw, 'POST', '/admin/customers', { name: 'Off', plan: 'metered' })).json();
+    const offKey = String((await call(gw, 'POST', '/admin/keys', { customerId: off.id })).json().key);
+    expect((await call(gw, 'PATCH', `/admin/customers/${off.id}`, { credits: null })).statusCode).toBe(200);
+    expect(await admitted(gw, offKey, 4)).toBe(4);
+    expect((await call(gw, 'PATCH', `/admin/customers/${off.id}`, { credits: 'plan' })).json().credits).toEqual(
+      PLANS.plans.metered.credits,
+    );
+    expect(await admitted(gw, offKey)).toBe(3);
+
+    // On a plan without terms, the plan's are none: it spends no credits, its balance stays.
+    const plain = (await call(gw, 'POST', '/admin/customers', { name: 'Plain', plan: 'plain', credits: {} })).json();
+    const plainBack = await call(gw, 'PATCH', `/admin/customers/${plain.id}`, { credits: 'plan' });
+    expect(plainBack.statusCode, plainBack.body).toBe(200);
+    expect(plainBack.json().credits).toBeUndefined();
+    expect((await call(gw, 'PATCH', `/admin/customers/${plain.id}`, { credits: 'planned' })).statusCode).toBe(400);
+  });
+
+  it('drops a lone key’s own terms: its plan’s apply; a key of a customer may drop its out-of-force ones', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ env: { PLANS_FILE: file('plans', PLANS) }, logs });
+    const lone = (await call(gw, 'POST', '/admin/keys', { plan: 'metered' })).json();
+    expect((await call(gw, 'PATCH', `/admin/keys/${lone.id}`, { credits: {} })).json().credits).toEqual({});
+    expect(await admitted(gw, String(lone.key), 2)).toBe(0);
+
+    const back = await call(gw, 'PATCH', `/admin/keys/${lone.id}`, { credits: 'plan' });
+    expect(back.statusCode, back.body).toBe(200);
+    expect(back.json().credits).toEqual(PLANS.plans.metered.credits);
+    expect((await call(gw, 'GET', `/admin/keys/${lone.id}`)).json().credits).toEqual(PLANS.plans.metered.credits);
+    expect(await admitted(gw, String(lone.key))).toBe(3);
+    expect((await call(gw, 'GET', `/admin/keys/${lone.id}/credits`)).json()).toMatchObject({
+      credits: PLANS.plans.metered.credits,
+      balance: 0,
+    });
+    expect(logs.filter((l) => l.audit === 'update' && l.keyId === lone.id)).toMatchObject([
+      { changed: ['credits'], credits: {} },
+      { changed: ['credits'], credits: 'plan' },
+    ]);
+
+    // A key of a customer has no terms in force of its own: "plan" is accepted as null is, and
+    // it still spends its customer's.
+    const customer = (await call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'plain' })).json();
+    const owned = (await call(gw, 'POST', '/admin/keys', { customerId: customer.id })).json();
+    const kept = await call(gw, 'PATCH', `/admin/keys/${owned.id}`, { credits: 'plan' });
+    expect(kept.statusCode, kept.body).toBe(200);
+    expect(kept.json().credits).toBeUndefined();
+  });
+});
+
 describe('credits in API_KEYS_FILE', () => {
   it('takes a lone key’s and a customer’s terms from the file', async () => {
     const made = (plan: string) => createKey({ name: 'file', plan });
@@ -107,5 +191,19 @@ describe('credits in API_KEYS_FILE', () => {
     expect(await admitted(gw, acme.key)).toBe(4);
     expect((await call(gw, 'GET', `/admin/keys/${solo.record.id}/credits`)).json()).toMatchObject({ balance: 0 });
     expect((await call(gw, 'GET', '/admin/customers/cus_acme/credits')).json()).toMatchObject({ balance: 0 });
+
+    // The file, not the admin API, says what its records are: "plan" is refused as any change is.
+    const fileKey = await call(gw, 'PATCH', `/admin/keys/${solo.record.id}`, { credits: 'plan' });
+    expect(fileKey.statusCode, fileKey.body).toBe(409);
+    expect(fileKey.json().message).toContain('comes from API_KEYS_FILE');
+    const fileCustomer = await call(gw, 'PATCH', '/admin/customers/cus_acme', { credits: 'plan' });
+    expect(fileCustomer.statusCode, fileCustomer.body).toBe(409);
+    expect(fileCustomer.json().message).toContain('comes from API_KEYS_FILE');
+    expect((await call(gw, 'GET', `/admin/keys/${solo.record.id}`)).json().credits).toEqual({
+      refill: { amount: 2, every: 'day' },
+    });
+    expect((await call(gw, 'GET', '/admin/customers/cus_acme')).json().credits).toEqual({
+      refill: { amount: 4, every: 'period' },
+    });
   });
 });

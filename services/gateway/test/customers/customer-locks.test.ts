@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { ApiError } from '@animal-store/common/errors.js';
 import { describe, expect, it, vi } from 'vitest';
-import { type CustomerLocks, MemoryCustomerLocks, RedisCustomerLocks } from '../../src/customers/customer-locks.js';
-import { useRedisClient } from '../support/helpers.js';
+import {
+  type CustomerLocks,
+  LOCK_TTL_MS,
+  MemoryCustomerLocks,
+  RedisCustomerLocks,
+} from '../../src/customers/customer-locks.js';
+import { connected, useRedisClient } from '../support/helpers.js';
 
 const redis = useRedisClient();
 
@@ -104,5 +110,71 @@ describe('RedisCustomerLocks across replicas', () => {
       await redis().set(name, 'another-replica', 'PX', 10_000);
     });
     expect(await redis().get(name)).toBe('another-replica');
+  });
+});
+
+describe('RedisCustomerLocks when a replica dies or waits too long', () => {
+  it('ends a lock its holder never freed after its time to live (LOCK_TTL_MS unless given): another replica then takes it', async () => {
+    const prefix = `cl${randomUUID().slice(0, 8)}:`;
+    const name = `${prefix}lock:customer:cus_a`;
+    // Held with the default time to live: it ends on its own within LOCK_TTL_MS.
+    await new RedisCustomerLocks(redis(), prefix).run('cus_a', async () => {
+      const ttl = await redis().pttl(name);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(LOCK_TTL_MS);
+    });
+    expect(await redis().exists(name)).toBe(0);
+
+    // A replica whose connection dies while it holds the lock: its release never reaches Redis.
+    const dying = redis().duplicate();
+    dying.on('error', () => {});
+    await connected(dying);
+    const dead = new RedisCustomerLocks(dying, prefix, { ttlMs: 1_000 });
+    expect(
+      await dead.run('cus_a', async () => {
+        await dying.quit();
+        return 'made';
+      }),
+    ).toBe('made');
+    const left = await redis().pttl(name);
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(1_000);
+
+    // Another replica (the default wait, 5 s) takes the lock once it has ended, and frees it after.
+    let ran = false;
+    await new RedisCustomerLocks(redis(), prefix).run('cus_a', async () => {
+      ran = true;
+      expect(await redis().exists(name)).toBe(1);
+    });
+    expect(ran).toBe(true);
+    expect(await redis().exists(name)).toBe(0);
+  });
+
+  it('gives up with 409 conflict when another replica holds the lock past its wait, without running its work', async () => {
+    const prefix = `cl${randomUUID().slice(0, 8)}:`;
+    const holder = step();
+    const held = new RedisCustomerLocks(redis(), prefix).run('cus_a', async () => {
+      holder.started = true;
+      await holder.done;
+    });
+    await started(holder);
+    let ran = false;
+    const refused = await new RedisCustomerLocks(redis(), prefix, { waitMs: 50 })
+      .run('cus_a', async () => {
+        ran = true;
+      })
+      .catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect((refused as ApiError).toBody()).toEqual({
+      code: 'conflict',
+      status: 409,
+      message: 'Another change to your keys is under way; try again',
+    });
+    expect(ran).toBe(false);
+    // The holder's lock is untouched, and the next run after it is made.
+    expect(await redis().exists(`${prefix}lock:customer:cus_a`)).toBe(1);
+    holder.finish();
+    await held;
+    expect(await new RedisCustomerLocks(redis(), prefix, { waitMs: 50 }).run('cus_a', async () => 'next')).toBe('next');
   });
 });

@@ -164,6 +164,22 @@ export function customerStoreContract(name: string, make: () => Promise<Customer
       expect(await all(store, 5, { name: 'acme' })).toEqual([]);
     });
 
+    it('keeps credits set to null (none), and removes them on "plan" (its plan’s apply)', async () => {
+      const store = await fresh();
+      const record = customer({ credits: { refill: { amount: 100, every: 'day' } } });
+      await store.insert(record);
+      const at = new Date('2026-11-20T10:00:00.000Z');
+      const off = await store.update(record.id, { credits: null }, at);
+      expect(off?.credits).toBeNull();
+      expect((await store.get(record.id))?.credits).toBeNull();
+      const back = await store.update(record.id, { credits: 'plan' }, at);
+      expect(back).not.toHaveProperty('credits');
+      expect(await store.get(record.id)).not.toHaveProperty('credits');
+      expect(await store.update(record.id, { credits: {} }, at)).toMatchObject({ credits: {} });
+      expect(await store.update(record.id, { credits: 'plan', name: 'Kept' }, at)).toMatchObject({ name: 'Kept' });
+      expect(await store.get(record.id)).not.toHaveProperty('credits');
+    });
+
     it('keeps a customer unchanged when its new externalId is taken', async () => {
       const store = await fresh();
       const a = customer({ externalId: 'taken' });

@@ -238,6 +238,26 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(cleared).not.toHaveProperty('expiresAt');
     });
 
+    it('keeps credits set to null (none), and removes them on "plan", with or without an expiry change', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('free');
+      await store.insert(rec);
+      const at = new Date('2025-07-01T00:00:00.000Z');
+      expect((await store.update(rec.id, { credits: { refill: { amount: 5, every: 'day' } } }, at))?.credits).toEqual({
+        refill: { amount: 5, every: 'day' },
+      });
+      expect((await store.update(rec.id, { credits: null }, at))?.credits).toBeNull();
+      expect((await store.get(rec.id))?.credits).toBeNull();
+      expect(await store.update(rec.id, { credits: 'plan' }, at)).not.toHaveProperty('credits');
+      expect(await store.get(rec.id)).not.toHaveProperty('credits');
+      // An expiry change takes another path in MongoDB (a pipeline update).
+      await store.update(rec.id, { credits: {} }, at);
+      const moved = await store.update(rec.id, { credits: 'plan', expiresAt: '2031-01-01T00:00:00.000Z' }, at);
+      expect(moved).toMatchObject({ expiresAt: '2031-01-01T00:00:00.000Z' });
+      expect(moved).not.toHaveProperty('credits');
+      expect(await store.findByHash(rec.sha256)).not.toHaveProperty('credits');
+    });
+
     it('changes nothing and answers null when updating or rotating an unknown or revoked key', async (ctx) => {
       const store = await fresh(ctx);
       const rec = record('free');

@@ -1,8 +1,11 @@
+import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { RedisCustomerLocks } from '../../src/customers/customer-locks.js';
 import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
 import { MongoCustomerStore } from '../../src/customers/mongo-customer-store.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import { MongoKeyStore } from '../../src/keys/mongo-key-store.js';
+import { expectError } from '../support/admin.js';
 import { startGateway, type TestGateway, useGateways } from '../support/helpers.js';
 import { useMongoDb } from '../support/mongo-db.js';
 import { admin, adminPost, type Browser, signIn } from './support.js';
@@ -82,6 +85,29 @@ describe('maxKeys under concurrent creates', () => {
     const browsers = [await signIn(a, id as string), await signIn(b, id as string)];
     expect(await createAtOnce(browsers)).toEqual(expected);
     expect(await liveKeys(a, id as string)).toBe(MAX);
+  });
+});
+
+describe('a create that cannot take its customer’s lock', () => {
+  it('is answered 409 conflict while another replica holds the lock past the wait, and makes no key', async () => {
+    const gw = await gateways.start();
+    const redis = gw.redis as Redis;
+    const { id } = await adminPost(gw, '/admin/customers', { name: 'Small', plan: 'free' });
+    const browser = await signIn(gw, id as string);
+    // A replica that died holding the customer's lock (it ends on its own after its time to live).
+    const lock = `${gw.config.redisPrefix}lock:customer:${id}`;
+    await redis.set(lock, 'dead-replica', 'PX', 60_000);
+    // This replica waits 50 ms for a lock rather than 5 s (RedisCustomerLocks' own option).
+    gw.deps.customerLocks = new RedisCustomerLocks(redis, gw.config.redisPrefix, { waitMs: 50 });
+    const refused = await browser.send('POST', '/portal/api/keys', { name: 'k' });
+    expectError(refused, 409, 'conflict');
+    expect(refused.json().message).toBe('Another change to your keys is under way; try again');
+    expect(await liveKeys(gw, id as string)).toBe(0);
+    expect(await redis.get(lock)).toBe('dead-replica');
+    // Once the lock has ended, the same create is made.
+    await redis.del(lock);
+    expect((await browser.send('POST', '/portal/api/keys', { name: 'k' })).statusCode).toBe(201);
+    expect(await liveKeys(gw, id as string)).toBe(1);
   });
 });
 

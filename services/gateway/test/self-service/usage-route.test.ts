@@ -146,6 +146,74 @@ describe('GET /v1/usage', () => {
     },
   );
 
+  it.each(['redis', 'memory'] as const)(
+    'answers a key of no customer its own credits (its terms or its plan’s), to the unit as the admin API reads them (%s)',
+    async (backend) => {
+      // POST costs 5; the metered plan refills its lone keys to 40 each UTC day.
+      const plans = join(mkdtempSync(join(tmpdir(), 'usage-plans-')), 'plans.json');
+      writeFileSync(
+        plans,
+        JSON.stringify({
+          plans: {
+            metered: { windows: { minute: 100 }, credits: { refill: { amount: 40, every: 'day' } } },
+            plain: { windows: { minute: 100 } },
+          },
+          routeCosts: { 'POST /v1/pets': 5 },
+        }),
+      );
+      const gw = await gateways.start({
+        ...(backend === 'memory' ? { redisUrl: null } : {}),
+        env: { PLANS_FILE: plans },
+      });
+      const own = await post(gw, '/admin/keys', { plan: 'plain' });
+      const patched = await gw.admin.inject({
+        method: 'PATCH',
+        url: `/admin/keys/${own.id}`,
+        headers: admin,
+        payload: { credits: { refill: { amount: 100, every: 'period' } } },
+      });
+      expect(patched.statusCode, patched.body).toBe(200);
+      const byPlan = await post(gw, '/admin/keys', { plan: 'metered' });
+      const none = await post(gw, '/admin/keys', { plan: 'plain' });
+      const send = (key: string, method: 'GET' | 'POST') =>
+        gw.app.inject({
+          method,
+          url: '/v1/pets',
+          headers: bearer(key),
+          ...(method === 'POST' ? { payload: { name: 'Rex', categoryId: 1 } } : {}),
+        });
+      for (const method of ['GET', 'GET', 'POST'] as const) {
+        expect((await send(own.key as string, method)).statusCode).toBeLessThan(300);
+        expect((await send(byPlan.key as string, method)).statusCode).toBeLessThan(300);
+      }
+      await send(none.key as string, 'GET');
+
+      for (const [key, left] of [
+        [own, 93],
+        [byPlan, 33],
+      ] as const) {
+        const res = await usage(gw, key.key as string);
+        expect(res.statusCode, res.body).toBe(200);
+        const body = res.json();
+        expect(body.customer).toBeUndefined();
+        const read = await adminGet(gw, `/admin/keys/${key.id}/credits`);
+        expect(read.balance).toBe(left);
+        expect(body.key.credits).toEqual({ balance: read.balance, nextRefillAt: read.nextRefillAt });
+        expect(Date.parse(read.nextRefillAt as string)).toBeGreaterThan(Date.now());
+      }
+      const without = await usage(gw, none.key as string);
+      expect(without.statusCode, without.body).toBe(200);
+      expect(without.json().key).not.toHaveProperty('credits');
+
+      // A key of a customer spends its customer's balance: shown under the customer, not the key.
+      const customer = await post(gw, '/admin/customers', { name: 'Acme', plan: 'metered' });
+      const owned = await post(gw, '/admin/keys', { customerId: customer.id });
+      const ownedUsage = (await usage(gw, owned.key as string)).json();
+      expect(ownedUsage.key).not.toHaveProperty('credits');
+      expect(ownedUsage.customer.credits).toMatchObject({ balance: 40 });
+    },
+  );
+
   it('announces a refill its read applied, as the admin API’s read does: credits.refilled naming the customer', async () => {
     const gw = await gateways.start({ env: { WEBHOOKS_ALLOW_INSECURE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true' } });
     const hook = await startReceiver();

@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { creditCrossings } from '../../src/webhooks/intake/credit-crossings.js';
@@ -87,6 +90,44 @@ describe('credit events through the gate', () => {
         ['credits.exhausted', undefined, 0],
       ]);
       for (const event of events) expect(event.data).toMatchObject({ customerId: customer.id, keyId: key.id });
+    } finally {
+      await hook.close();
+    }
+  });
+
+  it('measures a customer back on its plan’s terms ("credits": "plan") against the plan’s refill', async () => {
+    const plans = join(mkdtempSync(join(tmpdir(), 'credit-events-')), 'plans.json');
+    writeFileSync(
+      plans,
+      JSON.stringify({
+        plans: { metered: { windows: { minute: 100 }, credits: { refill: { amount: 10, every: 'period' } } } },
+      }),
+    );
+    const gw = await gateways.start({ env: { ...LOCAL, PLANS_FILE: plans } });
+    const hook = await startReceiver();
+    try {
+      await made(
+        call(gw, 'POST', '/admin/webhooks', {
+          url: hook.url,
+          events: ['credits.low', 'credits.exhausted', 'credits.refilled'],
+        }),
+      );
+      // Its own terms (a refill of 1000 a day) until the change: under them 8 spent would cross nothing.
+      const credits = { refill: { amount: 1000, every: 'day' } };
+      const customer = await made(call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered', credits }));
+      await made(call(gw, 'PATCH', `/admin/customers/${customer.id}`, { credits: 'plan' }));
+      const key = await made(call(gw, 'POST', '/admin/keys', { customerId: customer.id, name: 'prod' }));
+      const statuses: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        statuses.push((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) })).statusCode);
+      }
+      expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+      await hook.until(3);
+      expect(hook.events().map((e) => [e.type, e.data.threshold, e.data.balance])).toEqual([
+        ['credits.refilled', undefined, 10],
+        ['credits.low', 80, 2],
+        ['credits.exhausted', undefined, 0],
+      ]);
     } finally {
       await hook.close();
     }

@@ -121,6 +121,8 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
       audit(deps, request.log, 'customer.update', updated.id, {
         changed: Object.keys(body).filter((field) => body[field as keyof typeof body] !== undefined),
         ...(body.plan !== undefined && body.plan !== current.plan ? { from: current.plan, to: body.plan } : {}),
+        // The terms as given: its own, null (none) or 'plan' (its own dropped, its plan's in force).
+        ...(body.credits !== undefined ? { credits: body.credits } : {}),
       });
       await announceCustomerChange(deps, updated.id, request.log);
       if (updated.plan !== current.plan) await moveKeysToPlan(deps, updated, followers, request.log);

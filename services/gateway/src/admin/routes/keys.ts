@@ -159,6 +159,8 @@ export const keyRoutes: FastifyPluginAsyncTypebox<
         ...(updated.customerId !== current.customerId
           ? { fromCustomer: current.customerId ?? null, toCustomer: updated.customerId ?? null }
           : {}),
+        // The terms as given: its own, null (none) or 'plan' (its own dropped, its plan's in force).
+        ...(body.credits !== undefined ? { credits: body.credits } : {}),
       });
       return keyView(deps, updated, 'store');
     },
