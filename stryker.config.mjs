@@ -98,6 +98,7 @@ export const areas = {
     mutate: [
       `${SRC}/usage/usage-history.ts`,
       `${SRC}/usage/redis-usage-history.ts`,
+      `${SRC}/usage/write-behind.ts`,
       `${SRC}/usage/reports.ts`,
       `${SRC}/admin/routes/usage.ts`,
       `${SRC}/admin/routes/key-usage.ts`,
@@ -106,6 +107,7 @@ export const areas = {
       // What is built from the hours (unit), the stores' contract (memory and Redis), then the
       // admin routes on two replicas.
       `${TEST}/usage/reports.test.ts`,
+      `${TEST}/usage/write-behind.test.ts`,
       `${TEST}/usage/usage-history-stores.test.ts`,
       `${TEST}/usage/usage-history.test.ts`,
       `${TEST}/limits/guarded-limiter.test.ts`,

@@ -1,9 +1,7 @@
+import { WriteBehind } from '../usage/write-behind.js';
 import type { CreditLedger } from './credit-ledger.js';
 import { HOUR_MS } from './credit-ledger.js';
 import type { CreditRule } from './credit-terms.js';
-
-/** How long refunds wait to be written together: as long as the usage history's batches. */
-const FLUSH_MS = 1_000;
 
 export interface CreditRefundsOptions {
   ledger: Pick<CreditLedger, 'refund'>;
@@ -19,40 +17,35 @@ export interface CreditRefundsOptions {
 /**
  * Gives back the credits of admitted requests the upstream never served (502, 503, 504), which the
  * limiter spent in its call before the answer was known. Off the request path, as the usage
- * history's upstreamFailed counts are: the proxy adds to a Map, and once a second this replica
- * writes one refund per owner and UTC hour (CreditLedger.refund). Each failure is seen by the one
- * replica that proxied it and taken out of the Map before its write, so it is given back at most
- * once; a write that fails is logged, not retried, since Redis may have applied it and a retry
- * would give it back twice.
+ * history's upstreamFailed counts are: the proxy adds to a write-behind batch (WriteBehind), and
+ * once a second this replica writes one refund per owner and UTC hour (CreditLedger.refund).
+ * Each failure is seen by the one replica that proxied it and taken out of the batch before its
+ * write, so it is given back at most once.
  */
 export class CreditRefunds {
   /** `<owner>\n<UTC hour start>` → units not yet given back. */
-  private buffered = new Map<string, number>();
-  private timer: NodeJS.Timeout | null = null;
+  private readonly pending: WriteBehind<number>;
 
-  constructor(private readonly options: CreditRefundsOptions) {}
+  constructor(private readonly options: CreditRefundsOptions) {
+    this.pending = new WriteBehind((batch) => this.write(batch), options.onError);
+  }
 
   /** An admitted request of `owner`'s, which spent `units` credits at `admittedAt`, was not served. */
   upstreamFailed(owner: string, units: number, admittedAt: number): void {
     const field = `${owner}\n${admittedAt - (admittedAt % HOUR_MS)}`;
-    this.buffered.set(field, (this.buffered.get(field) ?? 0) + units);
-    if (!this.timer) {
-      this.timer = setTimeout(() => {
-        this.timer = null;
-        void this.flush();
-      }, FLUSH_MS);
-      this.timer.unref();
-    }
+    this.pending.set(field, (this.pending.get(field) ?? 0) + units);
   }
 
   /** Writes the refunds waiting; resolves once each is written or has failed (and been logged). */
-  async flush(): Promise<void> {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    const batch = this.buffered;
-    this.buffered = new Map();
+  flush(): Promise<void> {
+    return this.pending.flush();
+  }
+
+  /**
+   * One refund per entry. A write that fails is logged, not retried, and never fails the others:
+   * Redis may have applied it, and a retry would give it back twice.
+   */
+  private async write(batch: ReadonlyMap<string, number>): Promise<void> {
     await Promise.all(
       [...batch].map(async ([field, units]) => {
         const [owner, hour] = field.split('\n') as [string, string];

@@ -13,6 +13,7 @@ import {
   type StoredCounts,
   type UsageHistory,
 } from './usage-history.js';
+import { WriteBehind } from './write-behind.js';
 
 /**
  * Field suffixes of a day's hash: `<hour><letter>`, e.g. `13a` = admitted in the hour from 13:00
@@ -49,8 +50,6 @@ function hourOfField(day: number, field: string): number | null {
   return day * DAY_MS + Number(match[1]) * HOUR_MS + Number(match[2] ?? 0) * MINUTE_MS;
 }
 
-/** How long counts taken outside the script wait to be written together. */
-const FLUSH_MS = 1_000;
 /** A replica remembers this many keys it has put in today's index before it starts over. */
 const MAX_SEEN = 1_000_000;
 
@@ -69,11 +68,10 @@ const MAX_SEEN = 1_000_000;
  */
 export class RedisUsageHistory implements UsageHistory {
   readonly kind = 'redis';
-  /** `count` calls not yet written: `<key id>\n<hour start>` → counts. */
-  private buffered = new Map<string, StoredCounts>();
+  /** `count` and `upstreamFailed` calls not yet written: `<key id>\n<hour start>` → counts. */
+  private readonly buffered: WriteBehind<StoredCounts>;
   /** `served` calls not yet written: `<id>\n<hour start>\n<route>` → units. */
-  private bufferedRoutes = new Map<string, number>();
-  private flushTimer: NodeJS.Timeout | null = null;
+  private readonly bufferedRoutes: WriteBehind<number>;
   /**
    * Per UTC day, the ids this replica has put (or is putting) in the day's index. Two days at a
    * time: for half an hour after midnight a customer a part-hour off UTC still decides in an hour
@@ -89,7 +87,10 @@ export class RedisUsageHistory implements UsageHistory {
     private readonly prefix: string,
     readonly retentionMs: number,
     private readonly onError: (err: unknown) => void = () => {},
-  ) {}
+  ) {
+    this.buffered = new WriteBehind((batch) => this.writeCounts(batch), onError);
+    this.bufferedRoutes = new WriteBehind((batch) => this.writeRoutes(batch), onError);
+  }
 
   /**
    * The day's hash of a key (or a customer: its hours are the sum of its keys', kept under its
@@ -211,7 +212,6 @@ export class RedisUsageHistory implements UsageHistory {
     this.noteActive(id, Math.floor(hour / DAY_MS));
     const field = `${id}\n${hour}\n${route}`;
     this.bufferedRoutes.set(field, (this.bufferedRoutes.get(field) ?? 0) + units);
-    this.scheduleFlush();
   }
 
   async routeHours(id: string, from: number, to: number): Promise<RouteHour[]> {
@@ -244,30 +244,20 @@ export class RedisUsageHistory implements UsageHistory {
       counts = emptyStored();
       this.buffered.set(id, counts);
     }
-    this.scheduleFlush();
     return counts;
   }
 
-  private scheduleFlush(): void {
-    if (!this.flushTimer) {
-      this.flushTimer = setTimeout(() => {
-        this.flushTimer = null;
-        this.flush().catch(this.onError);
-      }, FLUSH_MS);
-      this.flushTimer.unref();
-    }
+  /** Writes what is buffered (served's routes, then the counts); rejects as the first write that failed. */
+  async flush(): Promise<void> {
+    await Promise.all([this.bufferedRoutes.flush(), this.buffered.flush()]);
   }
 
-  async flush(): Promise<void> {
-    if (this.flushTimer) {
-      clearTimeout(this.flushTimer);
-      this.flushTimer = null;
-    }
-    if (this.buffered.size === 0 && this.bufferedRoutes.size === 0) return;
-    const batch = this.buffered;
-    this.buffered = new Map();
-    // One command per field, not a pipeline: under Redis Cluster the keys are in many slots.
-    const writes: Promise<unknown>[] = this.flushRoutes();
+  /**
+   * Writes buffered counts (see count): one command per field, not a pipeline, since under Redis
+   * Cluster the keys are in many slots.
+   */
+  private writeCounts(batch: ReadonlyMap<string, StoredCounts>): Promise<unknown> {
+    const writes: Promise<unknown>[] = [];
     for (const [id, counts] of batch) {
       const [keyId, hourText] = id.split('\n') as [string, string];
       const hour = Number(hourText);
@@ -279,13 +269,11 @@ export class RedisUsageHistory implements UsageHistory {
       }
       writes.push(this.redis.pexpireat(key, this.expiry(hour)));
     }
-    await Promise.all(writes);
+    return Promise.all(writes);
   }
 
-  /** Writes the buffered served units by route (see served). */
-  private flushRoutes(): Promise<unknown>[] {
-    const batch = this.bufferedRoutes;
-    this.bufferedRoutes = new Map();
+  /** Writes buffered served units by route (see served), one command per field as writeCounts. */
+  private writeRoutes(batch: ReadonlyMap<string, number>): Promise<unknown> {
     const writes: Promise<unknown>[] = [];
     for (const [field, units] of batch) {
       const [id, hourText, route] = field.split('\n') as [string, string, string];
@@ -294,7 +282,7 @@ export class RedisUsageHistory implements UsageHistory {
       const key = this.dayKey(id, day);
       writes.push(this.redis.hincrby(key, `${name}|${route}`, units), this.redis.pexpireat(key, this.expiry(hour)));
     }
-    return writes;
+    return Promise.all(writes);
   }
 
   /**

@@ -1,50 +1,39 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { adminEnv, runCli } from '../support/cli.js';
-import { ADMIN_TOKEN, bearer, startGateway, type TestGateway } from '../support/helpers.js';
+import { expect, it } from 'vitest';
+import { useCliGateway } from '../support/cli.js';
 
 /** `keys credits ID`: a lone key's balance, a top-up once per key, its ledger (embedded mode). */
-let gw: TestGateway;
-let env: Record<string, string>;
-beforeAll(async () => {
-  gw = await startGateway({ redisUrl: null });
-  env = await adminEnv(gw);
-});
-afterAll(async () => {
-  await gw?.close();
-});
-
-const call = (method: 'POST' | 'PATCH', url: string, payload: object) =>
-  gw.admin.inject({ method, url, headers: bearer(ADMIN_TOKEN), payload });
+const cli = useCliGateway();
 
 // Six CLI runs, each a Node start.
 it('tops up a lone key once per Idempotency-Key, shows its balance and ledger; a customer’s key is refused', {
   timeout: 60_000,
 }, async () => {
-  const id: string = (await call('POST', '/admin/keys', { plan: 'pro' })).json().id;
-  await call('PATCH', `/admin/keys/${id}`, { credits: { refill: { amount: 100, every: 'period' } } });
+  const id: string = (await cli.admin('POST', '/admin/keys', { plan: 'pro' })).json().id;
+  await cli.admin('PATCH', `/admin/keys/${id}`, { credits: { refill: { amount: 100, every: 'period' } } });
   const add = ['credits', id, '--add', '50', '--reason', 'order 8', '--idempotency-key', 'order-8'];
-  const first = await runCli(add, env);
+  const first = await cli.run(add);
   expect(first.code, first.stderr).toBe(0);
   expect(first.stdout).toBe(`topup of 50 for ${id} (ref ${first.stdout.match(/ref (crd_[\w-]+)/)?.[1]})\n`);
-  expect((await runCli(add, env)).code).toBe(0);
+  expect((await cli.run(add)).code).toBe(0);
 
-  const balance = await runCli(['credits', id], env);
+  const balance = await cli.run(['credits', id]);
   // The refill (100) applied at the top-up, then 50 once.
   expect(balance.stdout).toMatch(new RegExp(`key:\\s+${id}\\n`));
   expect(balance.stdout).toMatch(/balance:\s+150\n/);
   expect(balance.stdout).toMatch(/refill:\s+up to 100 each period/);
-  const ledger = await runCli(['credits', id, '--ledger'], env);
+  const ledger = await cli.run(['credits', id, '--ledger']);
   expect(ledger.stdout).toMatch(/topup\s+50 .*order 8/);
   expect(ledger.stdout).toMatch(/refill\s+100/);
 
-  const customer: string = (await call('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} })).json()
-    .id;
-  const owned: string = (await call('POST', '/admin/keys', { customerId: customer })).json().id;
-  const refused = await runCli(['credits', owned], env);
+  const customer: string = (
+    await cli.admin('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} })
+  ).json().id;
+  const owned: string = (await cli.admin('POST', '/admin/keys', { customerId: customer })).json().id;
+  const refused = await cli.run(['credits', owned]);
   expect(refused.code).toBe(1);
   expect(refused.stderr).toContain(`/admin/customers/${customer}/credits`);
 
-  const bad = await runCli(['credits', id, '--add', '5'], env);
+  const bad = await cli.run(['credits', id, '--add', '5']);
   expect(bad.code).toBe(2);
   expect(bad.stderr).toMatch(/credits --add needs --reason/);
 });

@@ -1,9 +1,19 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { ADMIN_TOKEN, bearer, startEchoUpstream, startGateway, type TestGateway } from './helpers.js';
+import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
+import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
+import {
+  ADMIN_TOKEN,
+  bearer,
+  type GatewayOptions,
+  startEchoUpstream,
+  startGateway,
+  type TestGateway,
+} from './helpers.js';
 
 // What the admin API's tests share: the token's header, the keys they create, the Error check, an
-// upstream and a gateway for a file or a describe block.
+// upstream and a gateway for a file or a describe block, calls as the operator, the credit routes'
+// replicas.
 
 export const auth = bearer(ADMIN_TOKEN);
 
@@ -75,4 +85,42 @@ export function gatewayWithOneKey(upstream: { readonly url: string }): { gw: Tes
     await own.gw?.close();
   });
   return own;
+}
+
+/** An admin API call as the operator (the admin token's header, then `headers`), with a JSON body if given. */
+export type AdminCall = (
+  method: string,
+  url: string,
+  payload?: object,
+  headers?: Record<string, string>,
+) => Promise<LightMyRequestResponse>;
+
+/** Calls `gw`'s admin API as the operator. */
+export const adminCaller =
+  (gw: TestGateway): AdminCall =>
+  (method, url, payload, headers = {}) =>
+    gw.admin.inject({
+      method: method as 'GET',
+      url,
+      headers: { ...auth, ...headers },
+      ...(payload ? { payload } : {}),
+    });
+
+/**
+ * The credit routes' gateways, with a ban threshold of 3: two replicas on the file's Redis (one
+ * prefix, and one key and one customer store standing in for MongoDB), or with `redis: false`
+ * one gateway in the embedded mode. `gateways` is the file's useGateways().
+ */
+export async function creditReplicas(
+  gateways: { start(options: GatewayOptions): Promise<TestGateway> },
+  options: { redis?: boolean; now?: () => number } = {},
+): Promise<TestGateway[]> {
+  const keyStore = new MemoryKeyStore();
+  const customerStore = new MemoryCustomerStore();
+  const prefix = `cr${Date.now()}${Math.random().toString(36).slice(2, 6)}:`;
+  const env = { BAN_THRESHOLD: '3' };
+  const now = options.now ? { now: options.now } : {};
+  if (options.redis === false) return [await gateways.start({ redisUrl: null, env, ...now })];
+  const make = () => gateways.start({ prefix, env, keyStore, customerStore, ...now });
+  return [await make(), await make()];
 }

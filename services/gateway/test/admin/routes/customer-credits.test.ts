@@ -1,8 +1,6 @@
-import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { MemoryCustomerStore } from '../../../src/customers/memory-customer-store.js';
-import { MemoryKeyStore } from '../../../src/keys/memory-key-store.js';
-import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../../support/helpers.js';
+import { type AdminCall, adminCaller, creditReplicas, pets } from '../../support/admin.js';
+import { type TestGateway, useGateways } from '../../support/helpers.js';
 import { testClock } from '../../support/test-clock.js';
 
 /**
@@ -11,38 +9,7 @@ import { testClock } from '../../support/test-clock.js';
  * refills, the ledger paged and summing to the balance.
  */
 const gateways = useGateways();
-const admin = bearer(ADMIN_TOKEN);
-
-type Call = (
-  method: string,
-  url: string,
-  payload?: object,
-  headers?: Record<string, string>,
-) => Promise<LightMyRequestResponse>;
-
-const caller =
-  (gw: TestGateway): Call =>
-  (method, url, payload, headers = {}) =>
-    gw.admin.inject({
-      method: method as 'GET',
-      url,
-      headers: { ...admin, ...headers },
-      ...(payload ? { payload } : {}),
-    });
-
-async function replicas(options: { redis?: boolean; now?: () => number } = {}): Promise<TestGateway[]> {
-  const keyStore = new MemoryKeyStore();
-  const customerStore = new MemoryCustomerStore();
-  const prefix = `cr${Date.now()}${Math.random().toString(36).slice(2, 6)}:`;
-  const env = { BAN_THRESHOLD: '3' };
-  if (options.redis === false)
-    return [await gateways.start({ redisUrl: null, env, ...(options.now ? { now: options.now } : {}) })];
-  const make = () =>
-    gateways.start({ prefix, env, keyStore, customerStore, ...(options.now ? { now: options.now } : {}) });
-  return [await make(), await make()];
-}
-
-async function customerWithKey(call: Call, credits: object) {
+async function customerWithKey(call: AdminCall, credits: object) {
   const customer = await call('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits });
   expect(customer.statusCode, customer.body).toBe(201);
   const id = String(customer.json().id);
@@ -51,15 +18,13 @@ async function customerWithKey(call: Call, credits: object) {
   return { id, key: String(key.json().key) };
 }
 
-const get = (gw: TestGateway, key: string) => gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
-
 describe.each([
   ['two replicas on Redis', { redis: true }],
   ['the embedded mode', { redis: false }],
 ])('credits of a customer (%s)', (_label, mode) => {
   it('adds a top-up once per Idempotency-Key, spends it exactly, then refuses with 402 credits_exhausted', async () => {
-    const gws = await replicas(mode);
-    const call = caller(gws[0] as TestGateway);
+    const gws = await creditReplicas(gateways, mode);
+    const call = adminCaller(gws[0] as TestGateway);
     const { id, key } = await customerWithKey(call, {});
     const topUp = { amount: 20, reason: 'order 1234' };
     const first = await call('POST', `/admin/customers/${id}/credits`, topUp, { 'idempotency-key': 'order-1234' });
@@ -82,7 +47,7 @@ describe.each([
     });
 
     const answers = await Promise.all(
-      Array.from({ length: 60 }, (_, i) => get(gws[i % gws.length] as TestGateway, key)),
+      Array.from({ length: 60 }, (_, i) => pets(gws[i % gws.length] as TestGateway, key)),
     );
     expect(answers.filter((r) => r.statusCode === 200)).toHaveLength(20);
     const refused = answers.filter((r) => r.statusCode !== 200);
@@ -113,15 +78,19 @@ describe('credits terms and changes, refused with 400, 404 and 409', () => {
     [{ refill: { amount: 10, every: 'week' } }, 'every'],
     [{ refill: { every: 'day' } }, 'amount'],
   ])('refuses the terms %j naming what is wrong', async (credits, named) => {
-    const [gw] = await replicas();
-    const res = await caller(gw as TestGateway)('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits });
+    const [gw] = await creditReplicas(gateways);
+    const res = await adminCaller(gw as TestGateway)('POST', '/admin/customers', {
+      name: 'Acme',
+      plan: 'pro',
+      credits,
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ code: 'invalid_request', message: expect.stringContaining(named) });
   });
 
   it('refuses a change of 0, a negative top-up, an adjustment below zero, a customer without credits, an unknown one', async () => {
-    const [gw] = await replicas();
-    const call = caller(gw as TestGateway);
+    const [gw] = await creditReplicas(gateways);
+    const call = adminCaller(gw as TestGateway);
     const { id } = await customerWithKey(call, {});
     const post = (body: object, customer = id) => call('POST', `/admin/customers/${customer}/credits`, body);
     expect((await post({ amount: 0, reason: 'x' })).statusCode).toBe(400);
@@ -143,17 +112,17 @@ describe('credits terms and changes, refused with 400, 404 and 409', () => {
 describe('refills through the gate', () => {
   it('refills each day, and a 402 says when in Retry-After', async () => {
     const clock = testClock();
-    const [gw] = await replicas({ now: clock.now });
-    const call = caller(gw as TestGateway);
+    const [gw] = await creditReplicas(gateways, { now: clock.now });
+    const call = adminCaller(gw as TestGateway);
     const { id, key } = await customerWithKey(call, { refill: { amount: 2, every: 'day' } });
     const statuses = [];
-    for (let i = 0; i < 3; i++) statuses.push((await get(gw as TestGateway, key)).statusCode);
+    for (let i = 0; i < 3; i++) statuses.push((await pets(gw as TestGateway, key)).statusCode);
     expect(statuses).toEqual([200, 200, 402]);
-    const refused = await get(gw as TestGateway, key);
+    const refused = await pets(gw as TestGateway, key);
     const tomorrow = Math.ceil(clock.now() / 86_400_000) * 86_400_000;
     expect(Number(refused.headers['retry-after'])).toBe(Math.ceil((tomorrow - clock.now()) / 1000));
     await clock.advance(tomorrow - clock.now());
-    expect((await get(gw as TestGateway, key)).statusCode).toBe(200);
+    expect((await pets(gw as TestGateway, key)).statusCode).toBe(200);
     const balance = (await call('GET', `/admin/customers/${id}/credits`)).json();
     expect(balance).toMatchObject({ balance: 1, credits: { refill: { amount: 2, every: 'day' } } });
     expect(balance.nextRefillAt).toBe(new Date(tomorrow + 86_400_000).toISOString());

@@ -1,8 +1,6 @@
-import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { MemoryCustomerStore } from '../../../src/customers/memory-customer-store.js';
-import { MemoryKeyStore } from '../../../src/keys/memory-key-store.js';
-import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../../support/helpers.js';
+import { type AdminCall, adminCaller, creditReplicas, pets } from '../../support/admin.js';
+import { type TestGateway, useGateways } from '../../support/helpers.js';
 import { testClock } from '../../support/test-clock.js';
 
 /**
@@ -11,38 +9,8 @@ import { testClock } from '../../support/test-clock.js';
  * routes' contract, spent by its own requests; a key of a customer answers 409 naming its customer.
  */
 const gateways = useGateways();
-const admin = bearer(ADMIN_TOKEN);
-
-type Call = (
-  method: string,
-  url: string,
-  payload?: object,
-  headers?: Record<string, string>,
-) => Promise<LightMyRequestResponse>;
-
-const caller =
-  (gw: TestGateway): Call =>
-  (method, url, payload, headers = {}) =>
-    gw.admin.inject({
-      method: method as 'GET',
-      url,
-      headers: { ...admin, ...headers },
-      ...(payload ? { payload } : {}),
-    });
-
-async function replicas(options: { redis?: boolean; now?: () => number } = {}): Promise<TestGateway[]> {
-  const keyStore = new MemoryKeyStore();
-  const customerStore = new MemoryCustomerStore();
-  const prefix = `kc${Date.now()}${Math.random().toString(36).slice(2, 6)}:`;
-  const env = { BAN_THRESHOLD: '3' };
-  const now = options.now ? { now: options.now } : {};
-  if (options.redis === false) return [await gateways.start({ redisUrl: null, env, ...now })];
-  const make = () => gateways.start({ prefix, env, keyStore, customerStore, ...now });
-  return [await make(), await make()];
-}
-
 /** A pro key of no customer with these credit terms (set as an operator would: PATCH). */
-async function loneKey(call: Call, credits: object | null) {
+async function loneKey(call: AdminCall, credits: object | null) {
   const made = await call('POST', '/admin/keys', { plan: 'pro', name: 'solo' });
   expect(made.statusCode, made.body).toBe(201);
   const id = String(made.json().id);
@@ -51,15 +19,13 @@ async function loneKey(call: Call, credits: object | null) {
   return { id, key: String(made.json().key), view: patched.json() };
 }
 
-const get = (gw: TestGateway, key: string) => gw.app.inject({ url: '/v1/pets', headers: bearer(key) });
-
 describe.each([
   ['two replicas on Redis', { redis: true }],
   ['the embedded mode', { redis: false }],
 ])('credits of a lone key (%s)', (_label, mode) => {
   it('adds a top-up once per Idempotency-Key, spends it exactly, then refuses with 402 credits_exhausted', async () => {
-    const gws = await replicas(mode);
-    const call = caller(gws[0] as TestGateway);
+    const gws = await creditReplicas(gateways, mode);
+    const call = adminCaller(gws[0] as TestGateway);
     const { id, key, view } = await loneKey(call, {});
     expect(view.credits).toEqual({});
     const topUp = { amount: 20, reason: 'order 77' };
@@ -85,7 +51,7 @@ describe.each([
     });
 
     const answers = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => get(gws[i % gws.length] as TestGateway, key)),
+      Array.from({ length: 50 }, (_, i) => pets(gws[i % gws.length] as TestGateway, key)),
     );
     expect(answers.filter((r) => r.statusCode === 200)).toHaveLength(20);
     const refused = answers.filter((r) => r.statusCode !== 200);
@@ -104,22 +70,22 @@ describe.each([
 describe('a lone key: terms, refills and refusals', () => {
   it('refills each UTC day with the terms PATCH set, and credits: null stops spending', async () => {
     const clock = testClock();
-    const [gw] = await replicas({ now: clock.now });
-    const call = caller(gw as TestGateway);
+    const [gw] = await creditReplicas(gateways, { now: clock.now });
+    const call = adminCaller(gw as TestGateway);
     const { id, key } = await loneKey(call, { refill: { amount: 2, every: 'day' } });
     const statuses = [];
-    for (let i = 0; i < 3; i++) statuses.push((await get(gw as TestGateway, key)).statusCode);
+    for (let i = 0; i < 3; i++) statuses.push((await pets(gw as TestGateway, key)).statusCode);
     expect(statuses).toEqual([200, 200, 402]);
     const tomorrow = Math.ceil(clock.now() / 86_400_000) * 86_400_000;
     await clock.advance(tomorrow - clock.now());
-    expect((await get(gw as TestGateway, key)).statusCode).toBe(200);
+    expect((await pets(gw as TestGateway, key)).statusCode).toBe(200);
     const balance = (await call('GET', `/admin/keys/${id}/credits`)).json();
     expect(balance).toMatchObject({ balance: 1, credits: { refill: { amount: 2, every: 'day' } } });
     expect(balance.nextRefillAt).toBe(new Date(tomorrow + 86_400_000).toISOString());
 
     const off = await call('PATCH', `/admin/keys/${id}`, { credits: null });
     expect(off.json().credits).toBeUndefined();
-    for (let i = 0; i < 3; i++) expect((await get(gw as TestGateway, key)).statusCode).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await pets(gw as TestGateway, key)).statusCode).toBe(200);
     // The balance stays as it was, unspent, and a change needs terms again.
     expect((await call('GET', `/admin/keys/${id}/credits`)).json()).toMatchObject({ credits: null, balance: 1 });
     const refused = await call('POST', `/admin/keys/${id}/credits`, { amount: 5, reason: 'x' });
@@ -128,8 +94,8 @@ describe('a lone key: terms, refills and refusals', () => {
   });
 
   it('answers 409 for a key of a customer, pointing to its customer’s credits; 404 for an unknown key', async () => {
-    const [gw] = await replicas();
-    const call = caller(gw as TestGateway);
+    const [gw] = await creditReplicas(gateways);
+    const call = adminCaller(gw as TestGateway);
     const customer = (await call('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} })).json();
     const key = (await call('POST', '/admin/keys', { customerId: customer.id, name: 'prod' })).json();
     for (const [method, url, body] of [
