@@ -42,21 +42,20 @@ it('tops up a lone key once per Idempotency-Key, shows its balance and ledger; a
 it('update --plan-credits and customers update --plan-credits drop terms of their own: the plan’s apply again', {
   timeout: 60_000,
 }, async () => {
-  const id: string = (await call('POST', '/admin/keys', { plan: 'pro' })).json().id;
-  await call('PATCH', `/admin/keys/${id}`, { credits: { refill: { amount: 100, every: 'period' } } });
-  const key = await runCli(['update', id, '--plan-credits'], env);
+  const id: string = (await cli.admin('POST', '/admin/keys', { plan: 'pro' })).json().id;
+  await cli.admin('PATCH', `/admin/keys/${id}`, { credits: { refill: { amount: 100, every: 'period' } } });
+  const key = await cli.run(['update', id, '--plan-credits']);
   expect(key.code, key.stderr).toBe(0);
   // The spec's plans have no credit terms: none are in force once its own are dropped.
   expect(key.stdout).toMatch(/credits:\s+none\n/);
-  expect((await gw.admin.inject({ url: `/admin/keys/${id}`, headers: bearer(ADMIN_TOKEN) })).json()).not.toHaveProperty(
-    'credits',
-  );
+  expect((await cli.admin('GET', `/admin/keys/${id}`)).json()).not.toHaveProperty('credits');
 
-  const customer: string = (await call('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} })).json()
-    .id;
-  const shown = await runCli(['customers', 'show', customer], env);
+  const customer: string = (
+    await cli.admin('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} })
+  ).json().id;
+  const shown = await cli.run(['customers', 'show', customer]);
   expect(shown.stdout).toMatch(/credits:\s+no refill\n/);
-  const updated = await runCli(['customers', 'update', customer, '--plan-credits', '--json'], env);
+  const updated = await cli.run(['customers', 'update', customer, '--plan-credits', '--json']);
   expect(updated.code, updated.stderr).toBe(0);
   expect(JSON.parse(updated.stdout)).not.toHaveProperty('credits');
 });
