@@ -178,17 +178,22 @@ end
 `;
 
 /**
- * The windows: the admitted units taken from each, a new counter given its expiry.
+ * The windows: the admitted units taken from each, a new counter given its expiry. `fresh`: the
+ * history hashes that got a new field here (a day window's `d`), whose expiry HISTORY sets.
  */
-const TAKE = `if taken > 0 then
+const TAKE = `local fresh = nil
+if taken > 0 then
   for w = 1, nw do
     if kind[w] == 's' then
       redis.call('HINCRBY', KEYS[w], cur[w], taken)
       redis.call('PEXPIRE', KEYS[w], (pb[w] + 1) * pa[w])
       if not low[w] then low[w] = cur[w] end
     elseif kind[w] == 'h' then
-      -- Its expiry is the history's, set below.
-      redis.call('HINCRBY', KEYS[w], 'd', taken)
+      -- Its expiry is the history's, set below when the field is new.
+      if redis.call('HINCRBY', KEYS[w], 'd', taken) == taken then
+        fresh = fresh or {}
+        fresh[KEYS[w]] = true
+      end
     elseif redis.call('INCRBY', KEYS[w], taken) == taken then
       if kind[w] == 'f' then redis.call('PEXPIRE', KEYS[w], pa[w]) else redis.call('PEXPIREAT', KEYS[w], pa[w]) end
       ttl[w] = pa[w]
@@ -217,6 +222,16 @@ end
 /**
  * The usage history: the batch's outcomes and units in the key's hour, and for a key of a
  * customer in the customer's hour too (the same hour, day and expiry).
+ *
+ * A hash's expiry is set when this call gives it a new field (HINCRBY answers the increment
+ * itself), not on every call: one command less for nearly every decision. That is exact because
+ * the expiry is a function of the field: ARGV[9] is fixed by the hash's day and the hour's
+ * minutes past the UTC hour (RedisUsageHistory.expiry), which the field's name carries (`13a`,
+ * `13:30a`), and every writer of a field (this script, and the history's own flush) sets the
+ * expiry with it; Redis keeps a key's expiry through HINCRBY. So a hash whose field is already
+ * there holds the expiry that field's writer set, and a hash deleted comes back with new fields,
+ * and with its expiry. What still moves it: a retention changed in the configuration applies to
+ * today's hash from its next new field (the next hour's first decision) instead of its next call.
  */
 const HISTORY = `local hour = ARGV[8]
 if hour ~= '' then
@@ -227,11 +242,12 @@ if hour ~= '' then
     counts[o] = counts[o] + 1
   end
   for _, h in ipairs({KEYS[nw + 3], KEYS[nw + 4]}) do
+    local new = fresh and fresh[h]
     for letter, count in pairs(counts) do
-      if count > 0 then redis.call('HINCRBY', h, hour .. letter, count) end
+      if count > 0 and redis.call('HINCRBY', h, hour .. letter, count) == count then new = true end
     end
-    if taken > 0 then redis.call('HINCRBY', h, hour .. 'u', taken) end
-    redis.call('PEXPIREAT', h, ARGV[9])
+    if taken > 0 and redis.call('HINCRBY', h, hour .. 'u', taken) == taken then new = true end
+    if new then redis.call('PEXPIREAT', h, ARGV[9]) end
   end
 end
 `;
