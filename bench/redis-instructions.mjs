@@ -44,6 +44,8 @@ const { values: args } = parseArgs({
     keys: { type: 'string', default: '100000' },
     'cache-sim': { type: 'boolean', default: false },
     'skip-native': { type: 'boolean', default: false },
+    // The report again from an earlier run's folder (its results.json and callgrind files).
+    from: { type: 'string' },
     out: { type: 'string' },
   },
 });
@@ -224,7 +226,7 @@ async function readDump(file) {
   const inclusive = new Map();
   for (const line of stdout.split('\n')) {
     // `12,345,678 (12.34%)  file.c:function [object]` (the percentage only in some versions).
-    const m = /^\s*([\d,]+)\s+(?:\([\d.]+%\)\s+)?\S*?:([\w.$@]+)(?:'\d+)?\s/.exec(line);
+    const m = /^\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?\S*?:([\w.$@]+)(?:'\d+)?\s/.exec(line);
     if (!m) continue;
     const ir = Number(m[1].replaceAll(',', ''));
     // A function named twice (two objects, or recursion levels): its outermost, the largest.
@@ -386,7 +388,19 @@ function nativeReport(results) {
   return lines.join('\n');
 }
 
+/** The report of an earlier run, from its results.json and callgrind files. */
+async function reportFrom(dir) {
+  const saved = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8'));
+  const results = [];
+  for (const r of saved) {
+    const file = join(dir, r.file.split('/').pop());
+    results.push({ ...r, total: r.decisions, file, ...(await readDump(file)) });
+  }
+  process.stdout.write(`${report(results)}\n`);
+}
+
 async function main() {
+  if (args.from) return reportFrom(resolve(args.from));
   const out = resolve(args.out ?? mkdtempSync(join(tmpdir(), 'bench-redis-instructions-')));
   mkdirSync(out, { recursive: true });
   const decisions = Number(args.decisions);
