@@ -220,7 +220,7 @@ async function readDump(file) {
   const events = /^events:\s+(.+)$/m.exec(text)?.[1].trim().split(/\s+/) ?? ['Ir'];
   const totals = (/^(?:totals|summary):\s+(.+)$/m.exec(text)?.[1] ?? '0').trim().split(/\s+/).map(Number);
   const byEvent = Object.fromEntries(events.map((e, i) => [e, totals[i] ?? 0]));
-  const { stdout } = await run('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], {
+  const { stdout } = await run('callgrind_annotate', ['--inclusive=yes', '--threshold=100', '--show=Ir', file], {
     maxBuffer: 64 * 1024 * 1024,
   });
   const inclusive = new Map();
