@@ -8,7 +8,6 @@ import { PENDING_BUCKET_MS } from '../key-limiter.js';
 const READ_WINDOWS = `
 local nw = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
-local threshold = tonumber(ARGV[3])
 local step = ${PENDING_BUCKET_MS}
 local kind, limit, pa, pb, used = {}, {}, {}, {}, {}
 local counters = {KEYS[nw + 1]}
@@ -17,7 +16,8 @@ for w = 1, nw do
   kind[w] = ARGV[p]
   limit[w] = tonumber(ARGV[p + 1])
   pa[w] = tonumber(ARGV[p + 2])
-  pb[w] = tonumber(ARGV[p + 3])
+  -- Parsed only where read (tonumber is glibc's strtod: some 700 instructions each).
+  if kind[w] == 's' then pb[w] = tonumber(ARGV[p + 3]) end
   if kind[w] ~= 's' and kind[w] ~= 'h' then counters[#counters + 1] = KEYS[w] end
 end
 local v = redis.call('MGET', unpack(counters))
@@ -96,7 +96,8 @@ local function readPending()
   end
   if #gone > 0 then redis.call('HDEL', KEYS[nw + 2], unpack(gone)) end
 end
-local cap, grace, shortest = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
+-- The ban's arguments, parsed on the batch's first refusal: an admitted batch needs none.
+local threshold, cap, grace, shortest = nil, nil, nil, nil
 for i = 1, n do
   local c = tonumber(ARGV[first + i - 1])
   local fits = not banned
@@ -119,6 +120,9 @@ for i = 1, n do
   else
     refused = true
     out[i] = 'L'
+    if not threshold then
+      threshold, cap, grace, shortest = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
+    end
     if threshold >= 0 then
       -- What this refusal is told to wait, at least (settleBatch tells it no less).
       local wait = shortest
