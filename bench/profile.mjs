@@ -5,8 +5,11 @@
 // self time. `--bare` profiles the bench's bare proxy instead, for comparison. `--keys N` sends N keys in turn (from one API_KEYS_FILE, as the bench's many-keys
 // run does). `--customers N`: N customers of 3 keys each instead, every key sent in turn (as the
 // many-customers run does). The .cpuprofile stays in --out for Chrome DevTools or speedscope.
+// Beside the profile: Redis's INFO commandstats over the profiled seconds per request (calls and
+// usec of each command, the script's inner commands included) and the host's load average at the
+// start and the end, to read the seconds against.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createKey } from '@animal-store/gateway/keys/create-key.js';
@@ -88,6 +91,36 @@ function summarize(profile, top, window) {
   return lines.join('\n');
 }
 
+/** INFO commandstats: calls and usec per command. */
+async function commandStats(admin) {
+  const stats = new Map();
+  for (const m of (await admin.info('commandstats')).matchAll(/cmdstat_([\w|-]+):calls=(\d+),usec=(\d+)/g)) {
+    stats.set(m[1], { calls: Number(m[2]), usec: Number(m[3]) });
+  }
+  return stats;
+}
+
+/** Each command's calls and usec per request between two readings, the costliest first. */
+function commandsPerRequest(before, after, n) {
+  const rows = [];
+  for (const [name, s] of after) {
+    const calls = s.calls - (before.get(name)?.calls ?? 0);
+    if (calls <= 0 || name === 'info') continue;
+    const usec = s.usec - (before.get(name)?.usec ?? 0);
+    rows.push({ name, calls, usec });
+  }
+  rows.sort((a, b) => b.usec - a.usec);
+  const lines = [
+    "Redis INFO commandstats per request over the profiled seconds (EVALSHA's usec include the commands its script runs, listed too):",
+  ];
+  for (const { name, calls, usec } of rows) {
+    lines.push(
+      `  ${name.padEnd(12)} ${(calls / n).toFixed(3).padStart(8)} calls  ${(usec / n).toFixed(2).padStart(8)} usec  (${(usec / calls).toFixed(2)} usec per call)`,
+    );
+  }
+  return lines.join('\n');
+}
+
 /** `n` keys without a customer, as the many-keys run's: the keys file's array and their headers. */
 function loneKeys(n) {
   const keys = Array.from({ length: n }, (_, i) =>
@@ -97,6 +130,7 @@ function loneKeys(n) {
 }
 
 async function main() {
+  const loadAtStart = loadavg();
   const dir = mkdtempSync(join(tmpdir(), 'bench-profile-'));
   const out = resolve(args.out ?? join(dir, 'profile'));
   mkdirSync(out, { recursive: true });
@@ -146,15 +180,18 @@ async function main() {
   const scriptCalls = async () =>
     Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
   const calls = await scriptCalls();
+  const statsBefore = await commandStats(admin);
   const before = [cpuMicros(gateway.pid), cpuMicros(redis.pid)];
   const from = performance.now() - spawned;
   const result = await cannon({ ...request, connections, duration: Number(args.seconds) });
   const window = [from, performance.now() - spawned];
   const n = result.requests.total;
+  const statsAfter = await commandStats(admin);
   const per = (after, b) => ((after - b) / n).toFixed(1);
   process.stdout.write(
     `${n} requests, ${Math.round(result.requests.average)} req/s, ${result.non2xx} not 2xx; CPU µs per request: gateway ${per(cpuMicros(gateway.pid), before[0])}, Redis ${per(cpuMicros(redis.pid), before[1])}; script calls per request ${((await scriptCalls()) - calls) / n}\n`,
   );
+  process.stdout.write(`${commandsPerRequest(statsBefore, statsAfter, n)}\n`);
   admin.disconnect();
   // The profile is written as the process exits: wait for that, however long it takes.
   const exited = new Promise((r) => gateway.once('exit', r));
@@ -166,6 +203,10 @@ async function main() {
   if (!file) throw new Error(`no profile written in ${out}`);
   process.stdout.write(`${summarize(JSON.parse(readFileSync(join(out, file), 'utf8')), Number(args.top), window)}\n`);
   process.stdout.write(`profile: ${join(out, file)}\n`);
+  const loads = (l) => l.map((x) => x.toFixed(2)).join(' ');
+  process.stdout.write(
+    `host load average (1, 5, 15 min): ${loads(loadAtStart)} at the start, ${loads(loadavg())} at the end\n`,
+  );
 }
 
 main().then(

@@ -8,7 +8,6 @@ import { PENDING_BUCKET_MS } from '../key-limiter.js';
 const READ_WINDOWS = `
 local nw = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
-local threshold = tonumber(ARGV[3])
 local step = ${PENDING_BUCKET_MS}
 local kind, limit, pa, pb, used = {}, {}, {}, {}, {}
 local counters = {KEYS[nw + 1]}
@@ -17,7 +16,8 @@ for w = 1, nw do
   kind[w] = ARGV[p]
   limit[w] = tonumber(ARGV[p + 1])
   pa[w] = tonumber(ARGV[p + 2])
-  pb[w] = tonumber(ARGV[p + 3])
+  -- Parsed only where read (tonumber is glibc's strtod: some 700 instructions each).
+  if kind[w] == 's' then pb[w] = tonumber(ARGV[p + 3]) end
   if kind[w] ~= 's' and kind[w] ~= 'h' then counters[#counters + 1] = KEYS[w] end
 end
 local v = redis.call('MGET', unpack(counters))
@@ -96,7 +96,8 @@ local function readPending()
   end
   if #gone > 0 then redis.call('HDEL', KEYS[nw + 2], unpack(gone)) end
 end
-local cap, grace, shortest = tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
+-- The ban's arguments, parsed on the batch's first refusal: an admitted batch needs none.
+local threshold, cap, grace, shortest = nil, nil, nil, nil
 for i = 1, n do
   local c = tonumber(ARGV[first + i - 1])
   local fits = not banned
@@ -119,6 +120,9 @@ for i = 1, n do
   else
     refused = true
     out[i] = 'L'
+    if not threshold then
+      threshold, cap, grace, shortest = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
+    end
     if threshold >= 0 then
       -- What this refusal is told to wait, at least (settleBatch tells it no less).
       local wait = shortest
@@ -178,17 +182,22 @@ end
 `;
 
 /**
- * The windows: the admitted units taken from each, a new counter given its expiry.
+ * The windows: the admitted units taken from each, a new counter given its expiry. `fresh`: the
+ * history hashes that got a new field here (a day window's `d`), whose expiry HISTORY sets.
  */
-const TAKE = `if taken > 0 then
+const TAKE = `local fresh = nil
+if taken > 0 then
   for w = 1, nw do
     if kind[w] == 's' then
       redis.call('HINCRBY', KEYS[w], cur[w], taken)
       redis.call('PEXPIRE', KEYS[w], (pb[w] + 1) * pa[w])
       if not low[w] then low[w] = cur[w] end
     elseif kind[w] == 'h' then
-      -- Its expiry is the history's, set below.
-      redis.call('HINCRBY', KEYS[w], 'd', taken)
+      -- Its expiry is the history's, set below when the field is new.
+      if redis.call('HINCRBY', KEYS[w], 'd', taken) == taken then
+        fresh = fresh or {}
+        fresh[KEYS[w]] = true
+      end
     elseif redis.call('INCRBY', KEYS[w], taken) == taken then
       if kind[w] == 'f' then redis.call('PEXPIRE', KEYS[w], pa[w]) else redis.call('PEXPIREAT', KEYS[w], pa[w]) end
       ttl[w] = pa[w]
@@ -217,6 +226,16 @@ end
 /**
  * The usage history: the batch's outcomes and units in the key's hour, and for a key of a
  * customer in the customer's hour too (the same hour, day and expiry).
+ *
+ * A hash's expiry is set when this call gives it a new field (HINCRBY answers the increment
+ * itself), not on every call: one command less for nearly every decision. That is exact because
+ * the expiry is a function of the field: ARGV[9] is fixed by the hash's day and the hour's
+ * minutes past the UTC hour (RedisUsageHistory.expiry), which the field's name carries (`13a`,
+ * `13:30a`), and every writer of a field (this script, and the history's own flush) sets the
+ * expiry with it; Redis keeps a key's expiry through HINCRBY. So a hash whose field is already
+ * there holds the expiry that field's writer set, and a hash deleted comes back with new fields,
+ * and with its expiry. What still moves it: a retention changed in the configuration applies to
+ * today's hash from its next new field (the next hour's first decision) instead of its next call.
  */
 const HISTORY = `local hour = ARGV[8]
 if hour ~= '' then
@@ -227,11 +246,12 @@ if hour ~= '' then
     counts[o] = counts[o] + 1
   end
   for _, h in ipairs({KEYS[nw + 3], KEYS[nw + 4]}) do
+    local new = fresh and fresh[h]
     for letter, count in pairs(counts) do
-      if count > 0 then redis.call('HINCRBY', h, hour .. letter, count) end
+      if count > 0 and redis.call('HINCRBY', h, hour .. letter, count) == count then new = true end
     end
-    if taken > 0 then redis.call('HINCRBY', h, hour .. 'u', taken) end
-    redis.call('PEXPIREAT', h, ARGV[9])
+    if taken > 0 and redis.call('HINCRBY', h, hour .. 'u', taken) == taken then new = true end
+    if new then redis.call('PEXPIREAT', h, ARGV[9]) end
   end
 end
 `;

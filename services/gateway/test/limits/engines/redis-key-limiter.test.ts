@@ -392,6 +392,88 @@ describe('what a key keeps in Redis for its refusals', () => {
   });
 });
 
+describe('the usage history’s day hash in Redis', () => {
+  const NO_BANS = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
+  const HOUR_MS = 3_600_000;
+  const RETENTION_MS = 35 * DAY_MS;
+  const policy = policyFor({ perMinute: 100, perDay: 1_000 });
+
+  /**
+   * Two replicas on one prefix and one clock: `limiter` may run anything, `noExpiry` is a Redis
+   * user denied PEXPIREAT, so a decision of it that would set the history hash's expiry fails.
+   */
+  const start = async () => {
+    const admin = await connected(redisClient(redis.url));
+    const user = `hist_${randomUUID().slice(0, 8)}`;
+    await admin.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-pexpireat');
+    const url = new URL(redis.url);
+    url.username = user;
+    url.password = 'pw';
+    const denied = await connected(redisClient(url.href));
+    onTestFinished(async () => {
+      denied.disconnect();
+      await admin.call('ACL', 'DELUSER', user);
+      admin.disconnect();
+    });
+    const prefix = `t${randomUUID().slice(0, 8)}:`;
+    // 10:01 UTC today: its decisions stay in one hour until the test moves on, and the next hour
+    // is the same day's. The hash's expiry is an instant weeks ahead whenever the test runs.
+    const clock = { at: Math.floor(Date.now() / DAY_MS) * DAY_MS + 10 * HOUR_MS + 60_000 };
+    const now = () => clock.at;
+    const history = new RedisUsageHistory(admin, prefix, RETENTION_MS);
+    const limiter = new RedisKeyLimiter(admin, prefix, NO_BANS, now, history);
+    const noExpiry = new RedisKeyLimiter(
+      denied,
+      prefix,
+      NO_BANS,
+      now,
+      new RedisUsageHistory(denied, prefix, RETENTION_MS),
+    );
+    // Retention after the end of the hash's UTC day.
+    const expiresAt = () => (Math.floor(clock.at / DAY_MS) + 1) * DAY_MS + RETENTION_MS;
+    const hash = (keyId: string) => history.dayKey(keyId, Math.floor(clock.at / DAY_MS));
+    return { admin, clock, limiter, noExpiry, expiresAt, hash };
+  };
+
+  it('is given its expiry with its first fields; a decision in an hour it already counts sets none', async () => {
+    const { admin, limiter, noExpiry, expiresAt, hash } = await start();
+    const keyId = `key_${randomUUID()}`;
+    expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    expect(await admin.pexpiretime(hash(keyId))).toBe(expiresAt());
+    // The hour's fields are there, and the expiry with them: no PEXPIREAT, whatever the cost.
+    expect((await noExpiry.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    expect((await noExpiry.consume(keyId, policy, 2)).outcome).toBe('admitted');
+    expect(await admin.hgetall(hash(keyId))).toMatchObject({ d: '4' });
+    expect(await admin.pexpiretime(hash(keyId))).toBe(expiresAt());
+  });
+
+  it('sets it again with the next new field: a hash that lost it, or was deleted, gets it back', async () => {
+    const { admin, clock, limiter, expiresAt, hash } = await start();
+    const keyId = `key_${randomUUID()}`;
+    expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    await admin.persist(hash(keyId));
+    clock.at += HOUR_MS;
+    expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    expect(await admin.pexpiretime(hash(keyId))).toBe(expiresAt());
+    await admin.del(hash(keyId));
+    expect((await limiter.consume(keyId, policy, 1)).outcome).toBe('admitted');
+    expect(await admin.pexpiretime(hash(keyId))).toBe(expiresAt());
+  });
+
+  it('sets a customer’s hash’s expiry with its own new fields, whichever of its keys brings them', async () => {
+    const { admin, clock, limiter, expiresAt, hash } = await start();
+    const customer = `cus_${randomUUID().slice(0, 8)}`;
+    const shared = customerPolicyFor({ perMinute: 100, perDay: 1_000 }, undefined, 'fixed', false, DEFAULT_BILLING);
+    const [a, b] = [`key_${randomUUID().slice(0, 8)}`, `key_${randomUUID().slice(0, 8)}`];
+    expect((await limiter.consume(a, shared, 1, customer)).outcome).toBe('admitted');
+    await admin.persist(hash(customer));
+    clock.at += HOUR_MS;
+    expect((await limiter.consume(b, shared, 1, customer)).outcome).toBe('admitted');
+    expect(await admin.pexpiretime(hash(customer))).toBe(expiresAt());
+    expect(await admin.hget(hash(customer), 'd')).toBe('2');
+  });
+});
+
 describe('calendar windows in Redis', () => {
   const NO_BANS = { threshold: 1_000_000, windowMs: 60_000, durationMs: 60_000, graceMs: 0, minRetryAfterMs: 0 };
   /**
