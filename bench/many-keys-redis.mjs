@@ -19,6 +19,7 @@ import { Redis } from 'ioredis';
 import { rotating } from './many-keys.mjs';
 import { cpuMicros, freePort, start, startRedis, stopAll, waitFor } from './processes.mjs';
 import { cannon } from './rounds.mjs';
+import { startPets } from './subjects.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -48,14 +49,7 @@ async function main() {
   const keysFile = join(dir, 'keys.json');
   writeFileSync(keysFile, JSON.stringify(keys.map((k) => toKeyFileEntry(k.record))));
   const redis = await startRedis();
-  const petsPort = await freePort();
-  start('pets', process.execPath, ['services/pets/dist/server.js'], {
-    PORT: String(petsPort),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-  });
-  const petsUrl = `http://127.0.0.1:${petsPort}`;
-  await waitFor(`${petsUrl}/readyz`);
+  const { url: petsUrl } = await startPets();
   const port = await freePort();
   const gateway = start('gateway', process.execPath, ['services/gateway/dist/server.js'], {
     PORT: String(port),

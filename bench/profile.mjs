@@ -19,6 +19,7 @@ import { customersWithKeys } from './many-customers.mjs';
 import { rotating } from './many-keys.mjs';
 import { cpuMicros, freePort, start, startRedis, stopAll, waitFor } from './processes.mjs';
 import { cannon } from './rounds.mjs';
+import { startPets } from './subjects.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -135,21 +136,7 @@ async function main() {
   const out = resolve(args.out ?? join(dir, 'profile'));
   mkdirSync(out, { recursive: true });
   const redis = await startRedis();
-  const petsPort = await freePort();
-  start('pets', process.execPath, ['services/pets/dist/server.js'], {
-    PORT: String(petsPort),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-  });
-  const petsUrl = `http://127.0.0.1:${petsPort}`;
-  await waitFor(`${petsUrl}/readyz`);
-  for (let i = 0; i < 40; i++) {
-    await fetch(`${petsUrl}/v1/pets`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `pet-${i}`, categoryId: i % 5, status: 'available' }),
-    });
-  }
+  const { url: petsUrl } = await startPets();
   const { file: keysFileContents, authorizations } = args.customers
     ? customersWithKeys(Number(args.customers), 'profile')
     : loneKeys(Number(args.keys));

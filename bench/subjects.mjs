@@ -29,7 +29,8 @@ function writeKeys(dir) {
   return { open: open.key, limited: limited.key, banned: banned.key, bannedId: banned.record.id };
 }
 
-async function startPets() {
+/** The bench's pets service (in memory, at warn) seeded with 40 pets: its URL and process. */
+export async function startPets() {
   const port = await freePort();
   // At warn for every subject: pets is the upstream of all five, and the comparison is of what
   // sits in front of it.

@@ -153,6 +153,24 @@ function parsed(list: object[]): CloudEvent<Record<string, unknown>>[] {
   });
 }
 
+/**
+ * A lone key's hour on two replicas (or the embedded one), closed with a POST still unanswered:
+ * a GET (1 unit) and the held POST (5) admitted, the clock at the hour's close, the histories
+ * written. `late` answers 503 once upstream.release() is called: a change to the closed hour.
+ */
+async function closedWithAnswerPending(redis: boolean) {
+  const clock = testClock();
+  const [a, b] = await replicas(redis, clock.now);
+  const key = await created(call(a, 'POST', '/admin/keys', { plan: 'metered' }));
+  const hour = hourStart(clock.now());
+  await send(a, key.key, 'GET');
+  const late = send(b, key.key, 'POST', true);
+  while (upstream.held() === 0) await new Promise((r) => setImmediate(r));
+  clock.advance(hour + HOUR_MS + 300_000 - clock.now());
+  await settle(a, b);
+  return { clock, a, b, key, hour, late };
+}
+
 describe.each([
   ['two replicas on Redis', true],
   ['the embedded mode', false],
@@ -269,15 +287,7 @@ describe.each([
   });
 
   it('passes on the timer’s turn once a quarter hour has closed: a late correction waits for the next quarter', async () => {
-    const clock = testClock();
-    const [a, b] = await replicas(redis, clock.now);
-    const key = await created(call(a, 'POST', '/admin/keys', { plan: 'metered' }));
-    const hour = hourStart(clock.now());
-    await send(a, key.key, 'GET');
-    const late = send(b, key.key, 'POST', true);
-    while (upstream.held() === 0) await new Promise((r) => setImmediate(r));
-    clock.advance(hour + HOUR_MS + 300_000 - clock.now());
-    await settle(a, b);
+    const { clock, a, b, key, hour, late } = await closedWithAnswerPending(redis);
     const turns = async () =>
       (await Promise.all([...new Set([a, b])].map((gw) => gw.deps.meteringCloser.tick()))).flat();
     expect(await turns()).toHaveLength(1);
@@ -324,15 +334,7 @@ describe('the metering export on Redis', () => {
   });
 
   it('runs a quarter hour’s pass on one replica: another replica’s turn in that quarter reads nothing', async () => {
-    const clock = testClock();
-    const [a, b] = await replicas(true, clock.now);
-    const key = await created(call(a, 'POST', '/admin/keys', { plan: 'metered' }));
-    const hour = hourStart(clock.now());
-    await send(a, key.key, 'GET');
-    const late = send(b, key.key, 'POST', true);
-    while (upstream.held() === 0) await new Promise((r) => setImmediate(r));
-    clock.advance(hour + HOUR_MS + 300_000 - clock.now());
-    await settle(a, b);
+    const { clock, a, b, key, late } = await closedWithAnswerPending(true);
     expect(await a.deps.meteringCloser.tick()).toMatchObject([{ subject: key.id, revision: 1, units: 6 }]);
     upstream.release();
     expect((await late).statusCode).toBe(503);
