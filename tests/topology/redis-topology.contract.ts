@@ -593,8 +593,15 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       try {
         await connected(master);
         await master.set(`${pair.prefix}{metering}:barrier`, '1');
-        const replicated = Number(/connected_slaves:(\d+)/.exec(await master.info('replication'))?.[1]);
-        expect(replicated).toBeGreaterThan(0);
+        // A replica may still be resyncing after an earlier test's failover: wait for one to be there.
+        let replicated = 0;
+        await vi.waitFor(
+          async () => {
+            replicated = Number(/connected_slaves:(\d+)/.exec(await master.info('replication'))?.[1]);
+            expect(replicated).toBeGreaterThan(0);
+          },
+          { timeout: 15_000, interval: 100 },
+        );
         expect(await master.wait(replicated, 5_000)).toBe(replicated);
       } finally {
         master.disconnect();
