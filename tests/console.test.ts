@@ -1158,6 +1158,7 @@ describe('the console (/console on the admin listener)', () => {
     await credits.getByRole('button', { name: 'Change credit terms' }).click();
     await dialog.getByLabel(/its plan's terms/).check();
     expect(await axeViolations(page)).toEqual([]);
+    await dialog.screenshot({ path: join(SHOTS, 'customer-credit-terms-1280.png') });
     await dialog.getByRole('button', { name: 'Save' }).click();
     await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('up to 500 each billing period');
     // A new refill period (the plan's): the balance is brought up to 500 at the first read.
