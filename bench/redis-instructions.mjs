@@ -35,6 +35,7 @@ import { redisOptions } from '@animal-store/gateway/redis/clients.js';
 import { RedisUsageHistory } from '@animal-store/gateway/usage/redis-usage-history.js';
 import { Redis } from 'ioredis';
 import { freePort, start, stopAll } from './processes.mjs';
+import { seededRandom } from './zipf.mjs';
 
 const run = promisify(execFile);
 
@@ -164,25 +165,13 @@ async function load(limiter, total, workers, pick) {
   await Promise.all(Array.from({ length: workers }, worker));
 }
 
-/** A seeded generator (mulberry32), as bench/zipf.mjs's: the same keys every run. */
-function seeded(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function phases(decisions, keyCount) {
   const lone = policyFor(LIMITS);
   const customer = customerPolicyFor(LIMITS, LIMITS, 'fixed', false, DEFAULT_BILLING);
   const oneKey = () => ({ keyId: 'key_bench_one', policy: lone });
   const customerKey = () => ({ keyId: 'key_bench_cust', policy: customer, customerId: 'cus_bench' });
   const many = (i) => ({ keyId: `key_bench_${i}`, policy: lone });
-  const random = seeded(42);
+  const random = seededRandom(42);
   return [
     { name: 'oneKey1', what: 'one key, one decision per call', total: decisions, workers: 1, pick: oneKey },
     {

@@ -3,7 +3,7 @@
 // Seeded so two runs, and every subject of one run, send the same sequence.
 
 /** mulberry32: a small seeded generator of floats in [0, 1); Math.random cannot be seeded. */
-function seededRandom(seed) {
+export function seededRandom(seed) {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
