@@ -1157,6 +1157,9 @@ describe('the console (/console on the admin listener)', () => {
     await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('50');
     await credits.getByRole('button', { name: 'Change credit terms' }).click();
     await dialog.getByLabel(/its plan's terms/).check();
+    // The refill fields are the record's own terms: nothing to say when its plan's are chosen.
+    expect(await dialog.getByLabel('Refill up to (empty: no refill)').isDisabled()).toBe(true);
+    expect(await dialog.getByLabel('Every').isDisabled()).toBe(true);
     expect(await axeViolations(page)).toEqual([]);
     await dialog.screenshot({ path: join(SHOTS, 'customer-credit-terms-1280.png') });
     await dialog.getByRole('button', { name: 'Save' }).click();

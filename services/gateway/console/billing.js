@@ -142,10 +142,18 @@ function termsOf(form) {
 /** The button and dialog that set a customer's credit terms (PATCH /admin/customers/:id {credits}). */
 function CreditTerms({ path, terms, onChanged }) {
   const [open, setOpen] = useState(false);
+  // Which terms the radios choose: the refill fields are the record's own terms, and say nothing
+  // (so they are disabled) when its plan's or none are chosen.
+  const [follow, setFollow] = useState('own');
   const close = () => setOpen(false);
   const every = terms?.refill?.every ?? 'period';
+  const choice = (value, text) =>
+    html`<label class="inline"><input type="radio" name="follow" value=${value} checked=${follow === value} onChange=${() => setFollow(value)} /> ${text}</label>`;
   return html`<div class="actions">
-      <button type="button" onClick=${() => setOpen(true)}>${terms ? 'Change credit terms' : 'Give it credit terms'}</button>
+      <button type="button" onClick=${() => {
+        setFollow('own');
+        setOpen(true);
+      }}>${terms ? 'Change credit terms' : 'Give it credit terms'}</button>
     </div>
     <${Confirm} open=${open} title="Credit terms" confirmLabel="Save" onClose=${close}
       onConfirm=${async (form) => {
@@ -155,14 +163,14 @@ function CreditTerms({ path, terms, onChanged }) {
       }}>
       <fieldset>
         <legend>Its keys spend credits on</legend>
-        <label class="inline"><input type="radio" name="follow" value="own" defaultChecked=${true} /> terms of its own, below</label>
-        <label class="inline"><input type="radio" name="follow" value="plan" /> its plan's terms (none if its plan has none)</label>
-        <label class="inline"><input type="radio" name="follow" value="none" /> none: they stop; the balance and ledger stay</label>
+        ${choice('own', 'terms of its own, below')}
+        ${choice('plan', "its plan's terms (none if its plan has none)")}
+        ${choice('none', 'none: they stop; the balance and ledger stay')}
       </fieldset>
       <label for="credit-refill-amount">Refill up to (empty: no refill)</label>
-      <input id="credit-refill-amount" name="refillAmount" type="number" min="1" step="1" defaultValue=${terms?.refill?.amount ?? ''} />
+      <input id="credit-refill-amount" name="refillAmount" type="number" min="1" step="1" disabled=${follow !== 'own'} defaultValue=${terms?.refill?.amount ?? ''} />
       <label for="credit-refill-every">Every</label>
-      <select id="credit-refill-every" name="every">
+      <select id="credit-refill-every" name="every" disabled=${follow !== 'own'}>
         <option value="period" selected=${every === 'period'}>billing period</option>
         <option value="day" selected=${every === 'day'}>day (local midnight in its zone)</option>
       </select>
