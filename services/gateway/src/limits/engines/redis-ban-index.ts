@@ -31,11 +31,22 @@ export class RedisBanIndex {
     private readonly now: () => number,
   ) {}
 
-  /** Enters a ban that has just started (awaited: the admin view shows it once the answer is out). */
+  /**
+   * Enters a ban that has just started (awaited: the admin view shows it once the answer is out).
+   * The script has just written it, so it goes in as it is; only a write that fails waits.
+   */
   async started(keyId: string, banKey: string, endsAt: number): Promise<void> {
-    if (this.waiting.size >= MAX_WAITING) this.waiting.delete(this.waiting.keys().next().value as string);
-    this.waiting.set(keyId, { endsAt, banKey });
-    await this.enterWaiting();
+    try {
+      await Promise.all([
+        this.redis.zadd(this.key, endsAt, keyId),
+        this.redis.zremrangebyscore(this.key, '-inf', this.now()),
+      ]);
+      // An earlier ban of the key that waited is over: this one's end stands.
+      this.waiting.delete(keyId);
+    } catch {
+      if (this.waiting.size >= MAX_WAITING) this.waiting.delete(this.waiting.keys().next().value as string);
+      this.waiting.set(keyId, { endsAt, banKey });
+    }
   }
 
   /** A limiter call succeeded: Redis answers again, so the bans that wait go in (one at a time). */
@@ -60,6 +71,7 @@ export class RedisBanIndex {
     return { count, items };
   }
 
+  /** The bans that wait, those still in force (read first: ended or lifted meanwhile, they stay out). */
   private async enterWaiting(): Promise<void> {
     this.entering = true;
     try {
