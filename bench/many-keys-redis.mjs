@@ -18,6 +18,7 @@ import { toKeyFileEntry } from '@animal-store/gateway/keys/keys-file.js';
 import { Redis } from 'ioredis';
 import { rotating } from './many-keys.mjs';
 import { cpuMicros, freePort, start, startRedis, stopAll, waitFor } from './processes.mjs';
+import { commandCounters, countersDelta } from './redis-commands.mjs';
 import { cannon } from './rounds.mjs';
 import { startPets } from './subjects.mjs';
 
@@ -32,13 +33,8 @@ const { values: args } = parseArgs({
   },
 });
 
-/** Every command Redis has run so far, scripts' own calls included (INFO commandstats). */
-async function commandsRun(admin) {
-  const text = await admin.info('commandstats');
-  let total = 0;
-  for (const m of text.matchAll(/cmdstat_[a-z|_-]+:calls=(\d+)/g)) total += Number(m[1]);
-  return total;
-}
+/** Every command Redis ran between two readings, scripts' own calls included. */
+const commandsBetween = (before, after) => Object.values(countersDelta(before, after)).reduce((n, d) => n + d.calls, 0);
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'bench-at-rest-'));
@@ -73,7 +69,7 @@ async function main() {
     // Alternating, the first of each round swapped every round: drift in the host hits both alike.
     const order = round % 2 ? ['manyKeys', 'oneKey'] : ['oneKey', 'manyKeys'];
     for (const name of order) {
-      const before = [cpuMicros(gateway.pid), cpuMicros(redis.pid), await commandsRun(admin)];
+      const before = [cpuMicros(gateway.pid), cpuMicros(redis.pid), await commandCounters(admin)];
       const r = await cannon({
         ...loads[name],
         connections,
@@ -81,12 +77,11 @@ async function main() {
         duration: Number(args.duration),
       });
       const count = r.requests.total;
-      const after = [cpuMicros(gateway.pid), cpuMicros(redis.pid), await commandsRun(admin)];
+      const after = [cpuMicros(gateway.pid), cpuMicros(redis.pid), await commandCounters(admin)];
       perRound[name].push({
         gateway: (after[0] - before[0]) / count,
         redis: (after[1] - before[1]) / count,
-        // Less the INFO that read them.
-        commands: (after[2] - before[2] - 1) / count,
+        commands: commandsBetween(before[2], after[2]) / count,
         non2xx: r.non2xx,
       });
     }
@@ -110,7 +105,7 @@ async function main() {
     at: performance.now(),
     gateway: cpuMicros(gateway.pid),
     redis: cpuMicros(redis.pid),
-    commands: await commandsRun(admin),
+    commands: await commandCounters(admin),
   });
   const start0 = await read();
   let last = start0;
@@ -123,8 +118,7 @@ async function main() {
       s,
       gatewayMs: Math.round((now.gateway - last.gateway) / 1000),
       redisMs: Math.round((now.redis - last.redis) / 1000),
-      // Less the one INFO this reading sent.
-      commands: now.commands - last.commands - 1,
+      commands: commandsBetween(last.commands, now.commands),
     });
     last = now;
   }

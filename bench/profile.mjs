@@ -18,6 +18,7 @@ import { Redis } from 'ioredis';
 import { customersWithKeys } from './many-customers.mjs';
 import { rotating } from './many-keys.mjs';
 import { cpuMicros, freePort, start, startRedis, stopAll, waitFor } from './processes.mjs';
+import { commandCounters, countersDelta } from './redis-commands.mjs';
 import { cannon } from './rounds.mjs';
 import { startPets } from './subjects.mjs';
 
@@ -92,24 +93,9 @@ function summarize(profile, top, window) {
   return lines.join('\n');
 }
 
-/** INFO commandstats: calls and usec per command. */
-async function commandStats(admin) {
-  const stats = new Map();
-  for (const m of (await admin.info('commandstats')).matchAll(/cmdstat_([\w|-]+):calls=(\d+),usec=(\d+)/g)) {
-    stats.set(m[1], { calls: Number(m[2]), usec: Number(m[3]) });
-  }
-  return stats;
-}
-
 /** Each command's calls and usec per request between two readings, the costliest first. */
 function commandsPerRequest(before, after, n) {
-  const rows = [];
-  for (const [name, s] of after) {
-    const calls = s.calls - (before.get(name)?.calls ?? 0);
-    if (calls <= 0 || name === 'info') continue;
-    const usec = s.usec - (before.get(name)?.usec ?? 0);
-    rows.push({ name, calls, usec });
-  }
+  const rows = Object.entries(countersDelta(before, after)).map(([name, d]) => ({ name, ...d }));
   rows.sort((a, b) => b.usec - a.usec);
   const lines = [
     "Redis INFO commandstats per request over the profiled seconds (EVALSHA's usec include the commands its script runs, listed too):",
@@ -167,13 +153,13 @@ async function main() {
   const scriptCalls = async () =>
     Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
   const calls = await scriptCalls();
-  const statsBefore = await commandStats(admin);
+  const statsBefore = await commandCounters(admin);
   const before = [cpuMicros(gateway.pid), cpuMicros(redis.pid)];
   const from = performance.now() - spawned;
   const result = await cannon({ ...request, connections, duration: Number(args.seconds) });
   const window = [from, performance.now() - spawned];
   const n = result.requests.total;
-  const statsAfter = await commandStats(admin);
+  const statsAfter = await commandCounters(admin);
   const per = (after, b) => ((after - b) / n).toFixed(1);
   process.stdout.write(
     `${n} requests, ${Math.round(result.requests.average)} req/s, ${result.non2xx} not 2xx; CPU µs per request: gateway ${per(cpuMicros(gateway.pid), before[0])}, Redis ${per(cpuMicros(redis.pid), before[1])}; script calls per request ${((await scriptCalls()) - calls) / n}\n`,

@@ -8,6 +8,25 @@ async function commandStats(redis) {
   return stats;
 }
 
+/** INFO commandstats: each command's calls and usec so far (a script's own commands counted too). */
+export async function commandCounters(redis) {
+  const stats = {};
+  for (const m of (await redis.info('commandstats')).matchAll(/cmdstat_([\w|-]+):calls=(\d+),usec=(\d+)/g)) {
+    stats[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
+  }
+  return stats;
+}
+
+/** The calls and usec of each command run between two commandCounters readings, the readings' INFO left out. */
+export function countersDelta(before, after) {
+  const out = {};
+  for (const [name, s] of Object.entries(after)) {
+    const calls = s.calls - (before[name]?.calls ?? 0);
+    if (calls > 0 && name !== 'info') out[name] = { calls, usec: s.usec - (before[name]?.usec ?? 0) };
+  }
+  return out;
+}
+
 function delta(before, after) {
   const out = {};
   for (const [k, v] of Object.entries(after)) if (v - (before[k] ?? 0) > 0) out[k] = v - (before[k] ?? 0);

@@ -35,6 +35,7 @@ import { redisOptions } from '@animal-store/gateway/redis/clients.js';
 import { RedisUsageHistory } from '@animal-store/gateway/usage/redis-usage-history.js';
 import { Redis } from 'ioredis';
 import { freePort, start, stopAll } from './processes.mjs';
+import { commandCounters, countersDelta } from './redis-commands.mjs';
 import { seededRandom } from './zipf.mjs';
 
 const run = promisify(execFile);
@@ -115,24 +116,6 @@ async function startServer(callgrindOut) {
 /** callgrind_control on the server (through vgdb): one of `--instr=on|off`, `--zero`, `--dump=hint`. */
 async function control(pid, flag) {
   await run('callgrind_control', [flag, String(pid)], { timeout: 120_000 });
-}
-
-/** The commands' counters (calls and usec) of INFO commandstats. */
-async function commandStats(admin) {
-  const stats = {};
-  for (const m of (await admin.info('commandstats')).matchAll(/cmdstat_([\w|-]+):calls=(\d+),usec=(\d+)/g)) {
-    stats[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
-  }
-  return stats;
-}
-
-function statsDelta(before, after) {
-  const out = {};
-  for (const [name, s] of Object.entries(after)) {
-    const calls = s.calls - (before[name]?.calls ?? 0);
-    if (calls > 0 && name !== 'info') out[name] = { calls, usec: s.usec - (before[name]?.usec ?? 0) };
-  }
-  return out;
 }
 
 /** A limiter as the gateway builds one: its engine and usage history on a client of its own. */
@@ -235,7 +218,7 @@ async function measureCallgrind(out, decisions, keyCount) {
     // Warm-up: the script loaded, the key's counters and hash there, its day's index written.
     await load(limiter, 64, phase.workers, phase.pick);
     await new Promise((r) => setTimeout(r, 1200));
-    const before = await commandStats(server.admin);
+    const before = await commandCounters(server.admin);
     const dumped = new Set(readdirSync(out));
     await control(server.pid, '--instr=on');
     await control(server.pid, '--zero');
@@ -252,7 +235,7 @@ async function measureCallgrind(out, decisions, keyCount) {
     for (let i = 0; i < 600 && !/^(?:totals|summary):/m.test(readFileSync(join(out, file), 'utf8')); i++) {
       await new Promise((r) => setTimeout(r, 100));
     }
-    const commands = statsDelta(before, await commandStats(server.admin));
+    const commands = countersDelta(before, await commandCounters(server.admin));
     const dump = await readDump(join(out, file));
     results.push({ ...phase, file: join(out, file), commands, ...dump, seconds: (performance.now() - started) / 1000 });
     process.stderr.write(`  ${phase.name}: ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
@@ -270,9 +253,9 @@ async function measureNative(decisions, keyCount) {
     const limiter = phase.plain ? limiters.noHistory : limiters.limiter;
     if (phase.prepare) await phase.prepare(limiter);
     await load(limiter, 64, phase.workers, phase.pick);
-    const before = await commandStats(server.admin);
+    const before = await commandCounters(server.admin);
     await load(limiter, phase.total, phase.workers, phase.pick);
-    results.push({ ...phase, commands: statsDelta(before, await commandStats(server.admin)) });
+    results.push({ ...phase, commands: countersDelta(before, await commandCounters(server.admin)) });
   }
   limiters.client.disconnect();
   server.admin.disconnect();
