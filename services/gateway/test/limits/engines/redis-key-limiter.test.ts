@@ -27,6 +27,27 @@ afterAll(async () => {
 });
 
 /**
+ * Two clients of the test's Redis: `admin` may run anything, `denied` is a Redis user of its own
+ * that may run everything but `command` (a write the test makes fail where it wants); both go,
+ * and the user with them, when the test ends.
+ */
+async function deniedClient(command: string) {
+  const admin = await connected(redisClient(redis.url));
+  const user = `deny_${command}_${randomUUID().slice(0, 8)}`;
+  await admin.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', `-${command}`);
+  const url = new URL(redis.url);
+  url.username = user;
+  url.password = 'pw';
+  const denied = await connected(redisClient(url.href));
+  onTestFinished(async () => {
+    denied.disconnect();
+    await admin.call('ACL', 'DELUSER', user);
+    admin.disconnect();
+  });
+  return { admin, denied, user };
+}
+
+/**
  * Every case twice: without the usage history (the day window a key of its own) and with it, as
  * the gateway runs (the day window the field `d` of the day's history hash).
  */
@@ -403,18 +424,7 @@ describe('the usage history’s day hash in Redis', () => {
    * user denied PEXPIREAT, so a decision of it that would set the history hash's expiry fails.
    */
   const start = async () => {
-    const admin = await connected(redisClient(redis.url));
-    const user = `hist_${randomUUID().slice(0, 8)}`;
-    await admin.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-pexpireat');
-    const url = new URL(redis.url);
-    url.username = user;
-    url.password = 'pw';
-    const denied = await connected(redisClient(url.href));
-    onTestFinished(async () => {
-      denied.disconnect();
-      await admin.call('ACL', 'DELUSER', user);
-      admin.disconnect();
-    });
+    const { admin, denied } = await deniedClient('pexpireat');
     const prefix = `t${randomUUID().slice(0, 8)}:`;
     // 10:01 UTC today: its decisions stay in one hour until the test moves on, and the next hour
     // is the same day's. The hash's expiry is an instant weeks ahead whenever the test runs.
@@ -544,18 +554,7 @@ describe('the index of bans when Redis fails between the script and it', () => {
    * write after it fails, as when Redis goes away between the two.
    */
   const start = async () => {
-    const admin = await connected(redisClient(redis.url));
-    const user = `bans_${randomUUID().slice(0, 8)}`;
-    await admin.call('ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-zadd');
-    const url = new URL(redis.url);
-    url.username = user;
-    url.password = 'pw';
-    const client = await connected(redisClient(url.href));
-    onTestFinished(async () => {
-      client.disconnect();
-      await admin.call('ACL', 'DELUSER', user);
-      admin.disconnect();
-    });
+    const { admin, denied: client, user } = await deniedClient('zadd');
     const prefix = `t${randomUUID().slice(0, 8)}:`;
     const limiter = new RedisKeyLimiter(client, prefix, BANS);
     // Another replica, whose index writes succeed.
