@@ -61,24 +61,31 @@ async function made(res: Promise<LightMyRequestResponse>): Promise<Record<string
   return answer.json();
 }
 
+/** An endpoint at `url` for the three credit events. */
+async function subscribeToCredits(gw: TestGateway, url: string): Promise<void> {
+  await made(
+    call(gw, 'POST', '/admin/webhooks', { url, events: ['credits.low', 'credits.exhausted', 'credits.refilled'] }),
+  );
+}
+
+/** Twelve GETs with the key, one after the other: their statuses. */
+async function twelveRequests(gw: TestGateway, key: string): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let i = 0; i < 12; i++)
+    statuses.push((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode);
+  return statuses;
+}
+
 describe('credit events through the gate', () => {
   it('sends credits.refilled, credits.low and credits.exhausted once each, naming the customer and the key', async () => {
     const gw = await gateways.start({ env: LOCAL });
     const hook = await startReceiver();
     try {
-      await made(
-        call(gw, 'POST', '/admin/webhooks', {
-          url: hook.url,
-          events: ['credits.low', 'credits.exhausted', 'credits.refilled'],
-        }),
-      );
+      await subscribeToCredits(gw, hook.url);
       const credits = { refill: { amount: 10, every: 'period' } };
       const customer = await made(call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits }));
       const key = await made(call(gw, 'POST', '/admin/keys', { customerId: customer.id, name: 'prod' }));
-      const statuses: number[] = [];
-      for (let i = 0; i < 12; i++) {
-        statuses.push((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) })).statusCode);
-      }
+      const statuses = await twelveRequests(gw, key.key as string);
       expect(statuses.filter((s) => s === 200)).toHaveLength(10);
       await hook.until(3);
       const events = hook.events();
@@ -106,21 +113,13 @@ describe('credit events through the gate', () => {
     const gw = await gateways.start({ env: { ...LOCAL, PLANS_FILE: plans } });
     const hook = await startReceiver();
     try {
-      await made(
-        call(gw, 'POST', '/admin/webhooks', {
-          url: hook.url,
-          events: ['credits.low', 'credits.exhausted', 'credits.refilled'],
-        }),
-      );
+      await subscribeToCredits(gw, hook.url);
       // Its own terms (a refill of 1000 a day) until the change: under them 8 spent would cross nothing.
       const credits = { refill: { amount: 1000, every: 'day' } };
       const customer = await made(call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered', credits }));
       await made(call(gw, 'PATCH', `/admin/customers/${customer.id}`, { credits: 'plan' }));
       const key = await made(call(gw, 'POST', '/admin/keys', { customerId: customer.id, name: 'prod' }));
-      const statuses: number[] = [];
-      for (let i = 0; i < 12; i++) {
-        statuses.push((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) })).statusCode);
-      }
+      const statuses = await twelveRequests(gw, key.key as string);
       expect(statuses.filter((s) => s === 200)).toHaveLength(10);
       await hook.until(3);
       expect(hook.events().map((e) => [e.type, e.data.threshold, e.data.balance])).toEqual([
