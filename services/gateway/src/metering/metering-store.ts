@@ -1,3 +1,4 @@
+import { takeMarker } from '../replicas/markers.js';
 import type { HourTotals, MeteringRecord } from './metering-event.js';
 
 /** One page of the export: the records after a cursor, and the cursor to ask from next. */
@@ -91,10 +92,6 @@ export class MemoryMeteringStore implements MeteringStore {
     return { records, next };
   }
   async claim(name: string, ttlMs: number): Promise<boolean> {
-    const now = Date.now();
-    for (const [claimed, ends] of this.claims) if (ends <= now) this.claims.delete(claimed);
-    if (this.claims.has(name)) return false;
-    this.claims.set(name, now + ttlMs);
-    return true;
+    return takeMarker(this.claims, name, Date.now(), ttlMs);
   }
 }

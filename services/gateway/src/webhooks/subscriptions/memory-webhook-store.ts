@@ -1,3 +1,4 @@
+import { takeMarker } from '../../replicas/markers.js';
 import type { DeliveryAttempt, Subscription, WebhookStore } from './webhook-store.js';
 import { MAX_ATTEMPTS } from './webhook-store.js';
 
@@ -46,10 +47,6 @@ export class MemoryWebhookStore implements WebhookStore {
   }
 
   async once(marker: string, ttlMs: number): Promise<boolean> {
-    const at = this.now();
-    for (const [m, until] of this.markers) if (until <= at) this.markers.delete(m);
-    if (this.markers.has(marker)) return false;
-    this.markers.set(marker, at + ttlMs);
-    return true;
+    return takeMarker(this.markers, marker, this.now(), ttlMs);
   }
 }
