@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { Socket } from 'node:net';
 import { containerRuntime, freePort, MissingPrerequisite, which } from './runtime.js';
 
 /** The redis-server binary, or the one-line failure saying how to get it. */
@@ -43,6 +44,24 @@ export const standalone = (port: number): string[] => [
   'warning',
 ];
 
+/** How long a redis-server may take to answer its first PING: generous, a loaded CI host is slow. */
+const READY_WITHIN_MS = 30_000;
+
+/** One PING on a fresh connection: the first line of the answer, or why there was none. */
+function ping(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const done = (answer: string) => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(1000, () => done('timed out'));
+    socket.once('error', (error: NodeJS.ErrnoException) => done(error.code ?? error.message));
+    socket.once('data', (data) => done(data.toString().split('\r\n')[0] ?? ''));
+    socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
+  });
+}
+
 /** A Redis the test owns: a redis-server process on a free port, which it may kill and restart. */
 export class RedisProcess implements TestRedis {
   readonly source = 'process' as const;
@@ -63,39 +82,55 @@ export class RedisProcess implements TestRedis {
     return redis;
   }
 
-  /** Starts (again) on the same port; resolves once it accepts connections. */
+  /**
+   * Starts (again) on the same port; resolves once it answers PING. Fails at once, with what the
+   * process printed, if it cannot be spawned or exits first (a port taken meanwhile), and after
+   * READY_WITHIN_MS of a clock if it never answers: CI once saw a fixed 200 tries of PING (about
+   * 5 s) run out on a host loaded by two test projects at once, with nothing to say why.
+   */
   async restart(): Promise<void> {
-    const binary = redisServerBinary();
-    const child = spawn(binary, this.argv(this.port), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(redisServerBinary(), this.argv(this.port), { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let output = '';
-    const ready = new Promise<void>((resolve, reject) => {
-      child.stdout?.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-        if (output.includes('Ready to accept connections')) resolve();
-      });
-      child.on('exit', (code) => reject(new Error(`redis-server exited with ${code}: ${output}`)));
+    const keep = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-2000);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    let ended: Error | undefined;
+    const failed = new Promise<never>((_, reject) => {
+      const fail = (error: Error) => {
+        ended = error;
+        reject(error);
+      };
+      child.once('error', (error) => fail(new Error(`redis-server could not be started: ${error.message}`)));
+      child.once('exit', (code, signal) =>
+        fail(new Error(`redis-server on port ${this.port} exited (${signal ?? code}) before answering: ${output}`)),
+      );
     });
-    // With loglevel warning the ready line is not printed; poll with PING instead.
-    await Promise.race([ready, this.waitForPing()]);
+    failed.catch(() => {});
+    await Promise.race([
+      failed,
+      this.waitForPing(
+        () => ended,
+        () => output,
+      ),
+    ]);
   }
 
-  private async waitForPing(): Promise<void> {
-    const { Socket } = await import('node:net');
-    for (let attempt = 0; attempt < 200; attempt++) {
-      const ok = await new Promise<boolean>((resolve) => {
-        const socket = new Socket();
-        socket.once('error', () => resolve(false));
-        socket.connect(this.port, '127.0.0.1', () => socket.write('PING\r\n'));
-        socket.once('data', (d) => {
-          socket.destroy();
-          resolve(d.toString().startsWith('+PONG'));
-        });
-      });
-      if (ok) return;
+  private async waitForPing(ended: () => Error | undefined, output: () => string): Promise<void> {
+    const deadline = Date.now() + READY_WITHIN_MS;
+    let last = 'no answer yet';
+    while (Date.now() < deadline && !ended()) {
+      last = await ping(this.port);
+      if (last === '+PONG') return;
       await new Promise((r) => setTimeout(r, 25));
     }
-    throw new Error(`redis-server on port ${this.port} did not answer PING`);
+    const error = ended();
+    if (error) throw error;
+    throw new Error(
+      `redis-server on port ${this.port} did not answer PING within ${READY_WITHIN_MS} ms (last: ${last}; pid ${this.child?.pid}): ${output()}`,
+    );
   }
 
   /** SIGSTOP: its connections stay open and nothing answers, as a stalled Redis does. */
