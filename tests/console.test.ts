@@ -1122,10 +1122,23 @@ describe('the console (/console on the admin listener)', () => {
       .toBe('No credit terms: its keys spend no credits.');
     expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(0);
     expect(await axeViolations(page)).toEqual([]);
-    // Terms given here: a daily refill of 200, applied at the first read.
+    // Terms given here: a daily refill of 200, applied at the first read. The dialog opens on
+    // what the customer stands on: no terms of its own, so its plan's (which has none).
     await credits.getByRole('button', { name: 'Give it credit terms' }).click();
     const dialog = page.getByRole('dialog', { name: 'Credit terms' });
-    await dialog.getByLabel('Refill up to (empty: no refill)').fill('200');
+    const ownChoice = dialog.getByLabel('terms of its own, below');
+    const planChoice = dialog.getByLabel(/its plan's terms/);
+    const noneChoice = dialog.getByLabel(/none: they stop/);
+    const refillAmount = dialog.getByLabel('Refill up to (empty: no refill)');
+    /** The radio the dialog opened on: one of the three is checked, the others not. */
+    const chosen = async () => {
+      const checked = await Promise.all([ownChoice, planChoice, noneChoice].map((radio) => radio.isChecked()));
+      return ['own', 'plan', 'none'].filter((_, i) => checked[i]).join();
+    };
+    expect(await chosen()).toBe('plan');
+    expect(await refillAmount.isDisabled()).toBe(true);
+    await ownChoice.check();
+    await refillAmount.fill('200');
     await dialog.getByLabel('Every').selectOption('day');
     expect(await axeViolations(page)).toEqual([]);
     await dialog.getByRole('button', { name: 'Save' }).click();
@@ -1135,13 +1148,22 @@ describe('the console (/console on the admin listener)', () => {
       ((await (await adminCall('GET', `/admin/customers/${plain.id}`)).json()) as { credits: unknown }).credits,
     ).toEqual({ refill: { amount: 200, every: 'day' } });
     expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(1);
-    // And taken away: spending stops, the balance and its ledger stay.
+    // Opened again: on its own terms, filled in.
     await credits.getByRole('button', { name: 'Change credit terms' }).click();
-    await dialog.getByLabel(/none: they stop/).check();
+    expect(await chosen()).toBe('own');
+    expect(await refillAmount.inputValue()).toBe('200');
+    expect(await dialog.getByLabel('Every').inputValue()).toBe('day');
+    // And taken away: spending stops, the balance and its ledger stay.
+    await noneChoice.check();
     await dialog.getByRole('button', { name: 'Save' }).click();
     await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('none: its keys spend no credits');
     expect(await page.getByTestId('credits-balance').textContent()).toBe('200');
     expect(await credits.getByRole('button', { name: 'Record' }).count()).toBe(0);
+    // Opened again: on none (its null), not on terms of its own.
+    await credits.getByRole('button', { name: 'Give it credit terms' }).click();
+    expect(await chosen()).toBe('none');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
 
     // Terms of its own dropped, its plan's followed again: the plan's refill, the balance kept.
     const prepaid = (await (
@@ -1156,7 +1178,9 @@ describe('the console (/console on the admin listener)', () => {
     await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('up to 50 each day');
     await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('50');
     await credits.getByRole('button', { name: 'Change credit terms' }).click();
-    await dialog.getByLabel(/its plan's terms/).check();
+    expect(await chosen()).toBe('own');
+    expect(await refillAmount.inputValue()).toBe('50');
+    await planChoice.check();
     // The refill fields are the record's own terms: nothing to say when its plan's are chosen.
     expect(await dialog.getByLabel('Refill up to (empty: no refill)').isDisabled()).toBe(true);
     expect(await dialog.getByLabel('Every').isDisabled()).toBe(true);
@@ -1169,6 +1193,12 @@ describe('the console (/console on the admin listener)', () => {
     expect(
       ((await (await adminCall('GET', `/admin/customers/${prepaid.id}`)).json()) as { credits: unknown }).credits,
     ).toEqual({ refill: { amount: 500, every: 'period' } });
+    // Opened again: on its plan's terms, the fields showing them as a start for its own.
+    await credits.getByRole('button', { name: 'Change credit terms' }).click();
+    expect(await chosen()).toBe('plan');
+    expect(await refillAmount.isDisabled()).toBe(true);
+    expect(await refillAmount.inputValue()).toBe('500');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
     await context.close();
   });
 

@@ -139,23 +139,47 @@ function termsOf(form) {
   return amount ? { refill: { amount: Number(amount), every: String(form.get('every')) } } : {};
 }
 
+/**
+ * Where the credit terms dialog opens: on the choice the record stands on, from its `ownCredits`
+ * (terms of its own, null for none, absent for its plan's).
+ * @param {unknown} own
+ */
+function standingOf(own) {
+  if (own === undefined) return 'plan';
+  return own === null ? 'none' : 'own';
+}
+
 /** The button and dialog that set a customer's credit terms (PATCH /admin/customers/:id {credits}). */
 function CreditTerms({ path, terms, onChanged }) {
-  const [open, setOpen] = useState(false);
+  // The record as read when the dialog opens: its own terms fill the refill fields.
+  const [record, setRecord] = useState(/** @type {any} */ (null));
+  const [error, setError] = useState(/** @type {any} */ (null));
   // Which terms the radios choose: the refill fields are the record's own terms, and say nothing
   // (so they are disabled) when its plan's or none are chosen.
   const [follow, setFollow] = useState('own');
-  const close = () => setOpen(false);
-  const every = terms?.refill?.every ?? 'period';
+  const close = () => setRecord(null);
+  // Read again at each opening, not taken from the page: the page reads the customer once, and its
+  // terms may have changed since (by this dialog, the CLI, another operator).
+  const open = async () => {
+    try {
+      const current = await api('GET', path);
+      setError(null);
+      setFollow(standingOf(current.ownCredits));
+      setRecord(current);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  // Its own terms when it has some; else those in force (its plan's), a start for terms of its own.
+  const filled = record?.ownCredits ?? record?.credits;
+  const every = filled?.refill?.every ?? 'period';
   const choice = (value, text) =>
     html`<label class="inline"><input type="radio" name="follow" value=${value} checked=${follow === value} onChange=${() => setFollow(value)} /> ${text}</label>`;
   return html`<div class="actions">
-      <button type="button" onClick=${() => {
-        setFollow('own');
-        setOpen(true);
-      }}>${terms ? 'Change credit terms' : 'Give it credit terms'}</button>
+      <button type="button" onClick=${open}>${terms ? 'Change credit terms' : 'Give it credit terms'}</button>
     </div>
-    <${Confirm} open=${open} title="Credit terms" confirmLabel="Save" onClose=${close}
+    <${ErrorNote} error=${error} />
+    <${Confirm} open=${record !== null} title="Credit terms" confirmLabel="Save" onClose=${close}
       onConfirm=${async (form) => {
         await api('PATCH', path, { credits: termsOf(form) });
         close();
@@ -168,7 +192,7 @@ function CreditTerms({ path, terms, onChanged }) {
         ${choice('none', 'none: they stop; the balance and ledger stay')}
       </fieldset>
       <label for="credit-refill-amount">Refill up to (empty: no refill)</label>
-      <input id="credit-refill-amount" name="refillAmount" type="number" min="1" step="1" disabled=${follow !== 'own'} defaultValue=${terms?.refill?.amount ?? ''} />
+      <input id="credit-refill-amount" name="refillAmount" type="number" min="1" step="1" disabled=${follow !== 'own'} defaultValue=${filled?.refill?.amount ?? ''} />
       <label for="credit-refill-every">Every</label>
       <select id="credit-refill-every" name="every" disabled=${follow !== 'own'}>
         <option value="period" selected=${every === 'period'}>billing period</option>

@@ -73,6 +73,11 @@ export const CustomerViewSchema = Type.Object({
   metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
   /** Present when its keys spend credits: its terms (the balance: GET /admin/customers/:id/credits). */
   credits: Type.Optional(CreditTermsSchema),
+  /**
+   * The customer's own terms, when it has some; null when it turned its plan's off (it spends no
+   * credits); absent when it follows its plan's (`credits` then shows them, if the plan has any).
+   */
+  ownCredits: Type.Optional(Type.Union([CreditTermsSchema, Type.Null()])),
   createdAt: Timestamp,
   updatedAt: Type.Optional(Timestamp),
 });

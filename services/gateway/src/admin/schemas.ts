@@ -112,6 +112,11 @@ const KeyFields = {
   customerId: Type.Optional(Type.String()),
   /** A lone key that spends credits: the terms in force (its own, else its plan's). */
   credits: Type.Optional(CreditTermsSchema),
+  /**
+   * A lone key's own terms, when it has some; null when it turned its plan's off (it spends no
+   * credits); absent when it follows its plan's, and for a key of a customer (it spends its customer's).
+   */
+  ownCredits: Type.Optional(Type.Union([CreditTermsSchema, Type.Null()])),
   createdAt: Timestamp,
 };
 

@@ -122,14 +122,18 @@ export function createdKey(
 export function keyRules(
   deps: Pick<GatewayDeps, 'plans'>,
   record: KeyRecord,
-): Pick<Static<typeof KeyViewSchema>, 'limits' | 'scopes' | 'allowedCidrs' | 'customerId' | 'credits'> {
-  // A key of a customer spends its customer's credits: its own terms (if any) are not in force.
-  const credits = record.customerId ? undefined : creditTermsIn(deps.plans, record.plan, record.credits);
+): Pick<Static<typeof KeyViewSchema>, 'limits' | 'scopes' | 'allowedCidrs' | 'customerId' | 'credits' | 'ownCredits'> {
+  // A key of a customer spends its customer's credits: its own terms (if any) are not in force,
+  // so neither is shown (nor served to the customer's portal).
+  const lone = !record.customerId;
+  const credits = lone ? creditTermsIn(deps.plans, record.plan, record.credits) : undefined;
   return {
     limits: limitsFor(deps.plans, record.plan, record.limits),
     scopes: [...scopesFor(deps.plans, record.plan, record.scopes)],
     ...(record.allowedCidrs ? { allowedCidrs: record.allowedCidrs } : {}),
     ...(record.customerId ? { customerId: record.customerId } : {}),
     ...(credits ? { credits } : {}),
+    // Absent (not null) when it follows its plan: null says it turned its plan's terms off.
+    ...(lone && record.credits !== undefined ? { ownCredits: record.credits } : {}),
   };
 }

@@ -163,6 +163,82 @@ describe('back to the plan’s terms ("credits": "plan")', () => {
   });
 });
 
+describe('whose terms a view shows: ownCredits beside the terms in force', () => {
+  it('a customer’s: its own object, null when it turned its plan’s off, absent when it follows its plan', async () => {
+    const gw = await gateways.start({ redisUrl: null, env: { PLANS_FILE: file('plans', PLANS) } });
+    const own = { refill: { amount: 7, every: 'period' } };
+    const made = (await call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered' })).json();
+    expect(made.credits).toEqual(PLANS.plans.metered.credits);
+    expect(made).not.toHaveProperty('ownCredits');
+    const path = `/admin/customers/${made.id}`;
+    /** The PATCH's answer and a later GET, both: what the route answers is what is stored. */
+    const after = async (credits: object | null | 'plan') => {
+      const patched = await call(gw, 'PATCH', path, { credits });
+      expect(patched.statusCode, patched.body).toBe(200);
+      const read = (await call(gw, 'GET', path)).json();
+      expect(read).toEqual(patched.json());
+      const listed = (await call(gw, 'GET', '/admin/customers?plan=metered')).json();
+      expect(listed.items).toEqual([read]);
+      return read;
+    };
+
+    const withOwn = await after(own);
+    expect(withOwn.credits).toEqual(own);
+    expect(withOwn.ownCredits).toEqual(own);
+    const off = await after(null);
+    expect(off).not.toHaveProperty('credits');
+    expect(off).toHaveProperty('ownCredits', null);
+    const byPlan = await after('plan');
+    expect(byPlan.credits).toEqual(PLANS.plans.metered.credits);
+    expect(byPlan).not.toHaveProperty('ownCredits');
+    // Its own terms equal to its plan's are still its own: they stay through a change of PLANS_FILE.
+    const same = await after(PLANS.plans.metered.credits);
+    expect(same.ownCredits).toEqual(PLANS.plans.metered.credits);
+  });
+
+  it('a lone key’s, in its view, its page and its rotation; a key of a customer shows none', async () => {
+    const gw = await gateways.start({ redisUrl: null, env: { PLANS_FILE: file('plans', PLANS) } });
+    const own = { refill: { amount: 9, every: 'day' } };
+    const made = (await call(gw, 'POST', '/admin/keys', { plan: 'metered', name: 'lone' })).json();
+    expect(made.credits).toEqual(PLANS.plans.metered.credits);
+    expect(made).not.toHaveProperty('ownCredits');
+    const path = `/admin/keys/${made.id}`;
+    const after = async (credits: object | null | 'plan') => {
+      const patched = await call(gw, 'PATCH', path, { credits });
+      expect(patched.statusCode, patched.body).toBe(200);
+      const read = (await call(gw, 'GET', path)).json();
+      expect(read).toEqual(patched.json());
+      const listed = (await call(gw, 'GET', '/admin/keys?name=lone')).json();
+      expect(listed.items).toEqual([read]);
+      return read;
+    };
+
+    const withOwn = await after(own);
+    expect(withOwn.credits).toEqual(own);
+    expect(withOwn.ownCredits).toEqual(own);
+    const rotated = await call(gw, 'POST', `${path}/rotate`, {});
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    expect(rotated.json()).toMatchObject({ credits: own, ownCredits: own });
+    const off = await after(null);
+    expect(off).not.toHaveProperty('credits');
+    expect(off).toHaveProperty('ownCredits', null);
+    const byPlan = await after('plan');
+    expect(byPlan.credits).toEqual(PLANS.plans.metered.credits);
+    expect(byPlan).not.toHaveProperty('ownCredits');
+
+    // Its null kept while it belongs to a customer is not in force, so not shown; it is again
+    // once the key stands for itself.
+    await after(null);
+    const customer = (await call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered' })).json();
+    const joined = await call(gw, 'PATCH', path, { customerId: customer.id });
+    expect(joined.statusCode, joined.body).toBe(200);
+    expect(joined.json()).not.toHaveProperty('credits');
+    expect(joined.json()).not.toHaveProperty('ownCredits');
+    const alone = await call(gw, 'PATCH', path, { customerId: null });
+    expect(alone.json()).toHaveProperty('ownCredits', null);
+  });
+});
+
 describe('credits in API_KEYS_FILE', () => {
   it('takes a lone key’s and a customer’s terms from the file', async () => {
     const made = (plan: string) => createKey({ name: 'file', plan });
@@ -203,6 +279,17 @@ describe('credits in API_KEYS_FILE', () => {
       refill: { amount: 2, every: 'day' },
     });
     expect((await call(gw, 'GET', '/admin/customers/cus_acme')).json().credits).toEqual({
+      refill: { amount: 4, every: 'period' },
+    });
+    // Whose they are, as the file says: its own, its null (the plan's turned off), or its customer's.
+    expect((await call(gw, 'GET', `/admin/keys/${solo.record.id}`)).json().ownCredits).toEqual({
+      refill: { amount: 2, every: 'day' },
+    });
+    const offView = (await call(gw, 'GET', `/admin/keys/${off.record.id}`)).json();
+    expect(offView).toHaveProperty('ownCredits', null);
+    expect(offView).not.toHaveProperty('credits');
+    expect((await call(gw, 'GET', `/admin/keys/${acme.record.id}`)).json()).not.toHaveProperty('ownCredits');
+    expect((await call(gw, 'GET', '/admin/customers/cus_acme')).json().ownCredits).toEqual({
       refill: { amount: 4, every: 'period' },
     });
   });
