@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { nodeTooOld } from '@animal-store/common/node-version.js';
 
@@ -15,18 +15,49 @@ export class MissingPrerequisite extends Error {
   }
 }
 
-/** A free TCP port on loopback, for processes the tests start themselves. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A free TCP port on loopback, for processes the tests start themselves: one below the kernel's
+ * ephemeral range. A port from listen(0) comes from that range, which every outgoing loopback
+ * connection also takes its source port from; with hundreds of connections a second during
+ * `npm test`, one could take the port between this check and the child's bind (CI saw
+ * EADDRINUSE). Below the range no client socket ever lands; what remains is two callers drawing
+ * the same port at once, which the random draw, the bind check and the memory of ports handed out
+ * in this process make rare, and ServiceProcess.start retries.
+ */
+export async function freePort(): Promise<number> {
+  const [low, high] = testPortRange();
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (handedOut.has(port)) continue;
+    if (await canListen(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error(`freePort: no free port in ${low}-${high} after 50 draws`);
+}
+
+/** Ports freePort gave in this process: not given twice, even once their holder has closed. */
+const handedOut = new Set<number>();
+
+/** The ports freePort draws from: the 12,000 just below the ephemeral range (Linux: 20768-32767). */
+function testPortRange(): [number, number] {
+  let ephemeralLow = 32768;
+  try {
+    ephemeralLow = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+  } catch {
+    // Not Linux: the IANA dynamic range starts at 49152, and 32768 is below it as well.
+  }
+  const high = Math.max(ephemeralLow - 1, 11024);
+  return [Math.max(high - 12_000, 1024), high];
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 

@@ -86,6 +86,10 @@ function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
     METRICS_PORT: '0',
     // The gateway's portal listener (on with the admin API): likewise.
     PORTAL_PORT: '0',
+    // No shedding by event-loop delay, as in the in-process suites (test/support/helpers.ts): on a
+    // loaded host the delay measures the machine, and a replica answered 503 overloaded in a test
+    // of key events. tests/faults/overload.test.ts sets its own.
+    OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
     ...env,
   };
 }
@@ -142,9 +146,8 @@ export class ServiceProcess {
     env: Record<string, string> = {},
     options: { ready?: '/readyz'; timeoutMs?: number } = {},
   ): Promise<ServiceProcess> {
-    // A port found free can be taken before the child binds it (a loopback client's ephemeral
-    // port comes from the same range): when the ports were chosen here, a start that lost that
-    // race tries new ones.
+    // A port found free can still be taken before the child binds it (another test drawing the
+    // same one: freePort): when the ports were chosen here, a start that lost that race tries new ones.
     const attempts = env.PORT === undefined && env.METRICS_PORT === undefined ? 3 : 1;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -180,12 +183,16 @@ export class ServiceProcess {
   }
 
   private async waitListening(timeoutMs: number): Promise<void> {
-    const listening = `Server listening at http://127.0.0.1:${this.port}`;
+    // The metrics listener's line, not the API's: serve() binds the listeners in turn and the
+    // metrics one last, so the API's line comes before an admin port found taken stops the
+    // process (CI: a gateway taken for started, then gone, and a test waiting 60 s on it).
+    const last = this.metricsPort || this.port;
+    const listening = `Server listening at http://127.0.0.1:${last}`;
     const deadline = Date.now() + timeoutMs;
     while (!this.logs.some((l) => l.json?.msg === listening)) {
       if (!this.alive) throw new Error(`${this.name} exited before listening:\n${this.output()}`);
       if (Date.now() > deadline)
-        throw new Error(`${this.name} did not listen on ${this.port} in time:\n${this.output()}`);
+        throw new Error(`${this.name} did not listen on ${last} in time:\n${this.output()}`);
       await Promise.race([
         once(this.child.stdout ?? this.child, 'data'),
         this.exited,
