@@ -191,8 +191,7 @@ export class ServiceProcess {
     const deadline = Date.now() + timeoutMs;
     while (!this.logs.some((l) => l.json?.msg === listening)) {
       if (!this.alive) throw new Error(`${this.name} exited before listening:\n${this.output()}`);
-      if (Date.now() > deadline)
-        throw new Error(`${this.name} did not listen on ${last} in time:\n${this.output()}`);
+      if (Date.now() > deadline) throw new Error(`${this.name} did not listen on ${last} in time:\n${this.output()}`);
       await Promise.race([
         once(this.child.stdout ?? this.child, 'data'),
         this.exited,
