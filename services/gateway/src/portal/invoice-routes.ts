@@ -44,7 +44,9 @@ export const portalInvoiceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
       const preview = await invoicePreview(
         deps,
         { kind: 'customer', record: customer },
-        request.query.period ?? 'current', request.log);
+        request.query.period ?? 'current',
+        request.log,
+      );
       return wantsCsv(request.query.format, request.headers.accept) ? sendInvoiceCsv(reply, preview) : preview;
     },
   );
