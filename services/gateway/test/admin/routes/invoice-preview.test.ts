@@ -252,6 +252,27 @@ describe.each([
     ]);
     expect([preview.currency, preview.total]).toEqual(['EUR', 5000]);
   });
+
+  it('bills a key for the hours it stood for itself, and its customer for the hours it belonged to it: none twice', async () => {
+    const clock = Date.now();
+    const [a, b = a] = await replicas(redis, () => clock);
+    const { id, key } = await loneKey(a as TestGateway, 'metered');
+    const customer = await customerWithKey(a as TestGateway, 'metered');
+    const move = async (customerId: string | null) =>
+      expect((await call(a as TestGateway, 'PATCH', `/admin/keys/${id}`, { customerId })).statusCode).toBe(200);
+    const served = async (gw: TestGateway, gets: number) =>
+      expect((await traffic(gw, key, gets, 0)).map((r) => r.statusCode)).toEqual(Array(gets).fill(200));
+    await served(a as TestGateway, 2);
+    await move(customer.id);
+    await served(b as TestGateway, 3);
+    expectError(await call(b as TestGateway, 'GET', `/admin/keys/${id}/invoice-preview`), 409, 'conflict');
+    await move(null);
+    await served(b as TestGateway, 1);
+    const own = await json(call(b as TestGateway, 'GET', `/admin/keys/${id}/invoice-preview`));
+    const history = await json(call(b as TestGateway, 'GET', `/admin/keys/${id}/usage/history?period=current`));
+    const customers = await json(call(a as TestGateway, 'GET', `/admin/customers/${customer.id}/invoice-preview`));
+    expect([own.units, history.totals.units, customers.units]).toEqual([3, 3, 3]);
+  });
 });
 
 describe('a lone key’s invoice preview', () => {
