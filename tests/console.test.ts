@@ -1202,6 +1202,59 @@ describe('the console (/console on the admin listener)', () => {
     await context.close();
   });
 
+  it("shows a lone key's invoice preview for its UTC month on its page, and none on a customer's key's", {
+    timeout: 60_000,
+  }, async () => {
+    const made = await adminCall('POST', '/admin/keys', { plan: 'metered', name: 'solo mice' });
+    expect(made.status).toBe(201);
+    const lone = (await made.json()) as { id: string; key: string };
+    expect((await adminCall('PATCH', `/admin/keys/${lone.id}`, { credits: {} })).status).toBe(200);
+    expect((await adminCall('POST', `/admin/keys/${lone.id}/credits`, { amount: 100, reason: 'o' })).status).toBe(201);
+    // The customer panel's figures: 13 units, 3 over the 10 included, billed as 4; 13 credits.
+    for (let i = 0; i < 13; i++) expect(await call(lone.key)).toBe('200');
+
+    const { context, page } = await signedIn();
+    await page.goto(`${consoleUrl}#/keys/${lone.id}`);
+    await page.getByRole('heading', { name: 'solo mice' }).waitFor();
+    const invoice = page.getByTestId('key-invoice');
+    const lines = invoice.getByTestId('invoice-lines').locator('tbody tr');
+    await expect.poll(() => lines.count()).toBe(4);
+    expect(await Promise.all((await lines.all()).map((row) => row.locator('td').allTextContents()))).toEqual([
+      ['base', 'Base fee for the billing period', '1', '€49.00'],
+      ['included', 'Units included (10)', '10', '€0.00'],
+      ['overage units', 'beyond those included, €0.50 per 4 started', '3 (billed 4)', '€0.50'],
+      ['credits used', 'prepaid credits spent (billed when bought)', '13', '€0.00'],
+    ]);
+    expect(await invoice.getByTestId('invoice-total').textContent()).toBe('€49.50');
+    expect(await invoice.getByTestId('invoice-period').textContent()).toMatch(/\(UTC\): 13 units on plan metered$/);
+    // Its period is the UTC month: the CSV is named for the key and the month's first day.
+    const [download] = await Promise.all([page.waitForEvent('download'), invoice.getByTestId('invoice-csv').click()]);
+    expect(download.suggestedFilename()).toMatch(new RegExp(`^invoice-${lone.id}-\\d{4}-\\d\\d-01\\.csv$`));
+    const csv = readFileSync((await download.path()) as string, 'utf8');
+    expect(csv.split('\r\n').at(-2)).toBe('total,Total,,,,,4950,EUR');
+    expect(await axeViolations(page)).toEqual([]);
+    await invoice.screenshot({ path: join(SHOTS, 'key-invoice-1280.png') });
+    // The month before: the key did not exist, the base fee alone.
+    await invoice.getByLabel('the one before').check();
+    await expect.poll(() => invoice.getByTestId('invoice-total').textContent()).toBe('€49.00');
+    expect(await invoice.getByTestId('invoice-period').textContent()).toMatch(/\(UTC\): 0 units on plan metered$/);
+
+    // A key of a customer is billed as its customer: no panel on its page.
+    const customer = (await (
+      await adminCall('POST', '/admin/customers', { name: 'Billed Bats', plan: 'metered' })
+    ).json()) as { id: string };
+    const owned = (await (
+      await adminCall('POST', '/admin/keys', { customerId: customer.id, name: 'bat key' })
+    ).json()) as { id: string };
+    await page.goto(`${consoleUrl}#/keys/${owned.id}`);
+    await page.getByRole('heading', { name: 'bat key' }).waitFor();
+    // The actions wait on the plans, as the panel does: once they show, the panel would have too.
+    await page.getByRole('button', { name: 'Rotate' }).waitFor();
+    expect(await page.getByTestId('key-customer').textContent()).toBe(customer.id);
+    expect(await page.getByTestId('key-invoice').count()).toBe(0);
+    await context.close();
+  });
+
   it('serves its files without the token and nothing else: the admin API still wants it', async () => {
     const base = consoleUrl.replace('/console', '');
     for (const path of [

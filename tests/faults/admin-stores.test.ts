@@ -33,7 +33,7 @@ interface Fixtures {
   keyId: string;
   /** A key for the revoke row: the others use keyId. */
   spareKeyId: string;
-  /** A lone key with credit terms of its own, for the key credit rows. */
+  /** A lone key on a priced plan with credit terms of its own, for the key credit and invoice rows. */
   creditKeyId: string;
   customerId: string;
   webhookId: string;
@@ -88,6 +88,14 @@ const ROUTES: Row[] = [
   ['set a lone key’s credit terms', 'PATCH', (f) => `/admin/keys/${f.creditKeyId}`, { credits: {} }, 200],
   ['a lone key’s credit balance', 'GET', (f) => `/admin/keys/${f.creditKeyId}/credits`, undefined, 503],
   ['a lone key’s credit ledger', 'GET', (f) => `/admin/keys/${f.creditKeyId}/credits/ledger`, undefined, 503],
+  ['a lone key’s invoice preview', 'GET', (f) => `/admin/keys/${f.creditKeyId}/invoice-preview`, undefined, 503],
+  [
+    'a lone key’s invoice preview as CSV',
+    'GET',
+    (f) => `/admin/keys/${f.creditKeyId}/invoice-preview?period=previous&format=csv`,
+    undefined,
+    503,
+  ],
   [
     'a lone key’s top-up',
     'POST',
@@ -116,7 +124,7 @@ const ROUTES: Row[] = [
   ['the console’s script', 'GET', () => '/console/app.js', undefined, 200],
 ];
 
-/** The spec's four plans, pro with a price so that the invoice preview reaches the history. */
+/** The spec's four plans, pro with a price so that the invoice previews reach the history. */
 function plansFile(): string {
   const path = join(mkdtempSync(join(tmpdir(), 'admin-stores-')), 'plans.json');
   const plans = {
@@ -235,7 +243,7 @@ describe('every admin route with Redis unreachable', () => {
       events: ['key.banned'],
     });
     const customer = await stack.settled('POST', '/admin/customers', { name: 'Acme', plan: 'pro', credits: {} });
-    const lone = await stack.settled('POST', '/admin/keys', { plan: 'free' });
+    const lone = await stack.settled('POST', '/admin/keys', { plan: 'pro' });
     const creditKeyId = JSON.parse(lone.body).id;
     const terms = await stack.settled('PATCH', `/admin/keys/${creditKeyId}`, { credits: {} });
     expect([key.status, spare.status, hook.status, customer.status, terms.status]).toEqual([201, 201, 201, 201, 200]);

@@ -1,7 +1,8 @@
 // @ts-check
 // A customer's money on its console page: its credits (balance, refill terms, the ledger a page at
 // a time, top-ups, grants and adjustments) and its invoice preview (this billing period so far or
-// the one before, with its CSV). Amounts stay integers in minor units until money() writes them.
+// the one before, with its CSV), which a lone key's page shows too. Amounts stay integers in minor
+// units until money() writes them.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { periodText } from './figures.js';
@@ -254,13 +255,15 @@ function FileLink({ file, label }) {
 }
 
 /**
- * The customer's invoice preview under its plan's price, for this billing period so far or the
- * one before: its lines and total as the admin API computes them, and the same as a CSV file.
- * @param {{ path: string, customer: import('./types.js').CustomerView, plans: import('./types.js').Plans['plans'] }} props
+ * The invoice preview of a customer, or of a key standing for itself, under its plan's price, for
+ * this billing period so far or the one before (a customer's in its calendar, a lone key's the
+ * UTC month): its lines and total as the admin API computes them, and the same as a CSV file.
+ * `path` is the customer's or the key's, `timeZone` the one its periods are counted in.
+ * @param {{ path: string, plan: string, timeZone: string, plans: import('./types.js').Plans['plans'], testid: string }} props
  */
-export function InvoicePanel({ path, customer, plans }) {
+export function InvoicePanel({ path, plan, timeZone, plans, testid }) {
   const [period, setPeriod] = useState(/** @type {'current' | 'previous'} */ ('current'));
-  const priced = Boolean(plans.find((p) => p.name === customer.plan)?.price);
+  const priced = Boolean(plans.find((p) => p.name === plan)?.price);
   const [preview, error] = usePolled(
     async () => {
       if (!priced) return null;
@@ -272,15 +275,15 @@ export function InvoicePanel({ path, customer, plans }) {
     [path, period, priced],
   );
   if (!priced)
-    return html`<section class="panel" aria-labelledby="invoice-title" data-testid="customer-invoice">
+    return html`<section class="panel" aria-labelledby="invoice-title" data-testid=${testid}>
       <h2 id="invoice-title">Invoice preview</h2>
-      <p data-testid="invoice-unpriced">Plan ${customer.plan} has no price, so there is no invoice to preview. Give it one in PLANS_FILE (plans.${customer.plan}.price).</p>
+      <p data-testid="invoice-unpriced">Plan ${plan} has no price, so there is no invoice to preview. Give it one in PLANS_FILE (plans.${plan}.price).</p>
     </section>`;
   const choose = (event) => setPeriod(event.currentTarget.value);
   const shown = preview && preview.json.period === period ? preview : null;
   const p = shown?.json;
   const locale = navigator.language;
-  return html`<section class="panel" aria-labelledby="invoice-title" data-testid="customer-invoice">
+  return html`<section class="panel" aria-labelledby="invoice-title" data-testid=${testid}>
     <h2 id="invoice-title">Invoice preview</h2>
     <fieldset class="period-choice">
       <legend>Billing period</legend>
@@ -290,7 +293,7 @@ export function InvoicePanel({ path, customer, plans }) {
     <${ErrorNote} error=${error} />
     ${
       p && shown
-        ? html`<p data-testid="invoice-period">${periodText(p.from, p.to, customer.billing.timeZone)} (${customer.billing.timeZone}): ${p.units} units on plan ${p.plan}</p>
+        ? html`<p data-testid="invoice-period">${periodText(p.from, p.to, timeZone)} (${timeZone}): ${p.units} units on plan ${p.plan}</p>
           <${DataTable} label="Invoice lines" testid="invoice-lines" columns=${['line', 'description', 'quantity', 'amount']}
             rows=${p.lines.map((l) => lineCells(l, p.currency, locale))} />
           <p class="invoice-total">Total <strong data-testid="invoice-total">${money(p.total, p.currency, locale)}</strong></p>

@@ -293,7 +293,7 @@ export function CustomerPage({ id }) {
         when(k.expiresAt),
       ])} />
     <${CreditsPanel} path=${path} />
-    ${plans ? html`<${InvoicePanel} path=${path} customer=${customer} plans=${plans.plans} />` : null}
+    ${plans ? html`<${InvoicePanel} path=${path} plan=${customer.plan} timeZone=${customer.billing.timeZone} plans=${plans.plans} testid="customer-invoice" />` : null}
     <${CustomerHistory} path=${path} customer=${customer} />
   </section>`;
 }

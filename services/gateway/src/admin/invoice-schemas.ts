@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 
 /*
- * A plan's price as GET /admin/plans shows it, and GET /admin/customers/:id/invoice-preview's
- * answer: every amount an integer in minor units of `currency`.
+ * A plan's price as GET /admin/plans shows it, and the answer of GET /admin/customers/:id/invoice-preview
+ * and GET /admin/keys/:id/invoice-preview (a lone key's): every amount an integer in minor units of `currency`.
  */
 
 // schemas.ts imports PlanPriceSchema from here: its Timestamp is restated, not imported, so neither waits on the other.
@@ -18,7 +18,7 @@ export const PlanPriceSchema = Type.Object({
 
 export const InvoicePreviewQuery = Type.Object(
   {
-    /** The customer's billing period: `current` so far (default), or the whole `previous` one. */
+    /** The billing period (a customer's, a lone key's UTC month): `current` so far (default), or the whole `previous` one. */
     period: Type.Optional(Type.Union([Type.Literal('current'), Type.Literal('previous')])),
     format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')])),
   },
@@ -44,9 +44,9 @@ export const InvoicePreviewSchema = Type.Object({
   period: Type.Union([Type.Literal('current'), Type.Literal('previous')]),
   from: Timestamp,
   to: Timestamp,
-  /** The billable units of [from, to): the customer usage history's `totals.units` for the same range. */
+  /** The billable units of [from, to): the usage history's `totals.units` (the customer's, or the lone key's) for the same range. */
   units: Type.Integer(),
-  /** Credits the customer's keys spent in [from, to); null for a customer without credit terms. */
+  /** Credits the customer's keys (or the lone key) spent in [from, to); null without credit terms. */
   creditsUsed: Type.Union([Type.Integer(), Type.Null()]),
   currency: Type.String(),
   lines: Type.Array(InvoiceLineSchema),

@@ -41,6 +41,28 @@ export async function findKey(
   return { record, source: 'store' };
 }
 
+/**
+ * A key standing for itself (it has a balance and a bill of its own), by id; 404 when there is
+ * none. A key of a customer spends and is billed as its customer: refused with 409, the message
+ * saying what the key does (`spends its credits`) and the customer's route for it (`credits`).
+ */
+export async function findLoneKey(
+  deps: Pick<GatewayDeps, 'keyResolver' | 'keyStore'>,
+  id: string,
+  does: string,
+  customerRoute: string,
+): Promise<KeyRecord> {
+  const { record } = await findKey(deps, id);
+  if (record.customerId !== undefined) {
+    throw new ApiError(
+      409,
+      'conflict',
+      `Key ${record.id} belongs to customer ${record.customerId} and ${does}: see /admin/customers/${record.customerId}/${customerRoute}`,
+    );
+  }
+  return record;
+}
+
 /** A customer by id; 404 when there is none. */
 export async function findCustomer(deps: Pick<GatewayDeps, 'customerStore'>, id: string): Promise<CustomerRecord> {
   const record = await deps.customerStore.get(id);

@@ -217,7 +217,7 @@ export async function customers(args: string[], values: Values): Promise<void> {
     case 'credits':
       return credits(admin, 'customers', need(), values);
     case 'invoice':
-      return invoice(admin, need(), values);
+      return invoice(admin, 'customers', need(), values);
     case 'delete': {
       const target = need();
       await admin.request('DELETE', `${customerPath(target)}${values['revoke-keys'] ? '?revokeKeys=true' : ''}`);

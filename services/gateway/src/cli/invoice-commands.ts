@@ -5,7 +5,10 @@ import type { AdminClient } from './admin-client.js';
 import type { Values } from './flags.js';
 import { jsonLine, printable, table } from './format.js';
 
-/* `keys customers invoice ID`: a customer's invoice preview, through the admin API. */
+/*
+ * `keys customers invoice ID` and `keys invoice ID` (a lone key's): an invoice preview, through
+ * the admin API; one command for both, as the admin API has one contract.
+ */
 
 type Preview = Static<typeof InvoicePreviewSchema>;
 
@@ -33,10 +36,16 @@ function previewText(p: Preview): string {
   );
 }
 
-/** `customers invoice ID [--previous] [--csv]`: the lines and total of the customer's billing period. */
-export async function invoice(admin: AdminClient, id: string, values: Values): Promise<void> {
+/** Whose invoice: a customer's (`customers invoice`) or a lone key's (`invoice`). */
+type Owner = 'customers' | 'keys';
+
+/**
+ * `customers invoice ID` or `invoice ID` (a lone key's) `[--previous] [--csv]`: the lines and
+ * total of the billing period.
+ */
+export async function invoice(admin: AdminClient, owner: Owner, id: string, values: Values): Promise<void> {
   const period = values.previous ? 'previous' : 'current';
-  const path = `/admin/customers/${encodeURIComponent(id)}/invoice-preview?period=${period}`;
+  const path = `/admin/${owner}/${encodeURIComponent(id)}/invoice-preview?period=${period}`;
   const preview = await admin.request<Preview>('GET', path);
   if (values.csv) process.stdout.write(invoiceCsv(preview));
   else process.stdout.write(values.json ? `${jsonLine(preview)}\n` : previewText(preview));

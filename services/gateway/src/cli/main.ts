@@ -8,6 +8,7 @@ import { credits } from './credit-commands.js';
 import { customers } from './customer-commands.js';
 import { inFlagWords, type Values } from './flags.js';
 import { printable } from './format.js';
+import { invoice } from './invoice-commands.js';
 import { bans, create, history, list, revoke, rotate, show, top, unban, update, usage } from './key-commands.js';
 import { metering } from './metering-commands.js';
 import { COMMANDS, USAGE, UsageError, usageError } from './usage.js';
@@ -120,6 +121,8 @@ async function run(command: string, id: string | undefined, values: Values): Pro
       return bans(values);
     case 'credits':
       return credits(AdminClient.fromEnv(process.env), 'keys', needId(), values);
+    case 'invoice':
+      return invoice(AdminClient.fromEnv(process.env), 'keys', needId(), values);
     case 'metering':
       if (id) throw usageError(command, `unexpected argument "${id}"`);
       return metering(values);

@@ -20,6 +20,7 @@ export const COMMANDS: Record<string, string> = {
   bans: 'bans [--limit N]',
   credits:
     'credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]]',
+  invoice: 'invoice ID [--previous] [--csv]',
   customers:
     'customers create --name NAME --plan PLAN [--per-… N]… [--billing-anchor-day D] [--time-zone TZ] [--external-id X] | customers list [--name PREFIX] [--plan P] [--external-id X] [--limit N] [--after CURSOR | --all] | customers show ID | customers update ID [--name|--plan|--per-…|--plan-limits|--billing-anchor-day|--time-zone|--external-id|--plan-credits] | customers delete ID [--revoke-keys] | customers usage ID [--granularity hour|day|period] [--period current|previous | --from T --to T] [--csv] | customers credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]] | customers invoice ID [--previous] [--csv]',
   metering: 'metering [--after CURSOR] [--limit N] [--all] [--format cloudevents|stripe-meter-events]',
@@ -73,6 +74,10 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       customers credits shows a customer's: the balance, this hour's spend and the next refill;
       --ledger its entries newest first; --add a top-up (--type grant or adjustment; only an
       adjustment may be negative) with --reason, made once per --idempotency-key.
+  ${COMMANDS.invoice}
+      A lone key's invoice preview under its plan's price (a key of a customer is billed as the
+      customer: customers invoice), as customers invoice prints a customer's: this UTC month so
+      far, or the whole one before with --previous; --csv prints the admin API's CSV file.
   ${COMMANDS.customers}
       Customers, the accounts above the keys: their plan and own limits are shared by all their
       keys; their billing month starts on --billing-anchor-day (1–28, default 1) at midnight in

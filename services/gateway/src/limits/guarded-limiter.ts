@@ -102,7 +102,10 @@ export class GuardedLimiter {
   /**
    * A decision taken outside the shared limiter's script, in the history: the key's hour, and its
    * customer's (whose hours are the sum of its keys', as the script writes them), both in the
-   * hours of the policy's hourShiftMs.
+   * hours of the policy's hourShiftMs. `limiter`: the memory limiter's own decision, whose key
+   * hour is kept where the script keeps its decisions, in the customer's slot for the key, so a
+   * key that later stands for itself is not billed for it again; a refusal of a ban the replica
+   * already knows stays in the key's own hours, with the other counts taken outside the script.
    */
   private count(
     keyId: string,
@@ -111,9 +114,10 @@ export class GuardedLimiter {
     units: number,
     at: number,
     shiftMs: number,
+    limiter = false,
   ) {
     if (!this.history) return;
-    this.history.count(keyId, outcome, units, at, shiftMs);
+    this.history.count(keyId, outcome, units, at, shiftMs, limiter ? customerId : undefined);
     if (customerId !== undefined) this.history.count(customerId, outcome, units, at, shiftMs);
   }
 
@@ -132,7 +136,7 @@ export class GuardedLimiter {
       // Out of credits is a refusal, counted as the Redis script counts it: limited.
       const outcome: HistoryOutcome =
         cost === 0 ? 'forbidden' : decision.outcome === 'exhausted' ? 'limited' : decision.outcome;
-      this.count(keyId, customerId, outcome, outcome === 'admitted' ? cost : 0, this.now(), shiftMs);
+      this.count(keyId, customerId, outcome, outcome === 'admitted' ? cost : 0, this.now(), shiftMs, true);
     }
     if (decision.outcome === 'banned') {
       this.knownBans.set(keyId, { endsAt: decision.banEndsAt, windows: decision.windows, customerId });

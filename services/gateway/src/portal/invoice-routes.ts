@@ -2,7 +2,7 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { InvoicePreviewQuery, InvoicePreviewSchema } from '../admin/invoice-schemas.js';
-import { invoicePreview, sendInvoiceCsv } from '../admin/routes/customer-invoice-preview.js';
+import { invoicePreview, sendInvoiceCsv } from '../admin/routes/invoice-preview.js';
 import { wantsCsv } from '../admin/routes/key-usage.js';
 import { errors } from '../admin/shared.js';
 import type { GatewayDeps } from '../deps.js';
@@ -41,7 +41,12 @@ export const portalInvoiceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
           `Your plan (${customer.plan}) has no price: there is no invoice to preview`,
         );
       }
-      const preview = await invoicePreview(deps, customer, request.query.period ?? 'current', request.log);
+      const preview = await invoicePreview(
+        deps,
+        { kind: 'customer', record: customer },
+        request.query.period ?? 'current',
+        request.log,
+      );
       return wantsCsv(request.query.format, request.headers.accept) ? sendInvoiceCsv(reply, preview) : preview;
     },
   );

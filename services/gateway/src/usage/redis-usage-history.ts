@@ -182,8 +182,8 @@ export class RedisUsageHistory implements UsageHistory {
       });
   }
 
-  count(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs = 0): void {
-    const counts = this.bufferedHour(keyId, hourStart(at, shiftMs));
+  count(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs = 0, customerId?: string): void {
+    const counts = this.bufferedHour(keyId, hourStart(at, shiftMs), customerId);
     counts[outcome]++;
     counts.units += units;
   }
@@ -236,9 +236,9 @@ export class RedisUsageHistory implements UsageHistory {
   }
 
   /** The counts of the key's hour starting at `hour` waiting to be written; the write is scheduled. */
-  private bufferedHour(keyId: string, hour: number): StoredCounts {
+  private bufferedHour(keyId: string, hour: number, customerId = ''): StoredCounts {
     this.noteActive(keyId, Math.floor(hour / DAY_MS));
-    const id = `${keyId}\n${hour}`;
+    const id = `${keyId}\n${hour}\n${customerId}`;
     let counts = this.buffered.get(id);
     if (!counts) {
       counts = emptyStored();
@@ -259,10 +259,10 @@ export class RedisUsageHistory implements UsageHistory {
   private writeCounts(batch: ReadonlyMap<string, StoredCounts>): Promise<unknown> {
     const writes: Promise<unknown>[] = [];
     for (const [id, counts] of batch) {
-      const [keyId, hourText] = id.split('\n') as [string, string];
+      const [keyId, hourText, customerId] = id.split('\n') as [string, string, string];
       const hour = Number(hourText);
       const { day, name: hourField } = hourName(hour);
-      const key = this.dayKey(keyId, day);
+      const key = this.dayKey(keyId, day, customerId === '' ? undefined : customerId);
       for (const [name, letter] of Object.entries(FIELDS)) {
         const n = counts[name as keyof StoredCounts];
         if (n > 0) writes.push(this.redis.hincrby(key, `${hourField}${letter}`, n));
@@ -287,8 +287,10 @@ export class RedisUsageHistory implements UsageHistory {
 
   /**
    * A key of a customer has two hashes a day: its hours from before it had a customer (and the
-   * counts taken outside the script, which name no customer) under its own id, and its hours as
-   * the customer's under the customer's slot; both are read and summed. A key moved from one
+   * counts taken outside the script that name no customer: refusals of a ban already known,
+   * upstream failures) under its own id, and its hours as the customer's (the script's, and a
+   * fallback limiter's decisions: count's customerId) under the customer's slot; both are read
+   * and summed. A key moved from one
    * customer to another shows only its current customer's era and its lone one: the earlier
    * customer's era stays in that customer's history, not in the key's view.
    */

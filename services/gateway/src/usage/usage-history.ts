@@ -121,8 +121,13 @@ export interface UsageHistory {
   readonly kind: 'redis' | 'memory';
   /** How far back hours are kept, in ms. */
   readonly retentionMs: number;
-  /** A decision at `at`, in the hour hourStart(at, shiftMs) names (the policy's hourShiftMs). */
-  count(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs?: number): void;
+  /**
+   * A decision at `at`, in the hour hourStart(at, shiftMs) names (the policy's hourShiftMs).
+   * `customerId`: a decision the limiter took for a key of that customer, kept where the Redis
+   * limit script keeps its own, in the customer's slot for the key (RedisUsageHistory.dayKey), so
+   * that the key, should it stand for itself again, is not billed for them a second time.
+   */
+  count(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs?: number, customerId?: string): void;
   /**
    * An admitted request (counted with `units` at `admittedAt`, in the hour of `shiftMs`) that the
    * upstream then did not serve: reported as upstreamFailed, not admitted, and its units not billed.
@@ -154,10 +159,14 @@ export interface UsageHistory {
   flush(): Promise<void>;
 }
 
+/** Where MemoryUsageHistory keeps a key's hours: under its id, or as a customer's, under both ids. */
+const slotOf = (keyId: string, customerId?: string): string =>
+  customerId === undefined ? keyId : `${customerId}\n${keyId}`;
+
 /** The embedded mode's history: this process only, lost with it. */
 export class MemoryUsageHistory implements UsageHistory {
   readonly kind = 'memory';
-  /** Key (or customer) id → hour start → counts. */
+  /** Key (or customer) id, or a key's slot under its customer (slotOf) → hour start → counts. */
   private readonly keys = new Map<string, Map<number, StoredCounts>>();
   /** Id → hour start → route → served units. */
   private readonly routes = new Map<string, Map<number, Map<string, number>>>();
@@ -168,8 +177,8 @@ export class MemoryUsageHistory implements UsageHistory {
     private readonly now: () => number = Date.now,
   ) {}
 
-  count(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs = 0): void {
-    const counts = this.hourOf(keyId, hourStart(at, shiftMs));
+  count(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs = 0, customerId?: string): void {
+    const counts = this.hourOf(slotOf(keyId, customerId), hourStart(at, shiftMs));
     counts[outcome]++;
     counts.units += units;
     this.prune(at);
@@ -234,13 +243,20 @@ export class MemoryUsageHistory implements UsageHistory {
     }
   }
 
-  async hours(keyId: string, from: number, to: number): Promise<HourUsage[]> {
+  /** A key's own hours, and with its customer its hours as the customer's too, summed (as Redis's). */
+  async hours(keyId: string, from: number, to: number, customerId?: string): Promise<HourUsage[]> {
     const oldest = this.now() - this.retentionMs;
-    const out: HourUsage[] = [];
-    for (const [hour, counts] of this.keys.get(keyId) ?? []) {
-      if (hour >= from && hour < to && hour + HOUR_MS > oldest) out.push({ hour, ...reported(counts) });
+    const byHour = new Map<number, StoredCounts>();
+    const slots = customerId === undefined ? [keyId] : [keyId, slotOf(keyId, customerId)];
+    for (const slot of slots) {
+      for (const [hour, counts] of this.keys.get(slot) ?? []) {
+        if (hour < from || hour >= to || hour + HOUR_MS <= oldest) continue;
+        const sum = byHour.get(hour) ?? emptyStored();
+        for (const name of Object.keys(sum) as Array<keyof StoredCounts>) sum[name] += counts[name];
+        byHour.set(hour, sum);
+      }
     }
-    return out.sort((a, b) => a.hour - b.hour);
+    return [...byHour].map(([hour, counts]) => ({ hour, ...reported(counts) })).sort((a, b) => a.hour - b.hour);
   }
 
   async activeKeys(from: number, to: number): Promise<string[]> {
@@ -255,17 +271,19 @@ export class MemoryUsageHistory implements UsageHistory {
   private activeIds(from: number, to: number, customers: boolean): string[] {
     const days = new Set(daysTouched(from, to));
     const oldest = this.now() - this.retentionMs;
-    const out: string[] = [];
-    for (const [id, hours] of this.keys) {
-      if (isCustomerId(id) !== customers) continue;
+    const out = new Set<string>();
+    for (const [slot, hours] of this.keys) {
+      // A key's slot under its customer makes the key active, as its own does.
+      const id = slot.slice(slot.indexOf('\n') + 1);
+      if (isCustomerId(id) !== customers || out.has(id)) continue;
       for (const hour of hours.keys()) {
         if (days.has(Math.floor(hour / DAY_MS)) && hour + HOUR_MS > oldest) {
-          out.push(id);
+          out.add(id);
           break;
         }
       }
     }
-    return out;
+    return [...out];
   }
 
   async flush(): Promise<void> {}

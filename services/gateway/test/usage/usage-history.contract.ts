@@ -175,6 +175,29 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       expect(await history.activeCustomers(midnight - 1, midnight)).toContain(nepal);
     });
 
+    it('keeps a key’s hours as a customer’s apart from its own: read with the customer both are summed, without it its own alone', async () => {
+      const { history, now } = await start();
+      const [key, customer] = [newKeyId(), newCustomerId()];
+      const hour = now() - (now() % HOUR_MS);
+      // It stood for itself, then belonged to the customer in the same hour, then stood alone again.
+      history.count(key, 'admitted', 2, hour + 1);
+      history.count(key, 'admitted', 5, hour + 2, 0, customer);
+      history.count(key, 'limited', 0, hour + 3, 0, customer);
+      history.count(key, 'admitted', 1, hour + 4);
+      await history.flush();
+      const range = [hour, hour + HOUR_MS] as const;
+      expect(await history.hours(key, ...range)).toEqual([
+        { hour, admitted: 2, limited: 0, banned: 0, forbidden: 0, units: 3, upstreamFailed: 0 },
+      ]);
+      expect(await history.hours(key, ...range, customer)).toEqual([
+        { hour, admitted: 3, limited: 1, banned: 0, forbidden: 0, units: 8, upstreamFailed: 0 },
+      ]);
+      // Active once, as a key, whichever slot its hours are in.
+      expect(await history.activeKeys(...range)).toContain(key);
+      expect((await history.activeKeys(...range)).filter((id) => id.includes(key))).toEqual([key]);
+      expect(await history.activeCustomers(...range)).not.toContain(customer);
+    });
+
     it('reads a key’s UTC hours and its local hours of a part-hour zone side by side', async () => {
       const { history, now } = await start();
       const key = newKeyId();

@@ -16,7 +16,7 @@ import {
 } from '../credit-schemas.js';
 import { CustomerIdParams } from '../customer-schemas.js';
 import { KeyIdParams } from '../schemas.js';
-import { type AdminRouteOptions, errors, findCustomer, findKey, idempotentErrors, iso } from '../shared.js';
+import { type AdminRouteOptions, errors, findCustomer, findLoneKey, idempotentErrors, iso } from '../shared.js';
 
 type Deps = Pick<
   GatewayDeps,
@@ -33,17 +33,10 @@ const NAMES = {
  * A key's balance, when it has one of its own: a key of a customer spends its customer's, so its
  * credits are refused with 409 naming where they are.
  */
-async function loneKey(deps: Deps, id: string): Promise<CreditRecord> {
-  const { record } = await findKey(deps, id);
-  if (record.customerId !== undefined) {
-    throw new ApiError(
-      409,
-      'conflict',
-      `Key ${record.id} belongs to customer ${record.customerId} and spends its credits: see /admin/customers/${record.customerId}/credits`,
-    );
-  }
-  return { kind: 'key', record };
-}
+const loneKey = async (deps: Deps, id: string): Promise<CreditRecord> => ({
+  kind: 'key',
+  record: await findLoneKey(deps, id, 'spends its credits', 'credits'),
+});
 
 /** A change by hand as the ledger takes it, under a reference of its own; refused with 400 or 409. */
 function checkedChange(

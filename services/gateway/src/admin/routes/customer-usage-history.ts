@@ -82,10 +82,12 @@ function oldestWholeStep(granularity: CustomerGranularity, billing: Billing, now
 /**
  * A customer's usage over time in its own calendar, or (keyId) one of its keys' within the same
  * steps: what the admin route and the portal answer. Throws the query's 400s and the history's 503.
+ * The invoice preview also reads a lone key's periods here, as a subject with the key's id and
+ * DEFAULT_BILLING (its own hours by UTC month, as its history route reads them).
  */
 export async function customerHistory(
   history: UsageHistory,
-  customer: CustomerRecord,
+  customer: Pick<CustomerRecord, 'id' | 'name' | 'billing'>,
   query: Query,
   now: number,
   log: { error(obj: object, msg: string): void },

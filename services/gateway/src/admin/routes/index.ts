@@ -2,10 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AdminRouteOptions } from '../shared.js';
 import { banRoutes } from './bans.js';
 import { customerCreditRoutes, keyCreditRoutes } from './credits.js';
-import { customerInvoicePreviewRoutes } from './customer-invoice-preview.js';
 import { customerUsageRoutes } from './customer-usage.js';
 import { customerUsageHistoryRoutes } from './customer-usage-history.js';
 import { customerRoutes } from './customers.js';
+import { customerInvoicePreviewRoutes, keyInvoicePreviewRoutes } from './invoice-preview.js';
 import { keyBanRoutes } from './key-ban.js';
 import { keyRotateRoutes } from './key-rotate.js';
 import { keyUsageRoutes } from './key-usage.js';
@@ -18,7 +18,7 @@ import { webhookRoutes } from './webhooks.js';
 /**
  * The admin API's routes, one file per resource, named for its URL: keys (create, list, show,
  * update, revoke), their rotation, their live usage and its history, their bans (each, and all in force), the usage of all
- * keys, the plans in force, webhook endpoints, customers, their shared windows, their usage history and their credits (a lone key's too). Every change evicts the key here and tells the
+ * keys, the plans in force, webhook endpoints, customers, their shared windows, their usage history, their credits and their invoice preview (a lone key's too). Every change evicts the key here and tells the
  * other replicas.
  */
 export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (app, opts) => {
@@ -37,4 +37,5 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
   await app.register(customerCreditRoutes, opts);
   await app.register(keyCreditRoutes, opts);
   await app.register(customerInvoicePreviewRoutes, opts);
+  await app.register(keyInvoicePreviewRoutes, opts);
 };

@@ -9,9 +9,10 @@ import { expectError } from '../../support/admin.js';
 import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../../support/helpers.js';
 
 /*
- * GET /admin/customers/:id/invoice-preview: a billing period under the customer's plan's price.
- * Its units are the customer usage history's for the period, after real traffic through the gate
- * (on two replicas on Redis, and embedded); its credits the ledger's spend in it.
+ * GET /admin/customers/:id/invoice-preview and GET /admin/keys/:id/invoice-preview (a key without
+ * a customer): a billing period under the plan's price. Its units are the usage history's for the
+ * period (the customer's, or the lone key's over the UTC month), after real traffic through the
+ * gate (on two replicas on Redis, and embedded); its credits the ledger's spend in it.
  */
 
 const gateways = useGateways();
@@ -45,6 +46,15 @@ async function customerWithKey(gw: TestGateway, plan: string, credits?: object) 
   const id = String(customer.json().id);
   const key = await call(gw, 'POST', '/admin/keys', { customerId: id, name: 'prod' });
   expect(key.statusCode, key.body).toBe(201);
+  return { id, key: String(key.json().key), keyId: String(key.json().id) };
+}
+
+/** A key standing for itself on `plan`, with credit terms of its own when `credits` is given. */
+async function loneKey(gw: TestGateway, plan: string, credits?: object) {
+  const key = await call(gw, 'POST', '/admin/keys', { plan, name: 'solo' });
+  expect(key.statusCode, key.body).toBe(201);
+  const id = String(key.json().id);
+  if (credits) expect((await call(gw, 'PATCH', `/admin/keys/${id}`, { credits })).statusCode).toBe(200);
   return { id, key: String(key.json().key) };
 }
 
@@ -198,5 +208,147 @@ describe('an invoice preview', () => {
     const conflict = await call(gw, 'GET', `/admin/customers/${unpriced.id}/invoice-preview`);
     expectError(conflict, 409, 'conflict');
     expect(conflict.json().message).toMatch(/plan unpriced has no price.*plans\.unpriced\.price/);
+  });
+});
+
+describe.each([
+  ['two replicas on Redis', true],
+  ['the embedded mode', false],
+])('a lone key’s invoice preview (%s)', (_label, redis) => {
+  it('bills the units the key’s history gives for the UTC month, after traffic through the gate, and the credits it spent', async () => {
+    const clock = Date.now();
+    const [a, b = a] = await replicas(redis, () => clock);
+    const { id, key } = await loneKey(a as TestGateway, 'metered', {});
+    expect(
+      (await call(a as TestGateway, 'POST', `/admin/keys/${id}/credits`, { amount: 100, reason: 'o' })).statusCode,
+    ).toBe(201);
+    // The customer's figures: 7 GETs of 1 and 2 POSTs of 5 across both replicas, 17 units.
+    const sent = [...(await traffic(a as TestGateway, key, 4, 1)), ...(await traffic(b as TestGateway, key, 3, 1))];
+    expect(sent.map((r) => r.statusCode)).toEqual(Array(9).fill(200));
+    const history = await json(call(b as TestGateway, 'GET', `/admin/keys/${id}/usage/history?period=current`));
+    const preview = await json(call(b as TestGateway, 'GET', `/admin/keys/${id}/invoice-preview?period=current`));
+    const today = new Date(clock);
+    const monthStart = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1)).toISOString();
+    const nextMonth = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + 1, 1)).toISOString();
+    expect(history.totals.units).toBe(17);
+    expect(history.from).toBe(monthStart);
+    expect(preview).toMatchObject({ id, name: 'solo', plan: 'metered', period: 'current', from: monthStart });
+    expect(preview.to).toBe(nextMonth);
+    expect(preview.units).toBe(history.totals.units);
+    expect(preview.creditsUsed).toBe(17);
+    expect(preview.lines).toEqual([
+      { line: 'base', description: expect.any(String), quantity: 1, amount: 4900 },
+      { line: 'included', description: expect.any(String), quantity: 10, amount: 0 },
+      {
+        line: 'overage',
+        description: expect.any(String),
+        quantity: 7,
+        billedUnits: 8,
+        unitPrice: 50,
+        per: 4,
+        amount: 100,
+      },
+      { line: 'credits', description: expect.any(String), quantity: 17, amount: 0 },
+    ]);
+    expect([preview.currency, preview.total]).toEqual(['EUR', 5000]);
+  });
+
+  it('bills a key for the hours it stood for itself, and its customer for the hours it belonged to it: none twice', async () => {
+    const clock = Date.now();
+    const [a, b = a] = await replicas(redis, () => clock);
+    const { id, key } = await loneKey(a as TestGateway, 'metered');
+    const customer = await customerWithKey(a as TestGateway, 'metered');
+    const move = async (customerId: string | null) =>
+      expect((await call(a as TestGateway, 'PATCH', `/admin/keys/${id}`, { customerId })).statusCode).toBe(200);
+    const served = async (gw: TestGateway, gets: number) =>
+      expect((await traffic(gw, key, gets, 0)).map((r) => r.statusCode)).toEqual(Array(gets).fill(200));
+    await served(a as TestGateway, 2);
+    await move(customer.id);
+    await served(b as TestGateway, 3);
+    expectError(await call(b as TestGateway, 'GET', `/admin/keys/${id}/invoice-preview`), 409, 'conflict');
+    await move(null);
+    await served(b as TestGateway, 1);
+    const own = await json(call(b as TestGateway, 'GET', `/admin/keys/${id}/invoice-preview`));
+    const history = await json(call(b as TestGateway, 'GET', `/admin/keys/${id}/usage/history?period=current`));
+    const customers = await json(call(a as TestGateway, 'GET', `/admin/customers/${customer.id}/invoice-preview`));
+    expect([own.units, history.totals.units, customers.units]).toEqual([3, 3, 3]);
+  });
+});
+
+describe('a lone key’s invoice preview', () => {
+  it('bills the previous UTC month from the key’s history and its ledger’s closed hours, as JSON and CSV', async () => {
+    let clock = Date.parse('2026-03-10T12:00:00Z');
+    const [gw] = (await replicas(false, () => clock)) as [TestGateway];
+    const { id, key } = await loneKey(gw, 'metered', {});
+    expect((await call(gw, 'POST', `/admin/keys/${id}/credits`, { amount: 50, reason: 'o' })).statusCode).toBe(201);
+    // March's first hour and its last: both in the month, none of it in April.
+    clock = Date.parse('2026-03-01T00:10:00Z');
+    await traffic(gw, key, 3, 0);
+    clock = Date.parse('2026-03-31T23:50:00Z');
+    await traffic(gw, key, 0, 2);
+    clock = Date.parse('2026-04-01T00:00:00Z');
+    await traffic(gw, key, 1, 0);
+    clock = Date.parse('2026-04-02T00:30:00Z');
+    const previous = await json(call(gw, 'GET', `/admin/keys/${id}/invoice-preview?period=previous`));
+    expect(previous).toMatchObject({ from: '2026-03-01T00:00:00.000Z', to: '2026-04-01T00:00:00.000Z' });
+    const history = await json(call(gw, 'GET', `/admin/keys/${id}/usage/history?period=previous&granularity=day`));
+    expect(history.from).toBe(previous.from);
+    expect([previous.units, history.totals.units]).toEqual([13, 13]);
+    expect(previous.creditsUsed).toBe(13);
+    expect(previous.total).toBe(4900 + 50);
+    const current = await json(call(gw, 'GET', `/admin/keys/${id}/invoice-preview`));
+    expect([current.period, current.units, current.creditsUsed, current.total]).toEqual(['current', 1, 1, 4900]);
+    const csv = await call(gw, 'GET', `/admin/keys/${id}/invoice-preview?period=previous`, undefined, {
+      accept: 'text/csv',
+    });
+    expect(csv.statusCode).toBe(200);
+    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(csv.headers['content-disposition']).toBe(`attachment; filename="invoice-${id}-2026-03-01.csv"`);
+    expect(csv.body.split('\r\n')).toEqual([
+      'line,description,quantity,billed_units,unit_price,per,amount,currency',
+      'base,Base fee for the billing period,1,,,,4900,EUR',
+      'included,Units included (10),10,,,,0,EUR',
+      'overage,"Units beyond those included, 50 per 4 started",3,4,50,4,50,EUR',
+      'credits,Prepaid credits spent,13,,,,0,EUR',
+      'total,Total,,,,,4950,EUR',
+      '',
+    ]);
+    const formatCsv = await call(gw, 'GET', `/admin/keys/${id}/invoice-preview?period=previous&format=csv`);
+    expect(formatCsv.body).toBe(csv.body);
+  });
+
+  it('has no credits line for a lone key without credit terms', async () => {
+    const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
+    const { id, key } = await loneKey(gw, 'metered');
+    await traffic(gw, key, 2, 0);
+    const preview = await json(call(gw, 'GET', `/admin/keys/${id}/invoice-preview`));
+    expect(preview.creditsUsed).toBeNull();
+    expect(preview.lines.map((l: { line: string }) => l.line)).toEqual(['base', 'included', 'overage']);
+    expect([preview.units, preview.total]).toEqual([2, 4900]);
+  });
+
+  it('asks for the admin token, answers 404 for an unknown key, 400 for a period out of shape, 409 for a customer’s key (naming its customer’s preview) and for a plan without a price', async () => {
+    const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
+    expectError(await call(gw, 'GET', '/admin/keys/key_nobody/invoice-preview'), 404, 'not_found');
+    const anonymous = await gw.admin.inject({ url: '/admin/keys/key_nobody/invoice-preview' });
+    expect(anonymous.statusCode).toBe(401);
+    const { id } = await loneKey(gw, 'metered');
+    expectError(await call(gw, 'GET', `/admin/keys/${id}/invoice-preview?period=next`), 400, 'invalid_request');
+    expectError(await call(gw, 'GET', `/admin/keys/${id}/invoice-preview?from=2026-03-01`), 400, 'invalid_request');
+    // A key of a customer on a priced plan: the customer is billed, the key is not.
+    const customer = await customerWithKey(gw, 'metered');
+    const customerKey = customer.keyId;
+    await json(call(gw, 'GET', `/admin/customers/${customer.id}/invoice-preview`));
+    const owned = await call(gw, 'GET', `/admin/keys/${customerKey}/invoice-preview`);
+    expectError(owned, 409, 'conflict');
+    expect(owned.json().message).toBe(
+      `Key ${customerKey} belongs to customer ${customer.id} and is billed as the customer: see /admin/customers/${customer.id}/invoice-preview`,
+    );
+    const unpriced = await loneKey(gw, 'unpriced');
+    const conflict = await call(gw, 'GET', `/admin/keys/${unpriced.id}/invoice-preview`);
+    expectError(conflict, 409, 'conflict');
+    expect(conflict.json().message).toBe(
+      `Key ${unpriced.id}'s plan unpriced has no price: give it one in PLANS_FILE (plans.unpriced.price)`,
+    );
   });
 });
