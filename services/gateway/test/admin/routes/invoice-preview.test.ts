@@ -131,33 +131,10 @@ describe('an invoice preview', () => {
     // Into April (the default anchor is the 1st, UTC): March is now the previous period.
     clock = Date.parse('2026-04-02T00:30:00Z');
     await traffic(gw, key, 1, 0);
-    const previous = await json(call(gw, 'GET', `/admin/customers/${id}/invoice-preview?period=previous`));
-    expect(previous).toMatchObject({ from: '2026-03-01T00:00:00.000Z', to: '2026-04-01T00:00:00.000Z' });
     const history = await json(
       call(gw, 'GET', `/admin/customers/${id}/usage/history?period=previous&granularity=period`),
     );
-    expect([previous.units, history.totals.units]).toEqual([13, 13]);
-    expect(previous.creditsUsed).toBe(13);
-    expect(previous.total).toBe(4900 + 50);
-    const current = await json(call(gw, 'GET', `/admin/customers/${id}/invoice-preview`));
-    expect([current.period, current.units, current.creditsUsed, current.total]).toEqual(['current', 1, 1, 4900]);
-    const csv = await call(gw, 'GET', `/admin/customers/${id}/invoice-preview?period=previous`, undefined, {
-      accept: 'text/csv',
-    });
-    expect(csv.statusCode).toBe(200);
-    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
-    expect(csv.headers['content-disposition']).toBe(`attachment; filename="invoice-${id}-2026-03-01.csv"`);
-    expect(csv.body.split('\r\n')).toEqual([
-      'line,description,quantity,billed_units,unit_price,per,amount,currency',
-      'base,Base fee for the billing period,1,,,,4900,EUR',
-      'included,Units included (10),10,,,,0,EUR',
-      'overage,"Units beyond those included, 50 per 4 started",3,4,50,4,50,EUR',
-      'credits,Prepaid credits spent,13,,,,0,EUR',
-      'total,Total,,,,,4950,EUR',
-      '',
-    ]);
-    const formatCsv = await call(gw, 'GET', `/admin/customers/${id}/invoice-preview?period=previous&format=csv`);
-    expect(formatCsv.body).toBe(csv.body);
+    await expectMarchThenApril(gw, `/admin/customers/${id}`, id, history);
   });
 
   // The previous period starts up to 62 days back (two 31-day months): the default
@@ -289,32 +266,9 @@ describe('a lone key’s invoice preview', () => {
     clock = Date.parse('2026-04-01T00:00:00Z');
     await traffic(gw, key, 1, 0);
     clock = Date.parse('2026-04-02T00:30:00Z');
-    const previous = await json(call(gw, 'GET', `/admin/keys/${id}/invoice-preview?period=previous`));
-    expect(previous).toMatchObject({ from: '2026-03-01T00:00:00.000Z', to: '2026-04-01T00:00:00.000Z' });
     const history = await json(call(gw, 'GET', `/admin/keys/${id}/usage/history?period=previous&granularity=day`));
-    expect(history.from).toBe(previous.from);
-    expect([previous.units, history.totals.units]).toEqual([13, 13]);
-    expect(previous.creditsUsed).toBe(13);
-    expect(previous.total).toBe(4900 + 50);
-    const current = await json(call(gw, 'GET', `/admin/keys/${id}/invoice-preview`));
-    expect([current.period, current.units, current.creditsUsed, current.total]).toEqual(['current', 1, 1, 4900]);
-    const csv = await call(gw, 'GET', `/admin/keys/${id}/invoice-preview?period=previous`, undefined, {
-      accept: 'text/csv',
-    });
-    expect(csv.statusCode).toBe(200);
-    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
-    expect(csv.headers['content-disposition']).toBe(`attachment; filename="invoice-${id}-2026-03-01.csv"`);
-    expect(csv.body.split('\r\n')).toEqual([
-      'line,description,quantity,billed_units,unit_price,per,amount,currency',
-      'base,Base fee for the billing period,1,,,,4900,EUR',
-      'included,Units included (10),10,,,,0,EUR',
-      'overage,"Units beyond those included, 50 per 4 started",3,4,50,4,50,EUR',
-      'credits,Prepaid credits spent,13,,,,0,EUR',
-      'total,Total,,,,,4950,EUR',
-      '',
-    ]);
-    const formatCsv = await call(gw, 'GET', `/admin/keys/${id}/invoice-preview?period=previous&format=csv`);
-    expect(formatCsv.body).toBe(csv.body);
+    expect(history.from).toBe('2026-03-01T00:00:00.000Z');
+    await expectMarchThenApril(gw, `/admin/keys/${id}`, id, history);
   });
 
   it('has no credits line for a lone key without credit terms', async () => {
@@ -352,3 +306,33 @@ describe('a lone key’s invoice preview', () => {
     );
   });
 });
+
+/**
+ * March (13 units, all paid by credits: 4900 base + one started 4 beyond the 10 included) as the
+ * previous period, and April's first unit as the current one, for a customer or a lone key at
+ * `path`: JSON, and the same as CSV by Accept and by format; the units equal `history`'s totals.
+ */
+async function expectMarchThenApril(gw: TestGateway, path: string, id: string, history: { totals: { units: number } }) {
+  const previous = await json(call(gw, 'GET', `${path}/invoice-preview?period=previous`));
+  expect(previous).toMatchObject({ from: '2026-03-01T00:00:00.000Z', to: '2026-04-01T00:00:00.000Z' });
+  expect([previous.units, history.totals.units]).toEqual([13, 13]);
+  expect(previous.creditsUsed).toBe(13);
+  expect(previous.total).toBe(4900 + 50);
+  const current = await json(call(gw, 'GET', `${path}/invoice-preview`));
+  expect([current.period, current.units, current.creditsUsed, current.total]).toEqual(['current', 1, 1, 4900]);
+  const csv = await call(gw, 'GET', `${path}/invoice-preview?period=previous`, undefined, { accept: 'text/csv' });
+  expect(csv.statusCode).toBe(200);
+  expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+  expect(csv.headers['content-disposition']).toBe(`attachment; filename="invoice-${id}-2026-03-01.csv"`);
+  expect(csv.body.split('\r\n')).toEqual([
+    'line,description,quantity,billed_units,unit_price,per,amount,currency',
+    'base,Base fee for the billing period,1,,,,4900,EUR',
+    'included,Units included (10),10,,,,0,EUR',
+    'overage,"Units beyond those included, 50 per 4 started",3,4,50,4,50,EUR',
+    'credits,Prepaid credits spent,13,,,,0,EUR',
+    'total,Total,,,,,4950,EUR',
+    '',
+  ]);
+  const formatCsv = await call(gw, 'GET', `${path}/invoice-preview?period=previous&format=csv`);
+  expect(formatCsv.body).toBe(csv.body);
+}
