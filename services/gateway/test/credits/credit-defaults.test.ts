@@ -171,16 +171,7 @@ describe('whose terms a view shows: ownCredits beside the terms in force', () =>
     expect(made.credits).toEqual(PLANS.plans.metered.credits);
     expect(made).not.toHaveProperty('ownCredits');
     const path = `/admin/customers/${made.id}`;
-    /** The PATCH's answer and a later GET, both: what the route answers is what is stored. */
-    const after = async (credits: object | null | 'plan') => {
-      const patched = await call(gw, 'PATCH', path, { credits });
-      expect(patched.statusCode, patched.body).toBe(200);
-      const read = (await call(gw, 'GET', path)).json();
-      expect(read).toEqual(patched.json());
-      const listed = (await call(gw, 'GET', '/admin/customers?plan=metered')).json();
-      expect(listed.items).toEqual([read]);
-      return read;
-    };
+    const after = patchCredits(gw, path, '/admin/customers?plan=metered');
 
     const withOwn = await after(own);
     expect(withOwn.credits).toEqual(own);
@@ -203,15 +194,7 @@ describe('whose terms a view shows: ownCredits beside the terms in force', () =>
     expect(made.credits).toEqual(PLANS.plans.metered.credits);
     expect(made).not.toHaveProperty('ownCredits');
     const path = `/admin/keys/${made.id}`;
-    const after = async (credits: object | null | 'plan') => {
-      const patched = await call(gw, 'PATCH', path, { credits });
-      expect(patched.statusCode, patched.body).toBe(200);
-      const read = (await call(gw, 'GET', path)).json();
-      expect(read).toEqual(patched.json());
-      const listed = (await call(gw, 'GET', '/admin/keys?name=lone')).json();
-      expect(listed.items).toEqual([read]);
-      return read;
-    };
+    const after = patchCredits(gw, path, '/admin/keys?name=lone');
 
     const withOwn = await after(own);
     expect(withOwn.credits).toEqual(own);
@@ -294,3 +277,20 @@ describe('credits in API_KEYS_FILE', () => {
     });
   });
 });
+
+/**
+ * PATCHes `path`'s credits and answers the record as a later GET reads it, after checking the
+ * PATCH answered the same and `list` (a list holding only it) lists it so: what the route answers
+ * is what is stored, in every view.
+ */
+function patchCredits(gw: TestGateway, path: string, list: string) {
+  return async (credits: object | null | 'plan') => {
+    const patched = await call(gw, 'PATCH', path, { credits });
+    expect(patched.statusCode, patched.body).toBe(200);
+    const read = (await call(gw, 'GET', path)).json();
+    expect(read).toEqual(patched.json());
+    const listed = (await call(gw, 'GET', list)).json();
+    expect(listed.items).toEqual([read]);
+    return read;
+  };
+}
