@@ -9,7 +9,7 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from '@animal-store/gatew
 import { startReceiver } from '@animal-store/gateway/test/support/webhook-receiver.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from './support/redis.js';
@@ -989,21 +989,8 @@ describe('the console (/console on the admin listener)', () => {
       .toEqual(['refill', '+1000', 'for the billing period']);
 
     const invoice = page.getByTestId('customer-invoice');
-    const lines = page.getByTestId('invoice-lines').locator('tbody tr');
-    await expect.poll(() => lines.count()).toBe(4);
-    expect(await Promise.all((await lines.all()).map((row) => row.locator('td').allTextContents()))).toEqual([
-      ['base', 'Base fee for the billing period', '1', '€49.00'],
-      ['included', 'Units included (10)', '10', '€0.00'],
-      ['overage units', 'beyond those included, €0.50 per 4 started', '3 (billed 4)', '€0.50'],
-      ['credits used', 'prepaid credits spent (billed when bought)', '13', '€0.00'],
-    ]);
-    expect(await page.getByTestId('invoice-total').textContent()).toBe('€49.50');
-    expect(await page.getByTestId('invoice-period').textContent()).toMatch(/\(UTC\): 13 units on plan metered$/);
     // The CSV link gives the admin API's file, amounts in minor units.
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('invoice-csv').click()]);
-    expect(download.suggestedFilename()).toMatch(new RegExp(`^invoice-${customerId}-\\d{4}-\\d\\d-\\d\\d\\.csv$`));
-    const csv = readFileSync((await download.path()) as string, 'utf8');
-    expect(csv.split('\r\n').at(-2)).toBe('total,Total,,,,,4950,EUR');
+    await expectThirteenUnitsInvoice(page, invoice, new RegExp(`^invoice-${customerId}-\\d{4}-\\d\\d-\\d\\d\\.csv$`));
     await shoot(page, 'customer-billing-1280');
     await credits.screenshot({ path: join(SHOTS, 'customer-credits-1280.png') });
     await invoice.screenshot({ path: join(SHOTS, 'customer-invoice-1280.png') });
@@ -1067,12 +1054,9 @@ describe('the console (/console on the admin listener)', () => {
     await invoice.getByLabel('the one before').check();
     await expect.poll(() => page.getByTestId('invoice-total').textContent()).toBe('€49.00');
     expect(await page.getByTestId('invoice-period').textContent()).toMatch(/: 0 units on plan metered$/);
-    expect(await lines.nth(2).locator('td').allTextContents()).toEqual([
-      'overage units',
-      'beyond those included, €0.50 per 4 started',
-      '0 (billed 0)',
-      '€0.00',
-    ]);
+    expect(
+      await invoice.getByTestId('invoice-lines').locator('tbody tr').nth(2).locator('td').allTextContents(),
+    ).toEqual(['overage units', 'beyond those included, €0.50 per 4 started', '0 (billed 0)', '€0.00']);
     await invoice.getByLabel('this one, so far').check();
     await expect.poll(() => page.getByTestId('invoice-total').textContent()).toBe('€49.50');
 
@@ -1217,21 +1201,8 @@ describe('the console (/console on the admin listener)', () => {
     await page.goto(`${consoleUrl}#/keys/${lone.id}`);
     await page.getByRole('heading', { name: 'solo mice' }).waitFor();
     const invoice = page.getByTestId('key-invoice');
-    const lines = invoice.getByTestId('invoice-lines').locator('tbody tr');
-    await expect.poll(() => lines.count()).toBe(4);
-    expect(await Promise.all((await lines.all()).map((row) => row.locator('td').allTextContents()))).toEqual([
-      ['base', 'Base fee for the billing period', '1', '€49.00'],
-      ['included', 'Units included (10)', '10', '€0.00'],
-      ['overage units', 'beyond those included, €0.50 per 4 started', '3 (billed 4)', '€0.50'],
-      ['credits used', 'prepaid credits spent (billed when bought)', '13', '€0.00'],
-    ]);
-    expect(await invoice.getByTestId('invoice-total').textContent()).toBe('€49.50');
-    expect(await invoice.getByTestId('invoice-period').textContent()).toMatch(/\(UTC\): 13 units on plan metered$/);
     // Its period is the UTC month: the CSV is named for the key and the month's first day.
-    const [download] = await Promise.all([page.waitForEvent('download'), invoice.getByTestId('invoice-csv').click()]);
-    expect(download.suggestedFilename()).toMatch(new RegExp(`^invoice-${lone.id}-\\d{4}-\\d\\d-01\\.csv$`));
-    const csv = readFileSync((await download.path()) as string, 'utf8');
-    expect(csv.split('\r\n').at(-2)).toBe('total,Total,,,,,4950,EUR');
+    await expectThirteenUnitsInvoice(page, invoice, new RegExp(`^invoice-${lone.id}-\\d{4}-\\d\\d-01\\.csv$`));
     expect(await axeViolations(page)).toEqual([]);
     await invoice.screenshot({ path: join(SHOTS, 'key-invoice-1280.png') });
     // The month before: the key did not exist, the base fee alone.
@@ -1282,3 +1253,24 @@ describe('the console (/console on the admin listener)', () => {
     expect((await fetch(`${base}/admin/keys`)).status).toBe(401);
   });
 });
+
+/**
+ * An invoice panel (the customer's or a lone key's) for 13 units on plan metered, all paid by
+ * credits: its lines, total and period, and its CSV download, named as `csvName` says.
+ */
+async function expectThirteenUnitsInvoice(page: Page, invoice: Locator, csvName: RegExp): Promise<void> {
+  const lines = invoice.getByTestId('invoice-lines').locator('tbody tr');
+  await expect.poll(() => lines.count()).toBe(4);
+  expect(await Promise.all((await lines.all()).map((row) => row.locator('td').allTextContents()))).toEqual([
+    ['base', 'Base fee for the billing period', '1', '€49.00'],
+    ['included', 'Units included (10)', '10', '€0.00'],
+    ['overage units', 'beyond those included, €0.50 per 4 started', '3 (billed 4)', '€0.50'],
+    ['credits used', 'prepaid credits spent (billed when bought)', '13', '€0.00'],
+  ]);
+  expect(await invoice.getByTestId('invoice-total').textContent()).toBe('€49.50');
+  expect(await invoice.getByTestId('invoice-period').textContent()).toMatch(/\(UTC\): 13 units on plan metered$/);
+  const [download] = await Promise.all([page.waitForEvent('download'), invoice.getByTestId('invoice-csv').click()]);
+  expect(download.suggestedFilename()).toMatch(csvName);
+  const csv = readFileSync((await download.path()) as string, 'utf8');
+  expect(csv.split('\r\n').at(-2)).toBe('total,Total,,,,,4950,EUR');
+}
