@@ -424,8 +424,8 @@ describe('the portal (its own listener)', () => {
     }
     const refused = logs.filter((l) => l.audit === 'portal.refused').slice(refusedBefore);
     expect(refused).toEqual([
-      expect.objectContaining({ customerId: delta.id, otherCustomerId: gamma.id }),
-      expect.objectContaining({ customerId: delta.id, otherCustomerId: gamma.id }),
+      expect.objectContaining({ actor: { customerId: delta.id }, otherCustomerId: gamma.id }),
+      expect.objectContaining({ actor: { customerId: delta.id }, otherCustomerId: gamma.id }),
     ]);
     expect(cspViolations).toEqual([]);
     await other.context().close();

@@ -51,15 +51,27 @@ function setSessionCookie(reply: FastifyReply, value: string, maxAgeSeconds: num
   );
 }
 
-/** The session a request's cookie names, or null. */
+/** What newSecret makes: 256 bits, base64url. A cookie of any other shape was never a session's. */
+const SECRET_SHAPE = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * Why a cookie the browser sent named no session: `malformed`, not of a secret's shape, so made
+ * up (and not worth a store call); `unknown`, of the shape but no live session's, which is a
+ * session ended by sign-out, idle or past its hour, or a forgery, and the store cannot tell which:
+ * it keeps a session only while it lives, so an ended one leaves nothing behind to recognise.
+ */
+type CookieRefusal = 'malformed' | 'unknown';
+
+/** The session a request's cookie names; why the cookie named none; or null for no cookie. */
 async function sessionOf(
   request: FastifyRequest,
   store: PortalSessionStore,
-): Promise<(PortalSession & { secret: string }) | null> {
+): Promise<(PortalSession & { secret: string }) | { refused: CookieRefusal } | null> {
   const secret = parseCookie(request.headers.cookie ?? '')[COOKIE];
   if (!secret) return null;
+  if (!SECRET_SHAPE.test(secret)) return { refused: 'malformed' };
   const session = await store.getSession(secret);
-  return session && { ...session, secret };
+  return session ? { ...session, secret } : { refused: 'unknown' };
 }
 
 /**
@@ -98,7 +110,18 @@ export async function sessionRoutes(
   app.addHook('onRequest', async (request) => {
     if (!request.url.startsWith('/portal/api/')) return;
     const session = await sessionOf(request, store);
-    if (!session) throw new ApiError(401, 'unauthorized', 'Not signed in, or the session has ended: sign in again');
+    if (!session || 'refused' in session) {
+      // A cookie that names no session is observable, but on the request log, not as an audit
+      // record: the caller is anonymous, and a write per refused request would let anyone on the
+      // internet make the gateway write. No cookie at all is the access log's 401 only.
+      if (session) {
+        request.log.warn(
+          { event: 'portal.session-refused', reason: session.refused },
+          `portal: a session cookie refused (${session.refused})`,
+        );
+      }
+      throw new ApiError(401, 'unauthorized', 'Not signed in, or the session has ended: sign in again');
+    }
     request.portalSession = session;
     if (SAFE_METHODS.has(request.method)) return;
     const token = request.headers[CSRF_HEADER];
