@@ -182,7 +182,12 @@ describe('the portal (its own listener)', () => {
       plan: 'pro',
       credits: { refill: { amount: 1000, every: 'period' } },
     });
-    const made = await adminPost('/admin/keys', { customerId: alpha.id, name: 'production' });
+    // With a minute limit of its own beside the customer's shared windows.
+    const made = await adminPost('/admin/keys', {
+      customerId: alpha.id,
+      name: 'production',
+      limits: { perMinute: 100 },
+    });
     for (let i = 0; i < 7; i++) {
       const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${made.key}` } });
       expect(res.status).toBe(200);
@@ -208,6 +213,12 @@ describe('the portal (its own listener)', () => {
     await page.getByRole('heading', { name: 'Usage now' }).waitFor();
     await page.getByText('7 units billed this billing period').waitFor();
     await page.getByText('7 of 300 used, 293 left').waitFor();
+    // The key's own window, which the shared ones do not show.
+    const ownQuota = page.locator(`[data-key-quota="${made.id}"]`);
+    await ownQuota.getByRole('heading', { name: 'Key “production”' }).waitFor();
+    await ownQuota.getByRole('heading', { name: 'Per minute' }).waitFor();
+    await ownQuota.getByText('7 of 100 used, 93 left').waitFor();
+    expect(await page.locator('[data-key-quota]').count()).toBe(1);
     // Its credits: the period's refill, less the 7 requests; then a top-up made through the admin
     // API shows at the head of the ledger, and in the balance, once the page is read again.
     await page.getByText('993 credits left').waitFor();
