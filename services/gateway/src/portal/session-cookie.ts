@@ -2,7 +2,7 @@ import { ApiError } from '@animal-store/common/errors.js';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sameSecret } from '../keys/api-key.js';
-import { newSecret, type PortalSession, type PortalSessionStore } from './session-store.js';
+import { newSecret, type PortalSession, type PortalSessionStore, type SessionGone } from './session-store.js';
 
 /** How long a sign-in link works: minutes, as the operator's application sends its user on at once. */
 export const LINK_TTL_MS = 5 * 60_000;
@@ -56,11 +56,10 @@ const SECRET_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
 /**
  * Why a cookie the browser sent named no session: `malformed`, not of a secret's shape, so made
- * up (and not worth a store call); `unknown`, of the shape but no live session's, which is a
- * session ended by sign-out, idle or past its hour, or a forgery, and the store cannot tell which:
- * it keeps a session only while it lives, so an ended one leaves nothing behind to recognise.
+ * up (and not worth a store call); else what the store's trace says (SessionGone): `ended` by
+ * sign-out, `expired`, or `unknown` (a forgery of the right shape, or a session long gone).
  */
-type CookieRefusal = 'malformed' | 'unknown';
+type CookieRefusal = 'malformed' | SessionGone;
 
 /** The session a request's cookie names; why the cookie named none; or null for no cookie. */
 async function sessionOf(
@@ -71,7 +70,7 @@ async function sessionOf(
   if (!secret) return null;
   if (!SECRET_SHAPE.test(secret)) return { refused: 'malformed' };
   const session = await store.getSession(secret);
-  return session ? { ...session, secret } : { refused: 'unknown' };
+  return session ? { ...session, secret } : { refused: await store.whyGone(secret) };
 }
 
 /**

@@ -204,8 +204,8 @@ describe('a portal session', () => {
     const cookies = [
       ['portal_session=forged', 'malformed'],
       [`portal_session=${'A'.repeat(43)}`, 'unknown'],
-      [ended.cookie, 'unknown'],
-      [idle.cookie, 'unknown'],
+      [ended.cookie, 'ended'],
+      [idle.cookie, 'expired'],
     ] as const;
     for (const [cookie] of cookies) {
       expectError(await gw.portal.inject({ url: '/portal/api/usage', headers: { cookie } }), 401, 'unauthorized');
