@@ -110,9 +110,10 @@ export async function sessionRoutes(
     if (!request.url.startsWith('/portal/api/')) return;
     const session = await sessionOf(request, store);
     if (!session || 'refused' in session) {
-      // A cookie that names no session is observable, but on the request log, not as an audit
-      // record: the caller is anonymous, and a write per refused request would let anyone on the
-      // internet make the gateway write. No cookie at all is the access log's 401 only.
+      // A cookie that names no session is observable, as an event on the request log, not an
+      // audit line: audit lines record what an identified actor did, and anyone on the internet
+      // can send such cookies. Finding the reason is a read, never a write. No cookie at all is
+      // the access log's 401 only.
       if (session) {
         request.log.warn(
           { event: 'portal.session-refused', reason: session.refused },
