@@ -37,7 +37,8 @@ declare module 'ioredis' {
 
 /**
  * One string key per link and per session (`<prefix>portal:link:<hash>`, `…:session:<hash>`),
- * and a session's trace (`…:trace:<hash>`, for whyGone), each expiring with it (PXAT): any Cluster slot, and nothing to sweep. A link is taken with GETDEL, so
+ * and a session's trace (`…:trace:<hash>`, for whyGone), each expiring with what it holds (PXAT):
+ * any Cluster slot, and nothing to sweep. A link is taken with GETDEL, so
  * two visits of the same link at once sign in once. A session's key expires at its idle end,
  * which each use moves on (USE_SESSION_SCRIPT) up to the absolute end the value holds. Expiry is
  * decided on the gateway's clock, as PEXPIRETIME is compared with it; Redis's own expiry, on its
@@ -71,13 +72,10 @@ export class RedisPortalSessionStore implements PortalSessionStore {
   async putSession(secret: string, session: PortalSession): Promise<void> {
     const ends = idleEnd(session, this.timing.now(), this.timing.idleMs);
     const trace: Trace = { until: session.expiresAt + TRACE_LINGER_MS };
-    const replies = await this.redis
-      .multi()
-      .set(this.name('session', secret), JSON.stringify(session), 'PXAT', ends)
-      .set(this.name('trace', secret), JSON.stringify(trace), 'PXAT', trace.until)
-      .exec();
-    const failed = replies?.find(([err]) => err)?.[0];
-    if (!replies || failed) throw failed ?? new Error('the session transaction was aborted');
+    // The trace first, so no session is without one; not in one MULTI, as the two keys may be in
+    // different Cluster slots. A sign-in failing between the two leaves a trace that only expires.
+    await this.redis.set(this.name('trace', secret), JSON.stringify(trace), 'PXAT', trace.until);
+    await this.redis.set(this.name('session', secret), JSON.stringify(session), 'PXAT', ends);
   }
 
   async getSession(secret: string): Promise<PortalSession | null> {

@@ -70,7 +70,9 @@ async function sessionOf(
   if (!secret) return null;
   if (!SECRET_SHAPE.test(secret)) return { refused: 'malformed' };
   const session = await store.getSession(secret);
-  return session ? { ...session, secret } : { refused: await store.whyGone(secret) };
+  if (session) return { ...session, secret };
+  // The reason is for the log only: a store that fails to say it leaves the answer a 401.
+  return { refused: await store.whyGone(secret).catch((): SessionGone => 'unknown') };
 }
 
 /**
