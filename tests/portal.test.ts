@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { copyFile, mkdir } from 'node:fs/promises';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, request } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -97,6 +97,22 @@ async function adminPost(path: string, body?: unknown): Promise<Record<string, s
   return (await res.json()) as Record<string, string>;
 }
 
+async function adminGet<T = Record<string, unknown>>(path: string): Promise<T> {
+  const res = await fetch(`${adminUrl}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  expect(res.status).toBe(200);
+  return (await res.json()) as T;
+}
+
+/** The status of a GET sent from `localAddress` (another loopback address than fetch's 127.0.0.1). */
+async function getFrom(localAddress: string, url: string, headers: Record<string, string>): Promise<number> {
+  const req = request(url, { localAddress, headers });
+  req.end();
+  const [res] = (await once(req, 'response')) as [IncomingMessage];
+  res.resume();
+  await once(res, 'end');
+  return res.statusCode ?? 0;
+}
+
 /** A fresh sign-in link on this test's portal listener (PORTAL_URL names the deployment's). */
 async function portalLink(customerId: string): Promise<string> {
   const { url } = await adminPost(`/admin/customers/${customerId}/portal-sessions`);
@@ -166,7 +182,12 @@ describe('the portal (its own listener)', () => {
       plan: 'pro',
       credits: { refill: { amount: 1000, every: 'period' } },
     });
-    const made = await adminPost('/admin/keys', { customerId: alpha.id, name: 'production' });
+    // With a minute limit of its own beside the customer's shared windows.
+    const made = await adminPost('/admin/keys', {
+      customerId: alpha.id,
+      name: 'production',
+      limits: { perMinute: 100 },
+    });
     for (let i = 0; i < 7; i++) {
       const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${made.key}` } });
       expect(res.status).toBe(200);
@@ -192,6 +213,12 @@ describe('the portal (its own listener)', () => {
     await page.getByRole('heading', { name: 'Usage now' }).waitFor();
     await page.getByText('7 units billed this billing period').waitFor();
     await page.getByText('7 of 300 used, 293 left').waitFor();
+    // The key's own window, which the shared ones do not show.
+    const ownQuota = page.locator(`[data-key-quota="${made.id}"]`);
+    await ownQuota.getByRole('heading', { name: 'Key “production”' }).waitFor();
+    await ownQuota.getByRole('heading', { name: 'Per minute' }).waitFor();
+    await ownQuota.getByText('7 of 100 used, 93 left').waitFor();
+    expect(await page.locator('[data-key-quota]').count()).toBe(1);
     // Its credits: the period's refill, less the 7 requests; then a top-up made through the admin
     // API shows at the head of the ledger, and in the balance, once the page is read again.
     await page.getByText('993 credits left').waitFor();
@@ -239,6 +266,28 @@ describe('the portal (its own listener)', () => {
     await page.getByText('7 units, 0 refused').waitFor();
     expect(await axeViolations(page)).toEqual([]);
     await shoot(page, 'history-1280', true);
+    // By billing period, all keys: what the page shows is the admin API's history of the customer.
+    await page.getByLabel('Step', { exact: true }).selectOption('period');
+    await page.getByLabel('Keys', { exact: true }).selectOption({ label: 'All your keys' });
+    await page.getByRole('button', { name: 'Show' }).click();
+    const byPeriod = await adminGet<{
+      totals: { units: number; refused: number };
+      series: Array<{ start: string; units: number; refused: number }>;
+    }>(`/admin/customers/${alpha.id}/usage/history?granularity=period`);
+    expect(byPeriod.series.length).toBeGreaterThan(0);
+    const periodRows = page.locator('#history-table tbody tr');
+    await expect.poll(() => periodRows.count()).toBe(byPeriod.series.length);
+    await page.getByText(`${byPeriod.totals.units} units, ${byPeriod.totals.refused} refused, from `).waitFor();
+    // Each row: the period's first day as the page writes dates (in the browser's own Intl), its
+    // units and its refusals.
+    const starts = await page.evaluate(
+      (isos) => isos.map((iso) => new Date(iso).toLocaleString('en-GB', { timeZone: 'UTC', dateStyle: 'medium' })),
+      byPeriod.series.map((s) => s.start),
+    );
+    const shown = [];
+    for (const row of await periodRows.all()) shown.push((await row.locator('td').allTextContents()).slice(0, 3));
+    expect(shown).toEqual(byPeriod.series.map((s, i) => [starts[i], String(s.units), String(s.refused)]));
+    expect(await axeViolations(page)).toEqual([]);
 
     // Keys: create one, rotate the first, narrow it, revoke the new one.
     await page.getByRole('link', { name: 'Keys' }).click();
@@ -271,6 +320,22 @@ describe('the portal (its own listener)', () => {
       body: JSON.stringify({ name: 'Rex', categoryId: 1 }),
     });
     expect(post.status).toBe(403);
+    // Its allowed addresses, set in the page: the key is then refused from any other address and
+    // admitted from one on the list. The test's requests come from two loopback addresses (the
+    // gateway sees the peer's, with no TRUST_PROXY), 127.0.0.1 by default and 127.0.0.2 bound.
+    await page.locator(`[data-key="${made.id}"]`).getByLabel('Allowed addresses').fill('127.0.0.2/32');
+    await page.locator(`[data-key="${made.id}"]`).getByRole('button', { name: 'Save' }).click();
+    await expect
+      .poll(async () => (await adminGet<{ allowedCidrs?: string[] }>(`/admin/keys/${made.id}`)).allowedCidrs)
+      .toEqual(['127.0.0.2/32']);
+    // The page shows the list it saved, as the store now has it.
+    await expect
+      .poll(() => page.locator(`[data-key="${made.id}"]`).getByLabel('Allowed addresses').inputValue())
+      .toBe('127.0.0.2/32');
+    const elsewhere = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${rotated}` } });
+    expect(elsewhere.status).toBe(403);
+    expect(((await elsewhere.json()) as { code: string }).code).toBe('ip_not_allowed');
+    expect(await getFrom('127.0.0.2', `${gateway.url}/v1/pets`, { authorization: `Bearer ${rotated}` })).toBe(200);
     expect(await axeViolations(page)).toEqual([]);
     await shoot(page, 'keys-1280', true);
 
@@ -424,8 +489,8 @@ describe('the portal (its own listener)', () => {
     }
     const refused = logs.filter((l) => l.audit === 'portal.refused').slice(refusedBefore);
     expect(refused).toEqual([
-      expect.objectContaining({ customerId: delta.id, otherCustomerId: gamma.id }),
-      expect.objectContaining({ customerId: delta.id, otherCustomerId: gamma.id }),
+      expect.objectContaining({ actor: { customerId: delta.id }, otherCustomerId: gamma.id }),
+      expect.objectContaining({ actor: { customerId: delta.id }, otherCustomerId: gamma.id }),
     ]);
     expect(cspViolations).toEqual([]);
     await other.context().close();

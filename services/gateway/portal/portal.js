@@ -54,6 +54,15 @@ const when = (iso, dateOnly = false) =>
     : '—';
 const number = (n) => n.toLocaleString('en-US');
 
+/** One window now: its heading, a bar and the numbers, the bar labelled by the heading. */
+function quota(level, id, title, w) {
+  return [
+    h(level, { id }, title),
+    h('progress', { max: w.limit, value: w.used, 'aria-labelledby': id }),
+    h('p', {}, `${number(w.used)} of ${number(w.limit)} used, ${number(w.remaining)} left; resets ${when(w.resetAt)}.`),
+  ];
+}
+
 async function showUsage() {
   const usage = await api('GET', '/portal/api/usage');
   const period = usage.billingPeriod;
@@ -63,19 +72,25 @@ async function showUsage() {
   byId('usage-windows').replaceChildren(
     ...(windows.length === 0
       ? [h('p', {}, 'Your plan has no shared quotas: each key has its own.')]
-      : windows.map(([name, w]) =>
-          h(
-            'div',
-            { class: 'card' },
-            h('h2', { id: `quota-${name}` }, `Per ${name}`),
-            h('progress', { max: w.limit, value: w.used, 'aria-labelledby': `quota-${name}` }),
+      : windows.map(([name, w]) => h('div', { class: 'card' }, ...quota('h2', `quota-${name}`, `Per ${name}`, w)))),
+  );
+  // A key with limits of its own counts against them as well as against the shared ones.
+  byId('usage-keys').replaceChildren(
+    ...(usage.keys.length === 0
+      ? []
+      : [
+          h('h2', {}, 'Your keys’ own limits'),
+          ...usage.keys.map((key) =>
             h(
-              'p',
-              {},
-              `${number(w.used)} of ${number(w.limit)} used, ${number(w.remaining)} left; resets ${when(w.resetAt)}.`,
+              'div',
+              { class: 'card', 'data-key-quota': key.id },
+              h('h3', {}, `Key “${key.name}”`),
+              ...Object.entries(key.windows).flatMap(([name, w]) =>
+                quota('h4', `quota-${key.id}-${name}`, `Per ${name}`, w),
+              ),
             ),
           ),
-        )),
+        ]),
   );
   await showCredits(usage.credits);
 }

@@ -21,10 +21,39 @@ export async function signedInCustomer(
   return customer;
 }
 
+/** Why an id was refused: what the operator reads in the audit line, never what the caller is told. */
+type Refusal = 'unknown' | 'another-customer' | 'no-customer' | 'revoked' | 'not-itself';
+
+/**
+ * The one audit line of every refused id, whatever the reason: the customer as actor, the id it
+ * tried and the route it tried it on, so an operator sees probing (a run of guesses leaves a run
+ * of lines), not only swaps of ids that exist. Written to the request log as every audit line is
+ * (no store write): the caller is signed in, and the listener's per-address limit bounds how many.
+ */
+function refused(
+  request: FastifyRequest,
+  customerId: string,
+  tried: { keyId: string } | { otherCustomerId: string },
+  reason: Refusal,
+  owner?: string | null,
+): void {
+  request.log.warn(
+    {
+      audit: 'portal.refused',
+      actor: { customerId },
+      ...tried,
+      route: `${request.method} ${request.routeOptions.url ?? request.url}`,
+      reason,
+      ...(owner !== undefined ? { owner } : {}),
+    },
+    `portal: ${customerId} was refused ${'keyId' in tried ? `key ${tried.keyId}` : `customer ${tried.otherCustomerId}`}`,
+  );
+}
+
 /**
  * A key of the signed-in customer, live. Any other id (another customer's, a key of no customer,
- * a guess, a revoked key) is the same 404, so an answer never tells whether the id exists
- * elsewhere; one that exists and is another's also leaves an audit line.
+ * a guess, a revoked key) is the same 404 and the same audit line, so an answer never tells
+ * whether the id exists elsewhere, and a guess is as visible to the operator as a swap.
  */
 export async function ownKey(
   deps: Pick<GatewayDeps, 'keyStore'>,
@@ -34,25 +63,20 @@ export async function ownKey(
   const customerId = signedIn(request);
   const record = await deps.keyStore.get(id);
   if (record?.customerId === customerId && !record.revokedAt) return record;
-  if (record && record.customerId !== customerId) {
-    request.log.warn(
-      { audit: 'portal.refused', customerId, keyId: id, owner: record.customerId ?? null },
-      `portal: ${customerId} asked for key ${id}, which is not its own`,
-    );
-  }
+  if (!record) refused(request, customerId, { keyId: id }, 'unknown');
+  else if (record.customerId === customerId) refused(request, customerId, { keyId: id }, 'revoked');
+  else if (record.customerId) refused(request, customerId, { keyId: id }, 'another-customer', record.customerId);
+  else refused(request, customerId, { keyId: id }, 'no-customer', null);
   throw new ApiError(404, 'not_found', `No key with id ${clipped(id)}`);
 }
 
 /**
- * The signed-in customer, when a body names a customer: its own id, or the 404 any other id gets
- * (with an audit line), as if no such customer existed.
+ * The signed-in customer, when a body or query names a customer: its own id, or the 404 any other
+ * id gets (with the audit line), as if no such customer existed.
  */
 export function ownCustomer(request: FastifyRequest, named: string | undefined): string {
   const customerId = signedIn(request);
   if (named === undefined || named === customerId) return customerId;
-  request.log.warn(
-    { audit: 'portal.refused', customerId, otherCustomerId: named },
-    `portal: ${customerId} named customer ${named}, which is not itself`,
-  );
+  refused(request, customerId, { otherCustomerId: named }, 'not-itself');
   throw new ApiError(404, 'not_found', `No customer with id ${clipped(named)}`);
 }

@@ -1,11 +1,15 @@
 import type { Redis, Result } from 'ioredis';
 import type { RedisClient } from '../redis/clients.js';
 import {
+  goneBy,
   idleEnd,
   type PortalSession,
   type PortalSessionStore,
+  type SessionGone,
   type SessionTiming,
   secretName,
+  TRACE_LINGER_MS,
+  type Trace,
 } from './session-store.js';
 
 /**
@@ -33,7 +37,8 @@ declare module 'ioredis' {
 
 /**
  * One string key per link and per session (`<prefix>portal:link:<hash>`, `…:session:<hash>`),
- * expiring with it (PXAT): any Cluster slot, and nothing to sweep. A link is taken with GETDEL, so
+ * and a session's trace (`…:trace:<hash>`, for whyGone), each expiring with what it holds (PXAT):
+ * any Cluster slot, and nothing to sweep. A link is taken with GETDEL, so
  * two visits of the same link at once sign in once. A session's key expires at its idle end,
  * which each use moves on (USE_SESSION_SCRIPT) up to the absolute end the value holds. Expiry is
  * decided on the gateway's clock, as PEXPIRETIME is compared with it; Redis's own expiry, on its
@@ -52,7 +57,7 @@ export class RedisPortalSessionStore implements PortalSessionStore {
     }
   }
 
-  private name(kind: 'link' | 'session', secret: string): string {
+  private name(kind: 'link' | 'session' | 'trace', secret: string): string {
     return `${this.prefix}portal:${kind}:${secretName(secret)}`;
   }
 
@@ -66,6 +71,10 @@ export class RedisPortalSessionStore implements PortalSessionStore {
 
   async putSession(secret: string, session: PortalSession): Promise<void> {
     const ends = idleEnd(session, this.timing.now(), this.timing.idleMs);
+    const trace: Trace = { until: session.expiresAt + TRACE_LINGER_MS };
+    // The trace first, so no session is without one; not in one MULTI, as the two keys may be in
+    // different Cluster slots. A sign-in failing between the two leaves a trace that only expires.
+    await this.redis.set(this.name('trace', secret), JSON.stringify(trace), 'PXAT', trace.until);
     await this.redis.set(this.name('session', secret), JSON.stringify(session), 'PXAT', ends);
   }
 
@@ -77,5 +86,16 @@ export class RedisPortalSessionStore implements PortalSessionStore {
 
   async endSession(secret: string): Promise<void> {
     await this.redis.del(this.name('session', secret));
+    // Marked, not deleted, so a replay of the cookie is told apart from a guess; XX and KEEPTTL:
+    // a trace is never made here, and keeps the end it was given at sign-in.
+    const held = await this.redis.get(this.name('trace', secret));
+    if (held === null) return;
+    const trace: Trace = { ...(JSON.parse(held) as Trace), ended: true };
+    await this.redis.set(this.name('trace', secret), JSON.stringify(trace), 'KEEPTTL', 'XX');
+  }
+
+  async whyGone(secret: string): Promise<SessionGone> {
+    const held = await this.redis.get(this.name('trace', secret));
+    return goneBy(held === null ? null : (JSON.parse(held) as Trace), this.timing.now());
   }
 }

@@ -2,7 +2,7 @@ import { ApiError } from '@animal-store/common/errors.js';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sameSecret } from '../keys/api-key.js';
-import { newSecret, type PortalSession, type PortalSessionStore } from './session-store.js';
+import { newSecret, type PortalSession, type PortalSessionStore, type SessionGone } from './session-store.js';
 
 /** How long a sign-in link works: minutes, as the operator's application sends its user on at once. */
 export const LINK_TTL_MS = 5 * 60_000;
@@ -51,15 +51,28 @@ function setSessionCookie(reply: FastifyReply, value: string, maxAgeSeconds: num
   );
 }
 
-/** The session a request's cookie names, or null. */
+/** What newSecret makes: 256 bits, base64url. A cookie of any other shape was never a session's. */
+const SECRET_SHAPE = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * Why a cookie the browser sent named no session: `malformed`, not of a secret's shape, so made
+ * up (and not worth a store call); else what the store's trace says (SessionGone): `ended` by
+ * sign-out, `expired`, or `unknown` (a forgery of the right shape, or a session long gone).
+ */
+type CookieRefusal = 'malformed' | SessionGone;
+
+/** The session a request's cookie names; why the cookie named none; or null for no cookie. */
 async function sessionOf(
   request: FastifyRequest,
   store: PortalSessionStore,
-): Promise<(PortalSession & { secret: string }) | null> {
+): Promise<(PortalSession & { secret: string }) | { refused: CookieRefusal } | null> {
   const secret = parseCookie(request.headers.cookie ?? '')[COOKIE];
   if (!secret) return null;
+  if (!SECRET_SHAPE.test(secret)) return { refused: 'malformed' };
   const session = await store.getSession(secret);
-  return session && { ...session, secret };
+  if (session) return { ...session, secret };
+  // The reason is for the log only: a store that fails to say it leaves the answer a 401.
+  return { refused: await store.whyGone(secret).catch((): SessionGone => 'unknown') };
 }
 
 /**
@@ -98,7 +111,19 @@ export async function sessionRoutes(
   app.addHook('onRequest', async (request) => {
     if (!request.url.startsWith('/portal/api/')) return;
     const session = await sessionOf(request, store);
-    if (!session) throw new ApiError(401, 'unauthorized', 'Not signed in, or the session has ended: sign in again');
+    if (!session || 'refused' in session) {
+      // A cookie that names no session is observable, as an event on the request log, not an
+      // audit line: audit lines record what an identified actor did, and anyone on the internet
+      // can send such cookies. Finding the reason is a read, never a write. No cookie at all is
+      // the access log's 401 only.
+      if (session) {
+        request.log.warn(
+          { event: 'portal.session-refused', reason: session.refused },
+          `portal: a session cookie refused (${session.refused})`,
+        );
+      }
+      throw new ApiError(401, 'unauthorized', 'Not signed in, or the session has ended: sign in again');
+    }
     request.portalSession = session;
     if (SAFE_METHODS.has(request.method)) return;
     const token = request.headers[CSRF_HEADER];

@@ -25,6 +25,30 @@ export function idleEnd(session: Pick<PortalSession, 'expiresAt'>, at: number, i
   return Math.min(at + idleMs, session.expiresAt);
 }
 
+/**
+ * Why a session secret names no live session: `ended` by sign-out, `expired` (idle too long or
+ * past its hour), or `unknown` (never a session's, or ended longer ago than TRACE_LINGER_MS).
+ */
+export type SessionGone = 'ended' | 'expired' | 'unknown';
+
+/**
+ * How long past its absolute end a session's trace is kept: a cookie replayed after its hour is
+ * still told `expired`, not `unknown`. The browser drops the cookie at the hour (its Max-Age).
+ */
+export const TRACE_LINGER_MS = 60 * 60_000;
+
+/** A session's trace: until when it is kept (epoch ms, the gateway's clock), and whether it was ended. */
+export interface Trace {
+  until: number;
+  ended?: true;
+}
+
+/** What a trace says of a session no longer live, at `now`. */
+export function goneBy(trace: Trace | null | undefined, now: number): SessionGone {
+  if (!trace || trace.until <= now) return 'unknown';
+  return trace.ended ? 'ended' : 'expired';
+}
+
 export interface PortalSessionStore {
   readonly kind: 'redis' | 'memory';
   /** Keeps a one-time link for the customer until `expiresAt` (epoch ms). */
@@ -41,6 +65,13 @@ export interface PortalSessionStore {
   getSession(secret: string): Promise<PortalSession | null>;
   /** Ends a session at once; nothing happens for one that is not there. */
   endSession(secret: string): Promise<void>;
+  /**
+   * Why a secret getSession answered null for names no session: asked only then, for the request
+   * log. A read, never a write: an anonymous caller cannot make the store write by asking. Each
+   * session leaves a trace (kept from sign-in to TRACE_LINGER_MS past its end, marked on
+   * sign-out) for this; a session's trace holds no secret, only its hash as the name.
+   */
+  whyGone(secret: string): Promise<SessionGone>;
 }
 
 /** A new secret: 256 random bits, URL-safe. */
@@ -58,6 +89,7 @@ export class MemoryPortalSessionStore implements PortalSessionStore {
   readonly kind = 'memory';
   private readonly links = new Map<string, { customerId: string; expiresAt: number }>();
   private readonly sessions = new Map<string, { session: PortalSession; idleEndsAt: number }>();
+  private readonly traces = new Map<string, Trace>();
   private readonly now: () => number;
   private readonly idleMs: number;
 
@@ -84,6 +116,7 @@ export class MemoryPortalSessionStore implements PortalSessionStore {
       session: { ...session },
       idleEndsAt: idleEnd(session, this.now(), this.idleMs),
     });
+    this.traces.set(secretName(secret), { until: session.expiresAt + TRACE_LINGER_MS });
   }
 
   async getSession(secret: string): Promise<PortalSession | null> {
@@ -95,7 +128,14 @@ export class MemoryPortalSessionStore implements PortalSessionStore {
   }
 
   async endSession(secret: string): Promise<void> {
-    this.sessions.delete(secretName(secret));
+    const name = secretName(secret);
+    this.sessions.delete(name);
+    const trace = this.traces.get(name);
+    if (trace) trace.ended = true;
+  }
+
+  async whyGone(secret: string): Promise<SessionGone> {
+    return goneBy(this.traces.get(secretName(secret)), this.now());
   }
 
   /** Forgets what has expired, so abandoned links and sessions do not pile up. */
@@ -103,5 +143,6 @@ export class MemoryPortalSessionStore implements PortalSessionStore {
     const now = this.now();
     for (const [name, link] of this.links) if (link.expiresAt <= now) this.links.delete(name);
     for (const [name, held] of this.sessions) if (held.idleEndsAt <= now) this.sessions.delete(name);
+    for (const [name, trace] of this.traces) if (trace.until <= now) this.traces.delete(name);
   }
 }

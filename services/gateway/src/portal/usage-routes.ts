@@ -10,6 +10,7 @@ import { ownerCredits } from '../credits/owner-credits.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
+import type { KeyRecord } from '../keys/key-store.js';
 import { limitsFor, maxKeysFor, policyForCustomerKey, scopesFor } from '../plans/plans.js';
 import { stepAt } from '../usage/customer-steps.js';
 import { sumOf } from '../usage/reports.js';
@@ -29,13 +30,35 @@ const HistoryQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** The customer's shared windows now, and its units this billing period. */
+/**
+ * The windows of each of the customer's live keys that has limits of its own (a key may, beside
+ * the windows all its keys share), as GET /v1/usage answers them under `key.windows`: read from
+ * the limiter, never counted. A key without limits of its own has no windows but the shared ones,
+ * and is left out.
+ */
+async function keysOwnWindows(deps: Deps, customer: CustomerRecord, live: readonly KeyRecord[]) {
+  const own = live.filter((k) => k.limits !== undefined && Object.keys(k.limits).length > 0);
+  return Promise.all(
+    own.map(async (record) => {
+      const policy = policyForCustomerKey(deps.plans, customer, record.limits);
+      const usage = await deps.limiter.usage(record.id, policy, customer.id);
+      return { id: record.id, name: record.name, windows: liveWindows(policy, usage.windows, 'key') };
+    }),
+  );
+}
+
+/** The customer's shared windows now, its keys' own, and its units this billing period. */
 async function quotasNow(deps: Deps, customer: CustomerRecord, log: { error(obj: object, msg: string): void }) {
   const now = deps.now();
   const period = stepAt('period', customer.billing, now);
   const limits = limitsFor(deps.plans, customer.plan, customer.limits);
+  // Read before the limiter, outside its 503: the key store's own failure is classified as such.
+  const live = await deps.keyStore.liveKeysOf(customer.id);
   try {
-    const hours = await deps.history.hours(customer.id, period.start, stepAt('hour', customer.billing, now).end);
+    const [hours, keys] = await Promise.all([
+      deps.history.hours(customer.id, period.start, stepAt('hour', customer.billing, now).end),
+      keysOwnWindows(deps, customer, live),
+    ]);
     const windows =
       Object.keys(limits).length === 0
         ? {}
@@ -44,7 +67,11 @@ async function quotasNow(deps: Deps, customer: CustomerRecord, log: { error(obj:
             await deps.limiter.customerUsage(customer.id, policyForCustomerKey(deps.plans, customer)),
             'customer',
           );
-    return { windows, billingPeriod: { start: iso(period.start), end: iso(period.end), units: sumOf(hours).units } };
+    return {
+      windows,
+      keys,
+      billingPeriod: { start: iso(period.start), end: iso(period.end), units: sumOf(hours).units },
+    };
   } catch (err) {
     log.error({ err }, 'cannot read usage');
     throw unavailable('rate_limiter_unavailable', 'Cannot reach Redis to read usage');

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { newSecret, type PortalSessionStore, type SessionTiming } from '../../src/portal/session-store.js';
+import {
+  newSecret,
+  type PortalSessionStore,
+  type SessionTiming,
+  TRACE_LINGER_MS,
+} from '../../src/portal/session-store.js';
 
 const MINUTE = 60_000;
 /** The idle time every store is made with here. */
@@ -131,6 +136,38 @@ export function portalSessionStoreContract(
       expect(await store.getSession(secret)).not.toBeNull();
       await store.endSession(secret);
       expect(await Promise.all([store.getSession(secret), store.getSession(secret)])).toEqual([null, null]);
+    });
+
+    it('says why a secret names no session: ended by sign-out, expired, or unknown (never one, or long gone)', async () => {
+      const { clock, store: made } = fresh();
+      const store = await made;
+      const [ended, idle, hour] = [newSecret(), newSecret(), newSecret()];
+      const expiresAt = clock.now() + 60 * MINUTE;
+      for (const secret of [ended, idle, hour])
+        await store.putSession(secret, { customerId: 'cus_a', csrfToken: 'c', expiresAt });
+      expect(await store.whyGone(newSecret())).toBe('unknown');
+      await store.endSession(ended);
+      expect(await store.getSession(ended)).toBeNull();
+      expect(await store.whyGone(ended)).toBe('ended');
+      // Used every ten minutes, `hour` lives to its end; `idle`, never used, idles out.
+      for (let used = 0; used < 6; used++) {
+        clock.advance(10 * MINUTE);
+        await store.getSession(hour);
+      }
+      expect(await store.getSession(idle)).toBeNull();
+      expect(await store.getSession(hour)).toBeNull();
+      expect(await store.whyGone(idle)).toBe('expired');
+      expect(await store.whyGone(hour)).toBe('expired');
+      expect(await store.whyGone(ended)).toBe('ended');
+      // Asking writes nothing: a trace is not made by asking, and is still unknown after.
+      const asked = newSecret();
+      expect(await store.whyGone(asked)).toBe('unknown');
+      expect(await store.getSession(asked)).toBeNull();
+      // Until an hour past the session's end; then the traces are gone with it.
+      clock.advance(TRACE_LINGER_MS - 1);
+      expect(await store.whyGone(idle)).toBe('expired');
+      clock.advance(1);
+      for (const secret of [ended, idle, hour]) expect(await store.whyGone(secret)).toBe('unknown');
     });
   });
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { RedisPortalSessionStore } from '../../src/portal/redis-session-store.js';
-import { MemoryPortalSessionStore, newSecret, secretName } from '../../src/portal/session-store.js';
+import { MemoryPortalSessionStore, newSecret, secretName, TRACE_LINGER_MS } from '../../src/portal/session-store.js';
 import { useRedisClient } from '../support/helpers.js';
 import { IDLE_MS, portalSessionStoreContract } from './session-store.contract.js';
 
@@ -30,9 +30,18 @@ it('Redis expires a session at its idle end, and each use moves that on', async 
   const store = new RedisPortalSessionStore(redis(), prefix, { now: () => now, idleMs: IDLE_MS });
   const secret = newSecret();
   await store.putSession(secret, { customerId: 'cus_a', csrfToken: 'c', expiresAt: now + 3_600_000 });
-  const [key] = await redis().keys(`${prefix}*`);
-  expect(await redis().pexpiretime(key as string)).toBe(now + IDLE_MS);
+  const key = `${prefix}portal:session:${secretName(secret)}`;
+  // The session and its trace, both named by the secret's hash only.
+  expect((await redis().keys(`${prefix}*`)).sort()).toEqual([key, `${prefix}portal:trace:${secretName(secret)}`]);
+  expect(await redis().pexpiretime(key)).toBe(now + IDLE_MS);
   now += 60_000;
   await store.getSession(secret);
-  expect(await redis().pexpiretime(key as string)).toBe(now + IDLE_MS);
+  expect(await redis().pexpiretime(key)).toBe(now + IDLE_MS);
+  // The trace lasts to an hour past the session's end, and sign-out keeps that end.
+  const trace = `${prefix}portal:trace:${secretName(secret)}`;
+  const traceEnds = await redis().pexpiretime(trace);
+  expect(traceEnds).toBe(now - 60_000 + 3_600_000 + TRACE_LINGER_MS);
+  await store.endSession(secret);
+  expect(await redis().exists(key)).toBe(0);
+  expect(await redis().pexpiretime(trace)).toBe(traceEnds);
 });

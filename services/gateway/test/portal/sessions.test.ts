@@ -191,6 +191,38 @@ describe('a portal session', () => {
     );
   });
 
+  it('leaves a portal.session-refused line on the request log for each cookie that names no session, and no audit line', async () => {
+    const logs: Record<string, unknown>[] = [];
+    let now = Date.now();
+    const gw = await gateways.start({ now: () => now, logs });
+    const id = await customer(gw);
+    const ended = await signIn(gw, id);
+    expect((await ended.send('POST', '/portal/api/sign-out')).statusCode).toBe(204);
+    const idle = await signIn(gw, id);
+    now += 15 * 60_000;
+    const before = logs.length;
+    const cookies = [
+      ['portal_session=forged', 'malformed'],
+      [`portal_session=${'A'.repeat(43)}`, 'unknown'],
+      [ended.cookie, 'ended'],
+      [idle.cookie, 'expired'],
+    ] as const;
+    for (const [cookie] of cookies) {
+      expectError(await gw.portal.inject({ url: '/portal/api/usage', headers: { cookie } }), 401, 'unauthorized');
+    }
+    // No cookie at all is only the access log's 401: a visitor who never signed in is no event.
+    expectError(await gw.portal.inject({ url: '/portal/api/usage' }), 401, 'unauthorized');
+    const lines = logs.slice(before);
+    expect(lines.filter((l) => l.event === 'portal.session-refused').map((l) => [l.reason, l.level])).toEqual(
+      cookies.map(([, reason]) => [reason, 40]),
+    );
+    // Each line is the request's (its reqId), and none is an audit record.
+    expect(lines.filter((l) => l.event === 'portal.session-refused').every((l) => typeof l.reqId === 'string')).toBe(
+      true,
+    );
+    expect(lines.filter((l) => 'audit' in l)).toEqual([]);
+  });
+
   it('answers 503 when the session store is away', async () => {
     const gw = await gateways.start();
     const browser = await signIn(gw, await customer(gw));
