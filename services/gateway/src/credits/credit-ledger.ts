@@ -42,7 +42,14 @@ export interface CreditChange {
 }
 
 export type CreditAddResult =
-  | { outcome: 'added' | 'held'; entryId: string; balance: number; refilled: number }
+  | {
+      outcome: 'added' | 'held';
+      entryId: string;
+      balance: number;
+      refilled: number;
+      /** This change took the balance to 0 and is the one to announce `credits.exhausted`. */
+      exhausted?: true;
+    }
   /** It would have taken the balance below zero: nothing changed. */
   | { outcome: 'short'; balance: number; refilled: number };
 

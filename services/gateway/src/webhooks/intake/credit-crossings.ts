@@ -3,12 +3,13 @@ import type { CreditBatch } from '../../limits/key-limiter.js';
 /** A credit event one limiter call caused, with what it says beyond the key. */
 export interface CreditCrossing {
   type: 'credits.low' | 'credits.exhausted' | 'credits.refilled';
-  data: { balance: number; threshold?: number; refilled?: number };
+  data: { balance: number; threshold?: number; refilled?: number; cost?: number };
 }
 
 /**
  * The credit events of one limiter call (one batch of a key's requests): a refill it applied, the
- * low thresholds its spend crossed and the balance reaching zero. A threshold is a percent of the
+ * low thresholds its spend crossed, and the balance found unable to pay (a request refused for
+ * credits, or the balance reaching 0) when this call is the one that marked it so. A threshold is a percent of the
  * refill `amount` used (as the quota warnings' of a window's limit): 80 is crossed when the
  * balance falls from above 20 % of the amount to 20 % or below; without a refill there is no
  * amount to measure against, so only exhaustion. The shared limiter orders every call on a
@@ -30,6 +31,7 @@ export function creditCrossings(
       }
     }
   }
-  if (before > 0 && after === 0) crossed.push({ type: 'credits.exhausted', data: { balance: 0 } });
+  // Marked in the balance by the one call that found it unable to pay (CreditBatch.exhausted).
+  if (batch.exhausted) crossed.push({ type: 'credits.exhausted', data: { ...batch.exhausted } });
   return crossed.length > 0 ? crossed : undefined;
 }
