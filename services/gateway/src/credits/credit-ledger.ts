@@ -49,6 +49,8 @@ export type CreditAddResult =
       refilled: number;
       /** This change took the balance to 0 and is the one to announce `credits.exhausted`. */
       exhausted?: true;
+      /** The balance just after the last top-up, grant or upward adjustment (CreditBatch.raisedTo). */
+      raisedTo?: number;
     }
   /** It would have taken the balance below zero: nothing changed. */
   | { outcome: 'short'; balance: number; refilled: number };

@@ -3,7 +3,8 @@
  * the UTC hour, as an index, whose spend is still open, `u` that hour's spend so far (net of
  * refunds), `p` the last hour closed with a spend and `q` what a late refund may still give back
  * of it, `r` the refill period last seen, `x` present once `credits.exhausted` was announced and
- * until credits come back, and `i:<ref>` per entry made under a reference, the entry's stream id)
+ * until credits come back, `m` the balance just after the last top-up, grant or upward adjustment
+ * (what `credits.low` measures a balance without a refill against), and `i:<ref>` per entry made under a reference, the entry's stream id)
  * and the ledger stream (one entry per change: type, amount, at, and per type end, period, reason,
  * ref). The balance is always the sum of the ledger's amounts less the open hour's spend.
  *
@@ -21,10 +22,11 @@
  */
 export const CREDIT_STATE = `
 local function creditsRead(ck, cl, now, amount, period)
-  local s = redis.call('HMGET', ck, 'b', 'h', 'u', 'r', 'x')
+  local s = redis.call('HMGET', ck, 'b', 'h', 'u', 'r', 'x', 'm')
   local st = {b = tonumber(s[1] or '0'), h = tonumber(s[2] or '0'), u = tonumber(s[3] or '0'), r = s[4] or ''}
   st.x = s[5] ~= false
   st.x0 = st.x
+  st.m = tonumber(s[6] or '0')
   st.dirty = false
   st.refilled = 0
   local hour = math.floor(now / 3600000)
@@ -105,7 +107,7 @@ end
  * below zero. KEYS: state hash, ledger stream. ARGV: now, refill amount (0: none), refill period,
  * reference, type, amount, reason, at (epoch ms), the trim's cutoff (epoch ms; 0: none) and batch. Returns: 'added', 'held' (made before) or
  * 'short'; the entry's id (or ''); the balance; what a refill due now added; 1 when this change
- * took the balance to 0 and so announces `credits.exhausted` (else 0).
+ * took the balance to 0 and so announces `credits.exhausted` (else 0); `m` (0: none).
  */
 export const CREDIT_ADD_SCRIPT = `${CREDIT_STATE}${CREDIT_TRIM}
 local ck, cl = KEYS[1], KEYS[2]
@@ -122,7 +124,13 @@ if not held then
     st.b = st.b + delta
     st.dirty = true
     -- Credits came back: the balance may announce again; an adjustment down to 0 announces.
-    if delta > 0 then st.x = false elseif st.b == 0 then creditsExhaust(st, 0, 0) end
+    if delta > 0 then
+      st.x = false
+      st.m = st.b
+      redis.call('HSET', ck, 'm', string.format('%d', st.b))
+    elseif st.b == 0 then
+      creditsExhaust(st, 0, 0)
+    end
     id = redis.call('XADD', cl, '*', 'type', ARGV[5], 'amount', ARGV[6], 'at', ARGV[8], 'reason', ARGV[7], 'ref', ARGV[4])
     redis.call('HSET', ck, 'i:' .. ARGV[4], id)
   end
@@ -130,7 +138,7 @@ end
 if st.dirty then creditsSave(ck, st) end
 local announce = 0
 if st.ex then announce = 1 end
-return {outcome, id, st.b, st.refilled, announce}
+return {outcome, id, st.b, st.refilled, announce, st.m}
 `;
 
 /**

@@ -29,6 +29,8 @@ interface Balance {
   refilledFor: string;
   /** `credits.exhausted` was announced, and credits have not come back since (credit-script.ts, `x`). */
   exhausted: boolean;
+  /** The balance just after the last top-up, grant or upward adjustment; 0: none (credit-script.ts, `m`). */
+  raisedTo: number;
   entries: CreditEntry[];
   /** Entry ids by the reference they were made under. */
   refs: Map<string, string>;
@@ -80,6 +82,7 @@ export class MemoryCreditLedger implements CreditLedger {
         closedSpent: 0,
         refilledFor: '',
         exhausted: false,
+        raisedTo: 0,
         entries: [],
         refs: new Map(),
         opening: null,
@@ -147,9 +150,19 @@ export class MemoryCreditLedger implements CreditLedger {
     const entryId = this.append(held, { type, amount, at, reason, ref }, now);
     held.refs.set(ref, entryId);
     // Credits came back: the balance may announce again; an adjustment down to 0 announces.
-    if (amount > 0) held.exhausted = false;
+    if (amount > 0) {
+      held.exhausted = false;
+      held.raisedTo = held.balance;
+    }
     const exhausted = held.balance === 0 ? this.exhaust(held, 0) : undefined;
-    return { outcome: 'added', entryId, balance: held.balance, refilled, ...(exhausted ? { exhausted: true } : {}) };
+    return {
+      outcome: 'added',
+      entryId,
+      balance: held.balance,
+      refilled,
+      ...(exhausted ? { exhausted: true } : {}),
+      ...(held.raisedTo > 0 ? { raisedTo: held.raisedTo } : {}),
+    };
   }
 
   async refund(owner: string, rule: CreditRule, hour: number, units: number, now: number): Promise<number> {

@@ -116,7 +116,8 @@ export class RedisCreditLedger implements CreditLedger {
     const refilled = Number(reply[3]);
     if (outcome === 'short') return { outcome, balance, refilled };
     const exhausted = Number(reply[4]) === 1 ? { exhausted: true as const } : {};
-    return { outcome, entryId: String(reply[1]), balance, refilled, ...exhausted };
+    const raisedTo = Number(reply[5]) > 0 ? { raisedTo: Number(reply[5]) } : {};
+    return { outcome, entryId: String(reply[1]), balance, refilled, ...exhausted, ...raisedTo };
   }
 
   async refund(owner: string, rule: CreditRule, hour: number, units: number, now: number): Promise<number> {

@@ -180,6 +180,11 @@ export interface CreditBatch {
    * announces `credits.exhausted`, whichever replica made it (credit-script.ts, `x`).
    */
   exhausted?: { balance: number; cost?: number };
+  /**
+   * The balance just after its last top-up, grant or upward adjustment (absent: none yet): what
+   * `credits.low` measures a balance without a refill against.
+   */
+  raisedTo?: number;
 }
 
 /** How long a request out of credits waits for the next refill, when that refill covers its cost. */

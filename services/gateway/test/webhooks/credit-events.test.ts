@@ -46,7 +46,24 @@ describe('the credit crossings of one limiter call', () => {
       null,
       [['credits.exhausted', undefined]],
     ],
-    ['a spend without a refill: no amount to be low against', { before: 30, after: 1, refilled: 0 }, null, []],
+    [
+      'a spend without a refill or a top-up: no amount to be low against',
+      { before: 30, after: 1, refilled: 0 },
+      null,
+      [],
+    ],
+    [
+      'a spend without a refill, measured against the balance after the last top-up (100)',
+      { before: 30, after: 15, refilled: 0, raisedTo: 100 },
+      null,
+      [['credits.low', 80]],
+    ],
+    [
+      'a refill amount comes before the last top-up',
+      { before: 30, after: 15, refilled: 0, raisedTo: 1000 },
+      100,
+      [['credits.low', 80]],
+    ],
     ['a refill, then no spend', { before: 100, after: 100, refilled: 60 }, 100, [['credits.refilled', undefined]]],
     ['a top-up (the balance grows)', { before: 10, after: 50, refilled: 0 }, 100, []],
   ])('%s', (_label, batch, amount, expected) => {
@@ -101,6 +118,41 @@ const postPet = (gw: TestGateway, key: string) =>
   gw.app.inject({ method: 'POST', url: '/v1/pets', headers: bearer(key), payload: { name: 'Rex', species: 'dog' } });
 
 describe('credit events through the gate', () => {
+  it.each([
+    ['Redis', {}],
+    ['memory', { redisUrl: null }],
+  ])(
+    'measures credits.low on a balance without a refill against what it held just after its last top-up (%s)',
+    async (_label, backend) => {
+      const gw = await gateways.start({ ...backend, env: { ...LOCAL, PLANS_FILE: metered() } });
+      const hook = await startReceiver();
+      try {
+        await subscribeToCredits(gw, hook.url);
+        const customer = await made(call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered' }));
+        const key = await made(call(gw, 'POST', '/admin/keys', { customerId: customer.id, name: 'prod' }));
+        const topUp = (amount: number) =>
+          made(call(gw, 'POST', `/admin/customers/${customer.id}/credits`, { amount, reason: 'order' }));
+        await topUp(10);
+        // GET costs 1: low at 2 left (80 % of 10 used), exhausted at 0, the two refusals after it quiet.
+        expect((await twelveRequests(gw, key.key as string)).filter((s) => s === 200)).toHaveLength(10);
+        await hook.until(2);
+        // A top-up of 5 from 0: 80 % of it used leaves 1.
+        await topUp(5);
+        for (let i = 0; i < 4; i++) {
+          expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) })).statusCode).toBe(200);
+        }
+        await hook.until(3);
+        expect(hook.events().map((e) => [e.type, e.data.threshold, e.data.balance])).toEqual([
+          ['credits.low', 80, 2],
+          ['credits.exhausted', undefined, 0],
+          ['credits.low', 80, 1],
+        ]);
+      } finally {
+        await hook.close();
+      }
+    },
+  );
+
   // Redis (the limit script's mark) and the embedded limiter (the memory ledger's): one rule.
   it.each([
     ['Redis', {}],

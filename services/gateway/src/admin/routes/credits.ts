@@ -131,7 +131,14 @@ function creditRoutes(
             const result = await deps.credits.add(owner.id, owner.rule, change, deps.now());
             const before = result.balance - (result.outcome === 'added' ? change.amount : 0);
             const exhausted = result.outcome === 'added' && result.exhausted ? { exhausted: { balance: 0 } } : {};
-            announceCredits(deps, owner, { before, after: result.balance, refilled: result.refilled, ...exhausted });
+            const raisedTo = result.outcome !== 'short' && result.raisedTo ? { raisedTo: result.raisedTo } : {};
+            announceCredits(deps, owner, {
+              before,
+              after: result.balance,
+              refilled: result.refilled,
+              ...exhausted,
+              ...raisedTo,
+            });
             if (result.outcome === 'short') {
               throw new ApiError(
                 409,

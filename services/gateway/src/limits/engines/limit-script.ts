@@ -304,6 +304,7 @@ if credits then
     result[#result + 1] = -1
     result[#result + 1] = 0
   end
+  result[#result + 1] = credits.m
 end
 return result
 `;
@@ -354,7 +355,8 @@ return result
  * takes nothing and counts toward no ban; the reply then ends with the balance before the batch
  * (a refill due applied), after it, what the refill added, and when this call is the one that
  * found the balance unable to pay (credit-script.ts, `x`) the balance then and the cost refused (0:
- * a spend took it to 0), else -1 and 0. That mark costs the refusal branch nothing once set (`x` is
+ * a spend took it to 0), else -1 and 0; then the balance just after its last top-up (`m`, 0: none),
+ * which `credits.low` measures a balance without a refill against. That mark costs the refusal branch nothing once set (`x` is
  * read in the HMGET every call makes) and one HSET on the first refusal after credits came back.
  *
  * Composed of its parts, in order, each reading the locals the parts before it set: the windows

@@ -156,6 +156,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
               after: credit.held.balance,
               refilled: credit.refilled,
               ...(exhausted ? { exhausted } : {}),
+              ...(credit.held.raisedTo > 0 ? { raisedTo: credit.held.raisedTo } : {}),
             },
           }
         : {}),

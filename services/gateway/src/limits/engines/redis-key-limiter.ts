@@ -347,13 +347,15 @@ function batchResult(reply: ScriptResult, windows: number, credits: boolean): Ba
   };
 }
 
-/** The reply's credit tail: before, after, refilled, then the exhaustion this call announces (-1: none). */
+/** The reply's credit tail: before, after, refilled, the exhaustion this call announces (-1: none), `m`. */
 function creditBatch(reply: ScriptResult, tail: number): CreditBatch {
   const batch: CreditBatch = {
     before: Number(reply[tail]),
     after: Number(reply[tail + 1]),
     refilled: Number(reply[tail + 2]),
   };
+  const raisedTo = Number(reply[tail + 5]);
+  if (raisedTo > 0) batch.raisedTo = raisedTo;
   const balance = Number(reply[tail + 3]);
   if (balance >= 0) {
     const cost = Number(reply[tail + 4]);
