@@ -3,11 +3,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@animal-store/gateway/config.js';
+import { RedisCreditLedger } from '@animal-store/gateway/credits/redis-credit-ledger.js';
 import { MemoryCustomerStore } from '@animal-store/gateway/customers/memory-customer-store.js';
 import { generateApiKey, hashApiKey } from '@animal-store/gateway/keys/api-key.js';
 import { createKey } from '@animal-store/gateway/keys/create-key.js';
 import { MemoryKeyStore } from '@animal-store/gateway/keys/memory-key-store.js';
+import { RedisKeyLimiter } from '@animal-store/gateway/limits/engines/redis-key-limiter.js';
 import { createRedisClients, type RedisClient, whenReady } from '@animal-store/gateway/redis/clients.js';
+import { creditsContract } from '@animal-store/gateway/test/limits/credits.contract.js';
 import {
   ADMIN_TOKEN,
   addKey,
@@ -18,6 +21,7 @@ import {
   startGateway,
   type TestGateway,
 } from '@animal-store/gateway/test/support/helpers.js';
+import { testClock } from '@animal-store/gateway/test/support/test-clock.js';
 import { startReceiver } from '@animal-store/gateway/test/support/webhook-receiver.js';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -211,6 +215,21 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       const page = ledger.json() as { balance: number; openHour: { spent: number }; items: { amount: number }[] };
       expect(page.balance).toBe(0);
       expect(page.items.reduce((t, e) => t + e.amount, 0) - page.openHour.spent).toBe(0);
+    });
+
+    // The credits contract's limiter-level cases (mixed costs in order, a daily refill on a test
+    // clock, the ledger's sum by the hour, refunds of unserved requests, the exhausted mark) on
+    // this topology's client, as a gateway makes it: before the failover cases, on the first masters.
+    creditsContract(label, async (ban) => {
+      const prefix = `t${randomUUID().slice(0, 8)}:`;
+      const clock = testClock({ client: reader, prefix });
+      return {
+        limiter: new RedisKeyLimiter(reader, prefix, ban, clock.now),
+        credits: new RedisCreditLedger(reader, prefix),
+        ...clock,
+        // The reader is the suite's: it outlives each case.
+        cleanup: async () => {},
+      };
     });
 
     it('share a ban, and an admin unban and a revocation reach the other replica through pub/sub', async () => {

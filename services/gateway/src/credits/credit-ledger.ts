@@ -42,7 +42,16 @@ export interface CreditChange {
 }
 
 export type CreditAddResult =
-  | { outcome: 'added' | 'held'; entryId: string; balance: number; refilled: number }
+  | {
+      outcome: 'added' | 'held';
+      entryId: string;
+      balance: number;
+      refilled: number;
+      /** This change took the balance to 0 and is the one to announce `credits.exhausted`. */
+      exhausted?: true;
+      /** The balance just after the last top-up, grant or upward adjustment (CreditBatch.raisedTo). */
+      raisedTo?: number;
+    }
   /** It would have taken the balance below zero: nothing changed. */
   | { outcome: 'short'; balance: number; refilled: number };
 

@@ -2,18 +2,31 @@
  * A credit balance in Redis, in two keys in its owner's slot: the state hash (`b` the balance, `h`
  * the UTC hour, as an index, whose spend is still open, `u` that hour's spend so far (net of
  * refunds), `p` the last hour closed with a spend and `q` what a late refund may still give back
- * of it, `r` the refill period last seen, and `i:<ref>` per entry made under a reference, the entry's stream id)
+ * of it, `r` the refill period last seen, `x` present once `credits.exhausted` was announced and
+ * until credits come back, `m` the balance just after the last top-up, grant or upward adjustment
+ * (what `credits.low` measures a balance without a refill against), and `i:<ref>` per entry made under a reference, the entry's stream id)
  * and the ledger stream (one entry per change: type, amount, at, and per type end, period, reason,
  * ref). The balance is always the sum of the ledger's amounts less the open hour's spend.
  *
  * CREDIT_STATE defines, for the scripts that embed it: creditsRead(hash, stream, now, refill amount,
  * refill period), which closes a past hour's spend into the ledger and applies a refill due in
- * this period (bringing the balance up to the amount), and creditsSave(hash, state).
+ * this period (bringing the balance up to the amount), creditsExhaust(state, balance, cost) and
+ * creditsSave(hash, state).
+ *
+ * `x` is how `credits.exhausted` is sent once: the call that sets it (a request refused for
+ * credits, the balance reaching 0) is the one that announces, and every script on a balance runs
+ * alone, so exactly one call sets it, whichever replica made it. A refill that raises the balance
+ * and a top-up, grant or upward adjustment clear it; a refund does not (it gives back what an
+ * unserved request took: clearing on it would re-announce every upstream failure at the bottom of
+ * a balance).
  */
 export const CREDIT_STATE = `
 local function creditsRead(ck, cl, now, amount, period)
-  local s = redis.call('HMGET', ck, 'b', 'h', 'u', 'r')
+  local s = redis.call('HMGET', ck, 'b', 'h', 'u', 'r', 'x', 'm')
   local st = {b = tonumber(s[1] or '0'), h = tonumber(s[2] or '0'), u = tonumber(s[3] or '0'), r = s[4] or ''}
+  st.x = s[5] ~= false
+  st.x0 = st.x
+  st.m = tonumber(s[6] or '0')
   st.dirty = false
   st.refilled = 0
   local hour = math.floor(now / 3600000)
@@ -34,15 +47,30 @@ local function creditsRead(ck, cl, now, amount, period)
     if st.b < amount then
       st.refilled = amount - st.b
       st.b = amount
+      st.x = false
       redis.call('XADD', cl, '*', 'type', 'refill', 'amount', string.format('%d', st.refilled),
         'at', string.format('%d', now), 'period', period)
     end
   end
   return st
 end
+-- The first call that finds the balance cannot pay (a cost refused; 0: it reached 0) marks it:
+-- st.ex is then what to announce, {balance, cost}; a marked balance announces nothing more.
+local function creditsExhaust(st, balance, cost)
+  if st.x then return end
+  st.x = true
+  st.dirty = true
+  st.ex = {balance, cost}
+end
 local function creditsSave(ck, st)
-  redis.call('HSET', ck, 'b', string.format('%d', st.b), 'h', string.format('%d', st.h),
-    'u', string.format('%d', st.u), 'r', st.r)
+  if st.x and not st.x0 then
+    redis.call('HSET', ck, 'b', string.format('%d', st.b), 'h', string.format('%d', st.h),
+      'u', string.format('%d', st.u), 'r', st.r, 'x', '1')
+  else
+    redis.call('HSET', ck, 'b', string.format('%d', st.b), 'h', string.format('%d', st.h),
+      'u', string.format('%d', st.u), 'r', st.r)
+    if st.x0 and not st.x then redis.call('HDEL', ck, 'x') end
+  end
 end
 `;
 
@@ -78,7 +106,8 @@ end
  * retry adds nothing more; refused (the balance left as it is) when it would take the balance
  * below zero. KEYS: state hash, ledger stream. ARGV: now, refill amount (0: none), refill period,
  * reference, type, amount, reason, at (epoch ms), the trim's cutoff (epoch ms; 0: none) and batch. Returns: 'added', 'held' (made before) or
- * 'short'; the entry's id (or ''); the balance; what a refill due now added.
+ * 'short'; the entry's id (or ''); the balance; what a refill due now added; 1 when this change
+ * took the balance to 0 and so announces `credits.exhausted` (else 0); `m` (0: none).
  */
 export const CREDIT_ADD_SCRIPT = `${CREDIT_STATE}${CREDIT_TRIM}
 local ck, cl = KEYS[1], KEYS[2]
@@ -94,12 +123,22 @@ if not held then
     outcome = 'added'
     st.b = st.b + delta
     st.dirty = true
+    -- Credits came back: the balance may announce again; an adjustment down to 0 announces.
+    if delta > 0 then
+      st.x = false
+      st.m = st.b
+      redis.call('HSET', ck, 'm', string.format('%d', st.b))
+    elseif st.b == 0 then
+      creditsExhaust(st, 0, 0)
+    end
     id = redis.call('XADD', cl, '*', 'type', ARGV[5], 'amount', ARGV[6], 'at', ARGV[8], 'reason', ARGV[7], 'ref', ARGV[4])
     redis.call('HSET', ck, 'i:' .. ARGV[4], id)
   end
 end
 if st.dirty then creditsSave(ck, st) end
-return {outcome, id, st.b, st.refilled}
+local announce = 0
+if st.ex then announce = 1 end
+return {outcome, id, st.b, st.refilled, announce, st.m}
 `;
 
 /**

@@ -23,7 +23,7 @@ export async function creditsSpent(
 ): Promise<number> {
   const { balance, openHour, refilled } = await deps.credits.balance(owner.id, owner.rule, now);
   // A refill this read applied is announced as any reader's is.
-  announceCredits(deps, owner, balance, balance, refilled);
+  announceCredits(deps, owner, { before: balance, after: balance, refilled });
   let spent = openHour && openHour.start >= from && openHour.start < to ? openHour.spent : 0;
   let after: string | undefined;
   do {

@@ -1,3 +1,4 @@
+import type { CreditBatch } from '../limits/key-limiter.js';
 import { BadCursorError, type Page, type PageRequest } from '../paging/page.js';
 import {
   type CreditAddResult,
@@ -26,6 +27,10 @@ interface Balance {
   closedSpent: number;
   /** The refill period last seen. */
   refilledFor: string;
+  /** `credits.exhausted` was announced, and credits have not come back since (credit-script.ts, `x`). */
+  exhausted: boolean;
+  /** The balance just after the last top-up, grant or upward adjustment; 0: none (credit-script.ts, `m`). */
+  raisedTo: number;
   entries: CreditEntry[];
   /** Entry ids by the reference they were made under. */
   refs: Map<string, string>;
@@ -76,6 +81,8 @@ export class MemoryCreditLedger implements CreditLedger {
         closedHour: -1,
         closedSpent: 0,
         refilledFor: '',
+        exhausted: false,
+        raisedTo: 0,
         entries: [],
         refs: new Map(),
         opening: null,
@@ -101,16 +108,28 @@ export class MemoryCreditLedger implements CreditLedger {
       if (held.balance < amount) {
         refilled = amount - held.balance;
         held.balance = amount;
+        held.exhausted = false;
         this.append(held, { type: 'refill', amount: refilled, at: now, period: period.name }, now);
       }
     }
     return { held, refilled };
   }
 
-  /** The limiter's spend of an admitted request, into the open hour. */
-  spend(held: Balance, units: number): void {
+  /** The limiter's spend of an admitted request, into the open hour; one that leaves 0 exhausts it. */
+  spend(held: Balance, units: number): CreditBatch['exhausted'] {
     held.balance -= units;
     held.spent += units;
+    return held.balance === 0 ? this.exhaust(held, 0) : undefined;
+  }
+
+  /**
+   * The balance cannot pay (a request of `cost` refused; no cost: it reached 0): what to announce
+   * when this is the first time since credits came back, else undefined (the script's creditsExhaust).
+   */
+  exhaust(held: Balance, balance: number, cost?: number): CreditBatch['exhausted'] {
+    if (held.exhausted) return undefined;
+    held.exhausted = true;
+    return cost === undefined ? { balance } : { balance, cost };
   }
 
   async balance(owner: string, rule: CreditRule, now: number): Promise<CreditBalance> {
@@ -130,7 +149,20 @@ export class MemoryCreditLedger implements CreditLedger {
     const { type, amount, at, reason, ref } = change;
     const entryId = this.append(held, { type, amount, at, reason, ref }, now);
     held.refs.set(ref, entryId);
-    return { outcome: 'added', entryId, balance: held.balance, refilled };
+    // Credits came back: the balance may announce again; an adjustment down to 0 announces.
+    if (amount > 0) {
+      held.exhausted = false;
+      held.raisedTo = held.balance;
+    }
+    const exhausted = held.balance === 0 ? this.exhaust(held, 0) : undefined;
+    return {
+      outcome: 'added',
+      entryId,
+      balance: held.balance,
+      refilled,
+      ...(exhausted ? { exhausted: true } : {}),
+      ...(held.raisedTo > 0 ? { raisedTo: held.raisedTo } : {}),
+    };
   }
 
   async refund(owner: string, rule: CreditRule, hour: number, units: number, now: number): Promise<number> {

@@ -1,6 +1,7 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import { iso } from '../admin/shared.js';
 import type { GatewayDeps } from '../deps.js';
+import type { CreditBatch } from '../limits/key-limiter.js';
 import { BadCursorError, DEFAULT_PAGE_SIZE } from '../paging/page.js';
 import { type CreditEntry, HOUR_MS } from './credit-ledger.js';
 import type { CreditOwner } from './credit-owner.js';
@@ -25,14 +26,8 @@ function entryView({ end, at, ...rest }: CreditEntry) {
  * Announces what a read or change did to the balance: a refill it applied, a threshold an
  * adjustment crossed; the same events as the limiter's, named by the customer (or the lone key).
  */
-export function announceCredits(
-  deps: Pick<GatewayDeps, 'webhooks'>,
-  owner: CreditOwner,
-  before: number,
-  after: number,
-  refilled: number,
-): void {
-  deps.webhooks.onCredits(owner.ref, { before, after, refilled }, owner.terms?.refill?.amount ?? null);
+export function announceCredits(deps: Pick<GatewayDeps, 'webhooks'>, owner: CreditOwner, batch: CreditBatch): void {
+  deps.webhooks.onCredits(owner.ref, batch, owner.terms?.refill?.amount ?? null);
 }
 
 /**
@@ -42,7 +37,7 @@ export function announceCredits(
 export async function ownerCredits(deps: Deps, owner: CreditOwner) {
   const now = deps.now();
   const { balance, openHour, refilled } = await deps.credits.balance(owner.id, owner.rule, now);
-  announceCredits(deps, owner, balance, balance, refilled);
+  announceCredits(deps, owner, { before: balance, after: balance, refilled });
   const next = owner.terms ? refillPeriod(owner.rule, now) : null;
   return { balance, openHour: openHourView(openHour), nextRefillAt: next ? iso(next.nextAt) : null };
 }

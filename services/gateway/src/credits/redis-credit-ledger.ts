@@ -115,7 +115,9 @@ export class RedisCreditLedger implements CreditLedger {
     const balance = Number(reply[2]);
     const refilled = Number(reply[3]);
     if (outcome === 'short') return { outcome, balance, refilled };
-    return { outcome, entryId: String(reply[1]), balance, refilled };
+    const exhausted = Number(reply[4]) === 1 ? { exhausted: true as const } : {};
+    const raisedTo = Number(reply[5]) > 0 ? { raisedTo: Number(reply[5]) } : {};
+    return { outcome, entryId: String(reply[1]), balance, refilled, ...exhausted, ...raisedTo };
   }
 
   async refund(owner: string, rule: CreditRule, hour: number, units: number, now: number): Promise<number> {

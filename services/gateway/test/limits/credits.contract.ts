@@ -82,6 +82,57 @@ export function creditsContract(name: string, make: (ban: BanPolicy) => Promise<
       expect((await limiter.consume(keyId, policy, 0)).outcome).toBe('admitted');
     });
 
+    it('marks the balance exhausted once, on the first call that cannot pay (its balance and the cost), again only after credits come back', async () => {
+      const { limiter, credits, now } = await start();
+      const keyId = unique('key');
+      const policy = keyPolicy({ perMinute: 1_000 });
+      const announced = (decisions: Decision[]) =>
+        decisions.flatMap((d) => (d.credits?.exhausted ? [d.credits.exhausted] : []));
+      const refusals = (n: number, cost: number) =>
+        Promise.all(Array.from({ length: n }, () => limiter.consume(keyId, policy, cost)));
+      await topUp(credits, keyId, policy, 1, now());
+      // 1 left, each request costs 5: twenty concurrent refusals, one announcement among them.
+      const first = await refusals(20, 5);
+      expect(new Set(outcomes(first))).toEqual(new Set(['exhausted']));
+      expect(announced(first)).toEqual([{ balance: 1, cost: 5 }]);
+      expect(announced(await refusals(5, 5))).toEqual([]);
+      // A top-up brings credits back, still short of 5: the next refusal announces again.
+      await topUp(credits, keyId, policy, 2, now());
+      expect(announced(await refusals(10, 5))).toEqual([{ balance: 3, cost: 5 }]);
+      // Spending to 0 after that announces nothing more: the balance has said it cannot pay.
+      expect(announced([await limiter.consume(keyId, policy, 3)])).toEqual([]);
+      // A top-up, then spends down to 0: the spend that leaves 0 announces, the refusals after it do not.
+      await topUp(credits, keyId, policy, 2, now());
+      const spent = await refusals(4, 1);
+      expect(outcomes(spent).filter((o) => o === 'admitted')).toHaveLength(2);
+      expect(announced(spent)).toEqual([{ balance: 0 }]);
+      // An adjustment down to 0 announces too (the ledger's change, not the limiter's call).
+      await topUp(credits, keyId, policy, 4, now());
+      const down = { type: 'adjustment' as const, amount: -4, reason: 'test', ref: unique('ref'), at: now() };
+      expect(await credits.add(keyId, rule(policy), down, now())).toMatchObject({ outcome: 'added', exhausted: true });
+      expect(announced(await refusals(3, 1))).toEqual([]);
+    });
+
+    it('clears the exhausted mark with a refill that raises the balance, not with a refund of unserved requests', async () => {
+      const { limiter, credits, now, advance } = await start();
+      const keyId = unique('key');
+      const policy = keyPolicy({ perMinute: 1_000 }, { refill: { amount: 3, every: 'day' } });
+      const spent = await Promise.all([0, 1, 2].map(() => limiter.consume(keyId, policy, 1)));
+      expect(spent.flatMap((d) => (d.credits?.exhausted ? [d.credits.exhausted] : []))).toEqual([{ balance: 0 }]);
+      // A refund gives back what an unserved request took: the balance has said it cannot pay, and stays so.
+      const hour = now() - (now() % 3_600_000);
+      expect(await credits.refund(keyId, rule(policy), hour, 1, now())).toBe(1);
+      expect((await limiter.consume(keyId, policy, 1)).credits?.exhausted).toBeUndefined();
+      expect((await limiter.consume(keyId, policy, 1)).credits?.exhausted).toBeUndefined();
+      // The next day's refill brings it back to 3: a request of 5 is the first it cannot pay.
+      await advance(UTC_CALENDAR.end('day', now()) - now());
+      const refused = await limiter.consume(keyId, policy, 5);
+      expect(refused).toMatchObject({
+        outcome: 'exhausted',
+        credits: { refilled: 3, exhausted: { balance: 3, cost: 5 } },
+      });
+    });
+
     it('shares a customer’s balance among its keys, beside its windows', async () => {
       const { limiter, credits, now } = await start();
       const customer = unique('cus');

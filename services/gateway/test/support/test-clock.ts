@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { DAY_MS } from '../../src/usage/usage-history.js';
 
 const HOUR_MS = 3_600_000;
@@ -35,23 +35,30 @@ return 0
 const literal = (text: string): string => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 
 /**
- * Lets `ms` pass for every key under `prefix` in a standalone Redis, as the passing of time would:
- * each TTL shortened, and each key whose TTL runs out gone. Nothing without a TTL is touched, and
- * nothing goes sooner than its TTL says, so state that outlives its period stays visible. A
- * negative `ms` lengthens each TTL: time that passed on the wall clock but not on the test's.
+ * Lets `ms` pass for every key under `prefix` in a Redis (standalone or Sentinel's master), or in
+ * every master of a Cluster, as the passing of time would: each TTL shortened, and each key whose
+ * TTL runs out gone. Nothing without a TTL is touched, and nothing goes sooner than its TTL says,
+ * so state that outlives its period stays visible. A negative `ms` lengthens each TTL: time that
+ * passed on the wall clock but not on the test's.
  */
-async function ageRedis(client: Redis, prefix: string, ms: number): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${literal(prefix)}*`, 'COUNT', 1_000);
-    cursor = next;
-    if (keys.length > 0) await client.eval(AGE_SCRIPT, keys.length, ...keys, ms);
-  } while (cursor !== '0');
+async function ageRedis(client: Redis | Cluster, prefix: string, ms: number): Promise<void> {
+  // A Cluster's keys are on its masters, each SCANned on its own; a script there takes keys of one
+  // slot only, so one key a call.
+  const nodes = client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', `${literal(prefix)}*`, 'COUNT', 1_000);
+      cursor = next;
+      if (client.isCluster) for (const key of keys) await node.eval(AGE_SCRIPT, 1, key, ms);
+      else if (keys.length > 0) await node.eval(AGE_SCRIPT, keys.length, ...keys, ms);
+    } while (cursor !== '0');
+  }
 }
 
-/** Redis state that ages with a test clock: every key under `prefix`, on a standalone Redis. */
+/** Redis state that ages with a test clock: every key under `prefix`. */
 export interface AgingState {
-  client: Redis;
+  client: Redis | Cluster;
   prefix: string;
 }
 

@@ -27,18 +27,43 @@ describe('the credit crossings of one limiter call', () => {
     ['a spend to exactly 20 (80 % used)', { before: 21, after: 20, refilled: 0 }, 100, [['credits.low', 80]]],
     ['a spend that stays above', { before: 30, after: 21, refilled: 0 }, 100, []],
     [
-      'a spend to zero, past every threshold',
-      { before: 25, after: 0, refilled: 0 },
+      'a spend to zero, past every threshold, the call that marked the balance exhausted',
+      { before: 25, after: 0, refilled: 0, exhausted: { balance: 0 } },
       100,
       [['credits.exhausted', undefined]],
     ],
     [
-      'a spend to zero without a refill',
-      { before: 3, after: 0, refilled: 0 },
+      'a spend to zero without a refill, marked',
+      { before: 3, after: 0, refilled: 0, exhausted: { balance: 0 } },
       null,
       [['credits.exhausted', undefined]],
     ],
-    ['a spend without a refill: no amount to be low against', { before: 30, after: 1, refilled: 0 }, null, []],
+    // The balance was marked by an earlier call: already announced.
+    ['a spend to zero, not marked by this call', { before: 3, after: 0, refilled: 0 }, null, []],
+    [
+      'a refusal that marked it: the balance could not pay a cost',
+      { before: 1, after: 1, refilled: 0, exhausted: { balance: 1, cost: 5 } },
+      null,
+      [['credits.exhausted', undefined]],
+    ],
+    [
+      'a spend without a refill or a top-up: no amount to be low against',
+      { before: 30, after: 1, refilled: 0 },
+      null,
+      [],
+    ],
+    [
+      'a spend without a refill, measured against the balance after the last top-up (100)',
+      { before: 30, after: 15, refilled: 0, raisedTo: 100 },
+      null,
+      [['credits.low', 80]],
+    ],
+    [
+      'a refill amount comes before the last top-up',
+      { before: 30, after: 15, refilled: 0, raisedTo: 1000 },
+      100,
+      [['credits.low', 80]],
+    ],
     ['a refill, then no spend', { before: 100, after: 100, refilled: 60 }, 100, [['credits.refilled', undefined]]],
     ['a top-up (the balance grows)', { before: 10, after: 50, refilled: 0 }, 100, []],
   ])('%s', (_label, batch, amount, expected) => {
@@ -76,7 +101,93 @@ async function twelveRequests(gw: TestGateway, key: string): Promise<number[]> {
   return statuses;
 }
 
+/** A plan whose POST /v1/pets costs 5 credits, on credits of its own (no refill): the PLANS_FILE. */
+function metered(): string {
+  const plans = join(mkdtempSync(join(tmpdir(), 'credit-events-')), 'plans.json');
+  writeFileSync(
+    plans,
+    JSON.stringify({
+      plans: { metered: { windows: { minute: 100 }, credits: {} } },
+      routeCosts: { 'POST /v1/pets': 5 },
+    }),
+  );
+  return plans;
+}
+
+const postPet = (gw: TestGateway, key: string) =>
+  gw.app.inject({ method: 'POST', url: '/v1/pets', headers: bearer(key), payload: { name: 'Rex', species: 'dog' } });
+
 describe('credit events through the gate', () => {
+  it.each([
+    ['Redis', {}],
+    ['memory', { redisUrl: null }],
+  ])(
+    'measures credits.low on a balance without a refill against what it held just after its last top-up (%s)',
+    async (_label, backend) => {
+      const gw = await gateways.start({ ...backend, env: { ...LOCAL, PLANS_FILE: metered() } });
+      const hook = await startReceiver();
+      try {
+        await subscribeToCredits(gw, hook.url);
+        const customer = await made(call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered' }));
+        const key = await made(call(gw, 'POST', '/admin/keys', { customerId: customer.id, name: 'prod' }));
+        const topUp = (amount: number) =>
+          made(call(gw, 'POST', `/admin/customers/${customer.id}/credits`, { amount, reason: 'order' }));
+        await topUp(10);
+        // GET costs 1: low at 2 left (80 % of 10 used), exhausted at 0, the two refusals after it quiet.
+        expect((await twelveRequests(gw, key.key as string)).filter((s) => s === 200)).toHaveLength(10);
+        await hook.until(2);
+        // A top-up of 5 from 0: 80 % of it used leaves 1.
+        await topUp(5);
+        for (let i = 0; i < 4; i++) {
+          expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) })).statusCode).toBe(200);
+        }
+        await hook.until(3);
+        expect(hook.events().map((e) => [e.type, e.data.threshold, e.data.balance])).toEqual([
+          ['credits.low', 80, 2],
+          ['credits.exhausted', undefined, 0],
+          ['credits.low', 80, 1],
+        ]);
+      } finally {
+        await hook.close();
+      }
+    },
+  );
+
+  // Redis (the limit script's mark) and the embedded limiter (the memory ledger's): one rule.
+  it.each([
+    ['Redis', {}],
+    ['memory', { redisUrl: null }],
+  ])(
+    'sends credits.exhausted once when a balance first cannot pay a request, with its balance and the cost, and again only after credits came back (%s)',
+    async (_label, backend) => {
+      const gw = await gateways.start({ ...backend, env: { ...LOCAL, PLANS_FILE: metered() } });
+      const hook = await startReceiver();
+      try {
+        await subscribeToCredits(gw, hook.url);
+        const customer = await made(call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered' }));
+        const key = await made(call(gw, 'POST', '/admin/keys', { customerId: customer.id, name: 'prod' }));
+        const topUp = (amount: number) =>
+          made(call(gw, 'POST', `/admin/customers/${customer.id}/credits`, { amount, reason: 'order' }));
+        await topUp(1);
+        // 1 left, every request costs 5: refused for ever, announced once.
+        const refused = await Promise.all(Array.from({ length: 6 }, () => postPet(gw, key.key as string)));
+        expect(refused.map((r) => r.statusCode)).toEqual([402, 402, 402, 402, 402, 402]);
+        await hook.until(1);
+        // Credits come back, still short of 5: the next refusal announces again, with the new balance.
+        await topUp(2);
+        for (let i = 0; i < 3; i++) expect((await postPet(gw, key.key as string)).statusCode).toBe(402);
+        await hook.until(2);
+        expect(hook.events().map((e) => [e.type, e.data.balance, e.data.cost])).toEqual([
+          ['credits.exhausted', 1, 5],
+          ['credits.exhausted', 3, 5],
+        ]);
+        expect(hook.events()[0]?.data).toMatchObject({ customerId: customer.id, keyId: key.id });
+      } finally {
+        await hook.close();
+      }
+    },
+  );
+
   it('sends credits.refilled, credits.low and credits.exhausted once each, naming the customer and the key', async () => {
     const gw = await gateways.start({ env: LOCAL });
     const hook = await startReceiver();

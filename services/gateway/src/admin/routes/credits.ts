@@ -123,7 +123,15 @@ function creditRoutes(
             const owner = creditOwnerOf(deps.plans, of);
             const result = await deps.credits.add(owner.id, owner.rule, change, deps.now());
             const before = result.balance - (result.outcome === 'added' ? change.amount : 0);
-            announceCredits(deps, owner, before, result.balance, result.refilled);
+            const exhausted = result.outcome === 'added' && result.exhausted ? { exhausted: { balance: 0 } } : {};
+            const raisedTo = result.outcome !== 'short' && result.raisedTo ? { raisedTo: result.raisedTo } : {};
+            announceCredits(deps, owner, {
+              before,
+              after: result.balance,
+              refilled: result.refilled,
+              ...exhausted,
+              ...raisedTo,
+            });
             if (result.outcome === 'short') {
               throw new ApiError(
                 409,

@@ -114,6 +114,7 @@ for i = 1, n do
     -- Out of credits: refused, taking nothing, and counting toward no ban.
     out[i] = 'L'
     short[i] = true
+    creditsShort(c)
   elseif fits then
     taken = taken + c
     out[i] = 'A'
@@ -150,6 +151,7 @@ end
  * amount and period; the last two KEYS are the balance's hash and ledger stream, credit-script.ts):
  * read, a past hour's spend closed and a refill due applied. creditsCover(c): whether the balance
  * has room for a request of cost c once the batch's admitted requests are taken from it.
+ * creditsShort(c): the mark of a request it cannot cover.
  */
 const CREDITS_READ = `${CREDIT_STATE}
 local credits = nil
@@ -164,11 +166,20 @@ end
 local function creditsCover(c)
   return credits == nil or c == 0 or credits.b - taken >= c
 end
+-- A request of cost c the balance cannot cover marks it exhausted (creditsExhaust): as a spend to 0
+-- when this batch's admitted requests took it there (as one call per request would have), else as
+-- this refusal.
+local function creditsShort(c)
+  local left = credits.b - taken
+  if taken > 0 and left == 0 then c = 0 end
+  creditsExhaust(credits, left, c)
+end
 `;
 
 /**
  * The credit balance: the admitted units spent from it into the open hour; the requests it could
- * not cover answered C (the history counted them as limited).
+ * not cover answered C (the history counted them as limited); a spend that leaves 0 marks it
+ * exhausted (creditsExhaust), in the same HSET.
  */
 const CREDITS_WRITE = `if credits then
   for i in pairs(short) do out[i] = 'C' end
@@ -176,6 +187,7 @@ const CREDITS_WRITE = `if credits then
     credits.b = credits.b - taken
     credits.u = credits.u + taken
     credits.dirty = true
+    if credits.b == 0 then creditsExhaust(credits, 0, 0) end
   end
   if credits.dirty then creditsSave(KEYS[#KEYS - 1], credits) end
 end
@@ -285,6 +297,14 @@ if credits then
   result[#result + 1] = credits.before
   result[#result + 1] = credits.b
   result[#result + 1] = credits.refilled
+  if credits.ex then
+    result[#result + 1] = credits.ex[1]
+    result[#result + 1] = credits.ex[2]
+  else
+    result[#result + 1] = -1
+    result[#result + 1] = 0
+  end
+  result[#result + 1] = credits.m
 end
 return result
 `;
@@ -333,7 +353,11 @@ return result
  *
  * Credits (CREDITS_READ): a request the windows admit but the balance cannot cover is answered C,
  * takes nothing and counts toward no ban; the reply then ends with the balance before the batch
- * (a refill due applied), after it, and what the refill added.
+ * (a refill due applied), after it, what the refill added, and when this call is the one that
+ * found the balance unable to pay (credit-script.ts, `x`) the balance then and the cost refused (0:
+ * a spend took it to 0), else -1 and 0; then the balance just after its last top-up (`m`, 0: none),
+ * which `credits.low` measures a balance without a refill against. That mark costs the refusal branch nothing once set (`x` is
+ * read in the HMGET every call makes) and one HSET on the first refusal after credits came back.
  *
  * Composed of its parts, in order, each reading the locals the parts before it set: the windows
  * read, the credit balance read, the decision, the windows taken from, the ban, the history, the

@@ -3,6 +3,7 @@ import type {
   BanList,
   BanPolicy,
   BatchResult,
+  CreditBatch,
   Decision,
   KeyLimiter,
   KeyUsage,
@@ -145,9 +146,20 @@ export class MemoryKeyLimiter implements KeyLimiter {
     }
     const credit = policy.credits && this.credits ? this.credits.state(customerId ?? keyId, policy.credits, now) : null;
     const before = credit?.held.balance ?? 0;
+    let exhausted: CreditBatch['exhausted'];
     const result = (outcome: 'A' | 'L' | 'B' | 'C', banTtlMs = 0, banStartedAt = 0): BatchResult => ({
       outcomes: outcome,
-      ...(credit ? { credits: { before, after: credit.held.balance, refilled: credit.refilled } } : {}),
+      ...(credit
+        ? {
+            credits: {
+              before,
+              after: credit.held.balance,
+              refilled: credit.refilled,
+              ...(exhausted ? { exhausted } : {}),
+              ...(credit.held.raisedTo > 0 ? { raisedTo: credit.held.raisedTo } : {}),
+            },
+          }
+        : {}),
       banTtlMs,
       banStartedAt,
       used,
@@ -163,8 +175,11 @@ export class MemoryKeyLimiter implements KeyLimiter {
     if (ban) return result('B', ban.expiresAt - now);
     if (cost === 0 || rules.every((rule, w) => (used[w] as number) + cost <= rule.limit)) {
       // Out of credits: refused, taking nothing, and counting toward no ban.
-      if (credit && cost > before) return result('C');
-      if (credit && cost > 0) this.credits?.spend(credit.held, cost);
+      if (credit && cost > before) {
+        exhausted = this.credits?.exhaust(credit.held, before, cost);
+        return result('C');
+      }
+      if (credit && cost > 0) exhausted = this.credits?.spend(credit.held, cost);
       if (cost > 0) {
         rules.forEach((rule, w) => {
           counters[w] = this.take(keys[w] as string, rule, counters[w], cost, now);

@@ -8,6 +8,7 @@ import type {
   BanList,
   BanPolicy,
   BatchResult,
+  CreditBatch,
   Decision,
   KeyLimiter,
   KeyUsage,
@@ -337,13 +338,28 @@ function batchResult(reply: ScriptResult, windows: number, credits: boolean): Ba
   const tail = 3 + 3 * windows;
   return {
     outcomes: String(reply[0]),
-    ...(credits
-      ? { credits: { before: Number(reply[tail]), after: Number(reply[tail + 1]), refilled: Number(reply[tail + 2]) } }
-      : {}),
+    ...(credits ? { credits: creditBatch(reply, tail) } : {}),
     banTtlMs: Number(reply[1]),
     banStartedAt: Number(reply[2]),
     used,
     resetMs,
     buckets,
   };
+}
+
+/** The reply's credit tail: before, after, refilled, the exhaustion this call announces (-1: none), `m`. */
+function creditBatch(reply: ScriptResult, tail: number): CreditBatch {
+  const batch: CreditBatch = {
+    before: Number(reply[tail]),
+    after: Number(reply[tail + 1]),
+    refilled: Number(reply[tail + 2]),
+  };
+  const raisedTo = Number(reply[tail + 5]);
+  if (raisedTo > 0) batch.raisedTo = raisedTo;
+  const balance = Number(reply[tail + 3]);
+  if (balance >= 0) {
+    const cost = Number(reply[tail + 4]);
+    batch.exhausted = cost > 0 ? { balance, cost } : { balance };
+  }
+  return batch;
 }

@@ -64,7 +64,8 @@ export class KeyEvents {
 
   /**
    * After a limiter call on a credit balance (the first decision of its batch carries it): the
-   * refill it applied, the low thresholds it crossed, the balance reaching zero; each is the
+   * refill it applied, the low thresholds it crossed, the balance found unable to pay (once until
+   * credits come back: CreditBatch.exhausted); each is the
    * customer's (or the lone key's), named by the key whose request caused it, or by the customer
    * alone when an admin read or change caused it.
    */

@@ -284,6 +284,13 @@ describe('credits over two replicas on one Redis', () => {
         d?.outcome === 'exhausted' ? [costs[i % costs.length] as number] : [],
       );
       expect(Math.min(...refused)).toBeGreaterThan(left);
+      // One call, on one of the replicas, found the balance unable to pay: credits.exhausted once.
+      const announced = decisions.flatMap((d) => (d?.credits?.exhausted ? [d.credits.exhausted] : []));
+      expect(announced).toHaveLength(1);
+      // At the first refusal (a cheaper request may still have fitted after it), or at 0.
+      const [first] = announced as [{ balance: number; cost?: number }];
+      expect(first.balance).toBeGreaterThanOrEqual(left);
+      expect(first.cost ?? 1).toBeGreaterThan(first.balance);
       const [minute] = await limiters[0].customerUsage(customer, customerPolicy);
       expect(minute?.used).toBe(spent);
       const { balance, openHour } = await ledger.balance(customer, rule, Date.now());
