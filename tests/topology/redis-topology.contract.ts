@@ -180,7 +180,11 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
     );
 
     it('two replicas spend a customer’s 100 credits exactly: 3 keys × 100 concurrent requests, in the customer’s slot', async () => {
-      const { a, b } = await replicas({ BAN_THRESHOLD: '1000' });
+      // Closed: in open mode a replica whose Redis answer came late (over 2 s on a loaded host)
+      // decides on its own windows for 500 ms, which spend no credits, as docs/credits.md says: on a
+      // host at load 6 to 9 that showed as 129 to 252 admitted in 2 runs of 3 (closed: 2 of 2 exact).
+      // Closed, the same hitch is a 503, named in the tally.
+      const { a, b } = await replicas({ BAN_THRESHOLD: '1000', RATE_LIMIT_FAILURE_MODE: 'closed' });
       const customerId = `cus_${randomUUID().slice(0, 16)}`;
       await a.deps.customerStore.insert({
         id: customerId,
@@ -206,8 +210,17 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       const results = await Promise.all(
         keys.flatMap((key) => Array.from({ length: 100 }, (_, i) => get(i % 2 ? a : b, key))),
       );
-      expect(results.filter((r) => r.status === 200)).toHaveLength(100);
-      expect(results.filter((r) => r.status === 402 && r.code === 'credits_exhausted')).toHaveLength(200);
+      const counts: Record<string, number> = {};
+      for (const r of results) counts[`${r.status} ${r.code ?? ''}`] = (counts[`${r.status} ${r.code ?? ''}`] ?? 0) + 1;
+      const tally = JSON.stringify(counts);
+      expect(
+        results.filter((r) => r.status === 200),
+        tally,
+      ).toHaveLength(100);
+      expect(
+        results.filter((r) => r.status === 402 && r.code === 'credits_exhausted'),
+        tally,
+      ).toHaveLength(200);
       const ledger = await b.admin.inject({
         url: `/admin/customers/${customerId}/credits/ledger`,
         headers: bearer(ADMIN_TOKEN),
