@@ -117,6 +117,34 @@ function metered(): string {
 const postPet = (gw: TestGateway, key: string) =>
   gw.app.inject({ method: 'POST', url: '/v1/pets', headers: bearer(key), payload: { name: 'Rex', species: 'dog' } });
 
+/**
+ * A gateway (on `backend`) with PLANS_FILE's metered plan, a receiver subscribed to the credit
+ * events, a customer on that plan with one key, and its top-up; the receiver closed after `body`.
+ */
+async function onMeteredCustomer(
+  backend: { redisUrl?: null },
+  body: (run: {
+    gw: TestGateway;
+    hook: Awaited<ReturnType<typeof startReceiver>>;
+    customer: Record<string, string>;
+    key: Record<string, string>;
+    topUp: (amount: number) => Promise<Record<string, string>>;
+  }) => Promise<void>,
+): Promise<void> {
+  const gw = await gateways.start({ ...backend, env: { ...LOCAL, PLANS_FILE: metered() } });
+  const hook = await startReceiver();
+  try {
+    await subscribeToCredits(gw, hook.url);
+    const customer = await made(call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered' }));
+    const key = await made(call(gw, 'POST', '/admin/keys', { customerId: customer.id, name: 'prod' }));
+    const topUp = (amount: number) =>
+      made(call(gw, 'POST', `/admin/customers/${customer.id}/credits`, { amount, reason: 'order' }));
+    await body({ gw, hook, customer, key, topUp });
+  } finally {
+    await hook.close();
+  }
+}
+
 describe('credit events through the gate', () => {
   it.each([
     ['Redis', {}],
@@ -124,14 +152,7 @@ describe('credit events through the gate', () => {
   ])(
     'measures credits.low on a balance without a refill against what it held just after its last top-up (%s)',
     async (_label, backend) => {
-      const gw = await gateways.start({ ...backend, env: { ...LOCAL, PLANS_FILE: metered() } });
-      const hook = await startReceiver();
-      try {
-        await subscribeToCredits(gw, hook.url);
-        const customer = await made(call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered' }));
-        const key = await made(call(gw, 'POST', '/admin/keys', { customerId: customer.id, name: 'prod' }));
-        const topUp = (amount: number) =>
-          made(call(gw, 'POST', `/admin/customers/${customer.id}/credits`, { amount, reason: 'order' }));
+      await onMeteredCustomer(backend, async ({ gw, hook, key, topUp }) => {
         await topUp(10);
         // GET costs 1: low at 2 left (80 % of 10 used), exhausted at 0, the two refusals after it quiet.
         expect((await twelveRequests(gw, key.key as string)).filter((s) => s === 200)).toHaveLength(10);
@@ -147,9 +168,7 @@ describe('credit events through the gate', () => {
           ['credits.exhausted', undefined, 0],
           ['credits.low', 80, 1],
         ]);
-      } finally {
-        await hook.close();
-      }
+      });
     },
   );
 
@@ -160,14 +179,7 @@ describe('credit events through the gate', () => {
   ])(
     'sends credits.exhausted once when a balance first cannot pay a request, with its balance and the cost, and again only after credits came back (%s)',
     async (_label, backend) => {
-      const gw = await gateways.start({ ...backend, env: { ...LOCAL, PLANS_FILE: metered() } });
-      const hook = await startReceiver();
-      try {
-        await subscribeToCredits(gw, hook.url);
-        const customer = await made(call(gw, 'POST', '/admin/customers', { name: 'Acme', plan: 'metered' }));
-        const key = await made(call(gw, 'POST', '/admin/keys', { customerId: customer.id, name: 'prod' }));
-        const topUp = (amount: number) =>
-          made(call(gw, 'POST', `/admin/customers/${customer.id}/credits`, { amount, reason: 'order' }));
+      await onMeteredCustomer(backend, async ({ gw, hook, customer, key, topUp }) => {
         await topUp(1);
         // 1 left, every request costs 5: refused for ever, announced once.
         const refused = await Promise.all(Array.from({ length: 6 }, () => postPet(gw, key.key as string)));
@@ -182,9 +194,7 @@ describe('credit events through the gate', () => {
           ['credits.exhausted', 3, 5],
         ]);
         expect(hook.events()[0]?.data).toMatchObject({ customerId: customer.id, keyId: key.id });
-      } finally {
-        await hook.close();
-      }
+      });
     },
   );
 

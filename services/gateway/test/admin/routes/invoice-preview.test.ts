@@ -159,16 +159,6 @@ describe('an invoice preview', () => {
     expect([previous.units, previous.creditsUsed]).toEqual([8, 8]);
   });
 
-  it('has no credits line for a customer without credit terms', async () => {
-    const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
-    const { id, key } = await customerWithKey(gw, 'metered');
-    await traffic(gw, key, 2, 0);
-    const preview = await json(call(gw, 'GET', `/admin/customers/${id}/invoice-preview`));
-    expect(preview.creditsUsed).toBeNull();
-    expect(preview.lines.map((l: { line: string }) => l.line)).toEqual(['base', 'included', 'overage']);
-    expect([preview.units, preview.total]).toEqual([2, 4900]);
-  });
-
   it('asks for the admin token, answers 404 for an unknown customer, 400 for a period out of shape, 409 for a plan without a price', async () => {
     const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
     expectError(await call(gw, 'GET', '/admin/customers/cus_nobody/invoice-preview'), 404, 'not_found');
@@ -252,6 +242,21 @@ describe.each([
   });
 });
 
+describe.each([
+  ['a customer', customerWithKey, 'customers'],
+  ['a lone key', loneKey, 'keys'],
+] as const)('the invoice preview of %s without credit terms', (_label, make, route) => {
+  it('has no credits line', async () => {
+    const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
+    const { id, key } = await make(gw, 'metered');
+    await traffic(gw, key, 2, 0);
+    const preview = await json(call(gw, 'GET', `/admin/${route}/${id}/invoice-preview`));
+    expect(preview.creditsUsed).toBeNull();
+    expect(preview.lines.map((l: { line: string }) => l.line)).toEqual(['base', 'included', 'overage']);
+    expect([preview.units, preview.total]).toEqual([2, 4900]);
+  });
+});
+
 describe('a lone key’s invoice preview', () => {
   it('bills the previous UTC month from the key’s history and its ledger’s closed hours, as JSON and CSV', async () => {
     let clock = Date.parse('2026-03-10T12:00:00Z');
@@ -269,16 +274,6 @@ describe('a lone key’s invoice preview', () => {
     const history = await json(call(gw, 'GET', `/admin/keys/${id}/usage/history?period=previous&granularity=day`));
     expect(history.from).toBe('2026-03-01T00:00:00.000Z');
     await expectMarchThenApril(gw, `/admin/keys/${id}`, id, history);
-  });
-
-  it('has no credits line for a lone key without credit terms', async () => {
-    const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
-    const { id, key } = await loneKey(gw, 'metered');
-    await traffic(gw, key, 2, 0);
-    const preview = await json(call(gw, 'GET', `/admin/keys/${id}/invoice-preview`));
-    expect(preview.creditsUsed).toBeNull();
-    expect(preview.lines.map((l: { line: string }) => l.line)).toEqual(['base', 'included', 'overage']);
-    expect([preview.units, preview.total]).toEqual([2, 4900]);
   });
 
   it('asks for the admin token, answers 404 for an unknown key, 400 for a period out of shape, 409 for a customer’s key (naming its customer’s preview) and for a plan without a price', async () => {
