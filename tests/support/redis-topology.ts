@@ -102,7 +102,7 @@ export class RedisClusterTopology implements RedisTopology {
     const cli = redisCliBinary();
     redisServerBinary();
     const dir = await mkdtemp(join(tmpdir(), 'redis-cluster-'));
-    const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
+    const ports = await Promise.all(Array.from({ length: 6 }, () => freePort({ clusterBus: true })));
     const nodes = await Promise.all(
       ports.map((port) =>
         RedisProcess.start(port, (p) => [

@@ -24,18 +24,24 @@ export class MissingPrerequisite extends Error {
  * the same port at once, which the random draw, the bind check and the memory of ports handed out
  * in this process make rare, and ServiceProcess.start retries.
  */
-export async function freePort(): Promise<number> {
-  const [low, high] = testPortRange();
+export async function freePort(options: { clusterBus?: boolean } = {}): Promise<number> {
+  const [low, rangeHigh] = testPortRange();
+  // A Cluster node also listens on its port + 10000 (the cluster bus): both below the range.
+  const bus = options.clusterBus ? CLUSTER_BUS_OFFSET : 0;
+  const high = rangeHigh - bus;
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = low + Math.floor(Math.random() * (high - low + 1));
     if (handedOut.has(port)) continue;
-    if (await canListen(port)) {
+    if ((await canListen(port)) && (bus === 0 || (await canListen(port + bus)))) {
       handedOut.add(port);
       return port;
     }
   }
   throw new Error(`freePort: no free port in ${low}-${high} after 50 draws`);
 }
+
+/** Redis Cluster's bus port is the node's port plus this. */
+const CLUSTER_BUS_OFFSET = 10_000;
 
 /** Ports freePort gave in this process: not given twice, even once their holder has closed. */
 const handedOut = new Set<number>();

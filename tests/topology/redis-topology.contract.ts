@@ -23,6 +23,7 @@ import {
 } from '@animal-store/gateway/test/support/helpers.js';
 import { testClock } from '@animal-store/gateway/test/support/test-clock.js';
 import { startReceiver } from '@animal-store/gateway/test/support/webhook-receiver.js';
+import type { Cluster } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisInspector } from '../support/redis-inspect.js';
@@ -228,6 +229,32 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       const page = ledger.json() as { balance: number; openHour: { spent: number }; items: { amount: number }[] };
       expect(page.balance).toBe(0);
       expect(page.items.reduce((t, e) => t + e.amount, 0) - page.openHour.spent).toBe(0);
+    });
+
+    it('sends a script whose first argument is its number of keys to its keys’ node, beside a write to another node in the same turn', async (ctx) => {
+      if (!reader.isCluster) return ctx.skip();
+      const cluster = reader as Cluster;
+      const nodeOf = async (key: string) => cluster.slots[Number(await cluster.call('CLUSTER', 'KEYSLOT', key))]?.[0];
+      // ioredis groups an auto-pipeline by a command's first key, and took a script's first
+      // argument ("1" here) for one: the script shared a pipeline with a write to "1"'s node.
+      const numbersNode = await nodeOf('1');
+      const key = async (wanted: (node: string | undefined) => boolean) => {
+        for (let i = 0; ; i++) if (wanted(await nodeOf(`pipe${i}`))) return `pipe${i}`;
+      };
+      const elsewhere = await key((node) => node !== numbersNode);
+      const there = await key((node) => node === numbersNode);
+      const target = loadConfig(topology.env).redis;
+      if (!target) throw new Error('topology env names no Redis');
+      const client = createRedisClients(target, 2_000, { subscriber: false }).redis as Cluster;
+      try {
+        await whenReady(client);
+        // A name on the list of such scripts (redis/clients.ts), as the gateway's limiter defines it.
+        client.defineCommand('gatewayUsage', { lua: "return redis.call('SET', KEYS[1], ARGV[1])" });
+        const run = client as unknown as { gatewayUsage(n: number, key: string, value: string): Promise<string> };
+        expect(await Promise.all([run.gatewayUsage(1, elsewhere, 'a'), client.set(there, 'b')])).toEqual(['OK', 'OK']);
+      } finally {
+        client.disconnect();
+      }
     });
 
     // The credits contract's limiter-level cases (mixed costs in order, a daily refill on a test
