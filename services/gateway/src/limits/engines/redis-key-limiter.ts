@@ -158,8 +158,8 @@ export class RedisKeyLimiter implements KeyLimiter {
     this.flushScheduled = false;
     // One write for every key's call: each would otherwise be a syscall of its own, and with many
     // keys active a flush holds about one key per request (a CPU profile over 100,000 keys: one
-    // script call per request, and its socket write 13 % of the busy time). A Cluster client
-    // pipelines per node by itself (redis/clients.ts), and has no one socket to cork.
+    // script call per request, and its socket write 13 % of the busy time). A Cluster client has
+    // no one socket to cork, and sends each script call on its own (redis/clients.ts says why).
     const socket = this.pending.size > 1 && !this.redis.isCluster ? (this.redis as Redis).stream : undefined;
     socket?.cork();
     try {
