@@ -181,10 +181,10 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
     );
 
     it('two replicas spend a customer’s 100 credits exactly: 3 keys × 100 concurrent requests, in the customer’s slot', async () => {
-      // Closed: in open mode a replica whose Redis answer came late (over 2 s on a loaded host)
-      // decides on its own windows for 500 ms, which spend no credits, as docs/credits.md says: on a
-      // host at load 6 to 9 that showed as 129 to 252 admitted in 2 runs of 3 (closed: 2 of 2 exact).
-      // Closed, the same hitch is a 503, named in the tally.
+      // Closed: in open mode any failed limiter call puts a replica on its own windows for 500 ms,
+      // which spend no credits (docs/credits.md), and a failure showed only as too many admitted
+      // (129 to 252). Closed, it is a 503 named in the tally, which is how the Cluster pipeline bug
+      // in redis/clients.ts (autoPipeliningIgnoredCommands) was found: 100, then 199 503s.
       const { a, b } = await replicas({ BAN_THRESHOLD: '1000', RATE_LIMIT_FAILURE_MODE: 'closed' });
       const customerId = `cus_${randomUUID().slice(0, 16)}`;
       await a.deps.customerStore.insert({
