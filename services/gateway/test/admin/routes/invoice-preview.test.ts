@@ -84,12 +84,7 @@ describe.each([
     const clock = Date.now();
     const [a, b = a] = await replicas(redis, () => clock);
     const { id, key } = await customerWithKey(a as TestGateway, 'metered', {});
-    expect(
-      (await call(a as TestGateway, 'POST', `/admin/customers/${id}/credits`, { amount: 100, reason: 'o' })).statusCode,
-    ).toBe(201);
-    // 7 GETs of 1 and 2 POSTs of 5 across both replicas: 17 units, 7 over the 10 included.
-    const sent = [...(await traffic(a as TestGateway, key, 4, 1)), ...(await traffic(b as TestGateway, key, 3, 1))];
-    expect(sent.map((r) => r.statusCode)).toEqual(Array(9).fill(200));
+    await spendSeventeen(a as TestGateway, b as TestGateway, `/admin/customers/${id}`, key);
     const history = await json(
       call(b as TestGateway, 'GET', `/admin/customers/${id}/usage/history?period=current&granularity=period`),
     );
@@ -99,21 +94,7 @@ describe.each([
     expect(preview.units).toBe(history.totals.units);
     expect(preview.creditsUsed).toBe(17);
     expect(preview.currency).toBe('EUR');
-    expect(preview.lines).toEqual([
-      { line: 'base', description: expect.any(String), quantity: 1, amount: 4900 },
-      { line: 'included', description: expect.any(String), quantity: 10, amount: 0 },
-      {
-        line: 'overage',
-        description: expect.any(String),
-        quantity: 7,
-        billedUnits: 8,
-        unitPrice: 50,
-        per: 4,
-        amount: 100,
-      },
-      { line: 'credits', description: expect.any(String), quantity: 17, amount: 0 },
-    ]);
-    expect(preview.total).toBe(5000);
+    expectSeventeenUnits(preview);
   });
 });
 
@@ -186,12 +167,7 @@ describe.each([
     const clock = Date.now();
     const [a, b = a] = await replicas(redis, () => clock);
     const { id, key } = await loneKey(a as TestGateway, 'metered', {});
-    expect(
-      (await call(a as TestGateway, 'POST', `/admin/keys/${id}/credits`, { amount: 100, reason: 'o' })).statusCode,
-    ).toBe(201);
-    // The customer's figures: 7 GETs of 1 and 2 POSTs of 5 across both replicas, 17 units.
-    const sent = [...(await traffic(a as TestGateway, key, 4, 1)), ...(await traffic(b as TestGateway, key, 3, 1))];
-    expect(sent.map((r) => r.statusCode)).toEqual(Array(9).fill(200));
+    await spendSeventeen(a as TestGateway, b as TestGateway, `/admin/keys/${id}`, key);
     const history = await json(call(b as TestGateway, 'GET', `/admin/keys/${id}/usage/history?period=current`));
     const preview = await json(call(b as TestGateway, 'GET', `/admin/keys/${id}/invoice-preview?period=current`));
     const today = new Date(clock);
@@ -203,21 +179,8 @@ describe.each([
     expect(preview.to).toBe(nextMonth);
     expect(preview.units).toBe(history.totals.units);
     expect(preview.creditsUsed).toBe(17);
-    expect(preview.lines).toEqual([
-      { line: 'base', description: expect.any(String), quantity: 1, amount: 4900 },
-      { line: 'included', description: expect.any(String), quantity: 10, amount: 0 },
-      {
-        line: 'overage',
-        description: expect.any(String),
-        quantity: 7,
-        billedUnits: 8,
-        unitPrice: 50,
-        per: 4,
-        amount: 100,
-      },
-      { line: 'credits', description: expect.any(String), quantity: 17, amount: 0 },
-    ]);
-    expect([preview.currency, preview.total]).toEqual(['EUR', 5000]);
+    expect(preview.currency).toBe('EUR');
+    expectSeventeenUnits(preview);
   });
 
   it('bills a key for the hours it stood for itself, and its customer for the hours it belonged to it: none twice', async () => {
@@ -330,4 +293,33 @@ async function expectMarchThenApril(gw: TestGateway, path: string, id: string, h
   ]);
   const formatCsv = await call(gw, 'GET', `${path}/invoice-preview?period=previous&format=csv`);
   expect(formatCsv.body).toBe(csv.body);
+}
+
+/**
+ * 100 credits to `owner` (a customer's or a lone key's admin path), then 7 GETs of 1 and 2 POSTs
+ * of 5 with `key` across both replicas: 17 units, 7 over the 10 included, all admitted.
+ */
+async function spendSeventeen(a: TestGateway, b: TestGateway, owner: string, key: string): Promise<void> {
+  expect((await call(a, 'POST', `${owner}/credits`, { amount: 100, reason: 'o' })).statusCode).toBe(201);
+  const sent = [...(await traffic(a, key, 4, 1)), ...(await traffic(b, key, 3, 1))];
+  expect(sent.map((r) => r.statusCode)).toEqual(Array(9).fill(200));
+}
+
+/** The lines and total of spendSeventeen's period: the base, 10 included, 7 over billed as 8, 17 credits. */
+function expectSeventeenUnits(preview: { lines: unknown; total: unknown }): void {
+  expect(preview.lines).toEqual([
+    { line: 'base', description: expect.any(String), quantity: 1, amount: 4900 },
+    { line: 'included', description: expect.any(String), quantity: 10, amount: 0 },
+    {
+      line: 'overage',
+      description: expect.any(String),
+      quantity: 7,
+      billedUnits: 8,
+      unitPrice: 50,
+      per: 4,
+      amount: 100,
+    },
+    { line: 'credits', description: expect.any(String), quantity: 17, amount: 0 },
+  ]);
+  expect(preview.total).toBe(5000);
 }
