@@ -184,7 +184,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       // Closed: in open mode any failed limiter call puts a replica on its own windows for 500 ms,
       // which spend no credits (docs/credits.md), and a failure showed only as too many admitted
       // (129 to 252). Closed, it is a 503 named in the tally, which is how the Cluster pipeline bug
-      // in redis/clients.ts (autoPipeliningIgnoredCommands) was found: 100, then 199 503s.
+      // in redis/clients.ts (leaveOutOfAutoPipelines) was found: 100, then 199 503s.
       const { a, b } = await replicas({ BAN_THRESHOLD: '1000', RATE_LIMIT_FAILURE_MODE: 'closed' });
       const customerId = `cus_${randomUUID().slice(0, 16)}`;
       await a.deps.customerStore.insert({
@@ -248,7 +248,7 @@ export function topologyContract(label: string, start: () => Promise<RedisTopolo
       const client = createRedisClients(target, 2_000, { subscriber: false }).redis as Cluster;
       try {
         await whenReady(client);
-        // A name on the list of such scripts (redis/clients.ts), as the gateway's limiter defines it.
+        // Defined without a fixed number of keys, as the gateway’s limiter defines its scripts.
         client.defineCommand('gatewayUsage', { lua: "return redis.call('SET', KEYS[1], ARGV[1])" });
         const run = client as unknown as { gatewayUsage(n: number, key: string, value: string): Promise<string> };
         expect(await Promise.all([run.gatewayUsage(1, elsewhere, 'a'), client.set(there, 'b')])).toEqual(['OK', 'OK']);

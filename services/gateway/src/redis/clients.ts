@@ -88,17 +88,23 @@ function sentinel(target: Extract<RedisTarget, { mode: 'sentinel' }>, options: R
 }
 
 /**
- * The scripts defined without a fixed number of keys (defineCommand without numberOfKeys): the
- * limiter's (limits/engines/redis-key-limiter.ts) and the credit ledger's
- * (credits/redis-credit-ledger.ts). See autoPipeliningIgnoredCommands below.
+ * Every script later defined on `client` without a fixed number of keys (its first argument is
+ * the number: the limiter's, the credit ledger's) goes out on its own, not auto-pipelined. ioredis
+ * groups an auto-pipeline by a command's first key, and for a script of its own it takes the first
+ * argument, the number ("7"), for one. Such a call then shared a pipeline with any command whose
+ * key lives on the node of "7"'s slot, and ioredis refused the pipeline ("All keys in the pipeline
+ * should belong to the same slots allocation group"): the limit script beside a webhook event's
+ * write failed, and the replica fell back (a topology test admitted 129 to 252 of a customer's 100
+ * credits in open mode, 503s in closed). Sent on its own, each goes to its keys' node. Taken from
+ * the definition, so a script added later cannot be missed.
  */
-const SCRIPTS_WITH_KEY_COUNT_FIRST = [
-  'gatewayLimit',
-  'gatewayUsage',
-  'creditAdd',
-  'creditBalance',
-  'creditRefund',
-] as const;
+function leaveOutOfAutoPipelines(client: Cluster): void {
+  const define = client.defineCommand.bind(client);
+  client.defineCommand = (name, definition) => {
+    if (definition.numberOfKeys === undefined) client.options.autoPipeliningIgnoredCommands?.push(name);
+    define(name, definition);
+  };
+}
 
 function cluster(target: Extract<RedisTarget, { mode: 'cluster' }>, options: RedisOptions): Cluster {
   const { enableOfflineQueue, enableAutoPipelining: _perConnection, retryStrategy: _perNode, ...nodeOptions } = options;
@@ -108,15 +114,8 @@ function cluster(target: Extract<RedisTarget, { mode: 'cluster' }>, options: Red
     // Kept on a Cluster: without it some of the first script calls on a fresh cluster client fail
     // over to the fallback (two replicas admitted 63 of 150 instead of 60 in the topology test).
     enableAutoPipelining: true,
-    // Except for the scripts whose number of keys is their first argument: ioredis groups an
-    // auto-pipeline by a command's first key, and for a script of its own it takes the first
-    // argument, the number ("7"), for one. Such a call then shared a pipeline with any command
-    // whose key lives on the node of "7"'s slot, and ioredis refused the pipeline ("All keys in
-    // the pipeline should belong to the same slots allocation group"): the limit script beside a
-    // webhook event's write failed, and the replica fell back (a topology test admitted 129 to 252
-    // of a customer's 100 credits in open mode, 503s in closed). Sent on their own, each goes to
-    // its keys' node.
-    autoPipeliningIgnoredCommands: [...SCRIPTS_WITH_KEY_COUNT_FIRST],
+    // Except for the scripts whose number of keys is their first argument (leaveOutOfAutoPipelines).
+    autoPipeliningIgnoredCommands: [],
     clusterRetryStrategy: backoff,
     // Fail a command whose master is gone at once (the limiter's failure mode answers it) instead
     // of retrying it for up to maxRedirections x 100 ms while the cluster promotes a replica.
@@ -129,6 +128,7 @@ function cluster(target: Extract<RedisTarget, { mode: 'cluster' }>, options: Red
     ...(target.auth.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
   };
   const client = new Cluster(target.nodes, clusterOptions);
+  leaveOutOfAutoPipelines(client);
   // ioredis connects to a node at its first command, and with the offline queue off a second
   // command sent while that connection is still opening fails ("Connection is closed"): two
   // commands for one new node in one turn (the limit script beside another write) sent the first
