@@ -220,7 +220,7 @@ export async function createDeps(
     ...createMetering(config, redis, { history, customerStore, keyResolver, keyStore, webhooks, now, logger }),
     limiter,
     credits,
-    creditRefunds: creditRefundsFor(config.plans, credits, { customerResolver, keyStore }, now, logger),
+    creditRefunds: creditRefundsFor(config.plans, credits, { customerResolver, keyResolver, keyStore }, now, logger),
     history,
     anonymous,
     events,
@@ -243,30 +243,39 @@ export async function createDeps(
 function creditRefundsFor(
   plans: PlanBook,
   credits: CreditLedger,
-  stores: { customerResolver: CustomerResolver; keyStore: KeyStore },
+  stores: { customerResolver: CustomerResolver; keyResolver: KeyResolver; keyStore: KeyStore },
   now: () => number,
   logger: FastifyBaseLogger,
 ): CreditRefunds {
-  /** The owner's record as it is now: a customer, or a key still standing for itself. */
-  const recordOf = async (owner: string): Promise<CreditRecord | null> => {
+  /** The owner's record as it is now (a customer, or a key still standing for itself), or why none. */
+  const recordOf = async (owner: string): Promise<CreditRecord | string> => {
     if (isCustomerId(owner)) {
       const customer = await stores.customerResolver.fetch(owner);
-      return customer ? { kind: 'customer', record: customer } : null;
+      return customer ? { kind: 'customer', record: customer } : 'the customer is gone';
     }
+    // API_KEYS_FILE's keys first, as the gate finds them: the store does not hold them.
+    const key = stores.keyResolver.fileRecord(owner) ?? (await stores.keyStore.get(owner));
+    if (!key) return 'the key is gone';
     // A key that has joined a customer since spends its customer's balance, no longer its own.
-    const key = await stores.keyStore.get(owner);
-    return key && key.customerId === undefined ? { kind: 'key', record: key } : null;
+    if (key.customerId !== undefined) return `the key has joined customer ${key.customerId} since`;
+    return { kind: 'key', record: key };
   };
   return new CreditRefunds({
     ledger: credits,
     // The terms in force now (its own, else its plan's): none, nothing given back.
     ruleOf: async (owner) => {
       const record = await recordOf(owner);
-      const credit = record ? creditOwnerOf(plans, record) : null;
-      return credit?.terms ? credit.rule : null;
+      if (typeof record === 'string') return { dropped: record };
+      const credit = creditOwnerOf(plans, record);
+      return credit.terms ? { rule: credit.rule } : { dropped: 'its credits are turned off since' };
     },
     now,
     onError: (err) => logger.warn({ err }, 'credits: a refund of unserved requests was not written'),
+    onDropped: ({ owner, hour, units, reason }) =>
+      logger.warn(
+        { [isCustomerId(owner) ? 'customerId' : 'keyId']: owner, hour: new Date(hour).toISOString(), units, reason },
+        `credits: ${units} credits of ${owner}'s unserved requests not given back: ${reason}`,
+      ),
   });
 }
 
