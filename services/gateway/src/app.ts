@@ -81,6 +81,9 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     history: deps.history,
     refunds: deps.creditRefunds,
   });
+  // What a predecessor spooled (USAGE_SPOOL_DIR) goes into the history as soon as Redis answers.
+  app.addHook('onReady', async () => deps.usageSpool?.start());
+  app.addHook('onClose', async () => deps.usageSpool?.stop());
   // Every replica closes hours; the store appends each revision once (metering/closer.ts).
   app.addHook('onReady', async () => deps.meteringCloser.start());
   app.addHook('onClose', async () => deps.meteringCloser.stop());

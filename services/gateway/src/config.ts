@@ -63,6 +63,11 @@ export interface GatewayConfig {
   /** How long each key's hourly usage history is kept (USAGE_HISTORY_DAYS). */
   usageHistoryMs: number;
   /**
+   * Where the decisions taken while Redis is away wait to be written into the usage history
+   * (USAGE_SPOOL_DIR), so a replica's death keeps them; undefined: this process's memory.
+   */
+  usageSpoolDir: string | undefined;
+  /**
    * How long a credit ledger keeps its entries (CREDITS_LEDGER_DAYS); older ones are carried into
    * its opening balance. At least two billing periods, so an invoice's credits line can be read.
    */
@@ -430,6 +435,7 @@ export function loadConfig(env: Env): GatewayConfig {
     // 63 days hold two whole billing periods (at most 31 days each, and a DST hour), so the
     // previous period's invoice preview can be read on any day of the current one.
     usageHistoryMs: r.int('USAGE_HISTORY_DAYS', 63, 1, 400) * 86_400_000,
+    usageSpoolDir: r.string('USAGE_SPOOL_DIR'),
     // Never below the history's 63 days: creditsSpent reads the previous period's spend entries.
     creditsLedgerMs: r.int('CREDITS_LEDGER_DAYS', DEFAULT_LEDGER_RETENTION_MS / 86_400_000, 63, 3650) * 86_400_000,
     revocationPollMs: r.int('REVOCATION_POLL_MS', 2_000, 100, 60_000),

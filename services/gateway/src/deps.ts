@@ -40,6 +40,7 @@ import type { RedisClient } from './redis/clients.js';
 import { type EventBus, LocalEventBus, RedisEventBus, type SubscriptionHooks } from './replicas/event-bus.js';
 import { RedisUsageHistory } from './usage/redis-usage-history.js';
 import { isCustomerId, MemoryUsageHistory, type UsageHistory } from './usage/usage-history.js';
+import { FileSpoolStore, MemorySpoolStore, UsageSpool } from './usage/usage-spool.js';
 import { createWebhooks } from './webhooks/create-webhooks.js';
 import type { Webhooks } from './webhooks/webhooks.js';
 
@@ -75,6 +76,11 @@ export interface GatewayDeps {
   creditRefunds: CreditRefunds;
   /** Each key's decisions per hour: in Redis beside the limits, or this process's memory. */
   history: UsageHistory;
+  /**
+   * With Redis, the fallback's decisions while it is away, written into the history once it is
+   * back (memory, or USAGE_SPOOL_DIR's files); null in the embedded mode, which never falls back.
+   */
+  usageSpool: UsageSpool | null;
   anonymous: AnonymousLimiter;
   events: EventBus;
   /** Subscriptions, the delivery queue and the events that feed it (webhooks/). */
@@ -170,31 +176,7 @@ export async function createDeps(
       metrics.keyStore.observe({ operation, outcome: ok ? 'ok' : 'error' }, seconds),
   });
 
-  // Embedded, the memory limiter spends from the ledger's balances; as Redis's per-replica fallback
-  // it spends none (the balances are in Redis): credits are not charged while it serves.
-  const memoryCredits = redis ? null : new MemoryCreditLedger(config.creditsLedgerMs);
-  const credits: CreditLedger =
-    memoryCredits ?? new RedisCreditLedger(redis as RedisClient, config.redisPrefix, config.creditsLedgerMs);
-  const memoryLimiter = new MemoryKeyLimiter(config.ban, now, undefined, memoryCredits);
-  const redisHistory = redis
-    ? new RedisUsageHistory(redis, config.redisPrefix, config.usageHistoryMs, (err) =>
-        logger.warn({ err }, 'usage history: a write failed; some counts are missing from it'),
-      )
-    : null;
-  const history: UsageHistory = redisHistory ?? new MemoryUsageHistory(config.usageHistoryMs, now);
-  const limiter = new GuardedLimiter(
-    redis
-      ? {
-          kind: 'shared',
-          primary: new RedisKeyLimiter(redis, config.redisPrefix, config.ban, now, redisHistory),
-          fallback: memoryLimiter,
-          mode: config.failureMode,
-          hooks: limiterHealthLog(logger, metrics, config.failureMode),
-        }
-      : { kind: 'memory', primary: memoryLimiter },
-    now,
-    history,
-  );
+  const { credits, history, usageSpool, limiter } = limitsAndUsage(config, redis, { now, logger, metrics });
   const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
 
   const subscriber = clients.subscriber ?? null;
@@ -220,8 +202,9 @@ export async function createDeps(
     ...createMetering(config, redis, { history, customerStore, keyResolver, keyStore, webhooks, now, logger }),
     limiter,
     credits,
-    creditRefunds: creditRefundsFor(config.plans, credits, { customerResolver, keyStore }, now, logger),
+    creditRefunds: creditRefundsFor(config.plans, credits, { customerResolver, keyResolver, keyStore }, now, logger),
     history,
+    usageSpool,
     anonymous,
     events,
     webhooks,
@@ -239,34 +222,95 @@ export async function createDeps(
   };
 }
 
+/**
+ * The limiter with its credits and usage history: in Redis, with the per-replica fallback and the
+ * spool of its decisions for when Redis is away; or the embedded memory limiter, ledger and history.
+ */
+function limitsAndUsage(
+  config: GatewayConfig,
+  redis: RedisClient | null,
+  { now, logger, metrics }: { now: () => number; logger: FastifyBaseLogger; metrics: GatewayMetrics },
+): Pick<GatewayDeps, 'credits' | 'history' | 'usageSpool' | 'limiter'> {
+  // Embedded, the memory limiter spends from the ledger's balances; as Redis's per-replica fallback
+  // it is never asked about a request that spends credits (the balances are in Redis: 503).
+  const memoryCredits = redis ? null : new MemoryCreditLedger(config.creditsLedgerMs);
+  const credits: CreditLedger =
+    memoryCredits ?? new RedisCreditLedger(redis as RedisClient, config.redisPrefix, config.creditsLedgerMs);
+  const memoryLimiter = new MemoryKeyLimiter(config.ban, now, undefined, memoryCredits);
+  const redisHistory = redis
+    ? new RedisUsageHistory(redis, config.redisPrefix, config.usageHistoryMs, (err) =>
+        logger.warn({ err }, 'usage history: a write failed; some counts are missing from it'),
+      )
+    : null;
+  const history: UsageHistory = redisHistory ?? new MemoryUsageHistory(config.usageHistoryMs, now);
+  const usageSpool = redisHistory
+    ? new UsageSpool({
+        store: config.usageSpoolDir ? new FileSpoolStore(config.usageSpoolDir) : new MemorySpoolStore(),
+        replay: (segment) => redisHistory.replay(segment),
+        log: logger,
+      })
+    : null;
+  const limiter = new GuardedLimiter(
+    redis
+      ? {
+          kind: 'shared',
+          primary: new RedisKeyLimiter(
+            redis,
+            config.redisPrefix,
+            config.ban,
+            now,
+            redisHistory,
+            config.redisCommandTimeoutMs,
+          ),
+          fallback: memoryLimiter,
+          mode: config.failureMode,
+          hooks: limiterHealthLog(logger, metrics, config.failureMode),
+          ...(usageSpool ? { spool: usageSpool } : {}),
+        }
+      : { kind: 'memory', primary: memoryLimiter },
+    now,
+    history,
+  );
+  return { credits, history, usageSpool, limiter };
+}
+
 /** The refunds of unserved requests' credits, to owners whose credit terms are still on. */
 function creditRefundsFor(
   plans: PlanBook,
   credits: CreditLedger,
-  stores: { customerResolver: CustomerResolver; keyStore: KeyStore },
+  stores: { customerResolver: CustomerResolver; keyResolver: KeyResolver; keyStore: KeyStore },
   now: () => number,
   logger: FastifyBaseLogger,
 ): CreditRefunds {
-  /** The owner's record as it is now: a customer, or a key still standing for itself. */
-  const recordOf = async (owner: string): Promise<CreditRecord | null> => {
+  /** The owner's record as it is now (a customer, or a key still standing for itself), or why none. */
+  const recordOf = async (owner: string): Promise<CreditRecord | string> => {
     if (isCustomerId(owner)) {
       const customer = await stores.customerResolver.fetch(owner);
-      return customer ? { kind: 'customer', record: customer } : null;
+      return customer ? { kind: 'customer', record: customer } : 'the customer is gone';
     }
+    // API_KEYS_FILE's keys first, as the gate finds them: the store does not hold them.
+    const key = stores.keyResolver.fileRecord(owner) ?? (await stores.keyStore.get(owner));
+    if (!key) return 'the key is gone';
     // A key that has joined a customer since spends its customer's balance, no longer its own.
-    const key = await stores.keyStore.get(owner);
-    return key && key.customerId === undefined ? { kind: 'key', record: key } : null;
+    if (key.customerId !== undefined) return `the key has joined customer ${key.customerId} since`;
+    return { kind: 'key', record: key };
   };
   return new CreditRefunds({
     ledger: credits,
     // The terms in force now (its own, else its plan's): none, nothing given back.
     ruleOf: async (owner) => {
       const record = await recordOf(owner);
-      const credit = record ? creditOwnerOf(plans, record) : null;
-      return credit?.terms ? credit.rule : null;
+      if (typeof record === 'string') return { dropped: record };
+      const credit = creditOwnerOf(plans, record);
+      return credit.terms ? { rule: credit.rule } : { dropped: 'its credits are turned off since' };
     },
     now,
     onError: (err) => logger.warn({ err }, 'credits: a refund of unserved requests was not written'),
+    onDropped: ({ owner, hour, units, reason }) =>
+      logger.warn(
+        { [isCustomerId(owner) ? 'customerId' : 'keyId']: owner, hour: new Date(hour).toISOString(), units, reason },
+        `credits: ${units} credits of ${owner}'s unserved requests not given back: ${reason}`,
+      ),
   });
 }
 

@@ -3,15 +3,20 @@ import type { CreditLedger } from './credit-ledger.js';
 import { HOUR_MS } from './credit-ledger.js';
 import type { CreditRule } from './credit-terms.js';
 
+/** Whom a refund goes to: the owner's rule, or why it gets nothing back (said in the log). */
+export type RefundTarget = { rule: CreditRule } | { dropped: string };
+
 export interface CreditRefundsOptions {
   ledger: Pick<CreditLedger, 'refund'>;
   /**
-   * The owner's credit terms as they stand when the refund is written, or null when it has none
-   * any more (credits turned off since the request): such an owner gets nothing back.
+   * The owner's credit terms as they stand when the refund is written, or why it gets nothing
+   * back: not found, credits turned off since the request, a key that has joined a customer since.
    */
-  ruleOf: (owner: string) => Promise<CreditRule | null>;
+  ruleOf: (owner: string) => Promise<RefundTarget>;
   now: () => number;
   onError: (err: unknown) => void;
+  /** A refund not made (ruleOf's reason): credits that stay spent must leave a trace. */
+  onDropped: (drop: { owner: string; hour: number; units: number; reason: string }) => void;
 }
 
 /**
@@ -50,8 +55,9 @@ export class CreditRefunds {
       [...batch].map(async ([field, units]) => {
         const [owner, hour] = field.split('\n') as [string, string];
         try {
-          const rule = await this.options.ruleOf(owner);
-          if (rule) await this.options.ledger.refund(owner, rule, Number(hour), units, this.options.now());
+          const target = await this.options.ruleOf(owner);
+          if ('dropped' in target) this.options.onDropped({ owner, hour: Number(hour), units, reason: target.dropped });
+          else await this.options.ledger.refund(owner, target.rule, Number(hour), units, this.options.now());
         } catch (err) {
           this.options.onError(err);
         }

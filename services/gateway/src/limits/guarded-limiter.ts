@@ -43,7 +43,18 @@ export interface GuardHooks {
  * a per-replica fallback for when it fails, or the embedded one alone (`memory`, no fallback).
  */
 export type GuardedLimiters =
-  | { kind: 'shared'; primary: KeyLimiter; fallback: KeyLimiter; mode: FailureMode; hooks?: GuardHooks }
+  | {
+      kind: 'shared';
+      primary: KeyLimiter;
+      fallback: KeyLimiter;
+      mode: FailureMode;
+      hooks?: GuardHooks;
+      /**
+       * Where the fallback's decisions are counted while the shared history cannot be written:
+       * the usage spool, replayed into the history once Redis answers (usage/usage-spool.ts).
+       */
+      spool?: Pick<UsageHistory, 'count'>;
+    }
   | { kind: 'memory'; primary: KeyLimiter };
 
 export class GuardedLimiter {
@@ -56,6 +67,7 @@ export class GuardedLimiter {
   private readonly primarySource: 'shared' | 'memory';
   private readonly mode: FailureMode;
   private readonly hooks: GuardHooks;
+  private readonly spool: Pick<UsageHistory, 'count'> | null;
 
   constructor(
     limiters: GuardedLimiters,
@@ -63,7 +75,7 @@ export class GuardedLimiter {
     /**
      * The usage history. The shared limiter counts its own decisions in its script; this counts
      * the embedded limiter's and this replica's refusals of a ban it knows. Decisions of the
-     * fallback (Redis failing) are in no history: there is nowhere shared to write them.
+     * fallback (Redis failing) go to the spool instead, which writes them once Redis is back.
      */
     private readonly history: UsageHistory | null = null,
   ) {
@@ -73,6 +85,7 @@ export class GuardedLimiter {
     // The embedded limiter cannot fail over; its mode is never consulted.
     this.mode = limiters.kind === 'shared' ? limiters.mode : 'closed';
     this.hooks = (limiters.kind === 'shared' ? limiters.hooks : undefined) ?? {};
+    this.spool = (limiters.kind === 'shared' ? limiters.spool : undefined) ?? null;
   }
 
   /** `customerId`: the key's customer, for a key that has one (see KeyLimiter). */
@@ -115,10 +128,26 @@ export class GuardedLimiter {
     at: number,
     shiftMs: number,
     limiter = false,
+    into: Pick<UsageHistory, 'count'> | null = this.history,
   ) {
-    if (!this.history) return;
-    this.history.count(keyId, outcome, units, at, shiftMs, limiter ? customerId : undefined);
-    if (customerId !== undefined) this.history.count(customerId, outcome, units, at, shiftMs);
+    if (!into) return;
+    into.count(keyId, outcome, units, at, shiftMs, limiter ? customerId : undefined);
+    if (customerId !== undefined) into.count(customerId, outcome, units, at, shiftMs);
+  }
+
+  /** A decision of the memory limiter (the embedded one, or the fallback) as the script would count it. */
+  private countLimiter(
+    into: Pick<UsageHistory, 'count'> | null,
+    keyId: string,
+    customerId: string | undefined,
+    decision: Decision,
+    cost: number,
+    shiftMs: number,
+  ) {
+    // Out of credits is a refusal, counted as the Redis script counts it: limited.
+    const outcome: HistoryOutcome =
+      cost === 0 ? 'forbidden' : decision.outcome === 'exhausted' ? 'limited' : decision.outcome;
+    this.count(keyId, customerId, outcome, outcome === 'admitted' ? cost : 0, this.now(), shiftMs, true, into);
   }
 
   private fromPrimary(
@@ -132,12 +161,7 @@ export class GuardedLimiter {
       this.failing = false;
       this.hooks.onRecovered?.();
     }
-    if (this.primarySource === 'memory' && this.history) {
-      // Out of credits is a refusal, counted as the Redis script counts it: limited.
-      const outcome: HistoryOutcome =
-        cost === 0 ? 'forbidden' : decision.outcome === 'exhausted' ? 'limited' : decision.outcome;
-      this.count(keyId, customerId, outcome, outcome === 'admitted' ? cost : 0, this.now(), shiftMs, true);
-    }
+    if (this.primarySource === 'memory') this.countLimiter(this.history, keyId, customerId, decision, cost, shiftMs);
     if (decision.outcome === 'banned') {
       this.knownBans.set(keyId, { endsAt: decision.banEndsAt, windows: decision.windows, customerId });
     }
@@ -165,7 +189,12 @@ export class GuardedLimiter {
     customerId: string | undefined,
   ): Promise<GuardedDecision> {
     if (this.mode === 'closed' || !this.fallback) return { outcome: 'unavailable', source: 'shared' };
-    return Object.assign(await this.fallback.consume(keyId, policy, cost, customerId), { source: 'fallback' as const });
+    // Credits are money, and the balance is in Redis: a request that would spend them is refused
+    // whatever the failure mode, never served past what was paid for (docs/credits.md).
+    if (policy.credits && cost > 0) return { outcome: 'unavailable', source: 'shared' };
+    const decision = await this.fallback.consume(keyId, policy, cost, customerId);
+    this.countLimiter(this.spool, keyId, customerId, decision, cost, policy.hourShiftMs);
+    return Object.assign(decision, { source: 'fallback' as const });
   }
 
   /** Forgets what this replica knows of a key's ban (after an admin lifted it anywhere). */

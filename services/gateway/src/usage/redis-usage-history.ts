@@ -1,3 +1,4 @@
+import type { Redis, Result } from 'ioredis';
 import type { RedisClient } from '../redis/clients.js';
 import {
   DAY_MS,
@@ -13,7 +14,31 @@ import {
   type StoredCounts,
   type UsageHistory,
 } from './usage-history.js';
+import type { SpoolSegment } from './usage-spool.js';
 import { WriteBehind } from './write-behind.js';
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    gatewaySpoolReplay(
+      dayKey: string,
+      marker: string,
+      expireAt: number,
+      ...fields: Array<string | number>
+    ): Result<number, Context>;
+  }
+}
+
+/**
+ * A spooled segment's counts into one day hash, once: KEYS the hash and the segment's mark beside
+ * it (same slot); ARGV the hash's expiry, then field, count pairs. The mark lives as long as the
+ * hash, so a replay of the same segment, however late, adds nothing. Returns 1 when it added.
+ */
+const SPOOL_REPLAY_SCRIPT = `
+if not redis.call('SET', KEYS[2], '1', 'NX', 'PXAT', ARGV[1]) then return 0 end
+for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('PEXPIREAT', KEYS[1], ARGV[1])
+return 1
+`;
 
 /**
  * Field suffixes of a day's hash: `<hour><letter>`, e.g. `13a` = admitted in the hour from 13:00
@@ -90,6 +115,41 @@ export class RedisUsageHistory implements UsageHistory {
   ) {
     this.buffered = new WriteBehind((batch) => this.writeCounts(batch), onError);
     this.bufferedRoutes = new WriteBehind((batch) => this.writeRoutes(batch), onError);
+    if (typeof (redis as Partial<Redis>).gatewaySpoolReplay !== 'function') {
+      redis.defineCommand('gatewaySpoolReplay', { numberOfKeys: 2, lua: SPOOL_REPLAY_SCRIPT });
+    }
+  }
+
+  /**
+   * Writes a spooled segment (usage-spool.ts): its records summed per day hash, each hash's sum
+   * added once under the segment's id (SPOOL_REPLAY_SCRIPT), in the hours the decisions were taken
+   * in. Hours already past the retention are dropped. Rejects when any write fails: the caller
+   * replays the whole segment again, and the hashes already written add nothing then.
+   */
+  async replay(segment: SpoolSegment): Promise<void> {
+    const byHash = new Map<string, { expireAt: number; fields: Map<string, number> }>();
+    const now = Date.now();
+    for (const record of segment.records) {
+      const expireAt = this.expiry(record.hour);
+      if (expireAt <= now) continue;
+      const { day, name } = hourName(record.hour);
+      const key = this.dayKey(record.id, day, record.customerId);
+      this.noteActive(record.id, day);
+      let hash = byHash.get(key);
+      if (!hash) {
+        hash = { expireAt, fields: new Map() };
+        byHash.set(key, hash);
+      }
+      const add = (letter: string, n: number) =>
+        hash.fields.set(`${name}${letter}`, (hash.fields.get(`${name}${letter}`) ?? 0) + n);
+      add(FIELDS[record.outcome], 1);
+      if (record.units > 0) add(FIELDS.units, record.units);
+    }
+    await Promise.all(
+      [...byHash].map(([key, { expireAt, fields }]) =>
+        this.redis.gatewaySpoolReplay(key, `${key}:spool:${segment.id}`, expireAt, ...[...fields].flat()),
+      ),
+    );
   }
 
   /**

@@ -9,6 +9,7 @@ import { CreditRefunds } from '../../src/credits/credit-refunds.js';
 import type { CreditRule } from '../../src/credits/credit-terms.js';
 import { MemoryCreditLedger } from '../../src/credits/memory-credit-ledger.js';
 import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
+import { generateApiKey, hashApiKey } from '../../src/keys/api-key.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import { UTC_CALENDAR } from '../../src/limits/calendar.js';
 import { ADMIN_TOKEN, bearer, startGateway, type TestGateway } from '../support/helpers.js';
@@ -171,8 +172,41 @@ describe('credits of requests the upstream never served', () => {
     expect(await balance()).toBe(30);
   });
 
-  it('gives nothing back to a customer whose credits were turned off since', async () => {
-    const [gw] = (await replicas(1)) as [TestGateway];
+  it('come back to a lone key from API_KEYS_FILE after each failure, its history unbilled', async () => {
+    const key = generateApiKey();
+    const file = join(dir, `keys-${Math.random().toString(36).slice(2, 8)}.json`);
+    writeFileSync(
+      file,
+      JSON.stringify([{ id: 'key_filesolo', name: 'solo', plan: 'metered', sha256: hashApiKey(key), credits: {} }]),
+    );
+    const prefix = `rf${Math.random().toString(36).slice(2, 8)}:`;
+    const env = { PLANS_FILE: join(dir, 'plans.json'), API_KEYS_FILE: file };
+    const gw = await startGateway({ redisUrl: redis.url, upstream: petsUrl, prefix, env });
+    open.push(gw);
+    const topUp = await call(gw, 'POST', '/admin/keys/key_filesolo/credits', { amount: 30, reason: 'test' });
+    expect(topUp.statusCode, topUp.body).toBe(201);
+    const balance = async () => (await call(gw, 'GET', '/admin/keys/key_filesolo/credits')).json().balance;
+    // One failure at a time, a write (3) and a read (1) in turn: spent in the limiter's call, then back.
+    for (let i = 0; i < 4; i++) {
+      const answers = await send([gw], [key], 1 + (i % 2));
+      expect(answers.map((r) => r.statusCode)).toEqual(Array(answers.length).fill(503));
+      expect(await balance()).toBeLessThan(30);
+      await flushRefunds([gw]);
+      expect(await balance()).toBe(30);
+    }
+    const history = await call(gw, 'GET', '/admin/keys/key_filesolo/usage/history');
+    expect(history.json().totals).toMatchObject({ admitted: 0, units: 0, upstreamFailed: 6 });
+  });
+
+  it('gives nothing back to a customer whose credits were turned off since, and says so in the log', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await startGateway({
+      redisUrl: redis.url,
+      upstream: petsUrl,
+      env: { PLANS_FILE: join(dir, 'plans.json') },
+      logs,
+    });
+    open.push(gw);
     const { id, keys } = await customerWith(gw, 100);
     expect((await send([gw], keys, 6)).map((r) => r.statusCode)).toEqual(Array(6).fill(503));
     const off = await call(gw, 'PATCH', `/admin/customers/${id}`, { credits: null });
@@ -182,6 +216,13 @@ describe('credits of requests the upstream never served', () => {
     expect(on.statusCode, on.body).toBe(200);
     // Two writes of 3 and four reads of 1, still spent.
     expect((await credits(gw, id)).balance).toBe(90);
+    expect(logs.filter((l) => l.customerId === id && l.level === 40)).toEqual([
+      expect.objectContaining({
+        units: 10,
+        reason: 'its credits are turned off since',
+        msg: expect.stringContaining(id),
+      }),
+    ]);
   });
 });
 
@@ -202,7 +243,13 @@ describe('CreditRefunds', () => {
     const ledger = new CountedLedger();
     const now = Date.parse('2026-11-20T10:30:00Z');
     for (const owner of ['cus_a', 'cus_b']) ledger.spend(ledger.state(owner, rule, now).held, 50);
-    const refunds = new CreditRefunds({ ledger, ruleOf: async () => rule, now: () => now, onError: () => {} });
+    const refunds = new CreditRefunds({
+      ledger,
+      ruleOf: async () => ({ rule }),
+      now: () => now,
+      onError: () => {},
+      onDropped: () => {},
+    });
     for (let i = 0; i < 40; i++) refunds.upstreamFailed(i % 2 === 0 ? 'cus_a' : 'cus_b', 1, now - i * 1000);
     await refunds.flush();
     await refunds.flush();
@@ -224,6 +271,7 @@ describe('CreditRefunds', () => {
       },
       now: () => 0,
       onError: (err) => errors.push(err),
+      onDropped: () => {},
     });
     refunds.upstreamFailed('cus_a', 1, 0);
     await refunds.flush();

@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { UTC_CALENDAR } from '../../src/limits/calendar.js';
 import { MemoryKeyLimiter } from '../../src/limits/engines/memory-key-limiter.js';
 import { RedisKeyLimiter } from '../../src/limits/engines/redis-key-limiter.js';
 import { type GuardedDecision, GuardedLimiter, limiterHealthLog } from '../../src/limits/guarded-limiter.js';
 import type { BanPolicy } from '../../src/limits/key-limiter.js';
-import { customerPolicyFor, policyFor } from '../../src/limits/policy.js';
+import { customerPolicyFor, policyFor, withCredits } from '../../src/limits/policy.js';
 import { HOUR_MS, MemoryUsageHistory } from '../../src/usage/usage-history.js';
 import { connected, redisClient } from '../support/helpers.js';
 
@@ -278,6 +279,32 @@ describe('while the shared limiter fails', () => {
     clock += 500;
     expect(outcome(await guard.consume(randomUUID(), POLICY, 1))).toEqual(['admitted', 'fallback']);
     expect(calls).toEqual(['error (first)', 'recovered', 'error (first)', 'error']);
+  });
+
+  it('refuses a request that would spend credits in open mode too, and spools what the fallback decides', async () => {
+    const client = await connected(redisClient(redis.url));
+    onTestFinished(() => client.disconnect());
+    const spooled: string[] = [];
+    const guard = new GuardedLimiter(
+      {
+        kind: 'shared',
+        primary: new RedisKeyLimiter(client, `t${randomUUID().slice(0, 8)}:`, BAN, now),
+        fallback: new MemoryKeyLimiter(BAN, now),
+        mode: 'open',
+        spool: { count: (id, o, units) => spooled.push(`${id} ${o} ${units}`) },
+      },
+      now,
+    );
+    const ended = once(client, 'end');
+    client.disconnect();
+    await ended;
+    const paying = withCredits(POLICY, {}, UTC_CALENDAR);
+    expect(await guard.consume('key_paying', paying, 1)).toEqual({ outcome: 'unavailable', source: 'shared' });
+    // At cost 0 (a 403's headers) nothing is spent: the fallback answers.
+    expect(outcome(await guard.consume('key_paying', paying, 0))).toEqual(['admitted', 'fallback']);
+    expect(outcome(await guard.consume('key_free', POLICY, 1))).toEqual(['admitted', 'fallback']);
+    expect(outcome(await guard.consume('key_free', POLICY, 1))).toEqual(['limited', 'fallback']);
+    expect(spooled).toEqual(['key_paying forbidden 0', 'key_free admitted 1', 'key_free limited 0']);
   });
 
   it('reports the limiter unavailable in closed mode, and keeps the bans it remembers through a recheck', async () => {

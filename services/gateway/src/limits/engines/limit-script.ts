@@ -2,6 +2,19 @@ import { CREDIT_STATE } from '../../credits/credit-script.js';
 import { PENDING_BUCKET_MS } from '../key-limiter.js';
 
 /**
+ * The call's deadline (the last ARGV, taken off first; 0: none), in Redis's clock: a call that
+ * reaches Redis after it (a stall: Redis answers what it was sent meanwhile once it resumes)
+ * does nothing and answers 'late', since the gateway has answered its requests without it by then.
+ * Redis's time (ms) is also the reply's last element, for the gateway's estimate of the clocks.
+ */
+const DEADLINE = `
+local deadline = tonumber(table.remove(ARGV))
+local clock = redis.call('TIME')
+local redisNow = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+if deadline > 0 and redisNow > deadline then return {'late', redisNow} end
+`;
+
+/**
  * The windows: the arguments, what each window holds before the batch, and resetOf, when one
  * starts to give capacity back.
  */
@@ -306,6 +319,7 @@ if credits then
   end
   result[#result + 1] = credits.m
 end
+result[#result + 1] = redisNow
 return result
 `;
 /**
@@ -351,6 +365,9 @@ return result
  * window ms until capacity starts to come back, then per window its live buckets after the batch
  * as "index:count,…" oldest first (sliding windows of a batch with a refusal; else "").
  *
+ * Deadline (DEADLINE): the last ARGV, Redis's clock in ms past which the call does nothing and
+ * returns {'late', Redis's time}; every other reply ends with Redis's time.
+ *
  * Credits (CREDITS_READ): a request the windows admit but the balance cannot cover is answered C,
  * takes nothing and counts toward no ban; the reply then ends with the balance before the batch
  * (a refill due applied), after it, what the refill added, and when this call is the one that
@@ -359,12 +376,22 @@ return result
  * which `credits.low` measures a balance without a refill against. That mark costs the refusal branch nothing once set (`x` is
  * read in the HMGET every call makes) and one HSET on the first refusal after credits came back.
  *
- * Composed of its parts, in order, each reading the locals the parts before it set: the windows
- * read, the credit balance read, the decision, the windows taken from, the ban, the history, the
+ * Composed of its parts, in order, each reading the locals the parts before it set: the deadline,
+ * the windows read, the credit balance read, the decision, the windows taken from, the ban, the history, the
  * credit balance spent, the reply. The text is the
  * same as one template would be (a test holds that this composition is the script Redis runs).
  */
-export const LIMIT_SCRIPT = [READ_WINDOWS, CREDITS_READ, DECIDE, TAKE, BAN, HISTORY, CREDITS_WRITE, REPLY].join('');
+export const LIMIT_SCRIPT = [
+  DEADLINE,
+  READ_WINDOWS,
+  CREDITS_READ,
+  DECIDE,
+  TAKE,
+  BAN,
+  HISTORY,
+  CREDITS_WRITE,
+  REPLY,
+].join('');
 
 /**
  * Reads without writing. KEYS: the policy's window keys, then ban, pending (both left out to read

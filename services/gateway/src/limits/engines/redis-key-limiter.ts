@@ -34,6 +34,23 @@ declare module 'ioredis' {
 /** Event-loop turns a batch waits for more requests before it is sent (see flush). */
 const LINGER_TURNS = 2;
 
+/**
+ * How much of the command timeout a script call may take to reach Redis: the rest is for its
+ * answer's way back, which must be here before the timeout answers the requests without it.
+ */
+const DEADLINE_SHARE = 0.8;
+
+/** How long the tightest estimate of Redis's clock is kept before a newer one replaces it. */
+const CLOCK_SAMPLE_MS = 10_000;
+
+/** A limit-script call that reached Redis past its deadline: it did nothing (LIMIT_SCRIPT, DEADLINE). */
+export class LateCallError extends Error {
+  constructor() {
+    super('Limit script call reached Redis past its deadline; it did nothing');
+    this.name = 'LateCallError';
+  }
+}
+
 interface Waiter extends Waiting {
   reject(err: unknown): void;
 }
@@ -82,6 +99,11 @@ export class RedisKeyLimiter implements KeyLimiter {
   private flushScheduled = false;
   private lingered = 0;
   private readonly banIndex: RedisBanIndex;
+  /**
+   * Redis's clock less this process's (ms), an upper bound: a reply's Redis time less when its call
+   * was sent. The lowest of the last CLOCK_SAMPLE_MS is the closest; null until the first reply.
+   */
+  private clockOffset: { ms: number; at: number } | null = null;
 
   constructor(
     private readonly redis: RedisClient,
@@ -90,6 +112,12 @@ export class RedisKeyLimiter implements KeyLimiter {
     private readonly now: () => number = Date.now,
     /** Where the script also counts each batch, per hour; null keeps no history. */
     private readonly history: RedisUsageHistory | null = null,
+    /**
+     * The Redis command timeout (REDIS_COMMAND_TIMEOUT_MS): after it the guarded limiter answers
+     * without this call, so a call reaching Redis later must not count (LIMIT_SCRIPT's DEADLINE).
+     * Undefined: no deadline.
+     */
+    private readonly commandTimeoutMs?: number,
   ) {
     this.ban = { ...ban };
     this.banIndex = new RedisBanIndex(redis, `${prefix}bans`, now);
@@ -209,6 +237,9 @@ export class RedisKeyLimiter implements KeyLimiter {
     for (const waiter of waiters) keysAndArgs.push(waiter.cost);
     // The script's credits part takes these three off the end (limit-script.ts CREDITS_READ).
     if (policy.credits) keysAndArgs.push(policy.credits.refill?.amount ?? 0, credits?.name ?? '', 'credits');
+    // The real clock, not `now` (a test's clock may be anywhere): the deadline is about waiting.
+    const sentAt = Date.now();
+    keysAndArgs.push(this.deadline(sentAt));
     this.inFlight.add(keyId);
     let call: Promise<ScriptResult>;
     try {
@@ -221,6 +252,9 @@ export class RedisKeyLimiter implements KeyLimiter {
       async (reply) => {
         // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
         try {
+          const late = reply[0] === 'late';
+          this.observeClock(Number(reply[reply.length - 1]), sentAt, late);
+          if (late) throw new LateCallError();
           const result = batchResult(reply, rules.length, policy.credits !== undefined);
           if (result.banStartedAt > 0)
             await this.banIndex.started(keyId, this.keyName(keyId, 'ban', customerId), now + result.banTtlMs);
@@ -243,6 +277,25 @@ export class RedisKeyLimiter implements KeyLimiter {
         for (const waiter of behind?.waiters ?? []) waiter.reject(err);
       },
     );
+  }
+
+  /** Redis's time past which a call sent at `sentAt` does nothing (0: none, the clocks not known yet). */
+  private deadline(sentAt: number): number {
+    if (this.commandTimeoutMs === undefined || !this.clockOffset) return 0;
+    return Math.floor(sentAt + this.clockOffset.ms + this.commandTimeoutMs * DEADLINE_SHARE);
+  }
+
+  /**
+   * A reply's Redis time: the offset it bounds replaces a looser or older one. A 'late' reply back
+   * within the timeout proves the estimate wrong (a clock stepped): it is taken whatever it says.
+   */
+  private observeClock(redisNow: number, sentAt: number, late: boolean): void {
+    if (!Number.isFinite(redisNow)) return;
+    const at = Date.now();
+    const ms = redisNow - sentAt;
+    const known = this.clockOffset;
+    const wrong = late && this.commandTimeoutMs !== undefined && at - sentAt < this.commandTimeoutMs;
+    if (!known || ms <= known.ms || at - known.at > CLOCK_SAMPLE_MS || wrong) this.clockOffset = { ms, at };
   }
 
   /** The key's call is back: what arrived meanwhile goes now, as one call. */
