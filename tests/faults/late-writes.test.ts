@@ -8,7 +8,7 @@ import { freePort } from '../support/runtime.js';
 import { killAllServices, ServiceProcess } from '../support/service-process.js';
 
 /**
- * An admin write answered 503 in a Redis stall must not happen later: a command the
+ * An admin or portal write answered 503 in a Redis stall must not happen later: a command the
  * gateway gave up on still waits in Redis's socket (or its queue) and runs when Redis resumes,
  * and a caller retrying a top-up as the 503 tells it would otherwise credit twice. Two stalls:
  * frozen (SIGSTOP: nothing answers), and writes held (CLIENT PAUSE WRITE: the gateway's reads
@@ -49,24 +49,26 @@ let redis: RedisProcess;
 /** The test's own connection to that Redis: CLIENT PAUSE, and what it holds. */
 let inspect: Redis;
 let admin: string;
+let portal: string;
 
 beforeAll(async () => {
   // The file freezes its own redis-server: REDIS_URL cannot stand in for it.
   redisServerBinary();
   redis = await RedisProcess.start();
   inspect = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-  const adminPort = await freePort();
+  const [adminPort, portalPort] = [await freePort(), await freePort()];
   await ServiceProcess.start('gateway', {
     REDIS_URL: redis.url,
     REDIS_COMMAND_TIMEOUT_MS: String(COMMAND_TIMEOUT_MS),
     ADMIN_TOKEN,
     ADMIN_PORT: String(adminPort),
-    PORTAL_PORT: '0',
+    PORTAL_PORT: String(portalPort),
     PETS_URL: 'http://127.0.0.1:9',
     LOG_LEVEL: 'info',
     PLANS_FILE: plansFile(),
   });
   admin = `http://127.0.0.1:${adminPort}`;
+  portal = `http://127.0.0.1:${portalPort}`;
 });
 
 afterAll(async () => {
@@ -100,6 +102,12 @@ async function settled(method: string, path: string, body?: unknown): Promise<An
     { timeout: 10_000, interval: 100 },
   );
   return answer as Answer;
+}
+
+/** A visit of a sign-in link, as a browser makes it (the 303 to the portal is the sign-in). */
+async function visit(url: string): Promise<Answer> {
+  const res = await fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(30_000) });
+  return { status: res.status, headers: res.headers, body: await res.text() };
 }
 
 /**
@@ -163,5 +171,34 @@ describe.each<Stall>(['frozen', 'writes paused'])('Redis %s', (stall) => {
       () => balanceOf(path),
     );
     expect(after).toBe(before);
+  });
+
+  it('a portal sign-in link answered 503 is never written', async () => {
+    const created = await settled('POST', '/admin/customers', { name: 'Links', plan: 'pro' });
+    const path = `/admin/customers/${JSON.parse(created.body).id}/portal-sessions`;
+    const links = await inStall(
+      stall,
+      () => call('POST', path),
+      () => inspect.keys('*portal:link:*'),
+    );
+    expect(links).toEqual([]);
+  });
+
+  it('a sign-in whose visit answered 503 leaves its link usable: it signs in once Redis is back', async () => {
+    const created = await settled('POST', '/admin/customers', { name: 'Visits', plan: 'pro' });
+    const link = await settled('POST', `/admin/customers/${JSON.parse(created.body).id}/portal-sessions`);
+    expect(link.status, link.body).toBe(201);
+    const url = new URL(JSON.parse(link.body).url);
+    const entry = `${portal}${url.pathname}${url.search}`;
+    const sessionsBefore = (await inspect.keys('*portal:session:*')).length;
+    const again = await inStall(
+      stall,
+      () => visit(entry),
+      () => visit(entry),
+    );
+    expect(again.status, again.body).toBe(303);
+    expect(again.headers.get('set-cookie')).toMatch(/./);
+    // One session: the visit answered 503 made none.
+    expect((await inspect.keys('*portal:session:*')).length).toBe(sessionsBefore + 1);
   });
 });
