@@ -1,3 +1,5 @@
+import { FENCE_LUA } from '../redis/fenced-writes.js';
+
 /**
  * A credit balance in Redis, in two keys in its owner's slot: the state hash (`b` the balance, `h`
  * the UTC hour, as an index, whose spend is still open, `u` that hour's spend so far (net of
@@ -105,11 +107,16 @@ end
  * Adds one entry made under a reference (a top-up, grant or adjustment): once per reference, so a
  * retry adds nothing more; refused (the balance left as it is) when it would take the balance
  * below zero. KEYS: state hash, ledger stream. ARGV: now, refill amount (0: none), refill period,
- * reference, type, amount, reason, at (epoch ms), the trim's cutoff (epoch ms; 0: none) and batch. Returns: 'added', 'held' (made before) or
+ * reference, type, amount, reason, at (epoch ms), the trim's cutoff (epoch ms; 0: none) and batch,
+ * the fence's deadline (µs on Redis's clock: past it, the script does nothing and answers the
+ * FENCED error, so a change the admin API answered 503 cannot land later; redis/fenced-writes.ts).
+ * Returns: 'added', 'held' (made before) or
  * 'short'; the entry's id (or ''); the balance; what a refill due now added; 1 when this change
  * took the balance to 0 and so announces `credits.exhausted` (else 0); `m` (0: none).
  */
-export const CREDIT_ADD_SCRIPT = `${CREDIT_STATE}${CREDIT_TRIM}
+export const CREDIT_ADD_SCRIPT = `${CREDIT_STATE}${CREDIT_TRIM}${FENCE_LUA}
+local late = fenceRefusal(ARGV[11])
+if late then return late end
 local ck, cl = KEYS[1], KEYS[2]
 local st = creditsRead(ck, cl, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
 creditsTrim(ck, cl, tonumber(ARGV[9]), tonumber(ARGV[10]))

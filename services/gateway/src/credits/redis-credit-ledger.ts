@@ -1,6 +1,7 @@
 import type { Redis, Result } from 'ioredis';
 import { BadCursorError, type Page, type PageRequest } from '../paging/page.js';
 import type { RedisClient } from '../redis/clients.js';
+import { FencedWrites } from '../redis/fenced-writes.js';
 import {
   type CreditAddResult,
   type CreditBalance,
@@ -62,6 +63,9 @@ function entryOf([id, fields]: StreamEntry): CreditEntry {
 
 /** Balances and ledgers in Redis, shared by every replica and spent by the limit script. */
 export class RedisCreditLedger implements CreditLedger {
+  /** Changes by hand are fenced: one answered 503 never lands later (redis/fenced-writes.ts). */
+  private readonly fences: FencedWrites;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
@@ -78,6 +82,7 @@ export class RedisCreditLedger implements CreditLedger {
         (redis as Redis).defineCommand(name, { lua });
       }
     }
+    this.fences = new FencedWrites(redis);
   }
 
   async balance(owner: string, rule: CreditRule, now: number): Promise<CreditBalance> {
@@ -98,18 +103,22 @@ export class RedisCreditLedger implements CreditLedger {
   }
 
   async add(owner: string, rule: CreditRule, change: CreditChange, now: number): Promise<CreditAddResult> {
-    const reply = await this.redis.creditAdd(
-      2,
-      ...creditKeys(this.prefix, owner),
-      now,
-      ...refillArgs(rule, now),
-      change.ref,
-      change.type,
-      change.amount,
-      change.reason,
-      change.at,
-      now - this.retentionMs,
-      TRIM_BATCH,
+    const keys = creditKeys(this.prefix, owner);
+    const reply = await this.fences.run(keys[0], (deadline) =>
+      this.redis.creditAdd(
+        2,
+        ...keys,
+        now,
+        ...refillArgs(rule, now),
+        change.ref,
+        change.type,
+        change.amount,
+        change.reason,
+        change.at,
+        now - this.retentionMs,
+        TRIM_BATCH,
+        deadline,
+      ),
     );
     const outcome = String(reply[0]) as CreditAddResult['outcome'];
     const balance = Number(reply[2]);

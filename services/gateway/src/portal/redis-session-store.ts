@@ -1,5 +1,6 @@
 import type { Redis, Result } from 'ioredis';
 import type { RedisClient } from '../redis/clients.js';
+import { FencedWrites } from '../redis/fenced-writes.js';
 import {
   goneBy,
   idleEnd,
@@ -43,9 +44,14 @@ declare module 'ioredis' {
  * which each use moves on (USE_SESSION_SCRIPT) up to the absolute end the value holds. Expiry is
  * decided on the gateway's clock, as PEXPIRETIME is compared with it; Redis's own expiry, on its
  * clock, is what clears the key.
+ *
+ * Links and sessions are written, taken and ended by fenced writes (redis/fenced-writes.ts): a call
+ * answered 503 in a Redis stall leaves no link or session behind, takes no link (it still signs in
+ * once Redis is back) and ends no session, however long Redis kept the command.
  */
 export class RedisPortalSessionStore implements PortalSessionStore {
   readonly kind = 'redis';
+  private readonly fences: FencedWrites;
 
   constructor(
     private readonly redis: RedisClient,
@@ -55,6 +61,7 @@ export class RedisPortalSessionStore implements PortalSessionStore {
     if (typeof (redis as Partial<Redis>).gatewayPortalUseSession !== 'function') {
       redis.defineCommand('gatewayPortalUseSession', { numberOfKeys: 1, lua: USE_SESSION_SCRIPT });
     }
+    this.fences = new FencedWrites(redis);
   }
 
   private name(kind: 'link' | 'session' | 'trace', secret: string): string {
@@ -62,11 +69,13 @@ export class RedisPortalSessionStore implements PortalSessionStore {
   }
 
   async putLink(secret: string, customerId: string, expiresAt: number): Promise<void> {
-    await this.redis.set(this.name('link', secret), customerId, 'PXAT', expiresAt);
+    const key = this.name('link', secret);
+    await this.fences.call(key, 'SET', customerId, 'PXAT', expiresAt);
   }
 
   async takeLink(secret: string): Promise<string | null> {
-    return this.redis.getdel(this.name('link', secret));
+    const key = this.name('link', secret);
+    return (await this.fences.call<string | null>(key, 'GETDEL')) ?? null;
   }
 
   async putSession(secret: string, session: PortalSession): Promise<void> {
@@ -74,8 +83,8 @@ export class RedisPortalSessionStore implements PortalSessionStore {
     const trace: Trace = { until: session.expiresAt + TRACE_LINGER_MS };
     // The trace first, so no session is without one; not in one MULTI, as the two keys may be in
     // different Cluster slots. A sign-in failing between the two leaves a trace that only expires.
-    await this.redis.set(this.name('trace', secret), JSON.stringify(trace), 'PXAT', trace.until);
-    await this.redis.set(this.name('session', secret), JSON.stringify(session), 'PXAT', ends);
+    await this.fences.call(this.name('trace', secret), 'SET', JSON.stringify(trace), 'PXAT', trace.until);
+    await this.fences.call(this.name('session', secret), 'SET', JSON.stringify(session), 'PXAT', ends);
   }
 
   async getSession(secret: string): Promise<PortalSession | null> {
@@ -85,13 +94,13 @@ export class RedisPortalSessionStore implements PortalSessionStore {
   }
 
   async endSession(secret: string): Promise<void> {
-    await this.redis.del(this.name('session', secret));
+    await this.fences.call(this.name('session', secret), 'DEL');
     // Marked, not deleted, so a replay of the cookie is told apart from a guess; XX and KEEPTTL:
     // a trace is never made here, and keeps the end it was given at sign-in.
     const held = await this.redis.get(this.name('trace', secret));
     if (held === null) return;
     const trace: Trace = { ...(JSON.parse(held) as Trace), ended: true };
-    await this.redis.set(this.name('trace', secret), JSON.stringify(trace), 'KEEPTTL', 'XX');
+    await this.fences.call(this.name('trace', secret), 'SET', JSON.stringify(trace), 'KEEPTTL', 'XX');
   }
 
   async whyGone(secret: string): Promise<SessionGone> {

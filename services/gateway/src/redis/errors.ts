@@ -20,8 +20,20 @@ const CLIENT_MESSAGES = [
 ];
 const CLIENT_PREFIXES = ['Too many Cluster redirections', 'Reached the max retries per request limit'];
 
-/** Redis's replies that mean "not now": loading, busy, a cluster or a failover in progress. */
-const TRANSIENT_REPLIES = ['LOADING', 'BUSY', 'CLUSTERDOWN', 'TRYAGAIN', 'MASTERDOWN', 'READONLY', 'NOREPLICAS'];
+/**
+ * Redis's replies that mean "not now": loading, busy, a cluster or a failover in progress; and a
+ * fenced write that reached Redis after its deadline and did nothing (fenced-writes.ts).
+ */
+const TRANSIENT_REPLIES = [
+  'LOADING',
+  'BUSY',
+  'CLUSTERDOWN',
+  'TRYAGAIN',
+  'MASTERDOWN',
+  'READONLY',
+  'NOREPLICAS',
+  'FENCED',
+];
 
 const SOCKET_CODES = new Set([
   'ECONNREFUSED',
