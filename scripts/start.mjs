@@ -1,13 +1,16 @@
 // Starts the whole stack from the build (`npm start` builds first, in its prestart script): pets,
-// then the gateway in front of it. With no MONGO_URL it runs embedded (in-memory stores) and
-// seeds one demo key per plan.
+// then the gateway in front of it. With no MONGO_URL it seeds one demo key per plan: each run in
+// memory (no Redis either), once in Redis (REDIS_URL, where keys then live). The admin token it
+// generates is kept in a file, so the same token works after a restart.
 //
 // `npm start` runs this as `exec node scripts/start.mjs`, so this process is npm's direct child:
 // npm forwards SIGINT and SIGTERM to its child, and a `sh -c` in between would die of them
 // without passing them on, orphaning the stack.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { dirname, resolve } from 'node:path';
 import { ConfigError } from '@animal-store/common/env.js';
 import { localBaseUrl } from '@animal-store/gateway/cli/admin-client.js';
 import { loadConfig as loadGatewayConfig } from '@animal-store/gateway/config.js';
@@ -67,8 +70,32 @@ function portProblem({ host: h, port }) {
 }
 
 const embedded = !env.MONGO_URL;
-const generatedToken = env.ADMIN_TOKEN ? undefined : randomBytes(24).toString('base64url');
-const adminToken = env.ADMIN_TOKEN ?? generatedToken;
+
+/**
+ * The admin token: ADMIN_TOKEN when set; else the one kept in ADMIN_TOKEN_FILE (default
+ * .npm-start/admin-token), made there on the first start, readable by its owner only. A token
+ * made for each run would lock the exported shell line out of a stack restarted over durable keys.
+ */
+function keptToken() {
+  const file = resolve(env.ADMIN_TOKEN_FILE ?? '.npm-start/admin-token');
+  let text;
+  try {
+    text = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    if (err.code !== 'ENOENT') fail(`ADMIN_TOKEN_FILE=${file} cannot be read (${err.code}); fix or remove it`);
+  }
+  if (text) return { token: text, file, made: false };
+  const token = randomBytes(24).toString('base64url');
+  try {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  } catch (err) {
+    fail(`cannot keep the admin token in ${file} (${err.code}); set ADMIN_TOKEN_FILE to a writable path`);
+  }
+  return { token, file, made: true };
+}
+const kept = env.ADMIN_TOKEN ? undefined : keptToken();
+const adminToken = env.ADMIN_TOKEN ?? kept.token;
 
 const serviceEnv = (extra) => ({
   ...env,
@@ -162,6 +189,8 @@ process.on('exit', () => {
 // the keys CLI can update, rotate and revoke them (a keys file's entries refuse all three).
 const seedDemoKeys = embedded && !env.API_KEYS_FILE;
 const demoKeys = [];
+/** Demo keys an earlier run made in the durable store: listed by id, their secrets were shown then. */
+const keptDemoKeys = [];
 /** The limits a demo key of a plan without windows (the spec's enterprise) gets. */
 const OWN_LIMITS = { perMinute: 5_000, perDay: 1_000_000 };
 
@@ -217,6 +246,12 @@ async function waitReady(url, name) {
 }
 
 const gatewayUrl = localBaseUrl(host, gateway.port);
+/** Where keys and customers live in each mode (the gateway's config.keysIn), for the banner. */
+const STORE_LINES = {
+  memory: 'in memory, gone when the stack stops (set REDIS_URL or MONGO_URL to keep them)',
+  redis: 'in Redis (REDIS_URL), kept across restarts while Redis keeps its data',
+  mongo: 'in MongoDB (MONGO_URL)',
+};
 const adminUrl = localBaseUrl(adminHost, admin.port);
 
 async function createDemoKey(plan, limits) {
@@ -230,15 +265,41 @@ async function createDemoKey(plan, limits) {
   return JSON.parse(body);
 }
 
+/** The live demo keys an earlier run left in a durable store (Redis), by plan. */
+async function existingDemoKeys() {
+  const byPlan = new Map();
+  if (gatewayConfig.keysIn === 'memory') return byPlan;
+  let after;
+  do {
+    const query = new URLSearchParams({ name: 'demo-', revoked: 'false', limit: '500', ...(after ? { after } : {}) });
+    const response = await fetch(`${adminUrl}/admin/keys?${query}`, {
+      headers: { authorization: `Bearer ${adminToken}` },
+    });
+    const body = await response.text();
+    if (!response.ok) throw new Error(`the admin API did not list the demo keys (${response.status} ${body})`);
+    const page = JSON.parse(body);
+    for (const k of page.items) if (k.name === `demo-${k.plan}` && !byPlan.has(k.plan)) byPlan.set(k.plan, k);
+    after = page.next ?? undefined;
+  } while (after);
+  return byPlan;
+}
+
 try {
   start('pets', 'services/pets/dist/server.js', petsEnv);
   await waitReady(`http://127.0.0.1:${pets.port}/readyz`, 'pets');
   start('gateway', 'services/gateway/dist/server.js', gatewayEnv);
   await waitReady(`${gatewayUrl}/readyz`, 'gateway');
   if (seedDemoKeys) {
+    // Seeded once into a durable store: a restart finds them there and makes none again.
+    const existing = await existingDemoKeys();
     // One per plan in force (PLANS_FILE's, else the spec's four); a plan without windows has keys
     // that carry their own limits, so its demo key gets the spec's enterprise example.
     for (const [plan, definition] of gatewayConfig.plans.plans) {
+      const earlier = existing.get(plan);
+      if (earlier) {
+        keptDemoKeys.push({ plan, id: earlier.id, prefix: earlier.prefix ?? '' });
+        continue;
+      }
       const { id, key } = await createDemoKey(plan, definition.windows ? undefined : OWN_LIMITS);
       demoKeys.push({ plan, id, key, reads: definition.scopes.includes('pets:read') });
     }
@@ -255,10 +316,24 @@ const lines = [
   `  Animal store API is up: ${gatewayUrl}/v1  (docs: ${gatewayUrl}/docs)`,
   `  Admin API: ${adminUrl}/admin/keys`,
   `  Console:   ${adminUrl}/console  (sign in with the admin token)`,
-  generatedToken ? '  Admin token: generated for this run (below)' : '  Admin token: from ADMIN_TOKEN',
+  kept
+    ? `  Admin token: ${kept.made ? 'made and kept' : 'kept'} in ${kept.file} (below; delete the file for a new one)`
+    : '  Admin token: from ADMIN_TOKEN',
+  `  Keys and customers: ${STORE_LINES[gatewayConfig.keysIn]}`,
 ];
+if (keptDemoKeys.length > 0) {
+  lines.push(
+    '  Demo keys kept from an earlier run (their keys were shown then; `npm run -s keys -- rotate ID` gives a new one):',
+  );
+  const width = Math.max(10, ...keptDemoKeys.map((k) => k.plan.length));
+  for (const k of keptDemoKeys) lines.push(`    ${k.plan.padEnd(width)} ${k.id.padEnd(20)} ${k.prefix}…`);
+}
 if (demoKeys.length > 0) {
-  lines.push('  Demo keys (embedded mode; they last until you stop the stack):');
+  lines.push(
+    gatewayConfig.keysIn === 'memory'
+      ? '  Demo keys (in memory; they last until you stop the stack):'
+      : '  Demo keys (made once, kept in Redis):',
+  );
   const width = Math.max(10, ...demoKeys.map((k) => k.plan.length));
   lines.push(`    ${'plan'.padEnd(width)} ${'id'.padEnd(20)} key`);
   for (const k of demoKeys) lines.push(`    ${k.plan.padEnd(width)} ${k.id.padEnd(20)} ${k.key}`);
@@ -268,8 +343,8 @@ if (demoKeys.length > 0) {
 lines.push(
   '',
   '  For the keys CLI (npm run keys -- list) and the admin API, in another shell:',
-  generatedToken
-    ? `    export ADMIN_URL=${adminUrl} ADMIN_TOKEN=${generatedToken}`
+  kept
+    ? `    export ADMIN_URL=${adminUrl} ADMIN_TOKEN=${kept.token}`
     : `    export ADMIN_URL=${adminUrl}   # ADMIN_TOKEN: the one you set`,
   '',
   '  Ctrl-C stops the stack.',

@@ -24,6 +24,8 @@ interface Started {
   npm: ChildProcess;
   ports: Ports;
   tmp: string;
+  /** Where this run keeps its admin token (ADMIN_TOKEN_FILE), out of the repository and TMPDIR. */
+  state: string;
   stdout: () => string;
   stderr: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -46,6 +48,7 @@ afterEach(async () => {
       clearTimeout(timer);
     }
     rmSync(s.tmp, { recursive: true, force: true });
+    rmSync(s.state, { recursive: true, force: true });
   }
 });
 
@@ -76,10 +79,12 @@ async function freePorts(): Promise<Ports> {
  */
 function npmStart(ports: Ports, npmArgs: string[] = [], extraEnv: NodeJS.ProcessEnv = {}): Started {
   const tmp = mkdtempSync(join(tmpdir(), 'npm-start-test-'));
+  const state = mkdtempSync(join(tmpdir(), 'npm-start-state-'));
   const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, LOG_LEVEL: 'warn' };
   for (const name of ['HOST', 'ADMIN_HOST', 'ADMIN_TOKEN', 'API_KEYS_FILE', 'MONGO_URL', 'REDIS_URL', 'PETS_URL']) {
     delete env[name];
   }
+  env.ADMIN_TOKEN_FILE = join(state, 'admin-token');
   for (const [name, port] of Object.entries(ports)) env[name] = String(port);
   Object.assign(env, extraEnv);
   const npm = spawn('npm', [...npmArgs, 'start', '--ignore-scripts'], {
@@ -100,7 +105,7 @@ function npmStart(ports: Ports, npmArgs: string[] = [], extraEnv: NodeJS.Process
     code: code as number | null,
     signal: signal as NodeJS.Signals | null,
   }));
-  const s: Started = { npm, ports, tmp, stdout: () => out, stderr: () => err, exited };
+  const s: Started = { npm, ports, tmp, state, stdout: () => out, stderr: () => err, exited };
   started.push(s);
   return s;
 }
@@ -284,8 +289,10 @@ describe('npm start', () => {
     const script = scriptBinary();
     const ports = await freePorts();
     const tmp = mkdtempSync(join(tmpdir(), 'npm-start-test-'));
+    const state = mkdtempSync(join(tmpdir(), 'npm-start-state-'));
     const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, LOG_LEVEL: 'info' };
     for (const name of ['HOST', 'ADMIN_TOKEN', 'API_KEYS_FILE', 'MONGO_URL', 'REDIS_URL', 'PETS_URL']) delete env[name];
+    env.ADMIN_TOKEN_FILE = join(state, 'admin-token');
     for (const [name, port] of Object.entries(ports)) env[name] = String(port);
     // script(1) runs npm start on a pseudo-terminal: stdout is a TTY, and \x03 on its input is Ctrl-C.
     // It runs the command through `$SHELL -c`, a non-interactive shell that (dash, unlike bash)
@@ -296,6 +303,7 @@ describe('npm start', () => {
       npm: term,
       ports,
       tmp,
+      state,
       stdout: () => out,
       stderr: () => '',
       interrupt: () => term.stdin.write('\x03'),

@@ -13,8 +13,9 @@ import { killAllServices, ServiceProcess } from '../support/service-process.js';
  * Every admin route with Redis frozen (SIGSTOP: connections stay open, nothing answers) and with
  * Redis dead (connection refused), on a gateway process started as in production: a route that
  * needs Redis answers 503 in the Error shape with Retry-After, within its command timeout and
- * never a 500; a route that does not (the keys on their own store, the plans, the console) goes on
- * answering. A Redis of this file's own: it is frozen and killed.
+ * never a 500; a route that does not (the plans, the console) goes on answering. With Redis and no
+ * MongoDB, as here, keys and customers live in that Redis too: their routes need it. A Redis of this
+ * file's own: it is frozen and killed.
  */
 
 const ADMIN_TOKEN = 'faults-admin-stores-token-0123';
@@ -47,12 +48,12 @@ type Row = [label: string, method: string, path: (f: Fixtures) => string, body: 
 /** What each route answers with Redis unreachable: its usual status, or 503. */
 const ROUTES: Row[] = [
   ['plans', 'GET', () => '/admin/plans', undefined, 200],
-  ['list keys', 'GET', () => '/admin/keys', undefined, 200],
-  ['show a key', 'GET', (f) => `/admin/keys/${f.keyId}`, undefined, 200],
-  ['create a key', 'POST', () => '/admin/keys', { plan: 'free' }, 201],
-  ['update a key', 'PATCH', (f) => `/admin/keys/${f.keyId}`, { name: 'renamed' }, 200],
-  ['rotate a key', 'POST', (f) => `/admin/keys/${f.keyId}/rotate`, {}, 200],
-  ['revoke a key', 'DELETE', (f) => `/admin/keys/${f.spareKeyId}`, undefined, 204],
+  ['list keys', 'GET', () => '/admin/keys', undefined, 503],
+  ['show a key', 'GET', (f) => `/admin/keys/${f.keyId}`, undefined, 503],
+  ['create a key', 'POST', () => '/admin/keys', { plan: 'free' }, 503],
+  ['update a key', 'PATCH', (f) => `/admin/keys/${f.keyId}`, { name: 'renamed' }, 503],
+  ['rotate a key', 'POST', (f) => `/admin/keys/${f.keyId}/rotate`, {}, 503],
+  ['revoke a key', 'DELETE', (f) => `/admin/keys/${f.spareKeyId}`, undefined, 503],
   ['live usage', 'GET', (f) => `/admin/keys/${f.keyId}/usage`, undefined, 503],
   ['usage history', 'GET', (f) => `/admin/keys/${f.keyId}/usage/history`, undefined, 503],
   ['usage history as CSV', 'GET', (f) => `/admin/keys/${f.keyId}/usage/history?format=csv`, undefined, 503],
@@ -85,7 +86,7 @@ const ROUTES: Row[] = [
     503,
   ],
   ['a top-up', 'POST', (f) => `/admin/customers/${f.customerId}/credits`, { amount: 10, reason: 'order 1' }, 503],
-  ['set a lone key’s credit terms', 'PATCH', (f) => `/admin/keys/${f.creditKeyId}`, { credits: {} }, 200],
+  ['set a lone key’s credit terms', 'PATCH', (f) => `/admin/keys/${f.creditKeyId}`, { credits: {} }, 503],
   ['a lone key’s credit balance', 'GET', (f) => `/admin/keys/${f.creditKeyId}/credits`, undefined, 503],
   ['a lone key’s credit ledger', 'GET', (f) => `/admin/keys/${f.creditKeyId}/credits/ledger`, undefined, 503],
   ['a lone key’s invoice preview', 'GET', (f) => `/admin/keys/${f.creditKeyId}/invoice-preview`, undefined, 503],

@@ -40,6 +40,11 @@ export interface GatewayConfig {
   /** Standalone, Sentinel or Cluster; none runs embedded (limits per process). */
   redis: RedisTarget | undefined;
   mongoUrl: string | undefined;
+  /**
+   * Where keys and customers live: MongoDB when MONGO_URL is set, else the Redis of the limits
+   * (durable as the credit ledger beside them), else this process's memory (gone at a restart).
+   */
+  keysIn: 'mongo' | 'redis' | 'memory';
   trustProxy: FastifyServerOptions['trustProxy'];
   failureMode: FailureMode;
   ban: BanPolicy;
@@ -418,6 +423,7 @@ export function loadConfig(env: Env): GatewayConfig {
     petsUrl: r.url('PETS_URL', ['http:', 'https:'], 'http://127.0.0.1:8090') as string,
     redis,
     mongoUrl,
+    keysIn: mongoUrl !== undefined ? 'mongo' : redis !== undefined ? 'redis' : 'memory',
     trustProxy: parseTrustProxy(r.string('TRUST_PROXY'), r),
     failureMode: r.oneOf('RATE_LIMIT_FAILURE_MODE', ['open', 'closed'] as const, 'open'),
     ban: parseBanPolicy(r),

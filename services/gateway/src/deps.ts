@@ -16,6 +16,7 @@ import { toCustomerRecord } from './customers/customers-file.js';
 import { FileCustomers } from './customers/file-customers.js';
 import { MemoryCustomerStore } from './customers/memory-customer-store.js';
 import { MongoCustomerStore } from './customers/mongo-customer-store.js';
+import { RedisCustomerStore } from './customers/redis-customer-store.js';
 import { type IdempotencyStore, MemoryIdempotencyStore } from './idempotency/idempotency-store.js';
 import { RedisIdempotencyStore } from './idempotency/redis-idempotency-store.js';
 import { KeyResolver } from './keys/key-resolver.js';
@@ -23,6 +24,7 @@ import type { KeyStore } from './keys/key-store.js';
 import { toKeyRecord } from './keys/keys-file.js';
 import { MemoryKeyStore } from './keys/memory-key-store.js';
 import { MongoKeyStore } from './keys/mongo-key-store.js';
+import { RedisKeyStore } from './keys/redis-key-store.js';
 import { AnonymousLimiter } from './limits/anonymous-limiter.js';
 import { MemoryKeyLimiter } from './limits/engines/memory-key-limiter.js';
 import { RedisKeyLimiter } from './limits/engines/redis-key-limiter.js';
@@ -52,6 +54,8 @@ export interface GatewayClients {
   subscriber?: RedisClient | null;
   /** The key store's MongoDB database. */
   keysDb?: Db | null;
+  /** The Redis keys and customers live in when there is no MongoDB (server.ts: config.keysIn). */
+  keysRedis?: RedisClient | null;
   /** A store to use as it is: several in-process replicas sharing one, as they would share MongoDB. */
   keyStore?: KeyStore;
   /** As keyStore: one customer store shared by in-process replicas. */
@@ -64,7 +68,7 @@ export interface GatewayDeps {
   registry: Registry;
   metrics: GatewayMetrics;
   keyStore: KeyStore;
-  /** The accounts above the keys, beside the keys (the same MongoDB database, or memory). */
+  /** The accounts above the keys, beside the keys (the same MongoDB database, Redis, or memory). */
   customerStore: CustomerStore;
   keyResolver: KeyResolver;
   /** Keys' customers, cached per replica beside the keys (the gate's shared windows come from them). */
@@ -103,26 +107,37 @@ export interface GatewayDeps {
   /** Where every listener's log lines go, when not stdout. */
   logStream?: LogStream;
   /** One line per store saying which backend it uses, for the start-up log. */
-  backends: { keyStore: string; limiter: string; events: string; webhooks: string };
+  backends: { keyStore: string; customerStore: string; limiter: string; events: string; webhooks: string };
 }
 
 type LogStream = { write(line: string): void };
 
 /**
- * The customer store: the one given, else beside the keys in MongoDB, else in memory; with
+ * The customer store: the one given, else beside the keys (MongoDB, else Redis, else memory); with
  * API_KEYS_FILE's customers read-only in front of it when the file has some.
  */
-async function customerStoreFor(clients: GatewayClients, fromFile: readonly CustomerRecord[]): Promise<CustomerStore> {
+async function customerStoreFor(
+  clients: GatewayClients,
+  prefix: string,
+  fromFile: readonly CustomerRecord[],
+): Promise<CustomerStore> {
   let store: CustomerStore;
   if (clients.customerStore) store = clients.customerStore;
-  else if (!clients.keysDb) store = new MemoryCustomerStore();
-  else {
+  else if (clients.keysDb) {
     const mongoStore = new MongoCustomerStore(clients.keysDb);
     await mongoStore.init();
     store = mongoStore;
-  }
+  } else if (clients.keysRedis) store = new RedisCustomerStore(clients.keysRedis, prefix);
+  else store = new MemoryCustomerStore();
   return fromFile.length > 0 ? new FileCustomers(store, fromFile) : store;
 }
+
+/** A store's backend in the start-up log, saying what a restart does to it. */
+const DURABILITY: Record<KeyStore['kind'], string> = {
+  mongo: 'mongo',
+  redis: 'redis (kept as long as Redis persists)',
+  memory: 'memory (lost when the process stops)',
+};
 
 /** The portal's sessions and address limits, and the customer locks its key creates take: in Redis, or memory. */
 function portalDeps(
@@ -165,7 +180,7 @@ export async function createDeps(
   const logger = createLogger({ serviceName: 'gateway', logLevel: config.logLevel, logStream: options.logStream });
   const redis = clients.redis ?? null;
 
-  const keyStore = await createKeyStore(clients);
+  const keyStore = await createKeyStore(clients, config.redisPrefix);
   const loadedAt = new Date(now());
   const fileRecords = config.apiKeys.map((e) => toKeyRecord(e, loadedAt));
   const keyResolver = new KeyResolver(keyStore, fileRecords, {
@@ -184,7 +199,7 @@ export async function createDeps(
   const webhooks = createWebhooks(config, redis, { registry, logger, keyStore, keyResolver, now });
 
   const fileCustomers = config.apiKeyCustomers.map((e) => toCustomerRecord(e, loadedAt));
-  const customerStore = await customerStoreFor(clients, fileCustomers);
+  const customerStore = await customerStoreFor(clients, config.redisPrefix, fileCustomers);
   const customerResolver = new CustomerResolver(customerStore, fileCustomers, {
     maxEntries: config.keyCacheMax,
     ttlMs: config.keyCacheTtlMs,
@@ -211,14 +226,35 @@ export async function createDeps(
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
     ...portalDeps(config, redis, now),
     now,
-    backends: {
-      keyStore: `${keyStore.kind}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}${config.apiKeyCustomers.length ? ` + ${config.apiKeyCustomers.length} customers from it` : ''}`,
-      limiter: redis
-        ? `redis ${config.redis?.mode ?? ''} (failure mode ${config.failureMode})`
-        : 'memory (embedded: limits are per process)',
-      events: redis && subscriber ? 'redis pub/sub' : 'in-process',
-      webhooks: webhooks.queue.kind,
-    },
+    backends: backendsOf(config, {
+      keyStore,
+      customerStore,
+      fileRecords,
+      webhooks,
+      redis,
+      pubsub: subscriber !== null,
+    }),
+  };
+}
+
+/** One line per store for the start-up log: where keys, customers, limits, events and webhooks live. */
+function backendsOf(
+  config: GatewayConfig,
+  parts: Pick<GatewayDeps, 'keyStore' | 'customerStore' | 'webhooks'> & {
+    fileRecords: unknown[];
+    redis: RedisClient | null;
+    pubsub: boolean;
+  },
+): GatewayDeps['backends'] {
+  const { keyStore, customerStore, fileRecords, webhooks, redis, pubsub } = parts;
+  return {
+    keyStore: `${DURABILITY[keyStore.kind]}${fileRecords.length ? ` + ${fileRecords.length} keys from ${config.apiKeysFile}` : ''}${config.apiKeyCustomers.length ? ` + ${config.apiKeyCustomers.length} customers from it` : ''}`,
+    customerStore: DURABILITY[customerStore.kind],
+    limiter: redis
+      ? `redis ${config.redis?.mode ?? ''} (failure mode ${config.failureMode})`
+      : 'memory (embedded: limits are per process)',
+    events: redis && pubsub ? 'redis pub/sub' : 'in-process',
+    webhooks: webhooks.queue.kind,
   };
 }
 
@@ -336,9 +372,10 @@ function createMetering(
   return { metering, meteringCloser };
 }
 
-/** The store given, MongoDB when its database is, or this process's memory. */
-async function createKeyStore(clients: GatewayClients): Promise<KeyStore> {
+/** The store given, MongoDB when its database is, Redis when keys live there, or this process's memory. */
+async function createKeyStore(clients: GatewayClients, prefix: string): Promise<KeyStore> {
   if (clients.keyStore) return clients.keyStore;
+  if (clients.keysRedis) return new RedisKeyStore(clients.keysRedis, prefix);
   if (!clients.keysDb) return new MemoryKeyStore();
   const mongoStore = new MongoKeyStore(clients.keysDb);
   await mongoStore.init();

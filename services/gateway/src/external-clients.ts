@@ -13,6 +13,8 @@ export interface ExternalClients {
   mongoClient: MongoClient | null;
   /** The key store's database, when MongoDB is configured. */
   keysDb: Db | null;
+  /** The key and customer stores' Redis (the limits' connection), when keys live in Redis (config.keysIn). */
+  keysRedis: RedisClient | null;
 }
 
 /** Creates every client the config asks for; they connect on their own (Redis) or at first use (MongoDB). */
@@ -30,7 +32,13 @@ export function openClients(config: GatewayConfig): ExternalClients {
         waitQueueTimeoutMS: 2_000,
       })
     : null;
-  return { redis, subscriber, mongoClient, keysDb: mongoClient?.db('gateway') ?? null };
+  return {
+    redis,
+    subscriber,
+    mongoClient,
+    keysDb: mongoClient?.db('gateway') ?? null,
+    keysRedis: config.keysIn === 'redis' ? redis : null,
+  };
 }
 
 /**

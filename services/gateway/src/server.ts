@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   // One asynchronous stdout for every listener of this process, flushed by serve() at shutdown.
   const deps = await createDeps(
     config,
-    { redis: clients.redis, subscriber: clients.subscriber, keysDb: clients.keysDb },
+    { redis: clients.redis, subscriber: clients.subscriber, keysDb: clients.keysDb, keysRedis: clients.keysRedis },
     { logStream: logDestination() },
   );
   const app = await buildApp(config, deps);
@@ -72,10 +72,12 @@ async function main(): Promise<void> {
 
   await app.register(closeClients, { clients, events: deps.events });
 
-  const level = config.redis && config.mongoUrl ? 'info' : 'warn';
+  // A warning while limits are per process, or keys and customers end with it.
+  const level = config.redis && config.keysIn !== 'memory' ? 'info' : 'warn';
   app.log[level](
     {
       keyStore: deps.backends.keyStore,
+      customerStore: deps.backends.customerStore,
       limiter: deps.backends.limiter,
       events: deps.backends.events,
       webhooks: deps.backends.webhooks,
@@ -83,7 +85,7 @@ async function main(): Promise<void> {
       mongo: config.mongoUrl ? redactUrl(config.mongoUrl) : 'none',
       upstream: config.petsUrl,
     },
-    `backends: keys=${deps.backends.keyStore}, limiter=${deps.backends.limiter}, webhooks=${deps.backends.webhooks}, redis=${config.redis?.mode ?? 'none'}`,
+    `backends: keys=${deps.backends.keyStore}, customers=${deps.backends.customerStore}, limiter=${deps.backends.limiter}, webhooks=${deps.backends.webhooks}, redis=${config.redis?.mode ?? 'none'}`,
   );
   await serve(listeners, config.shutdownGraceMs);
 }

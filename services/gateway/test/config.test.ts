@@ -32,6 +32,7 @@ describe('loadConfig defaults', () => {
       petsUrl: 'http://127.0.0.1:8090',
       redis: undefined,
       mongoUrl: undefined,
+      keysIn: 'memory',
       trustProxy: false,
       failureMode: 'open',
       ban: { threshold: 50, windowMs: 60_000, durationMs: 900_000, graceMs: 500, minRetryAfterMs: 8_000 },
@@ -78,6 +79,7 @@ describe('loadConfig defaults', () => {
       petsUrl: 'http://pets:8090',
       redis: { mode: 'standalone', url: 'redis://redis:6379/0' },
       mongoUrl: 'mongodb://mongo:27017',
+      keysIn: 'mongo',
       failureMode: 'closed',
       ban: { threshold: 3, windowMs: 30_000, durationMs: 120_000, graceMs: 250, minRetryAfterMs: 5_000 },
       anonPerMinute: 10,
@@ -85,6 +87,13 @@ describe('loadConfig defaults', () => {
       apiKeys: [{ id: 'key_file', name: 'key_file', plan: 'pro', sha256 }],
       apiKeyCustomers: [],
     });
+  });
+
+  it('keeps keys and customers in MongoDB when it is set, else in the Redis of the limits, else in memory', () => {
+    expect(loadConfig({ REDIS_URL: 'redis://redis:6379' }).keysIn).toBe('redis');
+    expect(loadConfig({ REDIS_CLUSTER_NODES: 'a:7000,b:7001' }).keysIn).toBe('redis');
+    expect(loadConfig({ REDIS_URL: 'redis://redis:6379', MONGO_URL: 'mongodb://mongo:27017' }).keysIn).toBe('mongo');
+    expect(loadConfig({ MONGO_URL: 'mongodb://mongo:27017' }).keysIn).toBe('mongo');
   });
 
   it('treats empty values as unset', () => {

@@ -52,7 +52,7 @@ export interface CustomerFilter {
 export type ChangedCustomer = Pick<CustomerRecord, 'id' | 'updatedAt'>;
 
 export interface CustomerStore {
-  readonly kind: 'memory' | 'mongo';
+  readonly kind: 'memory' | 'mongo' | 'redis';
   /** Throws DuplicateCustomerError when the id, or the externalId among live customers, is taken. */
   insert(record: CustomerRecord): Promise<void>;
   /** A live customer; null when there is none or it was deleted. */

@@ -133,7 +133,7 @@ export type ChangedKey = Pick<KeyRecord, 'id' | 'sha256' | 'updatedAt'>;
 
 /** Where key records live. Revocation keeps the record (with revokedAt) so replicas can learn of it. */
 export interface KeyStore {
-  readonly kind: 'memory' | 'mongo';
+  readonly kind: 'memory' | 'mongo' | 'redis';
   insert(record: KeyRecord): Promise<void>;
   /** The record whose current or previous secret has this hash. */
   findByHash(sha256: string): Promise<KeyRecord | null>;

@@ -2,20 +2,24 @@ import { sendError } from '@animal-store/common/error-handler.js';
 import { errorBody } from '@animal-store/common/errors.js';
 import { neverShed } from '@animal-store/common/overload.js';
 import type { FastifyInstance } from 'fastify';
+import type { KeyStore } from '../keys/key-store.js';
 
 /**
  * Liveness says the process answers. Readiness says this replica can serve: the key store
  * answers. Redis is deliberately not part of it: in open mode a Redis outage is served from the
  * fallback, and taking every replica out of rotation would turn a degraded limiter into an outage.
+ * So a key store in Redis (no MongoDB) is not pinged either: its outage is that same Redis's, the
+ * keys cached on each replica still answer, and every replica would leave rotation at once.
  */
 export async function healthRoutes(
   app: FastifyInstance,
-  opts: { keyStore: { ping(): Promise<void> }; timeoutMs: number },
+  opts: { keyStore: Pick<KeyStore, 'kind' | 'ping'>; timeoutMs: number },
 ) {
   app.get('/healthz', { config: { public: true, ...neverShed }, schema: { hide: true } as object }, async () => ({
     status: 'ok',
   }));
   app.get('/readyz', { config: { public: true }, schema: { hide: true } as object }, async (request, reply) => {
+    if (opts.keyStore.kind === 'redis') return { status: 'ready' };
     try {
       await Promise.race([
         opts.keyStore.ping(),

@@ -80,6 +80,25 @@ export function customerStoreContract(name: string, make: () => Promise<Customer
       expect((await store.list({ externalId: 'crm-1' }, { limit: 10 })).items).toHaveLength(1);
     });
 
+    it('lets one of two concurrent creates or changes to the same externalId win, never both', async () => {
+      const store = await fresh();
+      const settled = await Promise.allSettled(
+        Array.from({ length: 5 }, () => store.insert(customer({ externalId: 'raced' }))),
+      );
+      expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(1);
+      expect(settled.filter((s) => s.status === 'rejected').map((s) => s.reason)).toEqual(
+        Array.from({ length: 4 }, () => expect.objectContaining({ field: 'externalId' })),
+      );
+      const others = Array.from({ length: 4 }, () => customer());
+      for (const record of others) await store.insert(record);
+      const moved = await Promise.allSettled(
+        others.map((record) => store.update(record.id, { externalId: 'moved' }, new Date())),
+      );
+      expect(moved.filter((s) => s.status === 'fulfilled')).toHaveLength(1);
+      expect((await store.list({ externalId: 'moved' }, { limit: 10 })).items).toHaveLength(1);
+      expect((await store.list({ externalId: 'raced' }, { limit: 10 })).items).toHaveLength(1);
+    });
+
     it('lists newest first, a page at a time, every customer once', async () => {
       const store = await fresh();
       const records = Array.from({ length: 23 }, () => customer());

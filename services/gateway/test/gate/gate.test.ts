@@ -548,6 +548,19 @@ describe('when Redis is unreachable', () => {
     expect((await gw.app.inject({ url: '/readyz' })).statusCode).toBe(200);
   });
 
+  it('keeps readiness with keys in that Redis: the keys a replica has cached still answer', async () => {
+    const { RedisProcess } = await import('@animal-store/tests/support/redis.js');
+    const own = await RedisProcess.start();
+    const gw = await gateways.start({ redisUrl: own.url, keysInRedis: true });
+    expect(gw.deps.keyStore.kind).toBe('redis');
+    const { key } = await addKey(gw.deps, 'free');
+    expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+    await own.kill();
+    // Every replica shares this Redis: leaving rotation would make a degraded limiter an outage.
+    expect((await gw.app.inject({ url: '/readyz' })).statusCode).toBe(200);
+    expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key) })).statusCode).toBe(200);
+  });
+
   it('answers 503 rate_limiter_unavailable in closed mode, with the plan minute limit and Retry-After', async () => {
     const gw = await deadRedisGateway('closed');
     const { key } = await addKey(gw.deps, 'pro');

@@ -427,6 +427,46 @@ export function keyStoreContract(name: string, make: () => Promise<KeyStoreFixtu
       expect(await store.findByHash(old)).toStrictEqual(rec);
     });
 
+    it('applies concurrent changes to one key each in full: none is lost to another', async (ctx) => {
+      const store = await fresh(ctx);
+      const rec = record('free');
+      await store.insert(rec);
+      const at = new Date('2025-07-01T00:00:00.000Z');
+      await Promise.all([
+        store.update(rec.id, { name: 'renamed' }, at),
+        store.update(rec.id, { plan: 'business' }, at),
+        store.update(rec.id, { scopes: ['pets:read'] }, at),
+        store.update(rec.id, { allowedCidrs: ['10.0.0.0/8'] }, at),
+        store.update(rec.id, { customerId: 'cus_A' }, at),
+      ]);
+      expect(await store.get(rec.id)).toMatchObject({
+        name: 'renamed',
+        plan: 'business',
+        scopes: ['pets:read'],
+        allowedCidrs: ['10.0.0.0/8'],
+        customerId: 'cus_A',
+      });
+      expect((await store.liveKeysOf('cus_A')).map((r) => r.id)).toEqual([rec.id]);
+    });
+
+    it('pages a filter that few records pass across many records, each once', async (ctx) => {
+      const store = await fresh(ctx);
+      const at = (i: number) => new Date(Date.parse('2026-01-01T00:00:00.000Z') + i * 1000).toISOString();
+      const made = Array.from({ length: 450 }, (_, i) =>
+        record(i % 50 === 0 ? 'business' : 'free', { createdAt: at(i) }),
+      );
+      for (const rec of made) await store.insert(rec);
+      const seen: string[] = [];
+      let after: string | undefined;
+      do {
+        const page = await store.page({ plan: 'business' }, { limit: 4, ...(after ? { after } : {}) });
+        seen.push(...page.items.map((r) => r.id));
+        after = page.next ?? undefined;
+      } while (after);
+      const expected = made.filter((r) => r.plan === 'business').map((r) => r.id);
+      expect(seen).toEqual(expected.reverse());
+    });
+
     it('answers ping', async (ctx) => {
       const store = await fresh(ctx);
       await expect(store.ping()).resolves.toBeUndefined();

@@ -56,6 +56,8 @@ export interface GatewayOptions {
   keyStore?: KeyStore;
   /** A customer store shared with other gateways, standing in for MongoDB. */
   customerStore?: CustomerStore;
+  /** Keys and customers in the gateway's Redis, as server.ts keeps them with Redis and no MongoDB. */
+  keysInRedis?: boolean;
   /** Whether to connect the pub/sub subscriber (default true with Redis). */
   pubsub?: boolean;
   /** Collects the gateway's log lines (both listeners), parsed, at LOG_LEVEL info unless env says otherwise. */
@@ -114,6 +116,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
       subscriber,
       ...(options.keyStore ? { keyStore: options.keyStore } : {}),
       ...(options.customerStore ? { customerStore: options.customerStore } : {}),
+      ...(options.keysInRedis ? { keysRedis: redis } : {}),
     },
     {
       defaultMetrics: false,
