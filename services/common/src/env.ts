@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+
 /** Thrown once at start with every problem in the environment, so an operator fixes them in one go. */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -76,6 +78,37 @@ export class EnvReader {
     return raw;
   }
 
+  /**
+   * An address to listen on: an IP address or a host name. Numbers that are not an IPv4 address
+   * (300.1.1.1) are neither, though a resolver may take them: checked here, not left to listen().
+   */
+  host(name: string, fallback: string): string {
+    const raw = this.string(name, fallback);
+    const numeric = /^[0-9.]+$/.test(raw);
+    if (isIP(raw) === 0 && (numeric || !HOST_NAME.test(raw))) {
+      this.problems.push(
+        `${name} must be an IP address or a host name (0.0.0.0: every address; 127.0.0.1: this machine only), got "${raw}"`,
+      );
+    }
+    return raw;
+  }
+
+  /**
+   * Two listeners of a process on one port would fail its start (EADDRINUSE) after the first had
+   * bound: refused here with every other problem. Port 0 (any free one) never clashes, nor do two
+   * different addresses of the machine (each an IP, neither a wildcard).
+   */
+  distinctListeners(listeners: readonly ListenerSetting[]): void {
+    for (const [i, a] of listeners.entries()) {
+      for (const b of listeners.slice(i + 1)) {
+        if (a.port === 0 || a.port !== b.port || apart(a.host, b.host)) continue;
+        this.problems.push(
+          `${a.portVariable} and ${b.portVariable} are both ${a.port}: give each listener its own port`,
+        );
+      }
+    }
+  }
+
   require(condition: boolean, problem: string): void {
     if (!condition) this.problems.push(problem);
   }
@@ -83,6 +116,22 @@ export class EnvReader {
   done(): void {
     if (this.problems.length > 0) throw new ConfigError(this.problems);
   }
+}
+
+/** Where one listener of a process binds, and the variable that sets its port. */
+export interface ListenerSetting {
+  portVariable: string;
+  host: string;
+  port: number;
+}
+
+/** Labels of letters, digits and inner hyphens, dot-separated, at most 253 characters. */
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+const WILDCARDS = new Set(['0.0.0.0', '::']);
+
+/** Two distinct IP addresses, neither every address: listeners on them may share a port. */
+function apart(a: string, b: string): boolean {
+  return a !== b && isIP(a) !== 0 && isIP(b) !== 0 && !WILDCARDS.has(a) && !WILDCARDS.has(b);
 }
 
 const MULTI_HOST = new Set(['mongodb:', 'mongodb+srv:']);

@@ -8,6 +8,8 @@ import {
   MongoServerSelectionError,
   MongoTopologyClosedError,
 } from 'mongodb';
+import { redactUrl } from './env.js';
+import { StartupError } from './serve.js';
 
 /**
  * Server answers that say "not now" rather than "never": an election in progress or a primary
@@ -54,5 +56,17 @@ export function isMongoUnreachable(err: unknown): boolean {
     err instanceof MongoOperationTimeoutError ||
     // The driver does not export the class of a pool checkout timeout, only its name.
     (err instanceof MongoError && err.name === 'MongoWaitQueueTimeoutError')
+  );
+}
+
+/**
+ * MongoDB out of reach as a service starts (its indexes cannot be made), as one line naming
+ * MONGO_URL, shown without its password, and what to do; anything else is not about the URL.
+ */
+export function mongoAtStart(err: unknown, url: string): unknown {
+  if (!isMongoUnreachable(err)) return err;
+  const reason = (err instanceof Error ? err.message : String(err)).split('\n')[0]?.slice(0, 200);
+  return new StartupError(
+    `MONGO_URL=${redactUrl(url)}: MongoDB cannot be reached (${reason}); start it, or set MONGO_URL to a server this machine reaches`,
   );
 }

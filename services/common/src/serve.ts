@@ -5,6 +5,37 @@ export interface Listener {
   app: FastifyInstance;
   host: string;
   port: number;
+  /** The variables that set host and port: what a listener that cannot open names. */
+  hostVariable: string;
+  portVariable: string;
+}
+
+/**
+ * A start that cannot go on for a reason the operator fixes in the environment: its message is
+ * one line naming the variable and what to do, printed as it is (no stack, which says nothing here).
+ */
+export class StartupError extends Error {
+  override name = 'StartupError';
+}
+
+/** Why `l` could not listen, as one line naming the variable to change. */
+export function listenProblem(err: unknown, l: Listener): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  const at = `${l.host}:${l.port}`;
+  switch (code) {
+    case 'EADDRINUSE':
+      return `${l.portVariable}=${l.port}: ${at} is already in use (EADDRINUSE); stop what listens there or set ${l.portVariable} to a free port`;
+    case 'EACCES':
+      return `${l.portVariable}=${l.port}: no permission to listen on ${at} (EACCES; ports below 1024 need privileges); set ${l.portVariable} to a port from 1024`;
+    case 'EADDRNOTAVAIL':
+      return `${l.hostVariable}=${l.host} is not an address of this machine (EADDRNOTAVAIL); set ${l.hostVariable} to one of its addresses, 0.0.0.0 for all of them`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+      return `${l.hostVariable}=${l.host} does not resolve (${code}); set ${l.hostVariable} to an IP address or a name this machine resolves`;
+    default:
+      return `cannot listen on ${at} (${code ?? (err instanceof Error ? err.message : String(err))}); check ${l.hostVariable} and ${l.portVariable}`;
+  }
 }
 
 /** Waits until the logger's asynchronous destination has written everything it holds. */
@@ -42,6 +73,10 @@ export async function serve(listeners: Listener[], graceMs: number): Promise<voi
     await Promise.all(listeners.map((l) => flushLog(l.app.log)));
   });
   for (const l of listeners) {
-    await l.app.listen({ host: l.host, port: l.port });
+    try {
+      await l.app.listen({ host: l.host, port: l.port });
+    } catch (err) {
+      throw new StartupError(listenProblem(err, l));
+    }
   }
 }

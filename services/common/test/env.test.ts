@@ -72,4 +72,46 @@ describe('EnvReader', () => {
     expect(r.oneOf('E', ['a', 'b'] as const, 'a')).toBe('b');
     expect(r.problems).toEqual(['BIG must be an integer from 0 to 50, got "99"']);
   });
+
+  it.each([
+    ['an IPv4 address', '10.0.0.7', true],
+    ['every IPv4 address', '0.0.0.0', true],
+    ['an IPv6 address', '::1', true],
+    ['a host name', 'gateway.internal', true],
+    ['localhost', 'localhost', true],
+    ['numbers past 255', '300.1.1.1', false],
+    ['three numbers', '10.0.7', false],
+    ['an IPv6 address in brackets', '[::1]', false],
+    ['a URL', 'http://0.0.0.0', false],
+    ['a host and port', '127.0.0.1:8080', false],
+    ['a label ending in a hyphen', 'gateway-.internal', false],
+  ])('a listener address: %s (%s) is taken: %s', (_label, value, taken) => {
+    const r = new EnvReader({ HOST: value });
+    expect(r.host('HOST', '0.0.0.0')).toBe(value);
+    expect(r.problems).toEqual(
+      taken
+        ? []
+        : [
+            `HOST must be an IP address or a host name (0.0.0.0: every address; 127.0.0.1: this machine only), got "${value}"`,
+          ],
+    );
+  });
+
+  it('refuses two listeners on one port unless they bind two different addresses; port 0 never clashes', () => {
+    const r = new EnvReader({});
+    r.distinctListeners([
+      { portVariable: 'A_PORT', host: '0.0.0.0', port: 8080 },
+      { portVariable: 'B_PORT', host: '127.0.0.1', port: 8080 },
+      { portVariable: 'C_PORT', host: '127.0.0.1', port: 0 },
+      { portVariable: 'D_PORT', host: '127.0.0.1', port: 0 },
+      { portVariable: 'E_PORT', host: '127.0.0.1', port: 9000 },
+      { portVariable: 'F_PORT', host: '10.0.0.7', port: 9000 },
+      { portVariable: 'G_PORT', host: 'localhost', port: 9100 },
+      { portVariable: 'H_PORT', host: '127.0.0.1', port: 9100 },
+    ]);
+    expect(r.problems).toEqual([
+      'A_PORT and B_PORT are both 8080: give each listener its own port',
+      'G_PORT and H_PORT are both 9100: give each listener its own port',
+    ]);
+  });
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { type Env, EnvReader, LOG_LEVELS } from '@animal-store/common/env.js';
+import { type Env, EnvReader, type ListenerSetting, LOG_LEVELS } from '@animal-store/common/env.js';
 import { type OverloadConfig, readOverloadConfig } from '@animal-store/common/overload.js';
 import type { FastifyServerOptions } from 'fastify';
 import { DEFAULT_LEDGER_RETENTION_MS } from './credits/credit-ledger.js';
@@ -210,7 +210,7 @@ function parsePortal(
   GatewayConfig,
   'portalHost' | 'portalPort' | 'portalUrl' | 'portalSessionIdleMs' | 'portalPerMinute' | 'portalSignInPerMinute'
 > {
-  const portalHost = r.string('PORTAL_HOST', '0.0.0.0');
+  const portalHost = r.host('PORTAL_HOST', '0.0.0.0');
   const portalPort = r.int('PORTAL_PORT', 8082, 0, 65535);
   const before = r.problems.length;
   const raw = r.url('PORTAL_URL', ['http:', 'https:']);
@@ -388,6 +388,20 @@ function parseBanPolicy(r: EnvReader): BanPolicy {
   return ban;
 }
 
+/** The listeners server.ts opens: the admin API's and the portal's only with an admin token. */
+function listenerSettings(c: GatewayConfig): ListenerSetting[] {
+  return [
+    { portVariable: 'PORT', host: c.host, port: c.port },
+    ...(c.adminToken
+      ? [
+          { portVariable: 'ADMIN_PORT', host: c.adminHost, port: c.adminPort },
+          { portVariable: 'PORTAL_PORT', host: c.portalHost, port: c.portalPort },
+        ]
+      : []),
+    { portVariable: 'METRICS_PORT', host: c.metricsHost, port: c.metricsPort },
+  ];
+}
+
 /** Parses and validates the gateway's environment once, at start; throws ConfigError listing every problem. */
 export function loadConfig(env: Env): GatewayConfig {
   const r = new EnvReader(env);
@@ -411,14 +425,14 @@ export function loadConfig(env: Env): GatewayConfig {
   const upstreamTimeoutMs = r.int('UPSTREAM_TIMEOUT_MS', 10_000, 100, 600_000);
   const config: GatewayConfig = {
     production,
-    host: r.string('HOST', '0.0.0.0'),
+    host: r.host('HOST', '0.0.0.0'),
     port: r.int('PORT', 8080, 0, 65535),
-    adminHost: r.string('ADMIN_HOST', '127.0.0.1'),
+    adminHost: r.host('ADMIN_HOST', '127.0.0.1'),
     adminPort: r.int('ADMIN_PORT', 8081, 0, 65535),
     adminToken,
     ...parsePortal(r),
     serverTiming: r.oneOf('SERVER_TIMING', ['0', '1'] as const, '0') === '1',
-    metricsHost: r.string('METRICS_HOST', '127.0.0.1'),
+    metricsHost: r.host('METRICS_HOST', '127.0.0.1'),
     metricsPort: r.int('METRICS_PORT', 9464, 0, 65535),
     petsUrl: r.url('PETS_URL', ['http:', 'https:'], 'http://127.0.0.1:8090') as string,
     redis,
@@ -453,6 +467,7 @@ export function loadConfig(env: Env): GatewayConfig {
     webhooks: parseWebhooksConfig(r),
     metering: parseMetering(r, upstreamTimeoutMs),
   };
+  r.distinctListeners(listenerSettings(config));
   r.done();
   return config;
 }

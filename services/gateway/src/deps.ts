@@ -3,6 +3,8 @@ import { createRegistry } from '@animal-store/common/metrics.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
+import { type AuthFailures, MemoryAuthFailures } from './admin/auth-failures.js';
+import { RedisAuthFailures } from './admin/redis-auth-failures.js';
 import type { GatewayConfig } from './config.js';
 import type { CreditLedger } from './credits/credit-ledger.js';
 import { type CreditRecord, creditOwnerOf } from './credits/credit-owner.js';
@@ -99,6 +101,8 @@ export interface GatewayDeps {
   portalSessions: PortalSessionStore;
   /** The portal listener's per-address limits: in Redis (shared by the replicas), or this process's memory. */
   portalAddresses: PortalAddressLimits;
+  /** Wrong admin tokens per address (admin/auth-limit.ts): in Redis (counted across replicas), or this process's memory. */
+  adminAuthFailures: AuthFailures;
   /** One key create at a time per customer, so maxKeys is exact: in Redis (across replicas), or this process's. */
   customerLocks: CustomerLocks;
   now: () => number;
@@ -139,18 +143,22 @@ const DURABILITY: Record<KeyStore['kind'], string> = {
   memory: 'memory (lost when the process stops)',
 };
 
-/** The portal's sessions and address limits, and the customer locks its key creates take: in Redis, or memory. */
+/**
+ * The portal's sessions and address limits, the customer locks its key creates take, and the admin
+ * listener's count of wrong tokens: in Redis (shared by the replicas), or memory.
+ */
 function portalDeps(
   config: GatewayConfig,
   redis: RedisClient | null,
   now: () => number,
-): Pick<GatewayDeps, 'portalSessions' | 'portalAddresses' | 'customerLocks'> {
+): Pick<GatewayDeps, 'portalSessions' | 'portalAddresses' | 'customerLocks' | 'adminAuthFailures'> {
   const timing = { now, idleMs: config.portalSessionIdleMs };
   return {
     portalSessions: redis
       ? new RedisPortalSessionStore(redis, config.redisPrefix, timing)
       : new MemoryPortalSessionStore(timing),
     customerLocks: redis ? new RedisCustomerLocks(redis, config.redisPrefix) : new MemoryCustomerLocks(),
+    adminAuthFailures: redis ? new RedisAuthFailures(redis, config.redisPrefix) : new MemoryAuthFailures(),
     portalAddresses: new PortalAddressLimits(
       config.portalPerMinute,
       config.portalSignInPerMinute,

@@ -10,7 +10,8 @@ const [
   { ConfigError, redactUrl },
   { logDestination },
   { buildMetricsApp },
-  { serve },
+  { mongoAtStart },
+  { serve, StartupError },
   { buildAdminApp },
   { buildApp },
   { buildPortalApp },
@@ -22,6 +23,7 @@ const [
   import('@animal-store/common/env.js'),
   import('@animal-store/common/log-destination.js'),
   import('@animal-store/common/metrics.js'),
+  import('@animal-store/common/mongo-errors.js'),
   import('@animal-store/common/serve.js'),
   import('./admin/app.js'),
   import('./app.js'),
@@ -51,15 +53,32 @@ async function main(): Promise<void> {
     config,
     { redis: clients.redis, subscriber: clients.subscriber, keysDb: clients.keysDb, keysRedis: clients.keysRedis },
     { logStream: logDestination() },
-  );
+  ).catch((err: unknown) => {
+    // The stores make their MongoDB indexes here: the first place an unreachable MONGO_URL shows.
+    throw config.mongoUrl ? mongoAtStart(err, config.mongoUrl) : err;
+  });
   const app = await buildApp(config, deps);
-  const listeners: Listener[] = [{ app, host: config.host, port: config.port }];
+  const listeners: Listener[] = [
+    { app, host: config.host, port: config.port, hostVariable: 'HOST', portVariable: 'PORT' },
+  ];
   if (config.adminToken) {
     const admin = await buildAdminApp(config, deps);
-    listeners.push({ app: admin, host: config.adminHost, port: config.adminPort });
+    listeners.push({
+      app: admin,
+      host: config.adminHost,
+      port: config.adminPort,
+      hostVariable: 'ADMIN_HOST',
+      portVariable: 'ADMIN_PORT',
+    });
     // Sign-in links come from the admin API: without it there is no way into the portal.
     const portal = await buildPortalApp(config, deps);
-    listeners.push({ app: portal, host: config.portalHost, port: config.portalPort });
+    listeners.push({
+      app: portal,
+      host: config.portalHost,
+      port: config.portalPort,
+      hostVariable: 'PORTAL_HOST',
+      portVariable: 'PORTAL_PORT',
+    });
   } else {
     app.log.warn('admin API off: set ADMIN_TOKEN to enable it');
   }
@@ -68,7 +87,13 @@ async function main(): Promise<void> {
     logLevel: config.logLevel,
     logStream: deps.logStream,
   });
-  listeners.push({ app: metrics, host: config.metricsHost, port: config.metricsPort });
+  listeners.push({
+    app: metrics,
+    host: config.metricsHost,
+    port: config.metricsPort,
+    hostVariable: 'METRICS_HOST',
+    portVariable: 'METRICS_PORT',
+  });
 
   await app.register(closeClients, { clients, events: deps.events });
 
@@ -91,6 +116,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  process.stderr.write(`gateway failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
+  // What the operator fixes in the environment is one line; anything else is a bug, with its stack.
+  const text = err instanceof StartupError ? err.message : err instanceof Error ? err.stack : String(err);
+  process.stderr.write(`gateway${err instanceof StartupError ? '' : ' failed to start'}: ${text}\n`);
   process.exit(1);
 });

@@ -26,15 +26,19 @@ export function loadConfig(env: Env): Config {
     'MONGO_URL is required when NODE_ENV=production (the in-memory store loses every pet on restart)',
   );
   const config: Config = {
-    host: read.string('HOST', '0.0.0.0'),
+    host: read.host('HOST', '0.0.0.0'),
     port: read.int('PORT', 8090, 0, 65_535),
-    metricsHost: read.string('METRICS_HOST', '127.0.0.1'),
+    metricsHost: read.host('METRICS_HOST', '127.0.0.1'),
     metricsPort: read.int('METRICS_PORT', 9465, 0, 65_535),
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     shutdownGraceMs: read.int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     store: mongoUrl === undefined ? { kind: 'memory' } : { kind: 'mongo', url: mongoUrl },
     overload: readOverloadConfig(read),
   };
+  read.distinctListeners([
+    { portVariable: 'PORT', host: config.host, port: config.port },
+    { portVariable: 'METRICS_PORT', host: config.metricsHost, port: config.metricsPort },
+  ]);
   read.done();
   return config;
 }

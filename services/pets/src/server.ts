@@ -11,7 +11,8 @@ const [
   { ConfigError, redactUrl },
   { logDestination },
   { buildMetricsApp, createRegistry },
-  { serve },
+  { mongoAtStart },
+  { serve, StartupError },
   { MongoClient },
   { buildApp },
   { loadConfig },
@@ -21,6 +22,7 @@ const [
   import('@animal-store/common/env.js'),
   import('@animal-store/common/log-destination.js'),
   import('@animal-store/common/metrics.js'),
+  import('@animal-store/common/mongo-errors.js'),
   import('@animal-store/common/serve.js'),
   import('mongodb'),
   import('./app.js'),
@@ -60,8 +62,11 @@ async function main(): Promise<void> {
 
   try {
     if (config.store.kind === 'mongo' && mongo && mongoStore) {
-      app.log.info({ store: 'mongodb', url: redactUrl(config.store.url), db: PETS_DB }, 'PET STORE: MongoDB');
-      await mongo.connect();
+      const { url } = config.store;
+      app.log.info({ store: 'mongodb', url: redactUrl(url), db: PETS_DB }, 'PET STORE: MongoDB');
+      await mongo.connect().catch((err: unknown) => {
+        throw mongoAtStart(err, url);
+      });
       await mongoStore.ensureIndexes();
     } else {
       app.log.warn(
@@ -71,13 +76,23 @@ async function main(): Promise<void> {
     }
     await serve(
       [
-        { app, host: config.host, port: config.port },
-        { app: metrics, host: config.metricsHost, port: config.metricsPort },
+        { app, host: config.host, port: config.port, hostVariable: 'HOST', portVariable: 'PORT' },
+        {
+          app: metrics,
+          host: config.metricsHost,
+          port: config.metricsPort,
+          hostVariable: 'METRICS_HOST',
+          portVariable: 'METRICS_PORT',
+        },
       ],
       config.shutdownGraceMs,
     );
   } catch (err) {
-    app.log.fatal({ err }, 'pets service failed to start');
+    // What the operator fixes in the environment is one line on stderr, as a bad configuration
+    // is; anything else is a bug, logged with its stack.
+    if (err instanceof StartupError) process.stderr.write(`pets: ${err.message}\n`);
+    else app.log.fatal({ err }, 'pets service failed to start');
+    // Closing flushes the log lines before it (the store's line among them).
     await app.close().catch(() => {});
     process.exit(1);
   }

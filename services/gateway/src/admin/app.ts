@@ -51,7 +51,7 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
   // A route that meets a store it cannot reach answers 503 with Retry-After (store-unavailable.ts).
   await registerBasePlugins(app, { classifyError: storeUnavailable });
 
-  const auth = adminAuth(token, deps.now);
+  const auth = adminAuth(token, deps.adminAuthFailures, deps.now);
   app.addHook('onRequest', async function (request, reply) {
     if (request.routeOptions.config.unauthenticated) return;
     return auth.call(this, request, reply);

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auth, expectError, useEchoUpstream } from '../support/admin.js';
-import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/helpers.js';
+import { ADMIN_TOKEN, startGateway, type TestGateway, useGateways } from '../support/helpers.js';
 
 // Failed admin authentication, limited per address (admin/auth-limit.ts).
 const upstream = useEchoUpstream();
 
-describe('failed admin authentication is limited per address', () => {
+describe('failed admin authentication is limited per address, never the right token', () => {
   let gw: TestGateway;
   let clock = Date.parse('2030-01-01T00:00:00Z');
   beforeAll(async () => {
@@ -25,27 +25,30 @@ describe('failed admin authentication is limited per address', () => {
     return statuses;
   }
 
-  const cases = [
-    { name: 'the 11th wrong token', headers: wrong },
-    { name: 'the right token after 10 wrong ones (not even checked)', headers: auth },
-    { name: 'no token at all', headers: {} },
-  ];
-  it.each(cases.map((c, i) => ({ ...c, address: `198.51.100.${i + 1}` })))(
-    '$name → 429 admin_rate_limited with Retry-After until the minute ends',
-    async ({ headers, address }) => {
-      const started = clock;
-      expect(await fail(address, 10)).toEqual(Array(10).fill(401));
-      clock = started + 15_000;
-      const res = await send(address, headers);
-      expectError(res, 429, 'admin_rate_limited');
-      expect(res.headers['retry-after']).toBe('45');
-      // Other addresses are not affected.
-      expect((await send('203.0.113.50', auth)).statusCode).toBe(200);
-      // Once the minute since the first failure is over, the right token works again.
-      clock = started + 60_000;
-      expect((await send(address, auth)).statusCode).toBe(200);
-    },
-  );
+  it('the 11th wrong token → 429 admin_rate_limited with Retry-After until the minute ends', async () => {
+    const address = '198.51.100.1';
+    const started = clock;
+    expect(await fail(address, 10)).toEqual(Array(10).fill(401));
+    clock = started + 15_000;
+    const res = await send(address, wrong);
+    expectError(res, 429, 'admin_rate_limited');
+    expect(res.headers['retry-after']).toBe('45');
+    // Other addresses are not affected.
+    expect((await send('203.0.113.50', wrong)).statusCode).toBe(401);
+    // Once the minute since the first failure is over, wrong tokens are counted from zero again.
+    clock = started + 60_000;
+    expect(await fail(address, 10)).toEqual(Array(10).fill(401));
+  });
+
+  it('the right token after 10 wrong ones from the same address still works, before and after the 429s', async () => {
+    const address = '198.51.100.2';
+    expect(await fail(address, 10)).toEqual(Array(10).fill(401));
+    expect((await send(address, auth)).statusCode).toBe(200);
+    expectError(await send(address, wrong), 429, 'admin_rate_limited');
+    expect((await send(address, auth)).statusCode).toBe(200);
+    // Without a token it is the plain 401 that says how to send one: no guess, nothing counted.
+    expectError(await send(address, {}), 401, 'unauthorized');
+  });
 
   const noToken: { name: string; headers: Record<string, string> }[] = [
     { name: 'no Authorization header', headers: {} },
@@ -72,5 +75,25 @@ describe('failed admin authentication is limited per address', () => {
     clock += 60_000;
     expect(await fail(address, 9)).toEqual(Array(9).fill(401));
     expect((await send(address, auth)).statusCode).toBe(200);
+  });
+});
+
+describe('failed admin authentication counted across replicas on one Redis', () => {
+  const gateways = useGateways();
+
+  it('5 wrong tokens on each of two replicas are 10: the 11th is refused on either, the right token works on both', async () => {
+    const prefix = `al${Date.now()}:`;
+    const [a, b] = [await gateways.start({ prefix }), await gateways.start({ prefix })];
+    const address = '198.51.100.77';
+    const wrong = { authorization: `Bearer ${ADMIN_TOKEN.slice(0, -1)}#` };
+    const send = (gw: TestGateway, headers: Record<string, string>) =>
+      gw.admin.inject({ method: 'GET', url: '/admin/keys', headers, remoteAddress: address });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await send(a, wrong)).statusCode, (await send(b, wrong)).statusCode);
+    expect(statuses).toEqual(Array(10).fill(401));
+    expectError(await send(a, wrong), 429, 'admin_rate_limited');
+    expectError(await send(b, wrong), 429, 'admin_rate_limited');
+    expect((await send(a, auth)).statusCode).toBe(200);
+    expect((await send(b, auth)).statusCode).toBe(200);
   });
 });
