@@ -80,6 +80,7 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     costs: config.plans.routeCosts,
     history: deps.history,
     refunds: deps.creditRefunds,
+    billable: (plan) => config.plans.plans.get(plan)?.billable,
   });
   // Every replica closes hours; the store appends each revision once (metering/closer.ts).
   app.addHook('onReady', async () => deps.meteringCloser.start());
