@@ -973,7 +973,7 @@ describe('the console (/console on the admin listener)', () => {
     const key = (await (await adminCall('POST', '/admin/keys', { customerId, name: 'mice' })).json()) as {
       key: string;
     };
-    // 13 units: 10 included, 3 over, billed as one block of 4 (0.50 EUR); 13 credits of the 1000 refilled.
+    // 13 units, each paid by one of the 1000 credits refilled: none included nor overage (billing.md).
     for (let i = 0; i < 13; i++) expect(await call(key.key)).toBe('200');
 
     const { context, page } = await signedIn();
@@ -1058,7 +1058,8 @@ describe('the console (/console on the admin listener)', () => {
       await invoice.getByTestId('invoice-lines').locator('tbody tr').nth(2).locator('td').allTextContents(),
     ).toEqual(['overage units', 'beyond those included, €0.50 per 4 started', '0 (billed 0)', '€0.00']);
     await invoice.getByLabel('this one, so far').check();
-    await expect.poll(() => page.getByTestId('invoice-total').textContent()).toBe('€49.50');
+    await expect.poll(() => page.getByTestId('invoice-period').textContent()).toMatch(/: 13 units on plan metered$/);
+    expect(await page.getByTestId('invoice-total').textContent()).toBe('€49.00');
 
     // The ledger ten entries at a time: eight more grants make eleven, the refill on the second page.
     for (let i = 1; i <= 8; i++) {
@@ -1194,7 +1195,7 @@ describe('the console (/console on the admin listener)', () => {
     const lone = (await made.json()) as { id: string; key: string };
     expect((await adminCall('PATCH', `/admin/keys/${lone.id}`, { credits: {} })).status).toBe(200);
     expect((await adminCall('POST', `/admin/keys/${lone.id}/credits`, { amount: 100, reason: 'o' })).status).toBe(201);
-    // The customer panel's figures: 13 units, 3 over the 10 included, billed as 4; 13 credits.
+    // The customer panel's figures: 13 units, all paid by 13 credits.
     for (let i = 0; i < 13; i++) expect(await call(lone.key)).toBe('200');
 
     const { context, page } = await signedIn();
@@ -1256,21 +1257,22 @@ describe('the console (/console on the admin listener)', () => {
 
 /**
  * An invoice panel (the customer's or a lone key's) for 13 units on plan metered, all paid by
- * credits: its lines, total and period, and its CSV download, named as `csvName` says.
+ * credits (so neither included nor overage: the base fee alone): its lines, total and period, and
+ * its CSV download, named as `csvName` says.
  */
 async function expectThirteenUnitsInvoice(page: Page, invoice: Locator, csvName: RegExp): Promise<void> {
   const lines = invoice.getByTestId('invoice-lines').locator('tbody tr');
   await expect.poll(() => lines.count()).toBe(4);
   expect(await Promise.all((await lines.all()).map((row) => row.locator('td').allTextContents()))).toEqual([
     ['base', 'Base fee for the billing period', '1', '€49.00'],
-    ['included', 'Units included (10)', '10', '€0.00'],
-    ['overage units', 'beyond those included, €0.50 per 4 started', '3 (billed 4)', '€0.50'],
+    ['included', 'Units included (10)', '0', '€0.00'],
+    ['overage units', 'beyond those included, €0.50 per 4 started', '0 (billed 0)', '€0.00'],
     ['credits used', 'prepaid credits spent (billed when bought)', '13', '€0.00'],
   ]);
-  expect(await invoice.getByTestId('invoice-total').textContent()).toBe('€49.50');
+  expect(await invoice.getByTestId('invoice-total').textContent()).toBe('€49.00');
   expect(await invoice.getByTestId('invoice-period').textContent()).toMatch(/\(UTC\): 13 units on plan metered$/);
   const [download] = await Promise.all([page.waitForEvent('download'), invoice.getByTestId('invoice-csv').click()]);
   expect(download.suggestedFilename()).toMatch(csvName);
   const csv = readFileSync((await download.path()) as string, 'utf8');
-  expect(csv.split('\r\n').at(-2)).toBe('total,Total,,,,,4950,EUR');
+  expect(csv.split('\r\n').at(-2)).toBe('total,Total,,,,,4900,EUR');
 }

@@ -413,7 +413,7 @@ describe('the portal (its own listener)', () => {
       credits: { refill: { amount: 1000, every: 'period' } },
     });
     const made = await adminPost('/admin/keys', { customerId: gamma.id, name: 'geckos' });
-    // 13 units: 10 included, 3 over, billed as one block of 4 (0.50 EUR); 13 credits spent.
+    // 13 units, each paid by a credit: none included nor overage, the base fee alone (billing.md).
     for (let i = 0; i < 13; i++) {
       const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${made.key}` } });
       expect(res.status).toBe(200);
@@ -434,10 +434,10 @@ describe('the portal (its own listener)', () => {
     expect(await cells()).toEqual([
       ['Line', 'Quantity', 'Amount'],
       ['Base fee for the billing period', '', '€49.00'],
-      ['Units included (10)', '10 units', '€0.00'],
-      ['Units beyond those included: €0.50 per 4 started', '3 units (billed as 4)', '€0.50'],
+      ['Units included (10)', '0 units', '€0.00'],
+      ['Units beyond those included: €0.50 per 4 started', '0 units (billed as 0)', '€0.00'],
       ['Prepaid credits used (paid when bought)', '13 credits', '€0.00'],
-      ['Total', '', '€49.50'],
+      ['Total', '', '€49.00'],
     ]);
     expect(await page.locator('#invoice-period').textContent()).toMatch(/, so far: 13 units on your metered plan\.$/);
     // The CSV link: the admin API's file, from the portal, with the session cookie.
@@ -449,10 +449,10 @@ describe('the portal (its own listener)', () => {
     const csv = readFileSync((await download.path()) as string, 'utf8');
     expect(csv.split('\r\n').slice(1, -1)).toEqual([
       'base,Base fee for the billing period,1,,,,4900,EUR',
-      'included,Units included (10),10,,,,0,EUR',
-      'overage,"Units beyond those included, 50 per 4 started",3,4,50,4,50,EUR',
+      'included,Units included (10),0,,,,0,EUR',
+      'overage,"Units beyond those included, 50 per 4 started",0,0,50,4,0,EUR',
       'credits,Prepaid credits spent,13,,,,0,EUR',
-      'total,Total,,,,,4950,EUR',
+      'total,Total,,,,,4900,EUR',
     ]);
     expect(await axeViolations(page)).toEqual([]);
     await shoot(page, 'invoice-1280', true);
@@ -462,7 +462,10 @@ describe('the portal (its own listener)', () => {
     await expect.poll(() => rows.last().locator('td').last().textContent()).toBe('€49.00');
     expect(await page.locator('#invoice-period').textContent()).toMatch(/: 0 units on your metered plan\.$/);
     await page.getByLabel('This one, so far').check();
-    await expect.poll(() => rows.last().locator('td').last().textContent()).toBe('€49.50');
+    await expect
+      .poll(() => page.locator('#invoice-period').textContent())
+      .toMatch(/: 13 units on your metered plan\.$/);
+    expect(await rows.last().locator('td').last().textContent()).toBe('€49.00');
 
     await page.setViewportSize({ width: 390, height: 844 });
     await page.waitForLoadState('networkidle');

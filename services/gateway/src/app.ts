@@ -80,6 +80,7 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     costs: config.plans.routeCosts,
     history: deps.history,
     refunds: deps.creditRefunds,
+    billable: (plan) => config.plans.plans.get(plan)?.billable,
   });
   // What a predecessor spooled (USAGE_SPOOL_DIR) goes into the history as soon as Redis answers.
   app.addHook('onReady', async () => deps.usageSpool?.start());

@@ -211,6 +211,8 @@ export const PlansSchema = Type.Object({
       price: Type.Optional(PlanPriceSchema),
       /** Credit terms of its customers and lone keys that have none of their own (credits.md). */
       credits: Type.Optional(CreditTermsSchema),
+      /** The upstream statuses it bills, as PLANS_FILE lists them; absent: all but 502, 503 and 504. */
+      billable: Type.Optional(Type.Array(Type.Union([Type.Integer(), Type.String()]))),
     }),
   ),
   routeCosts: Type.Record(Type.String(), Type.Integer()),

@@ -32,13 +32,19 @@ function safe(amount: bigint, what: string): number {
 /**
  * The invoice for a billing period: the base fee, the units the price includes, the overage (units
  * beyond them, billed by whole `per`, so one unit over is a whole `per`), and the credits the
- * period spent. Credits are prepaid, paid for when topped up: they are a line of their own and
- * add nothing to the total. Computed in BigInt so counts past 2^31 or 2^53 never round; throws
- * InvoiceTooLargeError for an amount a JSON number cannot carry exactly.
+ * period spent. Each unit is paid once: a unit served by spending a credit was paid for when the
+ * credit was bought, so it is neither included nor overage; only the units left over (served
+ * while no credits were spent: before the terms, or by the per-replica fallback) meet the
+ * included units and then the overage. Credits spent are capped at the units when they take them
+ * out, since the ledger's UTC hours and a part-hour zone's local hours may differ by a part-hour.
+ * The credits are a line of their own and add nothing to the total. Computed in BigInt so counts
+ * past 2^31 or 2^53 never round; throws InvoiceTooLargeError for an amount a JSON number cannot
+ * carry exactly.
  */
 export function invoiceFor(price: PlanPrice, units: number, creditsUsed: number | null): Invoice {
-  const included = Math.min(units, price.includedUnits);
-  const over = BigInt(units - included);
+  const unpaid = units - Math.min(units, Math.max(0, creditsUsed ?? 0));
+  const included = Math.min(unpaid, price.includedUnits);
+  const over = BigInt(unpaid - included);
   const per = BigInt(price.per);
   const blocks = (over + per - 1n) / per;
   const overage = safe(blocks * BigInt(price.unitPrice), 'the overage');

@@ -4,7 +4,7 @@ import { FENCE_LUA } from '../redis/fenced-writes.js';
  * A credit balance in Redis, in two keys in its owner's slot: the state hash (`b` the balance, `h`
  * the UTC hour, as an index, whose spend is still open, `u` that hour's spend so far (net of
  * refunds), `p` the last hour closed with a spend and `q` what a late refund may still give back
- * of it, `r` the refill period last seen, `x` present once `credits.exhausted` was announced and
+ * of it, `r` the latest refill period seen (refilled once per start instant), `x` present once `credits.exhausted` was announced and
  * until credits come back, `m` the balance just after the last top-up, grant or upward adjustment
  * (what `credits.low` measures a balance without a refill against), and `i:<ref>` per entry made under a reference, the entry's stream id)
  * and the ledger stream (one entry per change: type, amount, at, and per type end, period, reason,
@@ -23,6 +23,10 @@ import { FENCE_LUA } from '../redis/fenced-writes.js';
  * a balance).
  */
 export const CREDIT_STATE = `
+-- The start (epoch ms) a refill period's name ends with: 'period:<start ms>' or 'day:<start ms>'.
+local function periodStart(name)
+  return tonumber(string.match(name, ':(%-?%d+)$')) or -1
+end
 local function creditsRead(ck, cl, now, amount, period)
   local s = redis.call('HMGET', ck, 'b', 'h', 'u', 'r', 'x', 'm')
   local st = {b = tonumber(s[1] or '0'), h = tonumber(s[2] or '0'), u = tonumber(s[3] or '0'), r = s[4] or ''}
@@ -43,7 +47,9 @@ local function creditsRead(ck, cl, now, amount, period)
     st.u = 0
     st.h = hour
   end
-  if amount > 0 and period ~= '' and st.r ~= period then
+  -- Keyed on the period's start instant, not its name (refillDue in credit-terms.ts): a period
+  -- starting no later than the last one refilled is not refilled again, whatever its name.
+  if amount > 0 and period ~= '' and (st.r == '' or periodStart(period) > periodStart(st.r)) then
     st.r = period
     st.dirty = true
     if st.b < amount then

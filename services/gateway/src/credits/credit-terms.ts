@@ -55,13 +55,24 @@ export interface CreditRule {
 
 /**
  * The refill period holding `now`: its name (`period:<start ms>`), which a balance keeps to know it
- * was refilled in it, and when the next one starts; null without a refill.
+ * was refilled in it, its start, and when the next one starts; null without a refill.
  */
-export function refillPeriod(rule: CreditRule, now: number): { name: string; nextAt: number } | null {
+export function refillPeriod(rule: CreditRule, now: number): { name: string; start: number; nextAt: number } | null {
   if (!rule.refill) return null;
   const window = rule.refill.every === 'day' ? 'day' : 'month';
-  return {
-    name: `${rule.refill.every}:${rule.calendar.start(window, now)}`,
-    nextAt: rule.calendar.end(window, now),
-  };
+  const start = rule.calendar.start(window, now);
+  return { name: `${rule.refill.every}:${start}`, start, nextAt: rule.calendar.end(window, now) };
+}
+
+/**
+ * Whether a balance last refilled for the period named `last` ('' for never) is due a refill in
+ * `period`: only when `period` starts later. A period's name changes with the calendar (an anchor
+ * day, a zone, `every`) while its start may go back, so comparing names refilled a period again at
+ * each change back and forth; the start instant only moves forward, and each is refilled once. A
+ * replica whose clock lags behind a period's start likewise refills nothing. The limit script's
+ * creditsRead (credit-script.ts) applies the same rule in Lua.
+ */
+export function refillDue(last: string, period: { start: number }): boolean {
+  const refilled = Number(last.slice(last.lastIndexOf(':') + 1));
+  return last === '' || Number.isNaN(refilled) || period.start > refilled;
 }

@@ -12,7 +12,7 @@ import {
   openingEntry,
   TRIM_BATCH,
 } from './credit-ledger.js';
-import { type CreditRule, refillPeriod } from './credit-terms.js';
+import { type CreditRule, refillDue, refillPeriod } from './credit-terms.js';
 
 const sequenceOf = (id: string): number => Number(id.slice(id.indexOf('-') + 1));
 
@@ -25,7 +25,7 @@ interface Balance {
   /** The last hour closed with a spend, and what of it a late refund may still give back. */
   closedHour: number;
   closedSpent: number;
-  /** The refill period last seen. */
+  /** The latest refill period seen (its name, `every:<start ms>`): refillDue compares its start. */
   refilledFor: string;
   /** `credits.exhausted` was announced, and credits have not come back since (credit-script.ts, `x`). */
   exhausted: boolean;
@@ -103,7 +103,7 @@ export class MemoryCreditLedger implements CreditLedger {
     let refilled = 0;
     const period = rule ? refillPeriod(rule, now) : null;
     const amount = rule?.refill?.amount ?? 0;
-    if (period && held.refilledFor !== period.name) {
+    if (period && refillDue(held.refilledFor, period)) {
       held.refilledFor = period.name;
       if (held.balance < amount) {
         refilled = amount - held.balance;

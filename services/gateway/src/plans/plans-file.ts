@@ -1,6 +1,7 @@
 import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
 import { WINDOWS, windowNamed } from '../limits/windows.js';
 import { PROXIED_ROUTES, routeName } from '../proxy/proxied-routes.js';
+import { parseBillable } from './billable.js';
 import { repeatedMembers } from './json-members.js';
 import { parsePrice } from './plan-price.js';
 import {
@@ -16,7 +17,17 @@ import {
   WINDOW_NAMES,
 } from './plans.js';
 
-const PLAN_FIELDS = ['windows', 'algorithm', 'scopes', 'shadow', 'description', 'maxKeys', 'price', 'credits'];
+const PLAN_FIELDS = [
+  'windows',
+  'algorithm',
+  'scopes',
+  'shadow',
+  'description',
+  'maxKeys',
+  'price',
+  'credits',
+  'billable',
+];
 const PLAN_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 const MAX_COST = 1_000_000;
 const quoted = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);
@@ -81,6 +92,7 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
   // The credit terms its customers and lone keys spend under unless their own say otherwise.
   const creditProblem = raw.credits === undefined ? undefined : creditTermsProblem(raw.credits, `${at}.credits`);
   if (creditProblem) problems.push(creditProblem);
+  const billable = raw.billable === undefined ? undefined : parseBillable(raw.billable, `${at}.billable`, problems);
   if (problems.length > before) return undefined;
   const definition: PlanDefinition = {
     algorithm: algorithm as Algorithm,
@@ -91,6 +103,7 @@ function parsePlan(name: string, raw: unknown, problems: string[]): PlanDefiniti
     ...(typeof maxKeys === 'number' ? { maxKeys } : {}),
     ...(price ? { price } : {}),
     ...(raw.credits !== undefined ? { credits: storedCreditTerms(raw.credits as CreditTerms) } : {}),
+    ...(billable ? { billable } : {}),
   };
   // The limits' own rules (integers, longer windows not below shorter ones), as keys obey them.
   if (windows) {

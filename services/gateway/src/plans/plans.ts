@@ -16,6 +16,7 @@ import {
 } from '../limits/policy.js';
 import { WINDOWS } from '../limits/windows.js';
 import { SCOPES, type Scope } from '../proxy/proxied-routes.js';
+import type { BillableStatuses } from './billable.js';
 import type { PlanPrice } from './plan-price.js';
 
 export type { Algorithm, Limits } from '../limits/policy.js';
@@ -43,6 +44,8 @@ export interface PlanDefinition {
   price?: PlanPrice;
   /** Credit terms its customers and lone keys spend under unless their own say otherwise. */
   credits?: CreditTerms;
+  /** The upstream statuses it bills (billable.ts); absent: every status but 502, 503 and 504. */
+  billable?: BillableStatuses;
 }
 
 /** A plan's maxKeys when it names none. */

@@ -9,6 +9,7 @@ import { type Dispatcher, Pool } from 'undici';
 import type { CreditRefunds } from '../credits/credit-refunds.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { markStage } from '../observability/server-timing.js';
+import { type AnsweredBy, type BillableStatuses, isBilled } from '../plans/billable.js';
 import type { UsageHistory } from '../usage/usage-history.js';
 import { BUFFERED_BODY_BYTES, ForwardHandler, type ForwardPolicy, type ResponseHeaders } from './forward-handler.js';
 import { PROXIED_ROUTES, routeName } from './proxied-routes.js';
@@ -24,10 +25,9 @@ export interface ProxyOptions {
   history: Pick<UsageHistory, 'upstreamFailed' | 'served'>;
   /** Told of admitted requests that spent credits and were not served: their credits are given back. */
   refunds: Pick<CreditRefunds, 'upstreamFailed'>;
+  /** The statuses a plan bills (PlanDefinition.billable; undefined: the default). */
+  billable: (plan: string) => BillableStatuses | undefined;
 }
-
-/** Answers that say the pets service did not serve the request: unreachable, timed out, or unable. */
-const UNSERVED = new Set([502, 503, 504]);
 
 /**
  * Where a decision is in the usage history: the shared limiter's (Redis) and the embedded one's.
@@ -44,9 +44,10 @@ const IN_HISTORY = new Set(['shared', 'memory']);
  * reads (metering/); one Map increment here, written in batches (RedisUsageHistory.served).
  */
 function countAnswer(
-  opts: Pick<ProxyOptions, 'history' | 'refunds'>,
+  opts: Pick<ProxyOptions, 'history' | 'refunds' | 'billable'>,
   request: FastifyRequest,
   reply: FastifyReply,
+  by: AnsweredBy,
 ): void {
   const { history } = opts;
   const key = request.apiKey;
@@ -60,7 +61,8 @@ function countAnswer(
     return;
   }
   const { cost = 1, route } = request.routeOptions.config;
-  if (!UNSERVED.has(reply.statusCode)) {
+  // The one billable rule (plans/billable.ts) decides the history's units and the credits alike.
+  if (isBilled(opts.billable(key.plan), reply.statusCode, by)) {
     if (route !== undefined) history.served(key.customerId ?? key.id, route, cost, admittedAt, shift);
     return;
   }
@@ -276,6 +278,9 @@ export function upstreamPool(upstream: string, timeoutMs: number): Pool {
  */
 export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): Promise<void> {
   const { pool } = opts;
+  // The requests the gateway answered for a pets service it could not reach or that timed out:
+  // never billed, whatever a plan's billable lists (isBilled).
+  const unanswered = new WeakSet<FastifyRequest>();
   const policy: ForwardPolicy = {
     responseHeaders: clientHeaders,
     replaceError: (reply, status, headers, body) => {
@@ -299,6 +304,7 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
       const failure = upstreamFailure(error);
       opts.metrics.upstreamErrors.inc({ kind: failure.kind });
       reply.log.warn({ err: error, kind: failure.kind }, 'upstream request failed');
+      unanswered.add(reply.request);
       sendError(reply, failure.body);
     },
   };
@@ -321,7 +327,7 @@ export async function registerProxy(app: FastifyInstance, opts: ProxyOptions): P
     // racing the next requests), but is not billed: the history counts it apart, and its credits,
     // which are money, are given back (batched, off the request path: CreditRefunds).
     scope.addHook('onResponse', (request, reply, done) => {
-      countAnswer(opts, request, reply);
+      countAnswer(opts, request, reply, unanswered.has(request) ? 'gateway' : 'upstream');
       done();
     });
     // Bodies stream through to pets unread: pets parses and validates them.

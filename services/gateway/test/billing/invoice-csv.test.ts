@@ -7,7 +7,8 @@ import { invoiceCsv } from '../../src/billing/invoice-csv.js';
 describe('invoiceCsv', () => {
   it('writes one row per line and a total, quoting a field with a comma, amounts in minor units', () => {
     const price = { currency: 'KWD', base: 12_345, includedUnits: 0, unitPrice: 7, per: 10 };
-    expect(invoiceCsv(invoiceFor(price, 11, 4)).split('\r\n')).toEqual([
+    // 15 units, 4 of them paid by credits: 11 over (billing.md).
+    expect(invoiceCsv(invoiceFor(price, 15, 4)).split('\r\n')).toEqual([
       'line,description,quantity,billed_units,unit_price,per,amount,currency',
       'base,Base fee for the billing period,1,,,,12345,KWD',
       'included,Units included (0),0,,,,0,KWD',

@@ -50,6 +50,20 @@ describe('invoiceFor', () => {
     expect(invoiceFor(PRO, 0, 0).lines.map((l) => l.line)).toEqual(['base', 'included', 'overage', 'credits']);
   });
 
+  it.each([
+    // [case, units, credits spent, included, overage units, total]
+    ['every unit paid by credits: none included nor over', 100_500, 100_500, 0, 0, 4900],
+    ['more credits than units (a part-hour zone): none over, none below zero', 10, 12, 0, 0, 4900],
+    ['the units credits did not pay meet the included units first', 100_500, 400, 100_000, 100, 4950],
+    ['no credits spent: every unit as without terms', 100_001, 0, 100_000, 1, 4950],
+  ] as const)('bills each unit once, %s', (_case, units, credits, included, overUnits, total) => {
+    const invoice = invoiceFor(PRO, units, credits);
+    expect(line(invoice, 'included')?.quantity).toBe(included);
+    expect(line(invoice, 'overage')?.quantity).toBe(overUnits);
+    expect(line(invoice, 'credits')).toMatchObject({ quantity: credits, amount: 0 });
+    expect(invoice.total).toBe(total);
+  });
+
   it('counts big numbers exactly in integers, past 2^53 in the product', () => {
     const price: PlanPrice = { currency: 'EUR', base: 1, includedUnits: 0, unitPrice: 1_000_000, per: 1000 };
     // 2^40 units is 1,099,511,628 blocks of 1000 (rounded up); times 1,000,000 stays below 2^53.

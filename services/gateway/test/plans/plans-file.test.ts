@@ -155,7 +155,7 @@ describe('a plans file with problems', () => {
       `plan name "a${'b'.repeat(39)}…": use 1 to 32 of a-z, 0-9, - and _, starting with a letter`,
       'plans.empty.windows must be an object with a limit for any of second, minute, hour, day, month',
       'plans.list must be an object { windows, algorithm, scopes, shadow }',
-      'plans.odd: unknown field "limit" (windows, algorithm, scopes, shadow, description, maxKeys, price, credits)',
+      'plans.odd: unknown field "limit" (windows, algorithm, scopes, shadow, description, maxKeys, price, credits, billable)',
       'plans.odd.shadow must be true or false',
       'plans.odd.description must be a string',
     ]);

@@ -38,7 +38,8 @@ describe('a customer’s invoice preview in the portal', () => {
     const adminPath = `/admin/customers/${customer.id}/invoice-preview`;
     const theirs = await gw.admin.inject({ url: adminPath, headers: admin });
     expect(mine.json()).toEqual(theirs.json());
-    expect(mine.json()).toMatchObject({ units: 13, creditsUsed: 13, total: 4950, currency: 'EUR' });
+    // Every unit paid by a credit: the base fee alone, nothing billed again as overage.
+    expect(mine.json()).toMatchObject({ units: 13, creditsUsed: 13, total: 4900, currency: 'EUR' });
     // Its own id named is its own preview.
     expect((await browser.get(`/portal/api/invoice-preview?customerId=${customer.id}`)).json()).toEqual(theirs.json());
 
@@ -48,7 +49,7 @@ describe('a customer’s invoice preview in the portal', () => {
     expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
     expect(csv.headers['content-disposition']).toBe(adminCsv.headers['content-disposition']);
     expect(csv.body).toBe(adminCsv.body);
-    expect(csv.body).toContain('\r\ntotal,Total,,,,,4950,EUR\r\n');
+    expect(csv.body).toContain('\r\ntotal,Total,,,,,4900,EUR\r\n');
 
     expectError(await browser.get('/portal/api/invoice-preview?period=next'), 400, 'invalid_request');
     // Not signed in: nothing.

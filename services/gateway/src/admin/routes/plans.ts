@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { billableText } from '../../plans/billable.js';
 import { LIMIT_FIELDS, WINDOW_NAMES } from '../../plans/plans.js';
 import { PlansSchema } from '../schemas.js';
 import { type AdminRouteOptions, errors } from '../shared.js';
@@ -28,6 +29,7 @@ export const planRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'plans'>> =
           ...(plan.description ? { description: plan.description } : {}),
           ...(plan.price ? { price: plan.price } : {}),
           ...(plan.credits ? { credits: plan.credits } : {}),
+          ...(plan.billable ? { billable: billableText(plan.billable) } : {}),
         };
       }),
       routeCosts: Object.fromEntries(routeCosts),

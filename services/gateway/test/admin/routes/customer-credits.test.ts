@@ -128,3 +128,45 @@ describe('refills through the gate', () => {
     expect(balance.nextRefillAt).toBe(new Date(tomorrow + 86_400_000).toISOString());
   });
 });
+
+describe.each([
+  ['two replicas on Redis', true],
+  ['the embedded mode', false],
+])('a refill every billing period (%s)', (_label, redis) => {
+  // A period is refilled once, whatever its name's history (credits.md): a refill is keyed on the
+  // period's start instant, so an anchor moved to a period that starts earlier, or back to the
+  // one already refilled, refills nothing, however often it moves.
+  it('refills a period once while its anchor day moves back and forth, and the next period on time', async () => {
+    const clock = testClock();
+    const gws = await creditReplicas(gateways, { redis, now: clock.now });
+    const call = adminCaller(gws[0] as TestGateway);
+    // The anchor whose period started last (today's date, at most the 28th), and one that started before it.
+    const later = Math.min(new Date(clock.now()).getUTCDate(), 28);
+    const earlier = later === 1 ? 2 : 1;
+    const { id, key } = await customerWithKey(call, { refill: { amount: 3, every: 'period' } });
+    expect((await call('PATCH', `/admin/customers/${id}`, { billing: { anchorDay: later } })).statusCode).toBe(200);
+    const served = async () => {
+      const statuses = [];
+      for (let i = 0; i < 4; i++) statuses.push((await pets(gws[i % gws.length] as TestGateway, key)).statusCode);
+      return statuses;
+    };
+    expect(await served()).toEqual([200, 200, 200, 402]);
+    for (let i = 0; i < 5; i++) {
+      for (const anchorDay of [earlier, later]) {
+        const moved = await call('PATCH', `/admin/customers/${id}`, { billing: { anchorDay } });
+        expect(moved.statusCode, moved.body).toBe(200);
+        expect(await served()).toEqual([402, 402, 402, 402]);
+      }
+    }
+    const refills = async () =>
+      (await call('GET', `/admin/customers/${id}/credits/ledger?limit=500`))
+        .json()
+        .items.filter((e: { type: string }) => e.type === 'refill');
+    expect(await refills()).toHaveLength(1);
+    // The next period, from the anchor in force, refills as it starts.
+    const { nextRefillAt } = (await call('GET', `/admin/customers/${id}/credits`)).json();
+    await clock.moveTo(Date.parse(nextRefillAt));
+    expect(await served()).toEqual([200, 200, 200, 402]);
+    expect(await refills()).toHaveLength(2);
+  });
+});

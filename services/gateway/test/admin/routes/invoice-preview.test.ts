@@ -18,11 +18,17 @@ import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../../suppor
 const gateways = useGateways();
 const admin = bearer(ADMIN_TOKEN);
 const PRICE = { currency: 'EUR', base: 4900, includedUnits: 10, unitPrice: 50, per: 4 };
+/** A unit price alone: 2 cents a unit, nothing included. */
+const CENTS = { currency: 'EUR', base: 0, includedUnits: 0, unitPrice: 2, per: 1 };
 
 function plansFile(): string {
   const path = join(mkdtempSync(join(tmpdir(), 'invoice-')), 'plans.json');
   const plans = {
-    plans: { metered: { windows: { minute: 1000 }, price: PRICE }, unpriced: { windows: { minute: 1000 } } },
+    plans: {
+      metered: { windows: { minute: 1000 }, price: PRICE },
+      cents: { windows: { minute: 1000 }, price: CENTS },
+      unpriced: { windows: { minute: 1000 } },
+    },
     routeCosts: { 'POST /v1/pets': 5 },
   };
   writeFileSync(path, JSON.stringify(plans));
@@ -208,6 +214,56 @@ describe.each([
 describe.each([
   ['a customer', customerWithKey, 'customers'],
   ['a lone key', loneKey, 'keys'],
+] as const)('the invoice preview of %s paying with credits', (_label, make, route) => {
+  const rows = (csv: string) => csv.split('\r\n').slice(1, -1);
+
+  // A unit served by spending a credit was paid when the credit was bought: never overage too.
+  it('bills no unit price for the units its credits paid, in JSON and in CSV', async () => {
+    const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
+    const { id, key } = await make(gw, 'cents', {});
+    expect((await call(gw, 'POST', `/admin/${route}/${id}/credits`, { amount: 100, reason: 'o' })).statusCode).toBe(
+      201,
+    );
+    expect((await traffic(gw, key, 55, 0)).map((r) => r.statusCode)).toEqual(Array(55).fill(200));
+    const preview = await json(call(gw, 'GET', `/admin/${route}/${id}/invoice-preview`));
+    expect([preview.units, preview.creditsUsed, preview.total]).toEqual([55, 55, 0]);
+    expect(preview.lines.find((l: { line: string }) => l.line === 'overage')).toMatchObject({
+      quantity: 0,
+      billedUnits: 0,
+      amount: 0,
+    });
+    const csv = await call(gw, 'GET', `/admin/${route}/${id}/invoice-preview?format=csv`);
+    expect(rows(csv.body)).toEqual([
+      'base,Base fee for the billing period,1,,,,0,EUR',
+      'included,Units included (0),0,,,,0,EUR',
+      'overage,"Units beyond those included, 2 per 1 started",0,0,2,1,0,EUR',
+      'credits,Prepaid credits spent,55,,,,0,EUR',
+      'total,Total,,,,,0,EUR',
+    ]);
+  });
+
+  it('bills the unit price for the units served before it spent credits, and only those', async () => {
+    const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
+    const { id, key } = await make(gw, 'cents');
+    expect((await traffic(gw, key, 5, 0)).map((r) => r.statusCode)).toEqual(Array(5).fill(200));
+    const owner = `/admin/${route}/${id}`;
+    expect((await call(gw, 'PATCH', owner, { credits: {} })).statusCode).toBe(200);
+    expect((await call(gw, 'POST', `${owner}/credits`, { amount: 100, reason: 'o' })).statusCode).toBe(201);
+    expect((await traffic(gw, key, 50, 0)).map((r) => r.statusCode)).toEqual(Array(50).fill(200));
+    const preview = await json(call(gw, 'GET', `${owner}/invoice-preview`));
+    expect([preview.units, preview.creditsUsed, preview.total]).toEqual([55, 50, 10]);
+    const csv = await call(gw, 'GET', `${owner}/invoice-preview`, undefined, { accept: 'text/csv' });
+    expect(rows(csv.body).slice(2)).toEqual([
+      'overage,"Units beyond those included, 2 per 1 started",5,5,2,1,10,EUR',
+      'credits,Prepaid credits spent,50,,,,0,EUR',
+      'total,Total,,,,,10,EUR',
+    ]);
+  });
+});
+
+describe.each([
+  ['a customer', customerWithKey, 'customers'],
+  ['a lone key', loneKey, 'keys'],
 ] as const)('the invoice preview of %s without credit terms', (_label, make, route) => {
   it('has no credits line', async () => {
     const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
@@ -266,7 +322,7 @@ describe('a lone key’s invoice preview', () => {
 });
 
 /**
- * March (13 units, all paid by credits: 4900 base + one started 4 beyond the 10 included) as the
+ * March (13 units, all paid by credits, so none included nor overage: the 4900 base alone) as the
  * previous period, and April's first unit as the current one, for a customer or a lone key at
  * `path`: JSON, and the same as CSV by Accept and by format; the units equal `history`'s totals.
  */
@@ -275,7 +331,7 @@ async function expectMarchThenApril(gw: TestGateway, path: string, id: string, h
   expect(previous).toMatchObject({ from: '2026-03-01T00:00:00.000Z', to: '2026-04-01T00:00:00.000Z' });
   expect([previous.units, history.totals.units]).toEqual([13, 13]);
   expect(previous.creditsUsed).toBe(13);
-  expect(previous.total).toBe(4900 + 50);
+  expect(previous.total).toBe(4900);
   const current = await json(call(gw, 'GET', `${path}/invoice-preview`));
   expect([current.period, current.units, current.creditsUsed, current.total]).toEqual(['current', 1, 1, 4900]);
   const csv = await call(gw, 'GET', `${path}/invoice-preview?period=previous`, undefined, { accept: 'text/csv' });
@@ -285,10 +341,10 @@ async function expectMarchThenApril(gw: TestGateway, path: string, id: string, h
   expect(csv.body.split('\r\n')).toEqual([
     'line,description,quantity,billed_units,unit_price,per,amount,currency',
     'base,Base fee for the billing period,1,,,,4900,EUR',
-    'included,Units included (10),10,,,,0,EUR',
-    'overage,"Units beyond those included, 50 per 4 started",3,4,50,4,50,EUR',
+    'included,Units included (10),0,,,,0,EUR',
+    'overage,"Units beyond those included, 50 per 4 started",0,0,50,4,0,EUR',
     'credits,Prepaid credits spent,13,,,,0,EUR',
-    'total,Total,,,,,4950,EUR',
+    'total,Total,,,,,4900,EUR',
     '',
   ]);
   const formatCsv = await call(gw, 'GET', `${path}/invoice-preview?period=previous&format=csv`);
@@ -297,7 +353,7 @@ async function expectMarchThenApril(gw: TestGateway, path: string, id: string, h
 
 /**
  * 100 credits to `owner` (a customer's or a lone key's admin path), then 7 GETs of 1 and 2 POSTs
- * of 5 with `key` across both replicas: 17 units, 7 over the 10 included, all admitted.
+ * of 5 with `key` across both replicas: 17 units, past the 10 included, all admitted and paid by credits.
  */
 async function spendSeventeen(a: TestGateway, b: TestGateway, owner: string, key: string): Promise<void> {
   expect((await call(a, 'POST', `${owner}/credits`, { amount: 100, reason: 'o' })).statusCode).toBe(201);
@@ -305,21 +361,21 @@ async function spendSeventeen(a: TestGateway, b: TestGateway, owner: string, key
   expect(sent.map((r) => r.statusCode)).toEqual(Array(9).fill(200));
 }
 
-/** The lines and total of spendSeventeen's period: the base, 10 included, 7 over billed as 8, 17 credits. */
+/** The lines and total of spendSeventeen's period: 17 credits paid for all 17 units, so the base alone. */
 function expectSeventeenUnits(preview: { lines: unknown; total: unknown }): void {
   expect(preview.lines).toEqual([
     { line: 'base', description: expect.any(String), quantity: 1, amount: 4900 },
-    { line: 'included', description: expect.any(String), quantity: 10, amount: 0 },
+    { line: 'included', description: expect.any(String), quantity: 0, amount: 0 },
     {
       line: 'overage',
       description: expect.any(String),
-      quantity: 7,
-      billedUnits: 8,
+      quantity: 0,
+      billedUnits: 0,
       unitPrice: 50,
       per: 4,
-      amount: 100,
+      amount: 0,
     },
     { line: 'credits', description: expect.any(String), quantity: 17, amount: 0 },
   ]);
-  expect(preview.total).toBe(5000);
+  expect(preview.total).toBe(4900);
 }
