@@ -1,8 +1,10 @@
-// Lints the public OpenAPI document as the gateway serves it, with the gateway's defaults: built
-// from the pets service's own document (taken from the app in process, no listener) by the same
-// publicDocument the gateway applies, written to a temporary file, then checked by Redocly
-// (recommended ruleset, redocly.yaml) and Spectral (spectral:oas, .spectral.yaml). Any warning
-// fails: a deliberate exception belongs in those files, with the reason beside it.
+// Lints both OpenAPI documents the gateway serves, with the gateway's defaults: the public one,
+// built from the pets service's own document (taken from the app in process, no listener) by the
+// same publicDocument the gateway applies, and the admin API's, as its admin listener answers
+// GET /admin/openapi.json (built in process, embedded stores). Each is written to a temporary
+// file, then checked by Redocly (recommended ruleset, redocly.yaml) and Spectral (spectral:oas,
+// .spectral.yaml). Any warning fails: a deliberate exception belongs in those files, with the
+// reason beside it.
 //
 // Needs the build (`npm run lint` runs tsc -b first).
 import { spawnSync } from 'node:child_process';
@@ -11,7 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRegistry } from '@animal-store/common/metrics.js';
+import { buildAdminApp } from '@animal-store/gateway/admin/app.js';
 import { loadConfig } from '@animal-store/gateway/config.js';
+import { createDeps } from '@animal-store/gateway/deps.js';
 import { publicDocument } from '@animal-store/gateway/reference/openapi.js';
 import { publicDocumentOptions } from '@animal-store/gateway/reference/openapi-description.js';
 import { buildApp } from '@animal-store/pets/app.js';
@@ -34,6 +38,19 @@ async function servedDocument() {
   }
 }
 
+async function adminDocument() {
+  const token = 'lint-openapi-admin-token';
+  const config = loadConfig({ ADMIN_TOKEN: token, LOG_LEVEL: 'silent' });
+  const admin = await buildAdminApp(config, await createDeps(config, {}, { defaultMetrics: false }));
+  try {
+    const res = await admin.inject({ url: '/admin/openapi.json', headers: { authorization: `Bearer ${token}` } });
+    if (res.statusCode !== 200) throw new Error(`the admin listener answered ${res.statusCode} for its document`);
+    return res.json();
+  } finally {
+    await admin.close();
+  }
+}
+
 function run(command, args) {
   const result = spawnSync(command, args, {
     cwd: root,
@@ -47,9 +64,11 @@ function run(command, args) {
 
 const dir = mkdtempSync(join(tmpdir(), 'animal-store-openapi-'));
 let failed = false;
-try {
-  const file = join(dir, 'openapi.json');
-  writeFileSync(file, `${JSON.stringify(await servedDocument(), null, 2)}\n`);
+
+/** Lints one document; reports each tool's verdict under the document's name. */
+function lint(name, doc) {
+  const file = join(dir, `${name}.json`);
+  writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
 
   // Redocly exits 0 on warnings: its JSON report gives the count.
   const redocly = run(bin('redocly'), ['lint', file, '--config', join(root, 'redocly.yaml'), '--format=json']);
@@ -62,9 +81,9 @@ try {
   if (redocly.status !== 0 || !totals || totals.errors > 0 || totals.warnings > 0) {
     failed = true;
     const human = run(bin('redocly'), ['lint', file, '--config', join(root, 'redocly.yaml')]);
-    process.stderr.write(`openapi: redocly lint found problems:\n${human.out}\n`);
+    process.stderr.write(`openapi (${name}): redocly lint found problems:\n${human.out}\n`);
   } else {
-    process.stdout.write(`openapi: redocly lint: no errors, no warnings (${totals.ignored} ignored)\n`);
+    process.stdout.write(`openapi (${name}): redocly lint: no errors, no warnings (${totals.ignored} ignored)\n`);
   }
 
   const spectral = run(bin('spectral'), [
@@ -77,10 +96,15 @@ try {
   ]);
   if (spectral.status !== 0) {
     failed = true;
-    process.stderr.write(`openapi: spectral lint found problems:\n${spectral.out}\n`);
+    process.stderr.write(`openapi (${name}): spectral lint found problems:\n${spectral.out}\n`);
   } else {
-    process.stdout.write('openapi: spectral lint: no problems\n');
+    process.stdout.write(`openapi (${name}): spectral lint: no problems\n`);
   }
+}
+
+try {
+  lint('public', await servedDocument());
+  lint('admin', await adminDocument());
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

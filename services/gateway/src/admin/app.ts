@@ -8,6 +8,7 @@ import type { GatewayDeps } from '../deps.js';
 import { adminAuth } from './auth-limit.js';
 import { consoleRoutes } from './console.js';
 import { Idempotency } from './idempotency.js';
+import { registerAdminReference } from './reference.js';
 import { adminRoutes } from './routes/index.js';
 import { meteringRoutes } from './routes/metering-events.js';
 import { portalSessionRoutes } from './routes/portal-sessions.js';
@@ -57,6 +58,8 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
     return auth.call(this, request, reply);
   });
 
+  // Before the routes: the document is built from those registered after it.
+  await registerAdminReference(app);
   const idempotency = new Idempotency(deps.idempotency, token);
   await app.register(adminRoutes, { deps, idempotency });
   await app.register(meteringRoutes, { deps, idempotency, stripeEventName: config.metering.stripeEventName });
