@@ -243,7 +243,9 @@ export const CountFields = {
   limited: Type.Integer(),
   /** Refused by a ban: 429 api_key_banned. */
   banned: Type.Integer(),
-  /** limited + banned. */
+  /** Refused for want of credits: 402 credits_exhausted. Not in `refused`. */
+  outOfCredits: Type.Integer(),
+  /** limited + banned: the 429s. */
   refused: Type.Integer(),
   /** A scope or address the key lacks: 403, at no cost. */
   forbidden: Type.Integer(),

@@ -144,9 +144,9 @@ export class GuardedLimiter {
     cost: number,
     shiftMs: number,
   ) {
-    // Out of credits is a refusal, counted as the Redis script counts it: limited.
+    // Out of credits is a refusal of its own (402), counted as the Redis script counts it.
     const outcome: HistoryOutcome =
-      cost === 0 ? 'forbidden' : decision.outcome === 'exhausted' ? 'limited' : decision.outcome;
+      cost === 0 ? 'forbidden' : decision.outcome === 'exhausted' ? 'outOfCredits' : decision.outcome;
     this.count(keyId, customerId, outcome, outcome === 'admitted' ? cost : 0, this.now(), shiftMs, true, into);
   }
 

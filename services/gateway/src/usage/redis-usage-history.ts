@@ -50,6 +50,7 @@ const FIELDS: Record<keyof StoredCounts, string> = {
   admitted: 'a',
   limited: 'l',
   banned: 'b',
+  outOfCredits: 'c',
   forbidden: 'f',
   units: 'u',
   upstreamFailed: 'x',

@@ -6,7 +6,7 @@ import { addCounts, emptyCounts, type HourUsage, type UsageCounts } from './usag
  * decide nothing; the history's own rules are in usage-history.ts.
  */
 
-/** The counts with `refused` (limited and banned together) beside them. */
+/** The counts with `refused` (limited and banned together: the 429s, not the 402s) beside them. */
 export type Counts = UsageCounts & { refused: number };
 
 export function withRefused(counts: UsageCounts): Counts {
@@ -50,6 +50,8 @@ const CSV_COLUMNS = [
   'forbidden',
   'units',
   'upstreamFailed',
+  // Last: a column added after the others leaves every earlier column where readers found it.
+  'outOfCredits',
 ] as const;
 
 /**

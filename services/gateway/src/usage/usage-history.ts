@@ -17,9 +17,9 @@ export function hourStart(at: number, shiftMs = 0): number {
   return since - (((since % HOUR_MS) + HOUR_MS) % HOUR_MS) + shiftMs;
 }
 
-export type HistoryOutcome = 'admitted' | 'limited' | 'banned' | 'forbidden';
+export type HistoryOutcome = 'admitted' | 'limited' | 'banned' | 'outOfCredits' | 'forbidden';
 
-/** One hour (or day) of one key, as it is reported. `refused` is not stored: limited + banned. */
+/** One hour (or day) of one key, as it is reported. `refused` is not stored: limited + banned (the 429s). */
 export interface UsageCounts {
   /** Admitted and served: the upstream answered (a 502, 503 or 504 is upstreamFailed instead). */
   admitted: number;
@@ -27,6 +27,11 @@ export interface UsageCounts {
   limited: number;
   /** Refused by a ban (429 api_key_banned). */
   banned: number;
+  /**
+   * Refused for want of credits (402 credits_exhausted), taking nothing: apart from the 429s, since
+   * waiting does not end it and paying does, so an operator reading the counts knows whom to call.
+   */
+  outOfCredits: number;
   /** A scope or address the key lacks (403), at no cost. */
   forbidden: number;
   /** Units the served requests cost (a request costs 1 unless its route says more): what is billed. */
@@ -79,17 +84,27 @@ export function daysTouched(from: number, to: number): number[] {
 }
 
 export function emptyCounts(): UsageCounts {
-  return { admitted: 0, limited: 0, banned: 0, forbidden: 0, units: 0, upstreamFailed: 0 };
+  return { admitted: 0, limited: 0, banned: 0, outOfCredits: 0, forbidden: 0, units: 0, upstreamFailed: 0 };
 }
 
 export function emptyStored(): StoredCounts {
-  return { admitted: 0, limited: 0, banned: 0, forbidden: 0, units: 0, upstreamFailed: 0, upstreamFailedUnits: 0 };
+  return {
+    admitted: 0,
+    limited: 0,
+    banned: 0,
+    outOfCredits: 0,
+    forbidden: 0,
+    units: 0,
+    upstreamFailed: 0,
+    upstreamFailedUnits: 0,
+  };
 }
 
 export function addCounts(into: UsageCounts, from: UsageCounts): void {
   into.admitted += from.admitted;
   into.limited += from.limited;
   into.banned += from.banned;
+  into.outOfCredits += from.outOfCredits;
   into.forbidden += from.forbidden;
   into.units += from.units;
   into.upstreamFailed += from.upstreamFailed;
@@ -106,6 +121,7 @@ export function reported(stored: StoredCounts): UsageCounts {
     admitted: Math.max(0, stored.admitted - stored.upstreamFailed),
     limited: stored.limited,
     banned: stored.banned,
+    outOfCredits: stored.outOfCredits,
     forbidden: stored.forbidden,
     units: Math.max(0, stored.units - stored.upstreamFailedUnits),
     upstreamFailed: stored.upstreamFailed,

@@ -412,11 +412,12 @@ async function reconcile(run: Run, seen: Tally): Promise<void> {
   const units = (await history(run, 'previous')).totals;
   const preview = await ok(adminCall(run.gateways[1], 'GET', `/admin/customers/${id}/invoice-preview?period=previous`));
   expect([preview.from, preview.to]).toEqual([iso(PERIOD_FROM), iso(PERIOD_TO)]);
-  // The history counts what the client saw: served, refused (a 402 is a refusal), failed upstream.
+  // The history counts what the client saw: served, refused (429), out of credits (402), failed upstream.
   expect(units).toMatchObject({
     admitted: seen.served,
     units: seen.servedUnits,
-    limited: seen.limited + seen.exhausted,
+    limited: seen.limited,
+    outOfCredits: seen.exhausted,
     banned: 0,
     upstreamFailed: seen.failed,
   });

@@ -148,7 +148,7 @@ describe('the usage history of the embedded limiter', () => {
     ]);
     const hour = clock - (clock % HOUR_MS);
     expect(await history.hours(keyId, hour, hour + HOUR_MS)).toEqual([
-      { hour, admitted: 1, limited: 1, banned: 3, forbidden: 2, units: 3, upstreamFailed: 0 },
+      { hour, admitted: 1, limited: 1, banned: 3, outOfCredits: 0, forbidden: 2, units: 3, upstreamFailed: 0 },
     ]);
   });
 
@@ -165,7 +165,16 @@ describe('the usage history of the embedded limiter', () => {
     expect(outcomes.map(([o]) => o)).toEqual(['admitted', 'limited', 'banned', 'banned']);
     const half = 30 * 60_000;
     const hour = clock - ((clock - half) % HOUR_MS);
-    const counts = { hour, admitted: 1, limited: 1, banned: 2, forbidden: 0, units: 1, upstreamFailed: 0 };
+    const counts = {
+      hour,
+      admitted: 1,
+      limited: 1,
+      banned: 2,
+      outOfCredits: 0,
+      forbidden: 0,
+      units: 1,
+      upstreamFailed: 0,
+    };
     // Read as every reader reads a key of a customer: with its customer (the limiter's decisions
     // are kept as the customer's, where the Redis script keeps them).
     expect(await history.hours(keyId, hour - HOUR_MS, hour + HOUR_MS, customerId)).toEqual([counts]);
@@ -352,7 +361,7 @@ describe('while the shared limiter fails', () => {
     expect(outcome(await guard.consume(keyId, POLICY, 1))).toEqual(['banned', 'local-ban']);
     const hour = clock - (clock % HOUR_MS);
     expect(await history.hours(keyId, hour, hour + HOUR_MS)).toEqual([
-      { hour, admitted: 0, limited: 0, banned: 1, forbidden: 0, units: 0, upstreamFailed: 0 },
+      { hour, admitted: 0, limited: 0, banned: 1, outOfCredits: 0, forbidden: 0, units: 0, upstreamFailed: 0 },
     ]);
   });
 

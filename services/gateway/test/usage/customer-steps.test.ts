@@ -12,6 +12,7 @@ const hour = (text: string, admitted: number) => ({
   admitted,
   limited: 0,
   banned: 0,
+  outOfCredits: 0,
   forbidden: 0,
   units: admitted,
   upstreamFailed: 0,

@@ -45,9 +45,9 @@ describe('a series of steps', () => {
       { start: '2026-12-01T00:00:00.000Z', ...refusedToo({ units: 5, upstreamFailed: 6 }) },
     ];
     expect(toCsv(rows)).toBe(
-      'start,admitted,limited,banned,refused,forbidden,units,upstreamFailed\n' +
-        '2026-11-30T00:00:00.000Z,1,2,3,5,4,0,0\n' +
-        '2026-12-01T00:00:00.000Z,0,0,0,0,0,5,6\n',
+      'start,admitted,limited,banned,refused,forbidden,units,upstreamFailed,outOfCredits\n' +
+        '2026-11-30T00:00:00.000Z,1,2,3,5,4,0,0,0\n' +
+        '2026-12-01T00:00:00.000Z,0,0,0,0,0,5,6,0\n',
     );
   });
 });

@@ -126,7 +126,16 @@ describe('the Redis history’s writes', () => {
     await client.hset(history.dayKey('key_odd', day), { '10a': '2', '11z': '5', note: '7', xa: '1' });
     const from = day * DAY_MS;
     expect(await history.hours('key_odd', from, from + DAY_MS)).toEqual([
-      { hour: from + 10 * HOUR_MS, admitted: 2, limited: 0, banned: 0, forbidden: 0, units: 0, upstreamFailed: 0 },
+      {
+        hour: from + 10 * HOUR_MS,
+        admitted: 2,
+        limited: 0,
+        banned: 0,
+        outOfCredits: 0,
+        forbidden: 0,
+        units: 0,
+        upstreamFailed: 0,
+      },
     ]);
     client.disconnect();
   });

@@ -47,8 +47,17 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       history.count(newKeyId(), 'admitted', 1, hour);
       await history.flush();
       expect(await history.hours(key, hour - 2 * HOUR_MS, hour + HOUR_MS)).toEqual([
-        { hour: hour - HOUR_MS, admitted: 0, limited: 0, banned: 1, forbidden: 1, units: 0, upstreamFailed: 0 },
-        { hour, admitted: 2, limited: 1, banned: 0, forbidden: 0, units: 5, upstreamFailed: 0 },
+        {
+          hour: hour - HOUR_MS,
+          admitted: 0,
+          limited: 0,
+          banned: 1,
+          outOfCredits: 0,
+          forbidden: 1,
+          units: 0,
+          upstreamFailed: 0,
+        },
+        { hour, admitted: 2, limited: 1, banned: 0, outOfCredits: 0, forbidden: 0, units: 5, upstreamFailed: 0 },
       ]);
     });
 
@@ -63,10 +72,10 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       history.upstreamFailed(orphan, 2, hour);
       await history.flush();
       expect(await history.hours(key, hour, hour + HOUR_MS)).toEqual([
-        { hour, admitted: 1, limited: 0, banned: 0, forbidden: 0, units: 1, upstreamFailed: 1 },
+        { hour, admitted: 1, limited: 0, banned: 0, outOfCredits: 0, forbidden: 0, units: 1, upstreamFailed: 1 },
       ]);
       expect(await history.hours(orphan, hour, hour + HOUR_MS)).toEqual([
-        { hour, admitted: 0, limited: 0, banned: 0, forbidden: 0, units: 0, upstreamFailed: 1 },
+        { hour, admitted: 0, limited: 0, banned: 0, outOfCredits: 0, forbidden: 0, units: 0, upstreamFailed: 1 },
       ]);
     });
 
@@ -90,7 +99,7 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       ]);
       // The counts read as before: the route fields are not counts.
       expect(await history.hours(customer, hour - HOUR_MS, hour + HOUR_MS)).toEqual([
-        { hour, admitted: 2, limited: 0, banned: 0, forbidden: 0, units: 6, upstreamFailed: 0 },
+        { hour, admitted: 2, limited: 0, banned: 0, outOfCredits: 0, forbidden: 0, units: 6, upstreamFailed: 0 },
       ]);
     });
 
@@ -104,7 +113,16 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       const hours = await history.hours(key, midnight - HOUR_MS, midnight + 2 * HOUR_MS);
       expect(hours.map((h) => h.hour)).toEqual([midnight - HOUR_MS, midnight, midnight + HOUR_MS]);
       expect(await history.hours(key, midnight, midnight + HOUR_MS)).toEqual([
-        { hour: midnight, admitted: 1, limited: 0, banned: 0, forbidden: 0, units: 1, upstreamFailed: 0 },
+        {
+          hour: midnight,
+          admitted: 1,
+          limited: 0,
+          banned: 0,
+          outOfCredits: 0,
+          forbidden: 0,
+          units: 1,
+          upstreamFailed: 0,
+        },
       ]);
       expect(await history.hours(newKeyId(), midnight - DAY_MS, midnight + DAY_MS)).toEqual([]);
     });
@@ -135,7 +153,16 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       history.count(other, 'admitted', 2, midnight - 1);
       await history.flush();
       expect(await history.hours(customer, midnight, midnight + DAY_MS)).toEqual([
-        { hour: midnight + HOUR_MS, admitted: 1, limited: 1, banned: 0, forbidden: 0, units: 4, upstreamFailed: 0 },
+        {
+          hour: midnight + HOUR_MS,
+          admitted: 1,
+          limited: 1,
+          banned: 0,
+          outOfCredits: 0,
+          forbidden: 0,
+          units: 4,
+          upstreamFailed: 0,
+        },
       ]);
       const sorted = async (ids: Promise<string[]>) => (await ids).sort();
       expect(await sorted(history.activeCustomers(midnight, midnight + 1))).toEqual([customer]);
@@ -158,7 +185,7 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       history.count(nepal, 'admitted', 1, midnight + 14 * 60_000, quarter);
       history.count(nepal, 'admitted', 1, midnight + 15 * 60_000, quarter);
       await history.flush();
-      const empty = { admitted: 0, limited: 0, banned: 0, forbidden: 0, units: 0, upstreamFailed: 0 };
+      const empty = { admitted: 0, limited: 0, banned: 0, outOfCredits: 0, forbidden: 0, units: 0, upstreamFailed: 0 };
       expect(await history.hours(india, midnight - 2 * HOUR_MS, midnight + 2 * HOUR_MS)).toEqual([
         { ...empty, hour: midnight - HOUR_MS - half, admitted: 1, units: 2 },
         { ...empty, hour: midnight - half, admitted: 1, units: 3, upstreamFailed: 1 },
@@ -187,10 +214,10 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       await history.flush();
       const range = [hour, hour + HOUR_MS] as const;
       expect(await history.hours(key, ...range)).toEqual([
-        { hour, admitted: 2, limited: 0, banned: 0, forbidden: 0, units: 3, upstreamFailed: 0 },
+        { hour, admitted: 2, limited: 0, banned: 0, outOfCredits: 0, forbidden: 0, units: 3, upstreamFailed: 0 },
       ]);
       expect(await history.hours(key, ...range, customer)).toEqual([
-        { hour, admitted: 3, limited: 1, banned: 0, forbidden: 0, units: 8, upstreamFailed: 0 },
+        { hour, admitted: 3, limited: 1, banned: 0, outOfCredits: 0, forbidden: 0, units: 8, upstreamFailed: 0 },
       ]);
       // Active once, as a key, whichever slot its hours are in.
       expect(await history.activeKeys(...range)).toContain(key);

@@ -81,6 +81,7 @@ const counts = (given: Record<string, number>) => ({
   admitted: 0,
   limited: 0,
   banned: 0,
+  outOfCredits: 0,
   refused: 0,
   forbidden: 0,
   units: 0,
@@ -180,7 +181,7 @@ describe('usage history through two replicas on one Redis', () => {
     expect(history.totals).toEqual(counts({ admitted: 5, units: 5, upstreamFailed: 5 }));
     expect(history.series.at(-1)).toMatchObject({ admitted: 5, units: 5, upstreamFailed: 5 });
     const csv = await admin(served, `/admin/keys/${record.id}/usage/history?format=csv`);
-    expect(csv.body.split('\n').at(-2)).toBe(`${new Date(clock.hour).toISOString()},5,0,0,0,0,5,5`);
+    expect(csv.body.split('\n').at(-2)).toBe(`${new Date(clock.hour).toISOString()},5,0,0,0,0,5,5,0`);
     const top = (await admin(served, '/admin/usage?sort=upstreamFailed')).json();
     expect(top.keys).toEqual([expect.objectContaining({ id: record.id, admitted: 5, units: 5, upstreamFailed: 5 })]);
     expect(top.totals).toMatchObject({ admitted: 5, units: 5, upstreamFailed: 5 });
@@ -196,6 +197,43 @@ describe('usage history through two replicas on one Redis', () => {
     const totals = (await admin(gw, `/admin/keys/${id}/usage/history`)).json().totals;
     expect(totals).toMatchObject({ admitted: 0, units: 0, upstreamFailed: 3 });
   });
+
+  for (const backend of ['redis', 'memory'] as const) {
+    it(`counts 402s (out of credits) as outOfCredits, apart from the 429s, in JSON, CSV and top keys (${backend})`, async () => {
+      const clock = hourClock();
+      // 2 credits a period and 3 requests a minute: the credits run out before the window does.
+      const env = {
+        PLANS_FILE: plansFile({
+          plans: { prepaid: { windows: { minute: 3 }, credits: { refill: { amount: 2, every: 'period' } } } },
+        }),
+      };
+      const { a } = await replicas(clock, env, { redis: backend === 'redis' });
+      const { key, record } = createKey({ plan: 'prepaid', name: 'p' });
+      await a.deps.keyStore.insert(record);
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) statuses.push(...(await send(a, key, 1)));
+      expect(statuses).toEqual([200, 200, 402, 402]);
+      const topUp = await a.admin.inject({
+        method: 'POST',
+        url: `/admin/keys/${record.id}/credits`,
+        headers: bearer(ADMIN_TOKEN),
+        payload: { amount: 5, reason: 'test' },
+      });
+      expect(topUp.statusCode).toBe(201);
+      // The 402s took nothing: one more fits the minute, then its 429s.
+      for (let i = 0; i < 3; i++) statuses.push(...(await send(a, key, 1)));
+      expect(statuses.slice(4)).toEqual([200, 429, 429]);
+
+      const history = (await admin(a, `/admin/keys/${record.id}/usage/history`)).json();
+      expect(history.totals).toEqual(counts({ admitted: 3, units: 3, limited: 2, refused: 2, outOfCredits: 2 }));
+      const csv = (await admin(a, `/admin/keys/${record.id}/usage/history?format=csv`)).body.split('\n');
+      expect(csv[0]).toBe('start,admitted,limited,banned,refused,forbidden,units,upstreamFailed,outOfCredits');
+      expect(csv.at(-2)).toBe(`${new Date(clock.hour).toISOString()},3,2,0,2,0,3,0,2`);
+      const top = (await admin(a, '/admin/usage')).json();
+      expect(top.keys).toEqual([expect.objectContaining({ id: record.id, refused: 2, outOfCredits: 2 })]);
+      expect(top.totals).toMatchObject({ refused: 2, outOfCredits: 2 });
+    });
+  }
 
   it('counts refusals of a ban the replica already knows (no Redis call) as banned, on every replica', async () => {
     const clock = hourClock();
@@ -235,10 +273,10 @@ describe('usage history through two replicas on one Redis', () => {
       expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
       expect(res.headers['content-disposition']).toMatch(/^attachment; filename="usage-[\w.:-]+\.csv"$/);
       expect(res.body.trim().split('\n')).toEqual([
-        'start,admitted,limited,banned,refused,forbidden,units,upstreamFailed',
-        `${new Date(clock.hour - 2 * HOUR_MS).toISOString()},0,0,0,0,0,0,0`,
-        `${new Date(clock.hour - HOUR_MS).toISOString()},0,0,0,0,0,0,0`,
-        `${new Date(clock.hour).toISOString()},2,1,0,1,0,2,0`,
+        'start,admitted,limited,banned,refused,forbidden,units,upstreamFailed,outOfCredits',
+        `${new Date(clock.hour - 2 * HOUR_MS).toISOString()},0,0,0,0,0,0,0,0`,
+        `${new Date(clock.hour - HOUR_MS).toISOString()},0,0,0,0,0,0,0,0`,
+        `${new Date(clock.hour).toISOString()},2,1,0,1,0,2,0,0`,
       ]);
     }
   });
@@ -597,7 +635,7 @@ describe('a `to` inside an hour or a day', () => {
       expect(days.totals.admitted).toBe(3);
     }
     const csv = (await history(`granularity=day&to=${iso(at(23, 59, 59))}&format=csv`)).body;
-    expect(csv.trim().split('\n').at(-1)).toBe(`${iso(at(0))},3,0,0,0,0,3,0`);
+    expect(csv.trim().split('\n').at(-1)).toBe(`${iso(at(0))},3,0,0,0,0,3,0,0`);
 
     const hours = (await history(`from=${iso(at(10))}&to=${iso(at(13, 30))}`)).json();
     expect(hours.to).toBe(iso(at(14)));
@@ -649,8 +687,8 @@ describe.each(['America/New_York', 'Pacific/Chatham'])('with the gateway in TZ=%
         [iso(at(20)), 2],
       ]);
       const csv = (await admin(a, `${url}?from=${iso(at(0))}&to=${iso(at(24))}&format=csv`)).body;
-      expect(csv).toContain(`\n${iso(at(3))},1,0,0,0,0,1,0\n`);
-      expect(csv).toContain(`\n${iso(at(20))},2,0,0,0,0,2,0\n`);
+      expect(csv).toContain(`\n${iso(at(3))},1,0,0,0,0,1,0,0\n`);
+      expect(csv).toContain(`\n${iso(at(20))},2,0,0,0,0,2,0,0\n`);
       const days = (await admin(a, `${url}?granularity=day&from=${iso(at(0))}&to=${iso(at(48))}`)).json();
       expect(days.series.map((d: { start: string; admitted: number }) => [d.start, d.admitted])).toEqual([
         [iso(at(0)), 3],

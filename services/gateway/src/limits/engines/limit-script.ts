@@ -191,7 +191,7 @@ end
 
 /**
  * The credit balance: the admitted units spent from it into the open hour; the requests it could
- * not cover answered C (the history counted them as limited); a spend that leaves 0 marks it
+ * not cover answered C (the history counted them as out of credits, `c`); a spend that leaves 0 marks it
  * exhausted (creditsExhaust), in the same HSET.
  */
 const CREDITS_WRITE = `if credits then
@@ -264,10 +264,10 @@ end
  */
 const HISTORY = `local hour = ARGV[8]
 if hour ~= '' then
-  local counts = {a = 0, l = 0, b = 0, f = 0}
+  local counts = {a = 0, l = 0, b = 0, c = 0, f = 0}
   for i = 1, n do
     local o = 'f'
-    if tonumber(ARGV[first + i - 1]) > 0 then o = string.lower(out[i]) end
+    if short[i] then o = 'c' elseif tonumber(ARGV[first + i - 1]) > 0 then o = string.lower(out[i]) end
     counts[o] = counts[o] + 1
   end
   for _, h in ipairs({KEYS[nw + 3], KEYS[nw + 4]}) do
@@ -347,8 +347,8 @@ return result
  * settleBatch tells it: not one that the request would have filled exactly.
  *
  * The batch is also counted in the key's usage history (usage-history.ts), in the same call:
- * per hour, admitted, limited, banned, forbidden (cost 0: a scope or address the key lacks) and
- * the units admitted.
+ * per hour, admitted, limited, banned, out of credits, forbidden (cost 0: a scope or address the
+ * key lacks) and the units admitted.
  *
  * KEYS: the policy's window keys (an `h` window's is the history's day hash), then ban, pending,
  * the history's day hash, and for a key of a customer the customer's day hash (written as the

@@ -89,9 +89,9 @@ describe('a customer’s history by UTC hour', () => {
       expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
       expect(csv.headers['content-disposition']).toMatch(new RegExp(`^attachment; filename="usage-${id}-`));
       expect(csv.body.trim().split('\n')).toEqual([
-        'start,end,admitted,limited,banned,refused,forbidden,units,upstreamFailed',
-        `${iso(hour)},${iso(hour + HOUR_MS)},2,1,0,1,0,6,0`,
-        `${iso(hour + HOUR_MS)},${iso(hour + 2 * HOUR_MS)},1,0,0,0,0,1,0`,
+        'start,end,admitted,limited,banned,refused,forbidden,units,upstreamFailed,outOfCredits',
+        `${iso(hour)},${iso(hour + HOUR_MS)},2,1,0,1,0,6,0,0`,
+        `${iso(hour + HOUR_MS)},${iso(hour + 2 * HOUR_MS)},1,0,0,0,0,1,0,0`,
       ]);
     },
   );
@@ -159,8 +159,8 @@ describe('a customer’s history by billing period', () => {
     expect(previousDays.totals.admitted).toBe(2);
     const csv = await get(gw, `/admin/customers/${id}/usage/history?granularity=period&period=current&format=csv`);
     expect(csv.body).toBe(
-      'start,end,admitted,limited,banned,refused,forbidden,units,upstreamFailed\n' +
-        '2026-11-14T23:00:00.000Z,2026-12-14T23:00:00.000Z,2,0,0,0,0,4,0\n',
+      'start,end,admitted,limited,banned,refused,forbidden,units,upstreamFailed,outOfCredits\n' +
+        '2026-11-14T23:00:00.000Z,2026-12-14T23:00:00.000Z,2,0,0,0,0,4,0,0\n',
     );
   });
 

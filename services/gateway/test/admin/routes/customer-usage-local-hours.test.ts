@@ -196,7 +196,7 @@ describe('a customer in a zone a part-hour off UTC, through the limiter', () => 
         [iso(midnight), iso(midnight + HOUR), 4, 2],
       ]);
       const csv = await get(a, `${url(daily.id, `granularity=day&from=${localDate(midnight, offset)}`)}&format=csv`);
-      expect(csv.body.trim().split('\n').at(-1)).toBe(`${iso(midnight)},${iso(midnight + DAY)},4,2,0,2,0,4,0`);
+      expect(csv.body.trim().split('\n').at(-1)).toBe(`${iso(midnight)},${iso(midnight + DAY)},4,2,0,2,0,4,0,0`);
       const current = await history(b, url(monthly.id, 'granularity=period&period=current'));
       expect(current.series.map((s) => [s.start, s.admitted, s.limited])).toEqual([[iso(midnight), 3, 2]]);
       const previous = await history(b, url(monthly.id, 'granularity=period&period=previous'));
@@ -209,7 +209,7 @@ describe('a customer in a zone a part-hour off UTC, through the limiter', () => 
         ),
       );
       const own = (await history(a, url(daily.id, `granularity=hour&from=${iso(midnight - 2 * HOUR)}`))).totals;
-      for (const name of ['admitted', 'limited', 'banned', 'forbidden', 'units', 'upstreamFailed']) {
+      for (const name of ['admitted', 'limited', 'banned', 'outOfCredits', 'forbidden', 'units', 'upstreamFailed']) {
         expect(own[name], name).toBe(perKey.reduce((n, t) => n + (t[name] ?? 0), 0));
       }
       const top = (await get(a, '/admin/usage?window=24h')).json();

@@ -73,7 +73,7 @@ describe('a customer’s history written by the limiter', () => {
       for (const granularity of ['hour', 'day', 'period']) {
         const own = await totals(b, `/admin/customers/${customer.id}/usage/history?granularity=${granularity}`);
         expect(own, granularity).toMatchObject({ admitted: 25, limited: 11, units: 25 });
-        for (const name of ['admitted', 'limited', 'banned', 'forbidden', 'units', 'upstreamFailed']) {
+        for (const name of ['admitted', 'limited', 'banned', 'outOfCredits', 'forbidden', 'units', 'upstreamFailed']) {
           expect(own[name], `${granularity} ${name}`).toBe(sum(name));
         }
       }
