@@ -1,4 +1,4 @@
-import type { Collection, Db, Filter } from 'mongodb';
+import type { Collection, Db, Filter, IndexDescription } from 'mongodb';
 import { MongoServerError } from 'mongodb';
 import { PLAN_CREDITS } from '../credits/credit-terms.js';
 import { MONGO_ORDER, mongoPage, type Page, type PageRequest, startsWithPattern } from '../paging/page.js';
@@ -13,20 +13,49 @@ import {
 
 /**
  * Timestamps are BSON dates (sortable); `nameLower` is kept beside `name` so a case-insensitive
- * prefix search is an anchored range on an index instead of a collection scan.
+ * prefix search is an anchored range on an index instead of a collection scan. `deleted` is on
+ * every document (false while live) because a partial index can select `deleted: false` but not
+ * a missing `deletedAt`: MongoDB refuses `$exists: false` in a partialFilterExpression.
  */
 type CustomerDocument = Omit<CustomerRecord, 'createdAt' | 'updatedAt' | 'deletedAt'> & {
   nameLower: string;
+  deleted: boolean;
   createdAt: Date;
   updatedAt?: Date;
   deletedAt?: Date;
 };
 
-const PROJECTION = { _id: 0, nameLower: 0 } as const;
+const PROJECTION = { _id: 0, nameLower: 0, deleted: 0 } as const;
 const ORDER = MONGO_ORDER;
+/** The live customers: every read and write but changedSince goes through it. */
+const LIVE = { deleted: { $eq: false } } as const;
+
+export const CUSTOMERS_COLLECTION = 'customers';
+
+/**
+ * Every index the store's queries use, as data: `npm run migrate` builds them, the gateway checks
+ * them at start, and tests/mongo/server-rules.test.ts holds them to what MongoDB accepts.
+ */
+export const CUSTOMER_INDEXES: readonly IndexDescription[] = [
+  { key: { id: 1 }, name: 'id_unique', unique: true },
+  // One live customer per externalId; a deleted one frees it. Only equality, $exists: true,
+  // $gt/$gte/$lt/$lte, $type and a top-level $and are accepted here on every supported server
+  // (https://www.mongodb.com/docs/v6.0/core/index-partial/), hence `deleted: false`.
+  {
+    key: { externalId: 1 },
+    name: 'externalId_live_unique',
+    unique: true,
+    partialFilterExpression: { externalId: { $exists: true }, deleted: { $eq: false } },
+  },
+  // The unfiltered list: equality on `deleted`, then the page order.
+  { key: { deleted: 1, ...ORDER }, name: 'live_created_id' },
+  { key: { nameLower: 1, ...ORDER }, name: 'name_created_id' },
+  { key: { plan: 1, ...ORDER }, name: 'plan_created_id' },
+  { key: { updatedAt: 1 }, name: 'updatedAt', sparse: true },
+];
 
 function toRecord(doc: CustomerDocument): CustomerRecord {
-  const { createdAt, updatedAt, deletedAt, nameLower: _, ...rest } = doc;
+  const { createdAt, updatedAt, deletedAt, nameLower: _, deleted: _deleted, ...rest } = doc;
   return {
     ...rest,
     createdAt: createdAt.toISOString(),
@@ -40,6 +69,7 @@ function toDocument(record: CustomerRecord): CustomerDocument {
   return {
     ...rest,
     nameLower: record.name.toLowerCase(),
+    deleted: deletedAt !== undefined,
     createdAt: new Date(createdAt),
     ...(updatedAt ? { updatedAt: new Date(updatedAt) } : {}),
     ...(deletedAt ? { deletedAt: new Date(deletedAt) } : {}),
@@ -58,24 +88,12 @@ export class MongoCustomerStore implements CustomerStore {
   private readonly customers: Collection<CustomerDocument>;
 
   constructor(db: Db) {
-    this.customers = db.collection<CustomerDocument>('customers');
+    this.customers = db.collection<CustomerDocument>(CUSTOMERS_COLLECTION);
   }
 
   /** Creates the indexes every query here uses; idempotent, run once at start. */
   async init(): Promise<void> {
-    await this.customers.createIndexes([
-      { key: { id: 1 }, name: 'id_unique', unique: true },
-      {
-        key: { externalId: 1 },
-        name: 'externalId_live_unique',
-        unique: true,
-        partialFilterExpression: { externalId: { $exists: true }, deletedAt: { $exists: false } },
-      },
-      { key: ORDER, name: 'created_id' },
-      { key: { nameLower: 1, ...ORDER }, name: 'name_created_id' },
-      { key: { plan: 1, ...ORDER }, name: 'plan_created_id' },
-      { key: { updatedAt: 1 }, name: 'updatedAt', sparse: true },
-    ]);
+    await this.customers.createIndexes([...CUSTOMER_INDEXES]);
   }
 
   async insert(record: CustomerRecord): Promise<void> {
@@ -87,15 +105,12 @@ export class MongoCustomerStore implements CustomerStore {
   }
 
   async get(id: string): Promise<CustomerRecord | null> {
-    const doc = await this.customers.findOne(
-      { id: { $eq: id }, deletedAt: { $exists: false } },
-      { projection: PROJECTION },
-    );
+    const doc = await this.customers.findOne({ id: { $eq: id }, ...LIVE }, { projection: PROJECTION });
     return doc ? toRecord(doc) : null;
   }
 
   list(filter: CustomerFilter, page: PageRequest): Promise<Page<CustomerRecord>> {
-    const query: Filter<CustomerDocument> = { deletedAt: { $exists: false } };
+    const query: Filter<CustomerDocument> = { ...LIVE };
     if (filter.plan !== undefined) query.plan = { $eq: filter.plan };
     if (filter.externalId !== undefined) query.externalId = { $eq: filter.externalId };
     if (filter.name !== undefined) query.nameLower = { $regex: startsWithPattern(filter.name.toLowerCase()) };
@@ -121,9 +136,9 @@ export class MongoCustomerStore implements CustomerStore {
     }
     try {
       const doc = await this.customers.findOneAndUpdate(
-        { id: { $eq: id }, deletedAt: { $exists: false } },
+        { id: { $eq: id }, ...LIVE },
         Object.keys($unset).length > 0 ? { $set, $unset } : { $set },
-        { returnDocument: 'after', projection: { _id: 0 } },
+        { returnDocument: 'after', projection: PROJECTION },
       );
       return doc ? toRecord(doc) : null;
     } catch (err) {
@@ -133,8 +148,8 @@ export class MongoCustomerStore implements CustomerStore {
 
   async delete(id: string, at: Date): Promise<boolean> {
     const result = await this.customers.updateOne(
-      { id: { $eq: id }, deletedAt: { $exists: false } },
-      { $set: { deletedAt: at, updatedAt: at } },
+      { id: { $eq: id }, ...LIVE },
+      { $set: { deleted: true, deletedAt: at, updatedAt: at } },
     );
     return result.modifiedCount === 1;
   }

@@ -1,4 +1,4 @@
-import type { Collection, Db, Filter } from 'mongodb';
+import type { Collection, Db, Filter, IndexDescription } from 'mongodb';
 import { MongoServerError } from 'mongodb';
 import { PLAN_CREDITS } from '../credits/credit-terms.js';
 import { MONGO_ORDER, mongoPage, type Page, type PageRequest, startsWithPattern } from '../paging/page.js';
@@ -17,28 +17,66 @@ type KeyDocument = Omit<KeyRecord, 'createdAt' | 'revokedAt' | 'updatedAt' | 'ex
    * Records written before it existed get it from init().
    */
   nameLower?: string;
+  /**
+   * Whether revokedAt is set, on every document: a `revoked` page is then an equality on an index
+   * (revoked_created_id) instead of an `$exists` walk over every key.
+   */
+  revoked?: boolean;
 };
 
-const PROJECTION = { _id: 0, nameLower: 0 } as const;
+const PROJECTION = { _id: 0, nameLower: 0, revoked: 0 } as const;
 const ORDER = MONGO_ORDER;
+
+export const KEYS_COLLECTION = 'keys';
+
+/**
+ * Every index the store's queries use, as data: `npm run migrate` builds them, the gateway checks
+ * them at start, and tests/mongo/server-rules.test.ts holds them to what MongoDB accepts.
+ */
+export const KEY_INDEXES: readonly IndexDescription[] = [
+  { key: { id: 1 }, name: 'id_unique', unique: true },
+  { key: { sha256: 1 }, name: 'sha256_unique', unique: true },
+  {
+    key: { 'previous.sha256': 1 },
+    name: 'previous_sha256_unique',
+    unique: true,
+    partialFilterExpression: { 'previous.sha256': { $exists: true } },
+  },
+  { key: { updatedAt: 1 }, name: 'updatedAt', sparse: true },
+  { key: { expiresAt: 1 }, name: 'expiresAt', sparse: true },
+  {
+    key: { customerId: 1, ...ORDER },
+    name: 'customerId_created_id',
+    partialFilterExpression: { customerId: { $exists: true } },
+  },
+  { key: ORDER, name: 'created_id' },
+  { key: { revoked: 1, ...ORDER }, name: 'revoked_created_id' },
+  { key: { nameLower: 1, ...ORDER }, name: 'name_created_id' },
+  { key: { plan: 1, ...ORDER }, name: 'plan_created_id' },
+  {
+    key: { prefix: 1, ...ORDER },
+    name: 'prefix_created_id',
+    partialFilterExpression: { prefix: { $exists: true } },
+  },
+];
 
 /**
  * The Mongo query for a filter; each field has an index that leads with it and ends in the page
- * order (customerId_created_id, name_created_id, plan_created_id, prefix_created_id), and `revoked`
- * alone is read off created_id.
+ * order (customerId_created_id, revoked_created_id, name_created_id, plan_created_id,
+ * prefix_created_id).
  */
 function filterQuery(filter: KeyFilter): Filter<KeyDocument> {
   const query: Filter<KeyDocument> = {};
   if (filter.plan !== undefined) query.plan = { $eq: filter.plan };
   if (filter.customerId !== undefined) query.customerId = { $eq: filter.customerId };
-  if (filter.revoked !== undefined) query.revokedAt = { $exists: filter.revoked };
+  if (filter.revoked !== undefined) query.revoked = { $eq: filter.revoked };
   if (filter.name !== undefined) query.nameLower = { $regex: startsWithPattern(filter.name.toLowerCase()) };
   if (filter.prefix !== undefined) query.prefix = { $regex: startsWithPattern(filter.prefix) };
   return query;
 }
 
 function toRecord(doc: KeyDocument): KeyRecord {
-  const { createdAt, revokedAt, updatedAt, expiresAt, previous, ...rest } = doc;
+  const { createdAt, revokedAt, updatedAt, expiresAt, previous, revoked: _, ...rest } = doc;
   return {
     ...rest,
     createdAt: createdAt.toISOString(),
@@ -54,6 +92,7 @@ function toDocument(record: KeyRecord): KeyDocument {
   return {
     ...rest,
     nameLower: record.name.toLowerCase(),
+    revoked: revokedAt !== undefined,
     createdAt: new Date(createdAt),
     ...(expiresAt ? { expiresAt: new Date(expiresAt) } : {}),
     ...(previous ? { previous: { sha256: previous.sha256, expiresAt: new Date(previous.expiresAt) } } : {}),
@@ -72,36 +111,12 @@ export class MongoKeyStore implements KeyStore {
   private readonly keys: Collection<KeyDocument>;
 
   constructor(private readonly db: Db) {
-    this.keys = db.collection<KeyDocument>('keys');
+    this.keys = db.collection<KeyDocument>(KEYS_COLLECTION);
   }
 
   /** Creates the indexes the store relies on; idempotent, run once at start. */
   async init(): Promise<void> {
-    await this.keys.createIndexes([
-      { key: { id: 1 }, name: 'id_unique', unique: true },
-      { key: { sha256: 1 }, name: 'sha256_unique', unique: true },
-      {
-        key: { 'previous.sha256': 1 },
-        name: 'previous_sha256_unique',
-        unique: true,
-        partialFilterExpression: { 'previous.sha256': { $exists: true } },
-      },
-      { key: { updatedAt: 1 }, name: 'updatedAt', sparse: true },
-      { key: { expiresAt: 1 }, name: 'expiresAt', sparse: true },
-      {
-        key: { customerId: 1, ...ORDER },
-        name: 'customerId_created_id',
-        partialFilterExpression: { customerId: { $exists: true } },
-      },
-      { key: ORDER, name: 'created_id' },
-      { key: { nameLower: 1, ...ORDER }, name: 'name_created_id' },
-      { key: { plan: 1, ...ORDER }, name: 'plan_created_id' },
-      {
-        key: { prefix: 1, ...ORDER },
-        name: 'prefix_created_id',
-        partialFilterExpression: { prefix: { $exists: true } },
-      },
-    ]);
+    await this.keys.createIndexes([...KEY_INDEXES]);
     // Records written before names were kept lower-cased too: one server-side pass, then none.
     await this.keys.updateMany({ nameLower: { $exists: false } }, [{ $set: { nameLower: { $toLower: '$name' } } }]);
   }
@@ -272,7 +287,7 @@ export class MongoKeyStore implements KeyStore {
   async revoke(id: string, at: Date): Promise<boolean> {
     const result = await this.keys.updateOne(
       { id: { $eq: id }, revokedAt: { $exists: false } },
-      { $set: { revokedAt: at, updatedAt: at } },
+      { $set: { revoked: true, revokedAt: at, updatedAt: at } },
     );
     return result.modifiedCount === 1;
   }

@@ -36,6 +36,7 @@ describe.skipIf(!mongo)('MongoKeyStore', () => {
       // What each page filter and the expiry scan read (docs/customers.md names them).
       const order = { createdAt: -1, id: -1 };
       expect(byName.get('created_id')?.key).toEqual(order);
+      expect(byName.get('revoked_created_id')?.key).toEqual({ revoked: 1, ...order });
       expect(byName.get('name_created_id')?.key).toEqual({ nameLower: 1, ...order });
       expect(byName.get('plan_created_id')?.key).toEqual({ plan: 1, ...order });
       expect(byName.get('prefix_created_id')?.key).toEqual({ prefix: 1, ...order });
@@ -69,6 +70,10 @@ describe.skipIf(!mongo)('MongoKeyStore', () => {
       expect(doc).toEqual({
         id,
         name: 'n',
+        // Kept beside the name for the case-insensitive search (toDocument writes it), and the
+        // revoked flag the revoked pages read off revoked_created_id.
+        nameLower: 'n',
+        revoked: true,
         plan: 'free',
         sha256: hashApiKey(next),
         previous: { sha256: hashApiKey(key), expiresAt: new Date('2025-01-20T00:00:00.000Z') },

@@ -1,4 +1,11 @@
-import { type Collection, type Db, type Filter, type MongoClientOptions, MongoServerError } from 'mongodb';
+import {
+  type Collection,
+  type Db,
+  type Filter,
+  type IndexDescription,
+  type MongoClientOptions,
+  MongoServerError,
+} from 'mongodb';
 import type { NewPet, Pet } from '../schemas.js';
 import { withStoreErrors } from './errors.js';
 import { type ListOptions, type PetStore, toPet } from './pet-store.js';
@@ -17,6 +24,15 @@ export const mongoClientOptions: MongoClientOptions = {
   waitQueueTimeoutMS: 2_000,
 };
 
+export const PETS_COLLECTION = 'pets';
+
+/** Every index the store's queries use, as data: `npm run migrate` builds them, the service checks them at start. */
+export const PET_INDEXES: readonly IndexDescription[] = [
+  { key: { id: 1 }, name: 'id_unique', unique: true },
+  // Serves the status filter in id order without a sort in memory.
+  { key: { status: 1, id: 1 }, name: 'status_id' },
+];
+
 interface Counter {
   _id: string;
   seq: number;
@@ -33,19 +49,13 @@ export class MongoPetStore implements PetStore {
   private readonly counters: Collection<Counter>;
 
   constructor(private readonly db: Db) {
-    this.pets = db.collection<Pet>('pets');
+    this.pets = db.collection<Pet>(PETS_COLLECTION);
     this.counters = db.collection<Counter>('counters');
   }
 
   /** Idempotent; run at start, before serving. */
   async ensureIndexes(): Promise<void> {
-    await withStoreErrors(() =>
-      this.pets.createIndexes([
-        { key: { id: 1 }, name: 'id_unique', unique: true },
-        // Serves the status filter in id order without a sort in memory.
-        { key: { status: 1, id: 1 }, name: 'status_id' },
-      ]),
-    );
+    await withStoreErrors(() => this.pets.createIndexes([...PET_INDEXES]));
   }
 
   create(newPet: NewPet): Promise<Pet> {

@@ -1,0 +1,292 @@
+// What the code sends MongoDB, held to what MongoDB documents as accepted. No server is needed:
+// the index specs come from the stores (exported as data) and the operators from a scan of every
+// source file that imports the driver, so an index or an operator a real server would refuse
+// (a `$exists: false` partial filter took the whole gateway down) fails here first.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CUSTOMER_INDEXES, CUSTOMERS_COLLECTION } from '@animal-store/gateway/customers/mongo-customer-store.js';
+import { KEY_INDEXES, KEYS_COLLECTION } from '@animal-store/gateway/keys/mongo-key-store.js';
+import { PET_INDEXES, PETS_COLLECTION } from '@animal-store/pets/store/mongo-pet-store.js';
+import type { Document, IndexDescription } from 'mongodb';
+import { describe, expect, it } from 'vitest';
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * What a partialFilterExpression may hold on every server from 4.4 to 7.0: equality, `$exists: true`,
+ * `$gt`/`$gte`/`$lt`/`$lte`, `$type`, and `$and` at the top level only (6.0 adds `$or` and `$in`,
+ * which 4.4/5.0 refuse). https://www.mongodb.com/docs/v6.0/core/index-partial/ and
+ * https://www.mongodb.com/docs/v5.0/core/index-partial/
+ */
+const PARTIAL_FILTER_OPERATORS = new Set(['$eq', '$exists', '$gt', '$gte', '$lt', '$lte', '$type']);
+
+/** https://www.mongodb.com/docs/manual/reference/operator/query/ */
+const QUERY_OPERATORS = [
+  '$eq',
+  '$ne',
+  '$gt',
+  '$gte',
+  '$lt',
+  '$lte',
+  '$in',
+  '$nin',
+  '$and',
+  '$or',
+  '$nor',
+  '$not',
+  '$exists',
+  '$type',
+  '$regex',
+  '$options',
+  '$expr',
+  '$mod',
+  '$all',
+  '$elemMatch',
+  '$size',
+];
+/** https://www.mongodb.com/docs/manual/reference/operator/update/ */
+const UPDATE_OPERATORS = [
+  '$currentDate',
+  '$inc',
+  '$min',
+  '$max',
+  '$mul',
+  '$rename',
+  '$set',
+  '$setOnInsert',
+  '$unset',
+  '$addToSet',
+  '$pop',
+  '$pull',
+  '$push',
+  '$pullAll',
+  '$each',
+  '$position',
+  '$slice',
+  '$sort',
+  '$bit',
+];
+/**
+ * The only stages an update pipeline takes:
+ * https://www.mongodb.com/docs/manual/tutorial/update-documents-with-aggregation-pipeline/
+ */
+const UPDATE_PIPELINE_STAGES = new Set(['$addFields', '$set', '$project', '$unset', '$replaceRoot', '$replaceWith']);
+/** Expression operators: https://www.mongodb.com/docs/manual/reference/operator/aggregation/ */
+const EXPRESSION_OPERATORS = [
+  '$cond',
+  '$ifNull',
+  '$literal',
+  '$min',
+  '$max',
+  '$eq',
+  '$ne',
+  '$gt',
+  '$gte',
+  '$lt',
+  '$lte',
+  '$type',
+  '$and',
+  '$or',
+  '$not',
+  '$add',
+  '$subtract',
+  '$concat',
+  '$toLower',
+  '$toUpper',
+  '$mergeObjects',
+];
+/** System variables: https://www.mongodb.com/docs/manual/reference/aggregation-variables/ */
+const SYSTEM_VARIABLES = new Set(['$$REMOVE', '$$NOW', '$$ROOT', '$$CURRENT']);
+const KNOWN_OPERATORS = new Set([
+  ...QUERY_OPERATORS,
+  ...UPDATE_OPERATORS,
+  ...UPDATE_PIPELINE_STAGES,
+  ...EXPRESSION_OPERATORS,
+]);
+
+const COLLECTIONS: ReadonlyArray<{ service: string; collection: string; indexes: readonly IndexDescription[] }> = [
+  { service: 'gateway', collection: KEYS_COLLECTION, indexes: KEY_INDEXES },
+  { service: 'gateway', collection: CUSTOMERS_COLLECTION, indexes: CUSTOMER_INDEXES },
+  { service: 'pets', collection: PETS_COLLECTION, indexes: PET_INDEXES },
+];
+
+const isPlainObject = (v: unknown): v is Document =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date) && !(v instanceof RegExp);
+
+/** Why MongoDB would refuse this partialFilterExpression, or [] when it takes it. */
+function partialFilterProblems(filter: Document, topLevel = true): string[] {
+  const problems: string[] = [];
+  for (const [field, value] of Object.entries(filter)) {
+    if (field === '$and') {
+      if (!topLevel) problems.push('$and is accepted at the top level only');
+      else if (!Array.isArray(value)) problems.push('$and takes an array');
+      else for (const part of value) problems.push(...partialFilterProblems(part as Document, false));
+      continue;
+    }
+    if (field.startsWith('$')) {
+      problems.push(`${field} is not accepted in a partialFilterExpression`);
+      continue;
+    }
+    // A plain value, or a document with no operator in it, is an equality.
+    if (!isPlainObject(value) || !Object.keys(value).some((k) => k.startsWith('$'))) continue;
+    for (const [operator, operand] of Object.entries(value)) {
+      if (!PARTIAL_FILTER_OPERATORS.has(operator)) problems.push(`${field}: ${operator} is not accepted`);
+      else if (operator === '$exists' && operand !== true) problems.push(`${field}: only $exists: true is accepted`);
+    }
+  }
+  return problems;
+}
+
+/** Why MongoDB would refuse this set of index specs on one collection, or []. */
+function indexProblems(indexes: readonly IndexDescription[]): string[] {
+  const problems: string[] = [];
+  const names = new Set<string>();
+  const patterns = new Map<string, string>();
+  // https://www.mongodb.com/docs/manual/reference/limits/#indexes
+  if (indexes.length + 1 > 64) problems.push('more than 64 indexes on one collection (the _id index counts)');
+  for (const index of indexes) {
+    const name = index.name ?? '(no name)';
+    if (index.name === undefined) problems.push('an index without a name: its generated name would drift with its key');
+    if (names.has(name)) problems.push(`${name}: two indexes of one name`);
+    names.add(name);
+    const key = Object.entries(index.key as Document);
+    if (key.length === 0 || key.length > 32) problems.push(`${name}: a key of 1 to 32 fields`);
+    for (const [field, direction] of key) {
+      if (field === '' || field.split('.').some((part) => part === '' || part.startsWith('$'))) {
+        problems.push(`${name}: key field "${field}" (no $-prefixed or empty path parts)`);
+      }
+      if (direction !== 1 && direction !== -1 && direction !== 'hashed' && direction !== 'text') {
+        problems.push(`${name}: key direction ${String(direction)}`);
+      }
+      if (direction === 'hashed' && index.unique) problems.push(`${name}: a hashed index cannot be unique`);
+    }
+    // An index with the same key pattern and the same filter under another name is code 85.
+    const pattern = JSON.stringify([key, index.partialFilterExpression ?? null, index.collation ?? null]);
+    const twin = patterns.get(pattern);
+    if (twin) problems.push(`${name}: same key and options as ${twin} (IndexOptionsConflict, code 85)`);
+    patterns.set(pattern, name);
+    // https://www.mongodb.com/docs/v6.0/core/index-partial/#restrictions
+    if (index.partialFilterExpression !== undefined) {
+      if (index.sparse) problems.push(`${name}: partialFilterExpression and sparse together are refused`);
+      if (key.some(([field]) => field === '_id') && key.length === 1) problems.push(`${name}: _id cannot be partial`);
+      for (const problem of partialFilterProblems(index.partialFilterExpression)) problems.push(`${name}: ${problem}`);
+    }
+    // https://www.mongodb.com/docs/manual/core/index-ttl/#restrictions
+    if (index.expireAfterSeconds !== undefined && key.length !== 1) problems.push(`${name}: TTL on a compound key`);
+  }
+  return problems;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Every source file of the services that talks to MongoDB through the driver. */
+const mongoSources = ['services/common/src', 'services/gateway/src', 'services/pets/src']
+  .flatMap((dir) => sourceFiles(join(repoRoot, dir)))
+  .filter((file) => /from 'mongodb'/.test(readFileSync(file, 'utf8')));
+
+/** The code without comments, so a `$name` in prose is not taken for an operator. */
+const code = (file: string) =>
+  readFileSync(file, 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/(^|[^:])\/\/.*$/gm, '$1');
+
+describe('index definitions against what MongoDB accepts', () => {
+  for (const { service, collection, indexes } of COLLECTIONS) {
+    it(`${service}: ${collection} has only indexes a server builds`, () => {
+      expect(indexes.length).toBeGreaterThan(0);
+      expect(indexProblems(indexes)).toEqual([]);
+    });
+  }
+
+  it('refuses what MongoDB refuses (the table itself)', () => {
+    expect(partialFilterProblems({ deletedAt: { $exists: false } })).toEqual([
+      'deletedAt: only $exists: true is accepted',
+    ]);
+    expect(partialFilterProblems({ a: { $ne: 1 } })).toEqual(['a: $ne is not accepted']);
+    expect(partialFilterProblems({ $or: [{ a: 1 }] })).toEqual(['$or is not accepted in a partialFilterExpression']);
+    expect(partialFilterProblems({ $and: [{ $and: [{ a: 1 }] }] })).toEqual(['$and is accepted at the top level only']);
+    expect(partialFilterProblems({ a: { $in: [1, 2] } })).toEqual(['a: $in is not accepted']);
+    expect(
+      partialFilterProblems({ a: 1, b: { $eq: false }, c: { $exists: true }, d: { $gte: 2, $type: 'int' } }),
+    ).toEqual([]);
+    expect(partialFilterProblems({ $and: [{ a: { $gt: 1 } }, { b: { x: 1 } }] })).toEqual([]);
+    const sparseAndPartial = {
+      key: { a: 1 },
+      name: 'a',
+      sparse: true,
+      partialFilterExpression: { a: { $exists: true } },
+    };
+    expect(indexProblems([sparseAndPartial])).toEqual(['a: partialFilterExpression and sparse together are refused']);
+    expect(
+      indexProblems([
+        { key: { a: 1 }, name: 'a' },
+        { key: { a: 1 }, name: 'b' },
+      ]),
+    ).toEqual(['b: same key and options as a (IndexOptionsConflict, code 85)']);
+    expect(indexProblems([{ key: { $a: 1 }, name: 'x' }])).toEqual([
+      'x: key field "$a" (no $-prefixed or empty path parts)',
+    ]);
+  });
+});
+
+describe('operators in the code against what MongoDB documents', () => {
+  it('finds the MongoDB sources', () => {
+    const names = mongoSources.map((file) => relative(repoRoot, file));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'services/gateway/src/keys/mongo-key-store.ts',
+        'services/gateway/src/customers/mongo-customer-store.ts',
+        'services/pets/src/store/mongo-pet-store.ts',
+      ]),
+    );
+  });
+
+  it('uses only documented operators, stages and system variables', () => {
+    const unknown: string[] = [];
+    for (const file of mongoSources) {
+      const text = code(file);
+      // Outside quotes: an operator (a key, or a shorthand property like `{ $set }`).
+      const unquoted = text.replace(/'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`/g, "''");
+      for (const [token] of unquoted.matchAll(/(?<![\w$])\$[A-Za-z]+\b/g)) {
+        if (!KNOWN_OPERATORS.has(token)) unknown.push(`${relative(repoRoot, file)}: ${token}`);
+      }
+      // Inside quotes: '$field' paths are data; '$$NAME' must be a system variable.
+      for (const [, variable] of text.matchAll(/'(\$\$[A-Za-z]+)'/g)) {
+        if (variable && !SYSTEM_VARIABLES.has(variable)) unknown.push(`${relative(repoRoot, file)}: ${variable}`);
+      }
+    }
+    expect(unknown).toEqual([]);
+  });
+
+  it('starts update pipelines only with the stages an update takes', () => {
+    const stages: string[] = [];
+    const seen = new Set<string>();
+    for (const file of mongoSources) {
+      // `[{ $set: … }]` / `[{ $set }]`: an array literal whose first element leads with an operator,
+      // and that is no operator's argument (`$cond: [{ $eq: … }]`).
+      for (const [, stage] of code(file).matchAll(/(?<!\$[A-Za-z]+\s*:\s*)\[\s*\{\s*(\$[A-Za-z]+)\s*[:}]/g)) {
+        if (stage) seen.add(stage);
+        if (stage && !UPDATE_PIPELINE_STAGES.has(stage)) stages.push(`${relative(repoRoot, file)}: ${stage}`);
+      }
+    }
+    // The key store's rotation and expiry updates are pipelines: the scan must see them.
+    expect(seen).toContain('$set');
+    expect(stages).toEqual([]);
+  });
+
+  it('never puts $exists: false where an index has to serve it', () => {
+    // A `$exists: false` can be answered only by fetching documents; the list filters the API
+    // offers go through index equalities instead (revoked, deleted).
+    for (const file of mongoSources) {
+      const text = code(file);
+      expect(text.match(/partialFilterExpression:[^\n]*\$exists: false/g) ?? [], relative(repoRoot, file)).toEqual([]);
+    }
+  });
+});
