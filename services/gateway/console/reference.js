@@ -15,6 +15,7 @@ function askForToken(message) {
   problem.textContent = message;
   problem.hidden = message === '';
   signin.hidden = false;
+  /** @type {HTMLInputElement} */ (form.elements.namedItem('token')).focus();
 }
 
 /** @param {string} token */
