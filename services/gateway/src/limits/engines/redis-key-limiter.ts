@@ -44,7 +44,7 @@ const DEADLINE_SHARE = 0.8;
 const CLOCK_SAMPLE_MS = 10_000;
 
 /** A limit-script call that reached Redis past its deadline: it did nothing (LIMIT_SCRIPT, DEADLINE). */
-export class LateCallError extends Error {
+class LateCallError extends Error {
   constructor() {
     super('Limit script call reached Redis past its deadline; it did nothing');
     this.name = 'LateCallError';
