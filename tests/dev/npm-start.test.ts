@@ -1,12 +1,13 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { RedisProcess } from '../support/redis.js';
 import { freePort, scriptBinary } from '../support/runtime.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -270,6 +271,68 @@ describe('npm start', () => {
     await expectStoppedCleanly(s);
     // Seven CLI runs, each a Node start.
   }, 60_000);
+
+  it('with REDIS_URL: a key, a customer with its externalId and the admin token outlive Ctrl-C and the same npm start', async () => {
+    const redis = await RedisProcess.start();
+    const state = mkdtempSync(join(tmpdir(), 'npm-start-kept-'));
+    try {
+      const tokenFile = join(state, 'admin-token');
+      const ports = await freePorts();
+      const env = { REDIS_URL: redis.url, ADMIN_TOKEN_FILE: tokenFile };
+      const first = npmStart(ports, [], env);
+      const banner = await untilUp(first);
+      const [, adminUrl, token] = banner.match(/^ +export ADMIN_URL=(\S+) ADMIN_TOKEN=(\S+)$/m) ?? [];
+      expect(banner).toContain(`Admin token: made and kept in ${tokenFile}`);
+      expect(banner).toContain('Keys and customers: in Redis');
+      expect(readFileSync(tokenFile, 'utf8').trim()).toBe(token);
+      expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+      const seeded = [...banner.matchAll(/^ +(\S+) +(key_[0-9A-Za-z]{16}) +ask_[0-9A-Za-z]{46}$/gm)].map((m) => m[2]);
+      expect(seeded).toHaveLength(4);
+      const admin = (path: string, body?: unknown) =>
+        fetch(`${adminUrl}${path}`, {
+          method: body === undefined ? 'GET' : 'POST',
+          headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+          ...(body ? { body: JSON.stringify(body) } : {}),
+        });
+      const made = await admin('/admin/keys', { plan: 'pro', name: 'kept' });
+      expect(made.status).toBe(201);
+      const { id: keyId, key } = (await made.json()) as { id: string; key: string };
+      const customer = await admin('/admin/customers', { name: 'Acme', plan: 'pro', externalId: 'cus_StripeKept1' });
+      expect(customer.status).toBe(201);
+      const { id: customerId } = (await customer.json()) as { id: string };
+      const pets = () =>
+        fetch(`http://127.0.0.1:${ports.PORT}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
+      expect((await pets()).status).toBe(200);
+      process.kill(first.npm.pid!, 'SIGINT');
+      await expectStoppedCleanly(first);
+
+      const second = npmStart(ports, [], env);
+      const again = await untilUp(second);
+      expect(again.match(/ADMIN_TOKEN=(\S+)$/m)?.[1]).toBe(token);
+      expect(again).toContain(`Admin token: kept in ${tokenFile}`);
+      expect((await pets()).status).toBe(200);
+      const kept = await admin(`/admin/customers/${customerId}`);
+      expect(kept.status).toBe(200);
+      expect(await kept.json()).toMatchObject({ id: customerId, name: 'Acme', externalId: 'cus_StripeKept1' });
+      const byExternal = (await (await admin('/admin/customers?externalId=cus_StripeKept1')).json()) as {
+        items: Array<{ id: string }>;
+      };
+      expect(byExternal.items.map((c) => c.id)).toEqual([customerId]);
+      // The demo keys were seeded once: the restart lists the first run's and makes none.
+      expect(again).not.toMatch(/ask_[0-9A-Za-z]{46}$/m);
+      for (const id of seeded) expect(again).toContain(id);
+      const demo = (await (await admin('/admin/keys?name=demo-')).json()) as { items: Array<{ id: string }> };
+      expect(demo.items.map((k) => k.id).sort()).toEqual([...seeded].sort());
+      const listed = (await (await admin('/admin/keys?name=kept')).json()) as { items: Array<{ id: string }> };
+      expect(listed.items.map((k) => k.id)).toEqual([keyId]);
+      process.kill(second.npm.pid!, 'SIGINT');
+      await expectStoppedCleanly(second);
+    } finally {
+      await redis.stop();
+      rmSync(state, { recursive: true, force: true });
+    }
+    // Two npm starts, each a build check and two Node processes.
+  }, 90_000);
 
   it('stops everything and exits 0 on SIGINT to the pid npm start gave the shell', async () => {
     const s = npmStart(await freePorts());
