@@ -19,7 +19,7 @@ export class StartupError extends Error {
 }
 
 /** Why `l` could not listen, as one line naming the variable to change. */
-export function listenProblem(err: unknown, l: Listener): string {
+function listenProblem(err: unknown, l: Listener): string {
   const code = (err as NodeJS.ErrnoException).code;
   const at = `${l.host}:${l.port}`;
   switch (code) {

@@ -64,7 +64,7 @@ return redis.call(ARGV[2], KEYS[1], unpack(ARGV, 3))
  * 500 ppm, 0.125 ms over a 250 ms window), TIME has µs resolution and timers fire a little late or
  * early by rounding. Small against a 503's Retry-After, large against all of these.
  */
-export const FENCE_MARGIN_MS = 5;
+const FENCE_MARGIN_MS = 5;
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
