@@ -1173,8 +1173,9 @@ describe('the console (/console on the admin listener)', () => {
     await dialog.screenshot({ path: join(SHOTS, 'customer-credit-terms-1280.png') });
     await dialog.getByRole('button', { name: 'Save' }).click();
     await expect.poll(() => page.getByTestId('credits-refill').textContent()).toBe('up to 500 each billing period');
-    // A new refill period (the plan's): the balance is brought up to 500 at the first read.
-    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('500');
+    // The plan's period began before today's refill: a refill is due only when a later period
+    // starts, so a change of terms refills nothing and the balance stays at 50.
+    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('50');
     expect(
       ((await (await adminCall('GET', `/admin/customers/${prepaid.id}`)).json()) as { credits: unknown }).credits,
     ).toEqual({ refill: { amount: 500, every: 'period' } });
