@@ -12,6 +12,7 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MissingPrerequisite, which } from './support/runtime.js';
 import { REPO_ROOT } from './support/stack.js';
+import { typeErrors } from './support/type-check.js';
 
 /**
  * The admin API's reference: GET /admin/openapi.json (behind the admin token) lists every admin
@@ -340,23 +341,6 @@ export function mistakes(admin: ReturnType<typeof createClient<paths>>) {
 `;
 
 /** Type-checks the consumer against the generated types as a strict project would; returns the errors. */
-function typeErrors(files: string[]): string[] {
-  const program = ts.createProgram(files, {
-    strict: true,
-    noEmit: true,
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.ESNext,
-    moduleResolution: ts.ModuleResolutionKind.Bundler,
-    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
-    types: [],
-    skipLibCheck: true,
-    exactOptionalPropertyTypes: true,
-    noUncheckedIndexedAccess: true,
-  });
-  return ts
-    .getPreEmitDiagnostics(program)
-    .map((d) => `${d.file?.fileName ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
-}
 
 describe('a client generated from the admin document', () => {
   it('type-checks, and creates a customer, its key and a lone key, tops up its credits once, and reads typed errors', {

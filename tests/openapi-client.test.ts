@@ -12,6 +12,7 @@ import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from './support/stack.js';
+import { typeErrors } from './support/type-check.js';
 
 /**
  * What an API consumer does with the published document: generate types with openapi-typescript,
@@ -121,23 +122,6 @@ afterAll(async () => {
 });
 
 /** Type-checks the consumer against the generated types as a strict project would; returns the errors. */
-function typeErrors(files: string[]): string[] {
-  const program = ts.createProgram(files, {
-    strict: true,
-    noEmit: true,
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.ESNext,
-    moduleResolution: ts.ModuleResolutionKind.Bundler,
-    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
-    types: [],
-    skipLibCheck: true,
-    exactOptionalPropertyTypes: true,
-    noUncheckedIndexedAccess: true,
-  });
-  return ts
-    .getPreEmitDiagnostics(program)
-    .map((d) => `${d.file?.fileName ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
-}
 
 describe('a client generated from the published document', () => {
   it('type-checks, and lists, creates and reads a pet, reads its usage and a typed 400 and 401 at http://host:port/v1', {
