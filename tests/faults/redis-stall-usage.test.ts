@@ -123,10 +123,13 @@ describe('usage across a Redis stall under load', () => {
     await vi.waitFor(() => expect(served(paying) + served(free)).toBeGreaterThanOrEqual(200), { timeout: 10_000 });
     redis.freeze();
     const stoppedAt = Date.now();
+    let thawingAt = Number.POSITIVE_INFINITY;
     try {
       await new Promise((r) => setTimeout(r, STALL_MS));
       await during();
     } finally {
+      // Taken before SIGCONT: an answer that arrived before it cannot have come from Redis.
+      thawingAt = Date.now();
       redis.thaw();
     }
     const thawedAt = Date.now();
@@ -135,7 +138,10 @@ describe('usage across a Redis stall under load', () => {
       timeout: 10_000,
     });
     const [payingOutcomes, freeOutcomes] = await Promise.all([paying.stop(), free.stop()]);
-    const inStall = (o: { start: number }) => o.start >= stoppedAt && o.start < thawedAt;
+    // In the stall: sent after SIGSTOP and answered before SIGCONT. A request sent in the stall's
+    // last instants may be answered by Redis within its command deadline once Redis resumes, and
+    // rightly served from the balance then (CI saw 6 such 200s under full-suite load).
+    const inStall = (o: { start: number; end: number }) => o.start >= stoppedAt && o.end < thawingAt;
     return {
       paying: { all: tally(payingOutcomes), stall: tally(payingOutcomes.filter(inStall)), ok: served(paying) },
       free: { all: tally(freeOutcomes), stall: tally(freeOutcomes.filter(inStall)), ok: served(free) },
