@@ -20,7 +20,7 @@ describe('the portal’s Strict-Transport-Security', () => {
   });
 
   it('is not sent over plain http, with or without TRUST_PROXY', async () => {
-    for (const env of [{ TRUST_PROXY: 'loopback' }, {}]) {
+    for (const env of [{ TRUST_PROXY: 'loopback' }, {}] as Record<string, string>[]) {
       const gw = await gateways.start({ env });
       const res = await gw.portal.inject({ url: '/portal' });
       expect(res.statusCode).toBe(200);
