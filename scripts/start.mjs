@@ -6,7 +6,7 @@
 // `npm start` runs this as `exec node scripts/start.mjs`, so this process is npm's direct child:
 // npm forwards SIGINT and SIGTERM to its child, and a `sh -c` in between would die of them
 // without passing them on, orphaning the stack.
-import { spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -203,10 +203,16 @@ const pretty = process.stdout.isTTY
     )
   : null;
 
+/** How long a service may take from its start to its `ready` message before the stack gives up. */
+const READY_WITHIN_MS = 60_000;
+
 function start(name, script, childEnv) {
-  const child = spawn(process.execPath, [script], {
+  // Forked with an IPC channel: the service's server.ts sends `{ ready: true }` on it once every
+  // listener of it listens. Nothing polls it over HTTP, so no probe request reaches its logs.
+  const child = fork(script, [], {
     env: childEnv,
-    stdio: ['ignore', pretty ? 'pipe' : 'inherit', 'inherit'],
+    execPath: process.execPath,
+    stdio: ['ignore', pretty ? 'pipe' : 'inherit', 'inherit', 'ipc'],
     // Its own process group: Ctrl-C reaches only this process, which then stops each child once.
     // (A second signal would make a child skip its graceful close.)
     detached: true,
@@ -232,17 +238,24 @@ function start(name, script, childEnv) {
   return child;
 }
 
-async function waitReady(url, name) {
-  for (let attempt = 0; attempt < 300 && !stopping; attempt++) {
-    try {
-      const response = await fetch(url);
-      if (response.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${name} did not become ready at ${url}`);
+/**
+ * Resolves when `child` says it listens on all its ports; its exit before that stops the stack
+ * (start's exit handler), and this never resolves then. The channel is closed once it has spoken,
+ * so it keeps neither process alive.
+ */
+function ready(child, name) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`${name} did not say it was ready within ${READY_WITHIN_MS / 1000} s`));
+    }, READY_WITHIN_MS);
+    child.on('message', (message) => {
+      if (message?.ready !== true) return;
+      clearTimeout(timer);
+      if (child.connected) child.disconnect();
+      resolve();
+    });
+    child.once('exit', () => clearTimeout(timer));
+  });
 }
 
 const gatewayUrl = localBaseUrl(host, gateway.port);
@@ -253,6 +266,7 @@ const STORE_LINES = {
   mongo: 'in MongoDB (MONGO_URL)',
 };
 const adminUrl = localBaseUrl(adminHost, admin.port);
+const portalUrl = localBaseUrl(portal.host, portal.port);
 
 async function createDemoKey(plan, limits) {
   const response = await fetch(`${adminUrl}/admin/keys`, {
@@ -285,10 +299,8 @@ async function existingDemoKeys() {
 }
 
 try {
-  start('pets', 'services/pets/dist/server.js', petsEnv);
-  await waitReady(`http://127.0.0.1:${pets.port}/readyz`, 'pets');
-  start('gateway', 'services/gateway/dist/server.js', gatewayEnv);
-  await waitReady(`${gatewayUrl}/readyz`, 'gateway');
+  await ready(start('pets', 'services/pets/dist/server.js', petsEnv), 'pets');
+  await ready(start('gateway', 'services/gateway/dist/server.js', gatewayEnv), 'gateway');
   if (seedDemoKeys) {
     // Seeded once into a durable store: a restart finds them there and makes none again.
     const existing = await existingDemoKeys();
@@ -316,6 +328,8 @@ const lines = [
   `  Animal store API is up: ${gatewayUrl}/v1  (docs: ${gatewayUrl}/docs)`,
   `  Admin API: ${adminUrl}/admin/keys`,
   `  Console:   ${adminUrl}/console  (sign in with the admin token)`,
+  `  Portal:    ${portalUrl}/portal  (customers sign in with a link from POST /admin/customers/ID/portal-sessions)`,
+  `  Metrics:   ${localBaseUrl(gatewayMetrics.host, gatewayMetrics.port)}/metrics  (pets: ${localBaseUrl(petsMetrics.host, petsMetrics.port)}/metrics)`,
   kept
     ? `  Admin token: ${kept.made ? 'made and kept' : 'kept'} in ${kept.file} (below; delete the file for a new one)`
     : '  Admin token: from ADMIN_TOKEN',

@@ -222,6 +222,38 @@ describe('npm start', () => {
     for (const secret of [token, ...keys]) expect(s.stdout()).not.toContain(secret);
   });
 
+  it('the banner gives the portal’s and the metrics’ addresses, and no readiness probe shows in the logs', async () => {
+    // At info every request a service answers is a log line: a readiness probe would be one too.
+    const s = npmStart(await freePorts(), ['-s'], { LOG_LEVEL: 'info' });
+    const banner = await untilUp(s);
+    const { PORT, ADMIN_PORT, PORTAL_PORT, METRICS_PORT, PETS_METRICS_PORT } = s.ports;
+    expect(banner).toContain(`http://127.0.0.1:${PORT}/v1`);
+    expect(banner).toContain(`http://127.0.0.1:${ADMIN_PORT}/console`);
+    const portal = /^ +Portal: +(\S+)/m.exec(banner)?.[1];
+    expect(portal).toBe(`http://127.0.0.1:${PORTAL_PORT}/portal`);
+    expect((await fetch(portal as string)).status).toBe(200);
+    const metrics = /^ +Metrics: +(\S+) +\(pets: (\S+)\)$/m.exec(banner);
+    expect(metrics?.slice(1)).toEqual([
+      `http://127.0.0.1:${METRICS_PORT}/metrics`,
+      `http://127.0.0.1:${PETS_METRICS_PORT}/metrics`,
+    ]);
+    for (const url of metrics?.slice(1) ?? []) expect((await fetch(url)).status).toBe(200);
+    process.kill(s.npm.pid!, 'SIGTERM');
+    await expectStoppedCleanly(s);
+    const records = s
+      .stdout()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { msg: string; service: string; method?: string; path?: string });
+    const requests = records.filter((r) => r.msg === 'request').map((r) => `${r.service} ${r.method} ${r.path}`);
+    // The requests logged are the demo keys' creation and this test's own (the metrics listeners
+    // log none), nothing that polled a service.
+    expect(requests.filter((r) => r !== 'gateway-admin POST /admin/keys')).toEqual(['gateway-portal GET /portal']);
+    expect(requests).toHaveLength(5);
+    // Nor any line about attempts on stderr: the banner and nothing else.
+    expect(ownLines(s.stderr()).filter((l) => !l.startsWith('  '))).toEqual([]);
+  });
+
   it('demo keys are ordinary keys: the keys CLI commands update, rotate, revoke and unban them', async () => {
     const s = npmStart(await freePorts());
     const banner = await untilUp(s);

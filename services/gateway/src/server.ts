@@ -113,6 +113,9 @@ async function main(): Promise<void> {
     `backends: keys=${deps.backends.keyStore}, customers=${deps.backends.customerStore}, limiter=${deps.backends.limiter}, webhooks=${deps.backends.webhooks}, redis=${config.redis?.mode ?? 'none'}`,
   );
   await serve(listeners, config.shutdownGraceMs);
+  // Forked by npm start (scripts/start.mjs) with an IPC channel: every listener listens now. It
+  // learns so from this message, not by polling /readyz, whose probes would fill the log.
+  process.send?.({ ready: true });
 }
 
 main().catch((err) => {

@@ -87,6 +87,8 @@ async function main(): Promise<void> {
       ],
       config.shutdownGraceMs,
     );
+    // Forked by npm start (scripts/start.mjs) with an IPC channel: both listeners listen now.
+    process.send?.({ ready: true });
   } catch (err) {
     // What the operator fixes in the environment is one line on stderr, as a bad configuration
     // is; anything else is a bug, logged with its stack.

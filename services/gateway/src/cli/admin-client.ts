@@ -86,6 +86,16 @@ export class AdminClient {
     body?: unknown,
     extraHeaders: Record<string, string> = {},
   ): Promise<T> {
+    return (await this.exchange<T>(method, path, body, extraHeaders)).data;
+  }
+
+  /** As request, with the answer's headers (an Idempotency-Key replay says so in one). */
+  async exchange<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<{ data: T; headers: Headers }> {
     const url = `${this.baseUrl}${path}`;
     let response: Response;
     try {
@@ -130,7 +140,7 @@ export class AdminClient {
       }
       throw new AdminApiError(response.status, error?.message ?? response.statusText);
     }
-    return data as T;
+    return { data: data as T, headers: response.headers };
   }
 }
 

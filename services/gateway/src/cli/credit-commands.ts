@@ -73,9 +73,19 @@ export async function credits(admin: AdminClient, owner: Owner, id: string, valu
   if (values.add !== undefined) {
     const key = values['idempotency-key'];
     const headers: Record<string, string> = typeof key === 'string' ? { 'idempotency-key': key } : {};
-    const made = await admin.request<Change>('POST', path, changeFrom(owner, values), headers);
+    const answer = await admin.exchange<Change>('POST', path, changeFrom(owner, values), headers);
+    const made = answer.data;
+    // The same Idempotency-Key again: the admin API answers the first change again and adds nothing.
+    const replayed = answer.headers.get('idempotent-replayed') === 'true';
     const whose = printable(made.customerId ?? made.keyId ?? id);
-    return print(values, made, `${made.type} of ${made.amount} for ${whose} (ref ${made.ref})\n`);
+    const replay = replayed
+      ? `replayed: this ${made.type.replace('topup', 'top-up')} was already applied; nothing was added\n`
+      : '';
+    return print(
+      values,
+      { ...made, replayed },
+      `${made.type} of ${made.amount} for ${whose} (ref ${made.ref})\n${replay}`,
+    );
   }
   if (values.ledger) {
     const query = pageQuery(COMMAND[owner].command, values, []);

@@ -2,13 +2,12 @@ import type { Static } from 'typebox';
 import type { CustomerHistorySchema } from '../admin/customer-history-schemas.js';
 import type { CustomerViewSchema } from '../admin/customer-schemas.js';
 import { customerView } from '../admin/customer-view.js';
-import { PLAN_CREDITS } from '../credits/credit-terms.js';
 import { type CustomerRequest, CustomerRuleError, type CustomerUpdate } from '../customers/customer-operations.js';
 import { toCsv } from '../usage/reports.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
 import { credits } from './credit-commands.js';
 import { createCustomerInFile, localPlans } from './file-backend.js';
-import { inFlagWords, limitsFrom, type Values } from './flags.js';
+import { creditsFrom, inFlagWords, limitsFrom, type Values } from './flags.js';
 import { fields, jsonLine, printable, table, when } from './format.js';
 import { invoice } from './invoice-commands.js';
 import { creditTermsText, limitsText } from './key-text.js';
@@ -114,6 +113,7 @@ async function list(admin: AdminClient, values: Values): Promise<void> {
 async function create(values: Values): Promise<void> {
   // The flags set no metadata; limits and externalId are never null here (no --plan-limits on create).
   const { name, plan, limits, externalId, billing } = customerFields(values);
+  const credits = creditsFrom('customers', values, false);
   if (name === undefined || plan === undefined) {
     throw usageError('customers', 'customers create needs --name and --plan');
   }
@@ -123,6 +123,7 @@ async function create(values: Values): Promise<void> {
     plan,
     ...(limits ? { limits } : {}),
     ...(typeof externalId === 'string' ? { externalId } : {}),
+    ...(credits !== undefined ? { credits } : {}),
   };
   let made: CustomerView;
   if (typeof values.file === 'string') {
@@ -202,11 +203,12 @@ export async function customers(args: string[], values: Values): Promise<void> {
     case 'update': {
       const body = customerFields(values);
       if (values['plan-limits']) body.limits = null;
-      if (values['plan-credits']) body.credits = PLAN_CREDITS;
+      const credits = creditsFrom('customers', values, true);
+      if (credits !== undefined) body.credits = credits;
       if (Object.keys(body).length === 0) {
         throw usageError(
           'customers',
-          'nothing to change: give --name, --plan, --per-… limits or --plan-limits, --billing-anchor-day, --time-zone, --external-id or --plan-credits',
+          'nothing to change: give --name, --plan, --per-… limits or --plan-limits, --billing-anchor-day, --time-zone, --external-id or credit terms (--refill N, --credits-by-hand, --no-credits, --plan-credits)',
         );
       }
       const updated = await admin.request<CustomerView>('PATCH', customerPath(need()), body).catch(refused);

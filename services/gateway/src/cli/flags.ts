@@ -1,5 +1,5 @@
 import { isPlainText, PLAIN_TEXT_RULE } from '@animal-store/common/validation.js';
-import { PLAN_CREDITS } from '../credits/credit-terms.js';
+import { type CreditTerms, type CreditTermsChange, MAX_CREDITS, PLAN_CREDITS } from '../credits/credit-terms.js';
 import {
   checkedExpiry,
   type FieldNames,
@@ -136,6 +136,9 @@ export function createRequest(values: Values): Omit<KeyRequest, 'plan'> & { plan
   }
   if (typeof plan !== 'string' && customerId === undefined)
     throw usageError('create', 'create needs --plan (or --customer)');
+  const credits = CREDIT_CHOICES.find((flag) => values[flag] !== undefined);
+  if (credits)
+    throw usageError('create', `--${credits}: a key is made on its plan's credit terms; change them with update`);
   const limits = limitsFrom('create', values);
   const scopes = scopesFrom('create', values);
   const allowedCidrs = cidrsFrom('create', values);
@@ -169,12 +172,13 @@ export function updateRequest(values: Values): KeyUpdate {
     'name',
     'expires-at',
     'no-expiry',
-    'plan-credits',
+    ...CREDIT_CHOICES,
+    'refill-every',
   ];
   if (!flags.some((f) => values[f] !== undefined)) {
     throw usageError(
       'update',
-      'nothing to change: give --plan, --per-… limits or --plan-limits, --scopes or --plan-scopes, --allow-cidr or --any-address, --name, --expires-at or --no-expiry, or --plan-credits',
+      'nothing to change: give --plan, --per-… limits or --plan-limits, --scopes or --plan-scopes, --allow-cidr or --any-address, --name, --expires-at or --no-expiry, or credit terms (--refill N, --credits-by-hand, --no-credits, --plan-credits)',
     );
   }
   const plan = values.plan;
@@ -184,6 +188,7 @@ export function updateRequest(values: Values): KeyUpdate {
   const allowedCidrs = cidrsFrom('update', values);
   const expiresAt = expiryFrom('update', values);
   const name = nameFrom('update', values);
+  const credits = creditsFrom('update', values, true);
   return {
     ...(plan !== undefined ? { plan } : {}),
     ...(limits !== undefined ? { limits } : {}),
@@ -192,9 +197,50 @@ export function updateRequest(values: Values): KeyUpdate {
     ...(name !== undefined ? { name } : {}),
     ...(expiresAt === null ? { expiresAt: null } : {}),
     ...(typeof expiresAt === 'string' ? { expiresAt: checkedExpiry(expiresAt, Date.now(), FLAG_NAMES) } : {}),
-    // Its own credit terms dropped: its plan's apply again (the admin API's `"credits": "plan"`).
-    ...(values['plan-credits'] ? { credits: PLAN_CREDITS } : {}),
+    // A lone key's credit terms: its own, none (null), or its plan's again (`"credits": "plan"`).
+    ...(credits !== undefined ? { credits } : {}),
   };
+}
+
+/** The flags that choose credit terms, each alone: terms of its own, none, or its plan's. */
+const CREDIT_CHOICES = ['refill', 'credits-by-hand', 'no-credits', 'plan-credits'];
+
+/**
+ * The credit terms the flags give, as the admin API's `credits` takes them: `--refill N` (with
+ * `--refill-every period|day`, default period) or `--credits-by-hand` (a balance topped up by
+ * hand only) for terms of its own; on a change also `--no-credits` (null: none, whatever its plan
+ * says) or `--plan-credits` (its own dropped). Undefined when none is given.
+ */
+export function creditsFrom(command: string, values: Values, change: true): CreditTermsChange | undefined;
+export function creditsFrom(command: string, values: Values, change: false): CreditTerms | undefined;
+export function creditsFrom(command: string, values: Values, change: boolean): CreditTermsChange | undefined {
+  const given = CREDIT_CHOICES.filter((flag) => values[flag] !== undefined);
+  if (given.length > 1) {
+    throw usageError(
+      command,
+      `give one of --refill, --credits-by-hand, --no-credits or --plan-credits, not ${given.map((f) => `--${f}`).join(' and ')}`,
+    );
+  }
+  const every = values['refill-every'];
+  if (every !== undefined && values.refill === undefined) throw usageError(command, '--refill-every needs --refill N');
+  if (!change && (values['no-credits'] || values['plan-credits'])) {
+    throw usageError(
+      command,
+      `--${given[0]} changes terms: give it to update (create takes --refill or --credits-by-hand)`,
+    );
+  }
+  if (values['no-credits']) return null;
+  if (values['plan-credits']) return PLAN_CREDITS;
+  if (values['credits-by-hand']) return {};
+  const amount = values.refill;
+  if (amount === undefined) return undefined;
+  if (typeof amount !== 'string' || !/^[1-9][0-9]{0,12}$/.test(amount) || Number(amount) > MAX_CREDITS) {
+    throw usageError(command, `--refill must be a whole number of credits from 1 to ${MAX_CREDITS}`);
+  }
+  if (every !== undefined && every !== 'period' && every !== 'day') {
+    throw usageError(command, '--refill-every must be period (each billing period) or day');
+  }
+  return { refill: { amount: Number(amount), every: every ?? 'period' } };
 }
 
 /** --grace in seconds, or undefined for the default. */

@@ -10,7 +10,7 @@ export const COMMANDS: Record<string, string> = {
   list: 'list [--name PREFIX] [--plan P] [--customer ID] [--prefix ask_…] [--limit N] [--after CURSOR | --all]',
   show: 'show ID',
   update:
-    'update ID [--plan P] [--per-… N | --plan-limits] [--scopes LIST | --plan-scopes] [--allow-cidr CIDR… | --any-address] [--name NAME] [--expires-at T | --no-expiry] [--plan-credits] [--file PATH]',
+    'update ID [--plan P] [--per-… N | --plan-limits] [--scopes LIST | --plan-scopes] [--allow-cidr CIDR… | --any-address] [--name NAME] [--expires-at T | --no-expiry] [--refill N [--refill-every period|day] | --credits-by-hand | --no-credits | --plan-credits] [--file PATH]',
   rotate: 'rotate ID [--grace SECONDS] [--file PATH]',
   usage: 'usage ID',
   history: 'history ID [--days N | --period current|previous]',
@@ -22,7 +22,7 @@ export const COMMANDS: Record<string, string> = {
     'credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]]',
   invoice: 'invoice ID [--previous] [--csv]',
   customers:
-    'customers create --name NAME --plan PLAN [--per-… N]… [--billing-anchor-day D] [--time-zone TZ] [--external-id X] | customers list [--name PREFIX] [--plan P] [--external-id X] [--limit N] [--after CURSOR | --all] | customers show ID | customers update ID [--name|--plan|--per-…|--plan-limits|--billing-anchor-day|--time-zone|--external-id|--plan-credits] | customers delete ID [--revoke-keys] | customers usage ID [--granularity hour|day|period] [--period current|previous | --from T --to T] [--csv] | customers credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]] | customers invoice ID [--previous] [--csv]',
+    'customers create --name NAME --plan PLAN [--per-… N]… [--billing-anchor-day D] [--time-zone TZ] [--external-id X] [--refill N [--refill-every period|day] | --credits-by-hand] | customers list [--name PREFIX] [--plan P] [--external-id X] [--limit N] [--after CURSOR | --all] | customers show ID | customers update ID [--name|--plan|--per-…|--plan-limits|--billing-anchor-day|--time-zone|--external-id|--refill N [--refill-every period|day]|--credits-by-hand|--no-credits|--plan-credits] | customers delete ID [--revoke-keys] | customers usage ID [--granularity hour|day|period] [--period current|previous | --from T --to T] [--csv] | customers credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]] | customers invoice ID [--previous] [--csv]',
   metering: 'metering [--after CURSOR] [--limit N] [--all] [--format cloudevents|stripe-meter-events]',
   webhooks: 'webhooks add URL --events LIST [--description TEXT] | webhooks list | webhooks rm ID | webhooks test ID',
 };
@@ -48,8 +48,10 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       Change a key's plan, limits, scopes, addresses, name or expiry. A change applies on the next
       request on every replica; counts carry over. A plan change drops the key's own limits unless
       the new plan has no windows; --plan-limits, --plan-scopes and --any-address drop its own.
-      --plan-credits drops a lone key's own credit terms (or its "none"): its plan's apply again,
-      its balance and ledger stay.
+      A lone key's credit terms: --refill N, its balance brought up to N each --refill-every
+      (period, its UTC month, the default; or day); --credits-by-hand, a balance changed by
+      top-ups only; --no-credits, it spends none whatever its plan says; --plan-credits drops its
+      own (or its "none"): its plan's apply again. Its balance and ledger stay.
   ${COMMANDS.rotate}
       New secret, same id (one quota, one ban). The old secret works for --grace seconds
       (default ${DEFAULT_GRACE_SECONDS}, at most ${MAX_GRACE_SECONDS}; 0 ends it now), then gets 401. Prints the new key once.
@@ -73,7 +75,9 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       A lone key's credits (a key of a customer spends its customer's: customers credits), as
       customers credits shows a customer's: the balance, this hour's spend and the next refill;
       --ledger its entries newest first; --add a top-up (--type grant or adjustment; only an
-      adjustment may be negative) with --reason, made once per --idempotency-key.
+      adjustment may be negative) with --reason, made once per --idempotency-key: a second call
+      with the same key prints "replayed: this top-up was already applied" (with --json,
+      "replayed": true) and adds nothing.
   ${COMMANDS.invoice}
       A lone key's invoice preview under its plan's price (a key of a customer is billed as the
       customer: customers invoice), as customers invoice prints a customer's: this UTC month so
@@ -86,8 +90,10 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
       --revoke-keys. usage: the customer's history (all its keys together) by its hour (default:
       the last 24), local day (the last 30) or billing period (the current one), in its own
       calendar; --from and --to take RFC 3339 or dates of that calendar; --csv prints the admin
-      API's CSV for billing. update --plan-credits drops its own credit terms (or its "none"): its
-      plan's apply again, its balance and ledger stay.
+      API's CSV for billing. Credit terms, on create and update: --refill N (each billing period,
+      or each local day with --refill-every day) or --credits-by-hand; on update also --no-credits
+      (none, whatever its plan says) or --plan-credits (its own dropped: its plan's apply again);
+      its balance and ledger stay. credits --add: as the credits command's.
   ${COMMANDS.metering}
       The metering export (GET /admin/metering/events): closed hours' reports in the order they
       were appended, --limit (1–1000, default 100) after --after (the cursor it prints), or --all

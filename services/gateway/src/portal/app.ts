@@ -15,6 +15,9 @@ import { portalPages } from './pages.js';
 import { sessionRoutes } from './session-cookie.js';
 import { portalUsageRoutes } from './usage-routes.js';
 
+/** A year, the portal's own host only: other hosts of the domain may still serve plain http. */
+const HSTS = 'max-age=31536000';
+
 /**
  * The customers' portal on its own listener (PORTAL_HOST/PORTAL_PORT), neither the public API's
  * nor the admin's: it faces the internet like the API, but answers browsers with cookies, pages
@@ -31,9 +34,12 @@ export async function buildPortalApp(config: GatewayConfig, deps: GatewayDeps): 
       trustProxy: config.trustProxy,
     }),
   );
-  // Every answer is one customer's: no cache on the way may keep it.
-  app.addHook('onRequest', (_request, reply, done) => {
+  // Every answer is one customer's: no cache on the way may keep it. Over TLS (request.protocol
+  // believes X-Forwarded-Proto only from a proxy TRUST_PROXY names) the browser is told to come
+  // back only over https for a year (HSTS); over plain http a browser ignores it, so none is sent.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('cache-control', 'no-store');
+    if (request.protocol === 'https') reply.header('strict-transport-security', HSTS);
     done();
   });
   app.setValidatorCompiler(createValidatorCompiler());

@@ -4,7 +4,7 @@ import { useCliGateway } from '../support/cli.js';
 /** `keys customers credits ID`: a customer's balance, a top-up once per key, its ledger (embedded mode). */
 const cli = useCliGateway();
 
-// Five CLI runs, each a Node start.
+// Six CLI runs, each a Node start.
 it('tops up once per Idempotency-Key, shows the balance and pages the ledger', { timeout: 60_000 }, async () => {
   const res = await cli.admin('POST', '/admin/customers', {
     name: 'Acme',
@@ -15,8 +15,13 @@ it('tops up once per Idempotency-Key, shows the balance and pages the ledger', {
   const add = ['customers', 'credits', id, '--add', '50', '--reason', 'order 7', '--idempotency-key', 'order-7'];
   const first = await cli.run(add);
   expect(first.code, first.stderr).toBe(0);
-  expect(first.stdout).toMatch(/^topup of 50 for cus_/);
-  expect((await cli.run(add)).code).toBe(0);
+  expect(first.stdout).toMatch(/^topup of 50 for cus_\S+ \(ref crd_[\w-]+\)\n$/);
+  // The same Idempotency-Key again: the first answer again, said to be a replay.
+  const again = await cli.run(add);
+  expect(again.code, again.stderr).toBe(0);
+  expect(again.stdout).toBe(`${first.stdout}replayed: this top-up was already applied; nothing was added\n`);
+  const json = await cli.run([...add, '--json']);
+  expect(JSON.parse(json.stdout)).toMatchObject({ amount: 50, type: 'topup', replayed: true });
 
   const balance = await cli.run(['customers', 'credits', id, '--json']);
   // The refill (100) applied at the top-up, then 50 once.

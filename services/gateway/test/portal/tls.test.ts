@@ -122,6 +122,7 @@ describe('the portal behind a TLS terminator', () => {
       expect(body.customer.id).toBe(id);
       const page = await get('/portal');
       expect(page.statusCode).toBe(200);
+      expect(page.headers['strict-transport-security']).toBe('max-age=31536000');
       expect(await page.body.text()).toContain('<html');
 
       const out = await get('/portal/api/sign-out', { cookie, 'x-csrf-token': body.csrfToken }, 'POST');
@@ -143,6 +144,7 @@ describe('the portal behind a TLS terminator', () => {
       await entered.body.dump();
       expect(entered.statusCode).toBe(303);
       expect(String(entered.headers['set-cookie'])).not.toMatch(/Secure/);
+      expect(entered.headers['strict-transport-security']).toBeUndefined();
     } finally {
       await close();
     }
