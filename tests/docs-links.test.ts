@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
  * in docs/ and in deploy/README.md reaches a file (and a heading, when it names one), every
  * repository path a page names in code exists, and the configuration page names every variable
  * the services read. Moved code shows here first: a page that still names the old place fails.
+ * The manual stays one a person reads: pages and the total have a byte budget, prose lines a width.
  */
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -115,6 +116,23 @@ describe('the documentation', () => {
       .map((line, i) => ({ line: i + 1, length: [...line].length, table: line.trimStart().startsWith('|') }))
       .filter((l) => !l.table && l.length > 120)
       .map((l) => `README.md:${l.line} has ${l.length} characters`);
+    expect(long).toEqual([]);
+  });
+
+  it('keeps the manual readable: every page at most 24 KB, all of it at most 160 KB, no prose line over 160', () => {
+    const manual = PAGES.filter((p) => p === 'README.md' || p.startsWith('docs/'));
+    const sizes = manual.map((page) => ({ page, bytes: Buffer.byteLength(read(page)) }));
+    expect(sizes.filter((s) => s.bytes > 24 * 1024).map((s) => `${s.page} has ${s.bytes} bytes`)).toEqual([]);
+    expect(
+      sizes.reduce((sum, s) => sum + s.bytes, 0),
+      'bytes of README.md and docs/*.md',
+    ).toBeLessThanOrEqual(160 * 1024);
+    const long = manual.flatMap((page) =>
+      prose(read(page)).flatMap((line, i) => {
+        const length = [...line].length;
+        return length > 160 ? [`${page}:${i + 1} has ${length} characters`] : [];
+      }),
+    );
     expect(long).toEqual([]);
   });
 

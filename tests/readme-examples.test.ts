@@ -17,7 +17,7 @@ import { MissingPrerequisite, which } from './support/runtime.js';
 /**
  * The documented examples, run as written with curl (and the built keys CLI) against a started
  * gateway, so a reader who pastes them gets what the page says: the README's quick start, and the
- * admin API table and keys file commands of docs/keys-and-plans.md. Only what the pages leave to
+ * admin API examples and keys file commands of docs/keys-and-plans.md. Only what the pages leave to
  * the reader is filled in: the ids and keys (`ID`, `ask_…`), the ports (the README's are the
  * defaults, which another stack may hold) and ADMIN_URL/ADMIN_TOKEN, which npm start prints. The
  * admin API examples run on the first, a middle and the last day of this month, on the gateway's
@@ -28,7 +28,7 @@ const run = promisify(execFile);
 const README = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
 const KEYS_PAGE = 'docs/keys-and-plans.md';
 const KEYS = readFileSync(fileURLToPath(new URL(`../${KEYS_PAGE}`, import.meta.url)), 'utf8');
-/** The keys page's section that holds the admin API table and the line to paste before it. */
+/** The keys page's section that holds the admin API examples and the line to paste before them. */
 const KEYS_SECTION = '## The admin API and the CLI';
 const DAY = 86_400_000;
 
@@ -58,16 +58,16 @@ interface TableExample {
   status: number;
 }
 
-/** The keys table's admin API examples: the first curl of each row and the status it gives (→ 201), else 200. */
+/** The keys section's admin API examples: each `- **what**: \`curl …\`` item's curl and the status it gives (→ 201), else 200. */
 function keysTableExamples(): TableExample[] {
-  const rows = section(KEYS_SECTION)
+  return section(KEYS_SECTION)
     .split('\n')
-    .filter((line) => line.startsWith('| ') && line.includes('`curl '));
-  return rows.map((row) => {
-    const [what, api] = row.split(/(?<!\\)\|/).slice(1, 3) as [string, string];
-    const command = /`(curl [^`]+)`/.exec(api)?.[1] as string;
-    return { what: what.trim(), command, status: Number(/→ (\d{3})/.exec(api)?.[1] ?? 200) };
-  });
+    .flatMap((line) => {
+      const m = /^- \*\*([^*]+)\*\*: `(curl [^`]+)`(.*)$/.exec(line);
+      if (!m) return [];
+      const [, what, command, rest] = m as unknown as [string, string, string, string];
+      return [{ what, command, status: Number(/→ (\d{3})/.exec(rest)?.[1] ?? 200) }];
+    });
 }
 
 /** The line the keys section has the reader paste before its examples: `A=…; J=…`. */
@@ -151,7 +151,7 @@ describe("the README's and the keys page's examples, as written", () => {
     ['the first', monthStart + 10 * 60_000],
     ['the 15th', monthStart + 14 * DAY + 12 * 3_600_000],
     ['the last', monthEnd - 10 * 60_000],
-  ])('keys page: every admin API example answers as the table says, on %s day of this month', async (_day, at) => {
+  ])('keys page: every admin API example answers as the page says, on %s day of this month', async (_day, at) => {
     const { gateway, adminUrl } = await started(() => at);
     const env = { ADMIN_URL: adminUrl, ADMIN_TOKEN };
     const examples = keysTableExamples();

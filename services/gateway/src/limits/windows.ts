@@ -3,7 +3,7 @@
  * window takes it from here: the limit policy (policy.ts), the admin API's schemas (`limits`,
  * the plans' windows, the live usage), PLANS_FILE and the keys file, the keys CLI's flags and
  * its text, the console's fields and labels (served as /console/key-rules.js) and the table of
- * windows in docs/limits.md (a test holds it to this one).
+ * windows in docs/limits-and-bans.md (a test holds it to this one).
  *
  * A new window is one entry here. What else it needs is engine support, and only for a period
  * the engines do not know yet:

@@ -4,9 +4,9 @@ import { WINDOWS, type Window } from '../../src/limits/windows.js';
 
 // The one table of windows (limits/windows.ts) that the policy, the admin API's schemas, the
 // plans, the CLI, the console and the docs take their windows from: its entries follow one
-// naming, keep their counters apart, and docs/limits.md shows them as they are.
+// naming, keep their counters apart, and docs/limits-and-bans.md shows them as they are.
 
-const DOCS = new URL('../../../../docs/limits.md', import.meta.url);
+const DOCS = new URL('../../../../docs/limits-and-bans.md', import.meta.url);
 const BEGIN = '<!-- windows table: services/gateway/test/limits/windows.test.ts checks it -->';
 const END = '<!-- end of windows table -->';
 
@@ -31,7 +31,7 @@ function counted(window: Window): string {
   return `${length(window.lengthMs)}, fixed or sliding (buckets of ${length(counting.bucketMs)})`;
 }
 
-/** The table docs/limits.md must hold, between its markers. */
+/** The table docs/limits-and-bans.md must hold, between its markers. */
 function docsTable(): string {
   return [
     '| Window | `limits` field | CLI flag | Written | Counted |',
@@ -54,11 +54,11 @@ function cells(table: string): string[][] {
 }
 
 describe('the windows table', () => {
-  it('is what docs/limits.md shows', () => {
+  it('is what docs/limits-and-bans.md shows', () => {
     const text = readFileSync(DOCS, 'utf8');
     const from = text.indexOf(BEGIN);
     const to = text.indexOf(END);
-    expect(from, `docs/limits.md needs the line ${BEGIN}`).toBeGreaterThanOrEqual(0);
+    expect(from, `docs/limits-and-bans.md needs the line ${BEGIN}`).toBeGreaterThanOrEqual(0);
     expect(to).toBeGreaterThan(from);
     // Cell by cell: the formatter pads the columns.
     expect(cells(text.slice(from + BEGIN.length, to))).toEqual(cells(docsTable()));
