@@ -1,3 +1,4 @@
+import { LIST_MAX_TIME_MS } from '@animal-store/common/mongo-options.js';
 import {
   type Collection,
   type Db,
@@ -81,7 +82,13 @@ export class MongoPetStore implements PetStore {
       };
     }
     return withStoreErrors(() =>
-      this.pets.find(filter).project<Pet>({ _id: 0 }).sort({ id: 1 }).limit(limit).toArray(),
+      // A page the server cannot serve in time answers code 50 (a 503) rather than scan on.
+      this.pets
+        .find(filter, { maxTimeMS: LIST_MAX_TIME_MS })
+        .project<Pet>({ _id: 0 })
+        .sort({ id: 1 })
+        .limit(limit)
+        .toArray(),
     );
   }
 
