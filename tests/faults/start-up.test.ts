@@ -135,8 +135,10 @@ const cases: Case[] = [
 ];
 
 describe('a service that cannot start says why in one line and exits 1', () => {
-  it.each(cases)('$name', { timeout: 30_000 }, async ({ service, env, lines }) => {
-    const result = await runToExit(service, env(), 20_000);
+  // The gateway waits out an election for MongoDB (SERVER_SELECTION_TIMEOUT_MS, 15 s) before it
+  // says the server is out of reach: the bound leaves room for that and a loaded machine.
+  it.each(cases)('$name', { timeout: 50_000 }, async ({ service, env, lines }) => {
+    const result = await runToExit(service, env(), 40_000);
     const output = result.logs.map((l) => l.raw).join('\n');
     expect(result.killedByBound, output).toBe(false);
     expect(result.code, output).toBe(1);

@@ -5,9 +5,18 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  ACCESS_WRITE,
+  ELECTION_MS,
+  KEY_LOOKUP,
+  LIST_MAX_TIME_MS,
+  SERVER_SELECTION_TIMEOUT_MS,
+} from '@animal-store/common/mongo-options.js';
+import { loadConfig } from '@animal-store/gateway/config.js';
 import { CUSTOMER_INDEXES, CUSTOMERS_COLLECTION } from '@animal-store/gateway/customers/mongo-customer-store.js';
+import { GATEWAY_MONGO_OPTIONS } from '@animal-store/gateway/external-clients.js';
 import { KEY_INDEXES, KEYS_COLLECTION } from '@animal-store/gateway/keys/mongo-key-store.js';
-import { PET_INDEXES, PETS_COLLECTION } from '@animal-store/pets/store/mongo-pet-store.js';
+import { mongoClientOptions, PET_INDEXES, PETS_COLLECTION } from '@animal-store/pets/store/mongo-pet-store.js';
 import type { Document, IndexDescription } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 
@@ -288,5 +297,102 @@ describe('operators in the code against what MongoDB documents', () => {
       const text = code(file);
       expect(text.match(/partialFilterExpression:[^\n]*\$exists: false/g) ?? [], relative(repoRoot, file)).toEqual([]);
     }
+  });
+});
+
+/** The text of every call `name(…)` in `text`, its parentheses balanced. */
+function callsOf(text: string, name: string): string[] {
+  const calls: string[] = [];
+  for (const match of text.matchAll(new RegExp(`\\.${name}\\(`, 'g'))) {
+    let depth = 0;
+    let end = match.index + match[0].length - 1;
+    for (; end < text.length; end++) {
+      if (text[end] === '(') depth++;
+      else if (text[end] === ')' && --depth === 0) break;
+    }
+    calls.push(text.slice(match.index, end + 1));
+  }
+  return calls;
+}
+
+/** The body of the method or function `name` in `text`, from its name to the next member at its indent. */
+function bodyOf(text: string, name: string): string {
+  const start = text.search(new RegExp(`\\n(\\s*)(export )?(async )?(function )?${name}[<(]`));
+  expect(start, name).toBeGreaterThanOrEqual(0);
+  const indent = /\n(\s*)/.exec(text.slice(start))?.[1] ?? '';
+  const end = text.indexOf(`\n${indent}}`, start + 1);
+  return text.slice(start, end);
+}
+
+describe('write and read choices against what MongoDB documents', () => {
+  const gatewayConfig = loadConfig({});
+
+  it('waits for a server longer than an election, on every gateway operation', () => {
+    // https://www.mongodb.com/docs/manual/core/replica-set-elections/: the median election
+    // "should not typically exceed 12 seconds" with the default electionTimeoutMillis (10 s).
+    expect(ELECTION_MS).toBeGreaterThanOrEqual(12_000);
+    expect(SERVER_SELECTION_TIMEOUT_MS).toBeGreaterThan(ELECTION_MS);
+    expect(GATEWAY_MONGO_OPTIONS.serverSelectionTimeoutMS).toBe(SERVER_SELECTION_TIMEOUT_MS);
+    // The driver retries a write or read met by a step-down once, after selecting the new primary.
+    expect(GATEWAY_MONGO_OPTIONS).toMatchObject({ retryWrites: true, retryReads: true });
+  });
+
+  it('answers a request on an uncached key well before server selection gives up', () => {
+    expect(gatewayConfig.keyLookupTimeoutMs).toBeLessThan(SERVER_SELECTION_TIMEOUT_MS);
+    // The server stops its part first, so its answer (code 50) is what the gate logs.
+    expect(KEY_LOOKUP.maxTimeMS).toBeLessThan(gatewayConfig.keyLookupTimeoutMs);
+  });
+
+  it('reads key lookups with a read preference MongoDB accepts', () => {
+    // https://www.mongodb.com/docs/manual/core/read-preference-staleness/: maxStalenessSeconds is
+    // not compatible with mode primary, and must be at least 90 seconds.
+    expect(KEY_LOOKUP.readPreference.mode).toBe('primaryPreferred');
+    expect(KEY_LOOKUP.readPreference.maxStalenessSeconds).toBeGreaterThanOrEqual(90);
+  });
+
+  it('writes what decides access with w: "majority" and a wtimeout the server answers before the socket gives up', () => {
+    // https://www.mongodb.com/docs/manual/reference/write-concern/: without wtimeout an
+    // unreachable majority blocks the write indefinitely; after it the server answers code 64.
+    expect(ACCESS_WRITE.writeConcern.w).toBe('majority');
+    const wtimeout = ACCESS_WRITE.writeConcern.wtimeoutMS ?? 0;
+    expect(wtimeout).toBeGreaterThan(0);
+    expect(wtimeout).toBeLessThan(GATEWAY_MONGO_OPTIONS.socketTimeoutMS ?? Number.POSITIVE_INFINITY);
+  });
+
+  it("bounds list queries with a maxTimeMS the server enforces before either service's socket gives up", () => {
+    // maxTimeMS is a non-negative 32-bit integer of milliseconds; code 50 past it.
+    expect(Number.isInteger(LIST_MAX_TIME_MS) && LIST_MAX_TIME_MS > 0 && LIST_MAX_TIME_MS < 2 ** 31).toBe(true);
+    for (const options of [GATEWAY_MONGO_OPTIONS, mongoClientOptions]) {
+      expect(LIST_MAX_TIME_MS).toBeLessThan(options.socketTimeoutMS ?? Number.POSITIVE_INFINITY);
+    }
+    const page = code(join(repoRoot, 'services/gateway/src/paging/page.ts'));
+    expect(callsOf(bodyOf(page, 'mongoPage'), 'find').join('\n')).toContain('maxTimeMS: LIST_MAX_TIME_MS');
+    const pets = code(join(repoRoot, 'services/pets/src/store/mongo-pet-store.ts'));
+    expect(callsOf(bodyOf(pets, 'list'), 'find').join('\n')).toContain('maxTimeMS: LIST_MAX_TIME_MS');
+  });
+
+  it.each(['services/gateway/src/keys/mongo-key-store.ts', 'services/gateway/src/customers/mongo-customer-store.ts'])(
+    '%s: every write of a key or customer carries ACCESS_WRITE',
+    (file) => {
+      const text = code(join(repoRoot, file));
+      // updateMany is the data migration of init(), which decides no access.
+      const writes = [
+        'insertOne',
+        'updateOne',
+        'findOneAndUpdate',
+        'replaceOne',
+        'deleteOne',
+        'findOneAndDelete',
+      ].flatMap((name) => callsOf(text, name));
+      expect(writes.length).toBeGreaterThan(0);
+      expect(writes.filter((call) => !call.includes('ACCESS_WRITE'))).toEqual([]);
+    },
+  );
+
+  it('looks keys and customers up on the request path with KEY_LOOKUP', () => {
+    const keys = code(join(repoRoot, 'services/gateway/src/keys/mongo-key-store.ts'));
+    expect(callsOf(bodyOf(keys, 'findByHash'), 'findOne').join('\n')).toContain('...KEY_LOOKUP');
+    const customers = code(join(repoRoot, 'services/gateway/src/customers/mongo-customer-store.ts'));
+    expect(callsOf(bodyOf(customers, 'get'), 'findOne').join('\n')).toContain('...KEY_LOOKUP');
   });
 });

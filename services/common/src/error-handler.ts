@@ -105,7 +105,9 @@ export const errorHandling = fp(
       // whose reason was logged once where it was detected: logging it again with a stack for
       // every refused request would flood the logs at error level for as long as an outage lasts.
       const deliberate = err instanceof ApiError && err.cause === undefined;
-      if (body.status >= 500 && !deliberate) request.log.error({ err: raised }, 'request failed');
+      if (body.status >= 500 && !deliberate) {
+        request.log.error({ err: raised }, (err instanceof ApiError && err.logLine) || 'request failed');
+      }
       // The access line already says so at info; the reason is for debugging only.
       else request.log.debug({ code: body.code, reason: err.message }, 'request refused');
       return sendError(reply, body, err instanceof ApiError ? err.headers : {});

@@ -51,6 +51,9 @@ export type ErrorBody = Static<typeof ErrorSchema>;
 
 /** An error whose status, code and message are safe to show to the client as they are. */
 export class ApiError extends Error {
+  /** What the log says of this error, when its cause needs saying (which MongoDB failure it was); never sent. */
+  logLine?: string;
+
   constructor(
     readonly statusCode: number,
     readonly code: ErrorCode,

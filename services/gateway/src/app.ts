@@ -56,6 +56,7 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   await app.register(gate, {
     ...deps,
     keyless,
+    keyLookupTimeoutMs: config.keyLookupTimeoutMs,
     banSeconds: config.ban.durationMs / 1000,
     usageReads: new UsageReadLimit(),
   });

@@ -61,6 +61,11 @@ export interface GatewayConfig {
   upstreamTimeoutMs: number;
   /** No request waits on Redis longer than this. */
   redisCommandTimeoutMs: number;
+  /**
+   * No request waits longer than this for the key store to look up a key (or its customer) it has
+   * not cached: 503 after it, while the lookup goes on and caches its answer for the next request.
+   */
+  keyLookupTimeoutMs: number;
   /** Prefix for every Redis key and channel the gateway uses, so deployments can share a Redis. */
   redisPrefix: string;
   keyCacheMax: number;
@@ -449,6 +454,7 @@ export function loadConfig(env: Env): GatewayConfig {
     requestTimeoutMs: r.int('REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
     upstreamTimeoutMs,
     redisCommandTimeoutMs: r.int('REDIS_COMMAND_TIMEOUT_MS', 250, 10, 10_000),
+    keyLookupTimeoutMs: r.int('KEY_LOOKUP_TIMEOUT_MS', 2_000, 50, 30_000),
     redisPrefix: r.string('REDIS_PREFIX', 'gw:'),
     keyCacheMax: r.int('KEY_CACHE_MAX', 50_000, 1, 10_000_000),
     keyCacheTtlMs: r.int('KEY_CACHE_TTL_SECONDS', 600, 1, 86_400) * 1000,

@@ -1,6 +1,7 @@
+import { SERVER_SELECTION_TIMEOUT_MS } from '@animal-store/common/mongo-options.js';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { type Db, MongoClient } from 'mongodb';
+import { type Db, MongoClient, type MongoClientOptions } from 'mongodb';
 import type { GatewayConfig } from './config.js';
 import { createRedisClients, type RedisClient } from './redis/clients.js';
 import type { EventBus } from './replicas/event-bus.js';
@@ -17,21 +18,30 @@ export interface ExternalClients {
   keysRedis: RedisClient | null;
 }
 
+/**
+ * The gateway's MongoDB client, set once here (docs/mongodb.md, "Writes and reads"). Server
+ * selection outlasts an election (SERVER_SELECTION_TIMEOUT_MS), so a revoke or a key change sent
+ * while the replica set has no primary waits for the new one, and the driver's one retry of a
+ * write (retryWrites) or read (retryReads) met by a step-down lands there too. Requests do not wait
+ * that long: the gate bounds an uncached lookup (KEY_LOOKUP_TIMEOUT_MS) and reads it with
+ * primaryPreferred (KEY_LOOKUP), lists carry maxTimeMS. A stalled server fails a socket in 5 s.
+ */
+export const GATEWAY_MONGO_OPTIONS: MongoClientOptions = {
+  appName: 'animal-store-gateway',
+  serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
+  retryWrites: true,
+  retryReads: true,
+  connectTimeoutMS: 2_000,
+  socketTimeoutMS: 5_000,
+  waitQueueTimeoutMS: 2_000,
+};
+
 /** Creates every client the config asks for; they connect on their own (Redis) or at first use (MongoDB). */
 export function openClients(config: GatewayConfig): ExternalClients {
   const { redis = null, subscriber = null } = config.redis
     ? createRedisClients(config.redis, config.redisCommandTimeoutMs)
     : {};
-  const mongoClient = config.mongoUrl
-    ? new MongoClient(config.mongoUrl, {
-        appName: 'animal-store-gateway',
-        // A stalled MongoDB must fail a key lookup or a key-change poll in seconds, not hang it.
-        serverSelectionTimeoutMS: 2_000,
-        connectTimeoutMS: 2_000,
-        socketTimeoutMS: 5_000,
-        waitQueueTimeoutMS: 2_000,
-      })
-    : null;
+  const mongoClient = config.mongoUrl ? new MongoClient(config.mongoUrl, GATEWAY_MONGO_OPTIONS) : null;
   return {
     redis,
     subscriber,

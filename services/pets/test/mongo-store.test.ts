@@ -61,4 +61,20 @@ describe.skipIf(!mongo)('MongoPetStore', () => {
       /duplicate key/,
     );
   });
+
+  it('recovers from a counter behind the pets (a restore without counters): raised past the highest id', async () => {
+    const store = await freshStore();
+    const first = await store.create({ name: 'Rex', categoryId: 3 });
+    await db.collection('pets').insertMany([
+      { id: first.id + 1, name: 'Restored', categoryId: 1 },
+      { id: first.id + 2, name: 'Restored', categoryId: 1 },
+    ]);
+    await db.collection('counters').deleteMany({});
+    const pet = await store.create({ name: 'After the restore', categoryId: 2 });
+    expect(pet.id).toBe(first.id + 3);
+    expect(await store.get(pet.id)).toEqual(pet);
+    // Caught up for good: the next create takes the next id at once.
+    expect((await store.create({ name: 'Next', categoryId: 2 })).id).toBe(first.id + 4);
+    expect(await db.collection('counters').find().toArray()).toEqual([{ _id: 'pets', seq: first.id + 4 }]);
+  });
 });

@@ -1,5 +1,5 @@
 import { ApiError } from '@animal-store/common/errors.js';
-import { isMongoUnreachable } from '@animal-store/common/mongo-errors.js';
+import { mongoFailure } from '@animal-store/common/mongo-errors.js';
 import { UNAVAILABLE_RETRY_SECONDS } from '../gate/refuse.js';
 import { isRedisUnreachable } from '../redis/errors.js';
 
@@ -15,9 +15,26 @@ const RETRY_AFTER = { 'retry-after': String(UNAVAILABLE_RETRY_SECONDS) };
  */
 export function storeUnavailable(err: Error): ApiError | undefined {
   if (isRedisUnreachable(err)) return unavailable('store_unavailable', 'Redis cannot be reached');
-  if (isMongoUnreachable(err)) return unavailable('store_unavailable', 'The key store (MongoDB) cannot be reached');
-  return undefined;
+  const failure = mongoFailure(err);
+  if (!failure) return undefined;
+  // MongoDB's own failures, each with a log line saying which (mongoFailure): 503 for the ones a
+  // retry can outlast (unreachable, an election, a query out of time, a write a majority did not
+  // confirm in time), 500 for credentials or rights, which no retry fixes.
+  const answer =
+    failure.status === 500
+      ? new ApiError(500, 'internal_error', 'Internal server error')
+      : unavailable('store_unavailable', MONGO_MESSAGES[failure.kind]);
+  answer.logLine = `key store: ${failure.reason}`;
+  return answer;
 }
+
+/** What the client is told: enough to know a retry is right, nothing of the deployment. */
+const MONGO_MESSAGES: Record<'unreachable' | 'time_limit' | 'write_concern' | 'credentials', string> = {
+  unreachable: 'The key store (MongoDB) cannot be reached',
+  time_limit: 'The key store (MongoDB) did not answer in time',
+  write_concern: 'The key store (MongoDB) could not confirm the write on a majority of its members',
+  credentials: 'Internal server error',
+};
 
 /** A 503 whose Retry-After says when to try again. */
 export function unavailable(code: 'store_unavailable' | 'rate_limiter_unavailable', what: string): ApiError {

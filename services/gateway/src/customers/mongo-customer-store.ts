@@ -1,3 +1,4 @@
+import { ACCESS_WRITE, KEY_LOOKUP } from '@animal-store/common/mongo-options.js';
 import type { Collection, Db, Filter, IndexDescription } from 'mongodb';
 import { MongoServerError } from 'mongodb';
 import { PLAN_CREDITS } from '../credits/credit-terms.js';
@@ -98,14 +99,16 @@ export class MongoCustomerStore implements CustomerStore {
 
   async insert(record: CustomerRecord): Promise<void> {
     try {
-      await this.customers.insertOne(toDocument(record));
+      // A customer's terms decide its keys' access: w: "majority", or an election can roll it back (ACCESS_WRITE).
+      await this.customers.insertOne(toDocument(record), ACCESS_WRITE);
     } catch (err) {
       throw duplicateOf(err) ?? err;
     }
   }
 
   async get(id: string): Promise<CustomerRecord | null> {
-    const doc = await this.customers.findOne({ id: { $eq: id }, ...LIVE }, { projection: PROJECTION });
+    // The gate asks this for an uncached key's customer: served by a secondary during an election (KEY_LOOKUP).
+    const doc = await this.customers.findOne({ id: { $eq: id }, ...LIVE }, { projection: PROJECTION, ...KEY_LOOKUP });
     return doc ? toRecord(doc) : null;
   }
 
@@ -138,7 +141,8 @@ export class MongoCustomerStore implements CustomerStore {
       const doc = await this.customers.findOneAndUpdate(
         { id: { $eq: id }, ...LIVE },
         Object.keys($unset).length > 0 ? { $set, $unset } : { $set },
-        { returnDocument: 'after', projection: PROJECTION },
+        // Plan, limits, credits: a rolled-back change would hand back what was taken away.
+        { returnDocument: 'after', projection: PROJECTION, ...ACCESS_WRITE },
       );
       return doc ? toRecord(doc) : null;
     } catch (err) {
@@ -150,6 +154,8 @@ export class MongoCustomerStore implements CustomerStore {
     const result = await this.customers.updateOne(
       { id: { $eq: id }, ...LIVE },
       { $set: { deleted: true, deletedAt: at, updatedAt: at } },
+      // A rolled-back deletion would bring the customer and its shared windows back.
+      ACCESS_WRITE,
     );
     return result.modifiedCount === 1;
   }

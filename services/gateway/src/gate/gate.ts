@@ -26,7 +26,7 @@ import { limiterDecisions } from './apply-decision.js';
 import { MISSING, presentedKey, UNKNOWN, unusableKey } from './authenticate.js';
 import { forbidden } from './authorize.js';
 import type { KeylessCharge } from './keyless.js';
-import { chargeAddress, keyStoreUnavailable, refuseKeyless } from './refuse.js';
+import { chargeAddress, keyStoreUnavailable, refuseKeyless, withinLookup } from './refuse.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -66,6 +66,8 @@ export type GateOptions = Pick<
   plans: PlanBook;
   /** The selfService routes' own limit per key. */
   usageReads: UsageReadLimit;
+  /** KEY_LOOKUP_TIMEOUT_MS: the longest a request waits for an uncached key or customer. */
+  keyLookupTimeoutMs: number;
 };
 
 /**
@@ -136,7 +138,8 @@ type RequestLogger = { setBindings?(bindings: Record<string, string>): void };
  */
 export const gate = fp(
   async (app: FastifyInstance, opts: GateOptions) => {
-    const { keyResolver, customerResolver, limiter, anonymous, keyless, now, plans, usageReads } = opts;
+    const { keyResolver, customerResolver, limiter, anonymous, keyless, now, plans, usageReads, keyLookupTimeoutMs } =
+      opts;
     const applyDecision = limiterDecisions(opts);
     const policyOf = policiesOf(plans);
     decorateRequests(app);
@@ -174,7 +177,7 @@ export const gate = fp(
         const customer = customerResolver.cached(customerId);
         if (customer !== undefined) return decide(record, customer);
         // Not cached: one store call (shared by concurrent requests), answered as a key lookup is.
-        customerResolver.fetch(customerId).then(
+        withinLookup(customerResolver.fetch(customerId), keyLookupTimeoutMs).then(
           (fetched) => {
             try {
               decide(record, fetched);
@@ -214,9 +217,10 @@ export const gate = fp(
       // from an address others flooded) from a guess. Garbage never gets here (shape and
       // checksum), a repeat is answered by the cache of unknown keys, and a guess is still
       // counted against its address and refused.
-      keyResolver
-        .fetch(sha256)
-        .then(guarded, (err) => done(keyStoreUnavailable(request, reply, err, anonymous.perMinute, now())));
+      // Bounded: MongoDB's server selection waits out an election (15 s), the request does not.
+      withinLookup(keyResolver.fetch(sha256), keyLookupTimeoutMs).then(guarded, (err) =>
+        done(keyStoreUnavailable(request, reply, err, anonymous.perMinute, now())),
+      );
     });
   },
   { name: 'gate' },

@@ -1,4 +1,5 @@
 import { ApiError } from '@animal-store/common/errors.js';
+import { mongoFailure } from '@animal-store/common/mongo-errors.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { KeyRefusal } from './authenticate.js';
 import { BEARER_CHALLENGE, invalidTokenChallenge } from './bearer.js';
@@ -56,7 +57,30 @@ function invalidKey(): ApiError {
   return new ApiError(401, 'invalid_api_key', 'The API key is not valid', INVALID);
 }
 
-/** The 503 for a key the cache does not hold while the key store cannot be asked. */
+/** An uncached lookup the key store did not answer within KEY_LOOKUP_TIMEOUT_MS. */
+class KeyLookupTimeout extends Error {
+  constructor(ms: number) {
+    super(`the key store did not answer within ${ms} ms (KEY_LOOKUP_TIMEOUT_MS)`);
+    this.name = 'KeyLookupTimeout';
+  }
+}
+
+/**
+ * A lookup as a request waits for it: at most `ms`, then KeyLookupTimeout. The lookup itself goes
+ * on (concurrent requests for one key share it) and caches its answer when the store gives one.
+ */
+export function withinLookup<T>(lookup: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new KeyLookupTimeout(ms)), ms);
+  });
+  return Promise.race([lookup, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The answer for a key the cache does not hold while the key store cannot be asked: 503, or 500
+ * when MongoDB refuses the gateway's credentials or rights (no retry helps; the log says so).
+ */
 export function keyStoreUnavailable(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -64,9 +88,14 @@ export function keyStoreUnavailable(
   anonymousPerMinute: number,
   at: number,
 ): ApiError {
-  request.log.error({ err }, 'key store unavailable');
   // The key's plan is unknown here: report the per-address limit as exhausted until the retry.
   setExhaustedAnonymousHeaders(reply, anonymousPerMinute, at, at + UNAVAILABLE_RETRY_SECONDS * 1000);
+  const failure = mongoFailure(err);
+  if (failure?.status === 500) {
+    request.log.error({ err }, `key store: ${failure.reason}`);
+    return new ApiError(500, 'internal_error', 'Internal server error');
+  }
+  request.log.error({ err }, failure ? `key store unavailable: ${failure.reason}` : 'key store unavailable');
   return new ApiError(503, 'upstream_unavailable', 'Cannot verify API keys right now; retry shortly', {
     'retry-after': String(UNAVAILABLE_RETRY_SECONDS),
   });

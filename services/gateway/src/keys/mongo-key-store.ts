@@ -1,3 +1,4 @@
+import { ACCESS_WRITE, KEY_LOOKUP } from '@animal-store/common/mongo-options.js';
 import type { Collection, Db, Filter, IndexDescription } from 'mongodb';
 import { MongoServerError } from 'mongodb';
 import { PLAN_CREDITS } from '../credits/credit-terms.js';
@@ -123,7 +124,8 @@ export class MongoKeyStore implements KeyStore {
 
   async insert(record: KeyRecord): Promise<void> {
     try {
-      await this.keys.insertOne(toDocument(record));
+      // Every write here decides access: w: "majority", or an election can roll it back (ACCESS_WRITE).
+      await this.keys.insertOne(toDocument(record), ACCESS_WRITE);
     } catch (err) {
       if (isDuplicate(err)) throw new DuplicateKeyError();
       throw err;
@@ -133,7 +135,8 @@ export class MongoKeyStore implements KeyStore {
   async findByHash(sha256: string): Promise<KeyRecord | null> {
     const doc = await this.keys.findOne(
       { $or: [{ sha256: { $eq: sha256 } }, { 'previous.sha256': { $eq: sha256 } }] },
-      { projection: PROJECTION },
+      // The request path's lookup: served by a secondary during an election (KEY_LOOKUP).
+      { projection: PROJECTION, ...KEY_LOOKUP },
     );
     return doc ? toRecord(doc) : null;
   }
@@ -203,7 +206,8 @@ export class MongoKeyStore implements KeyStore {
     const doc = await this.keys.findOneAndUpdate(
       { id: { $eq: id }, revokedAt: { $exists: false } },
       Object.keys($unset).length > 0 ? { $set, $unset } : { $set },
-      { returnDocument: 'after', projection: PROJECTION },
+      // Plan, limits, scopes, addresses, owner: a rolled-back change would hand access back.
+      { returnDocument: 'after', projection: PROJECTION, ...ACCESS_WRITE },
     );
     return doc ? toRecord(doc) : null;
   }
@@ -251,6 +255,7 @@ export class MongoKeyStore implements KeyStore {
     const doc = await this.keys.findOneAndUpdate({ id: { $eq: id }, revokedAt: { $exists: false } }, [{ $set }], {
       returnDocument: 'after',
       projection: PROJECTION,
+      ...ACCESS_WRITE,
     });
     return doc ? toRecord(doc) : null;
   }
@@ -275,7 +280,8 @@ export class MongoKeyStore implements KeyStore {
             },
           },
         ],
-        { returnDocument: 'after', projection: PROJECTION },
+        // A rolled-back rotation would bring the old secret back as the current one.
+        { returnDocument: 'after', projection: PROJECTION, ...ACCESS_WRITE },
       );
       return doc ? toRecord(doc) : null;
     } catch (err) {
@@ -288,6 +294,8 @@ export class MongoKeyStore implements KeyStore {
     const result = await this.keys.updateOne(
       { id: { $eq: id }, revokedAt: { $exists: false } },
       { $set: { revoked: true, revokedAt: at, updatedAt: at } },
+      // Under w: 1 a failover can roll an acknowledged revoke back and bring the revoked key back.
+      ACCESS_WRITE,
     );
     return result.modifiedCount === 1;
   }

@@ -1,3 +1,4 @@
+import { LIST_MAX_TIME_MS } from '@animal-store/common/mongo-options.js';
 import type { Collection, Document, Filter } from 'mongodb';
 
 /**
@@ -129,7 +130,13 @@ export async function mongoPage<D extends Document, R extends Position>(
 ): Promise<Page<R>> {
   const query = request.after === undefined ? filter : ({ $and: [filter, afterQuery(request.after)] } as Filter<D>);
   const docs = await collection
-    .find(query, { projection: options.projection, sort: MONGO_ORDER, limit: request.limit + 1 })
+    // A page the server cannot serve in time answers code 50 (a 503) rather than scan on.
+    .find(query, {
+      projection: options.projection,
+      sort: MONGO_ORDER,
+      limit: request.limit + 1,
+      maxTimeMS: LIST_MAX_TIME_MS,
+    })
     .toArray();
   const items = docs.slice(0, request.limit).map((doc) => options.toRecord(doc as D));
   const last = items.at(-1);

@@ -1,4 +1,4 @@
-import { describe } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MongoCustomerStore } from '../../src/customers/mongo-customer-store.js';
 import { useMongoDb } from '../support/mongo-db.js';
 import { customerStoreContract } from './customer-store.contract.js';
@@ -13,5 +13,38 @@ describe.skipIf(!mongo)('MongoCustomerStore', () => {
     const store = new MongoCustomerStore(db);
     await store.init();
     return { store, cleanup: drop };
+  });
+
+  it('sends every customer write with w: "majority", and pages with maxTimeMS', async () => {
+    const { db, drop, commands } = await dbs!.fresh();
+    try {
+      const store = new MongoCustomerStore(db);
+      await store.init();
+      const at = new Date('2025-01-02T00:00:00.000Z');
+      const id = 'cus_0000000000000001';
+      await store.insert({
+        id,
+        name: 'Acme',
+        plan: 'pro',
+        billing: { anchorDay: 1, timeZone: 'UTC' },
+        createdAt: at.toISOString(),
+      });
+      await store.update(id, { plan: 'business' }, at);
+      await store.delete(id, at);
+      const writes = commands.filter((c) => ['insert', 'update', 'findAndModify'].includes(c.commandName));
+      expect(writes.map((c) => c.commandName)).toEqual(['insert', 'findAndModify', 'update']);
+      for (const write of writes) {
+        expect(write.command.writeConcern, write.commandName).toEqual({ w: 'majority', wtimeout: 4000 });
+      }
+      commands.length = 0;
+      await store.get(id);
+      await store.list({}, { limit: 10 });
+      expect(commands.map((c) => [c.commandName, c.command.maxTimeMS])).toEqual([
+        ['find', 1000],
+        ['find', 3000],
+      ]);
+    } finally {
+      await drop();
+    }
   });
 });

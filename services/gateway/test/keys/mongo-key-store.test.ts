@@ -1,4 +1,4 @@
-import type { Db } from 'mongodb';
+import type { CommandStartedEvent, Db } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey, newKeyId } from '../../src/keys/api-key.js';
 import { MongoKeyStore } from '../../src/keys/mongo-key-store.js';
@@ -10,11 +10,16 @@ const mongo = await useMongoDb('MongoKeyStore contract');
 describe.skipIf(!mongo)('MongoKeyStore', () => {
   const dbs = mongo?.connect();
 
-  async function freshDb(): Promise<{ db: Db; store: MongoKeyStore; cleanup(): Promise<void> }> {
-    const { db, drop } = await dbs!.fresh();
+  async function freshDb(): Promise<{
+    db: Db;
+    store: MongoKeyStore;
+    cleanup(): Promise<void>;
+    commands: CommandStartedEvent[];
+  }> {
+    const { db, drop, commands } = await dbs!.fresh();
     const store = new MongoKeyStore(db);
     await store.init();
-    return { db, store, cleanup: drop };
+    return { db, store, cleanup: drop, commands };
   }
 
   keyStoreContract('MongoKeyStore', freshDb);
@@ -84,6 +89,39 @@ describe.skipIf(!mongo)('MongoKeyStore', () => {
       });
       expect(JSON.stringify(doc)).not.toContain(key);
       expect(JSON.stringify(doc)).not.toContain(next);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('sends every key write with w: "majority", lookups with maxTimeMS, pages with maxTimeMS', async () => {
+    const { store, cleanup, commands } = await freshDb();
+    try {
+      const key = generateApiKey();
+      const id = newKeyId();
+      const at = new Date('2025-01-02T00:00:00.000Z');
+      await store.insert({ id, name: 'n', plan: 'free', sha256: hashApiKey(key), createdAt: at.toISOString() });
+      await store.update(id, { plan: 'pro' }, at);
+      await store.update(id, { expiresAt: '2030-01-01T00:00:00.000Z' }, at);
+      await store.rotate(id, { sha256: hashApiKey(generateApiKey()), previousExpiresAt: at.toISOString() }, at);
+      await store.revoke(id, at);
+      const writes = commands.filter((c) => ['insert', 'update', 'findAndModify'].includes(c.commandName));
+      expect(writes.map((c) => c.commandName)).toEqual([
+        'insert',
+        'findAndModify',
+        'findAndModify',
+        'findAndModify',
+        'update',
+      ]);
+      for (const write of writes)
+        expect(write.command.writeConcern, write.commandName).toEqual({ w: 'majority', wtimeout: 4000 });
+      commands.length = 0;
+      await store.findByHash(hashApiKey(key));
+      await store.page({}, { limit: 10 });
+      expect(commands.map((c) => [c.commandName, c.command.maxTimeMS])).toEqual([
+        ['find', 1000],
+        ['find', 3000],
+      ]);
     } finally {
       await cleanup();
     }

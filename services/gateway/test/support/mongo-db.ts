@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { findMongo } from '@animal-store/tests/support/mongo.js';
-import { type Db, MongoClient } from 'mongodb';
+import { type CommandStartedEvent, type Db, MongoClient } from 'mongodb';
 import { afterAll, beforeAll } from 'vitest';
 
 export interface MongoDbs {
   /** A database of its own, so parallel runs and real data are never touched; drop() removes it. */
-  fresh(): Promise<{ db: Db; drop(): Promise<void> }>;
+  fresh(): Promise<{ db: Db; drop(): Promise<void>; commands: CommandStartedEvent[] }>;
 }
 
 /**
@@ -24,7 +24,8 @@ export async function useMongoDb(suite: string): Promise<{ connect(): MongoDbs }
     connect() {
       let client: MongoClient | undefined;
       beforeAll(async () => {
-        client = new MongoClient(mongo.url, { serverSelectionTimeoutMS: 10_000 });
+        // Commands are monitored so a suite can check what the store sends (write concern, maxTimeMS).
+        client = new MongoClient(mongo.url, { serverSelectionTimeoutMS: 10_000, monitorCommands: true });
         await client.connect();
       });
       afterAll(async () => {
@@ -35,7 +36,20 @@ export async function useMongoDb(suite: string): Promise<{ connect(): MongoDbs }
         async fresh() {
           if (!client) throw new Error('useMongoDb: connect() runs before the suite; call fresh() in a test');
           const db = client.db(`gateway_test_${randomBytes(8).toString('hex')}`);
-          return { db, drop: async () => void (await db.dropDatabase()) };
+          // Every command sent to this database, as the driver sent it.
+          const commands: CommandStartedEvent[] = [];
+          const record = (event: CommandStartedEvent) => {
+            if (event.databaseName === db.databaseName) commands.push(event);
+          };
+          client.on('commandStarted', record);
+          return {
+            db,
+            commands,
+            drop: async () => {
+              client?.off('commandStarted', record);
+              await db.dropDatabase();
+            },
+          };
         },
       };
     },

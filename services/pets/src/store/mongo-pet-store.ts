@@ -1,3 +1,4 @@
+import { LIST_MAX_TIME_MS } from '@animal-store/common/mongo-options.js';
 import {
   type Collection,
   type Db,
@@ -40,6 +41,42 @@ interface Counter {
 
 const DUPLICATE_KEY = 11000;
 
+function isDuplicateKey(err: unknown): boolean {
+  return err instanceof MongoServerError && err.code === DUPLICATE_KEY;
+}
+
+/** Ids one create tries before it gives up: the first, and one after each catch-up of the counter. */
+export const CREATE_ATTEMPTS = 3;
+
+/** The steps of a create, apart from MongoDB so the recovery below is one piece of logic. */
+export interface CreateSteps {
+  /** The counter's next id. */
+  nextId(): Promise<number>;
+  /** Inserts the pet under that id; a duplicate key when the id is taken. */
+  insert(id: number): Promise<void>;
+  /** Raises the counter to the highest id in use, so the next id is free. */
+  catchUp(): Promise<void>;
+}
+
+/**
+ * Inserts under the counter's next id. A counter behind the pets (a restore of `pets` without
+ * `counters`, a counter dropped by hand) hands out ids in use: the insert meets the unique index
+ * (E11000), the counter is raised past the highest id and the create tries again, at most
+ * CREATE_ATTEMPTS ids in all. Without this every create was a 500 until someone fixed the counter.
+ */
+export async function insertUnderFreshId(steps: CreateSteps, attempts = CREATE_ATTEMPTS): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    const id = await steps.nextId();
+    try {
+      await steps.insert(id);
+      return id;
+    } catch (err) {
+      if (!isDuplicateKey(err) || attempt >= attempts) throw err;
+      await steps.catchUp();
+    }
+  }
+}
+
 /**
  * Pets in MongoDB: collection `pets` with a unique index on `id`, ids from a counter document
  * in `counters`. Ids can have gaps (a failed insert burns one) but never repeat or go back.
@@ -60,11 +97,25 @@ export class MongoPetStore implements PetStore {
 
   create(newPet: NewPet): Promise<Pet> {
     return withStoreErrors(async () => {
-      const pet = toPet(await this.nextId(), newPet);
-      // A copy: insertOne adds an _id to the object it is given.
-      await this.pets.insertOne({ ...pet });
-      return pet;
+      const id = await insertUnderFreshId({
+        nextId: () => this.nextId(),
+        // A new object each time: insertOne adds an _id to the object it is given.
+        insert: async (id) => void (await this.pets.insertOne(toPet(id, newPet))),
+        catchUp: () => this.catchUpCounter(),
+      });
+      return toPet(id, newPet);
     });
+  }
+
+  /** Raises the counter to the highest id in use ($max never lowers it, so concurrent catch-ups agree). */
+  private async catchUpCounter(): Promise<void> {
+    // The id_unique index read backwards: one key, however many pets.
+    const highest = await this.pets
+      .find({}, { projection: { _id: 0, id: 1 } })
+      .sort({ id: -1 })
+      .limit(1)
+      .next();
+    await this.counters.updateOne({ _id: 'pets' }, { $max: { seq: highest?.id ?? 0 } }, { upsert: true });
   }
 
   get(id: number): Promise<Pet | null> {
@@ -81,7 +132,13 @@ export class MongoPetStore implements PetStore {
       };
     }
     return withStoreErrors(() =>
-      this.pets.find(filter).project<Pet>({ _id: 0 }).sort({ id: 1 }).limit(limit).toArray(),
+      // A page the server cannot serve in time answers code 50 (a 503) rather than scan on.
+      this.pets
+        .find(filter, { maxTimeMS: LIST_MAX_TIME_MS })
+        .project<Pet>({ _id: 0 })
+        .sort({ id: 1 })
+        .limit(limit)
+        .toArray(),
     );
   }
 
@@ -102,7 +159,7 @@ export class MongoPetStore implements PetStore {
       } catch (err) {
         // Two first-ever upserts can race to insert the counter; the loser may see a duplicate
         // key (servers retry this themselves since 4.2, older ones do not). Once is enough.
-        if (attempt === 1 && err instanceof MongoServerError && err.code === DUPLICATE_KEY) continue;
+        if (attempt === 1 && isDuplicateKey(err)) continue;
         throw err;
       }
     }
