@@ -5,7 +5,7 @@ import { buildServiceImages, hardened, imageSet, startPublished } from './contai
 import { findMongo, type TestMongo } from './mongo.js';
 import { startRedis, type TestRedis } from './redis.js';
 import { containerRuntime, freePort, MissingPrerequisite } from './runtime.js';
-import { ServiceProcess } from './service-process.js';
+import { migrateMongo, ServiceProcess } from './service-process.js';
 
 /**
  * The whole animal store for cross-service tests, reached only over HTTP: MongoDB, Redis, the pets
@@ -163,6 +163,8 @@ async function startProcesses(options: StackOptions, adminToken: string, readyTi
     const lookup = await findMongo();
     const mongo: TestMongo | null = lookup.mongo;
     if (mongo) cleanup.unshift(() => mongo.stop());
+    // As a deployment does: the migration first, or the services refuse to start.
+    if (mongo) await migrateMongo(mongo.url);
 
     const pets = await ServiceProcess.start(
       'pets',

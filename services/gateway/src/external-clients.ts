@@ -36,7 +36,7 @@ export function openClients(config: GatewayConfig): ExternalClients {
     redis,
     subscriber,
     mongoClient,
-    keysDb: mongoClient?.db('gateway') ?? null,
+    keysDb: mongoClient?.db(config.mongoDb) ?? null,
     keysRedis: config.keysIn === 'redis' ? redis : null,
   };
 }

@@ -1,5 +1,7 @@
+import { runMigration } from '@animal-store/common/mongo-migrate.js';
 import { describe } from 'vitest';
 import { MongoCustomerStore } from '../../src/customers/mongo-customer-store.js';
+import { GATEWAY_MIGRATION } from '../../src/migrations.js';
 import { useMongoDb } from '../support/mongo-db.js';
 import { customerStoreContract } from './customer-store.contract.js';
 
@@ -10,8 +12,9 @@ describe.skipIf(!mongo)('MongoCustomerStore', () => {
 
   customerStoreContract('MongoCustomerStore', async () => {
     const { db, drop } = await dbs!.fresh();
+    // What a deployment runs before the gateway starts.
+    await runMigration(db, GATEWAY_MIGRATION, () => {});
     const store = new MongoCustomerStore(db);
-    await store.init();
     return { store, cleanup: drop };
   });
 });
