@@ -13,8 +13,8 @@ export interface CollectionIndexes {
 }
 
 /** The command that builds what a service found missing: locally, in Kubernetes and in compose. */
-export const MIGRATE_COMMAND =
-  'run `npm run migrate` with this MONGO_URL (Kubernetes: the migrate Job; compose: the migrate service) and start again';
+const migrateCommandFor = (service: string) =>
+  `run \`npm run migrate\` with this MONGO_URL (Kubernetes: the migrate Job; compose: the migrate-${service} service) and start again`;
 
 /** The options that make two indexes of one key different indexes to MongoDB (and to a query plan). */
 const COMPARED_OPTIONS = ['unique', 'sparse', 'partialFilterExpression', 'expireAfterSeconds', 'collation'] as const;
@@ -76,10 +76,15 @@ const NAMED = 4;
  * The one line a service prints when its indexes are not in place: which, in which database, and
  * the command that builds them.
  */
-export function indexesNotInPlaceLine(redactedUrl: string, db: string, problems: readonly string[]): string {
+export function indexesNotInPlaceLine(
+  service: string,
+  redactedUrl: string,
+  db: string,
+  problems: readonly string[],
+): string {
   const named = problems.slice(0, NAMED).join(', ');
   const more = problems.length > NAMED ? ` and ${problems.length - NAMED} more` : '';
-  return `MONGO_URL=${redactedUrl}: database "${db}" lacks the indexes this service needs: ${named}${more}; ${MIGRATE_COMMAND}`;
+  return `MONGO_URL=${redactedUrl}: database "${db}" lacks the indexes ${service} needs: ${named}${more}; ${migrateCommandFor(service)}`;
 }
 
 /** Namespace not found: listIndexes on a collection that does not exist yet. */
@@ -142,10 +147,12 @@ export async function createIndexes(
  * service's request timeouts.
  */
 export async function requireIndexes(
+  service: string,
   db: Db,
   needed: readonly CollectionIndexes[],
   target: { url: string; db: string },
 ): Promise<void> {
   const problems = indexesNotInPlace(needed, await listIndexes(db, needed));
-  if (problems.length > 0) throw new StartupError(indexesNotInPlaceLine(redactUrl(target.url), target.db, problems));
+  if (problems.length > 0)
+    throw new StartupError(indexesNotInPlaceLine(service, redactUrl(target.url), target.db, problems));
 }

@@ -94,15 +94,20 @@ describe('indexesNotInPlace', () => {
 describe('the line a service prints when indexes are not in place', () => {
   it('names the database, the first indexes, how many more, and the command that builds them', () => {
     const problems = indexesNotInPlace(NEEDED, new Map());
-    const line = indexesNotInPlaceLine('mongodb://ops:***@db.example:27017/animal-store', 'animal-store', problems);
+    const line = indexesNotInPlaceLine(
+      'gateway',
+      'mongodb://ops:***@db.example:27017/animal-store',
+      'animal-store',
+      problems,
+    );
     expect(line).toBe(
-      'MONGO_URL=mongodb://ops:***@db.example:27017/animal-store: database "animal-store" lacks the indexes this ' +
-        'service needs: keys.id_unique (missing), keys.revoked_created_id (missing), keys.prefix (missing), ' +
+      'MONGO_URL=mongodb://ops:***@db.example:27017/animal-store: database "animal-store" lacks the indexes gateway ' +
+        'needs: keys.id_unique (missing), keys.revoked_created_id (missing), keys.prefix (missing), ' +
         'customers.id_unique (missing); run `npm run migrate` with this MONGO_URL (Kubernetes: the migrate Job; ' +
-        'compose: the migrate service) and start again',
+        'compose: the migrate-gateway service) and start again',
     );
     expect(line).not.toContain('\n');
-    const many = indexesNotInPlaceLine('mongodb://h/', 'gateway', [...problems, 'customers.b (missing)']);
+    const many = indexesNotInPlaceLine('pets', 'mongodb://h/', 'pets', [...problems, 'customers.b (missing)']);
     expect(many).toContain('customers.id_unique (missing) and 1 more; run `npm run migrate`');
   });
 });

@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   if (clients.keysDb && config.mongoUrl) {
     // Only read here: the indexes are built by `npm run migrate`, not under the request timeouts.
     const { mongoUrl: url, mongoDb: db } = config;
-    await requireIndexes(clients.keysDb, GATEWAY_INDEXES, { url, db }).catch((err: unknown) => {
+    await requireIndexes('gateway', clients.keysDb, GATEWAY_INDEXES, { url, db }).catch((err: unknown) => {
       throw mongoAtStart(err, url);
     });
   }

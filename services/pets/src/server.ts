@@ -78,7 +78,7 @@ async function main(): Promise<void> {
       // Only read here: the indexes are built by `npm run migrate`, not under the request timeouts.
       await mongo
         .connect()
-        .then(() => requireIndexes(mongo.db(db), PETS_INDEXES, { url, db }))
+        .then(() => requireIndexes('pets', mongo.db(db), PETS_INDEXES, { url, db }))
         .catch((err: unknown) => {
           throw mongoAtStart(err, url);
         });
