@@ -280,6 +280,22 @@ async function startContainers(options: StackOptions, adminToken: string, readyT
     const mongoEnv: Record<string, string> = mongo
       ? { NODE_ENV: 'production', MONGO_URL: 'mongodb://mongo:27017' }
       : { NODE_ENV: 'development' };
+    // As the compose one-shots and the Kubernetes Job do: each service's migration, run to its end,
+    // before the service (it refuses to start without its indexes).
+    if (mongo) {
+      for (const name of ['pets', 'gateway'] as const) {
+        await started(`migrate-${name}`, () =>
+          hardened(new GenericContainer(images[name]))
+            .withNetwork(network)
+            .withEnvironment({ MONGO_URL: 'mongodb://mongo:27017' })
+            .withCommand(['node', `services/${name}/dist/server.js`, 'migrate'])
+            .withLogConsumer(collect(`migrate-${name}`))
+            .withWaitStrategy(Wait.forOneShotStartup())
+            .withStartupTimeout(readyTimeoutMs)
+            .start(),
+        );
+      }
+    }
     const redisContainer = await started('redis', () =>
       startPublished(
         new GenericContainer(images.redis)

@@ -163,7 +163,7 @@ const MONGO_DATABASE_NAME = /^[^/\\. "$*<>:|?\0]{1,63}$/;
  * The database in a MongoDB connection string's path, percent-decoded: undefined when it names
  * none (`mongodb://h`, `mongodb://h/`, `mongodb://h/?replicaSet=rs0`), null when it cannot be decoded.
  */
-export function mongoUrlDatabase(url: string): string | null | undefined {
+function mongoUrlDatabase(url: string): string | null | undefined {
   const match = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*\/([^?#]*)/i.exec(url);
   const raw = match?.[1];
   if (raw === undefined || raw === '') return undefined;

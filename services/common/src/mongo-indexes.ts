@@ -115,7 +115,7 @@ const CONFLICT_CODES = new Set([85, 86]);
  * An index that cannot be built because one that differs is in its way (codes 85, 86): nothing the
  * migration may decide alone, since dropping an index a running release uses slows its queries.
  */
-export class IndexConflictError extends Error {
+class IndexConflictError extends Error {
   override name = 'IndexConflictError';
 }
 

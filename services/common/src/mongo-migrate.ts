@@ -14,7 +14,7 @@ import { type CollectionIndexes, createIndexes, indexesNotInPlace, listIndexes }
  * document, takes minutes, so no socket timeout cuts it (the services' few seconds would); a
  * server is still looked for for only 30 s, so a wrong MONGO_URL fails in good time.
  */
-export const MIGRATION_CLIENT_OPTIONS: MongoClientOptions = {
+const MIGRATION_CLIENT_OPTIONS: MongoClientOptions = {
   serverSelectionTimeoutMS: 30_000,
   connectTimeoutMS: 10_000,
   socketTimeoutMS: 0,
