@@ -120,6 +120,13 @@ class IndexConflictError extends Error {
 }
 
 /**
+ * A race with a second migration, not a problem of the specs: the collection created by the other
+ * run meanwhile (NamespaceExists), or its build of the same index not yet joinable
+ * (IndexBuildAlreadyInProgress). The same createIndexes then finds them.
+ */
+const RACE_CODES = new Set([48, 276]);
+
+/**
  * Builds a collection's indexes: one createIndexes, which MongoDB answers at once for indexes
  * that exist with the same spec, and joins when the same build is already running elsewhere.
  */
@@ -129,7 +136,14 @@ export async function createIndexes(
   existing: readonly Document[],
 ): Promise<void> {
   try {
-    await db.collection(collection).createIndexes([...indexes]);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await db.collection(collection).createIndexes([...indexes]);
+        return;
+      } catch (err) {
+        if (attempt >= 3 || !(err instanceof MongoServerError) || !RACE_CODES.has(Number(err.code))) throw err;
+      }
+    }
   } catch (err) {
     if (!(err instanceof MongoServerError) || !CONFLICT_CODES.has(Number(err.code))) throw err;
     const problems = indexesNotInPlace([{ collection, indexes }], new Map([[collection, existing]]));
