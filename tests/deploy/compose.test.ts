@@ -89,6 +89,8 @@ const base = load(BASE);
 const staging = load(STAGING);
 const merged = merge(base, staging) as ComposeFile;
 const SERVICES = ['mongo', 'redis', 'pets', 'gateway'];
+/** The one-shot migration before each service that uses MongoDB (docs/mongodb.md, Migrations). */
+const MIGRATIONS = { pets: 'migrate-pets', gateway: 'migrate-gateway' } as const;
 
 describe('compose files against the compose spec', () => {
   it(`${BASE} is valid`, () => expectValid(BASE, base));
@@ -102,8 +104,8 @@ describe('compose files against the compose spec', () => {
 });
 
 describe(BASE, () => {
-  it('defines mongo, redis, pets and gateway, each with a healthcheck', () => {
-    expect(Object.keys(base.services).sort()).toEqual([...SERVICES].sort());
+  it('defines mongo, redis, pets and gateway, each with a healthcheck, and the one-shot migrations', () => {
+    expect(Object.keys(base.services).sort()).toEqual([...SERVICES, ...Object.values(MIGRATIONS)].sort());
     for (const name of SERVICES) {
       const healthcheck = base.services[name]?.healthcheck;
       expect(healthcheck?.test, `${name} healthcheck`).toBeDefined();
@@ -159,8 +161,47 @@ describe(BASE, () => {
       pets: { condition: 'service_healthy' },
       redis: { condition: 'service_healthy' },
       mongo: { condition: 'service_healthy' },
+      'migrate-gateway': { condition: 'service_completed_successfully' },
     });
-    expect(conditions('pets')).toEqual({ mongo: { condition: 'service_healthy' } });
+    expect(conditions('pets')).toEqual({
+      mongo: { condition: 'service_healthy' },
+      'migrate-pets': { condition: 'service_completed_successfully' },
+    });
+  });
+
+  // Without it a service with MONGO_URL refuses to start (its indexes are missing).
+  it.each([
+    [BASE, base],
+    [`${BASE} + ${STAGING}`, merged],
+    [`${BASE} + ${EMBEDDED}`, merge(base, load(EMBEDDED)) as ComposeFile],
+  ])('%s: every service with a MONGO_URL starts after its migration ran on that URL', (_file, config) => {
+    for (const [name, service] of Object.entries(config.services)) {
+      const url = environment(service).MONGO_URL;
+      if (!url || Object.values(MIGRATIONS).includes(name as never)) continue;
+      const migration = MIGRATIONS[name as keyof typeof MIGRATIONS];
+      expect(migration, `${name} uses MONGO_URL: a migration of its own`).toBeDefined();
+      const depends = service.depends_on as Record<string, { condition?: string }>;
+      expect(depends[migration]?.condition, `${name} waits for ${migration}`).toBe('service_completed_successfully');
+      const oneShot = config.services[migration]!;
+      expect(environment(oneShot).MONGO_URL, `${migration} migrates ${name}'s MongoDB`).toBe(url);
+      // The service's image, running its own migration, once.
+      expect(oneShot.image).toBe(service.image);
+      expect(oneShot.command).toEqual(['node', `services/${name}/dist/server.js`, 'migrate']);
+      expect((oneShot as { restart?: string }).restart).toBe('no');
+    }
+  });
+
+  it('the embedded stack (no MongoDB) has nothing to migrate, and its one-shots say so and succeed', () => {
+    const embedded = merge(base, load(EMBEDDED)) as ComposeFile;
+    for (const [name, migration] of Object.entries(MIGRATIONS)) {
+      expect(environment(embedded.services[name]!).MONGO_URL).toBe('');
+      expect(embedded.services[migration]?.image).toBe(embedded.services[name]?.image);
+      expect(embedded.services[migration]?.command).toEqual([
+        'node',
+        '-e',
+        "console.log('embedded stack: no MongoDB, nothing to migrate')",
+      ]);
+    }
   });
 
   it('persists Redis (append-only file) and MongoDB in named volumes', () => {
@@ -224,6 +265,16 @@ describe(`${BASE} + ${STAGING}`, () => {
         exposed.map((p) => p.target),
         `${name} ports not bound to 127.0.0.1`,
       ).toEqual(name === 'gateway' ? ['8080', '8082'] : []);
+    }
+  });
+
+  it('runs MongoDB as a one-member replica set, initiated once, that every MONGO_URL names', () => {
+    expect(merged.services.mongo?.command).toEqual(expect.arrayContaining(['--replSet', 'rs0']));
+    const check = [merged.services.mongo?.healthcheck?.test ?? []].flat().join(' ');
+    expect(check).toContain("rs.initiate({ _id: 'rs0', members: [{ _id: 0, host: 'mongo:27017' }] })");
+    expect(check).toContain('directConnection=true');
+    for (const name of ['pets', 'gateway', ...Object.values(MIGRATIONS)]) {
+      expect(environment(merged.services[name]!).MONGO_URL, name).toBe('mongodb://mongo:27017/?replicaSet=rs0');
     }
   });
 

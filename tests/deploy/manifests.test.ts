@@ -44,6 +44,8 @@ interface EnvVar {
 interface Container {
   name: string;
   image?: string;
+  command?: string[];
+  args?: string[];
   env?: EnvVar[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
@@ -52,6 +54,7 @@ interface Container {
   volumeMounts?: { name: string; mountPath: string }[];
 }
 interface PodSpec {
+  restartPolicy?: string;
   volumes?: { name: string; configMap?: { name: string }; secret?: { secretName: string } }[];
   containers: Container[];
   initContainers?: Container[];
@@ -77,6 +80,8 @@ interface K8sObject {
   stringData?: Record<string, string>;
   spec?: {
     replicas?: number;
+    backoffLimit?: number;
+    serviceName?: string;
     selector?: LabelSelector;
     template?: { metadata?: { labels?: Record<string, string> }; spec: PodSpec };
     scaleTargetRef?: { kind: string; name: string };
@@ -156,7 +161,8 @@ function modelFor(apiVersion: string, kind: string): ModelClass | undefined {
   return versions?.[apiVersion.slice(slash + 1)]?.[kind];
 }
 
-const workloadKinds = new Set(['Deployment', 'StatefulSet', 'DaemonSet']);
+// A Job runs to its end: the same pod rules, but no probes.
+const workloadKinds = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'Job']);
 const workloads = (objects: K8sObject[]) => objects.filter((o) => workloadKinds.has(o.kind));
 const byKind = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind);
 function one(objects: K8sObject[], kind: string, name: string): K8sObject {
@@ -211,7 +217,7 @@ describe.each(overlays)('overlay %s', (overlay) => {
   });
 
   it('gives every container liveness and readiness probes; the apps probe /healthz and /readyz', () => {
-    for (const workload of workloads(render(overlay))) {
+    for (const workload of workloads(render(overlay)).filter((w) => w.kind !== 'Job')) {
       for (const container of podSpec(workload).containers) {
         const id = `${workload.metadata.name}/${container.name}`;
         expect(container.livenessProbe, `${id} livenessProbe`).toBeDefined();
@@ -441,6 +447,48 @@ describe.each(overlays)('overlay %s', (overlay) => {
     expect(fromSecret('pets', 'MONGO_URL')).toBe('pets-secrets');
   });
 
+  // The services only check their indexes at start: without the migration they refuse to start.
+  it('runs the MongoDB migration of every Deployment that uses MONGO_URL: its image, its Secret, once', () => {
+    const objects = render(overlay);
+    const job = one(objects, 'Job', 'migrate');
+    const spec = podSpec(job);
+    expect(spec.restartPolicy).toBe('Never');
+    expect(job.spec?.backoffLimit).toBeGreaterThan(0);
+    const mongoUsers = byKind(objects, 'Deployment').filter((d) =>
+      podSpec(d).containers.some((c) => c.env?.some((e) => e.name === 'MONGO_URL')),
+    );
+    expect(mongoUsers.map((d) => d.metadata.name).sort()).toEqual([...APPS].sort());
+    for (const deployment of mongoUsers) {
+      const app = deployment.metadata.name;
+      const container = podSpec(deployment).containers[0]!;
+      const url = container.env?.find((e) => e.name === 'MONGO_URL')?.valueFrom?.secretKeyRef;
+      const migration = spec.containers.find((c) => c.image === container.image);
+      expect(migration, `a migrate container with ${app}'s image ${container.image}`).toBeDefined();
+      expect(migration?.env?.find((e) => e.name === 'MONGO_URL')?.valueFrom?.secretKeyRef).toEqual(url);
+      expect([...(migration?.command ?? []), ...(migration?.args ?? [])]).toEqual([
+        'node',
+        `services/${app}/dist/server.js`,
+        'migrate',
+      ]);
+    }
+    // Its pods reach MongoDB (port 27017) and DNS (53, every pod), nothing else; nothing reaches them.
+    const labels = job.spec?.template?.metadata?.labels ?? {};
+    const policies = byKind(objects, 'NetworkPolicy').filter((p) => selects(p.spec?.podSelector, labels));
+    const egress = policies.flatMap((p) => (p.spec as { egress?: { ports?: { port?: number }[] }[] }).egress ?? []);
+    expect(new Set(egress.flatMap((rule) => rule.ports?.map((p) => p.port) ?? []))).toEqual(new Set([53, 27017]));
+    expect(policies.flatMap((p) => p.spec?.ingress ?? [])).toEqual([]);
+    // An in-cluster MongoDB admits the migration as it admits the services.
+    const mongo = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'mongo');
+    if (mongo) {
+      const mongoLabels = mongo.spec?.template?.metadata?.labels ?? {};
+      const admitted = byKind(objects, 'NetworkPolicy')
+        .filter((p) => selects(p.spec?.podSelector, mongoLabels))
+        .flatMap((p) => p.spec?.ingress ?? [])
+        .flatMap((rule) => rule.from ?? []);
+      expect(admitted.some((peer) => selects(peer.podSelector, labels))).toBe(true);
+    }
+  });
+
   it('gives each service an HPA (autoscaling/v2) and a PodDisruptionBudget that match its pods', () => {
     const objects = render(overlay);
     for (const app of APPS) {
@@ -460,6 +508,23 @@ describe.each(overlays)('overlay %s', (overlay) => {
 
 describe('production against staging', () => {
   const has = (name: string) => overlays.includes(name);
+
+  it.runIf(has('staging'))('staging runs MongoDB as a one-member replica set, initiated before the migration', () => {
+    const objects = render('staging');
+    const mongo = one(objects, 'StatefulSet', 'mongo');
+    expect(mongo.spec?.replicas).toBe(1);
+    const args = podSpec(mongo).containers[0]?.args ?? [];
+    expect(args[args.indexOf('--replSet') + 1]).toBe('rs0');
+    // The init step: an init container of the migrate Job, on the StatefulSet pod's stable name.
+    const init = podSpec(one(objects, 'Job', 'migrate')).initContainers ?? [];
+    expect(init.map((c) => c.name)).toEqual(['mongo-replica-set']);
+    const script = [...(init[0]?.command ?? []), ...(init[0]?.args ?? [])].join(' ');
+    const member = `mongo-0.${mongo.spec?.serviceName}:27017`;
+    expect(script).toContain(`rs.initiate({ _id: 'rs0', members: [{ _id: 0, host: '${member}' }] })`);
+    expect(script).toContain(`mongodb://${member}/?directConnection=true`);
+    // Run again it changes nothing: it initiates only a set not yet initiated.
+    expect(script).toContain("if (e.codeName !== 'NotYetInitialized') throw e;");
+  });
 
   it.runIf(has('production') && has('staging'))('runs more replicas and a higher HPA floor in production', () => {
     for (const app of APPS) {

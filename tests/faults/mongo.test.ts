@@ -4,8 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRegistry } from '@animal-store/common/metrics.js';
+import { runMigration } from '@animal-store/common/mongo-migrate.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
-import { MongoPetStore, mongoClientOptions, PETS_DB } from '@animal-store/pets/store/mongo-pet-store.js';
+import { PETS_MIGRATION } from '@animal-store/pets/migrations.js';
+import { MongoPetStore, mongoClientOptions } from '@animal-store/pets/store/mongo-pet-store.js';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { findMongo } from '../support/mongo.js';
@@ -88,7 +90,7 @@ describe('pets with MongoDB unreachable while serving', () => {
     client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, mongoClientOptions);
     pets = buildPets(
       { logLevel: 'silent' },
-      { store: new MongoPetStore(client.db(PETS_DB)), registry: createRegistry('pets', false) },
+      { store: new MongoPetStore(client.db('pets')), registry: createRegistry('pets', false) },
     );
     await pets.listen({ host: '127.0.0.1', port: 0 });
     petsUrl = `http://127.0.0.1:${(pets.server.address() as AddressInfo).port}`;
@@ -146,8 +148,9 @@ describe.skipIf(!ownMongo)('pets with MongoDB stopped mid-run', () => {
   beforeAll(async () => {
     client = new MongoClient(mongo!.url, mongoClientOptions);
     await client.connect();
-    const store = new MongoPetStore(client.db(`pets_faults_${randomUUID().replaceAll('-', '')}`.slice(0, 38)));
-    await store.ensureIndexes();
+    const db = client.db(`pets_faults_${randomUUID().replaceAll('-', '')}`.slice(0, 38));
+    await runMigration(db, PETS_MIGRATION, () => {});
+    const store = new MongoPetStore(db);
     pets = buildPets({ logLevel: 'silent' }, { store, registry: createRegistry('pets', false) });
     await pets.listen({ host: '127.0.0.1', port: 0 });
     petsUrl = `http://127.0.0.1:${(pets.server.address() as AddressInfo).port}`;

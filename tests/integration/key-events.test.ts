@@ -10,7 +10,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { findMongo, type TestMongo } from '../support/mongo.js';
 import { RedisProcess, redisServerBinary } from '../support/redis.js';
 import { freePort } from '../support/runtime.js';
-import { createKeyInFile, killAllServices, metricValue, ServiceProcess } from '../support/service-process.js';
+import {
+  createKeyInFile,
+  killAllServices,
+  metricValue,
+  migrateMongo,
+  ServiceProcess,
+} from '../support/service-process.js';
 
 /**
  * Key events between gateway replicas started as users start them (`node dist/server.js`, one
@@ -169,6 +175,7 @@ describe('gateway processes on one Redis', () => {
     mongo = found.mongo;
     const prefix = `km${Date.now()}:`;
     const store = { MONGO_URL: mongo.url };
+    await migrateMongo(mongo.url, ['gateway']);
     const [a, b] = await Promise.all([replica(prefix, store), replica(prefix, store)]);
     for (const r of [a, b]) await vi.waitFor(async () => expect(await subscribed(r)).toBe(1), { timeout: 10_000 });
 

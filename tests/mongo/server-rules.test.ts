@@ -16,6 +16,8 @@ import { loadConfig } from '@animal-store/gateway/config.js';
 import { CUSTOMER_INDEXES, CUSTOMERS_COLLECTION } from '@animal-store/gateway/customers/mongo-customer-store.js';
 import { GATEWAY_MONGO_OPTIONS } from '@animal-store/gateway/external-clients.js';
 import { KEY_INDEXES, KEYS_COLLECTION } from '@animal-store/gateway/keys/mongo-key-store.js';
+import { GATEWAY_INDEXES } from '@animal-store/gateway/migrations.js';
+import { PETS_INDEXES } from '@animal-store/pets/migrations.js';
 import { mongoClientOptions, PET_INDEXES, PETS_COLLECTION } from '@animal-store/pets/store/mongo-pet-store.js';
 import type { Document, IndexDescription } from 'mongodb';
 import { describe, expect, it } from 'vitest';
@@ -114,10 +116,10 @@ const KNOWN_OPERATORS = new Set([
   ...EXPRESSION_OPERATORS,
 ]);
 
+/** What `npm run migrate` builds and each service checks at start: every index the code has. */
 const COLLECTIONS: ReadonlyArray<{ service: string; collection: string; indexes: readonly IndexDescription[] }> = [
-  { service: 'gateway', collection: KEYS_COLLECTION, indexes: KEY_INDEXES },
-  { service: 'gateway', collection: CUSTOMERS_COLLECTION, indexes: CUSTOMER_INDEXES },
-  { service: 'pets', collection: PETS_COLLECTION, indexes: PET_INDEXES },
+  ...GATEWAY_INDEXES.map((c) => ({ service: 'gateway', ...c })),
+  ...PETS_INDEXES.map((c) => ({ service: 'pets', ...c })),
 ];
 
 const isPlainObject = (v: unknown): v is Document =>
@@ -394,5 +396,140 @@ describe('write and read choices against what MongoDB documents', () => {
     expect(callsOf(bodyOf(keys, 'findByHash'), 'findOne').join('\n')).toContain('...KEY_LOOKUP');
     const customers = code(join(repoRoot, 'services/gateway/src/customers/mongo-customer-store.ts'));
     expect(callsOf(bodyOf(customers, 'get'), 'findOne').join('\n')).toContain('...KEY_LOOKUP');
+  });
+});
+
+describe('the migration builds every index the stores define', () => {
+  it("migrates and checks at start exactly the stores' index lists", () => {
+    expect(COLLECTIONS.map(({ collection, indexes }) => [collection, indexes])).toEqual([
+      [KEYS_COLLECTION, KEY_INDEXES],
+      [CUSTOMERS_COLLECTION, CUSTOMER_INDEXES],
+      [PETS_COLLECTION, PET_INDEXES],
+    ]);
+  });
+});
+
+/** The page order of every key and customer list (services/gateway/src/paging/page.ts). */
+const PAGE_ORDER: ReadonlyArray<[string, number]> = [
+  ['createdAt', -1],
+  ['id', -1],
+];
+
+/**
+ * A list query as the store sends it: equality fields (the filter, and `deleted: false` for
+ * customers), at most one anchored-prefix range (`$regex: '^…'`, a name or a shown prefix), sorted
+ * in the page order and cut at a page.
+ */
+interface ListQuery {
+  filter: string;
+  equalities: string[];
+  range?: string;
+}
+
+/**
+ * Whether an index bounds the query the way https://www.mongodb.com/docs/manual/tutorial/equality-sort-range-guideline/
+ * describes: its key is the equality fields (any order), then the sort (or its reverse), then the
+ * range, so the scan is bounded by the equalities and stops after a page of matches without a
+ * sort in memory. A partial index serves only a query that implies its filter
+ * (https://www.mongodb.com/docs/manual/core/index-partial/#query-coverage): every field the filter
+ * names is an equality of the query (an equality on a value implies `$exists: true`).
+ */
+function boundsWithoutSort(index: IndexDescription, query: ListQuery): boolean {
+  const key = Object.entries(index.key as Document) as Array<[string, number]>;
+  const leading = key.slice(0, query.equalities.length).map(([field]) => field);
+  if ([...leading].sort().join() !== [...query.equalities].sort().join()) return false;
+  const sort = key.slice(query.equalities.length, query.equalities.length + PAGE_ORDER.length);
+  const forward = sort.every(([f, d], i) => f === PAGE_ORDER[i]?.[0] && d === PAGE_ORDER[i]?.[1]);
+  const reverse = sort.every(([f, d], i) => f === PAGE_ORDER[i]?.[0] && d === -(PAGE_ORDER[i]?.[1] ?? 0));
+  if (sort.length !== PAGE_ORDER.length || !(forward || reverse)) return false;
+  if (query.range !== undefined) {
+    const rest = key.slice(query.equalities.length + PAGE_ORDER.length).map(([field]) => field);
+    if (!rest.includes(query.range)) return false;
+  }
+  return impliesPartialFilter(index, query);
+}
+
+/** A unique index on exactly the equality fields: at most one document matches, nothing to sort. */
+function uniqueOnEqualities(index: IndexDescription, query: ListQuery): boolean {
+  const fields = Object.keys(index.key as Document);
+  return (
+    index.unique === true &&
+    query.range === undefined &&
+    fields.every((field) => query.equalities.includes(field)) &&
+    impliesPartialFilter(index, query)
+  );
+}
+
+function impliesPartialFilter(index: IndexDescription, query: ListQuery): boolean {
+  const filter = index.partialFilterExpression as Document | undefined;
+  return Object.keys(filter ?? {}).every((field) => query.equalities.includes(field));
+}
+
+/** Every list filter the admin API offers (KeyFilter, CustomerFilter), as the stores query it. */
+const LIST_QUERIES: Record<string, { indexes: readonly IndexDescription[]; queries: ListQuery[] }> = {
+  keys: {
+    indexes: KEY_INDEXES,
+    queries: [
+      { filter: 'none', equalities: [] },
+      { filter: 'revoked=true|false', equalities: ['revoked'] },
+      { filter: 'plan', equalities: ['plan'] },
+      { filter: 'customerId', equalities: ['customerId'] },
+      { filter: 'name', equalities: [], range: 'nameLower' },
+      { filter: 'prefix', equalities: [], range: 'prefix' },
+    ],
+  },
+  customers: {
+    indexes: CUSTOMER_INDEXES,
+    queries: [
+      { filter: 'none', equalities: ['deleted'] },
+      { filter: 'plan', equalities: ['deleted', 'plan'] },
+      { filter: 'externalId', equalities: ['deleted', 'externalId'] },
+      { filter: 'name', equalities: ['deleted'], range: 'nameLower' },
+    ],
+  },
+};
+
+describe('every list filter the API offers has a bounded index path', () => {
+  for (const [collection, { indexes, queries }] of Object.entries(LIST_QUERIES)) {
+    it.each(queries)(`${collection}: filter $filter`, (query) => {
+      const paths = indexes.filter((index) => boundsWithoutSort(index, query) || uniqueOnEqualities(index, query));
+      expect(
+        paths.map((index) => index.name),
+        `${collection} ${query.filter}`,
+      ).not.toEqual([]);
+    });
+  }
+
+  it('queries the fields these paths assume (the stores send equalities on them)', () => {
+    const keyStore = readFileSync(join(repoRoot, 'services/gateway/src/keys/mongo-key-store.ts'), 'utf8');
+    for (const field of ['plan', 'customerId', 'revoked']) expect(keyStore).toContain(`query.${field} = { $eq:`);
+    expect(keyStore).toContain('query.nameLower = { $regex: startsWithPattern(');
+    expect(keyStore).toContain('query.prefix = { $regex: startsWithPattern(');
+    const customerStore = readFileSync(
+      join(repoRoot, 'services/gateway/src/customers/mongo-customer-store.ts'),
+      'utf8',
+    );
+    expect(customerStore).toContain('const LIVE = { deleted: { $eq: false } } as const;');
+    for (const field of ['plan', 'externalId']) expect(customerStore).toContain(`query.${field} = { $eq:`);
+    expect(customerStore).toContain('query.nameLower = { $regex: startsWithPattern(');
+    // The cursor bounds the scan in the index too: a $lte on createdAt beside the tie-breaking $or.
+    const page = readFileSync(join(repoRoot, 'services/gateway/src/paging/page.ts'), 'utf8');
+    expect(page).toContain('createdAt: { $lte: at }, $or:');
+  });
+
+  it('holds what it checks (the rule itself)', () => {
+    const order = { createdAt: -1, id: -1 };
+    const name: ListQuery = { filter: 'name', equalities: [], range: 'nameLower' };
+    // A range before the sort needs a sort in memory of every match: not a bounded page.
+    expect(boundsWithoutSort({ key: { nameLower: 1, ...order } }, name)).toBe(false);
+    expect(boundsWithoutSort({ key: { ...order, nameLower: 1 } }, name)).toBe(true);
+    const live: ListQuery = { filter: 'plan', equalities: ['deleted', 'plan'] };
+    // An index without the `deleted` equality reads deleted customers too.
+    expect(boundsWithoutSort({ key: { plan: 1, ...order } }, live)).toBe(false);
+    expect(boundsWithoutSort({ key: { plan: 1, deleted: 1, ...order } }, live)).toBe(true);
+    expect(boundsWithoutSort({ key: { deleted: 1, plan: 1, createdAt: 1, id: 1 } }, live)).toBe(true);
+    // A partial index whose filter the query does not imply is never chosen for it.
+    const partial = { key: { ...order }, partialFilterExpression: { prefix: { $exists: true } } };
+    expect(boundsWithoutSort(partial, { filter: 'none', equalities: [] })).toBe(false);
   });
 });

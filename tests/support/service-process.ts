@@ -289,6 +289,24 @@ export async function runToExit(
   return { code, signal, at: Date.now(), elapsedMs: Date.now() - started, logs, killedByBound };
 }
 
+/**
+ * `npm run migrate` for one MongoDB, as a deployment runs it before the services (they refuse to
+ * start without their indexes): each service's `server.js migrate`, which must exit 0.
+ */
+export async function migrateMongo(
+  mongoUrl: string,
+  services: ReadonlyArray<keyof typeof SERVERS> = ['pets', 'gateway'],
+) {
+  for (const name of services) {
+    const result = await promisify(execFile)(process.execPath, [SERVERS[name], 'migrate'], {
+      env: { PATH: process.env.PATH ?? '', MONGO_URL: mongoUrl },
+    }).catch((err: { stderr?: string }) => {
+      throw new Error(`${name} migrate failed: ${err.stderr ?? String(err)}`);
+    });
+    if (!result.stdout.includes(`${name} migrate: done`)) throw new Error(`${name} migrate: ${result.stdout}`);
+  }
+}
+
 /** Creates an API key with the keys CLI into an API_KEYS_FILE (hash only), returning the plaintext key. */
 export async function createKeyInFile(
   file: string,

@@ -5,7 +5,7 @@ import { buildServiceImages, hardened, imageSet, startPublished } from './contai
 import { findMongo, type TestMongo } from './mongo.js';
 import { startRedis, type TestRedis } from './redis.js';
 import { containerRuntime, freePort, MissingPrerequisite } from './runtime.js';
-import { ServiceProcess } from './service-process.js';
+import { migrateMongo, ServiceProcess } from './service-process.js';
 
 /**
  * The whole animal store for cross-service tests, reached only over HTTP: MongoDB, Redis, the pets
@@ -163,6 +163,8 @@ async function startProcesses(options: StackOptions, adminToken: string, readyTi
     const lookup = await findMongo();
     const mongo: TestMongo | null = lookup.mongo;
     if (mongo) cleanup.unshift(() => mongo.stop());
+    // As a deployment does: the migration first, or the services refuse to start.
+    if (mongo) await migrateMongo(mongo.url);
 
     const pets = await ServiceProcess.start(
       'pets',
@@ -278,6 +280,22 @@ async function startContainers(options: StackOptions, adminToken: string, readyT
     const mongoEnv: Record<string, string> = mongo
       ? { NODE_ENV: 'production', MONGO_URL: 'mongodb://mongo:27017' }
       : { NODE_ENV: 'development' };
+    // As the compose one-shots and the Kubernetes Job do: each service's migration, run to its end,
+    // before the service (it refuses to start without its indexes).
+    if (mongo) {
+      for (const name of ['pets', 'gateway'] as const) {
+        await started(`migrate-${name}`, () =>
+          hardened(new GenericContainer(images[name]))
+            .withNetwork(network)
+            .withEnvironment({ MONGO_URL: 'mongodb://mongo:27017' })
+            .withCommand(['node', `services/${name}/dist/server.js`, 'migrate'])
+            .withLogConsumer(collect(`migrate-${name}`))
+            .withWaitStrategy(Wait.forOneShotStartup())
+            .withStartupTimeout(readyTimeoutMs)
+            .start(),
+        );
+      }
+    }
     const redisContainer = await started('redis', () =>
       startPublished(
         new GenericContainer(images.redis)

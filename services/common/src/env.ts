@@ -109,6 +109,23 @@ export class EnvReader {
     }
   }
 
+  /**
+   * The database a MongoDB URL names in its path (`mongodb://host/animal-store-staging`), else
+   * `fallback`: two environments on one cluster each name their own, and a user granted rights on
+   * that database only is given it. A name MongoDB refuses is a problem here, not a server error later.
+   */
+  mongoDatabase(name: string, url: string | undefined, fallback: string): string {
+    const database = url === undefined ? undefined : mongoUrlDatabase(url);
+    if (database === undefined) return fallback;
+    if (database === null || !MONGO_DATABASE_NAME.test(database)) {
+      this.problems.push(
+        `${name} names a database MongoDB refuses: use 1 to 63 characters without / \\ . " $ or spaces, or name none for "${fallback}"`,
+      );
+      return fallback;
+    }
+    return database;
+  }
+
   require(condition: boolean, problem: string): void {
     if (!condition) this.problems.push(problem);
   }
@@ -136,6 +153,27 @@ function apart(a: string, b: string): boolean {
 
 const MULTI_HOST = new Set(['mongodb:', 'mongodb+srv:']);
 
+/**
+ * What MongoDB takes as a database name on every platform it runs on, kept under its 64-byte limit:
+ * https://www.mongodb.com/docs/manual/reference/limits/#naming-restrictions (no /\\. "$*<>:|? or null).
+ */
+const MONGO_DATABASE_NAME = /^[^/\\. "$*<>:|?\0]{1,63}$/;
+
+/**
+ * The database in a MongoDB connection string's path, percent-decoded: undefined when it names
+ * none (`mongodb://h`, `mongodb://h/`, `mongodb://h/?replicaSet=rs0`), null when it cannot be decoded.
+ */
+function mongoUrlDatabase(url: string): string | null | undefined {
+  const match = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*\/([^?#]*)/i.exec(url);
+  const raw = match?.[1];
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+}
+
 /** Strips the password and the query (which may carry secrets) from a connection URL before it is logged. */
 export function redactUrl(url: string): string {
   const match = /^([a-z][a-z0-9+.-]*:\/\/)(([^:@/]*)(:[^@/]*)?@)?([^/?#]*)([^?#]*)/i.exec(url);
@@ -154,4 +192,26 @@ function redactValue(value: string): string {
   const redacted = value.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?[^:@/]*):.*@/i, '$1:***@');
   const query = redacted.indexOf('?', redacted.lastIndexOf('@') + 1);
   return query < 0 ? redacted : `${redacted.slice(0, query)}?***`;
+}
+
+/** A MongoDB to migrate: its URL and the database the service keeps there. */
+export interface MongoTarget {
+  url: string;
+  db: string;
+}
+
+/**
+ * What `server.js migrate` reads: MONGO_URL, required (there is nothing to migrate without it),
+ * and the database it names, else the service's own (`fallback`), as the service reads them.
+ */
+export function loadMongoTarget(env: Env, fallback: string): MongoTarget {
+  const r = new EnvReader(env);
+  const url = r.url('MONGO_URL', ['mongodb:', 'mongodb+srv:']);
+  r.require(
+    url !== undefined,
+    'MONGO_URL is required to migrate: the MongoDB whose indexes and data it brings up to date',
+  );
+  const db = r.mongoDatabase('MONGO_URL', url, fallback);
+  r.done();
+  return { url: url as string, db };
 }

@@ -1,6 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { type Env, EnvReader, type ListenerSetting, LOG_LEVELS } from '@animal-store/common/env.js';
+import {
+  type Env,
+  EnvReader,
+  type ListenerSetting,
+  LOG_LEVELS,
+  loadMongoTarget,
+  type MongoTarget,
+} from '@animal-store/common/env.js';
 import { type OverloadConfig, readOverloadConfig } from '@animal-store/common/overload.js';
 import type { FastifyServerOptions } from 'fastify';
 import { DEFAULT_LEDGER_RETENTION_MS } from './credits/credit-ledger.js';
@@ -40,6 +47,8 @@ export interface GatewayConfig {
   /** Standalone, Sentinel or Cluster; none runs embedded (limits per process). */
   redis: RedisTarget | undefined;
   mongoUrl: string | undefined;
+  /** The keys' and customers' database: the one MONGO_URL's path names, else `gateway`. */
+  mongoDb: string;
   /**
    * Where keys and customers live: MongoDB when MONGO_URL is set, else the Redis of the limits
    * (durable as the credit ledger beside them), else this process's memory (gone at a restart).
@@ -407,6 +416,9 @@ function listenerSettings(c: GatewayConfig): ListenerSetting[] {
   ];
 }
 
+/** `server.js migrate`'s environment: MONGO_URL and the database it names (default `gateway`). */
+export const loadMigrationConfig = (env: Env): MongoTarget => loadMongoTarget(env, 'gateway');
+
 /** Parses and validates the gateway's environment once, at start; throws ConfigError listing every problem. */
 export function loadConfig(env: Env): GatewayConfig {
   const r = new EnvReader(env);
@@ -442,6 +454,7 @@ export function loadConfig(env: Env): GatewayConfig {
     petsUrl: r.url('PETS_URL', ['http:', 'https:'], 'http://127.0.0.1:8090') as string,
     redis,
     mongoUrl,
+    mongoDb: r.mongoDatabase('MONGO_URL', mongoUrl, 'gateway'),
     keysIn: mongoUrl !== undefined ? 'mongo' : redis !== undefined ? 'redis' : 'memory',
     trustProxy: parseTrustProxy(r.string('TRUST_PROXY'), r),
     failureMode: r.oneOf('RATE_LIMIT_FAILURE_MODE', ['open', 'closed'] as const, 'open'),

@@ -127,11 +127,8 @@ async function customerStoreFor(
 ): Promise<CustomerStore> {
   let store: CustomerStore;
   if (clients.customerStore) store = clients.customerStore;
-  else if (clients.keysDb) {
-    const mongoStore = new MongoCustomerStore(clients.keysDb);
-    await mongoStore.init();
-    store = mongoStore;
-  } else if (clients.keysRedis) store = new RedisCustomerStore(clients.keysRedis, prefix);
+  else if (clients.keysDb) store = new MongoCustomerStore(clients.keysDb);
+  else if (clients.keysRedis) store = new RedisCustomerStore(clients.keysRedis, prefix);
   else store = new MemoryCustomerStore();
   return fromFile.length > 0 ? new FileCustomers(store, fromFile) : store;
 }
@@ -385,9 +382,7 @@ async function createKeyStore(clients: GatewayClients, prefix: string): Promise<
   if (clients.keyStore) return clients.keyStore;
   if (clients.keysRedis) return new RedisKeyStore(clients.keysRedis, prefix);
   if (!clients.keysDb) return new MemoryKeyStore();
-  const mongoStore = new MongoKeyStore(clients.keysDb);
-  await mongoStore.init();
-  return mongoStore;
+  return new MongoKeyStore(clients.keysDb);
 }
 
 /** Redis pub/sub between the replicas when both connections are given, else this process alone. */

@@ -46,7 +46,7 @@ export function openClients(config: GatewayConfig): ExternalClients {
     redis,
     subscriber,
     mongoClient,
-    keysDb: mongoClient?.db('gateway') ?? null,
+    keysDb: mongoClient?.db(config.mongoDb) ?? null,
     keysRedis: config.keysIn === 'redis' ? redis : null,
   };
 }

@@ -1,3 +1,4 @@
+import type { MongoTarget } from '@animal-store/common/env.js';
 import { exitIfNodeTooOld } from '@animal-store/common/node-version.js';
 import type { Listener } from '@animal-store/common/serve.js';
 import type { GatewayConfig } from './config.js';
@@ -11,19 +12,24 @@ const [
   { logDestination },
   { buildMetricsApp },
   { mongoAtStart },
+  { requireIndexes },
+  { migrateCommand },
   { serve, StartupError },
   { buildAdminApp },
   { buildApp },
   { buildPortalApp },
-  { loadConfig },
+  { loadConfig, loadMigrationConfig },
   { createDeps },
   { closeClients, openClients },
   { describeRedis },
+  { GATEWAY_INDEXES, GATEWAY_MIGRATION },
 ] = await Promise.all([
   import('@animal-store/common/env.js'),
   import('@animal-store/common/log-destination.js'),
   import('@animal-store/common/metrics.js'),
   import('@animal-store/common/mongo-errors.js'),
+  import('@animal-store/common/mongo-indexes.js'),
+  import('@animal-store/common/mongo-migrate.js'),
   import('@animal-store/common/serve.js'),
   import('./admin/app.js'),
   import('./app.js'),
@@ -32,7 +38,23 @@ const [
   import('./deps.js'),
   import('./external-clients.js'),
   import('./redis/clients.js'),
+  import('./migrations.js'),
 ]);
+
+/** `server.js migrate`: builds the indexes and runs the data migrations of MONGO_URL's database, then exits. */
+async function migrate(): Promise<void> {
+  let target: MongoTarget;
+  try {
+    target = loadMigrationConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`gateway migrate: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  process.exit(await migrateCommand('gateway', target, GATEWAY_MIGRATION));
+}
 
 async function main(): Promise<void> {
   let config: GatewayConfig;
@@ -47,6 +69,13 @@ async function main(): Promise<void> {
   }
 
   const clients = openClients(config);
+  if (clients.keysDb && config.mongoUrl) {
+    // Only read here: the indexes are built by `npm run migrate`, not under the request timeouts.
+    const { mongoUrl: url, mongoDb: db } = config;
+    await requireIndexes('gateway', clients.keysDb, GATEWAY_INDEXES, { url, db }).catch((err: unknown) => {
+      throw mongoAtStart(err, url);
+    });
+  }
 
   // One asynchronous stdout for every listener of this process, flushed by serve() at shutdown.
   const deps = await createDeps(
@@ -54,7 +83,7 @@ async function main(): Promise<void> {
     { redis: clients.redis, subscriber: clients.subscriber, keysDb: clients.keysDb, keysRedis: clients.keysRedis },
     { logStream: logDestination() },
   ).catch((err: unknown) => {
-    // The stores make their MongoDB indexes here: the first place an unreachable MONGO_URL shows.
+    // A MongoDB lost since the index check shows here.
     throw config.mongoUrl ? mongoAtStart(err, config.mongoUrl) : err;
   });
   const app = await buildApp(config, deps);
@@ -118,7 +147,7 @@ async function main(): Promise<void> {
   process.send?.({ ready: true });
 }
 
-main().catch((err) => {
+(process.argv[2] === 'migrate' ? migrate() : main()).catch((err) => {
   // What the operator fixes in the environment is one line; anything else is a bug, with its stack.
   const text = err instanceof StartupError ? err.message : err instanceof Error ? err.stack : String(err);
   process.stderr.write(`gateway${err instanceof StartupError ? '' : ' failed to start'}: ${text}\n`);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '@animal-store/common/env.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { loadConfig, loadMigrationConfig } from '../src/config.js';
 import { startGateway } from './support/helpers.js';
 
 /** The ConfigError loadConfig throws for `env`; fails the test when it does not throw one. */
@@ -87,6 +87,19 @@ describe('loadConfig defaults', () => {
       apiKeys: [{ id: 'key_file', name: 'key_file', plan: 'pro', sha256 }],
       apiKeyCustomers: [],
     });
+  });
+
+  it("keeps keys and customers in the database MONGO_URL's path names, `gateway` when it names none", () => {
+    expect(loadConfig({ MONGO_URL: 'mongodb://u:p@h1,h2/gateway-staging?replicaSet=rs0' }).mongoDb).toBe(
+      'gateway-staging',
+    );
+    expect(loadConfig({ MONGO_URL: 'mongodb://h:27017' }).mongoDb).toBe('gateway');
+    expect(loadConfig({ MONGO_URL: 'mongodb://h:27017/?tls=true' }).mongoDb).toBe('gateway');
+    expect(loadConfig({}).mongoDb).toBe('gateway');
+    expect(() => loadConfig({ MONGO_URL: 'mongodb://h/has space' })).toThrow(
+      'MONGO_URL names a database MongoDB refuses',
+    );
+    expect(loadMigrationConfig({ MONGO_URL: 'mongodb://h/g1' })).toEqual({ url: 'mongodb://h/g1', db: 'g1' });
   });
 
   it('keeps keys and customers in MongoDB when it is set, else in the Redis of the limits, else in memory', () => {

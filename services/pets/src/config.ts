@@ -1,7 +1,15 @@
-import { type Env, EnvReader, LOG_LEVELS, type LogLevel } from '@animal-store/common/env.js';
+import {
+  type Env,
+  EnvReader,
+  LOG_LEVELS,
+  type LogLevel,
+  loadMongoTarget,
+  type MongoTarget,
+} from '@animal-store/common/env.js';
 import { type OverloadConfig, readOverloadConfig } from '@animal-store/common/overload.js';
 
-type StoreConfig = { kind: 'memory' } | { kind: 'mongo'; url: string };
+/** MongoDB's database is the one MONGO_URL's path names, else `pets`. */
+type StoreConfig = { kind: 'memory' } | { kind: 'mongo'; url: string; db: string };
 
 export interface Config {
   host: string;
@@ -15,6 +23,9 @@ export interface Config {
   /** Load-shedding thresholds (503 overloaded beyond them). */
   overload: OverloadConfig;
 }
+
+/** `server.js migrate`'s environment: MONGO_URL and the database it names (default `pets`). */
+export const loadMigrationConfig = (env: Env): MongoTarget => loadMongoTarget(env, 'pets');
 
 /** Reads and checks the whole environment once, reporting every problem together. */
 export function loadConfig(env: Env): Config {
@@ -32,7 +43,10 @@ export function loadConfig(env: Env): Config {
     metricsPort: read.int('METRICS_PORT', 9465, 0, 65_535),
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     shutdownGraceMs: read.int('SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    store: mongoUrl === undefined ? { kind: 'memory' } : { kind: 'mongo', url: mongoUrl },
+    store:
+      mongoUrl === undefined
+        ? { kind: 'memory' }
+        : { kind: 'mongo', url: mongoUrl, db: read.mongoDatabase('MONGO_URL', mongoUrl, 'pets') },
     overload: readOverloadConfig(read),
   };
   read.distinctListeners([

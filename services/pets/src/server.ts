@@ -12,42 +12,53 @@ const [
   { logDestination },
   { buildMetricsApp, createRegistry },
   { mongoAtStart },
+  { requireIndexes },
+  { migrateCommand },
   { serve, StartupError },
   { MongoClient },
   { buildApp },
-  { loadConfig },
+  { loadConfig, loadMigrationConfig },
+  { PETS_INDEXES, PETS_MIGRATION },
   { MemoryPetStore },
-  { MongoPetStore, mongoClientOptions, PETS_DB },
+  { MongoPetStore, mongoClientOptions },
 ] = await Promise.all([
   import('@animal-store/common/env.js'),
   import('@animal-store/common/log-destination.js'),
   import('@animal-store/common/metrics.js'),
   import('@animal-store/common/mongo-errors.js'),
+  import('@animal-store/common/mongo-indexes.js'),
+  import('@animal-store/common/mongo-migrate.js'),
   import('@animal-store/common/serve.js'),
   import('mongodb'),
   import('./app.js'),
   import('./config.js'),
+  import('./migrations.js'),
   import('./store/memory-pet-store.js'),
   import('./store/mongo-pet-store.js'),
 ]);
 
-function readConfig(): Config {
+function readConfig<T>(load: (env: typeof process.env) => T, command: string): T {
   try {
-    return loadConfig(process.env);
+    return load(process.env);
   } catch (err) {
     // Read by an operator at a terminal, before any logger exists: the same text as the gateway's.
     if (err instanceof ConfigError) {
-      process.stderr.write(`pets: ${err.message}\n`);
+      process.stderr.write(`${command}: ${err.message}\n`);
       process.exit(1);
     }
     throw err;
   }
 }
 
+/** `server.js migrate`: builds the indexes and runs the data migrations of MONGO_URL's database, then exits. */
+async function migrate(): Promise<void> {
+  process.exit(await migrateCommand('pets', readConfig(loadMigrationConfig, 'pets migrate'), PETS_MIGRATION));
+}
+
 async function main(): Promise<void> {
-  const config = readConfig();
+  const config: Config = readConfig(loadConfig, 'pets');
   const mongo = config.store.kind === 'mongo' ? new MongoClient(config.store.url, mongoClientOptions) : undefined;
-  const mongoStore = mongo ? new MongoPetStore(mongo.db(PETS_DB)) : undefined;
+  const mongoStore = mongo && config.store.kind === 'mongo' ? new MongoPetStore(mongo.db(config.store.db)) : undefined;
   // One asynchronous stdout for both listeners, flushed by serve() at shutdown.
   const logStream = logDestination();
   const registry = createRegistry('pets');
@@ -62,12 +73,15 @@ async function main(): Promise<void> {
 
   try {
     if (config.store.kind === 'mongo' && mongo && mongoStore) {
-      const { url } = config.store;
-      app.log.info({ store: 'mongodb', url: redactUrl(url), db: PETS_DB }, 'PET STORE: MongoDB');
-      await mongo.connect().catch((err: unknown) => {
-        throw mongoAtStart(err, url);
-      });
-      await mongoStore.ensureIndexes();
+      const { url, db } = config.store;
+      app.log.info({ store: 'mongodb', url: redactUrl(url), db }, 'PET STORE: MongoDB');
+      // Only read here: the indexes are built by `npm run migrate`, not under the request timeouts.
+      await mongo
+        .connect()
+        .then(() => requireIndexes('pets', mongo.db(db), PETS_INDEXES, { url, db }))
+        .catch((err: unknown) => {
+          throw mongoAtStart(err, url);
+        });
     } else {
       app.log.warn(
         { store: 'memory' },
@@ -100,4 +114,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+await (process.argv[2] === 'migrate' ? migrate() : main());

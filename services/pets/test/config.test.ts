@@ -1,6 +1,6 @@
 import { ConfigError } from '@animal-store/common/env.js';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { loadConfig, loadMigrationConfig } from '../src/config.js';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -46,7 +46,7 @@ describe('loadConfig', () => {
       metricsPort: 9100,
       logLevel: 'debug',
       shutdownGraceMs: 2500,
-      store: { kind: 'mongo', url: 'mongodb://db:27017' },
+      store: { kind: 'mongo', url: 'mongodb://db:27017', db: 'pets' },
       overload: { maxEventLoopDelayMs: 250, maxHeapUsedBytes: 512 * 1024 * 1024 },
     });
   });
@@ -68,9 +68,32 @@ describe('loadConfig', () => {
     expect(problemsOf({ NODE_ENV: 'production' }).join()).toContain('MONGO_URL is required when NODE_ENV=production');
   });
 
+  it("keeps pets in the database MONGO_URL's path names, `pets` when it names none", () => {
+    const store = (url: string) => loadConfig({ MONGO_URL: url }).store;
+    expect(store('mongodb://u:p@h1:27017,h2:27017/staging-pets?replicaSet=rs0&authSource=admin')).toMatchObject({
+      db: 'staging-pets',
+    });
+    expect(store('mongodb+srv://cluster.example.net/animal%2Dstore')).toMatchObject({ db: 'animal-store' });
+    expect(store('mongodb://h:27017/')).toMatchObject({ db: 'pets' });
+    expect(store('mongodb://h:27017/?replicaSet=rs0')).toMatchObject({ db: 'pets' });
+    expect(problemsOf({ MONGO_URL: 'mongodb://h:27017/a.b' })).toEqual([
+      'MONGO_URL names a database MongoDB refuses: use 1 to 63 characters without / \\ . " $ or spaces, or name none for "pets"',
+    ]);
+  });
+
+  it('reads only MONGO_URL to migrate, and requires it', () => {
+    expect(loadMigrationConfig({ MONGO_URL: 'mongodb://h/p1', PORT: 'not a port' })).toEqual({
+      url: 'mongodb://h/p1',
+      db: 'p1',
+    });
+    expect(() => loadMigrationConfig({})).toThrow(
+      'MONGO_URL is required to migrate: the MongoDB whose indexes and data it brings up to date',
+    );
+  });
+
   it('runs in production with MONGO_URL, including a replica-set URL with several hosts', () => {
     const url = 'mongodb://user:secret@h1:27017,h2:27017/?replicaSet=rs0';
-    expect(loadConfig({ NODE_ENV: 'production', MONGO_URL: url }).store).toEqual({ kind: 'mongo', url });
+    expect(loadConfig({ NODE_ENV: 'production', MONGO_URL: url }).store).toEqual({ kind: 'mongo', url, db: 'pets' });
     expect(loadConfig({ MONGO_URL: 'mongodb+srv://cluster.example.net' }).store.kind).toBe('mongo');
   });
 

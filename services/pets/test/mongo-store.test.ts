@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { runMigration } from '@animal-store/common/mongo-migrate.js';
 import { findMongo } from '@animal-store/tests/support/mongo.js';
 import { type Db, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PETS_MIGRATION } from '../src/migrations.js';
 import { MongoPetStore, mongoClientOptions } from '../src/store/mongo-pet-store.js';
 import { petStoreContract } from './store-contract.js';
 
@@ -27,9 +29,8 @@ describe.skipIf(!mongo)('MongoPetStore', () => {
 
   async function freshStore(): Promise<MongoPetStore> {
     await db.dropDatabase();
-    const store = new MongoPetStore(db);
-    await store.ensureIndexes();
-    return store;
+    await runMigration(db, PETS_MIGRATION, () => {});
+    return new MongoPetStore(db);
   }
 
   petStoreContract('MongoPetStore', freshStore);

@@ -48,10 +48,15 @@ export const CUSTOMER_INDEXES: readonly IndexDescription[] = [
     unique: true,
     partialFilterExpression: { externalId: { $exists: true }, deleted: { $eq: false } },
   },
-  // The unfiltered list: equality on `deleted`, then the page order.
-  { key: { deleted: 1, ...ORDER }, name: 'live_created_id' },
-  { key: { nameLower: 1, ...ORDER }, name: 'name_created_id' },
-  { key: { plan: 1, ...ORDER }, name: 'plan_created_id' },
+  // Every list reads live customers (`deleted: false`), so each of its indexes leads with `deleted`.
+  // The unfiltered list: equality, then the page order; a name search can walk it in that order too,
+  // reading the name from the index and stopping at a page of matches (a common prefix).
+  { key: { deleted: 1, ...ORDER, nameLower: 1 }, name: 'live_created_id_name' },
+  // A name search as a range over the matching names, sorted in memory (a rare prefix): the
+  // planner tries both and keeps the faster.
+  { key: { deleted: 1, nameLower: 1, ...ORDER }, name: 'live_name_created_id' },
+  // Two equalities, then the page order. An externalId is at most one live customer: externalId_live_unique.
+  { key: { deleted: 1, plan: 1, ...ORDER }, name: 'live_plan_created_id' },
   { key: { updatedAt: 1 }, name: 'updatedAt', sparse: true },
 ];
 
@@ -90,11 +95,6 @@ export class MongoCustomerStore implements CustomerStore {
 
   constructor(db: Db) {
     this.customers = db.collection<CustomerDocument>(CUSTOMERS_COLLECTION);
-  }
-
-  /** Creates the indexes every query here uses; idempotent, run once at start. */
-  async init(): Promise<void> {
-    await this.customers.createIndexes([...CUSTOMER_INDEXES]);
   }
 
   async insert(record: CustomerRecord): Promise<void> {

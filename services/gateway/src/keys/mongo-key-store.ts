@@ -14,8 +14,8 @@ type KeyDocument = Omit<KeyRecord, 'createdAt' | 'revokedAt' | 'updatedAt' | 'ex
   expiresAt?: Date;
   previous?: { sha256: string; expiresAt: Date };
   /**
-   * The name lower-cased, so a case-insensitive name search is an anchored range on an index.
-   * Records written before it existed get it from init().
+   * The name lower-cased (JavaScript's toLowerCase), so a case-insensitive name search is an
+   * anchored range on an index. Records written before it existed get it from `npm run migrate`.
    */
   nameLower?: string;
   /**
@@ -51,8 +51,13 @@ export const KEY_INDEXES: readonly IndexDescription[] = [
     partialFilterExpression: { customerId: { $exists: true } },
   },
   { key: ORDER, name: 'created_id' },
+  // Equality, then the page order: a revoked=true (or false) page reads only its own keys.
   { key: { revoked: 1, ...ORDER }, name: 'revoked_created_id' },
+  // A name or prefix search has two bounded paths, and the planner tries both and keeps the faster:
+  // a range over the matching names, sorted in memory (few matches), or the page order with the
+  // name and prefix read from the index, stopping at a page of matches (many matches).
   { key: { nameLower: 1, ...ORDER }, name: 'name_created_id' },
+  { key: { ...ORDER, nameLower: 1, prefix: 1 }, name: 'created_id_name_prefix' },
   { key: { plan: 1, ...ORDER }, name: 'plan_created_id' },
   {
     key: { prefix: 1, ...ORDER },
@@ -64,7 +69,7 @@ export const KEY_INDEXES: readonly IndexDescription[] = [
 /**
  * The Mongo query for a filter; each field has an index that leads with it and ends in the page
  * order (customerId_created_id, revoked_created_id, name_created_id, plan_created_id,
- * prefix_created_id).
+ * prefix_created_id), and the name and prefix searches also created_id_name_prefix.
  */
 function filterQuery(filter: KeyFilter): Filter<KeyDocument> {
   const query: Filter<KeyDocument> = {};
@@ -113,13 +118,6 @@ export class MongoKeyStore implements KeyStore {
 
   constructor(private readonly db: Db) {
     this.keys = db.collection<KeyDocument>(KEYS_COLLECTION);
-  }
-
-  /** Creates the indexes the store relies on; idempotent, run once at start. */
-  async init(): Promise<void> {
-    await this.keys.createIndexes([...KEY_INDEXES]);
-    // Records written before names were kept lower-cased too: one server-side pass, then none.
-    await this.keys.updateMany({ nameLower: { $exists: false } }, [{ $set: { nameLower: { $toLower: '$name' } } }]);
   }
 
   async insert(record: KeyRecord): Promise<void> {

@@ -111,7 +111,8 @@ export function startsWithPattern(text: string): string {
 function afterQuery(after: string): Filter<Document> {
   const { createdAt, id } = decodeCursor(after);
   const at = new Date(createdAt);
-  return { $or: [{ createdAt: { $lt: at } }, { createdAt: at, id: { $lt: id } }] };
+  // The $lte bounds the index scan at the cursor; the $or alone would leave it to a filter.
+  return { createdAt: { $lte: at }, $or: [{ createdAt: { $lt: at } }, { createdAt: at, id: { $lt: id } }] };
 }
 
 /** Newest first, ties by id: the order of every page and the shape of every cursor (index `…created_id`). */

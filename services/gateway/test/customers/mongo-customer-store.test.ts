@@ -1,5 +1,7 @@
+import { runMigration } from '@animal-store/common/mongo-migrate.js';
 import { describe, expect, it } from 'vitest';
 import { MongoCustomerStore } from '../../src/customers/mongo-customer-store.js';
+import { GATEWAY_MIGRATION } from '../../src/migrations.js';
 import { useMongoDb } from '../support/mongo-db.js';
 import { customerStoreContract } from './customer-store.contract.js';
 
@@ -10,16 +12,17 @@ describe.skipIf(!mongo)('MongoCustomerStore', () => {
 
   customerStoreContract('MongoCustomerStore', async () => {
     const { db, drop } = await dbs!.fresh();
+    // What a deployment runs before the gateway starts.
+    await runMigration(db, GATEWAY_MIGRATION, () => {});
     const store = new MongoCustomerStore(db);
-    await store.init();
     return { store, cleanup: drop };
   });
 
   it('sends every customer write with w: "majority", and pages with maxTimeMS', async () => {
     const { db, drop, commands } = await dbs!.fresh();
     try {
+      await runMigration(db, GATEWAY_MIGRATION, () => {});
       const store = new MongoCustomerStore(db);
-      await store.init();
       const at = new Date('2025-01-02T00:00:00.000Z');
       const id = 'cus_0000000000000001';
       await store.insert({

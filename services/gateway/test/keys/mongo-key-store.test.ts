@@ -1,7 +1,9 @@
+import { runMigration } from '@animal-store/common/mongo-migrate.js';
 import type { CommandStartedEvent, Db } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey, newKeyId } from '../../src/keys/api-key.js';
 import { MongoKeyStore } from '../../src/keys/mongo-key-store.js';
+import { GATEWAY_MIGRATION } from '../../src/migrations.js';
 import { useMongoDb } from '../support/mongo-db.js';
 import { keyStoreContract } from './key-store.contract.js';
 
@@ -17,17 +19,17 @@ describe.skipIf(!mongo)('MongoKeyStore', () => {
     commands: CommandStartedEvent[];
   }> {
     const { db, drop, commands } = await dbs!.fresh();
-    const store = new MongoKeyStore(db);
-    await store.init();
-    return { db, store, cleanup: drop, commands };
+    // What a deployment runs before the gateway starts.
+    await runMigration(db, GATEWAY_MIGRATION, () => {});
+    return { db, store: new MongoKeyStore(db), cleanup: drop, commands };
   }
 
   keyStoreContract('MongoKeyStore', freshDb);
 
-  it('creates unique indexes on id and sha256, and init is idempotent', async () => {
-    const { db, store, cleanup } = await freshDb();
+  it('the migration creates unique indexes on id and sha256, and a second run changes nothing', async () => {
+    const { db, cleanup } = await freshDb();
     try {
-      await store.init();
+      await runMigration(db, GATEWAY_MIGRATION, () => {});
       const indexes = await db.collection('keys').listIndexes().toArray();
       const byName = new Map(indexes.map((index) => [index.name, index]));
       expect(byName.get('id_unique')?.key).toEqual({ id: 1 });
@@ -43,6 +45,7 @@ describe.skipIf(!mongo)('MongoKeyStore', () => {
       expect(byName.get('created_id')?.key).toEqual(order);
       expect(byName.get('revoked_created_id')?.key).toEqual({ revoked: 1, ...order });
       expect(byName.get('name_created_id')?.key).toEqual({ nameLower: 1, ...order });
+      expect(byName.get('created_id_name_prefix')?.key).toEqual({ ...order, nameLower: 1, prefix: 1 });
       expect(byName.get('plan_created_id')?.key).toEqual({ plan: 1, ...order });
       expect(byName.get('prefix_created_id')?.key).toEqual({ prefix: 1, ...order });
       expect(byName.get('customerId_created_id')?.key).toEqual({ customerId: 1, ...order });

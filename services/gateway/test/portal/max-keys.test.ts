@@ -1,3 +1,4 @@
+import { runMigration } from '@animal-store/common/mongo-migrate.js';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { RedisCustomerLocks } from '../../src/customers/customer-locks.js';
@@ -5,6 +6,7 @@ import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.j
 import { MongoCustomerStore } from '../../src/customers/mongo-customer-store.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import { MongoKeyStore } from '../../src/keys/mongo-key-store.js';
+import { GATEWAY_MIGRATION } from '../../src/migrations.js';
 import { expectError } from '../support/admin.js';
 import { startGateway, type TestGateway, useGateways } from '../support/helpers.js';
 import { useMongoDb } from '../support/mongo-db.js';
@@ -119,8 +121,7 @@ describe.skipIf(!mongo)('maxKeys under concurrent creates on MongoDB', () => {
     try {
       const keyStore = new MongoKeyStore(db);
       const customerStore = new MongoCustomerStore(db);
-      await keyStore.init();
-      await customerStore.init();
+      await runMigration(db, GATEWAY_MIGRATION, () => {});
       const a = await gateways.start({ keyStore, customerStore });
       const b = await gateways.start({ keyStore, customerStore, prefix: a.config.redisPrefix });
       const { id } = await adminPost(a, '/admin/customers', { name: 'Small', plan: 'free' });

@@ -11,8 +11,6 @@ import type { NewPet, Pet } from '../schemas.js';
 import { withStoreErrors } from './errors.js';
 import { type ListOptions, type PetStore, toPet } from './pet-store.js';
 
-export const PETS_DB = 'pets';
-
 /**
  * The driver's defaults wait 30 s to find a server; with MongoDB down a request should fail
  * within about two seconds with a 503, so the gateway and the client can move on.
@@ -26,6 +24,9 @@ export const mongoClientOptions: MongoClientOptions = {
 };
 
 export const PETS_COLLECTION = 'pets';
+export const COUNTERS_COLLECTION = 'counters';
+/** The counter document of pet ids in COUNTERS_COLLECTION. */
+export const PETS_COUNTER = 'pets';
 
 /** Every index the store's queries use, as data: `npm run migrate` builds them, the service checks them at start. */
 export const PET_INDEXES: readonly IndexDescription[] = [
@@ -87,12 +88,7 @@ export class MongoPetStore implements PetStore {
 
   constructor(private readonly db: Db) {
     this.pets = db.collection<Pet>(PETS_COLLECTION);
-    this.counters = db.collection<Counter>('counters');
-  }
-
-  /** Idempotent; run at start, before serving. */
-  async ensureIndexes(): Promise<void> {
-    await withStoreErrors(() => this.pets.createIndexes([...PET_INDEXES]));
+    this.counters = db.collection<Counter>(COUNTERS_COLLECTION);
   }
 
   create(newPet: NewPet): Promise<Pet> {
@@ -150,7 +146,7 @@ export class MongoPetStore implements PetStore {
     for (let attempt = 1; ; attempt++) {
       try {
         const counter = await this.counters.findOneAndUpdate(
-          { _id: 'pets' },
+          { _id: PETS_COUNTER },
           { $inc: { seq: 1 } },
           { upsert: true, returnDocument: 'after' },
         );
