@@ -242,10 +242,10 @@ function WindowsTable({ label, testid, windows, zone }) {
  * Why a banned key is refused and what ends it: its clients sent on after their 429s without
  * waiting the Retry-After they were given (BAN_THRESHOLD refusals in BAN_WINDOW_SECONDS).
  */
-function BanNotice({ until, refusals, zone, path }) {
+function BanNotice({ until, zone, path }) {
   return html`<div class="notice" role="status" data-testid="key-ban">
     <p><strong>Banned until ${when(until, zone)}.</strong> Its clients kept sending after their 429s without waiting
-      the Retry-After each gave (${refusals} refused requests counted), so every request with it is refused
+      the Retry-After each gave, so every request with it is refused
       429 <code>api_key_banned</code> on every replica until then.</p>
     <p>It ends by itself. To serve it sooner, once its clients wait as told: <strong>Lift ban</strong> below
       (<code>DELETE ${path}/ban</code>), which also forgets its refusals.</p>
@@ -258,8 +258,9 @@ function BanNotice({ until, refusals, zone, path }) {
  */
 function OutOfCreditsNotice({ credits, owner, path, zone, where }) {
   return html`<div class="notice" role="status" data-testid="out-of-credits">
-    <p><strong>Out of credits:</strong> ${owner} has ${credits.balance} left, so every request of ${owner === 'this key' ? 'it' : 'its keys'}
-      is refused 402 <code>credits_exhausted</code>${
+    <p><strong>Out of credits:</strong> ${`${owner} has ${credits.balance} left, so every request of ${owner === 'this key' ? 'it' : 'its keys'} is refused 402 `}<code
+        >credits_exhausted</code
+      >${
         credits.nextRefillAt
           ? `, until the refill at ${when(credits.nextRefillAt, zone)}`
           : ', and nothing refills it by itself'
@@ -342,7 +343,7 @@ export function KeyPage({ id }) {
       ${keyView.revokedAt ? html`<dt>revoked</dt><dd>${when(keyView.revokedAt, zone)}</dd>` : null}
       ${bannedUntil ? html`<dt>banned until</dt><dd data-testid="key-banned-until">${when(bannedUntil, zone)}</dd>` : null}
     </dl>
-    ${bannedUntil && !keyView.revokedAt ? html`<${BanNotice} until=${bannedUntil} refusals=${usage?.refusals ?? 0} zone=${zone} path=${path} />` : null}
+    ${bannedUntil && !keyView.revokedAt ? html`<${BanNotice} until=${bannedUntil} zone=${zone} path=${path} />` : null}
     ${
       credits && outOfCredits(credits) && !keyView.revokedAt
         ? html`<${OutOfCreditsNotice} credits=${credits} zone=${zone} path=${creditsPath}
@@ -359,9 +360,10 @@ export function KeyPage({ id }) {
     <${ErrorNote} error=${usageError} />
     ${
       customer
-        ? html`<p data-testid="key-windows-owner">Its windows are its customer's: every key of
-              <a href=${`#/customers/${customer.id}`}>${customer.name}</a> counts toward them
-              (${limitsText(customer.limits, WINDOWS)}).${ownWindows ? ' Its own limits below apply on top.' : ''}</p>
+        ? html`<p data-testid="key-windows-owner">
+              ${"Its windows are its customer's: every key of "}<a href=${`#/customers/${customer.id}`}>${customer.name}</a>
+              ${` counts toward them (${limitsText(customer.limits, WINDOWS)}).${ownWindows ? ' Its own limits below apply on top.' : ''}`}
+            </p>
             <h3>Shared with its customer's keys</h3>
             <${WindowsTable} label="Its customer's windows" testid="customer-windows" windows=${usage?.customer?.windows} zone=${zone} />
             ${ownWindows ? html`<h3>Its own</h3>` : null}`
