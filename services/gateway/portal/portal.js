@@ -350,7 +350,7 @@ function keyCard(key) {
     h(
       'p',
       { class: 'muted', 'data-key-windows': key.id },
-      'Its rate limits are your account’s: every request with it counts toward the windows all your keys share (',
+      'Its rate limits are your account’s: every request with it counts toward the windows all your keys share, and toward its own if it has limits of its own (',
       h('a', { href: '#usage' }, 'Usage now'),
       ' shows them).',
     ),
