@@ -1421,6 +1421,39 @@ describe('the console (/console on the admin listener)', () => {
     await context.close();
   });
 
+  it('shows a lone key in UTC, saying so, and its own empty balance with how to top it up', {
+    timeout: 60_000,
+  }, async () => {
+    const made = await adminCall('POST', '/admin/keys', { plan: 'pro', name: 'solo owls' });
+    const lone = (await made.json()) as { id: string; key: string };
+    expect((await adminCall('PATCH', `/admin/keys/${lone.id}`, { credits: {} })).status).toBe(200);
+    expect(await call(lone.key)).toBe('402 credits_exhausted');
+
+    const { context, page } = await signedIn();
+    await page.goto(`${consoleUrl}#/keys/${lone.id}`);
+    await page.getByRole('heading', { name: 'solo owls' }).waitFor();
+    expect(await page.getByTestId('key-zone').textContent()).toBe('UTC: a key of no customer');
+    expect(await page.locator('dt:has-text("created") + dd').textContent()).toMatch(
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/,
+    );
+    // Its windows are its own: no sentence about a customer's.
+    expect(await page.getByTestId('key-windows-owner').count()).toBe(0);
+    await expect
+      .poll(() => page.getByTestId('out-of-credits').textContent())
+      .toBe(
+        'Out of credits: this key has 0 left, so every request of it is refused 402 credits_exhausted, and nothing refills it by itself.' +
+          `Top up: npm run keys -- credits ${lone.id} --add N --reason …, or POST /admin/keys/${lone.id}/credits with an amount and a reason.`,
+      );
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(page, 'key-lone-out-of-credits-1280');
+    expect((await adminCall('POST', `/admin/keys/${lone.id}/credits`, { amount: 5, reason: 'o' })).status).toBe(201);
+    await page.reload();
+    await page.getByTestId('key-zone').waitFor();
+    expect(await call(lone.key)).toBe('200');
+    await expect.poll(() => page.getByTestId('out-of-credits').count()).toBe(0);
+    await context.close();
+  });
+
   it('serves its files without the token and nothing else: the admin API still wants it', async () => {
     const base = consoleUrl.replace('/console', '');
     for (const path of [
