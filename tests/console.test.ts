@@ -245,7 +245,7 @@ describe('the console (/console on the admin listener)', () => {
     const lastRow = page.getByTestId('chart-table').locator('tbody tr').last();
     await expect
       .poll(() => lastRow.locator('td').allTextContents())
-      .toEqual([expect.stringMatching(/h$/), '60', '10', '0']);
+      .toEqual([expect.stringMatching(/h$/), '60', '10', '0', '0']);
     await shoot(page, 'key-1280');
     // Bars stand on zero, so heights compare as counts do: 10 refused is a sixth of 60 admitted.
     // And one busy hour among the week's 168 is a bar, not a hairline.
@@ -366,7 +366,7 @@ describe('the console (/console on the admin listener)', () => {
       id,
       expect.any(String),
       '—',
-      expect.stringMatching(/Z$/),
+      expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/),
     ]);
     await shoot(page, 'overview-banned-1280');
     expect(await axeViolations(page)).toEqual([]);
@@ -511,7 +511,7 @@ describe('the console (/console on the admin listener)', () => {
     });
     expect(write.status).toBe(403);
     expect(((await write.json()) as { code: string }).code).toBe('insufficient_scope');
-    expect(await page.getByText('2031-01-01 12:30:00Z').count()).toBe(1);
+    expect(await page.getByText('2031-01-01 12:30:00 UTC').count()).toBe(1);
     await context.close();
   });
 
@@ -606,7 +606,7 @@ describe('the console (/console on the admin listener)', () => {
         'billing alerts',
         '2',
         'delivering',
-        expect.stringMatching(/Z$/),
+        expect.stringMatching(/ UTC$/),
       ]);
       await shoot(page, 'webhooks-1280');
       expect(await axeViolations(page)).toEqual([]);
@@ -668,7 +668,7 @@ describe('the console (/console on the admin listener)', () => {
       'pro',
       'cus_Stripe9',
       'day 15, Europe/Paris',
-      expect.stringMatching(/Z$/),
+      expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Europe\/Paris$/),
     ]);
     // Another plan leaves it out; its external id finds it alone.
     await page.getByLabel('Plan').selectOption('free');
@@ -698,7 +698,7 @@ describe('the console (/console on the admin listener)', () => {
       .poll(async () =>
         page.getByTestId('customer-windows').locator('tr', { hasText: 'minute' }).locator('td').allTextContents(),
       )
-      .toEqual(['minute', '50', '5', '45', expect.stringMatching(/Z$/)]);
+      .toEqual(['minute', '50', '5', '45', expect.stringMatching(/ Europe\/Paris$/)]);
     const keyRows = page.getByTestId('customer-keys').locator('tbody tr');
     await expect.poll(() => keyRows.count()).toBe(2);
     // The billing period so far: 5 admitted, 5 units; by day, today in Paris is its one busy day.
@@ -708,7 +708,7 @@ describe('the console (/console on the admin listener)', () => {
           1,
         ),
       )
-      .toEqual(['5', '0', '0', '0', '5']);
+      .toEqual(['5', '0', '0', '0', '0', '5']);
     // The newest row is this period (with USAGE_HISTORY_DAYS at 63 the one before is listed above it).
     expect(
       await page.getByTestId('customer-periods').locator('tbody tr').last().locator('td').first().textContent(),
@@ -725,18 +725,20 @@ describe('the console (/console on the admin listener)', () => {
     await charts.nth(0).getByText('The figures').click();
     await expect
       .poll(() => page.getByTestId('chart-table').locator('tbody tr').last().locator('td').allTextContents())
-      .toEqual([expect.stringMatching(/h$/), '5', '0', '0']);
+      .toEqual([expect.stringMatching(/h$/), '5', '0', '0', '0']);
     const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Paris' }).format(new Date());
     await charts.nth(1).getByText('The figures (1 day with requests)').click();
     expect(await page.getByTestId('customer-days').locator('th').allTextContents()).toEqual([
       'day (Europe/Paris)',
       'admitted',
-      'refused',
+      'refused (429)',
+      'out of credits (402)',
       'failed upstream',
     ]);
     expect(await page.getByTestId('customer-days').locator('tbody tr td').allTextContents()).toEqual([
       today,
       '5',
+      '0',
       '0',
       '0',
     ]);
@@ -890,7 +892,14 @@ describe('the console (/console on the admin listener)', () => {
     await expect.poll(() => page.getByTestId('active-customers').textContent()).toBe(String(top.totals.customers));
     const rows = page.getByTestId('top-customers').locator('tbody tr');
     await expect.poll(() => rows.count()).toBe(top.customers.length);
-    expect(await rows.first().locator('td').allTextContents()).toEqual([customerId, 'Umbrella', 'business', '40', '0']);
+    expect(await rows.first().locator('td').allTextContents()).toEqual([
+      customerId,
+      'Umbrella',
+      'business',
+      '40',
+      '0',
+      '0',
+    ]);
     await shoot(page, 'overview-customers-1280');
     expect(await axeViolations(page)).toEqual([]);
     await page.setViewportSize({ width: 390, height: 844 });
@@ -1225,6 +1234,223 @@ describe('the console (/console on the admin listener)', () => {
     await page.getByRole('button', { name: 'Rotate' }).waitFor();
     expect(await page.getByTestId('key-customer').textContent()).toBe(customer.id);
     expect(await page.getByTestId('key-invoice').count()).toBe(0);
+    await context.close();
+  });
+
+  it("shows a customer's key on its customer's clock, its windows its customer's, its ban and the empty balance with what to do", {
+    timeout: 120_000,
+  }, async () => {
+    // A customer whose clock is half an hour off UTC's hours, spending credits it bought: 3.
+    const made = await adminCall('POST', '/admin/customers', {
+      name: 'Kolkata Koalas',
+      plan: 'pro',
+      billing: { anchorDay: 1, timeZone: 'Asia/Kolkata' },
+      credits: {},
+    });
+    const created = (await made.json()) as { id: string; billing: { timeZone: string } };
+    const customerId = created.id;
+    // The zone as the gateway keeps it (Asia/Kolkata, or its older name Asia/Calcutta): the pages name that one.
+    const zone = created.billing.timeZone;
+    expect(['Asia/Kolkata', 'Asia/Calcutta']).toContain(zone);
+    const zoned = (text: string) => new RegExp(`${text} ${zone.replace('/', '\\/')}$`);
+    expect(
+      (await adminCall('POST', `/admin/customers/${customerId}/credits`, { amount: 3, reason: 'order 7' })).status,
+    ).toBe(201);
+    // One key with a minute limit of its own of 3, the other with only its customer's windows.
+    const keys: Array<{ id: string; key: string }> = [];
+    for (const body of [{ name: 'koala app', limits: { perMinute: 3 } }, { name: 'koala batch' }]) {
+      const res = await adminCall('POST', '/admin/keys', { customerId, ...body });
+      keys.push((await res.json()) as { id: string; key: string });
+    }
+    const [app, batch] = keys as [{ id: string; key: string }, { id: string; key: string }];
+    // The first spends the 3 credits, then its own window refuses it until it is banned.
+    const answers: string[] = [];
+    while (answers.length < 60 && answers.at(-1) !== '429 api_key_banned') answers.push(await call(app.key));
+    expect(answers.slice(0, 3)).toEqual(['200', '200', '200']);
+    expect(answers.at(-1), answers.join()).toBe('429 api_key_banned');
+    // The second finds its customer's windows open and no credit left: 402, four times.
+    for (let i = 0; i < 4; i++) expect(await call(batch.key)).toBe('402 credits_exhausted');
+    // As the pages write an instant: Kolkata's wall clock, 5 h 30 ahead of UTC, to the second, its zone named.
+    const kolkataOf = (iso: string) =>
+      `${new Date(Date.parse(iso) + 5.5 * 3_600_000).toISOString().slice(0, 19).replace('T', ' ')} ${zone}`;
+    // The ban's end as the key reads it (the key's page and the lists of keys) and as the limiter's
+    // index of bans has it (the overview), which keeps it to the second.
+    const { bannedUntil } = (await (await adminCall('GET', `/admin/keys/${app.id}`)).json()) as { bannedUntil: string };
+    const kolkata = kolkataOf(bannedUntil);
+    const banList = (await (await adminCall('GET', '/admin/bans?limit=100')).json()) as {
+      items: Array<{ id: string; bannedUntil: string }>;
+    };
+    const listedEnd = banList.items.find((b) => b.id === app.id)?.bannedUntil as string;
+    expect(Math.abs(Date.parse(listedEnd) - Date.parse(bannedUntil))).toBeLessThan(1_000);
+
+    // The overview: the 402s counted apart from the 429s, and the ban's end on its customer's clock.
+    const { context, page } = await signedIn();
+    const totals = async () =>
+      (
+        (await (await adminCall('GET', '/admin/usage?window=24h&limit=10')).json()) as {
+          totals: { admitted: number; refused: number; outOfCredits: number; forbidden: number };
+        }
+      ).totals;
+    const now = await totals();
+    expect(now.outOfCredits).toBeGreaterThanOrEqual(4);
+    await expect.poll(() => page.getByTestId('out-of-credits-402').textContent()).toBe(String(now.outOfCredits));
+    expect(await page.getByTestId('refused-429').textContent()).toBe(String(now.refused));
+    expect(await page.getByTestId('total-out-of-credits').textContent()).toBe(String(now.outOfCredits));
+    expect(await page.getByTestId('total-requests').textContent()).toBe(
+      String(now.admitted + now.refused + now.outOfCredits + now.forbidden),
+    );
+    const bannedRow = page.getByTestId('banned-keys').locator('tr', { hasText: app.id });
+    await expect
+      .poll(() => bannedRow.locator('td').allTextContents())
+      .toEqual([app.id, 'koala app', customerId, kolkataOf(listedEnd)]);
+    await shoot(page, 'overview-402-1280');
+    expect(await axeViolations(page)).toEqual([]);
+
+    // The banned key's page: until when on its customer's clock, why, and what ends it.
+    await bannedRow.getByRole('link', { name: app.id }).click();
+    await expect.poll(() => page.getByTestId('key-status').textContent()).toBe('banned');
+    expect(await page.getByTestId('key-zone').textContent()).toBe(`${zone}, its customer's billing zone`);
+    expect(await page.getByTestId('key-banned-until').textContent()).toBe(kolkata);
+    const ban = page.getByTestId('key-ban');
+    expect(await ban.textContent()).toMatch(
+      new RegExp(
+        `^Banned until ${kolkata}\\. Its clients kept sending after their 429s without waiting\\s+the Retry-After each gave, so every request with it is refused\\s+429 api_key_banned on every replica until then\\.`,
+      ),
+    );
+    expect(await ban.textContent()).toMatch(new RegExp(`Lift ban below\\s+\\(DELETE /admin/keys/${app.id}/ban\\)`));
+    // Its windows: its customer's, shared with the other key, and its own minute on top.
+    expect(await page.getByTestId('key-windows-owner').textContent()).toMatch(
+      /^Its windows are its customer's: every key of\s+Kolkata Koalas counts toward them\s+\(300\/min, 10000\/day\)\. Its own limits below apply on top\.$/,
+    );
+    await expect
+      .poll(() =>
+        page.getByTestId('customer-windows').locator('tr', { hasText: 'minute' }).locator('td').allTextContents(),
+      )
+      .toEqual([
+        'minute',
+        '300',
+        '3',
+        '297',
+        expect.stringMatching(zoned('^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d')),
+      ]);
+    expect(
+      (await page.getByTestId('windows').locator('tr', { hasText: 'minute' }).locator('td').allTextContents()).slice(
+        0,
+        4,
+      ),
+    ).toEqual(['minute', '3', '3', '0']);
+    // The customer it spends for is out of credits too: said here, with where to top it up.
+    const out = page.getByTestId('out-of-credits');
+    await expect
+      .poll(() => out.textContent())
+      .toMatch(
+        /^Out of credits: its customer Kolkata Koalas has 0 left, so every request of its keys\s+is refused 402 credits_exhausted, and nothing refills it by itself\./,
+      );
+    expect(await out.textContent()).toContain(
+      `Top up: its customer's page, Credits, Add or take credits, or POST /admin/customers/${customerId}/credits`,
+    );
+    await page.getByText('The figures').click();
+    expect(await page.getByTestId('chart-table').locator('th').allTextContents()).toEqual([
+      `hour (${zone})`,
+      'admitted',
+      'refused (429)',
+      'out of credits (402)',
+      'failed upstream',
+    ]);
+    expect(
+      (await page.getByTestId('chart-table').locator('tbody tr').last().locator('td').first().textContent()) ?? '',
+    ).toMatch(/^\d{4}-\d\d-\d\d \d\d:30$/);
+    await shoot(page, 'key-banned-1280');
+    expect(await axeViolations(page)).toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    // Its chart is drawn anew at the new width on the resize event.
+    await expect.poll(() => page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    expect(await widestCell(page)).toBeLessThanOrEqual(390);
+    await shoot(page, 'key-banned-390');
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // The other key: no ban, its customer's windows alone, its customer out of credits.
+    await page.goto(`${consoleUrl}#/keys/${batch.id}`);
+    await expect.poll(() => page.getByTestId('key-id').textContent()).toBe(batch.id);
+    await expect
+      .poll(() => page.getByTestId('key-windows-owner').textContent())
+      .toMatch(/counts toward them\s+\(300\/min, 10000\/day\)\.$/);
+    expect(await page.getByTestId('windows').count()).toBe(0);
+    expect(await page.getByTestId('key-ban').count()).toBe(0);
+    await expect.poll(() => page.getByTestId('out-of-credits').count()).toBe(1);
+    // The keys list shows the ban's end on the customer's clock too.
+    await page.getByRole('link', { name: 'Keys', exact: true }).click();
+    await page.getByLabel('Search').fill('koala');
+    const listed = page.getByTestId('keys-table').locator('tr', { hasText: app.id });
+    await expect.poll(async () => (await listed.locator('td').allTextContents()).at(-1)).toBe(kolkata);
+
+    // The customer's page: its keys' ban, its 402s apart from its 429s, its empty balance and the
+    // form that tops it up; a top-up ends the notice.
+    await page.goto(`${consoleUrl}#/customers/${customerId}`);
+    await page.getByRole('heading', { name: 'Kolkata Koalas' }).waitFor();
+    const keyRow = page.getByTestId('customer-keys').locator('tr', { hasText: app.id });
+    await expect.poll(async () => (await keyRow.locator('td').allTextContents()).at(-1)).toBe(kolkata);
+    const refusals = answers.length - 3;
+    await expect
+      .poll(async () =>
+        (await page.getByTestId('customer-periods').locator('tbody tr').last().locator('td').allTextContents()).slice(
+          1,
+        ),
+      )
+      .toEqual(['3', String(refusals), '4', '0', '0', '3']);
+    const panelOut = page.getByTestId('customer-credits').getByTestId('out-of-credits');
+    await expect
+      .poll(() => panelOut.textContent())
+      .toBe(
+        'Out of credits: every request of its keys is refused 402 credits_exhausted, and nothing refills the balance by itself.' +
+          `Top up: record a top-up in Add or take credits below, or POST /admin/customers/${customerId}/credits.`,
+      );
+    const ledgerTimes = await page.getByTestId('credits-ledger').locator('tbody tr td:first-child').allTextContents();
+    expect(ledgerTimes.length).toBeGreaterThan(0);
+    for (const text of ledgerTimes) expect(text).toMatch(zoned(''));
+    await shoot(page, 'customer-out-of-credits-1280');
+    expect(await axeViolations(page)).toEqual([]);
+    expect(
+      (await adminCall('POST', `/admin/customers/${customerId}/credits`, { amount: 10, reason: 'order 8' })).status,
+    ).toBe(201);
+    await page.reload();
+    await page.getByTestId('credits-balance').waitFor();
+    await expect.poll(() => page.getByTestId('credits-balance').textContent()).toBe('10');
+    expect(await page.getByTestId('out-of-credits').count()).toBe(0);
+    expect(await call(batch.key)).toBe('200');
+    await context.close();
+  });
+
+  it('shows a lone key in UTC, saying so, and its own empty balance with how to top it up', {
+    timeout: 60_000,
+  }, async () => {
+    const made = await adminCall('POST', '/admin/keys', { plan: 'pro', name: 'solo owls' });
+    const lone = (await made.json()) as { id: string; key: string };
+    expect((await adminCall('PATCH', `/admin/keys/${lone.id}`, { credits: {} })).status).toBe(200);
+    expect(await call(lone.key)).toBe('402 credits_exhausted');
+
+    const { context, page } = await signedIn();
+    await page.goto(`${consoleUrl}#/keys/${lone.id}`);
+    await page.getByRole('heading', { name: 'solo owls' }).waitFor();
+    expect(await page.getByTestId('key-zone').textContent()).toBe('UTC: a key of no customer');
+    expect(await page.locator('dt:has-text("created") + dd').textContent()).toMatch(
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/,
+    );
+    // Its windows are its own: no sentence about a customer's.
+    expect(await page.getByTestId('key-windows-owner').count()).toBe(0);
+    await expect
+      .poll(() => page.getByTestId('out-of-credits').textContent())
+      .toBe(
+        'Out of credits: this key has 0 left, so every request of it is refused 402 credits_exhausted, and nothing refills it by itself.' +
+          `Top up: npm run keys -- credits ${lone.id} --add N --reason …, or POST /admin/keys/${lone.id}/credits with an amount and a reason.`,
+      );
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(page, 'key-lone-out-of-credits-1280');
+    expect((await adminCall('POST', `/admin/keys/${lone.id}/credits`, { amount: 5, reason: 'o' })).status).toBe(201);
+    await page.reload();
+    await page.getByTestId('key-zone').waitFor();
+    expect(await call(lone.key)).toBe('200');
+    await expect.poll(() => page.getByTestId('out-of-credits').count()).toBe(0);
     await context.close();
   });
 

@@ -65,7 +65,8 @@ beforeAll(async () => {
   gateway = await startGateway({
     redisUrl: redis.url,
     upstream: `http://127.0.0.1:${(pets.server.address() as AddressInfo).port}`,
-    env: { PLANS_FILE: plansFile() },
+    // Each refusal counts toward a ban for the whole of its Retry-After.
+    env: { PLANS_FILE: plansFile(), BAN_GRACE_MS: '0' },
     logs,
   });
   await gateway.listen();
@@ -277,7 +278,11 @@ describe('the portal (its own listener)', () => {
     expect(byPeriod.series.length).toBeGreaterThan(0);
     const periodRows = page.locator('#history-table tbody tr');
     await expect.poll(() => periodRows.count()).toBe(byPeriod.series.length);
-    await page.getByText(`${byPeriod.totals.units} units, ${byPeriod.totals.refused} refused, from `).waitFor();
+    await page
+      .getByText(
+        `${byPeriod.totals.units} units, ${byPeriod.totals.refused} refused (429), 0 out of credits (402), from `,
+      )
+      .waitFor();
     // Each row: the period's first day as the page writes dates (in the browser's own Intl), its
     // units and its refusals.
     const starts = await page.evaluate(
@@ -499,6 +504,138 @@ describe('the portal (its own listener)', () => {
     ]);
     expect(cspViolations).toEqual([]);
     await other.context().close();
+    await context.close();
+  });
+  it('shows a customer its times on its own clock, a banned key with why and what to do, and its empty balance with how to top up', {
+    timeout: 120_000,
+  }, async () => {
+    // A customer whose clock is half an hour off UTC's hours, with 3 credits bought.
+    const kappa = await adminPost('/admin/customers', {
+      name: 'Kappa Kites',
+      plan: 'pro',
+      billing: { anchorDay: 1, timeZone: 'Asia/Kolkata' },
+      credits: {},
+    });
+    // The zone as the gateway keeps it (Asia/Kolkata, or its older name Asia/Calcutta): the pages name that one.
+    const zone = (kappa.billing as unknown as { timeZone: string }).timeZone;
+    expect(['Asia/Kolkata', 'Asia/Calcutta']).toContain(zone);
+    await adminPost(`/admin/customers/${kappa.id}/credits`, { amount: 3, reason: 'Order 9' });
+    // One key with a minute of its own of 3, which spends the credits and is then banned; the other
+    // finds its customer's windows open and no credit left.
+    const app = await adminPost('/admin/keys', { customerId: kappa.id, name: 'kites app', limits: { perMinute: 3 } });
+    const batch = await adminPost('/admin/keys', { customerId: kappa.id, name: 'kites batch' });
+    const answers: string[] = [];
+    while (answers.length < 60 && answers.at(-1) !== '429 api_key_banned') {
+      const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${app.key}` } });
+      answers.push(res.status === 200 ? '200' : `${res.status} ${((await res.json()) as { code: string }).code}`);
+    }
+    expect(answers.slice(0, 3)).toEqual(['200', '200', '200']);
+    expect(answers.at(-1), answers.join()).toBe('429 api_key_banned');
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(`${gateway.url}/v1/pets`, { headers: { authorization: `Bearer ${batch.key}` } });
+      expect(res.status).toBe(402);
+    }
+    const { bannedUntil } = await adminGet<{ bannedUntil: string }>(`/admin/keys/${app.id}`);
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(await portalLink(kappa.id as string));
+    await page.getByRole('heading', { name: 'Usage now' }).waitFor();
+    // An instant as the pages write it, in the browser's own Intl: on the customer's clock, its zone named.
+    const local = (iso: string, dateOnly = false) =>
+      page.evaluate(
+        ([at, z, day]) =>
+          `${new Date(at as string).toLocaleString('en-GB', { timeZone: z as string, dateStyle: 'medium', ...(day ? {} : { timeStyle: 'short' }) })}${day ? '' : ` ${z}`}`,
+        [iso, zone, dateOnly] as const,
+      );
+    const banEnd = await local(bannedUntil);
+    expect(banEnd).toMatch(/\d\d:\d\d Asia\/(Kolkata|Calcutta)$/);
+
+    // Usage now: out of credits, said with what to do; the banned key named, pointing to Keys.
+    await expect
+      .poll(() => page.locator('#out-of-credits').textContent())
+      .toBe(
+        'You are out of credits.' +
+          'Every request with your keys is refused 402 Payment Required (credits_exhausted), and nothing refills the balance by itself.' +
+          'Credits are topped up for you, not on this page: for a top-up, ask the team that runs this API, who sent you the link to this portal.',
+      );
+    expect(await page.locator('#usage-bans').textContent()).toBe(
+      `Key “kites app” is banned until ${banEnd} for sending on after its 429s: Keys says why and what to do.`,
+    );
+    expect(await page.locator('#usage-period').textContent()).toContain(` ${zone} to `);
+    const ledgerCells = page.locator('#credits tbody tr td:first-child');
+    await expect.poll(() => ledgerCells.count()).toBeGreaterThan(0);
+    const ledgerTimes = await ledgerCells.allTextContents();
+    for (const text of ledgerTimes) expect(text.endsWith(` ${zone}`), text).toBe(true);
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(page, 'usage-out-of-credits-1280');
+
+    // Keys, by the notice's link: the ban on the key's card, until when, why and what ends it; each
+    // key's windows its customer's.
+    await page.locator('#usage-bans').getByRole('link', { name: 'Keys' }).click();
+    await page.getByRole('heading', { name: 'Your keys' }).waitFor();
+    const ban = page.locator(`[data-ban="${app.id}"]`);
+    await expect
+      .poll(() => ban.textContent())
+      .toBe(
+        `Banned until ${banEnd}.` +
+          'Its clients kept sending requests after being answered 429 Too Many Requests, without waiting the Retry-After each answer gave, so every request with this key is refused 429 api_key_banned until then.' +
+          'The ban ends by itself. Have your clients wait the Retry-After of each 429 so it does not happen again; to have it lifted sooner, ask the team that runs this API, who sent you the link to this portal.',
+      );
+    expect(await page.locator(`[data-ban="${batch.id}"]`).count()).toBe(0);
+    for (const key of [app, batch]) {
+      expect(await page.locator(`[data-key-windows="${key.id}"]`).textContent()).toBe(
+        'Its rate limits are your account’s: every request with it counts toward the windows all your keys share, and toward its own if it has limits of its own (Usage now shows them).',
+      );
+    }
+    expect(await page.locator(`[data-key="${app.id}"] p.muted`).first().textContent()).toContain(` ${zone}`);
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(page, 'keys-banned-1280');
+
+    // Over time, by billing period: each period's first day in its calendar (its local midnight is
+    // the day before in UTC), the 429s and the 402s apart.
+    await page.getByRole('link', { name: 'Over time' }).click();
+    await page.getByLabel('Step', { exact: true }).selectOption('period');
+    await page.getByRole('button', { name: 'Show' }).click();
+    const byPeriod = await adminGet<{ series: Array<{ start: string; units: number }> }>(
+      `/admin/customers/${kappa.id}/usage/history?granularity=period`,
+    );
+    const rows = page.locator('#history-table tbody tr');
+    await expect.poll(() => rows.count()).toBe(byPeriod.series.length);
+    const refusals = answers.length - 3;
+    await page.getByText(`3 units, ${refusals} refused (429), 4 out of credits (402), from `).waitFor();
+    expect(await page.locator('#history-table th').allTextContents()).toEqual([
+      `From (${zone})`,
+      'Units',
+      'Refused (429)',
+      'Out of credits (402)',
+      'Share',
+    ]);
+    const last = byPeriod.series.at(-1) as { start: string };
+    const firstDay = await local(last.start, true);
+    expect(firstDay).toMatch(/^1 /);
+    expect((await rows.last().locator('td').allTextContents()).slice(0, 4)).toEqual([
+      firstDay,
+      '3',
+      String(refusals),
+      '4',
+    ]);
+    expect(await axeViolations(page)).toEqual([]);
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const name of ['usage', 'keys']) {
+      await page.goto(`${portalOrigin}/portal#${name}`);
+      await page.locator(`#${name}:not([hidden]) h1`).waitFor();
+      await page.waitForLoadState('networkidle');
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await shoot(page, `${name}-banned-390`);
+    }
+
+    // A top-up by the operator ends the notice; the customer reads the new balance.
+    await adminPost(`/admin/customers/${kappa.id}/credits`, { amount: 10, reason: 'Order 10' });
+    await page.goto(`${portalOrigin}/portal#usage`);
+    await page.getByText('10 credits left').waitFor();
+    expect(await page.locator('#out-of-credits').count()).toBe(0);
     await context.close();
   });
 });

@@ -9,7 +9,7 @@ import { UsageChart } from './charts.js';
 import { CustomerPage, Customers } from './customers.js';
 import { minutesIntoHour, refusedPercent, requestsOf } from './figures.js';
 import { KeyPage, Keys } from './keys.js';
-import { api, DataTable, ErrorNote, html, TOKEN, usePolled, when } from './ui.js';
+import { api, DataTable, ErrorNote, html, TOKEN, usePolled, useZones, whenIn } from './ui.js';
 import { WebhookPage, Webhooks } from './webhooks.js';
 
 /** The page's hash route, followed as it changes. */
@@ -71,6 +71,8 @@ function Overview() {
     10_000,
     [],
   );
+  // Each ban's end on its customer's clock (UTC for a key of no customer).
+  const zoneOf = useZones((bans?.items ?? []).map((b) => b.customerId));
   const minutes = minutesIntoHour(Date.now());
   const totals = top?.totals;
   const requests = requestsOf(totals);
@@ -85,13 +87,17 @@ function Overview() {
             ? html`<span class="detail"
                 ><span data-testid="total-admitted">${totals.admitted}</span> admitted, <span data-testid="total-refused"
                   >${totals.refused}</span
-                > refused (429)${totals.forbidden > 0 ? `, ${totals.forbidden} forbidden (403)` : ''}</span
+                > refused (429), <span data-testid="total-out-of-credits">${totals.outOfCredits}</span> out of credits
+                (402)${totals.forbidden > 0 ? `, ${totals.forbidden} forbidden (403)` : ''}</span
               >`
             : null
         }
       </div>
-      <div class="card"><span class="label">Refused, 24 h</span><span class="value">${totals?.refused ?? '…'}</span>
-        ${refused !== null ? html`<span class="detail">${refused} % of requests</span>` : null}
+      <div class="card"><span class="label">Refused (429), 24 h</span><span class="value" data-testid="refused-429">${totals?.refused ?? '…'}</span>
+        ${refused !== null ? html`<span class="detail">${refused} % of requests, by a limit or a ban</span>` : null}
+      </div>
+      <div class="card"><span class="label">Out of credits (402), 24 h</span><span class="value" data-testid="out-of-credits-402">${totals?.outOfCredits ?? '…'}</span>
+        <span class="detail">refused credits_exhausted: a top-up brings them back</span>
       </div>
       <div class="card"><span class="label">Banned now</span><span class="value" data-testid="banned-now">${bans?.count ?? '…'}</span></div>
       <div class="card"><span class="label">Active keys, 24 h</span><span class="value" data-testid="active-keys">${totals?.keys ?? '…'}</span></div>
@@ -102,31 +108,38 @@ function Overview() {
     ${
       bans && bans.count > 0
         ? html`<h2>Banned now</h2>
+            <p class="hint">Banned for sending on after their 429s, without waiting the Retry-After; each key's page lifts its ban.</p>
             <${DataTable} label="Banned now" testid="banned-keys" columns=${['key', 'name', 'customer', 'banned until']}
               rows=${bans.items.map((b) => [
                 html`<a href=${`#/keys/${b.id}`}>${b.id}</a>`,
                 b.name,
                 b.customerId ? html`<a href=${`#/customers/${b.customerId}`}>${b.customerId}</a>` : '—',
-                when(b.bannedUntil),
+                whenIn(b.bannedUntil, zoneOf(b.customerId)),
               ])} />
             ${bans.count > bans.items.length ? html`<p class="count">and ${bans.count - bans.items.length} more, ending later</p>` : null}`
         : null
     }
     <h2>Requests per minute by plan (this hour)</h2>
     <${DataTable} label="Requests per minute by plan" testid="plans-per-minute"
-      columns=${['plan', 'admitted per minute', 'refused per minute', 'keys']}
-      rows=${(hourly?.plans ?? []).map((p) => [p.plan, (p.admitted / minutes).toFixed(1), (p.refused / minutes).toFixed(1), p.keys])} />
+      columns=${['plan', 'admitted per minute', 'refused (429) per minute', 'out of credits (402) per minute', 'keys']}
+      rows=${(hourly?.plans ?? []).map((p) => [
+        p.plan,
+        (p.admitted / minutes).toFixed(1),
+        (p.refused / minutes).toFixed(1),
+        (p.outOfCredits / minutes).toFixed(1),
+        p.keys,
+      ])} />
     ${top ? html`<${UsageChart} title="All keys, per hour, last 24 h" rows=${top.hours} />` : null}
     <h2>Top customers, 24 h</h2>
     ${
       top && top.customers.length === 0
         ? html`<p class="count">No customer's keys had requests in the last 24 h.</p>`
-        : html`<${DataTable} label="Top customers" testid="top-customers" columns=${['customer', 'name', 'plan', 'admitted', 'refused']}
-            rows=${(top?.customers ?? []).map((c) => [html`<a href=${`#/customers/${c.id}`}>${c.id}</a>`, c.name, c.plan, c.admitted, c.refused])} />`
+        : html`<${DataTable} label="Top customers" testid="top-customers" columns=${['customer', 'name', 'plan', 'admitted', 'refused (429)', 'out of credits (402)']}
+            rows=${(top?.customers ?? []).map((c) => [html`<a href=${`#/customers/${c.id}`}>${c.id}</a>`, c.name, c.plan, c.admitted, c.refused, c.outOfCredits])} />`
     }
     <h2>Top keys, 24 h</h2>
-    <${DataTable} label="Top keys" testid="top-keys" columns=${['key', 'name', 'plan', 'admitted', 'refused']}
-      rows=${(top?.keys ?? []).map((k) => [html`<a href=${`#/keys/${k.id}`}>${k.id}</a>`, k.name, k.plan, k.admitted, k.refused])} />
+    <${DataTable} label="Top keys" testid="top-keys" columns=${['key', 'name', 'plan', 'admitted', 'refused (429)', 'out of credits (402)']}
+      rows=${(top?.keys ?? []).map((k) => [html`<a href=${`#/keys/${k.id}`}>${k.id}</a>`, k.name, k.plan, k.admitted, k.refused, k.outOfCredits])} />
   </section>`;
 }
 /** Each list page's item page, by the route's first part. */

@@ -5,7 +5,7 @@
 // units until money() writes them.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { periodText } from './figures.js';
+import { outOfCredits, periodText } from './figures.js';
 import { money } from './money.js';
 import { api, apiFile, Confirm, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
 
@@ -20,9 +20,9 @@ function refillText(terms) {
 }
 
 /** What a ledger entry says beyond its type and amount: the reason, the hour spent, the period refilled. */
-function entryDetail(entry) {
-  if (entry.type === 'spend') return `requests from ${when(entry.at)} to ${when(entry.end)}`;
-  if (entry.type === 'refund') return `unserved requests from ${when(entry.at)} to ${when(entry.end)}`;
+function entryDetail(entry, zone) {
+  if (entry.type === 'spend') return `requests from ${when(entry.at, zone)} to ${when(entry.end, zone)}`;
+  if (entry.type === 'refund') return `unserved requests from ${when(entry.at, zone)} to ${when(entry.end, zone)}`;
   if (entry.type === 'refill') return `for ${entry.period?.startsWith('day:') ? 'the day' : 'the billing period'}`;
   return entry.reason ?? '';
 }
@@ -108,10 +108,11 @@ function CreditChangeForm({ path, onChanged }) {
 
 /**
  * The customer's credits: balance, this hour's spend, refill terms and the next refill, the
- * ledger, and the form that changes the balance (for a customer with credit terms).
- * @param {{ path: string }} props
+ * ledger, and the form that changes the balance (for a customer with credit terms); its times on
+ * the clock of `timeZone`, the customer's.
+ * @param {{ path: string, timeZone: string }} props
  */
-export function CreditsPanel({ path }) {
+export function CreditsPanel({ path, timeZone }) {
   const [version, setVersion] = useState(0);
   const [credits, error, reload] = usePolled(() => api('GET', `${path}/credits`), 15_000, [path, version]);
   const ledger = useLedger(path, version);
@@ -122,7 +123,7 @@ export function CreditsPanel({ path }) {
   return html`<section class="panel" aria-labelledby="credits-title" data-testid="customer-credits">
     <h2 id="credits-title">Credits</h2>
     <${ErrorNote} error=${error} />
-    ${credits ? html`<${CreditsBody} path=${path} credits=${credits} ledger=${ledger} onChanged=${changed} />` : error ? null : html`<p>Loading…</p>`}
+    ${credits ? html`<${CreditsBody} path=${path} credits=${credits} ledger=${ledger} zone=${timeZone} onChanged=${changed} />` : error ? null : html`<p>Loading…</p>`}
   </section>`;
 }
 
@@ -206,23 +207,35 @@ function CreditTerms({ path, terms, onChanged }) {
  * The credits panel's figures, form and ledger, once the balance is read; for a customer that never
  * had credits, one sentence instead (one whose terms were removed keeps its balance and ledger).
  */
-function CreditsBody({ path, credits, ledger, onChanged }) {
+function CreditsBody({ path, credits, ledger, zone, onChanged }) {
   const terms = html`<${CreditTerms} path=${path} terms=${credits.credits} onChanged=${onChanged} />`;
   if (!credits.credits && credits.balance === 0 && ledger.items.length === 0 && !ledger.error)
     return html`<p data-testid="credits-none">No credit terms: its keys spend no credits.</p>${terms}`;
   return html`
+    ${
+      outOfCredits(credits)
+        ? html`<div class="notice" role="status" data-testid="out-of-credits">
+            <p><strong>Out of credits:</strong> every request of its keys is refused 402 <code>credits_exhausted</code>${
+              credits.nextRefillAt
+                ? `, until the refill at ${when(credits.nextRefillAt, zone)}`
+                : ', and nothing refills the balance by itself'
+            }.</p>
+            <p>Top up: record a top-up in <strong>Add or take credits</strong> below, or <code>POST ${path}/credits</code>.</p>
+          </div>`
+        : null
+    }
     <dl class="fields">
       <dt>balance</dt><dd data-testid="credits-balance">${credits.balance}</dd>
       <dt>this hour</dt><dd data-testid="credits-hour">${credits.openHour ? `${credits.openHour.spent} spent, in the ledger once the hour ends` : 'nothing spent'}</dd>
       <dt>refill</dt><dd data-testid="credits-refill">${refillText(credits.credits)}</dd>
-      <dt>next refill</dt><dd>${when(credits.nextRefillAt)}</dd>
+      <dt>next refill</dt><dd>${when(credits.nextRefillAt, zone)}</dd>
     </dl>
     ${terms}
     ${credits.credits ? html`<${CreditChangeForm} path=${path} onChanged=${onChanged} />` : null}
     <h3>Ledger, newest first</h3>
     <${ErrorNote} error=${ledger.error} />
     <${DataTable} label="Credit ledger" testid="credits-ledger" columns=${['when', 'type', 'amount', 'detail', 'ref']}
-      rows=${ledger.items.map((e) => [when(e.at), e.type, e.amount > 0 ? `+${e.amount}` : String(e.amount), entryDetail(e), e.ref ?? '—'])} />
+      rows=${ledger.items.map((e) => [when(e.at, zone), e.type, e.amount > 0 ? `+${e.amount}` : String(e.amount), entryDetail(e, zone), e.ref ?? '—'])} />
     ${ledger.next ? html`<button type="button" onClick=${ledger.more}>Older entries</button>` : null}`;
 }
 

@@ -5,7 +5,7 @@
 
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
-import { barStarts, barWidth, localDate } from './figures.js';
+import { barStarts, barWidth, localDate, localHour } from './figures.js';
 import { DataTable, html } from './ui.js';
 
 const HOUR_S = 3600;
@@ -20,7 +20,9 @@ const MIN_BAR_PX = 5;
  */
 const HOURLY_SERIES = [
   { field: 'admitted', label: 'admitted', stroke: '#1d6f42', fill: '#2e9a5c' },
-  { field: 'refused', label: 'refused', stroke: '#a4262c', fill: '#d13438' },
+  { field: 'refused', label: 'refused (429)', stroke: '#a4262c', fill: '#d13438' },
+  // Refused for want of credits: 402, apart from the 429s of limits and bans.
+  { field: 'outOfCredits', label: 'out of credits (402)', stroke: '#4b2a82', fill: '#6b3fa0' },
   // Admitted, then not served by the pets service: counted against the limit, not billed.
   { field: 'upstreamFailed', label: 'failed upstream', stroke: '#8a5a00', fill: '#c98a00' },
 ];
@@ -81,18 +83,18 @@ function edgePadding(u, min, max, count, stepSeconds) {
 const WHOLE_INCREMENTS = Array.from({ length: 10 }, (_, power) => [1, 2, 5].map((m) => m * 10 ** power)).flat();
 
 /**
- * The steps a chart may count in: an hour, shown in UTC as every time in this console, or a day of
- * a customer's calendar (23 to 25 hours; its bars are drawn a nominal day wide), shown in its zone.
+ * The steps a chart may count in: an hour or a day (23 to 25 hours; its bars are drawn a nominal
+ * day wide), each shown on the clock of the chart's zone (a customer's, or UTC), which it names.
  */
 const STEPS = {
-  hour: { seconds: HOUR_S, column: () => 'hour (UTC)', text: (iso) => `${iso.slice(0, 13).replace('T', ' ')}h` },
+  hour: { seconds: HOUR_S, column: (zone) => `hour (${zone})`, text: (iso, zone) => localHour(iso, zone) },
   day: { seconds: DAY_S, column: (zone) => `day (${zone})`, text: (iso, zone) => localDate(iso, zone) },
 };
 
 /**
  * Requests per step as bars. `rows` are the history's steps; `span` ([start, end), ISO), when
  * given, is the whole range the x axis shows even where no step is yet (the rest of a billing
- * period); `timeZone` is the zone a day chart's axis and figures are in.
+ * period); `timeZone` is the zone its axis and figures are in.
  * @param {{ title: string, rows: Array<{ start: string } & Record<string, number>>, series?: typeof HOURLY_SERIES,
  *   step?: 'hour' | 'day', timeZone?: string, span?: [string, string], testid?: string }} props
  */
@@ -116,8 +118,8 @@ export function UsageChart({
       {
         width: widthOf(box.current),
         height: HEIGHT,
-        // The axis in the chart's zone: a customer's days start at its local midnight.
-        ...(step === 'day' ? { tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), timeZone) } : {}),
+        // The axis in the chart's zone: a customer's hours and days are on its clock.
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), timeZone),
         scales: {
           // Room either side, so the first and the current hour's bars are whole.
           x: {

@@ -10,7 +10,7 @@ import { UsageChart } from './charts.js';
 import { limitsText, periodText, statusOf } from './figures.js';
 import { MAX_ANCHOR_DAY, WINDOWS } from './key-rules.js';
 import { LimitFields, limitsOf } from './limit-fields.js';
-import { api, Confirm, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
+import { api, Confirm, DataTable, ErrorNote, html, rememberZone, usePolled, when } from './ui.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -83,15 +83,15 @@ export function Customers() {
         c.plan,
         c.externalId ?? '—',
         billingText(c.billing),
-        when(c.createdAt),
+        when(c.createdAt, c.billing.timeZone),
       ])} />
     ${listed?.more ? html`<button type="button" onClick=${() => setPages((n) => n + 1)}>More</button>` : null}
   </section>`;
 }
 
 /** The counts a day or period row shows, in the order of its table's columns after the first. */
-const COUNT_COLUMNS = ['admitted', 'refused', 'forbidden', 'failed upstream', 'units'];
-const countsOf = (s) => [s.admitted, s.refused, s.forbidden, s.upstreamFailed, s.units];
+const COUNT_COLUMNS = ['admitted', 'refused (429)', 'out of credits (402)', 'forbidden', 'failed upstream', 'units'];
+const countsOf = (s) => [s.admitted, s.refused, s.outOfCredits, s.forbidden, s.upstreamFailed, s.units];
 
 /** `1234 of 10000 units so far`: the current period's units against its month window, or null without one. */
 function quotaText(periodRow, limits) {
@@ -146,7 +146,7 @@ function CustomerHistory({ path, customer }) {
   const { start, end } = customer.currentPeriod;
   const quota = quotaText(periods?.at(-1), customer.limits);
   return html`<h2>Usage</h2>
-    ${hours ? html`<${UsageChart} title="All its keys, admitted and refused per hour, last 7 days" rows=${hours.series} />` : null}
+    ${hours ? html`<${UsageChart} title="All its keys, admitted and refused per hour, last 7 days" rows=${hours.series} timeZone=${timeZone} />` : null}
     <${ErrorNote} error=${daysError} />
     ${
       days
@@ -257,6 +257,9 @@ export function CustomerPage({ id }) {
     return html`<section><h1>Customer ${id}</h1><${ErrorNote} error=${error} /><p><a href="#/customers">All customers</a></p></section>`;
   if (!customer) return html`<p>Loading…</p>`;
   const now = Date.now();
+  // Every time on this page is on the customer's clock; the lists of keys show its keys' so too.
+  const zone = customer.billing.timeZone;
+  rememberZone(customer.id, zone);
   return html`<section aria-labelledby="customer-title">
     <p><a href="#/customers">← All customers</a></p>
     <h1 id="customer-title">${customer.name}</h1>
@@ -268,7 +271,7 @@ export function CustomerPage({ id }) {
       <dt>billing</dt><dd data-testid="customer-billing">from ${billingText(customer.billing)}</dd>
       <dt>this period</dt><dd data-testid="customer-period">${periodText(customer.currentPeriod.start, customer.currentPeriod.end, customer.billing.timeZone)} (${customer.billing.timeZone})</dd>
       <dt>external id</dt><dd data-testid="customer-external-id">${customer.externalId ?? '—'}</dd>
-      <dt>created</dt><dd>${when(customer.createdAt)}</dd>
+      <dt>created</dt><dd>${when(customer.createdAt, zone)}</dd>
     </dl>
     ${
       plans
@@ -279,20 +282,22 @@ export function CustomerPage({ id }) {
         : null
     }
     <h2>Shared windows</h2>
+    <p class="hint">Its keys' windows: every request of any of its keys counts toward them.</p>
     <${ErrorNote} error=${usageError} />
     <${DataTable} label="Shared windows" testid="customer-windows" columns=${['window', 'limit', 'used', 'remaining', 'resets']}
-      rows=${Object.entries(usage?.windows ?? {}).map(([name, w]) => [name, w.limit, w.used, w.remaining, when(w.resetAt)])} />
+      rows=${Object.entries(usage?.windows ?? {}).map(([name, w]) => [name, w.limit, w.used, w.remaining, when(w.resetAt, zone)])} />
     <h2>Keys</h2>
     <${ErrorNote} error=${keysError} />
     <p class="count">${keys ? `${keys.items.length}${keys.next ? ' shown, more exist' : ''} ${keys.items.length === 1 ? 'key' : 'keys'}` : 'Loading…'}</p>
-    <${DataTable} label="Keys of this customer" testid="customer-keys" columns=${['key', 'name', 'status', 'expires']}
+    <${DataTable} label="Keys of this customer" testid="customer-keys" columns=${['key', 'name', 'status', 'expires', 'banned until']}
       rows=${(keys?.items ?? []).map((k) => [
         html`<a href=${`#/keys/${k.id}`}>${k.id}</a>`,
         k.name,
         html`<span class=${`status ${statusOf(k, now)}`}>${statusOf(k, now)}</span>`,
-        when(k.expiresAt),
+        when(k.expiresAt, zone),
+        when(k.bannedUntil, zone),
       ])} />
-    <${CreditsPanel} path=${path} />
+    <${CreditsPanel} path=${path} timeZone=${zone} />
     ${plans ? html`<${InvoicePanel} path=${path} plan=${customer.plan} timeZone=${customer.billing.timeZone} plans=${plans.plans} testid="customer-invoice" />` : null}
     <${CustomerHistory} path=${path} customer=${customer} />
   </section>`;

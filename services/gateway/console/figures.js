@@ -3,11 +3,40 @@
 // functions with no imports, so tests run them without a browser (figures.test.ts).
 
 /**
- * An instant as the console shows it: UTC, to the second.
+ * An instant as the console shows it: to the second, on the clock of `timeZone` (a customer's
+ * billing zone; UTC for a key of no customer and for what belongs to no customer), which it names:
+ * `2026-11-26 13:34:56 Europe/Paris`, `2026-11-26 12:34:56 UTC`.
  * @param {string | null | undefined} iso
+ * @param {string} [timeZone] IANA
  */
-export function when(iso) {
-  return iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—';
+export function when(iso, timeZone = 'UTC') {
+  if (!iso) return '—';
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-CA', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    })
+      .formatToParts(new Date(iso))
+      .map((p) => [p.type, p.value]),
+  );
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${timeZone}`;
+}
+
+/**
+ * The start of an hour of the history on the clock of `timeZone`, as a chart's figures name it:
+ * `2026-11-26 13h`, or `2026-11-26 18:30` in a zone half an hour off UTC's hours.
+ * @param {string} iso
+ * @param {string} timeZone IANA
+ */
+export function localHour(iso, timeZone) {
+  const local = when(iso, timeZone);
+  return local.slice(14, 16) === '00' ? `${local.slice(0, 13)}h` : local.slice(0, 16);
 }
 
 /**
@@ -19,8 +48,8 @@ export function ahead(iso, now = Date.now()) {
 }
 
 /**
- * A `datetime-local` field's value read as UTC, the zone every time in this console is in (the
- * field itself has none, and the browser's own would silently shift it).
+ * A `datetime-local` field's value read as UTC, as its label says (the field itself has no zone,
+ * and the browser's own would silently shift it).
  * @param {string} value
  */
 export function utcInstant(value) {
@@ -62,21 +91,30 @@ export function cidrsOf(text) {
 }
 
 /**
- * Every decision of a period: admitted, refused by a limit or a ban (429), refused a scope or
- * address (403); null before the totals are in.
- * @param {{ admitted: number, refused: number, forbidden: number } | undefined} totals
+ * Every decision of a period: admitted, refused by a limit or a ban (429), refused for want of
+ * credits (402), refused a scope or address (403); null before the totals are in.
+ * @param {{ admitted: number, refused: number, outOfCredits: number, forbidden: number } | undefined} totals
  */
 export function requestsOf(totals) {
-  return totals ? totals.admitted + totals.refused + totals.forbidden : null;
+  return totals ? totals.admitted + totals.refused + totals.outOfCredits + totals.forbidden : null;
 }
 
 /**
- * The share of requests refused (429), in whole percent; null when there were none.
- * @param {{ admitted: number, refused: number, forbidden: number } | undefined} totals
+ * The share of requests refused by a limit or a ban (429), in whole percent; null when there were none.
+ * @param {{ admitted: number, refused: number, outOfCredits: number, forbidden: number } | undefined} totals
  */
 export function refusedPercent(totals) {
   const requests = requestsOf(totals);
   return totals && requests ? Math.round((100 * totals.refused) / requests) : null;
+}
+
+/**
+ * Whether a balance pays for no request at all: the cheapest costs 1 credit (routes may cost
+ * more, PLANS_FILE's routeCosts), so a balance below 1 is refused 402 `credits_exhausted`.
+ * @param {{ credits: unknown, balance: number } | null | undefined} credits
+ */
+export function outOfCredits(credits) {
+  return Boolean(credits?.credits) && (credits?.balance ?? 0) < 1;
 }
 
 /**

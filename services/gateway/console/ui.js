@@ -4,6 +4,7 @@
 import htm from 'htm';
 import { h } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { when } from './figures.js';
 
 export { ahead, utcInstant, when } from './figures.js';
 
@@ -64,10 +65,6 @@ export async function apiFile(path) {
   return { text: await res.text(), name };
 }
 
-/**
- * A `datetime-local` field's value read as UTC, the zone every time in this console is in (the
- * field itself has none, and the browser's own would silently shift it).
- */
 /**
  * A table whose cells carry their column's name: on a narrow screen each row becomes a block of
  * "column value" lines (style.css), so nothing is cut off at 390 px. The roles keep it a table
@@ -189,4 +186,59 @@ export function SecretOnce({ secret, what, label = 'API key', onDone }) {
       <button type="button" class="primary" onClick=${() => ref.current?.close()}>Done</button>
     </div>
   </dialog>`;
+}
+
+/** Each customer's billing zone as last read, by id: `zone` null until its answer is in. */
+/** @type {Map<string, { zone: string | null, read: Promise<void> }>} */
+const zones = new Map();
+
+/**
+ * Notes a customer's zone as its own page read it, so the lists show its times on the same clock.
+ * @param {string} id
+ * @param {string} zone
+ */
+export function rememberZone(id, zone) {
+  zones.set(id, { zone, read: Promise.resolve() });
+}
+
+/**
+ * The billing zones of the customers these rows belong to, each read once (GET
+ * /admin/customers/:id) and kept for the page's life: `zoneOf(customerId)` is the customer's zone,
+ * UTC for no customer (a lone key, a deleted customer), null while its answer is on the way.
+ * @param {Array<string | undefined | null>} customerIds
+ * @returns {(customerId: string | undefined | null) => string | null}
+ */
+export function useZones(customerIds) {
+  const [, setRead] = useState(0);
+  const ids = [...new Set(customerIds.filter((id) => typeof id === 'string'))];
+  useEffect(() => {
+    let live = true;
+    for (const id of ids) {
+      if (zones.has(id)) continue;
+      const entry = { zone: /** @type {string | null} */ (null), read: Promise.resolve() };
+      entry.read = api('GET', `/admin/customers/${encodeURIComponent(id)}`).then(
+        (customer) => {
+          entry.zone = customer.billing.timeZone;
+        },
+        () => {
+          entry.zone = 'UTC';
+        },
+      );
+      zones.set(id, entry);
+    }
+    Promise.all(ids.map((id) => zones.get(id)?.read)).then(() => live && setRead((n) => n + 1));
+    return () => {
+      live = false;
+    };
+  }, [ids.join(' ')]);
+  return (customerId) => (customerId ? (zones.get(customerId)?.zone ?? null) : 'UTC');
+}
+
+/**
+ * An instant on a clock that may not be known yet (a customer's zone on its way): `…` meanwhile.
+ * @param {string | null | undefined} iso
+ * @param {string | null} zone
+ */
+export function whenIn(iso, zone) {
+  return zone === null && iso ? '…' : when(iso, zone ?? 'UTC');
 }

@@ -101,7 +101,7 @@ export async function showInvoice(api, h, timeZone) {
     h(
       'p',
       { id: 'invoice-period' },
-      `${day(Date.parse(preview.from), timeZone)} to ${day(to, timeZone)}${period === 'current' ? ', so far' : ''}: `,
+      `${day(Date.parse(preview.from), timeZone)} to ${day(to, timeZone)} (${timeZone})${period === 'current' ? ', so far' : ''}: `,
       `${count(preview.units)} units on your ${preview.plan} plan.`,
     ),
     invoiceTable(h, preview),

@@ -48,10 +48,40 @@ function signedOut(text) {
   status(text);
 }
 
+/** The customer's billing zone: every time on these pages is on its clock, and says so. */
+const zone = () => session?.customer.billing.timeZone ?? 'UTC';
+
+/** An instant on the customer's clock, the zone named; a day of its calendar (its column names the zone). */
 const when = (iso, dateOnly = false) =>
   iso
-    ? `${new Date(iso).toLocaleString('en-GB', { timeZone: 'UTC', dateStyle: 'medium', ...(dateOnly ? {} : { timeStyle: 'short' }) })}${dateOnly ? '' : ' UTC'}`
+    ? `${new Date(iso).toLocaleString('en-GB', { timeZone: zone(), dateStyle: 'medium', ...(dateOnly ? {} : { timeStyle: 'short' }) })}${dateOnly ? '' : ` ${zone()}`}`
     : '—';
+
+/** Where a customer asks for what the portal does not do itself (a top-up, a ban lifted early). */
+const ASK = 'ask the team that runs this API, who sent you the link to this portal';
+
+/** What a banned key is told: until when, why, and what ends it. */
+function banNotice(key) {
+  return h(
+    'div',
+    { class: 'notice', role: 'status', 'data-ban': key.id },
+    h('p', {}, h('strong', {}, `Banned until ${when(key.bannedUntil)}.`)),
+    h(
+      'p',
+      {},
+      'Its clients kept sending requests after being answered 429 Too Many Requests, without waiting the ',
+      h('code', {}, 'Retry-After'),
+      ' each answer gave, so every request with this key is refused 429 ',
+      h('code', {}, 'api_key_banned'),
+      ' until then.',
+    ),
+    h(
+      'p',
+      {},
+      `The ban ends by itself. Have your clients wait the Retry-After of each 429 so it does not happen again; to have it lifted sooner, ${ASK}.`,
+    ),
+  );
+}
 const number = (n) => n.toLocaleString('en-US');
 
 /** One window now: its heading, a bar and the numbers, the bar labelled by the heading. */
@@ -64,7 +94,20 @@ function quota(level, id, title, w) {
 }
 
 async function showUsage() {
-  const usage = await api('GET', '/portal/api/usage');
+  const [usage, keys] = await Promise.all([api('GET', '/portal/api/usage'), api('GET', '/portal/api/keys')]);
+  byId('usage-bans').replaceChildren(
+    ...keys.items
+      .filter((k) => k.bannedUntil)
+      .map((k) =>
+        h(
+          'p',
+          { class: 'notice', role: 'status' },
+          `Key “${k.name}” is banned until ${when(k.bannedUntil)} for sending on after its 429s: `,
+          h('a', { href: '#keys' }, 'Keys'),
+          ' says why and what to do.',
+        ),
+      ),
+  );
   const period = usage.billingPeriod;
   byId('usage-period').textContent =
     `${number(period.units)} units billed this billing period (${when(period.start)} to ${when(period.end)}).`;
@@ -146,8 +189,27 @@ async function showCredits(credits) {
   const refill = credits.refill
     ? `Next refill ${when(credits.nextRefillAt)}: back up to ${number(credits.refill.amount)} if it is lower then.`
     : 'No automatic refill: the balance changes only by your requests and by top-ups.';
+  // The cheapest request costs a credit: below one, every request is refused 402.
+  const out = credits.balance < 1;
   place.replaceChildren(
     h('h2', { id: 'credits-title' }, 'Credits'),
+    out
+      ? h(
+          'div',
+          { class: 'notice', role: 'status', id: 'out-of-credits' },
+          h('p', {}, h('strong', {}, 'You are out of credits.')),
+          h(
+            'p',
+            {},
+            'Every request with your keys is refused 402 Payment Required (',
+            h('code', {}, 'credits_exhausted'),
+            credits.nextRefillAt && credits.refill
+              ? `) until the refill at ${when(credits.nextRefillAt)} brings the balance back up to ${number(credits.refill.amount)}.`
+              : '), and nothing refills the balance by itself.',
+          ),
+          h('p', {}, `Credits are topped up for you, not on this page: for a top-up, ${ASK}.`),
+        )
+      : null,
     h(
       'div',
       { class: 'card' },
@@ -197,7 +259,7 @@ async function showHistory(event) {
     h(
       'p',
       {},
-      `${number(history.totals.units)} units, ${number(history.totals.refused)} refused, from ${when(history.from)} to ${when(history.to)}.`,
+      `${number(history.totals.units)} units, ${number(history.totals.refused)} refused (429), ${number(history.totals.outOfCredits)} out of credits (402), from ${when(history.from)} to ${when(history.to)}.`,
     ),
     h(
       'div',
@@ -212,9 +274,10 @@ async function showHistory(event) {
           h(
             'tr',
             {},
-            h('th', { scope: 'col' }, 'From'),
+            h('th', { scope: 'col' }, `From (${zone()})`),
             h('th', { scope: 'col', class: 'num' }, 'Units'),
-            h('th', { scope: 'col', class: 'num' }, 'Refused'),
+            h('th', { scope: 'col', class: 'num' }, 'Refused (429)'),
+            h('th', { scope: 'col', class: 'num' }, 'Out of credits (402)'),
             h('th', { scope: 'col' }, 'Share'),
           ),
         ),
@@ -228,6 +291,7 @@ async function showHistory(event) {
               h('td', {}, when(s.start, history.granularity !== 'hour')),
               h('td', { class: 'num' }, number(s.units)),
               h('td', { class: 'num' }, number(s.refused)),
+              h('td', { class: 'num' }, number(s.outOfCredits)),
               h('td', {}, h('meter', { min: 0, max: most, value: s.units, 'aria-label': `${s.units} units` })),
             ),
           ),
@@ -281,6 +345,14 @@ function keyCard(key) {
       { class: 'muted' },
       `${key.id} · starts ${key.prefix ?? '—'}… · created ${when(key.createdAt)}`,
       key.previousKeyExpiresAt ? ` · previous secret works until ${when(key.previousKeyExpiresAt)}` : '',
+    ),
+    key.bannedUntil ? banNotice(key) : null,
+    h(
+      'p',
+      { class: 'muted', 'data-key-windows': key.id },
+      'Its rate limits are your account’s: every request with it counts toward the windows all your keys share, and toward its own if it has limits of its own (',
+      h('a', { href: '#usage' }, 'Usage now'),
+      ' shows them).',
     ),
     h(
       'form',

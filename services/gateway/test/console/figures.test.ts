@@ -6,7 +6,9 @@ import {
   cidrsOf,
   limitsText,
   localDate,
+  localHour,
   minutesIntoHour,
+  outOfCredits,
   periodText,
   refusedPercent,
   requestsOf,
@@ -22,11 +24,24 @@ import { WINDOWS } from '../../src/limits/windows.js';
 const at = (iso: string) => Date.parse(iso);
 
 describe('times', () => {
-  it('shows an instant in UTC to the second, and a dash for none', () => {
-    expect(when('2026-11-26T12:34:56.789Z')).toBe('2026-11-26 12:34:56Z');
-    expect(when('2026-11-26T12:34:56Z')).toBe('2026-11-26 12:34:56Z');
+  it('shows an instant to the second in UTC, which it names, and a dash for none', () => {
+    expect(when('2026-11-26T12:34:56.789Z')).toBe('2026-11-26 12:34:56 UTC');
+    expect(when('2026-11-26T12:34:56Z')).toBe('2026-11-26 12:34:56 UTC');
     expect(when(null)).toBe('—');
     expect(when(undefined)).toBe('—');
+  });
+
+  it('shows an instant on the clock of a customer’s zone, which it names', () => {
+    expect(when('2026-11-26T23:34:56.789Z', 'Europe/Paris')).toBe('2026-11-27 00:34:56 Europe/Paris');
+    expect(when('2026-07-01T00:00:00Z', 'Europe/Paris')).toBe('2026-07-01 02:00:00 Europe/Paris');
+    expect(when('2026-11-26T12:00:00Z', 'Asia/Kolkata')).toBe('2026-11-26 17:30:00 Asia/Kolkata');
+    expect(when(null, 'Asia/Kolkata')).toBe('—');
+  });
+
+  it('names an hour of the history on the zone’s clock, with its minutes where they are not 00', () => {
+    expect(localHour('2026-11-26T23:00:00.000Z', 'Europe/Paris')).toBe('2026-11-27 00h');
+    expect(localHour('2026-11-26T12:00:00.000Z', 'UTC')).toBe('2026-11-26 12h');
+    expect(localHour('2026-11-26T12:00:00.000Z', 'Asia/Kolkata')).toBe('2026-11-26 17:30');
   });
 
   it('says whether an instant is still to come', () => {
@@ -90,16 +105,27 @@ describe('a key', () => {
 
 describe('the overview’s totals', () => {
   it('counts every decision as a request, and the share refused in whole percent', () => {
-    const totals = { admitted: 170, refused: 25, forbidden: 5 };
+    const totals = { admitted: 160, refused: 25, outOfCredits: 10, forbidden: 5 };
     expect(requestsOf(totals)).toBe(200);
+    // The share of 429s: the 402s are requests, not refusals by a limit or a ban.
     expect(refusedPercent(totals)).toBe(13);
-    expect(refusedPercent({ admitted: 2, refused: 1, forbidden: 0 })).toBe(33);
+    expect(refusedPercent({ admitted: 2, refused: 1, outOfCredits: 0, forbidden: 0 })).toBe(33);
+  });
+
+  it('tells a balance that pays for no request from one that does, and from no credit terms', () => {
+    const terms = { refill: { amount: 100, every: 'period' } };
+    expect(outOfCredits({ credits: terms, balance: 0 })).toBe(true);
+    expect(outOfCredits({ credits: {}, balance: 0 })).toBe(true);
+    expect(outOfCredits({ credits: terms, balance: 1 })).toBe(false);
+    // Without terms its keys spend nothing: a balance of 0 refuses nothing.
+    expect(outOfCredits({ credits: null, balance: 0 })).toBe(false);
+    expect(outOfCredits(null)).toBe(false);
   });
 
   it('has no figures before the totals are in, and no share of no requests', () => {
     expect(requestsOf(undefined)).toBeNull();
     expect(refusedPercent(undefined)).toBeNull();
-    expect(refusedPercent({ admitted: 0, refused: 0, forbidden: 0 })).toBeNull();
+    expect(refusedPercent({ admitted: 0, refused: 0, outOfCredits: 0, forbidden: 0 })).toBeNull();
   });
 
   it('rates this hour per minute gone, at least one', () => {
