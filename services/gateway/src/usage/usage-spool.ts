@@ -248,8 +248,8 @@ export class UsageSpool implements Pick<UsageHistory, 'count'> {
       this.options.log.warn(
         { records: left, store: this.options.store.kind },
         this.options.store.kind === 'files'
-          ? `usage spool: ${left} decisions not yet in the usage history stay in USAGE_SPOOL_DIR for the next start`
-          : `usage spool: ${left} decisions taken while Redis was away are lost (set USAGE_SPOOL_DIR to keep them)`,
+          ? `usage spool: ${left} records (decisions, counts, refunds) not yet written stay in USAGE_SPOOL_DIR for the next start`
+          : `usage spool: ${left} records (decisions, counts, refunds) kept while Redis was away are lost (set USAGE_SPOOL_DIR to keep them)`,
       );
     }
   }
