@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startReceiver } from '@animal-store/gateway/test/support/webhook-receiver.js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisProcess, redisServerBinary } from '../support/redis.js';
@@ -13,7 +14,8 @@ import { killAllServices, ServiceProcess } from '../support/service-process.js';
  * and a caller retrying a top-up as the 503 tells it would otherwise credit twice. Two stalls:
  * frozen (SIGSTOP: nothing answers), and writes held (CLIENT PAUSE WRITE: the gateway's reads
  * still answer, so the write itself is what waits inside Redis and runs after its deadline).
- * A gateway process on a Redis of this file's own, which it freezes.
+ * A gateway process on a Redis of this file's own, which it freezes. Webhook endpoints likewise:
+ * created, changed, rotated or removed, and pinged (a ping answered 503 is never delivered).
  */
 
 const ADMIN_TOKEN = 'faults-late-writes-token-0123';
@@ -66,6 +68,11 @@ beforeAll(async () => {
     PETS_URL: 'http://127.0.0.1:9',
     LOG_LEVEL: 'info',
     PLANS_FILE: plansFile(),
+    WEBHOOKS_ALLOW_INSECURE: 'true',
+    WEBHOOKS_ALLOW_PRIVATE: 'true',
+    // A ping not yet confirmed by its request is looked at again soon.
+    WEBHOOKS_RETRY_BASE_MS: '200',
+    WEBHOOKS_RETRY_MAX_DELAY_MS: '400',
   });
   admin = `http://127.0.0.1:${adminPort}`;
   portal = `http://127.0.0.1:${portalPort}`;
@@ -201,4 +208,97 @@ describe.each<Stall>(['frozen', 'writes paused'])('Redis %s', (stall) => {
     // One session: the visit answered 503 made none.
     expect((await inspect.keys('*portal:session:*')).length).toBe(sessionsBefore + 1);
   });
+});
+
+describe.each<Stall>(['frozen', 'writes paused'])('webhook endpoints, Redis %s', (stall) => {
+  let hook: Awaited<ReturnType<typeof startReceiver>>;
+  beforeAll(async () => {
+    hook = await startReceiver();
+  });
+  afterAll(async () => {
+    await hook?.close();
+  });
+
+  interface Endpoint {
+    id: string;
+    secret: string;
+    description: string;
+    previousSecretExpiresAt?: string;
+  }
+
+  async function endpoint(): Promise<Endpoint> {
+    const created = await settled('POST', '/admin/webhooks', {
+      url: hook.url,
+      events: ['key.created'],
+      description: 'before',
+    });
+    expect(created.status, created.body).toBe(201);
+    return JSON.parse(created.body);
+  }
+
+  async function shown(id: string): Promise<Answer> {
+    return settled('GET', `/admin/webhooks/${id}`);
+  }
+
+  it('a creation answered 503 leaves no endpoint', async () => {
+    const before = JSON.parse((await settled('GET', '/admin/webhooks')).body).length;
+    const after = await inStall(
+      stall,
+      () => call('POST', '/admin/webhooks', { url: hook.url, events: ['key.created'] }),
+      async () => JSON.parse((await settled('GET', '/admin/webhooks')).body).length,
+    );
+    expect(after).toBe(before);
+  });
+
+  it('a change answered 503 never lands', async () => {
+    const { id } = await endpoint();
+    const after = await inStall(
+      stall,
+      () => call('PATCH', `/admin/webhooks/${id}`, { description: 'after' }),
+      () => shown(id),
+    );
+    expect(JSON.parse(after.body)).toMatchObject({ id, description: 'before' });
+  });
+
+  it('a secret rotation answered 503 never lands: the secret shown at creation still signs alone', async () => {
+    const { id } = await endpoint();
+    const after = await inStall(
+      stall,
+      () => call('POST', `/admin/webhooks/${id}/rotate`),
+      () => shown(id),
+    );
+    expect(JSON.parse(after.body).previousSecretExpiresAt).toBeUndefined();
+  });
+
+  it('a removal answered 503 never lands: the endpoint stays', async () => {
+    const { id } = await endpoint();
+    const after = await inStall(
+      stall,
+      () => call('DELETE', `/admin/webhooks/${id}`),
+      () => call('GET', `/admin/webhooks/${id}`),
+    );
+    expect(after.status, after.body).toBe(200);
+  });
+
+  it('a ping answered 503 is never delivered; the retry is, once', async () => {
+    const { id } = await endpoint();
+    const completed = () => inspect.zcard('{gw:webhooks}:deliveries:completed');
+    const done = await completed();
+    const deliveries = hook.received.length;
+    await inStall(
+      stall,
+      () => call('POST', `/admin/webhooks/${id}/test`),
+      async () => {},
+    );
+    const retry = await settled('POST', `/admin/webhooks/${id}/test`);
+    expect(retry.status, retry.body).toBe(202);
+    // Both pings' jobs are done: the retry's, and (writes paused: its queuing landed once Redis
+    // resumed) the one answered 503, dropped. Frozen, that one never reached the queue.
+    await vi.waitFor(async () => expect(await completed()).toBe(done + (stall === 'frozen' ? 1 : 2)), {
+      timeout: 15_000,
+      interval: 50,
+    });
+    const pings = hook.received.slice(deliveries).map((r) => r.headers['webhook-id']);
+    expect(pings).toEqual([JSON.parse(retry.body).eventId]);
+  }, 30_000);
 });

@@ -100,6 +100,17 @@ describe('usage across a Redis stall under load', () => {
     return JSON.parse(text) as Record<string, unknown>;
   }
 
+  /**
+   * A top-up, sent again while it answers 503 (a gateway just started on a loaded host can outlast
+   * the command timeout), as a client would: a top-up answered 503 was not made (a fenced write).
+   */
+  async function topUp(gw: ServiceProcess, id: string, amount: number): Promise<void> {
+    await vi.waitFor(() => admin(gw, `/admin/keys/${id}/credits`, { amount, reason: 'fault test' }), {
+      timeout: 10_000,
+      interval: 100,
+    });
+  }
+
   const admitted = async (gw: ServiceProcess, id: string): Promise<number> =>
     ((await admin(gw, `/admin/keys/${id}/usage/history`)).totals as { admitted: number }).admitted;
 
@@ -153,7 +164,7 @@ describe('usage across a Redis stall under load', () => {
     redises.push(redis);
     const spool = join(dir, 'spool-one');
     const gw = await gateway(redis, spool);
-    await admin(gw, `/admin/keys/${PAYING.id}/credits`, { amount: BALANCE, reason: 'stall test' });
+    await topUp(gw, PAYING.id, BALANCE);
 
     const seen = await throughStall(gw, redis);
     const left = await balance(gw);

@@ -90,7 +90,16 @@ describe('webhook deliveries across a SIGKILL', () => {
       );
       expect(created.status).toBe(201);
       const { id, secret } = (await created.json()) as { id: string; secret: string };
-      const ping = await fetch(`${admin}/admin/webhooks/${id}/test`, { method: 'POST', headers: auth, body: '{}' });
+      // A ping answered 503 is never delivered (its fence, redis/fenced-writes.ts), so a client
+      // retries it as it retries the create: one delivery, whichever call queued it.
+      const ping = await vi.waitFor(
+        async () => {
+          const res = await fetch(`${admin}/admin/webhooks/${id}/test`, { method: 'POST', headers: auth, body: '{}' });
+          expect(res.status).not.toBe(503);
+          return res;
+        },
+        { timeout: 15_000, interval: 250 },
+      );
       expect(ping.status).toBe(202);
 
       await hook.until(1);
@@ -127,12 +136,22 @@ describe('webhook deliveries across a SIGKILL', () => {
 
   it('is delivered by a restarted gateway whose Redis answered nothing at start', async () => {
     const next = await killedWithDeliveryPending(async () => {
-      // Every command waits for 3 s, the connection's ready check too: the new gateway's first look
-      // for endpoints fails ('Stream isn't writeable'), as it does when Redis is slow to accept it.
-      // Only its retry, not the next expiry round (WEBHOOKS_EXPIRY_SCAN_SECONDS, 5 min), can then
-      // start its deliveries.
-      await inspect.call('CLIENT', 'PAUSE', '3000', 'ALL');
-      return gateway(await freePort());
+      // Redis answers nothing, the connection's ready check neither, until the new gateway's first
+      // look for endpoints has failed ('Stream isn't writeable'), as it does when Redis is slow to
+      // accept it. Only its retry, not the next expiry round (WEBHOOKS_EXPIRY_SCAN_SECONDS, 5 min),
+      // can then start its deliveries. Held until that failure is seen, not for a fixed time: a
+      // 3 s CLIENT PAUSE once ended before a gateway started on a loaded host was first heard from.
+      redis.freeze();
+      try {
+        const started = await gateway(await freePort());
+        await vi.waitFor(() => expect(started.messages('webhooks: expiry scan failed').length).toBeGreaterThan(0), {
+          timeout: 20_000,
+          interval: 50,
+        });
+        return started;
+      } finally {
+        redis.thaw();
+      }
     });
     // The start-up race did happen: the delivery came from the retry.
     expect(next.messages('webhooks: expiry scan failed').length).toBeGreaterThan(0);

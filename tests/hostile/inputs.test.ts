@@ -1005,6 +1005,61 @@ describe('names with control or bidirectional-override characters', () => {
   });
 });
 
+describe('admin JSON bodies: unknown fields, keys given twice, time zones', () => {
+  const adminJson = { ...bearer(ADMIN_TOKEN), 'content-type': 'application/json' };
+  const post = (url: string, payload: string) => gw.admin.inject({ method: 'POST', url, headers: adminJson, payload });
+  const refused: Array<[string, string, string, string]> = [
+    ['an unknown field', '/admin/keys', '{"plan":"free","admin":true}', 'body.admin is not a known field'],
+    [
+      'a nested unknown field',
+      '/admin/customers',
+      '{"name":"A","plan":"pro","billing":{"tz":"UTC"}}',
+      'body.billing.tz',
+    ],
+    ['a key twice', '/admin/keys', '{"plan":"free","plan":"pro"}', 'the key "plan" twice'],
+    ['a key twice, one escaped', '/admin/keys', '{"plan":"free","\\u0070lan":"pro"}', 'the key "plan" twice'],
+    [
+      'a key twice, deep',
+      '/admin/customers',
+      '{"name":"A","plan":"pro","billing":{"anchorDay":1,"anchorDay":2}}',
+      '"anchorDay"',
+    ],
+    [
+      'an offset for a zone',
+      '/admin/customers',
+      '{"name":"A","plan":"pro","billing":{"timeZone":"+05:00"}}',
+      'IANA time zone name',
+    ],
+    [
+      'an offset with UTC',
+      '/admin/customers',
+      '{"name":"A","plan":"pro","billing":{"timeZone":"UTC+05:30"}}',
+      'IANA time zone name',
+    ],
+    [
+      'a zone with a path',
+      '/admin/customers',
+      '{"name":"A","plan":"pro","billing":{"timeZone":"../../etc/passwd"}}',
+      'IANA',
+    ],
+  ];
+  it.each(refused)('%s → 400 naming it', async (_label, url, payload, message) => {
+    const res = await post(url, payload);
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'invalid_request', status: 400 });
+    expect(res.json().message).toContain(message);
+  });
+
+  it.each(['Asia/Kolkata', 'Asia/Kathmandu', 'UTC', 'America/Argentina/Buenos_Aires'])(
+    'the zone %s is kept as given',
+    async (timeZone) => {
+      const res = await post('/admin/customers', JSON.stringify({ name: 'Z', plan: 'pro', billing: { timeZone } }));
+      expect(res.statusCode, res.body).toBe(201);
+      expect(res.json().billing.timeZone).toBe(timeZone);
+    },
+  );
+});
+
 describe('client text in error messages is quoted only in a short prefix', () => {
   // Under Node's 16 KB limit for the request head, with the Authorization header beside it.
   const big = (c: string) => c.repeat((15 * 1024) / c.length);

@@ -72,13 +72,17 @@ function failure(instancePath: string, message: string): { error: Error & { vali
 
 /**
  * Bodies are validated without coercion ("5" is not 5); fields a schema closes to (additionalProperties:
- * false) are dropped rather than refused, and open schemas keep them for the handler to ignore; query
+ * false) are dropped rather than refused, or refused (400 naming the field) with `refuseUnknownFields`,
+ * and open schemas keep them for the handler to ignore; query
  * strings and path params are coerced from text, but only from strict integer text, never twice
  * (a repeated parameter is an error, not an array) and never unknown (a typo is an error).
  * `shared`: the schemas route schemas refer to by $ref.
  */
-export function createValidatorCompiler(shared: readonly object[] = []): FastifySchemaCompiler<unknown> {
-  const bodyAjv = newAjv({ coerceTypes: false, removeAdditional: true, useDefaults: true });
+export function createValidatorCompiler(
+  shared: readonly object[] = [],
+  options: { refuseUnknownFields?: boolean } = {},
+): FastifySchemaCompiler<unknown> {
+  const bodyAjv = newAjv({ coerceTypes: false, removeAdditional: !options.refuseUnknownFields, useDefaults: true });
   const textAjv = newAjv({ coerceTypes: true, removeAdditional: false, useDefaults: true });
   // Schemas with an $id that route schemas name by $ref; a custom compiler does not get the ones
   // given to app.addSchema.
@@ -156,8 +160,12 @@ function article(type: string): string {
  */
 export function validationMessage(where: string, errors: readonly ErrorObject[] | undefined): string {
   // A union of literals (say, plan) fails with an error per branch and then anyOf: the anyOf one
-  // is the one to explain.
-  const error = errors?.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf') ?? errors?.[0];
+  // is the one to explain, unless a branch met a field it does not know (an object or null): that
+  // field is what to fix.
+  const error =
+    errors?.find((e) => e.keyword === 'additionalProperties') ??
+    errors?.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf') ??
+    errors?.[0];
   // A path can hold names the client chose (a repeated query parameter): each quoted in part only.
   const at = `${where}${error?.instancePath ? error.instancePath.split('/').map(clipped).join('.') : ''}`;
   if (!error) return `${where} is invalid`;

@@ -313,7 +313,23 @@ function showSecret(text, key) {
   );
 }
 
+/** A key from the operator's API_KEYS_FILE: shown and counted, changed only in that file. */
+function fileKeyCard(key) {
+  return h(
+    'div',
+    { class: 'card', 'data-key': key.id, 'data-source': 'file' },
+    h('h2', {}, key.name),
+    h(
+      'p',
+      { class: 'muted' },
+      `${key.id} · scopes ${key.scopes.join(', ') || 'none'} · created ${when(key.createdAt)}`,
+    ),
+    h('p', {}, 'Managed in a file by your provider: read-only here; ask them to rotate, change or revoke it.'),
+  );
+}
+
 function keyCard(key) {
+  if (key.source === 'file') return fileKeyCard(key);
   const grace = h('input', {
     type: 'number',
     min: 0,

@@ -68,6 +68,8 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
     await deps.history.flush().catch((err: unknown) => app.log.warn({ err }, 'usage history: last counts not written'));
     // As the history's last batch: the refunds still waiting, before Redis closes.
     await deps.creditRefunds.flush();
+    // Then the spool, which what those could not write went to: a last try, else kept (or logged).
+    await deps.usageSpool?.stop();
   });
   await app.register(docsRoutes, {
     upstream: config.petsUrl,
@@ -85,7 +87,6 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   });
   // What a predecessor spooled (USAGE_SPOOL_DIR) goes into the history as soon as Redis answers.
   app.addHook('onReady', async () => deps.usageSpool?.start());
-  app.addHook('onClose', async () => deps.usageSpool?.stop());
   // Every replica closes hours; the store appends each revision once (metering/closer.ts).
   app.addHook('onReady', async () => deps.meteringCloser.start());
   app.addHook('onClose', async () => deps.meteringCloser.stop());

@@ -222,7 +222,12 @@ export async function createDeps(
     ...createMetering(config, redis, { history, customerStore, keyResolver, keyStore, webhooks, now, logger }),
     limiter,
     credits,
-    creditRefunds: creditRefundsFor(config.plans, credits, { customerResolver, keyResolver, keyStore }, now, logger),
+    creditRefunds: creditRefundsFor(
+      config.plans,
+      credits,
+      { customerResolver, keyResolver, keyStore },
+      { now, logger, spool: usageSpool },
+    ),
     history,
     usageSpool,
     anonymous,
@@ -291,6 +296,8 @@ function limitsAndUsage(
         log: logger,
       })
     : null;
+  // The history's batches that cannot be written while Redis is away wait there too.
+  if (redisHistory && usageSpool) redisHistory.spoolTo((record) => usageSpool.append(record));
   const limiter = new GuardedLimiter(
     redis
       ? {
@@ -320,8 +327,7 @@ function creditRefundsFor(
   plans: PlanBook,
   credits: CreditLedger,
   stores: { customerResolver: CustomerResolver; keyResolver: KeyResolver; keyStore: KeyStore },
-  now: () => number,
-  logger: FastifyBaseLogger,
+  { now, logger, spool }: { now: () => number; logger: FastifyBaseLogger; spool: UsageSpool | null },
 ): CreditRefunds {
   /** The owner's record as it is now (a customer, or a key still standing for itself), or why none. */
   const recordOf = async (owner: string): Promise<CreditRecord | string> => {
@@ -336,7 +342,7 @@ function creditRefundsFor(
     if (key.customerId !== undefined) return `the key has joined customer ${key.customerId} since`;
     return { kind: 'key', record: key };
   };
-  return new CreditRefunds({
+  const refunds = new CreditRefunds({
     ledger: credits,
     // The terms in force now (its own, else its plan's): none, nothing given back.
     ruleOf: async (owner) => {
@@ -352,7 +358,22 @@ function creditRefundsFor(
         { [isCustomerId(owner) ? 'customerId' : 'keyId']: owner, hour: new Date(hour).toISOString(), units, reason },
         `credits: ${units} credits of ${owner}'s unserved requests not given back: ${reason}`,
       ),
+    // Redis away: a refund waits in the usage spool and is given back, once, when Redis answers.
+    ...(spool
+      ? {
+          spool: {
+            append: (record) => spool.append(record),
+            spooled: (count) =>
+              logger.warn(
+                { refunds: count },
+                `credits: ${count} refunds of unserved requests wait in the usage spool until Redis answers`,
+              ),
+          },
+        }
+      : {}),
   });
+  spool?.replayRefundsWith((records) => refunds.replay(records));
+  return refunds;
 }
 
 /** The metering export's store (beside the history: Redis, or memory) and its closer. */

@@ -1,8 +1,9 @@
 import { registerBasePlugins } from '@animal-store/common/base-plugins.js';
+import { ApiError, clipped } from '@animal-store/common/errors.js';
 import { serverOptions } from '@animal-store/common/http.js';
 import { strictJsonBodies } from '@animal-store/common/json-body.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
 import { adminAuth } from './auth-limit.js';
@@ -20,6 +21,22 @@ import { storeUnavailable } from './store-unavailable.js';
  */
 function noStore(reply: FastifyReply): void {
   reply.header('cache-control', 'no-store');
+}
+
+/** A route without a body schema takes no fields: a body other than none, null or `{}` is refused. */
+async function refuseUnexpectedBody(request: FastifyRequest): Promise<void> {
+  const body = request.body;
+  if (body === undefined || body === null || request.is404 || request.routeOptions.schema?.body !== undefined) return;
+  if (typeof body === 'object' && !Array.isArray(body)) {
+    const [field] = Object.keys(body);
+    if (field === undefined) return;
+    throw new ApiError(
+      400,
+      'invalid_request',
+      `body.${clipped(field)} is not a known field (this operation takes no body)`,
+    );
+  }
+  throw new ApiError(400, 'invalid_request', 'body: this operation takes no body');
 }
 
 /**
@@ -46,9 +63,12 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
     noStore(reply);
     done();
   });
-  app.setValidatorCompiler(createValidatorCompiler());
+  // A field a route does not define is refused, never dropped: an operator's typo (`expiresAT`)
+  // must not look applied. So is a key given twice, which JSON.parse would settle silently.
+  app.setValidatorCompiler(createValidatorCompiler([], { refuseUnknownFields: true }));
   // Bodies are JSON only (415 otherwise), UTF-8 and not absurdly nested.
-  strictJsonBodies(app);
+  strictJsonBodies(app, { refuseDuplicateKeys: true });
+  app.addHook('preValidation', refuseUnexpectedBody);
   // A route that meets a store it cannot reach answers 503 with Retry-After (store-unavailable.ts).
   await registerBasePlugins(app, { classifyError: storeUnavailable });
 

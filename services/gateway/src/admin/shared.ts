@@ -77,6 +77,15 @@ export async function findWebhook(deps: Pick<GatewayDeps, 'webhooks'>, id: strin
   return found;
 }
 
+/** A change asked of a key API_KEYS_FILE declares: 409, saying where it is changed instead. */
+export function managedInFile(id: string, doing: string): ApiError {
+  return new ApiError(
+    409,
+    'conflict',
+    `Key ${clipped(id)} is managed in a file (API_KEYS_FILE): ${doing} it there (npm run keys -- … --file PATH) and roll the gateway`,
+  );
+}
+
 /** A stored, unrevoked key: what update and rotate act on. */
 export async function findLiveStoreKey(
   deps: Pick<GatewayDeps, 'keyResolver' | 'keyStore'>,
@@ -84,13 +93,7 @@ export async function findLiveStoreKey(
   doing: string,
 ): Promise<KeyRecord> {
   const { record, source } = await findKey(deps, id);
-  if (source === 'file') {
-    throw new ApiError(
-      409,
-      'conflict',
-      `Key ${id} comes from API_KEYS_FILE; ${doing} it in that file (npm run keys -- … --file PATH) and roll the gateway`,
-    );
-  }
+  if (source === 'file') throw managedInFile(id, doing);
   if (record.revokedAt) throw new ApiError(409, 'conflict', `Key ${id} was revoked at ${record.revokedAt}`);
   return record;
 }

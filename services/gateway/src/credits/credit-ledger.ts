@@ -82,9 +82,18 @@ export interface CreditLedger {
    * history bills for it (one entry an hour, readable as "what this hour cost"). The hour just
    * closed (a request admitted before the hour ended, answered or written after): a `refund`
    * entry for that hour, since its spend entry is already written and entries never change. An
-   * older hour: nothing (refunds are written within seconds of their hour).
+   * older hour: nothing (refunds are written within seconds of their hour). With `once`, a
+   * refund made under its `ref` before (until `keepUntil`, epoch ms) gives nothing back: a spooled
+   * refund replayed twice. In Redis the write is fenced: one that failed never lands later.
    */
-  refund(owner: string, rule: CreditRule, hour: number, units: number, now: number): Promise<number>;
+  refund(
+    owner: string,
+    rule: CreditRule,
+    hour: number,
+    units: number,
+    now: number,
+    once?: { ref: string; keepUntil: number },
+  ): Promise<number>;
   /** Entries newest first; `after` is a `next` this gave out (BadCursorError otherwise). */
   page(owner: string, request: PageRequest): Promise<Page<CreditEntry>>;
 }

@@ -170,12 +170,18 @@ return {st.b, st.u, st.h, st.refilled}
  * Gives back credits spent by requests the upstream never served (CreditLedger.refund): at most
  * the open hour's spend, or, for the hour last closed, what is left of its spend (a `refund`
  * entry). KEYS and the first three ARGV as CREDIT_ADD_SCRIPT; then the hour (an index of UTC
- * hours) the requests were admitted in, and the units. Returns: what was given back, the balance.
+ * hours) the requests were admitted in, the units, and the fence's deadline (past it: nothing,
+ * the FENCED error). A third key, the refund's mark (with ARGV[7], its expiry in epoch ms): a
+ * refund whose mark exists gives nothing back (a spooled refund replayed again). Returns: what
+ * was given back, the balance.
  */
-export const CREDIT_REFUND_SCRIPT = `${CREDIT_STATE}
+export const CREDIT_REFUND_SCRIPT = `${CREDIT_STATE}${FENCE_LUA}
+local late = fenceRefusal(ARGV[6])
+if late then return late end
 local ck, cl = KEYS[1], KEYS[2]
 local st = creditsRead(ck, cl, tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
 local hour, units = tonumber(ARGV[4]), tonumber(ARGV[5])
+if KEYS[3] and not redis.call('SET', KEYS[3], '1', 'NX', 'PXAT', ARGV[7]) then units = 0 end
 local back = 0
 if hour >= st.h then
   back = math.min(units, st.u)

@@ -46,6 +46,8 @@ const msOf = (id: string): number => Number(id.slice(0, id.indexOf('-')));
  */
 export class MemoryCreditLedger implements CreditLedger {
   private readonly balances = new Map<string, Balance>();
+  /** Refunds made under a reference (a spool's replay; embedded mode has no spool, so few or none). */
+  private readonly refunded = new Set<string>();
   private sequence = 0;
 
   /** `retentionMs`: entries written longer ago are carried into the opening entry (CREDITS_LEDGER_DAYS). */
@@ -165,7 +167,18 @@ export class MemoryCreditLedger implements CreditLedger {
     };
   }
 
-  async refund(owner: string, rule: CreditRule, hour: number, units: number, now: number): Promise<number> {
+  async refund(
+    owner: string,
+    rule: CreditRule,
+    hour: number,
+    units: number,
+    now: number,
+    once?: { ref: string; keepUntil: number },
+  ): Promise<number> {
+    if (once) {
+      if (this.refunded.has(once.ref)) return 0;
+      this.refunded.add(once.ref);
+    }
     const { held } = this.state(owner, rule, now);
     const index = Math.floor(hour / HOUR_MS);
     let back = 0;

@@ -129,15 +129,31 @@ export class RedisCreditLedger implements CreditLedger {
     return { outcome, entryId: String(reply[1]), balance, refilled, ...exhausted, ...raisedTo };
   }
 
-  async refund(owner: string, rule: CreditRule, hour: number, units: number, now: number): Promise<number> {
-    const keys = creditKeys(this.prefix, owner);
-    const reply = await this.redis.creditRefund(
-      2,
-      ...keys,
-      now,
-      ...refillArgs(rule, now),
-      Math.floor(hour / HOUR_MS),
-      units,
+  /**
+   * Fenced, so that a refund that failed can be spooled and written once later (CreditRefunds):
+   * the one that failed never lands.
+   */
+  async refund(
+    owner: string,
+    rule: CreditRule,
+    hour: number,
+    units: number,
+    now: number,
+    once?: { ref: string; keepUntil: number },
+  ): Promise<number> {
+    const keys: string[] = creditKeys(this.prefix, owner);
+    if (once) keys.push(`${keys[0]}:refund:${once.ref}`);
+    const reply = await this.fences.run(keys[0] as string, (deadline) =>
+      this.redis.creditRefund(
+        keys.length,
+        ...keys,
+        now,
+        ...refillArgs(rule, now),
+        Math.floor(hour / HOUR_MS),
+        units,
+        deadline,
+        ...(once ? [once.keepUntil] : []),
+      ),
     );
     return Number(reply[0]);
   }

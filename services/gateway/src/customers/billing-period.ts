@@ -52,14 +52,29 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
-/** The zone's canonical IANA name (`utc` → `UTC`), or null when the runtime does not know it. */
-export function canonicalTimeZone(timeZone: string): string | null {
+/**
+ * The characters of an IANA zone name (`Europe/Paris`, `America/Port-au-Prince`, `Etc/GMT+5`,
+ * `EST5EDT`): it starts with a letter. Runtimes that also take UTC offsets (`+05:00`) as zones
+ * would accept those: an offset has no daylight-saving rules and is no IANA name, so it is refused.
+ */
+const IANA_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
+
+/**
+ * The zone's IANA name as the caller gave it, its case corrected (`utc` → `UTC`, `europe/paris` →
+ * `Europe/Paris`), or null when it is no IANA name the runtime knows. A name the runtime resolves
+ * to another (Node 24 turns `Asia/Kolkata` into `Asia/Calcutta` and `Asia/Kathmandu` into
+ * `Asia/Katmandu`) is kept as given: both name the same rules, and the customer chose this one.
+ */
+export function ianaTimeZone(timeZone: string): string | null {
   if (typeof timeZone !== 'string' || timeZone.length === 0 || timeZone.length > 64) return null;
+  if (!IANA_NAME.test(timeZone)) return null;
+  let resolved: string;
   try {
-    return new Intl.DateTimeFormat('en-US', { timeZone }).resolvedOptions().timeZone;
+    resolved = new Intl.DateTimeFormat('en-US', { timeZone }).resolvedOptions().timeZone;
   } catch {
     return null;
   }
+  return resolved.toLowerCase() === timeZone.toLowerCase() ? resolved : timeZone;
 }
 
 /** What is wrong with billing settings, in words a client can act on; null when they are fine. */
@@ -70,8 +85,8 @@ export function billingProblem(billing: { anchorDay?: unknown; timeZone?: unknow
       return `billing.anchorDay must be a whole number from 1 to ${MAX_ANCHOR_DAY} (every month has those days)`;
     }
   }
-  if (timeZone !== undefined && (typeof timeZone !== 'string' || canonicalTimeZone(timeZone) === null)) {
-    return 'billing.timeZone must be an IANA time zone name, such as Europe/Paris or UTC';
+  if (timeZone !== undefined && (typeof timeZone !== 'string' || ianaTimeZone(timeZone) === null)) {
+    return 'billing.timeZone must be an IANA time zone name, such as Europe/Paris or UTC (not an offset such as +05:00)';
   }
   if (typeof timeZone === 'string') {
     const offsets = shiftingOffsets(timeZone, Date.now());

@@ -14,7 +14,7 @@ import {
   type PlanBook,
   planProblem,
 } from '../plans/plans.js';
-import { type Billing, billingProblem, canonicalTimeZone, DEFAULT_BILLING } from './billing-period.js';
+import { type Billing, billingProblem, DEFAULT_BILLING, ianaTimeZone } from './billing-period.js';
 import { type CustomerChanges, type CustomerRecord, newCustomerId } from './customer-store.js';
 
 /*
@@ -55,14 +55,14 @@ function checkedCredits(given: CreditTerms): CreditTerms {
   return storedCreditTerms(given);
 }
 
-/** Billing settings as stored: whole, with the zone under its canonical name. */
+/** Billing settings as stored: whole, with the zone under the IANA name given (ianaTimeZone). */
 function checkedBilling(given: Partial<Billing> | undefined, base: Billing): Billing {
   if (given === undefined) return base;
   const problem = billingProblem(given);
   if (problem) throw new CustomerRuleError(problem);
   return {
     anchorDay: given.anchorDay ?? base.anchorDay,
-    timeZone: given.timeZone === undefined ? base.timeZone : (canonicalTimeZone(given.timeZone) as string),
+    timeZone: given.timeZone === undefined ? base.timeZone : (ianaTimeZone(given.timeZone) as string),
   };
 }
 

@@ -1,7 +1,7 @@
 import { isPlainText } from '@animal-store/common/validation.js';
 import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
 import { type Limits, type Plan, type PlanBook, planProblem } from '../plans/plans.js';
-import { type Billing, billingProblem, canonicalTimeZone, DEFAULT_BILLING } from './billing-period.js';
+import { type Billing, billingProblem, DEFAULT_BILLING, ianaTimeZone } from './billing-period.js';
 import type { CustomerRecord } from './customer-store.js';
 
 /*
@@ -90,7 +90,7 @@ export function customersFileProblems(plans: PlanBook, customers: unknown): stri
   return problems;
 }
 
-/** What the file keeps of a customer: only known fields, the time zone under its canonical name. */
+/** What the file keeps of a customer: only known fields, the time zone under the IANA name given. */
 export function toCustomerFileEntry(record: CustomerFileEntry): CustomerFileEntry {
   return {
     id: record.id,
@@ -101,7 +101,7 @@ export function toCustomerFileEntry(record: CustomerFileEntry): CustomerFileEntr
       ? {
           billing: {
             anchorDay: record.billing.anchorDay ?? DEFAULT_BILLING.anchorDay,
-            timeZone: canonicalTimeZone(record.billing.timeZone ?? DEFAULT_BILLING.timeZone) ?? record.billing.timeZone,
+            timeZone: ianaTimeZone(record.billing.timeZone ?? DEFAULT_BILLING.timeZone) ?? record.billing.timeZone,
           },
         }
       : {}),

@@ -13,7 +13,7 @@ import {
 export class FileCustomerError extends Error {
   constructor(id: string) {
     super(
-      `Customer ${id} comes from API_KEYS_FILE; change it there (npm run keys -- … --file PATH) and roll the gateway`,
+      `Customer ${id} is managed in a file (API_KEYS_FILE): change it there (npm run keys -- … --file PATH) and roll the gateway`,
     );
   }
 }

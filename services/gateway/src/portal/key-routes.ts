@@ -9,7 +9,7 @@ import type { GatewayDeps } from '../deps.js';
 import { insertOnce, rotateKey, updateKey } from '../keys/key-operations.js';
 import { maxKeysFor, SCOPES, type Scope, scopesFor } from '../plans/plans.js';
 import { announceKeyChange } from '../replicas/key-sync.js';
-import { ownCustomer, ownKey, signedIn } from './own-keys.js';
+import { liveKeysOf, ownCustomer, ownKey, signedIn } from './own-keys.js';
 
 type Deps = Pick<
   GatewayDeps,
@@ -62,8 +62,8 @@ function withinPlan(deps: Pick<GatewayDeps, 'plans'>, plan: string, scopes: read
  */
 export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.get('/portal/api/keys', async (request) => {
-    const keys = await deps.keyStore.liveKeysOf(signedIn(request));
-    return { items: await Promise.all(keys.map((k) => keyView(deps, k, 'store'))) };
+    const keys = await liveKeysOf(deps, signedIn(request));
+    return { items: await Promise.all(keys.map((k) => keyView(deps, k.record, k.source))) };
   });
 
   app.post('/portal/api/keys', { schema: { body: NewKey } }, async (request, reply) => {
@@ -73,8 +73,9 @@ export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async 
     withinPlan(deps, customer.plan, request.body.scopes);
     const max = maxKeysFor(deps.plans, customer.plan);
     // Count and insert under the customer's lock: two creates at once would both count max - 1.
+    // Its keys from API_KEYS_FILE count too.
     const { key, record } = await deps.customerLocks.run(customerId, async () => {
-      if ((await deps.keyStore.liveKeysOf(customerId)).length >= max) {
+      if ((await liveKeysOf(deps, customerId)).length >= max) {
         throw new ApiError(409, 'conflict', `Your ${customer.plan} plan allows ${max} live keys: revoke one first`);
       }
       const made = await applying(() => newKey(deps, { ...request.body, customerId }, deps.now()));
@@ -96,7 +97,7 @@ export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async 
       },
     },
     async (request) => {
-      const current = await ownKey(deps, request, request.params.id);
+      const current = await ownKey(deps, request, request.params.id, 'rotate');
       const rotated = await rotateKey(deps.keyStore, current, deps.now(), request.body.gracePeriodSeconds);
       if (!rotated) throw new ApiError(409, 'conflict', `Key ${current.id} changed meanwhile; try again`);
       await announceKeyChange(deps, 'key-changed', current.id, request.log);
@@ -110,7 +111,7 @@ export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async 
     '/portal/api/keys/:id',
     { schema: { params: KeyId, body: Narrowing, response: { 200: KeyViewSchema } } },
     async (request) => {
-      const current = await ownKey(deps, request, request.params.id);
+      const current = await ownKey(deps, request, request.params.id, 'change');
       withinPlan(deps, current.plan, request.body.scopes);
       const changed = Object.keys(request.body);
       const updated = await applying(() => updateKey(deps.plans, deps.keyStore, current, request.body, deps.now()));
@@ -122,7 +123,7 @@ export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async 
   );
 
   app.delete('/portal/api/keys/:id', { schema: { params: KeyId } }, async (request, reply) => {
-    const current = await ownKey(deps, request, request.params.id);
+    const current = await ownKey(deps, request, request.params.id, 'revoke');
     if (await deps.keyStore.revoke(current.id, new Date(deps.now()))) {
       await announceKeyChange(deps, 'key-revoked', current.id, request.log);
       audit(deps, request.log, 'revoke', current.id, {}, { customerId: signedIn(request) });

@@ -51,17 +51,44 @@ function refused(
 }
 
 /**
- * A key of the signed-in customer, live. Any other id (another customer's, a key of no customer,
- * a guess, a revoked key) is the same 404 and the same audit line, so an answer never tells
+ * The customer's live keys: the store's, then those API_KEYS_FILE gives it, which the portal
+ * shows and counts against maxKeys but never changes (the file says what they are).
+ */
+export async function liveKeysOf(
+  deps: Pick<GatewayDeps, 'keyStore' | 'keyResolver'>,
+  customerId: string,
+): Promise<Array<{ record: KeyRecord; source: 'store' | 'file' }>> {
+  const stored = await deps.keyStore.liveKeysOf(customerId);
+  const filed = deps.keyResolver.fileRecords().filter((k) => k.customerId === customerId && !k.revokedAt);
+  return [
+    ...stored.map((record) => ({ record, source: 'store' as const })),
+    ...filed.map((record) => ({ record, source: 'file' as const })),
+  ];
+}
+
+/**
+ * A key of the signed-in customer, live, from the store or API_KEYS_FILE. Any other id (another
+ * customer's, a key of no customer, a guess, a revoked key) is the same 404 and the same audit line, so an answer never tells
  * whether the id exists elsewhere, and a guess is as visible to the operator as a swap.
  */
 export async function ownKey(
-  deps: Pick<GatewayDeps, 'keyStore'>,
+  deps: Pick<GatewayDeps, 'keyStore' | 'keyResolver'>,
   request: FastifyRequest,
   id: string,
+  /** What the caller is about to do to it (`rotate`): a key of API_KEYS_FILE is then 409, never changed. */
+  change?: string,
 ): Promise<KeyRecord> {
   const customerId = signedIn(request);
-  const record = await deps.keyStore.get(id);
+  const filed = deps.keyResolver.fileRecord(id);
+  if (filed?.customerId === customerId) {
+    if (change === undefined) return filed;
+    throw new ApiError(
+      409,
+      'conflict',
+      `Key ${filed.id} is managed in a file by your provider: ask them to ${change} it (the portal cannot)`,
+    );
+  }
+  const record = filed ?? (await deps.keyStore.get(id));
   if (record?.customerId === customerId && !record.revokedAt) return record;
   if (!record) refused(request, customerId, { keyId: id }, 'unknown');
   else if (record.customerId === customerId) refused(request, customerId, { keyId: id }, 'revoked');

@@ -14,11 +14,11 @@ import type { KeyRecord } from '../keys/key-store.js';
 import { limitsFor, maxKeysFor, policyForCustomerKey, scopesFor } from '../plans/plans.js';
 import { stepAt } from '../usage/customer-steps.js';
 import { sumOf } from '../usage/reports.js';
-import { ownKey, signedInCustomer } from './own-keys.js';
+import { liveKeysOf, ownKey, signedInCustomer } from './own-keys.js';
 
 type Deps = Pick<
   GatewayDeps,
-  'plans' | 'keyStore' | 'customerStore' | 'limiter' | 'history' | 'credits' | 'webhooks' | 'now'
+  'plans' | 'keyStore' | 'keyResolver' | 'customerStore' | 'limiter' | 'history' | 'credits' | 'webhooks' | 'now'
 >;
 
 const HistoryQuery = Type.Object(
@@ -53,7 +53,7 @@ async function quotasNow(deps: Deps, customer: CustomerRecord, log: { error(obj:
   const period = stepAt('period', customer.billing, now);
   const limits = limitsFor(deps.plans, customer.plan, customer.limits);
   // Read before the limiter, outside its 503: the key store's own failure is classified as such.
-  const live = await deps.keyStore.liveKeysOf(customer.id);
+  const live = (await liveKeysOf(deps, customer.id)).map((k) => k.record);
   try {
     const [hours, keys] = await Promise.all([
       deps.history.hours(customer.id, period.start, stepAt('hour', customer.billing, now).end),

@@ -86,7 +86,7 @@ export interface Fence {
 }
 
 /** The command timeout a client applies: a fenced write is given as long as any command. */
-function commandTimeoutOf(redis: RedisClient): number {
+export function commandTimeoutOf(redis: RedisClient): number {
   const options = 'redisOptions' in redis.options ? redis.options.redisOptions : redis.options;
   const ms = (options as { commandTimeout?: number } | undefined)?.commandTimeout;
   if (!ms) throw new Error('fenced writes need a client with a command timeout (redisOptions in redis/clients.ts)');

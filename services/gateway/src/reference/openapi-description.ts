@@ -83,8 +83,12 @@ export function describeApi(options: PublicDocumentOptions): string {
     '',
     "A second, minute or hour window starts with the key's first admitted request (a fixed window), or " +
       'counts the last second, minute or hour at any moment (a sliding window: no span of that length ever ' +
-      'admits more than the limit); day and month windows are calendar quotas that reset at 00:00 UTC (a ' +
-      'month on the 1st). Only admitted requests count, each taking its cost from every window. A key ' +
+      'admits more than the limit); day and month windows are calendar quotas. A key of a customer counts ' +
+      "them in its customer's billing calendar: its day from midnight in the customer's time zone (an IANA " +
+      "name such as `Asia/Kolkata`), its month from the customer's anchor day (1–28) at that midnight; a key " +
+      'of no customer counts the UTC day and the month from the 1st at 00:00 UTC. `GET /v1/usage` answers a ' +
+      "key's zone and when its day and month next reset (`key.calendar`). Only admitted requests count, " +
+      'each taking its cost from every window. A key ' +
       'without the scope a request needs gets 403 `insufficient_scope`, and a key used from outside the ' +
       'addresses it allows gets 403 `ip_not_allowed`; neither costs anything. Every response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` ' +
       'and `X-RateLimit-Reset` for the binding window (the one with the fewest requests remaining), and the ' +

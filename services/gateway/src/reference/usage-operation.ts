@@ -17,6 +17,12 @@ const EXAMPLE = {
     plan: 'pro',
     windows: { minute: { limit: 300, used: 12, remaining: 288, resetAt: '2026-11-27T10:21:00.000Z' } },
     ban: null,
+    calendar: {
+      timeZone: 'Europe/Paris',
+      anchorDay: 15,
+      dayResetsAt: '2026-11-27T23:00:00.000Z',
+      monthResetsAt: '2026-12-14T23:00:00.000Z',
+    },
     billingPeriod: { start: '2026-11-14T23:00:00.000Z', end: '2026-12-14T23:00:00.000Z', units: 1840 },
   },
   customer: {

@@ -8,6 +8,7 @@ import { DEFAULT_BILLING } from '../customers/billing-period.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
+import { calendarFor } from '../limits/calendar.js';
 import type { KeyUsage } from '../limits/key-limiter.js';
 import { policyForCustomerKey, policyForKey } from '../plans/plans.js';
 import { stepAt } from '../usage/customer-steps.js';
@@ -68,6 +69,7 @@ export async function selfUsage(
     log.error({ err }, 'cannot read usage');
     throw unavailable('rate_limiter_unavailable', 'Cannot reach Redis to read usage');
   }
+  const calendar = calendarFor(billing);
   const billingPeriod = (units: number) => ({ start: iso(period.start), end: iso(period.end), units });
   const balance = credits ? { credits: { balance: credits.balance, nextRefillAt: credits.nextRefillAt } } : {};
   return {
@@ -77,6 +79,12 @@ export async function selfUsage(
       plan: record.plan,
       windows: liveWindows(policy, usage.windows, 'key'),
       ban: usage.banEndsAt === null ? null : { until: iso(usage.banEndsAt) },
+      calendar: {
+        timeZone: billing.timeZone,
+        anchorDay: billing.anchorDay,
+        dayResetsAt: iso(calendar.end('day', now)),
+        monthResetsAt: iso(calendar.end('month', now)),
+      },
       billingPeriod: billingPeriod(keyUnits),
       ...(owner?.kind === 'key' ? balance : {}),
     },

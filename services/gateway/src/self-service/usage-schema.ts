@@ -37,6 +37,30 @@ const PeriodSchema = Type.Object(
   },
 );
 
+const CalendarSchema = Type.Object(
+  {
+    timeZone: Type.String({
+      description:
+        "The IANA zone the day and month windows count in: the customer's billing time zone, or UTC for a key of no customer.",
+      examples: ['Asia/Kolkata'],
+    }),
+    anchorDay: Type.Integer({
+      minimum: 1,
+      maximum: 28,
+      description: 'The day of the month the month window and billing period start on, at midnight in timeZone.',
+    }),
+    dayResetsAt: Timestamp,
+    monthResetsAt: Timestamp,
+  },
+  {
+    additionalProperties: false,
+    description:
+      "The calendar the key's day and month windows (and its customer's) count in, and when each next starts " +
+      "again: the next midnight in timeZone, and the next anchorDay at midnight there. Set by the customer's " +
+      'billing settings; a key of no customer has UTC and the 1st.',
+  },
+);
+
 /** A credit balance: the customer's, or a key of no customer's own (`description` says whose). */
 const creditsSchema = (description: string) =>
   Type.Object(
@@ -66,6 +90,7 @@ export const SelfUsageSchema = Type.Object({
     ban: Type.Union([Type.Object({ until: Timestamp }, { additionalProperties: false }), Type.Null()], {
       description: 'While the key is banned for ignoring 429s: when the ban ends.',
     }),
+    calendar: CalendarSchema,
     billingPeriod: PeriodSchema,
     credits: Type.Optional(
       creditsSchema(

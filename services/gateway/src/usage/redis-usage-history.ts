@@ -1,5 +1,7 @@
 import type { Redis, Result } from 'ioredis';
 import type { RedisClient } from '../redis/clients.js';
+import { isRedisUnreachable } from '../redis/errors.js';
+import { FENCE_LUA, FencedWrites } from '../redis/fenced-writes.js';
 import {
   DAY_MS,
   daysTouched,
@@ -14,7 +16,7 @@ import {
   type StoredCounts,
   type UsageHistory,
 } from './usage-history.js';
-import type { SpoolSegment } from './usage-spool.js';
+import type { FieldsRecord, SpoolSegment } from './usage-spool.js';
 import { WriteBehind } from './write-behind.js';
 
 declare module 'ioredis' {
@@ -22,6 +24,12 @@ declare module 'ioredis' {
     gatewaySpoolReplay(
       dayKey: string,
       marker: string,
+      expireAt: number,
+      ...fields: Array<string | number>
+    ): Result<number, Context>;
+    gatewayHashAdd(
+      dayKey: string,
+      deadlineUs: number,
       expireAt: number,
       ...fields: Array<string | number>
     ): Result<number, Context>;
@@ -37,6 +45,19 @@ const SPOOL_REPLAY_SCRIPT = `
 if not redis.call('SET', KEYS[2], '1', 'NX', 'PXAT', ARGV[1]) then return 0 end
 for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('PEXPIREAT', KEYS[1], ARGV[1])
+return 1
+`;
+
+/**
+ * A write-behind batch's counts into one day hash, fenced (redis/fenced-writes.ts): KEYS the hash;
+ * ARGV the fence's deadline, the hash's expiry, then field, count pairs. A call that failed never
+ * lands later, so what it carried can be spooled and written once (usage-spool.ts).
+ */
+const HASH_ADD_SCRIPT = `${FENCE_LUA}
+local late = fenceRefusal(ARGV[1])
+if late then return late end
+for i = 3, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 return 1
 `;
 
@@ -107,6 +128,9 @@ export class RedisUsageHistory implements UsageHistory {
   /** Ids noted and not yet written, per day. */
   private unindexed = new Map<number, string[]>();
   private indexScheduled = false;
+  private readonly fences: FencedWrites;
+  /** Where counts wait that could not be written (the usage spool); none: they are lost, and logged. */
+  private spool: ((record: FieldsRecord) => void) | null = null;
 
   constructor(
     private readonly redis: RedisClient,
@@ -119,6 +143,15 @@ export class RedisUsageHistory implements UsageHistory {
     if (typeof (redis as Partial<Redis>).gatewaySpoolReplay !== 'function') {
       redis.defineCommand('gatewaySpoolReplay', { numberOfKeys: 2, lua: SPOOL_REPLAY_SCRIPT });
     }
+    if (typeof (redis as Partial<Redis>).gatewayHashAdd !== 'function') {
+      redis.defineCommand('gatewayHashAdd', { numberOfKeys: 1, lua: HASH_ADD_SCRIPT });
+    }
+    this.fences = new FencedWrites(redis);
+  }
+
+  /** Counts whose write fails while Redis is away go to `spool`, to be replayed once it is back. */
+  spoolTo(spool: (record: FieldsRecord) => void): void {
+    this.spool = spool;
   }
 
   /**
@@ -131,6 +164,8 @@ export class RedisUsageHistory implements UsageHistory {
     const byHash = new Map<string, { expireAt: number; fields: Map<string, number> }>();
     const now = Date.now();
     for (const record of segment.records) {
+      // Refunds are the ledger's (CreditRefunds.replay).
+      if ('kind' in record && record.kind === 'refund') continue;
       const expireAt = this.expiry(record.hour);
       if (expireAt <= now) continue;
       const { day, name } = hourName(record.hour);
@@ -143,6 +178,10 @@ export class RedisUsageHistory implements UsageHistory {
       }
       const add = (letter: string, n: number) =>
         hash.fields.set(`${name}${letter}`, (hash.fields.get(`${name}${letter}`) ?? 0) + n);
+      if ('kind' in record) {
+        if (record.kind === 'fields') for (const [suffix, n] of Object.entries(record.fields)) add(suffix, n);
+        continue;
+      }
       add(FIELDS[record.outcome], 1);
       if (record.units > 0) add(FIELDS.units, record.units);
     }
@@ -314,36 +353,64 @@ export class RedisUsageHistory implements UsageHistory {
   }
 
   /**
-   * Writes buffered counts (see count): one command per field, not a pipeline, since under Redis
-   * Cluster the keys are in many slots.
+   * Writes buffered counts (see count): one fenced script per day hash, not a pipeline, since under
+   * Redis Cluster the keys are in many slots.
    */
   private writeCounts(batch: ReadonlyMap<string, StoredCounts>): Promise<unknown> {
     const writes: Promise<unknown>[] = [];
     for (const [id, counts] of batch) {
       const [keyId, hourText, customerId] = id.split('\n') as [string, string, string];
-      const hour = Number(hourText);
-      const { day, name: hourField } = hourName(hour);
-      const key = this.dayKey(keyId, day, customerId === '' ? undefined : customerId);
+      const fields: Record<string, number> = {};
       for (const [name, letter] of Object.entries(FIELDS)) {
         const n = counts[name as keyof StoredCounts];
-        if (n > 0) writes.push(this.redis.hincrby(key, `${hourField}${letter}`, n));
+        if (n > 0) fields[letter] = n;
       }
-      writes.push(this.redis.pexpireat(key, this.expiry(hour)));
+      const record: FieldsRecord = {
+        kind: 'fields',
+        id: keyId,
+        ...(customerId === '' ? {} : { customerId }),
+        hour: Number(hourText),
+        fields,
+      };
+      writes.push(this.writeFields(record));
     }
     return Promise.all(writes);
   }
 
-  /** Writes buffered served units by route (see served), one command per field as writeCounts. */
+  /** Writes buffered served units by route (see served), one fenced script per hash as writeCounts. */
   private writeRoutes(batch: ReadonlyMap<string, number>): Promise<unknown> {
-    const writes: Promise<unknown>[] = [];
+    const byHour = new Map<string, FieldsRecord>();
     for (const [field, units] of batch) {
       const [id, hourText, route] = field.split('\n') as [string, string, string];
-      const hour = Number(hourText);
-      const { day, name } = hourName(hour);
-      const key = this.dayKey(id, day);
-      writes.push(this.redis.hincrby(key, `${name}|${route}`, units), this.redis.pexpireat(key, this.expiry(hour)));
+      const at = `${id}\n${hourText}`;
+      let record = byHour.get(at);
+      if (!record) {
+        record = { kind: 'fields', id, hour: Number(hourText), fields: {} };
+        byHour.set(at, record);
+      }
+      record.fields[`|${route}`] = (record.fields[`|${route}`] ?? 0) + units;
     }
-    return Promise.all(writes);
+    return Promise.all([...byHour.values()].map((record) => this.writeFields(record)));
+  }
+
+  /**
+   * One hour's fields into its day's hash, fenced: when Redis cannot be reached the write has not
+   * landed and never will (the fence has closed when this learns of it), so the record goes to the
+   * spool, which writes it once Redis answers; without a spool it is lost, and logged (onError).
+   */
+  private async writeFields(record: FieldsRecord): Promise<void> {
+    if (Object.keys(record.fields).length === 0) return;
+    const { day, name } = hourName(record.hour);
+    const key = this.dayKey(record.id, day, record.customerId);
+    const args = Object.entries(record.fields).flatMap(([suffix, n]) => [`${name}${suffix}`, n]);
+    try {
+      await this.fences.run(key, (deadline) =>
+        this.redis.gatewayHashAdd(key, deadline, this.expiry(record.hour), ...args),
+      );
+    } catch (err) {
+      if (!this.spool || !isRedisUnreachable(err)) throw err;
+      this.spool(record);
+    }
   }
 
   /**

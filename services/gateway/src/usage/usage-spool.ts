@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { type HistoryOutcome, hourStart, type UsageHistory } from './usage-history.js';
 
 /** One decision taken while the shared history could not be written (UsageHistory.count's arguments). */
-export interface SpoolRecord {
+export interface DecisionRecord {
   /** The key's (or customer's) id. */
   id: string;
   /** count's customerId: a key's hours kept in its customer's slot. */
@@ -15,6 +15,31 @@ export interface SpoolRecord {
   /** The hour's start (hourStart of the decision's time and shift). */
   hour: number;
 }
+
+/**
+ * Counts a write-behind batch could not write into one hour of a day's hash (RedisUsageHistory):
+ * the fields' suffixes after the hour's name (`x`, `y`, `|GET /v1/pets`) and what to add to each.
+ */
+export interface FieldsRecord {
+  kind: 'fields';
+  id: string;
+  customerId?: string;
+  hour: number;
+  fields: Record<string, number>;
+}
+
+/** Credits of unserved requests not given back while Redis was away (CreditRefunds), under a reference of their own. */
+export interface RefundRecord {
+  kind: 'refund';
+  owner: string;
+  /** The UTC hour's start the requests were admitted in. */
+  hour: number;
+  units: number;
+  /** Given back once under it, whoever replays it and however often (CreditLedger.refund's `once`). */
+  ref: string;
+}
+
+export type SpoolRecord = DecisionRecord | FieldsRecord | RefundRecord;
 
 /**
  * Records sealed under one id: written into the history once, whoever replays them and however
@@ -168,7 +193,8 @@ export interface UsageSpoolOptions {
 
 /**
  * The decisions of the per-replica fallback (Redis failing), counted where the history cannot be
- * written, and written into it once Redis answers again: every second while anything waits, the
+ * written, with the history's counts and the refunds whose writes failed meanwhile (fenced writes:
+ * one that failed never lands later, redis/fenced-writes.ts), written once Redis answers again: every second while anything waits, the
  * open segment is sealed and every sealed one replayed, each under its id, so a segment replayed
  * twice (a timed-out replay that Redis applied, a replica dying between the write and the file's
  * removal, two replicas replaying one directory) counts once.
@@ -179,17 +205,29 @@ export class UsageSpool implements Pick<UsageHistory, 'count'> {
   private stopped = false;
   /** Whether the last replay failed: logged once an outage, not every second. */
   private failing = false;
+  /** Gives spooled refunds back (CreditRefunds.replay), once each; set once the refunds exist. */
+  private refunds: ((records: RefundRecord[]) => Promise<void>) | null = null;
 
   constructor(private readonly options: UsageSpoolOptions) {}
 
+  /** Where a segment's refunds are given back: after its counts, under the same retries. */
+  replayRefundsWith(refunds: (records: RefundRecord[]) => Promise<void>): void {
+    this.refunds = refunds;
+  }
+
   count(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs = 0, customerId?: string): void {
-    this.options.store.append({
+    this.append({
       id: keyId,
       ...(customerId !== undefined ? { customerId } : {}),
       outcome,
       units,
       hour: hourStart(at, shiftMs),
     });
+  }
+
+  /** What could not be written now (counts, refunds), to be written once Redis answers. */
+  append(record: SpoolRecord): void {
+    this.options.store.append(record);
     this.schedule();
   }
 
@@ -210,8 +248,8 @@ export class UsageSpool implements Pick<UsageHistory, 'count'> {
       this.options.log.warn(
         { records: left, store: this.options.store.kind },
         this.options.store.kind === 'files'
-          ? `usage spool: ${left} decisions not yet in the usage history stay in USAGE_SPOOL_DIR for the next start`
-          : `usage spool: ${left} decisions taken while Redis was away are lost (set USAGE_SPOOL_DIR to keep them)`,
+          ? `usage spool: ${left} records (decisions, counts, refunds) not yet written stay in USAGE_SPOOL_DIR for the next start`
+          : `usage spool: ${left} records (decisions, counts, refunds) kept while Redis was away are lost (set USAGE_SPOOL_DIR to keep them)`,
       );
     }
   }
@@ -231,6 +269,11 @@ export class UsageSpool implements Pick<UsageHistory, 'count'> {
     try {
       for (const segment of await store.sealed()) {
         await replay(segment);
+        const refunds = segment.records.filter((r): r is RefundRecord => 'kind' in r && r.kind === 'refund');
+        if (refunds.length > 0) {
+          if (!this.refunds) throw new Error('usage spool: refunds to replay, and nothing to give them back');
+          await this.refunds(refunds);
+        }
         await store.remove(segment.id);
         written += segment.records.length;
       }

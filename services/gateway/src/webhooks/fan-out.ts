@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { DeliveryJob, DeliveryQueue } from './delivery/delivery-queue.js';
 import { type CustomerRef, type KeyRef, PING_EVENT, type WebhookEvent, type WebhookEventType } from './event-types.js';
-import type { Subscription, WebhookStore } from './subscriptions/webhook-store.js';
+import type { QueueFence, Subscription, WebhookStore } from './subscriptions/webhook-store.js';
 
 /** Sends an event only once across the replicas: the first caller within `ttlMs` takes the marker. */
 export interface Once {
@@ -59,8 +59,17 @@ export class FanOut {
     await Promise.all(subscriptions.map((s) => this.enqueue(s.id, eventId, event, now)));
   }
 
-  /** POST /admin/webhooks/:id/test: a ping through the queue, like any delivery. */
-  async ping(subscription: Subscription): Promise<string> {
+  /**
+   * POST /admin/webhooks/:id/test: a ping through the queue, like any delivery, but fenced: a ping
+   * whose request failed (a 503) is never delivered, even when its queuing lands once Redis
+   * answers (WebhookStore.fencedQueue). `bound` caps the wait for the queue (`waitMs` at most).
+   */
+  async ping(
+    subscription: Subscription,
+    waitMs: number,
+    ttlMs: number,
+    bound: (queued: Promise<void>) => Promise<void>,
+  ): Promise<string> {
     const now = this.now();
     const eventId = `msg_${randomUUID()}`;
     const event: WebhookEvent = {
@@ -68,12 +77,20 @@ export class FanOut {
       timestamp: new Date(now).toISOString(),
       data: { webhookId: subscription.id },
     };
-    await this.enqueue(subscription.id, eventId, event, now);
+    await this.store.fencedQueue(`ping:${eventId}`, waitMs, ttlMs, (fence) =>
+      bound(this.enqueue(subscription.id, eventId, event, now, fence)),
+    );
     return eventId;
   }
 
-  private async enqueue(subscriptionId: string, eventId: string, event: WebhookEvent, now: number): Promise<void> {
-    const job: DeliveryJob = { subscriptionId, eventId, event, enqueuedAt: now };
+  private async enqueue(
+    subscriptionId: string,
+    eventId: string,
+    event: WebhookEvent,
+    now: number,
+    fence?: QueueFence | null,
+  ): Promise<void> {
+    const job: DeliveryJob = { subscriptionId, eventId, event, enqueuedAt: now, ...(fence ? { fence } : {}) };
     // BullMQ ids may not hold ':'.
     await this.queue.add(job, `${eventId}.${subscriptionId}`.replaceAll(':', '_'));
   }

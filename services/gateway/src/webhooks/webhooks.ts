@@ -94,9 +94,13 @@ export class Webhooks {
     return checkWebhookUrl(url, this.options.config);
   }
 
-  /** POST /admin/webhooks/:id/test: a ping through the queue, like any delivery. */
-  ping(subscription: Subscription): Promise<string> {
-    return this.fanOut.ping(subscription);
+  /**
+   * POST /admin/webhooks/:id/test: a ping through the queue, like any delivery; one whose call
+   * failed is never delivered (FanOut.ping). `bound` caps the wait for the queue at `waitMs`.
+   */
+  ping(subscription: Subscription, waitMs: number, bound: (queued: Promise<void>) => Promise<void>): Promise<string> {
+    // The confirmation outlives every retry of the ping.
+    return this.fanOut.ping(subscription, waitMs, this.options.config.retryForMs + 3_600_000, bound);
   }
 
   /** One attempt; throws RetryDelivery while the retry period lasts. */

@@ -254,10 +254,10 @@ describe('credits in API_KEYS_FILE', () => {
     // The file, not the admin API, says what its records are: "plan" is refused as any change is.
     const fileKey = await call(gw, 'PATCH', `/admin/keys/${solo.record.id}`, { credits: 'plan' });
     expect(fileKey.statusCode, fileKey.body).toBe(409);
-    expect(fileKey.json().message).toContain('comes from API_KEYS_FILE');
+    expect(fileKey.json().message).toContain('is managed in a file (API_KEYS_FILE)');
     const fileCustomer = await call(gw, 'PATCH', '/admin/customers/cus_acme', { credits: 'plan' });
     expect(fileCustomer.statusCode, fileCustomer.body).toBe(409);
-    expect(fileCustomer.json().message).toContain('comes from API_KEYS_FILE');
+    expect(fileCustomer.json().message).toContain('is managed in a file (API_KEYS_FILE)');
     expect((await call(gw, 'GET', `/admin/keys/${solo.record.id}`)).json().credits).toEqual({
       refill: { amount: 2, every: 'day' },
     });

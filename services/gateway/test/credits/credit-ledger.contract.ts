@@ -139,6 +139,21 @@ export function creditLedgerContract(name: string, make: (retentionMs: number) =
       expect((await ledger.page(id, { limit: 10 })).items.map((e) => e.type)).toEqual(['topup']);
     });
 
+    it('gives a refund made under a reference back once, however often it is replayed', async () => {
+      const ledger = await start();
+      const id = owner();
+      // Redis keeps the reference's mark until a time on its own clock: the test's is now.
+      const now = Date.now();
+      const hour = now - (now % 3_600_000);
+      await ledger.add(id, NO_REFILL, change(20, 'stock'), now);
+      expect(await harness?.spend(id, 5, now)).toBe(true);
+      const once = { ref: 'spooled-1', keepUntil: now + 60_000 };
+      expect(await ledger.refund(id, NO_REFILL, hour, 3, now, once)).toBe(3);
+      expect(await ledger.refund(id, NO_REFILL, hour, 3, now, once)).toBe(0);
+      expect(await ledger.refund(id, NO_REFILL, hour, 3, now, { ref: 'spooled-2', keepUntil: now + 60_000 })).toBe(2);
+      expect(await ledger.balance(id, NO_REFILL, now)).toMatchObject({ balance: 20 });
+    });
+
     it('pages newest first behind the cursor it gives, and refuses one it did not', async () => {
       const ledger = await start();
       const id = owner();

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import {
   billingPeriod,
   billingProblem,
-  canonicalTimeZone,
   DEFAULT_BILLING,
   dayPeriod,
+  ianaTimeZone,
   localHourShiftMs,
   type Period,
   previousBillingPeriod,
@@ -130,6 +130,10 @@ describe('billing settings a client sends', () => {
     [{ timeZone: 'Mars/Olympus_Mons' }, 'timeZone'],
     [{ timeZone: '' }, 'timeZone'],
     [{ timeZone: 42 }, 'timeZone'],
+    // Offsets are no IANA names (some runtimes take them as zones): no daylight-saving rules.
+    [{ timeZone: '+05:00' }, 'timeZone'],
+    [{ timeZone: '-03:30' }, 'timeZone'],
+    [{ timeZone: 'UTC+05:00' }, 'timeZone'],
     // A part-hour off UTC: the history keeps their customers' hours from their local hour.
     [{ timeZone: 'Asia/Kolkata' }, null],
     [{ timeZone: 'Asia/Kathmandu' }, null],
@@ -150,9 +154,21 @@ describe('billing settings a client sends', () => {
     );
   });
 
-  it('stores a zone under its canonical name', () => {
-    expect(canonicalTimeZone('utc')).toBe('UTC');
-    expect(canonicalTimeZone('europe/paris')).toBe('Europe/Paris');
-    expect(canonicalTimeZone('Nowhere/Special')).toBeNull();
+  it('stores a zone under the IANA name given, its case corrected', () => {
+    expect(ianaTimeZone('utc')).toBe('UTC');
+    expect(ianaTimeZone('UTC')).toBe('UTC');
+    expect(ianaTimeZone('europe/paris')).toBe('Europe/Paris');
+    expect(ianaTimeZone('Nowhere/Special')).toBeNull();
+  });
+
+  it.each(['Asia/Kolkata', 'Asia/Calcutta', 'Asia/Kathmandu', 'Europe/Kyiv', 'Etc/GMT+5', 'America/Port-au-Prince'])(
+    'keeps %s as given, never the name the runtime links it to',
+    (zone) => {
+      expect(ianaTimeZone(zone)).toBe(zone);
+    },
+  );
+
+  it('the refusal of an offset says to give an IANA zone name', () => {
+    expect(billingProblem({ timeZone: '+05:00' })).toMatch(/^billing\.timeZone must be an IANA time zone name/);
   });
 });

@@ -22,7 +22,7 @@ function problems(data: unknown): string[] {
 }
 
 describe('a keys file with customers', () => {
-  it('reads keys and customers, the zone under its canonical name, unknown fields dropped', () => {
+  it('reads keys and customers, the zone in its right case, unknown fields dropped', () => {
     const file = parseKeysFile(
       JSON.stringify({
         keys: [key('key_a', { customerId: 'cus_acme' }), key('key_b', { plan: 'free' })],

@@ -136,6 +136,18 @@ describe('publicDocument', () => {
     expect(doc.info.description).toContain('| Business | 1,000 | 100,000 |');
   });
 
+  it("says a key's day and month follow its customer's billing calendar, and where GET /v1/usage shows it", () => {
+    const text = doc.info.description ?? '';
+    expect(text).not.toMatch(/reset at 00:00 UTC \(a month on the 1st\)/);
+    expect(text).toMatch(
+      /its day from midnight in the customer's time zone .*its month from the customer's anchor day/,
+    );
+    expect(text).toContain('a key of no customer counts the UTC day');
+    expect(text).toContain('`key.calendar`');
+    const schema = JSON.stringify(doc.components?.schemas?.Usage);
+    for (const field of ['timeZone', 'anchorDay', 'dayResetsAt', 'monthResetsAt']) expect(schema).toContain(field);
+  });
+
   it('gives every operation 401, 429 (with a required Retry-After), 502, 503, 504 and default in the Error shape', () => {
     const ops = operations(doc);
     expect(ops.map((op) => op.operationId).sort()).toEqual(['createPet', 'getPet', 'listPets']);

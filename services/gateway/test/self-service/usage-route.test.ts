@@ -81,6 +81,7 @@ describe('GET /v1/usage', () => {
         plan: 'pro',
         windows: expect.any(Object),
         ban: null,
+        calendar: expect.objectContaining({ timeZone: 'Europe/Paris', anchorDay: 15, monthResetsAt: current?.end }),
         billingPeriod: { start: current?.start, end: current?.end, units: 3 },
       });
       expect(body.key.windows.minute).toMatchObject({ limit: 40, used: 3, remaining: 37 });
@@ -232,6 +233,36 @@ describe('GET /v1/usage', () => {
     } finally {
       await hook.close();
     }
+  });
+
+  it('shows a key its calendar: its customer’s zone as given, anchor day, and when its day and month reset', async () => {
+    // 15:30 in Kolkata (UTC+05:30) on 26 November 2026.
+    const now = Date.parse('2026-11-26T10:00:00.000Z');
+    const gw = await gateways.start({ redisUrl: null, now: () => now });
+    const customer = await post(gw, '/admin/customers', {
+      name: 'Chai',
+      plan: 'pro',
+      billing: { anchorDay: 15, timeZone: 'Asia/Kolkata' },
+    });
+    const key = await post(gw, '/admin/keys', { customerId: customer.id });
+    await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) });
+    const body = (await usage(gw, key.key as string)).json();
+    expect(body.key.calendar).toEqual({
+      timeZone: 'Asia/Kolkata',
+      anchorDay: 15,
+      dayResetsAt: '2026-11-26T18:30:00.000Z',
+      monthResetsAt: '2026-12-14T18:30:00.000Z',
+    });
+    expect(body.customer.windows.day.resetAt).toBe(body.key.calendar.dayResetsAt);
+    expect(body.customer.billingPeriod.end).toBe(body.key.calendar.monthResetsAt);
+
+    const own = await post(gw, '/admin/keys', { plan: 'free' });
+    expect((await usage(gw, own.key as string)).json().key.calendar).toEqual({
+      timeZone: 'UTC',
+      anchorDay: 1,
+      dayResetsAt: '2026-11-27T00:00:00.000Z',
+      monthResetsAt: '2026-12-01T00:00:00.000Z',
+    });
   });
 
   it('of a key of no customer: its own windows and the UTC month, no customer', async () => {

@@ -128,7 +128,7 @@ describe('the fan-out of an event', () => {
 
   it('sends a ping to the endpoint it is asked for, whatever it listens to', async () => {
     const { fanOut, jobs, delivered } = await fanOutParts();
-    const id = await fanOut.ping(subscription('wh_p', ['key.created']));
+    const id = await fanOut.ping(subscription('wh_p', ['key.created']), 1_000, 60_000, (queued) => queued);
     await delivered(1);
     expect(jobs[0]).toEqual({
       subscriptionId: 'wh_p',

@@ -28,6 +28,7 @@ import {
   findLiveStoreKey,
   idempotentErrors,
   keyView,
+  managedInFile,
 } from '../shared.js';
 
 /** Runs a key operation (keys/key-operations.ts), answering what its rules refuse with a 400. */
@@ -171,13 +172,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<
     { schema: { params: KeyIdParams, response: { 204: Type.Null(), ...errors } } },
     async (request, reply) => {
       const { record, source } = await findKey(deps, request.params.id);
-      if (source === 'file') {
-        throw new ApiError(
-          409,
-          'conflict',
-          `Key ${record.id} comes from API_KEYS_FILE; remove it there and roll the gateway`,
-        );
-      }
+      if (source === 'file') throw managedInFile(record.id, 'remove');
       if (!record.revokedAt) {
         await deps.keyStore.revoke(record.id, new Date(deps.now()));
         await announceKeyChange(deps, 'key-revoked', record.id, request.log);

@@ -20,7 +20,10 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<
     async (request, reply) => {
       const subscription = await findWebhook(deps, request.params.id);
       // The queue's connection waits out a Redis outage instead of failing: the request may not.
-      const eventId = await within(QUEUE_WAIT_MS, 'The webhook delivery queue', webhooks.ping(subscription));
+      // A ping answered 503 is never delivered, even if its queuing lands later (FanOut.ping).
+      const eventId = await webhooks.ping(subscription, QUEUE_WAIT_MS, (queued) =>
+        within(QUEUE_WAIT_MS, 'The webhook delivery queue', queued),
+      );
       audit(deps, request.log, 'webhook-test', subscription.id, { eventId });
       return reply.code(202).send({ id: subscription.id, eventId });
     },

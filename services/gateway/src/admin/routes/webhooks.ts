@@ -67,9 +67,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'webhook
             request.log.warn({ err }, 'webhooks: deliveries not started yet; the next scan round starts them');
           });
         },
-        // A write that timed out may still be made once Redis answers: the removal queued behind
-        // it takes it back, so a failed create without an Idempotency-Key leaves no endpoint whose
-        // secret nobody has.
+        // The add is fenced: answered 503, it never lands later. Its reply may still be lost after
+        // it landed (a connection cut): the removal takes it back, so a failed create without an
+        // Idempotency-Key leaves no endpoint whose secret nobody has.
         undo: async (subscription) => {
           await webhooks.store.remove(subscription.id);
         },

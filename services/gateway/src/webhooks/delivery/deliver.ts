@@ -25,6 +25,16 @@ export class Delivery {
   /** One attempt; throws RetryDelivery while the retry period lasts. */
   async deliver(job: DeliveryJob, attempt: number): Promise<void> {
     const { store, sender, metrics, logger, config, now } = this.parts;
+    if (job.fence) {
+      const state = await store.fenceState(job.fence);
+      // Its request was answered with an error: it must not be made. Not confirmed yet: soon.
+      if (state === 'pending') throw new RetryDelivery('not yet confirmed by its request');
+      if (state === 'void') {
+        metrics.deliveries.inc({ event: job.event.type, outcome: 'dropped' });
+        logger.info({ webhookId: job.subscriptionId, eventId: job.eventId }, 'webhooks: a ping answered 503 dropped');
+        return;
+      }
+    }
     const subscription = await store.get(job.subscriptionId);
     if (!subscription) {
       metrics.deliveries.inc({ event: job.event.type, outcome: 'dropped' });

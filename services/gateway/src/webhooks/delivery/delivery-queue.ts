@@ -1,4 +1,5 @@
 import type { WebhookEvent } from '../event-types.js';
+import type { QueueFence } from '../subscriptions/webhook-store.js';
 
 /** One event for one endpoint; every attempt sends the same body with the same webhook-id. */
 export interface DeliveryJob {
@@ -8,6 +9,8 @@ export interface DeliveryJob {
   event: WebhookEvent;
   /** Epoch ms: retries stop (and the endpoint is marked failing) once WEBHOOKS_RETRY_FOR_SECONDS have passed since. */
   enqueuedAt: number;
+  /** A ping's: made only once its queuing is confirmed, dropped if it never can be (WebhookStore.fencedQueue). */
+  fence?: QueueFence;
 }
 
 /** Thrown by an attempt that failed while its retry period lasts. */

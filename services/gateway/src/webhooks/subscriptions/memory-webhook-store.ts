@@ -1,5 +1,5 @@
 import { takeMarker } from '../../replicas/markers.js';
-import type { DeliveryAttempt, Subscription, WebhookStore } from './webhook-store.js';
+import type { DeliveryAttempt, FenceState, QueueFence, Subscription, WebhookStore } from './webhook-store.js';
 import { MAX_ATTEMPTS } from './webhook-store.js';
 
 /** Embedded mode: subscriptions last as long as the process. */
@@ -48,5 +48,19 @@ export class MemoryWebhookStore implements WebhookStore {
 
   async once(marker: string, ttlMs: number): Promise<boolean> {
     return takeMarker(this.markers, marker, this.now(), ttlMs);
+  }
+
+  /** In one process a call that failed queued nothing that outlives it: no fence. */
+  async fencedQueue(
+    _marker: string,
+    _waitMs: number,
+    _ttlMs: number,
+    queue: (fence: QueueFence | null) => Promise<void>,
+  ): Promise<void> {
+    await queue(null);
+  }
+
+  async fenceState(_fence: QueueFence): Promise<FenceState> {
+    return 'confirmed';
   }
 }

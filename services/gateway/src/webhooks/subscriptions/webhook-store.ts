@@ -33,6 +33,18 @@ export interface DeliveryAttempt {
   outcome: 'delivered' | 'retrying' | 'failed';
 }
 
+/**
+ * What a fenced delivery (a ping) carries: the marker its queuing is confirmed under, and the
+ * deadline (µs on Redis's clock) after which that confirmation can no longer be written.
+ */
+export interface QueueFence {
+  marker: string;
+  deadlineUs: number;
+}
+
+/** A fenced delivery's standing: confirmed (make it), void (never confirmed, and never will be: drop it) or pending. */
+export type FenceState = 'confirmed' | 'void' | 'pending';
+
 /** Where subscriptions and their attempts live: Redis shared by the replicas, or this process. */
 export interface WebhookStore {
   readonly kind: string;
@@ -53,6 +65,21 @@ export interface WebhookStore {
    * replica: what makes an event that several replicas see at once go out once.
    */
   once(marker: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Queues a delivery that must not be made unless its request succeeded: `queue` adds it, carrying
+   * the fence it is given (null: this store needs none), then the marker is confirmed, fenced
+   * (redis/fenced-writes.ts). A call that rejects has confirmed nothing and never will, so the
+   * delivery, if its queuing lands later, is dropped (fenceState). `waitMs`: how long `queue` may
+   * take; the confirmation lasts `ttlMs`.
+   */
+  fencedQueue(
+    marker: string,
+    waitMs: number,
+    ttlMs: number,
+    queue: (fence: QueueFence | null) => Promise<void>,
+  ): Promise<void>;
+  /** Where a fenced delivery stands (see fencedQueue). */
+  fenceState(fence: QueueFence): Promise<FenceState>;
 }
 
 export const MAX_ATTEMPTS = 100;

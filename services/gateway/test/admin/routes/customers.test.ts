@@ -56,6 +56,21 @@ describe('POST /admin/customers', () => {
     expect(made.currentPeriod).toEqual({ start: '2026-11-14T23:00:00.000Z', end: '2026-12-14T23:00:00.000Z' });
   });
 
+  it.each([
+    ['Asia/Kolkata', '2026-10-31T18:30:00.000Z'],
+    ['Asia/Kathmandu', '2026-10-31T18:15:00.000Z'],
+    ['UTC', '2026-11-01T00:00:00.000Z'],
+  ])('keeps the zone %s as given, on create, read and patch', async (timeZone, periodStart) => {
+    const gw = await start();
+    const made = await create(gw, { name: 'Zone', plan: 'pro', billing: { timeZone } });
+    expect(made.billing).toEqual({ anchorDay: 1, timeZone });
+    expect((made.currentPeriod as { start: string }).start).toBe(periodStart);
+    expect((await call(gw, 'GET', `/admin/customers/${made.id}`)).json().billing.timeZone).toBe(timeZone);
+    const other = await create(gw, { name: 'Other', plan: 'pro' });
+    const patched = await call(gw, 'PATCH', `/admin/customers/${other.id}`, { billing: { timeZone } });
+    expect(patched.json().billing.timeZone).toBe(timeZone);
+  });
+
   it('keeps its own limits over its plan and shows both', async () => {
     const gw = await start();
     const made = await create(gw, { name: 'Big', plan: 'pro', limits: { perMinute: 1000 } });
@@ -72,6 +87,7 @@ describe('POST /admin/customers', () => {
     ['anchor day 31', { name: 'A', plan: 'pro', billing: { anchorDay: 31 } }, 'anchorDay'],
     ['anchor day 0', { name: 'A', plan: 'pro', billing: { anchorDay: 0 } }, 'anchorDay'],
     ['an unknown zone', { name: 'A', plan: 'pro', billing: { timeZone: 'Mars/Olympus' } }, 'timeZone'],
+    ['an offset for a zone', { name: 'A', plan: 'pro', billing: { timeZone: '+05:00' } }, 'IANA time zone name'],
     ['empty billing', { name: 'A', plan: 'pro', billing: {} }, 'billing'],
     ['a control character in the name', { name: 'A\u0007', plan: 'pro' }, 'name'],
     ['a space in externalId', { name: 'A', plan: 'pro', externalId: 'two words' }, 'externalId'],
