@@ -278,6 +278,26 @@ describe('GET /v1/usage', () => {
     expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) })).statusCode).toBe(200);
   });
 
+  // Per key, not per replica or customer: one key polling to its limit leaves another's reads whole.
+  it('counts its own limit per key: two keys of one customer on one replica each read their full allowance', async () => {
+    const gw = await gateways.start({ redisUrl: null });
+    const customer = await post(gw, '/admin/customers', { name: 'Two', plan: 'pro' });
+    const [first, second] = [
+      await post(gw, '/admin/keys', { customerId: customer.id }),
+      await post(gw, '/admin/keys', { customerId: customer.id }),
+    ];
+    const statuses = async (key: string, n: number) =>
+      (await Promise.all(Array.from({ length: n }, () => usage(gw, key)))).map((r) => r.statusCode);
+    expect(await statuses(first?.key as string, USAGE_READS_PER_MINUTE)).toEqual(
+      Array(USAGE_READS_PER_MINUTE).fill(200),
+    );
+    expect(await statuses(second?.key as string, USAGE_READS_PER_MINUTE)).toEqual(
+      Array(USAGE_READS_PER_MINUTE).fill(200),
+    );
+    expectError(await usage(gw, first?.key as string), 429, 'rate_limit_exceeded');
+    expectError(await usage(gw, second?.key as string), 429, 'rate_limit_exceeded');
+  });
+
   it('answers a banned key, with when its ban ends', async () => {
     const gw = await gateways.start({ env: { BAN_THRESHOLD: '1', BAN_GRACE_MS: '0' } });
     const key = await post(gw, '/admin/keys', { plan: 'pro', limits: { perMinute: 2 } });
