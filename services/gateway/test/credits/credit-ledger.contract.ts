@@ -121,6 +121,11 @@ export function creditLedgerContract(name: string, make: (retentionMs: number) =
         balance: 500,
         refilled: 200,
       });
+      // A period that starts with the balance at the amount exactly refills nothing: no entry of 0.
+      expect(await ledger.balance(id, MONTHLY, at('2027-01-14T23:00:00Z'))).toMatchObject({
+        balance: 500,
+        refilled: 0,
+      });
       const refills = (await ledger.page(id, { limit: 10 })).items.filter((e) => e.type === 'refill');
       expect(refills.map((e) => [e.amount, e.period])).toEqual([
         [200, `period:${at('2026-12-14T23:00:00Z')}`],
