@@ -262,7 +262,9 @@ describe('GET /v1/usage', () => {
     expect(refused).toHaveLength(5);
     for (const r of refused) {
       expectError(r, 429, 'rate_limit_exceeded');
-      expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
+      // The rest of the minute the reads began, in whole seconds: more than 1 unless they took 59 s.
+      expect(Number(r.headers['retry-after'])).toBeGreaterThan(1);
+      expect(Number(r.headers['retry-after'])).toBeLessThanOrEqual(60);
     }
 
     const after = await adminGet(gw, `/admin/keys/${key.id}/usage`);
@@ -296,6 +298,19 @@ describe('GET /v1/usage', () => {
     );
     expectError(await usage(gw, first?.key as string), 429, 'rate_limit_exceeded');
     expectError(await usage(gw, second?.key as string), 429, 'rate_limit_exceeded');
+  });
+
+  it('answers 503 rate_limiter_unavailable while Redis is away, logging why', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ logs });
+    const customer = await post(gw, '/admin/customers', { name: 'Away', plan: 'pro' });
+    const key = await post(gw, '/admin/keys', { customerId: customer.id });
+    expect((await usage(gw, key.key as string)).statusCode).toBe(200);
+    gw.redis?.disconnect();
+    const res = await usage(gw, key.key as string);
+    expectError(res, 503, 'rate_limiter_unavailable');
+    expect(res.json().message).toMatch(/^Cannot reach Redis to read usage/);
+    expect(logs.filter((l) => l.msg === 'cannot read usage' && l.err !== undefined)).toHaveLength(1);
   });
 
   it('answers a banned key, with when its ban ends', async () => {
