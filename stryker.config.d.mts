@@ -7,7 +7,22 @@ export interface MutationArea {
   testFiles: string[];
 }
 
-export type AreaName = 'limits' | 'keys' | 'cache' | 'gate' | 'sync' | 'policy' | 'history' | 'webhooks' | 'guard';
+export type AreaName =
+  | 'limits'
+  | 'keys'
+  | 'cache'
+  | 'gate'
+  | 'sync'
+  | 'policy'
+  | 'history'
+  | 'webhooks'
+  | 'guard'
+  | 'customers'
+  | 'credits'
+  | 'metering'
+  | 'billing'
+  | 'portal'
+  | 'self-service';
 
 export declare const areas: Record<AreaName, MutationArea>;
 

@@ -1,9 +1,9 @@
 // @ts-check
 // `npm run mutate` (scripts/mutate.mjs): mutation testing of the rate limits and their policy, the
 // API keys, their sync between replicas, the event bus, the gate, the usage history, webhooks and
-// the webhook address guard, one area at a time, each against the test files that exercise it. Not
-// part of `npm test`; incremental mode reruns only what changed since the last. See
-// docs/mutation-testing.md.
+// the webhook address guard, customers, credits, metering, billing, the portal and GET /v1/usage,
+// one area at a time, each against the test files that exercise it. Not part of `npm test`;
+// incremental mode reruns only what changed since the last. See docs/mutation-testing.md.
 
 const SRC = 'services/gateway/src';
 const TEST = 'services/gateway/test';
@@ -149,6 +149,81 @@ export const areas = {
   guard: {
     mutate: [`${SRC}/webhooks/delivery/address-guard.ts`],
     testFiles: [`${TEST}/webhooks/address-guard.test.ts`, `${TEST}/webhooks/webhooks.test.ts`],
+  },
+  // Customers: their records and stores, billing periods in their zones, the rules for their keys,
+  // the admin routes.
+  customers: {
+    mutate: [
+      `${SRC}/customers/**/*.ts`,
+      // Its only tests need a MongoDB, as in `keys`.
+      ...(process.env.MONGO_URL ? [] : [`!${SRC}/customers/mongo-customer-store.ts`]),
+      `${SRC}/admin/routes/customers.ts`,
+    ],
+    testFiles: [
+      `${TEST}/customers/billing-period.test.ts`,
+      `${TEST}/customers/customer-locks.test.ts`,
+      `${TEST}/customers/memory-customer-store.test.ts`,
+      `${TEST}/customers/redis-customer-store.test.ts`,
+      `${TEST}/customers/mongo-customer-store.test.ts`,
+      `${TEST}/customers/customer-resolver.test.ts`,
+      `${TEST}/customers/file-customers.test.ts`,
+      `${TEST}/keys/keys-file-customers.test.ts`,
+      `${TEST}/admin/routes/customers.test.ts`,
+      `${TEST}/admin/routes/file-customers.test.ts`,
+    ],
+  },
+  // Credits: terms and refills, both ledgers, refunds, what a period spent, the admin routes. The
+  // Lua of credit-script.ts is a module constant: Stryker mutates no Lua (docs/mutation-testing.md).
+  credits: {
+    mutate: [`${SRC}/credits/**/*.ts`, `${SRC}/admin/routes/credits.ts`],
+    testFiles: [
+      `${TEST}/credits/memory-credit-ledger.test.ts`,
+      `${TEST}/credits/redis-credit-ledger.test.ts`,
+      `${TEST}/credits/credits-spent.test.ts`,
+      `${TEST}/credits/credit-refunds.test.ts`,
+      `${TEST}/credits/credit-defaults.test.ts`,
+      `${TEST}/admin/routes/customer-credits.test.ts`,
+      `${TEST}/admin/routes/key-credits.test.ts`,
+    ],
+  },
+  // The metering export: the closer of each hour, its revisions, both stores, CloudEvents and Stripe.
+  metering: {
+    mutate: [`${SRC}/metering/**/*.ts`, `${SRC}/admin/routes/metering-events.ts`],
+    testFiles: [
+      `${TEST}/metering/split-by-route.test.ts`,
+      `${TEST}/metering/metering-stores.test.ts`,
+      `${TEST}/metering/metering-events.test.ts`,
+    ],
+  },
+  // An invoice from a price, its CSV, the price of a plan, the admin preview.
+  billing: {
+    mutate: [`${SRC}/billing/**/*.ts`, `${SRC}/plans/plan-price.ts`, `${SRC}/admin/routes/invoice-preview.ts`],
+    testFiles: [
+      `${TEST}/billing/invoice.test.ts`,
+      `${TEST}/billing/invoice-csv.test.ts`,
+      `${TEST}/plans/plan-price.test.ts`,
+      `${TEST}/admin/routes/invoice-preview.test.ts`,
+    ],
+  },
+  // The customer portal: sign-in and sessions (memory and Redis), CSRF, its key, usage, credit and
+  // invoice routes, its own address limits.
+  portal: {
+    mutate: [`${SRC}/portal/**/*.ts`, `${SRC}/admin/routes/portal-sessions.ts`],
+    testFiles: [
+      `${TEST}/portal/session-stores.test.ts`,
+      `${TEST}/portal/sessions.test.ts`,
+      `${TEST}/portal/key-routes.test.ts`,
+      `${TEST}/portal/max-keys.test.ts`,
+      `${TEST}/portal/usage-routes.test.ts`,
+      `${TEST}/portal/credit-routes.test.ts`,
+      `${TEST}/portal/invoice-routes.test.ts`,
+      `${TEST}/portal/protection.test.ts`,
+    ],
+  },
+  // GET /v1/usage: what a key's holder reads of its own usage, and the read limit per key.
+  'self-service': {
+    mutate: [`${SRC}/self-service/**/*.ts`],
+    testFiles: [`${TEST}/self-service/usage-route.test.ts`],
   },
 };
 

@@ -1,6 +1,6 @@
 // `npm run mutate`: StrykerJS once per area of stryker.config.mjs (the rate limits and their policy,
 // the API keys, the gate, key sync and the event bus, the usage history, webhooks and their address
-// guard), each run mutating only its area's code and running only its area's test files, one
+// guard, customers, credits, metering, billing, the portal, GET /v1/usage), each run mutating only its area's code and running only its area's test files, one
 // after the other; then one table of scores per file and the time each area took.
 //
 //   npm run mutate                          every area, incrementally (only what changed is retested)

@@ -18,6 +18,7 @@ export interface LedgerHarness {
 const RETENTION_MS = 10 * 86_400_000;
 /** The others': longer than any range of dates they use. */
 const LONG_RETENTION_MS = 400 * 86_400_000;
+const HOUR = 3_600_000;
 
 /** Every entry, newest first, by walking the pages (`limit` a page). */
 async function allEntries(ledger: CreditLedger, id: string, limit = 500): Promise<CreditEntry[]> {
@@ -120,6 +121,11 @@ export function creditLedgerContract(name: string, make: (retentionMs: number) =
         balance: 500,
         refilled: 200,
       });
+      // A period that starts with the balance at the amount exactly refills nothing: no entry of 0.
+      expect(await ledger.balance(id, MONTHLY, at('2027-01-14T23:00:00Z'))).toMatchObject({
+        balance: 500,
+        refilled: 0,
+      });
       const refills = (await ledger.page(id, { limit: 10 })).items.filter((e) => e.type === 'refill');
       expect(refills.map((e) => [e.amount, e.period])).toEqual([
         [200, `period:${at('2026-12-14T23:00:00Z')}`],
@@ -152,6 +158,44 @@ export function creditLedgerContract(name: string, make: (retentionMs: number) =
       expect(await ledger.refund(id, NO_REFILL, hour, 3, now, once)).toBe(0);
       expect(await ledger.refund(id, NO_REFILL, hour, 3, now, { ref: 'spooled-2', keepUntil: now + 60_000 })).toBe(2);
       expect(await ledger.balance(id, NO_REFILL, now)).toMatchObject({ balance: 20 });
+    });
+
+    // What a refund is: credits given back once for an hour's unserved requests, never more than
+    // the hour spent; in the open hour its spend lowered, in the hour just closed a `refund` entry.
+    it('gives a late refund once, as a refund entry of its hour, not a spend, from the first millisecond after it', async () => {
+      const ledger = await start();
+      const id = owner();
+      const hour = at('2026-11-20T10:00:00Z');
+      await ledger.add(id, NO_REFILL, change(10, 'a'), hour);
+      expect(await harness?.spend(id, 6, hour + 600_000)).toBe(true);
+      // The hour still open: its spend is lowered, no entry written.
+      expect(await ledger.refund(id, NO_REFILL, hour, 2, hour + 1_200_000)).toBe(2);
+      expect(await ledger.balance(id, NO_REFILL, hour + 1_200_000)).toMatchObject({
+        balance: 6,
+        openHour: { start: hour, spent: 4 },
+      });
+      const closed = hour + HOUR;
+      // The hour closed at its end, net of the refund: a late refund of 3 of its 4 comes back as an entry.
+      expect(await ledger.refund(id, NO_REFILL, hour, 3, closed)).toBe(3);
+      expect(await ledger.balance(id, NO_REFILL, closed)).toMatchObject({ balance: 9, openHour: null });
+      // Asked again, it gives back only the 1 still spent, then nothing.
+      expect(await ledger.refund(id, NO_REFILL, hour, 3, closed + 1)).toBe(1);
+      expect(await ledger.refund(id, NO_REFILL, hour, 3, closed + 2)).toBe(0);
+      const entries = (await ledger.page(id, { limit: 10 })).items;
+      expect(entries.map(({ type, amount, at: start, end }) => ({ type, amount, at: start, end }))).toEqual([
+        { type: 'refund', amount: 1, at: hour, end: closed },
+        { type: 'refund', amount: 3, at: hour, end: closed },
+        { type: 'spend', amount: -4, at: hour, end: closed },
+        { type: 'topup', amount: 10, at: hour, end: undefined },
+      ]);
+      expect(await ledgerSum(ledger, id, closed + 3)).toEqual({ balance: 10, sum: 10 });
+      // A refund of the hour before the one last closed, or of an hour older still, gives nothing.
+      expect(await ledger.refund(id, NO_REFILL, hour - HOUR, 1, closed + 3)).toBe(0);
+      expect(await harness?.spend(id, 2, closed + 60_000)).toBe(true);
+      expect(await ledger.refund(id, NO_REFILL, hour, 1, closed + 2 * HOUR)).toBe(0);
+      expect(await ledger.refund(id, NO_REFILL, closed, 5, closed + 2 * HOUR)).toBe(2);
+      expect((await ledger.page(id, { limit: 1 })).items).toMatchObject([{ type: 'refund', amount: 2, at: closed }]);
+      expect(await ledgerSum(ledger, id, closed + 2 * HOUR)).toEqual({ balance: 10, sum: 10 });
     });
 
     it('pages newest first behind the cursor it gives, and refuses one it did not', async () => {

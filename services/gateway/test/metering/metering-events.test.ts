@@ -286,6 +286,40 @@ describe.each([
     expect(new Set(list.map((e) => e.id)).size).toBe(2);
   });
 
+  // Stripe sums a customer's meter events: a correction sent as its new total would bill the hour twice.
+  it('sends a corrected hour to Stripe as its change, not its new total: the events sum to the hour’s units', async () => {
+    const clock = testClock();
+    const [a, b] = await replicas(redis, clock.now);
+    const customer = await created(
+      call(a, 'POST', '/admin/customers', { name: 'Striped', plan: 'metered', externalId: 'cus_StripeLate01' }),
+    );
+    const key = await created(call(a, 'POST', '/admin/keys', { customerId: customer.id }));
+    const hour = hourStart(clock.now());
+    await Promise.all([send(a, key.key, 'GET'), send(b, key.key, 'POST')]);
+    const late = send(b, key.key, 'POST', true);
+    while (upstream.held() === 0) await new Promise((r) => setImmediate(r));
+    clock.advance(hour + HOUR_MS + 300_000 - clock.now());
+    expect(await closeAll(a, b)).toHaveLength(1);
+    upstream.release();
+    expect((await late).statusCode).toBe(503);
+    expect(await closeAll(a, b)).toMatchObject([{ revision: 2, units: 6, delta: -5 }]);
+
+    const ids = parsed((await events(a)).events)
+      .filter((e) => e.subject === customer.id)
+      .map((e) => e.id);
+    const stripe = (await events(b, '?format=stripe-meter-events')).events as unknown as Array<{
+      identifier: string;
+      payload: { stripe_customer_id: string; value: string };
+      timestamp: number;
+    }>;
+    expect(stripe.map((e) => [e.identifier, e.payload, e.timestamp])).toEqual([
+      [ids[0], { stripe_customer_id: 'cus_StripeLate01', value: '11' }, hour / 1000],
+      [ids[1], { stripe_customer_id: 'cus_StripeLate01', value: '-5' }, hour / 1000],
+    ]);
+    // What Stripe bills for the hour: the sum of its events, the hour's units in the last revision.
+    expect(stripe.reduce((sum, e) => sum + Number(e.payload.value), 0)).toBe(6);
+  });
+
   it('passes on the timer’s turn once a quarter hour has closed: a late correction waits for the next quarter', async () => {
     const { clock, a, b, key, hour, late } = await closedWithAnswerPending(redis);
     const turns = async () =>

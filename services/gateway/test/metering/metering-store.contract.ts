@@ -72,6 +72,24 @@ export function meteringStoreContract(name: string, make: () => Promise<Metering
       ]);
     });
 
+    it('tells revisions by units and routes alone: routes in another order or at 0 make none; each subject its own', async () => {
+      const [a, b] = await start();
+      const [id, other] = [subject(), subject()];
+      expect(await a.record(totals(id, 7, { 'GET /v1/pets': 2, 'POST /v1/pets': 5 }), HOUR)).toEqual({
+        revision: 1,
+        delta: 7,
+      });
+      expect(await b.record(totals(id, 7, { 'POST /v1/pets': 5, 'GET /v1/pets': 2 }), HOUR)).toBeNull();
+      expect(
+        await b.record(totals(id, 7, { 'DELETE /v1/pets': 0, 'GET /v1/pets': 2, 'POST /v1/pets': 5 }), HOUR),
+      ).toBeNull();
+      expect(await a.record(totals(id, 7, { 'GET /v1/pets': 5, 'POST /v1/pets': 2 }), HOUR)).toEqual({
+        revision: 2,
+        delta: 0,
+      });
+      expect(await b.record(totals(other, 3, { 'GET /v1/pets': 3 }), HOUR)).toEqual({ revision: 1, delta: 3 });
+    });
+
     it('skips an hour with nothing to bill, until it had something', async () => {
       const [a] = await start();
       const id = subject();
@@ -99,11 +117,28 @@ export function meteringStoreContract(name: string, make: () => Promise<Metering
       expect(seen).toEqual([1, 2, 3, 4, 5]);
     });
 
+    it('gives an empty export no cursor, and pages past ten records', async () => {
+      const [a] = await start();
+      expect(await a.read(null, 10)).toEqual({ records: [], next: null });
+      const id = subject();
+      for (let i = 0; i < 12; i++) await a.record(totals(id, i + 1, {}, HOUR + i * HOUR_MS), HOUR);
+      const seen: number[] = [];
+      let after: string | null = null;
+      for (let pages = 0; pages < 4; pages++) {
+        const page: Awaited<ReturnType<MeteringStore['read']>> = await a.read(after, 5);
+        seen.push(...page.records.map((r) => r.units));
+        after = page.next;
+      }
+      expect(seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    });
+
     it('refuses a cursor it did not give', async () => {
       const [a] = await start();
       for (const cursor of [
         'nope',
         cursorOf('x-1'),
+        cursorOf('x1-0'),
+        cursorOf('1-0x'),
         Buffer.from('m1:12').toString('base64url'),
         `${cursorOf('1-0')}=`,
       ]) {

@@ -44,6 +44,8 @@ describe('a plan’s price in PLANS_FILE', () => {
     ],
     ['no code of ISO 4217', 'EUO', 'plans.pro.price.currency "EUO" is not an ISO 4217 currency'],
     ['missing', undefined, 'plans.pro.price.currency must be an ISO 4217 code of three capital letters, such as "EUR"'],
+    // A list whose text is a code: not a string, so not a code.
+    ['a list', ['EUR'], 'plans.pro.price.currency must be an ISO 4217 code of three capital letters, such as "EUR"'],
   ])('refuses a currency that is %s', (_case, currency, message) => {
     expect(problems({ ...PRICE, currency })).toEqual([message]);
   });
@@ -71,8 +73,14 @@ describe('a plan’s price in PLANS_FILE', () => {
       'plans.pro.price.currency must be an ISO 4217 code of three capital letters, such as "EUR"',
       'plans.pro.price.per must be a whole number from 1',
     ]);
-    expect(problems(4900)).toEqual([
-      'plans.pro.price must be an object { currency, base, includedUnits, unitPrice, per }',
+    for (const price of [4900, [PRICE], null]) {
+      expect(problems(price)).toEqual([
+        'plans.pro.price must be an object { currency, base, includedUnits, unitPrice, per }',
+      ]);
+    }
+    // An unknown field's name is cut to 40 characters.
+    expect(problems({ ...PRICE, [`v${'a'.repeat(59)}`]: 1 })).toEqual([
+      `plans.pro.price: unknown field "v${'a'.repeat(39)}" (currency, base, includedUnits, unitPrice, per)`,
     ]);
   });
 });

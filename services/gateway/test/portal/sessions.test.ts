@@ -191,6 +191,36 @@ describe('a portal session', () => {
     );
   });
 
+  // Every unsafe method, not only POST (above): a PATCH or DELETE without the token changes nothing.
+  it.each(['PATCH', 'DELETE'] as const)(
+    'refuses a %s without the CSRF token or with a wrong one (403), leaving the key as it was',
+    async (method) => {
+      const gw = await gateways.start();
+      const browser = await signIn(gw, await customer(gw));
+      const made = await browser.send('POST', '/portal/api/keys', { name: 'ci' });
+      expect(made.statusCode, made.body).toBe(201);
+      const id = made.json().id as string;
+      const before = (await browser.get('/portal/api/keys')).json();
+      for (const token of [undefined, `${browser.csrf.slice(0, -1)}x`, '']) {
+        const res = await gw.portal.inject({
+          method,
+          url: `/portal/api/keys/${id}`,
+          headers: { cookie: browser.cookie, ...(token !== undefined ? { 'x-csrf-token': token } : {}) },
+          ...(method === 'DELETE' ? {} : { payload: { scopes: ['pets:read'] } }),
+        });
+        expectError(res, 403, 'forbidden');
+      }
+      expect((await browser.get('/portal/api/keys')).json()).toEqual(before);
+      // With the token the same request goes through.
+      const allowed = await browser.send(
+        method,
+        `/portal/api/keys/${id}`,
+        method === 'PATCH' ? { scopes: ['pets:read'] } : undefined,
+      );
+      expect(allowed.statusCode, allowed.body).toBe(method === 'PATCH' ? 200 : 204);
+    },
+  );
+
   it('leaves a portal.session-refused line on the request log for each cookie that names no session, and no audit line', async () => {
     const logs: Record<string, unknown>[] = [];
     let now = Date.now();

@@ -293,7 +293,9 @@ describe('GET /v1/usage', () => {
     expect(refused).toHaveLength(5);
     for (const r of refused) {
       expectError(r, 429, 'rate_limit_exceeded');
-      expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
+      // The rest of the minute the reads began, in whole seconds: more than 1 unless they took 59 s.
+      expect(Number(r.headers['retry-after'])).toBeGreaterThan(1);
+      expect(Number(r.headers['retry-after'])).toBeLessThanOrEqual(60);
     }
 
     const after = await adminGet(gw, `/admin/keys/${key.id}/usage`);
@@ -307,6 +309,39 @@ describe('GET /v1/usage', () => {
     expect(history.totals).toMatchObject({ admitted: 1, units: 1, limited: 0, banned: 0 });
     // The key still works: its quota is whole and no ban was started by the refused reads.
     expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) })).statusCode).toBe(200);
+  });
+
+  // Per key, not per replica or customer: one key polling to its limit leaves another's reads whole.
+  it('counts its own limit per key: two keys of one customer on one replica each read their full allowance', async () => {
+    const gw = await gateways.start({ redisUrl: null });
+    const customer = await post(gw, '/admin/customers', { name: 'Two', plan: 'pro' });
+    const [first, second] = [
+      await post(gw, '/admin/keys', { customerId: customer.id }),
+      await post(gw, '/admin/keys', { customerId: customer.id }),
+    ];
+    const statuses = async (key: string, n: number) =>
+      (await Promise.all(Array.from({ length: n }, () => usage(gw, key)))).map((r) => r.statusCode);
+    expect(await statuses(first?.key as string, USAGE_READS_PER_MINUTE)).toEqual(
+      Array(USAGE_READS_PER_MINUTE).fill(200),
+    );
+    expect(await statuses(second?.key as string, USAGE_READS_PER_MINUTE)).toEqual(
+      Array(USAGE_READS_PER_MINUTE).fill(200),
+    );
+    expectError(await usage(gw, first?.key as string), 429, 'rate_limit_exceeded');
+    expectError(await usage(gw, second?.key as string), 429, 'rate_limit_exceeded');
+  });
+
+  it('answers 503 rate_limiter_unavailable while Redis is away, logging why', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ logs });
+    const customer = await post(gw, '/admin/customers', { name: 'Away', plan: 'pro' });
+    const key = await post(gw, '/admin/keys', { customerId: customer.id });
+    expect((await usage(gw, key.key as string)).statusCode).toBe(200);
+    gw.redis?.disconnect();
+    const res = await usage(gw, key.key as string);
+    expectError(res, 503, 'rate_limiter_unavailable');
+    expect(res.json().message).toMatch(/^Cannot reach Redis to read usage/);
+    expect(logs.filter((l) => l.msg === 'cannot read usage' && l.err !== undefined)).toHaveLength(1);
   });
 
   it('answers a banned key, with when its ban ends', async () => {

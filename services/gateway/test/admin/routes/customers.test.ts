@@ -187,6 +187,27 @@ describe('PATCH /admin/customers/:id', () => {
     ]);
   });
 
+  // A billing change names only what it changes: a new zone keeps the anchor day, and a new day the zone.
+  it('keeps a customer anchored on the 15th on the 15th when only its time zone changes, and its zone when only the day does', async () => {
+    const gw = await start();
+    const made = await create(gw, { name: 'Mid', plan: 'pro', billing: { anchorDay: 15, timeZone: 'Europe/Paris' } });
+    const rezoned = await call(gw, 'PATCH', `/admin/customers/${made.id}`, {
+      billing: { timeZone: 'America/New_York' },
+    });
+    expect(rezoned.statusCode, rezoned.body).toBe(200);
+    const expected = {
+      billing: { anchorDay: 15, timeZone: 'America/New_York' },
+      currentPeriod: { start: '2026-11-15T05:00:00.000Z', end: '2026-12-15T05:00:00.000Z' },
+    };
+    expect(rezoned.json()).toMatchObject(expected);
+    expect((await call(gw, 'GET', `/admin/customers/${made.id}`)).json()).toMatchObject(expected);
+    const redated = await call(gw, 'PATCH', `/admin/customers/${made.id}`, { billing: { anchorDay: 28 } });
+    expect(redated.json()).toMatchObject({
+      billing: { anchorDay: 28, timeZone: 'America/New_York' },
+      currentPeriod: { start: '2026-10-28T04:00:00.000Z', end: '2026-11-28T05:00:00.000Z' },
+    });
+  });
+
   it('removes externalId and metadata given as null, and refuses an empty change', async () => {
     const gw = await start();
     const made = await create(gw, { name: 'A', plan: 'pro', externalId: 'x', metadata: { a: 'b' } });
@@ -218,6 +239,30 @@ describe("a customer's keys", () => {
       expect(res.statusCode, res.body).toBe(400);
       expect(res.json().message).toContain(field);
     }
+  });
+
+  // Equal is not looser: a key may have its customer's own limit as its own, on create and on PATCH.
+  it("accept an own limit equal to the customer's in force, refusing one more, on create and on change", async () => {
+    const gw = await start();
+    const customer = await create(gw, { name: 'A', plan: 'pro', limits: { perMinute: 300 } });
+    const equal = await call(gw, 'POST', '/admin/keys', { customerId: customer.id, limits: { perMinute: 300 } });
+    expect(equal.statusCode, equal.body).toBe(201);
+    expect(equal.json().limits.perMinute).toBe(300);
+    const key = (await call(gw, 'POST', '/admin/keys', { customerId: customer.id, limits: { perMinute: 10 } })).json();
+    const raised = await call(gw, 'PATCH', `/admin/keys/${key.id}`, { limits: { perMinute: 300 } });
+    expect(raised.statusCode, raised.body).toBe(200);
+    expect(raised.json().limits.perMinute).toBe(300);
+    const looser = await call(gw, 'PATCH', `/admin/keys/${key.id}`, { limits: { perMinute: 301 } });
+    expect(looser.statusCode, looser.body).toBe(400);
+    expect(looser.json().message).toContain('limits.perMinute (301) cannot exceed');
+    // The plan's figure when the customer has none of its own: pro's perDay, and one more.
+    const plain = await create(gw, { name: 'B', plan: 'pro' });
+    const planned = (customer.limits as Record<string, number>).perDay as number;
+    expect(planned).toBeGreaterThan(0);
+    const atPlan = await call(gw, 'POST', '/admin/keys', { customerId: plain.id, limits: { perDay: planned } });
+    expect(atPlan.statusCode, atPlan.body).toBe(201);
+    const overPlan = await call(gw, 'POST', '/admin/keys', { customerId: plain.id, limits: { perDay: planned + 1 } });
+    expect(overPlan.statusCode, overPlan.body).toBe(400);
   });
 
   it("move between customers by PATCH, taking the new customer's plan, audited", async () => {

@@ -28,6 +28,11 @@ function plansFile(): string {
       metered: { windows: { minute: 1000 }, price: PRICE },
       cents: { windows: { minute: 1000 }, price: CENTS },
       unpriced: { windows: { minute: 1000 } },
+      // 2^52 minor units a period and a unit: one unit takes the total to 2^53, past what JSON carries exactly.
+      dear: {
+        windows: { minute: 1000 },
+        price: { currency: 'JPY', base: 2 ** 52, includedUnits: 0, unitPrice: 2 ** 52, per: 1 },
+      },
     },
     routeCosts: { 'POST /v1/pets': 5 },
   };
@@ -379,3 +384,50 @@ function expectSeventeenUnits(preview: { lines: unknown; total: unknown }): void
   ]);
   expect(preview.total).toBe(4900);
 }
+
+describe('an invoice preview at the edges', () => {
+  // Tokyo is UTC+9 all year: a period from the 15th starts at 15:00 UTC on the 14th.
+  it('bills a customer anchored on the 15th in its zone by its own period: a unit a second before it starts is the previous one’s', async () => {
+    let clock = Date.parse('2026-03-14T14:59:59.000Z');
+    const [gw] = (await replicas(false, () => clock)) as [TestGateway];
+    const made = await call(gw, 'POST', '/admin/customers', {
+      name: 'Tokyo',
+      plan: 'cents',
+      billing: { anchorDay: 15, timeZone: 'Asia/Tokyo' },
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    const id = String(made.json().id);
+    const key = String((await call(gw, 'POST', '/admin/keys', { customerId: id })).json().key);
+    await traffic(gw, key, 1, 0);
+    clock = Date.parse('2026-03-14T15:00:00.000Z');
+    await traffic(gw, key, 2, 0);
+    clock = Date.parse('2026-03-20T12:00:00.000Z');
+    const current = await json(call(gw, 'GET', `/admin/customers/${id}/invoice-preview`));
+    expect(current).toMatchObject({
+      from: '2026-03-14T15:00:00.000Z',
+      to: '2026-04-14T15:00:00.000Z',
+      units: 2,
+      total: 4,
+    });
+    const previous = await json(call(gw, 'GET', `/admin/customers/${id}/invoice-preview?period=previous`));
+    expect(previous).toMatchObject({
+      from: '2026-02-14T15:00:00.000Z',
+      to: '2026-03-14T15:00:00.000Z',
+      units: 1,
+      total: 2,
+    });
+  });
+
+  it('answers 409 once one unit takes the total past what a JSON number carries exactly, naming the amount', async () => {
+    const [gw] = (await replicas(false, () => Date.parse('2026-03-10T12:00:00Z'))) as [TestGateway];
+    const { id, key } = await customerWithKey(gw, 'dear');
+    // No unit yet: the base alone, 2^52, is exact.
+    expect(await json(call(gw, 'GET', `/admin/customers/${id}/invoice-preview`))).toMatchObject({ total: 2 ** 52 });
+    await traffic(gw, key, 1, 0);
+    const refused = await call(gw, 'GET', `/admin/customers/${id}/invoice-preview`);
+    expectError(refused, 409, 'conflict');
+    expect(refused.json().message).toBe(
+      'the total is 9007199254740992 minor units, beyond 2^53 − 1: it cannot be shown exactly',
+    );
+  });
+});
