@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateApiKey, hashApiKey } from '@animal-store/gateway/keys/api-key.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { adminClient } from '../support/admin-client.js';
 import { RedisProcess, redisServerBinary, standalone } from '../support/redis.js';
 import { freePort } from '../support/runtime.js';
 import { killAllServices, ServiceProcess } from '../support/service-process.js';
@@ -136,28 +137,10 @@ describe('refunds and history of unserved requests while Redis is away', () => {
     return gw;
   }
 
-  async function admin(gw: ServiceProcess, path: string, body?: object): Promise<Record<string, unknown>> {
-    const res = await fetch(`http://127.0.0.1:${adminPorts.get(gw)}${path}`, {
-      method: body ? 'POST' : 'GET',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-      signal: AbortSignal.timeout(5_000),
-    });
-    const text = await res.text();
-    expect(res.status, text).toBeLessThan(300);
-    return JSON.parse(text) as Record<string, unknown>;
-  }
-
-  /**
-   * A top-up, sent again while it answers 503 (a gateway just started on a loaded host can outlast
-   * the command timeout), as a client would: a top-up answered 503 was not made (a fenced write).
-   */
-  async function topUp(gw: ServiceProcess, id: string, amount: number): Promise<void> {
-    await vi.waitFor(() => admin(gw, `/admin/keys/${id}/credits`, { amount, reason: 'fault test' }), {
-      timeout: 10_000,
-      interval: 100,
-    });
-  }
+  const admin = (gw: ServiceProcess, path: string, body?: object) =>
+    adminClient(() => `http://127.0.0.1:${adminPorts.get(gw)}`, ADMIN_TOKEN).call(path, body);
+  const topUp = (gw: ServiceProcess, id: string, amount: number) =>
+    adminClient(() => `http://127.0.0.1:${adminPorts.get(gw)}`, ADMIN_TOKEN).topUp(id, amount);
 
   const balance = async (gw: ServiceProcess): Promise<number> =>
     (await admin(gw, `/admin/keys/${PAYING.id}/credits`)).balance as number;

@@ -7,6 +7,7 @@ import { generateApiKey, hashApiKey } from '@animal-store/gateway/keys/api-key.j
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { MemoryPetStore } from '@animal-store/pets/store/memory-pet-store.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { adminClient } from '../support/admin-client.js';
 import { RedisProcess, redisServerBinary } from '../support/redis.js';
 import { type RequestLoops, startLoops, tally } from '../support/request-loop.js';
 import { freePort } from '../support/runtime.js';
@@ -88,28 +89,10 @@ describe('usage across a Redis stall under load', () => {
     return gw;
   }
 
-  async function admin(gw: ServiceProcess, path: string, body?: object): Promise<Record<string, unknown>> {
-    const res = await fetch(`${adminUrl(gw)}${path}`, {
-      method: body ? 'POST' : 'GET',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-      signal: AbortSignal.timeout(5_000),
-    });
-    const text = await res.text();
-    expect(res.status, text).toBeLessThan(300);
-    return JSON.parse(text) as Record<string, unknown>;
-  }
-
-  /**
-   * A top-up, sent again while it answers 503 (a gateway just started on a loaded host can outlast
-   * the command timeout), as a client would: a top-up answered 503 was not made (a fenced write).
-   */
-  async function topUp(gw: ServiceProcess, id: string, amount: number): Promise<void> {
-    await vi.waitFor(() => admin(gw, `/admin/keys/${id}/credits`, { amount, reason: 'fault test' }), {
-      timeout: 10_000,
-      interval: 100,
-    });
-  }
+  const admin = (gw: ServiceProcess, path: string, body?: object) =>
+    adminClient(() => adminUrl(gw), ADMIN_TOKEN).call(path, body);
+  const topUp = (gw: ServiceProcess, id: string, amount: number) =>
+    adminClient(() => adminUrl(gw), ADMIN_TOKEN).topUp(id, amount);
 
   const admitted = async (gw: ServiceProcess, id: string): Promise<number> =>
     ((await admin(gw, `/admin/keys/${id}/usage/history`)).totals as { admitted: number }).admitted;
