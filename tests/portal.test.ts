@@ -638,4 +638,45 @@ describe('the portal (its own listener)', () => {
     expect(await page.locator('#out-of-credits').count()).toBe(0);
     await context.close();
   });
+  it('announces a rotation once the key list shows it, so an edit made after the announcement is saved as made', {
+    timeout: 60_000,
+  }, async () => {
+    const delta = await adminPost('/admin/customers', { name: 'Delta Dogs', plan: 'pro' });
+    const made = await adminPost('/admin/keys', { customerId: delta.id, name: 'delta app' });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(await portalLink(delta.id as string));
+    await page.getByRole('heading', { name: 'Usage now' }).waitFor();
+    await page.getByRole('link', { name: 'Keys' }).click();
+    const card = page.locator(`[data-key="${made.id}"]`);
+    await card.getByLabel('pets:write').waitFor();
+    // The list's redraw after the rotation is held back until released: a slow network's answer.
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let listsAsked = 0;
+    await page.route('**/portal/api/keys', async (route) => {
+      listsAsked++;
+      await held;
+      await route.continue();
+    });
+    await card.getByRole('button', { name: 'Rotate' }).click();
+    await expect.poll(() => listsAsked).toBe(1);
+    // While the list is being redrawn nothing says the rotation is done.
+    expect(await page.getByText('Key “delta app” rotated').count()).toBe(0);
+    release();
+    await page.getByText('Key “delta app” rotated').waitFor();
+    const rotated = await page.getByLabel('The key').textContent();
+    await card.getByLabel('pets:write').uncheck();
+    await card.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Key “delta app” saved.').waitFor();
+    const post = await fetch(`${gateway.url}/v1/pets`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${rotated}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Rex', categoryId: 1 }),
+    });
+    expect(post.status).toBe(403);
+    await context.close();
+  });
 });

@@ -398,6 +398,19 @@ async function showKeys() {
   );
 }
 
+/**
+ * Redraws the key list, then says what was done: a change is announced once the list shows it, so
+ * an edit made after the announcement is not redrawn away. The announcement (a secret shown once
+ * among them) comes even if the redraw fails.
+ */
+async function settled(announce) {
+  try {
+    await showKeys();
+  } finally {
+    announce();
+  }
+}
+
 async function run(action) {
   try {
     await action();
@@ -414,8 +427,7 @@ function createKey(event) {
     const made = await api('POST', '/portal/api/keys', { name: String(new FormData(form).get('name')) });
     form.reset();
     status('');
-    showSecret(`Key “${made.name}” created.`, made.key);
-    await showKeys();
+    await settled(() => showSecret(`Key “${made.name}” created.`, made.key));
   });
 }
 
@@ -425,11 +437,12 @@ function rotateKey(key, grace) {
       gracePeriodSeconds: Number(grace.value),
     });
     status('');
-    showSecret(
-      `Key “${key.name}” rotated; the old secret works until ${when(rotated.previousKeyExpiresAt)}.`,
-      rotated.key,
+    await settled(() =>
+      showSecret(
+        `Key “${key.name}” rotated; the old secret works until ${when(rotated.previousKeyExpiresAt)}.`,
+        rotated.key,
+      ),
     );
-    await showKeys();
   });
 }
 
@@ -441,8 +454,7 @@ function revokeKey(key, button) {
   }
   run(async () => {
     await api('DELETE', `/portal/api/keys/${encodeURIComponent(key.id)}`);
-    status(`Key “${key.name}” revoked.`);
-    await showKeys();
+    await settled(() => status(`Key “${key.name}” revoked.`));
   });
 }
 
@@ -461,8 +473,7 @@ function narrowKey(event, key, scopeBoxes, cidrs) {
       scopes,
       allowedCidrs: list.length ? list : null,
     });
-    status(`Key “${key.name}” saved.`);
-    await showKeys();
+    await settled(() => status(`Key “${key.name}” saved.`));
   });
 }
 
