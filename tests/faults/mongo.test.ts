@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRegistry } from '@animal-store/common/metrics.js';
-import { runMigration } from '@animal-store/common/mongo-migrate.js';
+import { runMigration } from '@animal-store/common/mongo/migrate.js';
 import { buildApp as buildPets } from '@animal-store/pets/app.js';
 import { PETS_MIGRATION } from '@animal-store/pets/migrations.js';
 import { MongoPetStore, mongoClientOptions } from '@animal-store/pets/store/mongo-pet-store.js';

@@ -11,7 +11,7 @@ import {
   KEY_LOOKUP,
   LIST_MAX_TIME_MS,
   SERVER_SELECTION_TIMEOUT_MS,
-} from '@animal-store/common/mongo-options.js';
+} from '@animal-store/common/mongo/options.js';
 import { loadConfig } from '@animal-store/gateway/config.js';
 import { CUSTOMER_INDEXES, CUSTOMERS_COLLECTION } from '@animal-store/gateway/customers/mongo-customer-store.js';
 import { GATEWAY_MONGO_OPTIONS } from '@animal-store/gateway/external-clients.js';

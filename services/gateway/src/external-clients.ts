@@ -1,4 +1,4 @@
-import { SERVER_SELECTION_TIMEOUT_MS } from '@animal-store/common/mongo-options.js';
+import { SERVER_SELECTION_TIMEOUT_MS } from '@animal-store/common/mongo/options.js';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { type Db, MongoClient, type MongoClientOptions } from 'mongodb';

@@ -1,5 +1,5 @@
-import type { CollectionIndexes } from '@animal-store/common/mongo-indexes.js';
-import type { Backfill, Migration } from '@animal-store/common/mongo-migrate.js';
+import type { CollectionIndexes } from '@animal-store/common/mongo/indexes.js';
+import type { Backfill, Migration } from '@animal-store/common/mongo/migrate.js';
 import type { Document } from 'mongodb';
 import { CUSTOMER_INDEXES, CUSTOMERS_COLLECTION } from './customers/mongo-customer-store.js';
 import { KEY_INDEXES, KEYS_COLLECTION } from './keys/mongo-key-store.js';

@@ -1,7 +1,7 @@
 // The gateway's migration against a real MongoDB (skipped, with one line, where there is none):
 // run twice and two at once it leaves the same indexes, and it backfills what older releases wrote.
-import { indexesNotInPlace, listIndexes } from '@animal-store/common/mongo-indexes.js';
-import { runMigration } from '@animal-store/common/mongo-migrate.js';
+import { indexesNotInPlace, listIndexes } from '@animal-store/common/mongo/indexes.js';
+import { runMigration } from '@animal-store/common/mongo/migrate.js';
 import { describe, expect, it } from 'vitest';
 import { MongoCustomerStore } from '../src/customers/mongo-customer-store.js';
 import { MongoKeyStore } from '../src/keys/mongo-key-store.js';

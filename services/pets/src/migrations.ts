@@ -1,5 +1,5 @@
-import type { CollectionIndexes } from '@animal-store/common/mongo-indexes.js';
-import type { Migration } from '@animal-store/common/mongo-migrate.js';
+import type { CollectionIndexes } from '@animal-store/common/mongo/indexes.js';
+import type { Migration } from '@animal-store/common/mongo/migrate.js';
 import { type Db, MongoServerError } from 'mongodb';
 import { COUNTERS_COLLECTION, PET_INDEXES, PETS_COLLECTION, PETS_COUNTER } from './store/mongo-pet-store.js';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { runMigration } from '@animal-store/common/mongo-migrate.js';
+import { runMigration } from '@animal-store/common/mongo/migrate.js';
 import { findMongo } from '@animal-store/tests/support/mongo.js';
 import { type Db, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

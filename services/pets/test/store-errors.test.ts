@@ -1,4 +1,4 @@
-import { isMongoUnreachable } from '@animal-store/common/mongo-errors.js';
+import { isMongoUnreachable } from '@animal-store/common/mongo/errors.js';
 import { MongoServerError, MongoServerSelectionError, MongoWriteConcernError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import { withStoreErrors } from '../src/store/errors.js';

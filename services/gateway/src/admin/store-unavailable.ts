@@ -1,5 +1,5 @@
 import { ApiError } from '@animal-store/common/errors.js';
-import { mongoFailure } from '@animal-store/common/mongo-errors.js';
+import { mongoFailure } from '@animal-store/common/mongo/errors.js';
 import { UNAVAILABLE_RETRY_SECONDS } from '../gate/refuse.js';
 import { isRedisUnreachable } from '../redis/errors.js';
 

@@ -1,4 +1,4 @@
-import { ACCESS_WRITE, KEY_LOOKUP } from '@animal-store/common/mongo-options.js';
+import { ACCESS_WRITE, KEY_LOOKUP } from '@animal-store/common/mongo/options.js';
 import type { Collection, Db, Filter, IndexDescription } from 'mongodb';
 import { MongoServerError } from 'mongodb';
 import { PLAN_CREDITS } from '../credits/credit-terms.js';

@@ -1,5 +1,5 @@
 import { ApiError } from '@animal-store/common/errors.js';
-import { mongoFailure } from '@animal-store/common/mongo-errors.js';
+import { mongoFailure } from '@animal-store/common/mongo/errors.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { KeyRefusal } from './authenticate.js';
 import { BEARER_CHALLENGE, invalidTokenChallenge } from './bearer.js';

@@ -1,4 +1,4 @@
-import { runMigration } from '@animal-store/common/mongo-migrate.js';
+import { runMigration } from '@animal-store/common/mongo/migrate.js';
 import { describe, expect, it } from 'vitest';
 import { MongoCustomerStore } from '../../src/customers/mongo-customer-store.js';
 import { GATEWAY_MIGRATION } from '../../src/migrations.js';

@@ -1,4 +1,4 @@
-import { runMigration } from '@animal-store/common/mongo-migrate.js';
+import { runMigration } from '@animal-store/common/mongo/migrate.js';
 import type { CommandStartedEvent, Db } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey, newKeyId } from '../../src/keys/api-key.js';

@@ -1,4 +1,4 @@
-import { runMigration } from '@animal-store/common/mongo-migrate.js';
+import { runMigration } from '@animal-store/common/mongo/migrate.js';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { RedisCustomerLocks } from '../../src/customers/customer-locks.js';

@@ -1,5 +1,5 @@
 import { ApiError } from '@animal-store/common/errors.js';
-import { mongoFailure } from '@animal-store/common/mongo-errors.js';
+import { mongoFailure } from '@animal-store/common/mongo/errors.js';
 
 /**
  * Runs a store operation, turning MongoDB's failures into answers the client can act on: 503

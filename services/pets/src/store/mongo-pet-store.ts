@@ -1,4 +1,4 @@
-import { LIST_MAX_TIME_MS } from '@animal-store/common/mongo-options.js';
+import { LIST_MAX_TIME_MS } from '@animal-store/common/mongo/options.js';
 import {
   type Collection,
   type Db,

@@ -8,8 +8,8 @@ import {
   MongoServerSelectionError,
   MongoTopologyClosedError,
 } from 'mongodb';
-import { redactUrl } from './env.js';
-import { StartupError } from './serve.js';
+import { redactUrl } from '../env.js';
+import { StartupError } from '../serve.js';
 
 /**
  * Server answers that say "not now" rather than "never": an election in progress or a primary

@@ -6,8 +6,8 @@ import {
   MongoClient,
   type MongoClientOptions,
 } from 'mongodb';
-import { redactUrl } from './env.js';
-import { type CollectionIndexes, createIndexes, indexesNotInPlace, listIndexes } from './mongo-indexes.js';
+import { redactUrl } from '../env.js';
+import { type CollectionIndexes, createIndexes, indexesNotInPlace, listIndexes } from './indexes.js';
 
 /**
  * The migration's own client settings: an index build on a large collection, or a pass over every

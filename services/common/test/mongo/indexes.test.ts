@@ -2,7 +2,7 @@
 // one line a service prints then. (The listIndexes call itself runs in the MongoDB suites.)
 import { Double, Int32 } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { type CollectionIndexes, indexesNotInPlace, indexesNotInPlaceLine } from '../src/mongo-indexes.js';
+import { type CollectionIndexes, indexesNotInPlace, indexesNotInPlaceLine } from '../../src/mongo/indexes.js';
 
 const NEEDED: CollectionIndexes[] = [
   {

@@ -1,6 +1,6 @@
 import { type Db, type Document, type IndexDescription, MongoServerError } from 'mongodb';
-import { redactUrl } from './env.js';
-import { StartupError } from './serve.js';
+import { redactUrl } from '../env.js';
+import { StartupError } from '../serve.js';
 
 /**
  * The indexes a service's queries need, per collection, as data: `npm run migrate` builds them

@@ -1,6 +1,6 @@
 import { MongoServerError, MongoServerSelectionError, MongoWriteConcernError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { mongoFailure } from '../src/mongo-errors.js';
+import { mongoFailure } from '../../src/mongo/errors.js';
 
 /*
  * What a MongoDB failure answers, from the driver's own error classes as the driver builds them
