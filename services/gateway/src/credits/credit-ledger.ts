@@ -63,6 +63,12 @@ export interface CreditBalance {
   refilled: number;
 }
 
+/** A refund's reference, kept until `keepUntil` (epoch ms): a refund made under it again gives nothing back. */
+export interface RefundOnce {
+  ref: string;
+  keepUntil: number;
+}
+
 /**
  * Where balances and their ledgers live: the limiter spends from the same balance in its own call
  * (the Redis script, the memory limiter's step); this is everything else. `owner` is a customer id,
@@ -86,14 +92,7 @@ export interface CreditLedger {
    * refund made under its `ref` before (until `keepUntil`, epoch ms) gives nothing back: a spooled
    * refund replayed twice. In Redis the write is fenced: one that failed never lands later.
    */
-  refund(
-    owner: string,
-    rule: CreditRule,
-    hour: number,
-    units: number,
-    now: number,
-    once?: { ref: string; keepUntil: number },
-  ): Promise<number>;
+  refund(owner: string, rule: CreditRule, hour: number, units: number, now: number, once?: RefundOnce): Promise<number>;
   /** Entries newest first; `after` is a `next` this gave out (BadCursorError otherwise). */
   page(owner: string, request: PageRequest): Promise<Page<CreditEntry>>;
 }

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { isMongoUnreachable } from '@animal-store/common/mongo-errors.js';
+import { isMongoUnreachable } from '@animal-store/common/mongo/errors.js';
 import { isRedisUnreachable } from '../redis/errors.js';
 import type { RefundRecord } from '../usage/usage-spool.js';
 import { WriteBehind } from '../usage/write-behind.js';
-import type { CreditLedger } from './credit-ledger.js';
+import type { CreditLedger, RefundOnce } from './credit-ledger.js';
 import { HOUR_MS } from './credit-ledger.js';
 import type { CreditRule } from './credit-terms.js';
 
@@ -86,7 +86,7 @@ export class CreditRefunds {
     if (spooled > 0) spool?.spooled(spooled);
   }
 
-  private async give(owner: string, hour: number, units: number, once?: { ref: string; keepUntil: number }) {
+  private async give(owner: string, hour: number, units: number, once?: RefundOnce) {
     const target = await this.options.ruleOf(owner);
     if ('dropped' in target) this.options.onDropped({ owner, hour, units, reason: target.dropped });
     else await this.options.ledger.refund(owner, target.rule, hour, units, this.options.now(), once);

@@ -10,6 +10,7 @@ import {
   ENTRY_ID,
   HOUR_MS,
   openingEntry,
+  type RefundOnce,
   TRIM_BATCH,
 } from './credit-ledger.js';
 import { type CreditRule, refillDue, refillPeriod } from './credit-terms.js';
@@ -173,7 +174,7 @@ export class MemoryCreditLedger implements CreditLedger {
     hour: number,
     units: number,
     now: number,
-    once?: { ref: string; keepUntil: number },
+    once?: RefundOnce,
   ): Promise<number> {
     if (once) {
       if (this.refunded.has(once.ref)) return 0;

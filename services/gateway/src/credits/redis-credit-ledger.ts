@@ -14,6 +14,7 @@ import {
   entryBefore,
   HOUR_MS,
   openingEntry,
+  type RefundOnce,
   TRIM_BATCH,
 } from './credit-ledger.js';
 import { CREDIT_ADD_SCRIPT, CREDIT_BALANCE_SCRIPT, CREDIT_REFUND_SCRIPT } from './credit-script.js';
@@ -139,7 +140,7 @@ export class RedisCreditLedger implements CreditLedger {
     hour: number,
     units: number,
     now: number,
-    once?: { ref: string; keepUntil: number },
+    once?: RefundOnce,
   ): Promise<number> {
     const keys: string[] = creditKeys(this.prefix, owner);
     if (once) keys.push(`${keys[0]}:refund:${once.ref}`);
