@@ -268,10 +268,37 @@ const STORE_LINES = {
 const adminUrl = localBaseUrl(adminHost, admin.port);
 const portalUrl = localBaseUrl(portal.host, portal.port);
 
+/** How long the launcher waits for the key store (Redis) to answer its first admin call. */
+const STORE_WITHIN_MS = 30_000;
+let storeWaitSaid = false;
+
+/**
+ * An admin call of the launcher's, asked again while it answers 503: the gateway listens before
+ * its Redis connection is up (it serves in Redis's absence, by design), so the first call of a
+ * stack started with REDIS_URL can meet `store_unavailable`. A creation is safe to repeat: a 503
+ * is never done later (fenced writes, docs/redis.md). Said once, then the banner as usual.
+ */
+async function adminCall(path, init = {}) {
+  const giveUpAt = Date.now() + STORE_WITHIN_MS;
+  for (;;) {
+    const response = await fetch(`${adminUrl}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${adminToken}`, ...init.headers },
+    });
+    if (response.status !== 503 || Date.now() >= giveUpAt) return response;
+    await response.body?.cancel();
+    if (!storeWaitSaid) {
+      storeWaitSaid = true;
+      process.stderr.write(`Waiting for Redis (REDIS_URL) to answer, up to ${STORE_WITHIN_MS / 1000} s...\n`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 async function createDemoKey(plan, limits) {
-  const response = await fetch(`${adminUrl}/admin/keys`, {
+  const response = await adminCall('/admin/keys', {
     method: 'POST',
-    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ plan, name: `demo-${plan}`, ...(limits ? { limits } : {}) }),
   });
   const body = await response.text();
@@ -286,9 +313,7 @@ async function existingDemoKeys() {
   let after;
   do {
     const query = new URLSearchParams({ name: 'demo-', revoked: 'false', limit: '500', ...(after ? { after } : {}) });
-    const response = await fetch(`${adminUrl}/admin/keys?${query}`, {
-      headers: { authorization: `Bearer ${adminToken}` },
-    });
+    const response = await adminCall(`/admin/keys?${query}`);
     const body = await response.text();
     if (!response.ok) throw new Error(`the admin API did not list the demo keys (${response.status} ${body})`);
     const page = JSON.parse(body);

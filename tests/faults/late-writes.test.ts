@@ -210,6 +210,44 @@ describe.each<Stall>(['frozen', 'writes paused'])('Redis %s', (stall) => {
   });
 });
 
+// With REDIS_URL and no MONGO_URL, keys and customers are records in Redis (redis/redis-records.ts).
+describe.each<Stall>(['frozen', 'writes paused'])('keys and customers kept in Redis, Redis %s', (stall) => {
+  const listed = async (path: string): Promise<Array<{ id: string; name: string; revokedAt?: string }>> =>
+    JSON.parse((await settled('GET', path)).body).items;
+
+  it('a key creation answered 503 leaves no key', async () => {
+    const name = `late-key-${stall.replace(' ', '-')}`;
+    const after = await inStall(
+      stall,
+      () => call('POST', '/admin/keys', { plan: 'pro', name }),
+      () => listed(`/admin/keys?name=${name}`),
+    );
+    expect(after).toEqual([]);
+  });
+
+  it('a revocation answered 503 never lands: the key still authenticates', async () => {
+    const created = await settled('POST', '/admin/keys', { plan: 'pro' });
+    expect(created.status, created.body).toBe(201);
+    const { id } = JSON.parse(created.body);
+    const after = await inStall(
+      stall,
+      () => call('DELETE', `/admin/keys/${id}`),
+      () => settled('GET', `/admin/keys/${id}`),
+    );
+    expect(JSON.parse(after.body).revokedAt).toBeUndefined();
+  });
+
+  it('a customer creation answered 503 leaves no customer: the retry with its externalId is a 201', async () => {
+    const body = { name: 'Late Ltd', plan: 'pro', externalId: `cus_late_${stall.replace(' ', '_')}` };
+    const after = await inStall(
+      stall,
+      () => call('POST', '/admin/customers', body),
+      () => settled('POST', '/admin/customers', body),
+    );
+    expect(after.status, after.body).toBe(201);
+  });
+});
+
 describe.each<Stall>(['frozen', 'writes paused'])('webhook endpoints, Redis %s', (stall) => {
   let hook: Awaited<ReturnType<typeof startReceiver>>;
   beforeAll(async () => {

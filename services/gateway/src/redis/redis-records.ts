@@ -1,6 +1,7 @@
 import type { Redis, Result } from 'ioredis';
 import { decodeCursor, encodeCursor, type Page, type PageRequest, pageOf } from '../paging/page.js';
 import type { RedisClient } from './clients.js';
+import { FENCE_LUA, FencedWrites } from './fenced-writes.js';
 
 /*
  * A collection of JSON records in Redis (the key and customer stores when keys live in Redis, not
@@ -20,11 +21,16 @@ export interface RecordEntries {
  * Writes a record and its entries in one step, only while the record is still what the caller
  * read (compare-and-set on its JSON: a concurrent change makes the caller read again), and only
  * while no other record holds one of its unique values.
+ * Fenced (fenced-writes.ts): a key created, a customer made or a key revoked that was answered
+ * 503 in a stall never lands later, where a retry would meet a duplicate or a revived change.
  * KEYS: records hash, unique hash, then the sorted sets. ARGV: id, the JSON read ('' for an
- * insert), the new JSON, the old and new entries (JSON, sorted sets by their position in KEYS).
- * Returns 1 written, 0 the id exists (insert), -1 changed meanwhile, -2 a unique value is taken.
+ * insert), the new JSON, the old and new entries (JSON, sorted sets by their position in KEYS),
+ * the fence's deadline. Returns 1 written, 0 the id exists (insert), -1 changed meanwhile, -2 a
+ * unique value is taken; the FENCED error once past the deadline.
  */
-const WRITE_SCRIPT = `
+const WRITE_SCRIPT = `${FENCE_LUA}
+local late = fenceRefusal(ARGV[6])
+if late then return late end
 local id, expected, record = ARGV[1], ARGV[2], ARGV[3]
 local current = redis.call('HGET', KEYS[1], id)
 if expected == '' then
@@ -73,6 +79,7 @@ export class RedisRecords<R extends { id: string; createdAt: string }> {
   private readonly recordsKey: string;
   private readonly uniqueKey: string;
   private readonly sortedKeys: string[];
+  private readonly fences: FencedWrites;
 
   /**
    * `indexes` names the collection's sorted sets, one of them `created`; `entriesOf` says where a
@@ -89,6 +96,7 @@ export class RedisRecords<R extends { id: string; createdAt: string }> {
     this.recordsKey = `${base}:records`;
     this.uniqueKey = `${base}:unique`;
     this.sortedKeys = indexes.map((name) => `${base}:${name}`);
+    this.fences = new FencedWrites(redis);
     // One definition for every collection on a client: the number of keys is the call's first argument.
     if (typeof (redis as Partial<Redis>).gatewayRecordWrite !== 'function') {
       redis.defineCommand('gatewayRecordWrite', { lua: WRITE_SCRIPT });
@@ -139,16 +147,19 @@ export class RedisRecords<R extends { id: string; createdAt: string }> {
         ]),
       });
     const none: RecordEntries = { unique: [], sorted: [] };
-    const reply = await this.redis.gatewayRecordWrite(
-      2 + this.sortedKeys.length,
-      this.recordsKey,
-      this.uniqueKey,
-      ...this.sortedKeys,
-      next.id,
-      previous?.json ?? '',
-      JSON.stringify(next),
-      encode(previous ? this.entriesOf(previous.record) : none),
-      encode(this.entriesOf(next)),
+    const reply = await this.fences.run(this.recordsKey, (deadline) =>
+      this.redis.gatewayRecordWrite(
+        2 + this.sortedKeys.length,
+        this.recordsKey,
+        this.uniqueKey,
+        ...this.sortedKeys,
+        next.id,
+        previous?.json ?? '',
+        JSON.stringify(next),
+        encode(previous ? this.entriesOf(previous.record) : none),
+        encode(this.entriesOf(next)),
+        String(deadline),
+      ),
     );
     const outcome = OUTCOMES[reply];
     if (outcome === undefined) throw new Error(`record write script answered ${reply}`);
