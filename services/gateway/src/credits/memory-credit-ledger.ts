@@ -47,8 +47,11 @@ const msOf = (id: string): number => Number(id.slice(0, id.indexOf('-')));
  */
 export class MemoryCreditLedger implements CreditLedger {
   private readonly balances = new Map<string, Balance>();
-  /** Refunds made under a reference (a spool's replay; embedded mode has no spool, so few or none). */
-  private readonly refunded = new Set<string>();
+  /**
+   * Refunds made under a reference, each until its keepUntil (a spool's replay; embedded mode has
+   * no spool, so few or none). Forgotten then, as Redis forgets its mark: nothing grows for ever.
+   */
+  private readonly refunded = new Map<string, number>();
   private sequence = 0;
 
   /** `retentionMs`: entries written longer ago are carried into the opening entry (CREDITS_LEDGER_DAYS). */
@@ -177,8 +180,9 @@ export class MemoryCreditLedger implements CreditLedger {
     once?: RefundOnce,
   ): Promise<number> {
     if (once) {
+      this.forgetRefundsBefore(now);
       if (this.refunded.has(once.ref)) return 0;
-      this.refunded.add(once.ref);
+      this.refunded.set(once.ref, once.keepUntil);
     }
     const { held } = this.state(owner, rule, now);
     const index = Math.floor(hour / HOUR_MS);
@@ -195,6 +199,14 @@ export class MemoryCreditLedger implements CreditLedger {
     }
     held.balance += back;
     return back;
+  }
+
+  /** Drops the marks kept until `now` or before, oldest first (keepUntil is now plus one constant). */
+  private forgetRefundsBefore(now: number): void {
+    for (const [ref, keepUntil] of this.refunded) {
+      if (keepUntil > now) return;
+      this.refunded.delete(ref);
+    }
   }
 
   async page(owner: string, request: PageRequest): Promise<Page<CreditEntry>> {
