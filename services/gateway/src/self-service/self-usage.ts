@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
-import { liveWindows } from '../admin/live-windows.js';
-import { iso } from '../admin/shared.js';
-import { unavailable } from '../admin/store-unavailable.js';
+import { liveWindows } from '../api/live-windows.js';
+import { iso } from '../api/shared.js';
+import { unavailable } from '../api/store-unavailable.js';
 import { creditOwnerOf, customerOwner } from '../credits/credit-owner.js';
 import { ownerCredits } from '../credits/owner-credits.js';
 import { DEFAULT_BILLING } from '../customers/billing-period.js';

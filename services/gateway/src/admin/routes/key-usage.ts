@@ -3,14 +3,15 @@ import { readRfc3339 } from '@animal-store/common/rfc3339.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
+import { liveWindows } from '../../api/live-windows.js';
+import { HistoryQuery, HistorySchema, KeyIdParams, UsageSchema } from '../../api/schemas.js';
+import { errors, findKey, iso } from '../../api/shared.js';
+import { historyUnavailable, unavailable } from '../../api/store-unavailable.js';
 import type { KeyUsage } from '../../limits/key-limiter.js';
 import { limitsFor, policyForCustomerKey, policyForKey } from '../../plans/plans.js';
 import { type Counts, series, sumOf, toCsv, withRefused } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
-import { liveWindows } from '../live-windows.js';
-import { HistoryQuery, HistorySchema, KeyIdParams, UsageSchema } from '../schemas.js';
-import { type AdminRouteOptions, errors, findKey, iso } from '../shared.js';
-import { historyUnavailable, unavailable } from '../store-unavailable.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 type Granularity = 'hour' | 'day';
 
