@@ -1,8 +1,8 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { invoicePreview, sendInvoiceCsv } from '../admin/routes/invoice-preview.js';
-import { wantsCsv } from '../admin/routes/key-usage.js';
+import { invoicePreview } from '../admin/routes/invoice-preview.js';
+import { sendInvoiceCsv, wantsCsv } from '../api/csv.js';
 import { InvoicePreviewQuery, InvoicePreviewSchema } from '../api/invoice-schemas.js';
 import { errors } from '../api/shared.js';
 import type { GatewayDeps } from '../deps.js';

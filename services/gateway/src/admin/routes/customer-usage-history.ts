@@ -1,6 +1,7 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
+import { instant, sendCsv, wantsCsv } from '../../api/csv.js';
 import { CustomerHistoryQuery, CustomerHistorySchema } from '../../api/customer-history-schemas.js';
 import { CustomerIdParams } from '../../api/customer-schemas.js';
 import { errors, findCustomer, iso } from '../../api/shared.js';
@@ -18,7 +19,6 @@ import {
 import { sumOf, withRefused } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage, type UsageHistory } from '../../usage/usage-history.js';
 import type { AdminRouteOptions } from '../route-options.js';
-import { instant, sendCsv, wantsCsv } from './key-usage.js';
 
 type Query = Static<typeof CustomerHistoryQuery>;
 
