@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
-import { billingPeriod } from '../customers/billing-period.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
+import { billingPeriod } from '../limits/billing-period.js';
 import { creditTermsIn, limitsFor } from '../plans/plans.js';
 import type { CustomerViewSchema } from './customer-schemas.js';
 

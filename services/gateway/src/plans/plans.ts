@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { CreditTerms } from '../credits/credit-terms.js';
-import type { Billing } from '../customers/billing-period.js';
+import type { Billing } from '../limits/billing-period.js';
 import { calendarFor, UTC_CALENDAR } from '../limits/calendar.js';
 import {
   ALGORITHMS,

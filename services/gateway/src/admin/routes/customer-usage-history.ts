@@ -6,8 +6,8 @@ import { CustomerHistoryQuery, CustomerHistorySchema } from '../../api/customer-
 import { CustomerIdParams } from '../../api/customer-schemas.js';
 import { errors, findCustomer, iso } from '../../api/shared.js';
 import { historyUnavailable } from '../../api/store-unavailable.js';
-import type { Billing } from '../../customers/billing-period.js';
 import type { CustomerRecord } from '../../customers/customer-store.js';
+import type { Billing } from '../../limits/billing-period.js';
 import {
   type CustomerGranularity,
   localMidnight,

@@ -8,8 +8,8 @@ import { errors, findCustomer, findLoneKey } from '../../api/shared.js';
 import { type Invoice, InvoiceTooLargeError, invoiceFor } from '../../billing/invoice.js';
 import { type CreditRecord, creditOwnerOf } from '../../credits/credit-owner.js';
 import { creditsSpent } from '../../credits/credits-spent.js';
-import { DEFAULT_BILLING } from '../../customers/billing-period.js';
 import type { GatewayDeps } from '../../deps.js';
+import { DEFAULT_BILLING } from '../../limits/billing-period.js';
 import type { AdminRouteOptions } from '../route-options.js';
 import { customerHistory } from './customer-usage-history.js';
 
