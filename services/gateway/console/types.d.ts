@@ -3,13 +3,13 @@
 // admin/customer-history-schemas.ts, admin/webhook-schemas.ts, admin/invoice-schemas.ts), from its build's declarations.
 // JSDoc in the console's files imports them: `@type {import('./types.js').KeyView}`.
 
-import type { CustomerHistorySchema } from '@animal-store/gateway/admin/customer-history-schemas.js';
+import type { CustomerHistorySchema } from '@animal-store/gateway/api/customer-history-schemas.js';
 import type {
   CustomerPageSchema,
   CustomerUsageSchema,
   CustomerViewSchema,
-} from '@animal-store/gateway/admin/customer-schemas.js';
-import type { InvoicePreviewSchema } from '@animal-store/gateway/admin/invoice-schemas.js';
+} from '@animal-store/gateway/api/customer-schemas.js';
+import type { InvoicePreviewSchema } from '@animal-store/gateway/api/invoice-schemas.js';
 import type {
   BanListSchema,
   CreatedKeySchema,
@@ -20,13 +20,13 @@ import type {
   RotatedKeySchema,
   TopSchema,
   UsageSchema,
-} from '@animal-store/gateway/admin/schemas.js';
+} from '@animal-store/gateway/api/schemas.js';
 import type {
   CreatedWebhookSchema,
   DeliveryAttemptsSchema,
   RotatedWebhookSecretSchema,
   WebhookViewSchema,
-} from '@animal-store/gateway/admin/webhook-schemas.js';
+} from '@animal-store/gateway/api/webhook-schemas.js';
 import type { Static } from 'typebox';
 
 export type KeyView = Static<typeof KeyViewSchema>;

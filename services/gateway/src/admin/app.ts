@@ -4,6 +4,7 @@ import { serverOptions } from '@animal-store/common/http.js';
 import { strictJsonBodies } from '@animal-store/common/json-body.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { storeUnavailable } from '../api/store-unavailable.js';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
 import { adminAuth } from './auth-limit.js';
@@ -13,7 +14,6 @@ import { registerAdminReference } from './reference.js';
 import { adminRoutes } from './routes/index.js';
 import { meteringRoutes } from './routes/metering-events.js';
 import { portalSessionRoutes } from './routes/portal-sessions.js';
-import { storeUnavailable } from './store-unavailable.js';
 
 /**
  * Answers here carry plaintext keys (create, rotate) and key records: no cache on the way may keep

@@ -1,12 +1,12 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyBaseLogger } from 'fastify';
+import { audit } from '../api/audit.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import { updateKey } from '../keys/key-operations.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { limitsAfterChange, planProblem } from '../plans/plans.js';
 import { announceKeyChange } from '../replicas/key-sync.js';
-import { audit } from './audit.js';
 
 /* What a change to a customer does to its keys: each key change audited and announced, as the key routes do. */
 

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { CreditBalanceSchema, CreditChangeViewSchema, CreditLedgerPageSchema } from '../admin/credit-schemas.js';
+import type { CreditBalanceSchema, CreditChangeViewSchema, CreditLedgerPageSchema } from '../api/credit-schemas.js';
 import type { AdminClient } from './admin-client.js';
 import type { Values } from './flags.js';
 import { fields, jsonLine, printable, table, when } from './format.js';

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
-import type { CustomerHistorySchema } from '../admin/customer-history-schemas.js';
-import type { CustomerViewSchema } from '../admin/customer-schemas.js';
-import { customerView } from '../admin/customer-view.js';
+import type { CustomerHistorySchema } from '../api/customer-history-schemas.js';
+import type { CustomerViewSchema } from '../api/customer-schemas.js';
+import { customerView } from '../api/customer-view.js';
 import { type CustomerRequest, CustomerRuleError, type CustomerUpdate } from '../customers/customer-operations.js';
 import { toCsv } from '../usage/reports.js';
 import { AdminApiError, AdminClient } from './admin-client.js';

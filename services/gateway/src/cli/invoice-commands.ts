@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { InvoicePreviewSchema } from '../admin/invoice-schemas.js';
+import type { InvoicePreviewSchema } from '../api/invoice-schemas.js';
 import { invoiceCsv } from '../billing/invoice-csv.js';
 import type { AdminClient } from './admin-client.js';
 import type { Values } from './flags.js';

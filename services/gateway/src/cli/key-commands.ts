@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
-import type { CreatedKeySchema, RotatedKeySchema } from '../admin/schemas.js';
-import { createdKey } from '../admin/shared.js';
+import type { CreatedKeySchema, RotatedKeySchema } from '../api/schemas.js';
+import { createdKey } from '../api/shared.js';
 import { limitsFor, scopesFor } from '../plans/plans.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
 import { createInFile, localPlans, rotateInFile, updateInFile } from './file-backend.js';

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { BanListSchema, KeyViewSchema, UsageSchema } from '../admin/schemas.js';
+import type { BanListSchema, KeyViewSchema, UsageSchema } from '../api/schemas.js';
 import type { CreditTerms } from '../credits/credit-terms.js';
 import { WINDOWS } from '../limits/windows.js';
 import type { Limits } from '../plans/plans.js';

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { CreatedWebhookSchema, PingSchema, WebhookViewSchema } from '../admin/webhook-schemas.js';
+import type { CreatedWebhookSchema, PingSchema, WebhookViewSchema } from '../api/webhook-schemas.js';
 import { AdminClient } from './admin-client.js';
 import type { Values } from './flags.js';
 import { jsonLine, printable, table, when } from './format.js';

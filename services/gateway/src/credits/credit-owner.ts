@@ -1,7 +1,7 @@
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { calendarFor, UTC_CALENDAR } from '../limits/calendar.js';
-import type { PlanBook } from '../plans/plans.js';
+import { creditTermsIn, type PlanBook } from '../plans/plans.js';
 import type { CustomerRef } from '../webhooks/event-types.js';
 import type { CreditRule, CreditTerms } from './credit-terms.js';
 
@@ -20,19 +20,6 @@ export interface CreditOwner {
   rule: CreditRule;
   /** Who the credit webhooks name: the key itself, or the customer and its plan. */
   ref: KeyRecord | CustomerRef;
-}
-
-/**
- * The terms in force for a record on `plan`: its own; `null`, none (it turned its plan's off);
- * absent, its plan's (PLANS_FILE `credits`). One rule for customers and keys alike.
- */
-export function creditTermsIn(
-  plans: PlanBook,
-  plan: string,
-  own: CreditTerms | null | undefined,
-): CreditTerms | undefined {
-  if (own === null) return undefined;
-  return own ?? plans.plans.get(plan)?.credits;
 }
 
 export function customerOwner(plans: PlanBook, customer: CustomerRecord): CreditOwner {

@@ -1,5 +1,5 @@
 import { ApiError } from '@animal-store/common/errors.js';
-import { iso } from '../admin/shared.js';
+import { iso } from '../api/shared.js';
 import type { GatewayDeps } from '../deps.js';
 import type { CreditBatch } from '../limits/key-limiter.js';
 import { BadCursorError, DEFAULT_PAGE_SIZE } from '../paging/page.js';

@@ -5,6 +5,7 @@ import {
   PLAN_CREDITS,
   storedCreditTerms,
 } from '../credits/credit-terms.js';
+import { type Billing, billingProblem, DEFAULT_BILLING, ianaTimeZone } from '../limits/billing-period.js';
 import {
   JSON_NAMES,
   type LimitNames,
@@ -14,7 +15,6 @@ import {
   type PlanBook,
   planProblem,
 } from '../plans/plans.js';
-import { type Billing, billingProblem, DEFAULT_BILLING, ianaTimeZone } from './billing-period.js';
 import { type CustomerChanges, type CustomerRecord, newCustomerId } from './customer-store.js';
 
 /*

@@ -1,8 +1,8 @@
 import { randomInt } from 'node:crypto';
 import { type CreditTerms, type CreditTermsChange, PLAN_CREDITS } from '../credits/credit-terms.js';
+import type { Billing } from '../limits/billing-period.js';
 import type { Page, PageRequest } from '../paging/page.js';
 import type { Limits, Plan } from '../plans/plans.js';
-import type { Billing } from './billing-period.js';
 
 /** The account above the keys: what it bought (plan, limits) and when its month starts. */
 export interface CustomerRecord {

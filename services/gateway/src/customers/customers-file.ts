@@ -1,7 +1,7 @@
 import { isPlainText } from '@animal-store/common/validation.js';
 import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
+import { type Billing, billingProblem, DEFAULT_BILLING, ianaTimeZone } from '../limits/billing-period.js';
 import { type Limits, type Plan, type PlanBook, planProblem } from '../plans/plans.js';
-import { type Billing, billingProblem, DEFAULT_BILLING, ianaTimeZone } from './billing-period.js';
 import type { CustomerRecord } from './customer-store.js';
 
 /*

@@ -1,10 +1,4 @@
-import {
-  type Billing,
-  billingPeriod,
-  DEFAULT_BILLING,
-  dayPeriod,
-  localHourShiftMs,
-} from '../customers/billing-period.js';
+import { type Billing, billingPeriod, DEFAULT_BILLING, dayPeriod, localHourShiftMs } from './billing-period.js';
 import { type CalendarWindowName, calendarWindow } from './windows.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { CreditRule, CreditTerms } from '../credits/credit-terms.js';
-import type { Billing } from '../customers/billing-period.js';
+import type { Billing } from './billing-period.js';
 import { type Calendar, calendarFor, UTC_CALENDAR } from './calendar.js';
 import {
   type CalendarWindowName,

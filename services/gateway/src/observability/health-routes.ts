@@ -2,7 +2,6 @@ import { sendError } from '@animal-store/common/error-handler.js';
 import { errorBody } from '@animal-store/common/errors.js';
 import { neverShed } from '@animal-store/common/overload.js';
 import type { FastifyInstance } from 'fastify';
-import type { KeyStore } from '../keys/key-store.js';
 
 /**
  * Liveness says the process answers. Readiness says this replica can serve: the key store
@@ -13,7 +12,7 @@ import type { KeyStore } from '../keys/key-store.js';
  */
 export async function healthRoutes(
   app: FastifyInstance,
-  opts: { keyStore: Pick<KeyStore, 'kind' | 'ping'>; timeoutMs: number },
+  opts: { keyStore: { readonly kind: string; ping(): Promise<void> }; timeoutMs: number },
 ) {
   app.get('/healthz', { config: { public: true, ...neverShed }, schema: { hide: true } as object }, async () => ({
     status: 'ok',

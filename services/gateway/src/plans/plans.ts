@@ -1,7 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
-import { creditTermsIn } from '../credits/credit-owner.js';
 import type { CreditTerms } from '../credits/credit-terms.js';
-import type { Billing } from '../customers/billing-period.js';
+import type { Billing } from '../limits/billing-period.js';
 import { calendarFor, UTC_CALENDAR } from '../limits/calendar.js';
 import {
   ALGORITHMS,
@@ -276,3 +275,16 @@ export function scopesProblem(scopes: unknown, name: string): string | null {
 }
 
 export { ALGORITHMS, LIMIT_FIELDS, WINDOW_NAMES };
+
+/**
+ * The terms in force for a record on `plan`: its own; `null`, none (it turned its plan's off);
+ * absent, its plan's (PLANS_FILE `credits`). One rule for customers and keys alike.
+ */
+export function creditTermsIn(
+  plans: PlanBook,
+  plan: string,
+  own: CreditTerms | null | undefined,
+): CreditTerms | undefined {
+  if (own === null) return undefined;
+  return own ?? plans.plans.get(plan)?.credits;
+}

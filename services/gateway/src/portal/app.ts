@@ -4,7 +4,7 @@ import { strictJsonBodies } from '@animal-store/common/json-body.js';
 import { loadShedding } from '@animal-store/common/overload.js';
 import { createValidatorCompiler } from '@animal-store/common/validation.js';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { storeUnavailable } from '../admin/store-unavailable.js';
+import { storeUnavailable } from '../api/store-unavailable.js';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
 import { limitAddresses } from './address-limits.js';

@@ -1,10 +1,10 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { InvoicePreviewQuery, InvoicePreviewSchema } from '../admin/invoice-schemas.js';
-import { invoicePreview, sendInvoiceCsv } from '../admin/routes/invoice-preview.js';
-import { wantsCsv } from '../admin/routes/key-usage.js';
-import { errors } from '../admin/shared.js';
+import { invoicePreview } from '../admin/routes/invoice-preview.js';
+import { sendInvoiceCsv, wantsCsv } from '../api/csv.js';
+import { InvoicePreviewQuery, InvoicePreviewSchema } from '../api/invoice-schemas.js';
+import { errors } from '../api/shared.js';
 import type { GatewayDeps } from '../deps.js';
 import { ownCustomer, signedInCustomer } from './own-keys.js';
 

@@ -1,10 +1,10 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { audit } from '../admin/audit.js';
 import { applying, newKey } from '../admin/routes/keys.js';
-import { KeyViewSchema, NameSchema, RotateKeySchema } from '../admin/schemas.js';
-import { createdKey, keyView } from '../admin/shared.js';
+import { audit } from '../api/audit.js';
+import { KeyViewSchema, NameSchema, RotateKeySchema } from '../api/schemas.js';
+import { createdKey, keyView } from '../api/shared.js';
 import type { GatewayDeps } from '../deps.js';
 import { insertOnce, rotateKey, updateKey } from '../keys/key-operations.js';
 import { maxKeysFor, SCOPES, type Scope, scopesFor } from '../plans/plans.js';

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { CustomerHistoryQuery } from '../admin/customer-history-schemas.js';
-import { liveWindows } from '../admin/live-windows.js';
 import { customerHistory } from '../admin/routes/customer-usage-history.js';
-import { iso } from '../admin/shared.js';
-import { unavailable } from '../admin/store-unavailable.js';
+import { CustomerHistoryQuery } from '../api/customer-history-schemas.js';
+import { liveWindows } from '../api/live-windows.js';
+import { iso } from '../api/shared.js';
+import { unavailable } from '../api/store-unavailable.js';
 import { customerOwner } from '../credits/credit-owner.js';
 import { ownerCredits } from '../credits/owner-credits.js';
 import type { CustomerRecord } from '../customers/customer-store.js';

@@ -1,13 +1,13 @@
 import type { Static } from 'typebox';
-import { liveWindows } from '../admin/live-windows.js';
-import { iso } from '../admin/shared.js';
-import { unavailable } from '../admin/store-unavailable.js';
+import { liveWindows } from '../api/live-windows.js';
+import { iso } from '../api/shared.js';
+import { unavailable } from '../api/store-unavailable.js';
 import { creditOwnerOf, customerOwner } from '../credits/credit-owner.js';
 import { ownerCredits } from '../credits/owner-credits.js';
-import { DEFAULT_BILLING } from '../customers/billing-period.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
+import { DEFAULT_BILLING } from '../limits/billing-period.js';
 import { calendarFor } from '../limits/calendar.js';
 import type { KeyUsage } from '../limits/key-limiter.js';
 import { policyForCustomerKey, policyForKey } from '../plans/plans.js';

@@ -1,4 +1,4 @@
-import { type Billing, billingPeriod, dayPeriod, startOfLocalDay } from '../customers/billing-period.js';
+import { type Billing, billingPeriod, dayPeriod, startOfLocalDay } from '../limits/billing-period.js';
 import { calendarFor } from '../limits/calendar.js';
 import { type Counts, withRefused } from './reports.js';
 import { addCounts, emptyCounts, HOUR_MS, type HourUsage, hourStart, type UsageCounts } from './usage-history.js';

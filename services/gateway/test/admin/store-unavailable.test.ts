@@ -2,14 +2,14 @@ import { freePort } from '@animal-store/tests/support/runtime.js';
 import { ReplyError } from 'ioredis';
 import { MongoClient, MongoServerError, MongoServerSelectionError } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storeUnavailable } from '../../src/admin/store-unavailable.js';
+import { storeUnavailable } from '../../src/api/store-unavailable.js';
 import { MongoCustomerStore } from '../../src/customers/mongo-customer-store.js';
 import { createKey } from '../../src/keys/create-key.js';
 import { MongoKeyStore } from '../../src/keys/mongo-key-store.js';
 import { ADMIN_TOKEN, bearer, startGateway, type TestGateway } from '../support/helpers.js';
 
 /*
- * What the admin API makes of an error that says a store cannot be reached (admin/store-unavailable.ts):
+ * What the admin API makes of an error that says a store cannot be reached (api/store-unavailable.ts):
  * a 503 with Retry-After. Redis's cases run against a real redis-server in tests/faults/admin-stores.test.ts;
  * MongoDB's here, against a MongoDB that is not there (no server answers on the port), which is
  * what an unreachable key store is.

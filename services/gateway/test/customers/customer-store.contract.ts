@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it, type TestContext } from 'vitest';
-import { DEFAULT_BILLING } from '../../src/customers/billing-period.js';
 import {
   type CustomerRecord,
   type CustomerStore,
   DuplicateCustomerError,
   newCustomerId,
 } from '../../src/customers/customer-store.js';
+import { DEFAULT_BILLING } from '../../src/limits/billing-period.js';
 import { BadCursorError } from '../../src/paging/page.js';
 
 export interface CustomerStoreFixture {

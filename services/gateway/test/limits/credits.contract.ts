@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CreditLedger } from '../../src/credits/credit-ledger.js';
 import type { CreditRule, CreditTerms } from '../../src/credits/credit-terms.js';
-import { DEFAULT_BILLING } from '../../src/customers/billing-period.js';
+import { DEFAULT_BILLING } from '../../src/limits/billing-period.js';
 import { calendarFor, UTC_CALENDAR } from '../../src/limits/calendar.js';
 import type { BanPolicy, Decision } from '../../src/limits/key-limiter.js';
 import { customerPolicyFor, type LimitPolicy, type Limits, policyFor, withCredits } from '../../src/limits/policy.js';

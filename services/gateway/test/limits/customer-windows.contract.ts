@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Billing, DEFAULT_BILLING } from '../../src/customers/billing-period.js';
+import { type Billing, DEFAULT_BILLING } from '../../src/limits/billing-period.js';
 import type { BanPolicy, Decision } from '../../src/limits/key-limiter.js';
 import { type Algorithm, customerPolicyFor, type LimitPolicy, type Limits } from '../../src/limits/policy.js';
 import type { LimiterHarness } from './limiter.contract.js';

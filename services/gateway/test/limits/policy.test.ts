@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_BILLING } from '../../src/customers/billing-period.js';
+import { DEFAULT_BILLING } from '../../src/limits/billing-period.js';
 import { emptyWindows } from '../../src/limits/key-limiter.js';
 import {
   customerPolicyFor,

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-
+import { BanListQuery, BanListSchema } from '../../api/schemas.js';
+import { errors, iso } from '../../api/shared.js';
+import { unavailable } from '../../api/store-unavailable.js';
 import type { BanList } from '../../limits/key-limiter.js';
-import { BanListQuery, BanListSchema } from '../schemas.js';
-import { type AdminRouteOptions, errors, iso } from '../shared.js';
-import { unavailable } from '../store-unavailable.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 /**
  * The bans in force across every key, from the limiter's index of them: how many, and those that

@@ -2,21 +2,22 @@ import { randomBytes } from 'node:crypto';
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import type { CreditChange } from '../../credits/credit-ledger.js';
-import { type CreditOwner, type CreditRecord, creditOwnerOf } from '../../credits/credit-owner.js';
-import { announceCredits, ownerCredits, ownerLedger } from '../../credits/owner-credits.js';
-import type { GatewayDeps } from '../../deps.js';
-import { audit } from '../audit.js';
+import { audit } from '../../api/audit.js';
 import {
   CreditBalanceSchema,
   CreditChangeSchema,
   CreditChangeViewSchema,
   CreditLedgerPageSchema,
   CreditLedgerQuery,
-} from '../credit-schemas.js';
-import { CustomerIdParams } from '../customer-schemas.js';
-import { KeyIdParams } from '../schemas.js';
-import { type AdminRouteOptions, errors, findCustomer, findLoneKey, idempotentErrors, iso } from '../shared.js';
+} from '../../api/credit-schemas.js';
+import { CustomerIdParams } from '../../api/customer-schemas.js';
+import { KeyIdParams } from '../../api/schemas.js';
+import { errors, findCustomer, findLoneKey, idempotentErrors, iso } from '../../api/shared.js';
+import type { CreditChange } from '../../credits/credit-ledger.js';
+import { type CreditOwner, type CreditRecord, creditOwnerOf } from '../../credits/credit-owner.js';
+import { announceCredits, ownerCredits, ownerLedger } from '../../credits/owner-credits.js';
+import type { GatewayDeps } from '../../deps.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 type Deps = Pick<
   GatewayDeps,

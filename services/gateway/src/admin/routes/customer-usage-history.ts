@@ -1,8 +1,13 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
-import type { Billing } from '../../customers/billing-period.js';
+import { instant, sendCsv, wantsCsv } from '../../api/csv.js';
+import { CustomerHistoryQuery, CustomerHistorySchema } from '../../api/customer-history-schemas.js';
+import { CustomerIdParams } from '../../api/customer-schemas.js';
+import { errors, findCustomer, iso } from '../../api/shared.js';
+import { historyUnavailable } from '../../api/store-unavailable.js';
 import type { CustomerRecord } from '../../customers/customer-store.js';
+import type { Billing } from '../../limits/billing-period.js';
 import {
   type CustomerGranularity,
   localMidnight,
@@ -13,11 +18,7 @@ import {
 } from '../../usage/customer-steps.js';
 import { sumOf, withRefused } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage, type UsageHistory } from '../../usage/usage-history.js';
-import { CustomerHistoryQuery, CustomerHistorySchema } from '../customer-history-schemas.js';
-import { CustomerIdParams } from '../customer-schemas.js';
-import { type AdminRouteOptions, errors, findCustomer, iso } from '../shared.js';
-import { historyUnavailable } from '../store-unavailable.js';
-import { instant, sendCsv, wantsCsv } from './key-usage.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 type Query = Static<typeof CustomerHistoryQuery>;
 

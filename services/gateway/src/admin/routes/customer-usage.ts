@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { CustomerIdParams, CustomerUsageSchema } from '../../api/customer-schemas.js';
+import { liveWindows } from '../../api/live-windows.js';
+import { errors, findCustomer } from '../../api/shared.js';
+import { unavailable } from '../../api/store-unavailable.js';
 import type { WindowUsage } from '../../limits/key-limiter.js';
 import { limitsFor, policyForCustomerKey } from '../../plans/plans.js';
-import { CustomerIdParams, CustomerUsageSchema } from '../customer-schemas.js';
-import { liveWindows } from '../live-windows.js';
-import { type AdminRouteOptions, errors, findCustomer } from '../shared.js';
-import { unavailable } from '../store-unavailable.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 /**
  * A customer's live shared windows: what all its keys used together in each, and when it resets

@@ -1,13 +1,7 @@
 import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { CustomerRuleError, checkNewCustomer, customerChanges } from '../../customers/customer-operations.js';
-import { type CustomerRecord, type CustomerStore, DuplicateCustomerError } from '../../customers/customer-store.js';
-import { FileCustomerError, FileCustomers } from '../../customers/file-customers.js';
-import { BadCursorError, DEFAULT_PAGE_SIZE } from '../../paging/page.js';
-import { announceCustomerChange } from '../../replicas/key-sync.js';
-import { audit } from '../audit.js';
-import { keysThatFollow, moveKeysToPlan, revokeKeysOf } from '../customer-keys.js';
+import { audit } from '../../api/audit.js';
 import {
   CreateCustomerSchema,
   CustomerIdParams,
@@ -16,9 +10,16 @@ import {
   CustomerViewSchema,
   DeleteCustomerQuery,
   UpdateCustomerSchema,
-} from '../customer-schemas.js';
-import { customerView } from '../customer-view.js';
-import { type AdminRouteOptions, errors, findCustomer, idempotentErrors } from '../shared.js';
+} from '../../api/customer-schemas.js';
+import { customerView } from '../../api/customer-view.js';
+import { errors, findCustomer, idempotentErrors } from '../../api/shared.js';
+import { CustomerRuleError, checkNewCustomer, customerChanges } from '../../customers/customer-operations.js';
+import { type CustomerRecord, type CustomerStore, DuplicateCustomerError } from '../../customers/customer-store.js';
+import { FileCustomerError, FileCustomers } from '../../customers/file-customers.js';
+import { BadCursorError, DEFAULT_PAGE_SIZE } from '../../paging/page.js';
+import { announceCustomerChange } from '../../replicas/key-sync.js';
+import { keysThatFollow, moveKeysToPlan, revokeKeysOf } from '../customer-keys.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 /** The store's and the rules' refusals as the API answers them. */
 async function answering<T>(operation: () => Promise<T>): Promise<T> {

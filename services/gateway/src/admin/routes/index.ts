@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { AdminRouteOptions } from '../shared.js';
+import type { AdminRouteOptions } from '../route-options.js';
 import { banRoutes } from './bans.js';
 import { customerCreditRoutes, keyCreditRoutes } from './credits.js';
 import { customerUsageRoutes } from './customer-usage.js';

@@ -1,18 +1,17 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
+import { sendInvoiceCsv, wantsCsv } from '../../api/csv.js';
+import { CustomerIdParams } from '../../api/customer-schemas.js';
+import { InvoicePreviewQuery, InvoicePreviewSchema } from '../../api/invoice-schemas.js';
+import { KeyIdParams } from '../../api/schemas.js';
+import { errors, findCustomer, findLoneKey } from '../../api/shared.js';
 import { type Invoice, InvoiceTooLargeError, invoiceFor } from '../../billing/invoice.js';
-import { invoiceCsv } from '../../billing/invoice-csv.js';
 import { type CreditRecord, creditOwnerOf } from '../../credits/credit-owner.js';
 import { creditsSpent } from '../../credits/credits-spent.js';
-import { DEFAULT_BILLING } from '../../customers/billing-period.js';
 import type { GatewayDeps } from '../../deps.js';
-import { CustomerIdParams } from '../customer-schemas.js';
-import { InvoicePreviewQuery, InvoicePreviewSchema } from '../invoice-schemas.js';
-import { KeyIdParams } from '../schemas.js';
-import { type AdminRouteOptions, errors, findCustomer, findLoneKey } from '../shared.js';
+import { DEFAULT_BILLING } from '../../limits/billing-period.js';
+import type { AdminRouteOptions } from '../route-options.js';
 import { customerHistory } from './customer-usage-history.js';
-import { sendCsvFile, wantsCsv } from './key-usage.js';
 
 type Deps = Pick<GatewayDeps, 'history' | 'credits' | 'webhooks' | 'plans' | 'now'>;
 
@@ -75,13 +74,6 @@ export async function invoicePreview(
     creditsUsed: credits,
     ...invoice,
   };
-}
-
-type Preview = Awaited<ReturnType<typeof invoicePreview>>;
-
-/** The preview as a CSV file named for its customer or key and the period's first day. */
-export function sendInvoiceCsv(reply: FastifyReply, preview: Preview): FastifyReply {
-  return sendCsvFile(reply, `invoice-${preview.id}-${preview.from.slice(0, 10)}.csv`, invoiceCsv(preview));
 }
 
 type RouteDeps = Deps & Pick<GatewayDeps, 'customerStore' | 'keyStore' | 'keyResolver'>;

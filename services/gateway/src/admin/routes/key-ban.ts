@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { audit } from '../audit.js';
-import { KeyIdParams } from '../schemas.js';
-import { type AdminRouteOptions, errors, findKey } from '../shared.js';
-import { unavailable } from '../store-unavailable.js';
+import { audit } from '../../api/audit.js';
+import { KeyIdParams } from '../../api/schemas.js';
+import { errors, findKey } from '../../api/shared.js';
+import { unavailable } from '../../api/store-unavailable.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 /** Lifting a key's ban, on every replica: the shared limiter, this one's memory, the others by event. */
 export const keyBanRoutes: FastifyPluginAsyncTypebox<

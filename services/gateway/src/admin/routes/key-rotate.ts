@@ -1,11 +1,12 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
+import { audit } from '../../api/audit.js';
+import { KeyIdParams, RotatedKeySchema, RotateKeySchema } from '../../api/schemas.js';
+import { findLiveStoreKey, idempotentErrors, keyRules } from '../../api/shared.js';
 import { applyRotation, planRotation } from '../../keys/key-operations.js';
 import { announceKeyChange } from '../../replicas/key-sync.js';
-import { audit } from '../audit.js';
-import { KeyIdParams, RotatedKeySchema, RotateKeySchema } from '../schemas.js';
-import { type AdminRouteOptions, findLiveStoreKey, idempotentErrors, keyRules } from '../shared.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 /**
  * A new secret for a key; the old one keeps working for the grace period given, so clients can

@@ -1,31 +1,18 @@
-import { ApiError, clipped } from '@animal-store/common/errors.js';
-import { readRfc3339 } from '@animal-store/common/rfc3339.js';
+import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
+import { instant, sendCsv, wantsCsv } from '../../api/csv.js';
+import { liveWindows } from '../../api/live-windows.js';
+import { HistoryQuery, HistorySchema, KeyIdParams, UsageSchema } from '../../api/schemas.js';
+import { errors, findKey, iso } from '../../api/shared.js';
+import { historyUnavailable, unavailable } from '../../api/store-unavailable.js';
 import type { KeyUsage } from '../../limits/key-limiter.js';
 import { limitsFor, policyForCustomerKey, policyForKey } from '../../plans/plans.js';
-import { type Counts, series, sumOf, toCsv, withRefused } from '../../usage/reports.js';
+import { series, sumOf, withRefused } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
-import { liveWindows } from '../live-windows.js';
-import { HistoryQuery, HistorySchema, KeyIdParams, UsageSchema } from '../schemas.js';
-import { type AdminRouteOptions, errors, findKey, iso } from '../shared.js';
-import { historyUnavailable, unavailable } from '../store-unavailable.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 type Granularity = 'hour' | 'day';
-
-/** An instant from the query: RFC 3339 date-time or a date (midnight UTC), one that exists. */
-export function instant(text: string, name: string): number {
-  const read = readRfc3339(text, true);
-  if (read.problem === undefined) return read.ms;
-  throw new ApiError(
-    400,
-    'invalid_request',
-    read.problem === 'calendar'
-      ? `${name} is not a real date and time: "${clipped(text)}"`
-      : `${name} must be an RFC 3339 date-time or a date (YYYY-MM-DD), not "${clipped(text)}"`,
-  );
-}
 
 type HistoryRange = Pick<Static<typeof HistoryQuery>, 'from' | 'to' | 'period'>;
 
@@ -159,38 +146,6 @@ const usageHistory: FastifyPluginAsyncTypebox<
     },
   );
 };
-
-/** Whether a history request asks for CSV: `format=csv`, or no format and an Accept naming text/csv. */
-export function wantsCsv(format: string | undefined, accept: string | undefined): boolean {
-  return format === 'csv' || (format === undefined && /\btext\/csv\b/.test(accept ?? ''));
-}
-
-/**
- * Sends a history as a CSV file for billing, named for its subject, first hour and step; `withEnd`
- * adds each row's end (a customer's days and periods differ in length).
- */
-export function sendCsv(
-  reply: FastifyReply,
-  body: { id: string; from: string; granularity: string; series: Array<{ start: string; end?: string } & Counts> },
-  withEnd = false,
-): FastifyReply {
-  return sendCsvFile(
-    reply,
-    `usage-${body.id}-${body.from.slice(0, 13)}-${body.granularity}.csv`,
-    toCsv(body.series, withEnd),
-  );
-}
-
-/** Sends CSV text as a file download under `file` (characters unsafe in the header replaced). */
-export function sendCsvFile(reply: FastifyReply, file: string, csv: string): FastifyReply {
-  return (
-    reply
-      .type('text/csv; charset=utf-8')
-      .header('content-disposition', `attachment; filename="${file.replace(/[^\w.:-]/g, '_')}"`)
-      // A string body with its own type is sent as it is: the 200 schema describes the JSON answer.
-      .send(csv as never)
-  );
-}
 
 /** A key's usage: live, and over time. */
 export const keyUsageRoutes: FastifyPluginAsyncTypebox<

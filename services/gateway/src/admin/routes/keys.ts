@@ -1,6 +1,25 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { type Static, Type } from 'typebox';
+import { audit } from '../../api/audit.js';
+import {
+  CreatedKeySchema,
+  CreateKeySchema,
+  KeyIdParams,
+  KeyListQuery,
+  KeyPageSchema,
+  KeyViewSchema,
+  UpdateKeySchema,
+} from '../../api/schemas.js';
+import {
+  createdKey,
+  errors,
+  findKey,
+  findLiveStoreKey,
+  idempotentErrors,
+  keyView,
+  managedInFile,
+} from '../../api/shared.js';
 import { KeyOwnershipError, keyOwnership } from '../../customers/key-ownership.js';
 import type { GatewayDeps } from '../../deps.js';
 import { createKey } from '../../keys/create-key.js';
@@ -10,26 +29,7 @@ import type { KeyRecord } from '../../keys/key-store.js';
 import { BadCursorError, DEFAULT_PAGE_SIZE, type Page } from '../../paging/page.js';
 import type { Plan } from '../../plans/plans.js';
 import { announceKeyChange } from '../../replicas/key-sync.js';
-import { audit } from '../audit.js';
-import {
-  CreatedKeySchema,
-  CreateKeySchema,
-  KeyIdParams,
-  KeyListQuery,
-  KeyPageSchema,
-  KeyViewSchema,
-  UpdateKeySchema,
-} from '../schemas.js';
-import {
-  type AdminRouteOptions,
-  createdKey,
-  errors,
-  findKey,
-  findLiveStoreKey,
-  idempotentErrors,
-  keyView,
-  managedInFile,
-} from '../shared.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 /** Runs a key operation (keys/key-operations.ts), answering what its rules refuse with a 400. */
 export async function applying<T>(operation: () => Promise<T>): Promise<T> {

@@ -1,9 +1,10 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { MeteringEventsPage, MeteringEventsQuery } from '../../api/metering-schemas.js';
+import { errors } from '../../api/shared.js';
 import { cloudEvent, type StripeMeterEvent, stripeMeterEvent } from '../../metering/metering-event.js';
 import { BadCursorError, type MeteringStore } from '../../metering/metering-store.js';
-import { MeteringEventsPage, MeteringEventsQuery } from '../metering-schemas.js';
-import { type AdminRouteOptions, errors } from '../shared.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 export type MeteringEventsFormat = 'cloudevents' | 'stripe-meter-events';
 

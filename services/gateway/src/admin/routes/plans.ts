@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { PlansSchema } from '../../api/schemas.js';
+import { errors } from '../../api/shared.js';
 import { billableText } from '../../plans/billable.js';
 import { LIMIT_FIELDS, WINDOW_NAMES } from '../../plans/plans.js';
-import { PlansSchema } from '../schemas.js';
-import { type AdminRouteOptions, errors } from '../shared.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 /** The plans in force (PLANS_FILE or the spec's four) and what each route costs. */
 export const planRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'plans'>> = async (app, { deps }) => {

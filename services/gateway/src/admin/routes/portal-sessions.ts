@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { audit } from '../../api/audit.js';
+import { CustomerIdParams } from '../../api/customer-schemas.js';
+import { errors, findCustomer, iso } from '../../api/shared.js';
 import { LINK_TTL_MS, PORTAL_ENTRY } from '../../portal/session-cookie.js';
 import { newSecret } from '../../portal/session-store.js';
-import { audit } from '../audit.js';
-import { CustomerIdParams } from '../customer-schemas.js';
-import { type AdminRouteOptions, errors, findCustomer, iso } from '../shared.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 const PortalSessionSchema = Type.Object({
   url: Type.String({ format: 'uri' }),

@@ -1,11 +1,12 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { TopQuery, TopSchema } from '../../api/schemas.js';
+import { errors, iso } from '../../api/shared.js';
+import { historyUnavailable } from '../../api/store-unavailable.js';
 import type { CustomerStore } from '../../customers/customer-store.js';
 import { type Counts, hoursOfKeys, series, topCustomers, topKeys } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage } from '../../usage/usage-history.js';
-import { TopQuery, TopSchema } from '../schemas.js';
-import { type AdminRouteOptions, errors, iso } from '../shared.js';
-import { historyUnavailable } from '../store-unavailable.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 /** Each customer of the top list with its name and plan now; one no store knows, as such. */
 async function named(store: CustomerStore, customers: Array<{ id: string } & Counts>) {

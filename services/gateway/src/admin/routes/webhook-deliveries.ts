@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { audit } from '../audit.js';
-import { type AdminRouteOptions, errors, findWebhook } from '../shared.js';
-import { within } from '../store-unavailable.js';
-import { DeliveryAttemptsSchema, PingSchema, WebhookIdParams } from '../webhook-schemas.js';
+import { audit } from '../../api/audit.js';
+import { errors, findWebhook } from '../../api/shared.js';
+import { within } from '../../api/store-unavailable.js';
+import { DeliveryAttemptsSchema, PingSchema, WebhookIdParams } from '../../api/webhook-schemas.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 /** The longest a ping waits for the delivery queue before its request gets a 503. */
 const QUEUE_WAIT_MS = 5_000;

@@ -2,15 +2,8 @@ import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
 import { Type } from 'typebox';
-import { WebhookUrlError } from '../../webhooks/delivery/address-guard.js';
-import {
-  changedSubscription,
-  newSubscription,
-  rotatedSubscription,
-} from '../../webhooks/subscriptions/subscription-rules.js';
-import type { Subscription } from '../../webhooks/subscriptions/webhook-store.js';
-import { audit } from '../audit.js';
-import { type AdminRouteOptions, errors, findWebhook, idempotentErrors } from '../shared.js';
+import { audit } from '../../api/audit.js';
+import { errors, findWebhook, idempotentErrors } from '../../api/shared.js';
 import {
   CreatedWebhookSchema,
   CreateWebhookSchema,
@@ -18,7 +11,15 @@ import {
   UpdateWebhookSchema,
   WebhookIdParams,
   WebhookViewSchema,
-} from '../webhook-schemas.js';
+} from '../../api/webhook-schemas.js';
+import { WebhookUrlError } from '../../webhooks/delivery/address-guard.js';
+import {
+  changedSubscription,
+  newSubscription,
+  rotatedSubscription,
+} from '../../webhooks/subscriptions/subscription-rules.js';
+import type { Subscription } from '../../webhooks/subscriptions/webhook-store.js';
+import type { AdminRouteOptions } from '../route-options.js';
 
 function view(s: Subscription): Static<typeof WebhookViewSchema> {
   return {

@@ -8,7 +8,7 @@ import { creditCrossings } from './credit-crossings.js';
 import { expiryNotice, noticeWindow } from './expiry-notices.js';
 import { quotaCrossings } from './quota-crossings.js';
 
-/** Key changes made through the admin API (admin/audit.ts), as the events they send. */
+/** Key changes made through the admin API (api/audit.ts), as the events they send. */
 const KEY_ACTIONS: Record<AdminAction, WebhookEventType> = {
   create: 'key.created',
   update: 'key.updated',

@@ -3,7 +3,7 @@ import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { RedisCreditLedger } from '../../../src/credits/redis-credit-ledger.js';
-import { DEFAULT_BILLING } from '../../../src/customers/billing-period.js';
+import { DEFAULT_BILLING } from '../../../src/limits/billing-period.js';
 import { calendarFor } from '../../../src/limits/calendar.js';
 import { LIMIT_SCRIPT } from '../../../src/limits/engines/limit-script.js';
 import { RedisKeyLimiter } from '../../../src/limits/engines/redis-key-limiter.js';

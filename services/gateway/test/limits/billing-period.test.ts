@@ -9,7 +9,7 @@ import {
   type Period,
   previousBillingPeriod,
   startOfLocalDay,
-} from '../../src/customers/billing-period.js';
+} from '../../src/limits/billing-period.js';
 
 const iso = (p: Period) => [p.start.toISOString(), p.end.toISOString()];
 const hours = (p: Period) => (p.end.getTime() - p.start.getTime()) / 3_600_000;

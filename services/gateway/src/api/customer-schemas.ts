@@ -1,6 +1,6 @@
 import { PLAIN_TEXT } from '@animal-store/common/validation.js';
 import { Type } from 'typebox';
-import { MAX_ANCHOR_DAY } from '../customers/billing-period.js';
+import { MAX_ANCHOR_DAY } from '../limits/billing-period.js';
 import { perName } from '../limits/windows.js';
 import {
   CreditTermsChangeSchema,

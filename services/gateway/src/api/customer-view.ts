@@ -1,9 +1,8 @@
 import type { Static } from 'typebox';
-import { creditTermsIn } from '../credits/credit-owner.js';
-import { billingPeriod } from '../customers/billing-period.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
-import { limitsFor } from '../plans/plans.js';
+import { billingPeriod } from '../limits/billing-period.js';
+import { creditTermsIn, limitsFor } from '../plans/plans.js';
 import type { CustomerViewSchema } from './customer-schemas.js';
 
 type CustomerView = Static<typeof CustomerViewSchema>;

@@ -1,23 +1,11 @@
 import { ApiError, clipped, ErrorSchema } from '@animal-store/common/errors.js';
 import type { Static } from 'typebox';
-import { creditTermsIn } from '../credits/credit-owner.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
-import { limitsFor, scopesFor } from '../plans/plans.js';
+import { creditTermsIn, limitsFor, scopesFor } from '../plans/plans.js';
 import type { Subscription } from '../webhooks/subscriptions/webhook-store.js';
-import type { Idempotency } from './idempotency.js';
 import type { CreatedKeySchema, KeyViewSchema } from './schemas.js';
-
-/**
- * What the admin routes are given: the collaborators each one uses (built once in deps.ts), as
- * the gate takes them, and the creates' Idempotency-Key runner.
- */
-export interface AdminRouteOptions<K extends keyof GatewayDeps = keyof GatewayDeps> {
-  deps: Pick<GatewayDeps, K>;
-  /** Runs the creates under their Idempotency-Key. */
-  idempotency: Idempotency;
-}
 
 export type Source = 'store' | 'file';
 

@@ -1,0 +1,61 @@
+import { ApiError, clipped } from '@animal-store/common/errors.js';
+import { readRfc3339 } from '@animal-store/common/rfc3339.js';
+import type { FastifyReply } from 'fastify';
+import { invoiceCsv } from '../billing/invoice-csv.js';
+import { type Counts, toCsv } from '../usage/reports.js';
+
+/*
+ * What the admin routes and the portal share to read a history query and answer in CSV.
+ */
+
+/** An instant from the query: RFC 3339 date-time or a date (midnight UTC), one that exists. */
+export function instant(text: string, name: string): number {
+  const read = readRfc3339(text, true);
+  if (read.problem === undefined) return read.ms;
+  throw new ApiError(
+    400,
+    'invalid_request',
+    read.problem === 'calendar'
+      ? `${name} is not a real date and time: "${clipped(text)}"`
+      : `${name} must be an RFC 3339 date-time or a date (YYYY-MM-DD), not "${clipped(text)}"`,
+  );
+}
+
+/** Whether a history request asks for CSV: `format=csv`, or no format and an Accept naming text/csv. */
+export function wantsCsv(format: string | undefined, accept: string | undefined): boolean {
+  return format === 'csv' || (format === undefined && /\btext\/csv\b/.test(accept ?? ''));
+}
+
+/**
+ * Sends a history as a CSV file for billing, named for its subject, first hour and step; `withEnd`
+ * adds each row's end (a customer's days and periods differ in length).
+ */
+export function sendCsv(
+  reply: FastifyReply,
+  body: { id: string; from: string; granularity: string; series: Array<{ start: string; end?: string } & Counts> },
+  withEnd = false,
+): FastifyReply {
+  return sendCsvFile(
+    reply,
+    `usage-${body.id}-${body.from.slice(0, 13)}-${body.granularity}.csv`,
+    toCsv(body.series, withEnd),
+  );
+}
+
+/** Sends CSV text as a file download under `file` (characters unsafe in the header replaced). */
+function sendCsvFile(reply: FastifyReply, file: string, csv: string): FastifyReply {
+  return (
+    reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="${file.replace(/[^\w.:-]/g, '_')}"`)
+      // A string body with its own type is sent as it is: the 200 schema describes the JSON answer.
+      .send(csv as never)
+  );
+}
+
+type Preview = Parameters<typeof invoiceCsv>[0] & { id: string; from: string };
+
+/** The preview as a CSV file named for its customer or key and the period's first day. */
+export function sendInvoiceCsv(reply: FastifyReply, preview: Preview): FastifyReply {
+  return sendCsvFile(reply, `invoice-${preview.id}-${preview.from.slice(0, 10)}.csv`, invoiceCsv(preview));
+}
