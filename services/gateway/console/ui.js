@@ -8,7 +8,7 @@ import { html } from '@shared/html.js';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { when } from './figures.js';
 
-export { DataTable, ErrorNote, Notice } from '@shared/components.js';
+export { Card, DataTable, ErrorNote, Notice } from '@shared/components.js';
 export { html } from '@shared/html.js';
 export { ahead, utcInstant, when } from './figures.js';
 export const TOKEN = 'animal-store-admin-token';
