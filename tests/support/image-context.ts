@@ -22,7 +22,7 @@ const run = promisify(execFile);
 const SOURCE_FILES: Record<ServiceName, string[]> = {
   pets: [],
   // The admin console's and the portal's pages, scripts and styles, served as files.
-  gateway: ['services/gateway/console', 'services/gateway/portal'],
+  gateway: ['services/gateway/console', 'services/gateway/portal', 'services/gateway/ui-shared'],
 };
 
 /** What .dockerignore keeps out of the default target's context, kept out here too. */

@@ -9,7 +9,7 @@ import { UsageChart } from './charts.js';
 import { CustomerPage, Customers } from './customers.js';
 import { minutesIntoHour, refusedPercent, requestsOf } from './figures.js';
 import { KeyPage, Keys } from './keys.js';
-import { api, DataTable, ErrorNote, html, TOKEN, usePolled, useZones, whenIn } from './ui.js';
+import { api, Card, DataTable, ErrorNote, html, TOKEN, usePolled, useZones, whenIn } from './ui.js';
 import { WebhookPage, Webhooks } from './webhooks.js';
 
 /** The page's hash route, followed as it changes. */
@@ -81,7 +81,7 @@ function Overview() {
     <h1 id="overview-title">Overview</h1>
     <${ErrorNote} error=${error} />
     <div class="cards">
-      <div class="card"><span class="label">Requests, 24 h</span><span class="value" data-testid="total-requests">${requests ?? '…'}</span>
+      <${Card}><span class="label">Requests, 24 h</span><span class="value" data-testid="total-requests">${requests ?? '…'}</span>
         ${
           totals
             ? html`<span class="detail"
@@ -92,17 +92,17 @@ function Overview() {
               >`
             : null
         }
-      </div>
-      <div class="card"><span class="label">Refused (429), 24 h</span><span class="value" data-testid="refused-429">${totals?.refused ?? '…'}</span>
+      <//>
+      <${Card}><span class="label">Refused (429), 24 h</span><span class="value" data-testid="refused-429">${totals?.refused ?? '…'}</span>
         ${refused !== null ? html`<span class="detail">${refused} % of requests, by a limit or a ban</span>` : null}
-      </div>
-      <div class="card"><span class="label">Out of credits (402), 24 h</span><span class="value" data-testid="out-of-credits-402">${totals?.outOfCredits ?? '…'}</span>
+      <//>
+      <${Card}><span class="label">Out of credits (402), 24 h</span><span class="value" data-testid="out-of-credits-402">${totals?.outOfCredits ?? '…'}</span>
         <span class="detail">refused credits_exhausted: a top-up brings them back</span>
-      </div>
-      <div class="card"><span class="label">Banned now</span><span class="value" data-testid="banned-now">${bans?.count ?? '…'}</span></div>
-      <div class="card"><span class="label">Active keys, 24 h</span><span class="value" data-testid="active-keys">${totals?.keys ?? '…'}</span></div>
-      <div class="card"><span class="label">Active customers, 24 h</span><span class="value" data-testid="active-customers">${totals?.customers ?? '…'}</span>
-      </div>
+      <//>
+      <${Card}><span class="label">Banned now</span><span class="value" data-testid="banned-now">${bans?.count ?? '…'}</span><//>
+      <${Card}><span class="label">Active keys, 24 h</span><span class="value" data-testid="active-keys">${totals?.keys ?? '…'}</span><//>
+      <${Card}><span class="label">Active customers, 24 h</span><span class="value" data-testid="active-customers">${totals?.customers ?? '…'}</span>
+      <//>
     </div>
     <${ErrorNote} error=${bansError} />
     ${

@@ -4,10 +4,10 @@
 // the one before, with its CSV), which a lone key's page shows too. Amounts stay integers in minor
 // units until money() writes them.
 
+import { money } from '@shared/format.js';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { outOfCredits, periodText } from './figures.js';
-import { money } from './money.js';
-import { api, apiFile, Confirm, DataTable, ErrorNote, html, usePolled, when } from './ui.js';
+import { api, apiFile, Confirm, DataTable, ErrorNote, html, Notice, usePolled, when } from './ui.js';
 
 /** Ledger entries a page shows at a time; Older entries asks for the next page. */
 const LEDGER_PAGE = 10;
@@ -214,14 +214,14 @@ function CreditsBody({ path, credits, ledger, zone, onChanged }) {
   return html`
     ${
       outOfCredits(credits)
-        ? html`<div class="notice" role="status" data-testid="out-of-credits">
+        ? html`<${Notice} data-testid="out-of-credits">
             <p><strong>Out of credits:</strong> every request of its keys is refused 402 <code>credits_exhausted</code>${
               credits.nextRefillAt
                 ? `, until the refill at ${when(credits.nextRefillAt, zone)}`
                 : ', and nothing refills the balance by itself'
             }.</p>
             <p>Top up: record a top-up in <strong>Add or take credits</strong> below, or <code>POST ${path}/credits</code>.</p>
-          </div>`
+          <//>`
         : null
     }
     <dl class="fields">

@@ -16,6 +16,7 @@ import {
   DataTable,
   ErrorNote,
   html,
+  Notice,
   SecretOnce,
   usePolled,
   useZones,
@@ -243,13 +244,13 @@ function WindowsTable({ label, testid, windows, zone }) {
  * waiting the Retry-After they were given (BAN_THRESHOLD refusals in BAN_WINDOW_SECONDS).
  */
 function BanNotice({ until, zone, path }) {
-  return html`<div class="notice" role="status" data-testid="key-ban">
+  return html`<${Notice} data-testid="key-ban">
     <p><strong>Banned until ${when(until, zone)}.</strong> Its clients kept sending after their 429s without waiting
       the Retry-After each gave, so every request with it is refused
       429 <code>api_key_banned</code> on every replica until then.</p>
     <p>It ends by itself. To serve it sooner, once its clients wait as told: <strong>Lift ban</strong> below
       (<code>DELETE ${path}/ban</code>), which also forgets its refusals.</p>
-  </div>`;
+  <//>`;
 }
 
 /**
@@ -257,7 +258,7 @@ function BanNotice({ until, zone, path }) {
  * or the refill, if one is due. `where` says where the operator tops it up in the console.
  */
 function OutOfCreditsNotice({ credits, owner, path, zone, where }) {
-  return html`<div class="notice" role="status" data-testid="out-of-credits">
+  return html`<${Notice} data-testid="out-of-credits">
     <p><strong>Out of credits:</strong> ${`${owner} has ${credits.balance} left, so every request of ${owner === 'this key' ? 'it' : 'its keys'} is refused 402 `}<code
         >credits_exhausted</code
       >${
@@ -266,7 +267,7 @@ function OutOfCreditsNotice({ credits, owner, path, zone, where }) {
           : ', and nothing refills it by itself'
       }.</p>
     <p>Top up: ${where}, or <code>POST ${path}/credits</code> with an amount and a reason.</p>
-  </div>`;
+  <//>`;
 }
 
 export function KeyPage({ id }) {

@@ -1,6 +1,6 @@
 // The admin API's answers as the console reads them: the static types of the schemas the gateway
-// checks its answers against (admin/schemas.ts, admin/customer-schemas.ts,
-// admin/customer-history-schemas.ts, admin/webhook-schemas.ts, admin/invoice-schemas.ts), from its build's declarations.
+// checks its answers against (api/schemas.ts, api/customer-schemas.ts,
+// api/customer-history-schemas.ts, api/webhook-schemas.ts, api/invoice-schemas.ts), from its build's declarations.
 // JSDoc in the console's files imports them: `@type {import('./types.js').KeyView}`.
 
 import type { CustomerHistorySchema } from '@animal-store/gateway/api/customer-history-schemas.js';

@@ -1,14 +1,16 @@
 // @ts-check
 // What every page of the console shares: the admin API call, polling, dialogs, a secret shown once.
+// The markup, tables, cards, notices and error lines are the ones the portal is drawn with too
+// (services/gateway/ui-shared, served as /console/shared/).
 
-import htm from 'htm';
-import { h } from 'preact';
+import { ErrorNote } from '@shared/components.js';
+import { html } from '@shared/html.js';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { when } from './figures.js';
 
+export { Card, DataTable, ErrorNote, Notice } from '@shared/components.js';
+export { html } from '@shared/html.js';
 export { ahead, utcInstant, when } from './figures.js';
-
-export const html = htm.bind(h);
 export const TOKEN = 'animal-store-admin-token';
 
 export class ApiError extends Error {
@@ -66,23 +68,6 @@ export async function apiFile(path) {
 }
 
 /**
- * A table whose cells carry their column's name: on a narrow screen each row becomes a block of
- * "column value" lines (style.css), so nothing is cut off at 390 px. The roles keep it a table
- * for screen readers once CSS no longer displays it as one.
- */
-export function DataTable({ label, testid, columns, rows }) {
-  return html`<div class="table-wrap" tabindex="0" role="region" aria-label=${label}>
-    <table class="reflow" role="table" data-testid=${testid}>
-      <thead role="rowgroup"><tr role="row">${columns.map((c) => html`<th scope="col" role="columnheader">${c}</th>`)}</tr></thead>
-      <tbody role="rowgroup">${rows.map(
-        (cells) =>
-          html`<tr role="row">${cells.map((cell, i) => html`<td role="cell" data-label=${columns[i]}>${cell}</td>`)}</tr>`,
-      )}</tbody>
-    </table>
-  </div>`;
-}
-
-/**
  * Reloads `load` every `ms` while mounted; returns [data, error, reload].
  * @template T
  * @param {() => Promise<T>} load
@@ -112,11 +97,6 @@ export function usePolled(load, ms, deps) {
     return () => clearInterval(timer);
   }, [reload, ms]);
   return [state.data, state.error, reload];
-}
-
-export function ErrorNote({ error }) {
-  if (!error) return null;
-  return html`<p class="error" role="alert">${error.message}${error.code ? ` (${error.code})` : ''}</p>`;
 }
 
 /**

@@ -3,9 +3,11 @@
 // price, as the admin API computes it, with a CSV of the same lines. Amounts arrive as integers in
 // the currency's minor units and are formatted from them as decimal text, never through a float.
 
-import { money } from './money.js';
-
-const count = (n) => n.toLocaleString('en-US');
+import { DataTable } from '@shared/components.js';
+import { count, money } from '@shared/format.js';
+import { html } from '@shared/html.js';
+import { useEffect, useState } from 'preact/hooks';
+import { api, SIGNED_OUT, zone } from './account.js';
 
 /** A day of the customer's own calendar: its billing period starts at its local midnight. */
 const day = (ms, timeZone) =>
@@ -30,90 +32,55 @@ function lineCells(line, currency) {
   }
 }
 
-/**
- * The preview's table: one row per line, the total in the footer.
- * @param {(tag: string, attrs?: object, ...children: any[]) => HTMLElement} h
- */
-function invoiceTable(h, preview) {
-  const row = (cells, head = false) =>
-    h(
-      'tr',
-      { 'data-line': head ? 'total' : undefined },
-      h(head ? 'th' : 'td', head ? { scope: 'row' } : {}, cells[0]),
-      h('td', { class: 'num' }, cells[1]),
-      h('td', { class: 'num' }, cells[2]),
-    );
-  return h(
-    'div',
-    { class: 'table-wrap' },
-    h(
-      'table',
-      { id: 'invoice-lines' },
-      h('caption', { class: 'muted' }, 'What the billing period comes to'),
-      h(
-        'thead',
-        {},
-        h(
-          'tr',
-          {},
-          h('th', { scope: 'col' }, 'Line'),
-          h('th', { scope: 'col', class: 'num' }, 'Quantity'),
-          h('th', { scope: 'col', class: 'num' }, 'Amount'),
-        ),
-      ),
-      h(
-        'tbody',
-        {},
-        preview.lines.map((line) => {
-          const tr = row(lineCells(line, preview.currency));
-          tr.dataset.line = line.line;
-          return tr;
-        }),
-      ),
-      h('tfoot', {}, row(['Total', '', money(preview.total, preview.currency)], true)),
-    ),
-  );
+/** The preview of one period: what it covers, its lines and total, and the CSV of them. */
+function Preview({ preview, period }) {
+  const timeZone = zone();
+  const to = Date.parse(preview.to) - 1;
+  const covers = `${day(Date.parse(preview.from), timeZone)} to ${day(to, timeZone)} (${timeZone})${period === 'current' ? ', so far' : ''}: `;
+  return html`<p id="invoice-period">${`${covers}${count(preview.units)} units on your ${preview.plan} plan.`}</p>
+    <${DataTable} id="invoice-lines" label="Invoice lines" caption="What the billing period comes to" reflow=${false}
+      columns=${['Line', { label: 'Quantity', num: true }, { label: 'Amount', num: true }]}
+      rows=${preview.lines.map((line) => lineCells(line, preview.currency))}
+      rowAttrs=${(i) => ({ 'data-line': preview.lines[i].line })}
+      foot=${['Total', '', money(preview.total, preview.currency)]} footAttrs=${{ 'data-line': 'total' }} />
+    <p class="muted">A preview of what the period comes to: the invoice itself is sent separately.</p>
+    <p><a href=${`/portal/api/invoice-preview?period=${period}&format=csv`} download="">Download these lines as CSV</a></p>`;
 }
 
 /**
- * Shows the preview of the period the form names (this one so far, or the one before) in
- * #invoice-body; a plan without a price, or a period the history no longer keeps, is said as the
- * portal words it.
- * @param {(method: string, url: string) => Promise<any>} api
- * @param {(tag: string, attrs?: object, ...children: any[]) => HTMLElement} h
- * @param {string} timeZone the customer's billing zone
+ * The period the form names (this one so far, or the one before); a plan without a price, or a
+ * period the history no longer keeps, is said as the portal words it.
+ * @param {{ portal: import('./portal.js').Portal }} props
  */
-export async function showInvoice(api, h, timeZone) {
-  const form = /** @type {HTMLFormElement} */ (document.getElementById('invoice-form'));
-  const place = /** @type {HTMLElement} */ (document.getElementById('invoice-body'));
-  const period = String(new FormData(form).get('period') ?? 'current');
-  let preview;
-  try {
-    preview = await api('GET', `/portal/api/invoice-preview?period=${period}`);
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    // Signed out: the page already says so, in its status line.
-    place.replaceChildren(...(message === 'signed out' ? [] : [h('p', { class: 'card' }, message)]));
-    return;
-  }
-  const to = Date.parse(preview.to) - 1;
-  place.replaceChildren(
-    h(
-      'p',
-      { id: 'invoice-period' },
-      `${day(Date.parse(preview.from), timeZone)} to ${day(to, timeZone)} (${timeZone})${period === 'current' ? ', so far' : ''}: `,
-      `${count(preview.units)} units on your ${preview.plan} plan.`,
-    ),
-    invoiceTable(h, preview),
-    h('p', { class: 'muted' }, 'A preview of what the period comes to: the invoice itself is sent separately.'),
-    h(
-      'p',
-      {},
-      h(
-        'a',
-        { href: `/portal/api/invoice-preview?period=${period}&format=csv`, download: '' },
-        'Download these lines as CSV',
-      ),
-    ),
-  );
+export function InvoicePage({ portal: _portal }) {
+  const [period, setPeriod] = useState('current');
+  const [shown, setShown] = useState(/** @type {{ preview?: any, message?: string, period: string } | null} */ (null));
+  useEffect(() => {
+    let live = true;
+    api('GET', `/portal/api/invoice-preview?period=${period}`).then(
+      (preview) => live && setShown({ preview, period }),
+      // Signed out: the page already says so, in its status line.
+      (err) => live && setShown(err.message === SIGNED_OUT ? null : { message: err.message, period }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [period]);
+  const change = (event) => setPeriod(String(new FormData(event.currentTarget).get('period') ?? 'current'));
+  return html`<section id="invoice" aria-labelledby="invoice-title">
+    <h1 id="invoice-title">Invoice preview</h1>
+    <form id="invoice-form" class="row" onChange=${change} onSubmit=${(e) => e.preventDefault()}>
+      <fieldset><legend>Billing period</legend>
+        <label><input type="radio" name="period" value="current" defaultChecked /> This one, so far</label>
+        <label><input type="radio" name="period" value="previous" /> The one before</label>
+      </fieldset>
+    </form>
+    <div id="invoice-body" aria-live="polite">${
+      shown?.preview
+        ? html`<${Preview} preview=${shown.preview} period=${shown.period} />`
+        : shown?.message
+          ? html`<p class="card">${shown.message}</p>`
+          : null
+    }</div>
+  </section>`;
 }

@@ -1,12 +1,21 @@
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import { MAX_ANCHOR_DAY } from '../limits/billing-period.js';
 import { WINDOWS } from '../limits/windows.js';
 import { SCOPES } from '../plans/plans.js';
+import {
+  type Asset,
+  CSS,
+  JS,
+  packageDir,
+  pageSecurityPolicy,
+  SHARED_DIR,
+  SHARED_FILES,
+  vendorAssets,
+} from '../web-ui/shared-files.js';
 import { WEBHOOK_EVENTS } from '../webhooks/event-types.js';
 import { MAX_ATTEMPTS } from '../webhooks/subscriptions/webhook-store.js';
 
@@ -17,27 +26,7 @@ declare module 'fastify' {
   }
 }
 
-interface Asset {
-  body: Buffer;
-  type: string;
-}
-
-const JS = 'text/javascript; charset=utf-8';
 const SVG = 'image/svg+xml';
-
-/**
- * A package's folder, found from its entry point: the browser builds served here are not in the
- * packages' `exports`, so they cannot be resolved by name.
- */
-function packageDir(name: string): string {
-  let dir = dirname(fileURLToPath(import.meta.resolve(name)));
-  while (!existsSync(join(dir, 'package.json')) || !dir.endsWith(name)) {
-    const up = dirname(dir);
-    if (up === dir) throw new Error(`cannot find the folder of the package ${name}`);
-    dir = up;
-  }
-  return dir;
-}
 
 /**
  * What the key and customer dialogs offer: the scopes, every window a plan or key may limit, the
@@ -71,11 +60,10 @@ const OWN_FILES: ReadonlyArray<[string, string]> = [
     'webhooks.js',
     'charts.js',
     'figures.js',
-    'money.js',
     'limit-fields.js',
   ].map((name): [string, string] => [name, JS]),
   ['favicon.svg', SVG],
-  ['style.css', 'text/css; charset=utf-8'],
+  ['style.css', CSS],
 ];
 
 /** The files that never change while the gateway runs: generated from its rules, or a library's. */
@@ -86,32 +74,10 @@ function fixedAssets(): Map<string, Asset> {
     ['/console/key-rules.js', { body: keyRules(), type: JS }],
     ['/console/webhook-rules.js', { body: webhookRules(), type: JS }],
     // The browser builds of each package: plain ES modules, loaded through the page's import map.
-    ['/console/vendor/preact.js', { body: pkg('preact', 'dist/preact.mjs'), type: JS }],
-    ['/console/vendor/preact-hooks.js', { body: pkg('preact', 'hooks/dist/hooks.mjs'), type: JS }],
-    ['/console/vendor/htm.js', { body: pkg('htm', 'dist/htm.module.js'), type: JS }],
+    ...vendorAssets('/console'),
     ['/console/vendor/uplot.js', { body: pkg('uplot', 'dist/uPlot.esm.js'), type: JS }],
-    ['/console/vendor/uplot.css', { body: pkg('uplot', 'dist/uPlot.min.css'), type: 'text/css; charset=utf-8' }],
+    ['/console/vendor/uplot.css', { body: pkg('uplot', 'dist/uPlot.min.css'), type: CSS }],
   ]);
-}
-
-/**
- * A Content-Security-Policy that lets the page run only its own files and its one inline script,
- * the import map, by its hash; no other origin, no inline style attribute from markup, no frame.
- */
-function contentSecurityPolicy(html: string): string {
-  const importMap = /<script type="importmap">([\s\S]*?)<\/script>/.exec(html)?.[1];
-  if (importMap === undefined) throw new Error('console/index.html has no import map');
-  const hash = createHash('sha256').update(importMap).digest('base64');
-  return [
-    "default-src 'none'",
-    `script-src 'self' 'sha256-${hash}'`,
-    "style-src 'self'",
-    "img-src 'self' data:",
-    "connect-src 'self'",
-    "base-uri 'none'",
-    "form-action 'none'",
-    "frame-ancestors 'none'",
-  ].join('; ');
 }
 
 interface Page {
@@ -127,14 +93,24 @@ interface OwnFiles {
 }
 
 function ownFiles(dir: string, eachRequest: boolean): OwnFiles {
-  const types = new Map(OWN_FILES.map(([name, type]) => [`/console/${name}`, { name, type }]));
+  const types = new Map([
+    ...OWN_FILES.map(([name, type]): [string, { path: string; type: string }] => [
+      `/console/${name}`,
+      { path: join(dir, name), type },
+    ]),
+    // The components and base stylesheet the portal is drawn with too (services/gateway/ui-shared).
+    ...SHARED_FILES.map(([name, type]): [string, { path: string; type: string }] => [
+      `/console/shared/${name}`,
+      { path: join(SHARED_DIR, name), type },
+    ]),
+  ]);
   const readPage = (): Page => {
     const html = readFileSync(join(dir, 'index.html'), 'utf8');
-    return { html, csp: contentSecurityPolicy(html) };
+    return { html, csp: pageSecurityPolicy(html, 'console/index.html', true) };
   };
   const read = (url: string): Asset | undefined => {
     const own = types.get(url);
-    return own && { body: readFileSync(join(dir, own.name)), type: own.type };
+    return own && { body: readFileSync(own.path), type: own.type };
   };
   if (eachRequest) return { page: readPage, file: read };
   const page = readPage();

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { money } from '../../console/money.js';
+import { SHARED_FILES } from '../../src/web-ui/shared-files.js';
+import { money } from '../../ui-shared/format.js';
 import { useGateways } from '../support/helpers.js';
 
-// console/money.js: money as the console's customer page and the portal's invoice page write it.
+// ui-shared/format.js: money as the console's customer page and the portal's invoice page write
+// it; and the shared files, served alike by both apps.
 
 describe('money', () => {
   it("writes integer minor units in the currency's own digits, exactly, however large", () => {
@@ -19,17 +21,27 @@ describe('money', () => {
   });
 });
 
-describe('one file for both pages', () => {
+describe('one set of shared files for both apps', () => {
   const gateways = useGateways();
 
-  it('the portal serves the console’s money.js byte for byte, under the portal’s own CSP', async () => {
+  it('the console and the portal serve each ui-shared file and preact, htm byte for byte, each under its own CSP', async () => {
     const gw = await gateways.start();
-    const consoleFile = await gw.admin.inject({ url: '/console/money.js' });
-    const portalFile = await gw.portal.inject({ url: '/portal/money.js' });
-    expect([consoleFile.statusCode, portalFile.statusCode]).toEqual([200, 200]);
-    expect(portalFile.headers['content-type']).toBe('text/javascript; charset=utf-8');
-    expect(portalFile.headers['content-security-policy']).toContain("script-src 'self'");
-    expect(portalFile.body).toBe(consoleFile.body);
-    expect(portalFile.body).toContain('export function money(');
+    const names = [
+      ...SHARED_FILES.map(([name]) => `shared/${name}`),
+      'vendor/preact.js',
+      'vendor/preact-hooks.js',
+      'vendor/htm.js',
+    ];
+    for (const name of names) {
+      const consoleFile = await gw.admin.inject({ url: `/console/${name}` });
+      const portalFile = await gw.portal.inject({ url: `/portal/${name}` });
+      expect([consoleFile.statusCode, portalFile.statusCode], name).toEqual([200, 200]);
+      expect(portalFile.headers['content-type'], name).toBe(consoleFile.headers['content-type']);
+      expect(portalFile.body, name).toBe(consoleFile.body);
+      // Each page's own policy: its own origin's files and its own import map, nothing inline else.
+      expect(portalFile.headers['content-security-policy']).toMatch(/script-src 'self' 'sha256-[^']+';/);
+      expect(portalFile.headers['content-security-policy']).not.toBe(consoleFile.headers['content-security-policy']);
+    }
+    expect((await gw.portal.inject({ url: '/portal/shared/format.js' })).body).toContain('export function money(');
   });
 });

@@ -1,7 +1,13 @@
 // @ts-check
-// Money as both pages write it: the console's customer page (billing.js) and the portal's invoice
-// page (the portal serves this same file as /portal/money.js, pages.ts). One file, so the two
-// pages cannot write the same amount two ways.
+// Amounts and counts as both front-ends write them: the console's customer page (billing.js) and
+// the portal's usage, credits and invoice pages. One file, so the two cannot write the same amount
+// two ways.
+
+/**
+ * A count with thousands separators, whatever the browser's locale: 1,493.
+ * @param {number} n
+ */
+export const count = (n) => n.toLocaleString('en-US');
 
 /**
  * Integer minor units as money in a locale: 4950 EUR is €49.50 in en-US, 49,50 € in de-DE. The
