@@ -317,7 +317,11 @@ export class RedisKeyLimiter implements KeyLimiter {
   }
 
   async banEndsAt(keyId: string, customerId?: string): Promise<number | null> {
-    const ttl = await this.redis.pttl(this.keyName(keyId, 'ban', customerId));
+    // The end the ban's key holds (see BAN_LEFT), so every read names the same instant.
+    const name = this.keyName(keyId, 'ban', customerId);
+    const ends = Number(await this.redis.get(name));
+    if (ends > this.now()) return ends;
+    const ttl = await this.redis.pttl(name);
     return ttl > 0 ? this.now() + ttl : null;
   }
 
@@ -362,7 +366,8 @@ export class RedisKeyLimiter implements KeyLimiter {
     const banTtl = Number(reply[2 * rules.length]);
     return {
       windows,
-      banEndsAt: banTtl > 0 ? read + banTtl : null,
+      // Ms left at the script's `now`: now + that is the end the ban's key holds.
+      banEndsAt: banTtl > 0 ? now + banTtl : null,
       refusals: Number(reply[2 * rules.length + 1]),
     };
   }
