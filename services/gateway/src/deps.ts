@@ -54,6 +54,12 @@ export interface GatewayClients {
   redis?: RedisClient | null;
   /** A second connection for pub/sub, which blocks a connection for anything else. */
   subscriber?: RedisClient | null;
+  /**
+   * The limit script's connection, with no command timeout (redis/clients.ts): the limiter times
+   * its calls itself and takes back what a call counted whose reply came too late to be used.
+   * Unset: the script shares `redis` and its timeout, and such a reply goes unseen.
+   */
+  limiterRedis?: RedisClient | null;
   /** The key store's MongoDB database. */
   keysDb?: Db | null;
   /** The Redis keys and customers live in when there is no MongoDB (server.ts: config.keysIn). */
@@ -196,7 +202,16 @@ export async function createDeps(
       metrics.keyStore.observe({ operation, outcome: ok ? 'ok' : 'error' }, seconds),
   });
 
-  const { credits, history, usageSpool, limiter } = limitsAndUsage(config, redis, { now, logger, metrics });
+  const { credits, history, usageSpool, limiter, shared } = limitsAndUsage(
+    config,
+    redis,
+    clients.limiterRedis ?? redis,
+    {
+      now,
+      logger,
+      metrics,
+    },
+  );
   const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
 
   const subscriber = clients.subscriber ?? null;
@@ -208,6 +223,21 @@ export async function createDeps(
   const customerResolver = new CustomerResolver(customerStore, fileCustomers, {
     maxEntries: config.keyCacheMax,
     ttlMs: config.keyCacheTtlMs,
+  });
+  const creditRefunds = creditRefundsFor(
+    config.plans,
+    credits,
+    { customerResolver, keyResolver, keyStore },
+    { now, logger, spool: usageSpool },
+  );
+  // A call answered too late to be used spent credits for requests answered without it (a 503).
+  shared?.whenUnanswered((call) => {
+    metrics.limiterLateReplies.inc();
+    if (call.credits > 0) creditRefunds.upstreamFailed(call.owner, call.credits, call.at);
+    logger.warn(
+      { owner: call.owner, decisions: call.decisions, credits: call.credits },
+      'rate limiter: a Redis call answered after its timeout had run; its decisions are taken back and its credits refunded',
+    );
   });
   return {
     plans: config.plans,
@@ -222,12 +252,7 @@ export async function createDeps(
     ...createMetering(config, redis, { history, customerStore, keyResolver, keyStore, webhooks, now, logger }),
     limiter,
     credits,
-    creditRefunds: creditRefundsFor(
-      config.plans,
-      credits,
-      { customerResolver, keyResolver, keyStore },
-      { now, logger, spool: usageSpool },
-    ),
+    creditRefunds,
     history,
     usageSpool,
     anonymous,
@@ -275,8 +300,9 @@ function backendsOf(
 function limitsAndUsage(
   config: GatewayConfig,
   redis: RedisClient | null,
+  scriptRedis: RedisClient | null,
   { now, logger, metrics }: { now: () => number; logger: FastifyBaseLogger; metrics: GatewayMetrics },
-): Pick<GatewayDeps, 'credits' | 'history' | 'usageSpool' | 'limiter'> {
+): Pick<GatewayDeps, 'credits' | 'history' | 'usageSpool' | 'limiter'> & { shared: RedisKeyLimiter | null } {
   // Embedded, the memory limiter spends from the ledger's balances; as Redis's per-replica fallback
   // it is never asked about a request that spends credits (the balances are in Redis: 503).
   const memoryCredits = redis ? null : new MemoryCreditLedger(config.creditsLedgerMs);
@@ -298,18 +324,22 @@ function limitsAndUsage(
     : null;
   // The history's batches that cannot be written while Redis is away wait there too.
   if (redisHistory && usageSpool) redisHistory.spoolTo((record) => usageSpool.append(record));
+  const shared = redis
+    ? new RedisKeyLimiter(
+        redis,
+        config.redisPrefix,
+        config.ban,
+        now,
+        redisHistory,
+        config.redisCommandTimeoutMs,
+        scriptRedis ?? redis,
+      )
+    : null;
   const limiter = new GuardedLimiter(
-    redis
+    shared
       ? {
           kind: 'shared',
-          primary: new RedisKeyLimiter(
-            redis,
-            config.redisPrefix,
-            config.ban,
-            now,
-            redisHistory,
-            config.redisCommandTimeoutMs,
-          ),
+          primary: shared,
           fallback: memoryLimiter,
           mode: config.failureMode,
           hooks: limiterHealthLog(logger, metrics, config.failureMode),
@@ -319,7 +349,7 @@ function limitsAndUsage(
     now,
     history,
   );
-  return { credits, history, usageSpool, limiter };
+  return { credits, history, usageSpool, limiter, shared };
 }
 
 /** The refunds of unserved requests' credits, to owners whose credit terms are still on. */

@@ -11,6 +11,8 @@ export interface ExternalClients {
   redis: RedisClient | null;
   /** A second Redis connection for pub/sub, which blocks a connection for anything else. */
   subscriber: RedisClient | null;
+  /** The limit script's Redis connection, untimed: the limiter times its calls (redis/clients.ts). */
+  limiterRedis: RedisClient | null;
   mongoClient: MongoClient | null;
   /** The key store's database, when MongoDB is configured. */
   keysDb: Db | null;
@@ -38,13 +40,16 @@ export const GATEWAY_MONGO_OPTIONS: MongoClientOptions = {
 
 /** Creates every client the config asks for; they connect on their own (Redis) or at first use (MongoDB). */
 export function openClients(config: GatewayConfig): ExternalClients {
-  const { redis = null, subscriber = null } = config.redis
-    ? createRedisClients(config.redis, config.redisCommandTimeoutMs)
-    : {};
+  const {
+    redis = null,
+    subscriber = null,
+    limiter: limiterRedis = null,
+  } = config.redis ? createRedisClients(config.redis, config.redisCommandTimeoutMs) : {};
   const mongoClient = config.mongoUrl ? new MongoClient(config.mongoUrl, GATEWAY_MONGO_OPTIONS) : null;
   return {
     redis,
     subscriber,
+    limiterRedis,
     mongoClient,
     keysDb: mongoClient?.db(config.mongoDb) ?? null,
     keysRedis: config.keysIn === 'redis' ? redis : null,
@@ -58,9 +63,9 @@ export function openClients(config: GatewayConfig): ExternalClients {
 export const closeClients = fp(
   async (app: FastifyInstance, opts: { clients: ExternalClients; events: EventBus }) => {
     app.addHook('onClose', async () => {
-      const { redis, subscriber, mongoClient } = opts.clients;
+      const { redis, subscriber, limiterRedis, mongoClient } = opts.clients;
       await opts.events.close();
-      await Promise.allSettled([redis?.quit(), subscriber?.quit(), mongoClient?.close()]);
+      await Promise.allSettled([redis?.quit(), subscriber?.quit(), limiterRedis?.quit(), mongoClient?.close()]);
     });
   },
   { name: 'close-clients' },

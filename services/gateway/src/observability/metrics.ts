@@ -32,6 +32,11 @@ export function createGatewayMetrics(registry: Registry) {
       help: 'Rate-limit calls to Redis that failed (each one answered by the fallback or refused, per failure mode)',
       registers: [registry],
     }),
+    limiterLateReplies: new Counter({
+      name: 'gateway_rate_limit_late_replies_total',
+      help: 'Rate-limit calls that ran in Redis but were answered after the command timeout: their decisions taken back, their credits refunded',
+      registers: [registry],
+    }),
     eventBusSubscribed: new Gauge({
       name: 'gateway_event_bus_subscribed',
       help: "1 while key events from other replicas reach this one (its subscription's own probe comes back), else 0",

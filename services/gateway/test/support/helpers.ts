@@ -106,6 +106,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     ? createRedisClients(config.redis, config.redisCommandTimeoutMs, { subscriber: options.pubsub !== false })
     : null;
   const redis = clients ? await connected(clients.redis) : null;
+  const limiterRedis = clients?.limiter ? await connected(clients.limiter) : null;
   // Not connected here: the event bus subscribes on a connection still starting, as in server.ts.
   const subscriber = clients?.subscriber ?? null;
   const logs = options.logs;
@@ -114,6 +115,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     {
       redis,
       subscriber,
+      limiterRedis,
       ...(options.keyStore ? { keyStore: options.keyStore } : {}),
       ...(options.customerStore ? { customerStore: options.customerStore } : {}),
       ...(options.keysInRedis ? { keysRedis: redis } : {}),
@@ -185,6 +187,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
       await deps.events.close();
       subscriber?.disconnect();
       redis?.disconnect();
+      limiterRedis?.disconnect();
     },
   };
   return gateway;
