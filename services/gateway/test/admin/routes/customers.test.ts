@@ -265,6 +265,24 @@ describe("a customer's keys", () => {
     expect(overPlan.statusCode, overPlan.body).toBe(400);
   });
 
+  // Joining brings the key's own limits along: they meet the same rule as if given with the move.
+  it("join a customer by PATCH with own limits at the customer's, and are refused one above, left alone", async () => {
+    const gw = await start();
+    const customer = await create(gw, { name: 'A', plan: 'pro', limits: { perMinute: 300 } });
+    const lone = async (perMinute: number) =>
+      (await call(gw, 'POST', '/admin/keys', { plan: 'pro', limits: { perMinute } })).json();
+    const [at, above] = [await lone(300), await lone(301)];
+    const joined = await call(gw, 'PATCH', `/admin/keys/${at.id}`, { customerId: customer.id });
+    expect(joined.statusCode, joined.body).toBe(200);
+    expect(joined.json()).toMatchObject({ customerId: customer.id, limits: { perMinute: 300 } });
+    const refused = await call(gw, 'PATCH', `/admin/keys/${above.id}`, { customerId: customer.id });
+    expect(refused.statusCode, refused.body).toBe(400);
+    expect(refused.json().message).toContain('limits.perMinute (301) cannot exceed');
+    const after = (await call(gw, 'GET', `/admin/keys/${above.id}`)).json();
+    expect(after).not.toHaveProperty('customerId');
+    expect(after.limits.perMinute).toBe(301);
+  });
+
   it("move between customers by PATCH, taking the new customer's plan, audited", async () => {
     const logs: Record<string, unknown>[] = [];
     const gw = await start(logs);
