@@ -187,6 +187,29 @@ describe('PATCH /admin/customers/:id', () => {
     ]);
   });
 
+  it("drops a customer's own limits on limits: null, back to its plan's; refuses a change its plan refuses, changing nothing", async () => {
+    const gw = await start();
+    const plain = await create(gw, { name: 'Plain', plan: 'pro' });
+    const made = await create(gw, { name: 'Acme', plan: 'pro', limits: { perMinute: 1000 } });
+    for (const [body, field] of [
+      [{ limits: { perMinute: 10, perSecond: 50 } }, 'perSecond'],
+      [{ plan: 'platinum' }, 'plan'],
+    ] as const) {
+      const res = await call(gw, 'PATCH', `/admin/customers/${made.id}`, body);
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().message).toContain(field);
+    }
+    expect((await call(gw, 'GET', `/admin/customers/${made.id}`)).json()).toMatchObject({
+      plan: 'pro',
+      ownLimits: { perMinute: 1000 },
+      limits: { perMinute: 1000 },
+    });
+    const dropped = await call(gw, 'PATCH', `/admin/customers/${made.id}`, { limits: null });
+    expect(dropped.statusCode, dropped.body).toBe(200);
+    expect(dropped.json()).not.toHaveProperty('ownLimits');
+    expect(dropped.json().limits).toEqual(plain.limits);
+  });
+
   // A billing change names only what it changes: a new zone keeps the anchor day, and a new day the zone.
   it('keeps a customer anchored on the 15th on the 15th when only its time zone changes, and its zone when only the day does', async () => {
     const gw = await start();
