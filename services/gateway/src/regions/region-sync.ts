@@ -117,7 +117,7 @@ export class RegionSync {
         const nc = this.nc;
         this.nc = null;
         await nc?.close().catch(() => {});
-        await new Promise((resolve) => setTimeout(resolve, this.options.syncMs).unref());
+        await new Promise((resolve) => setTimeout(resolve, Math.min(this.options.syncMs, 1_000)).unref());
       }
     }
   }
@@ -160,7 +160,8 @@ export class RegionSync {
     while (!this.closing && this.nc === nc) {
       try {
         const consumer = await nc.jetstream().consumers.get(REGIONS_STREAM, {
-          filterSubjects: [`${REGIONS_SUBJECT}.>`],
+          // One subject, not a list: nats-server 2.9 (Debian's) knows no filter_subjects.
+          filterSubjects: `${REGIONS_SUBJECT}.>`,
           deliver_policy: DeliverPolicy.LastPerSubject,
         });
         const messages = await consumer.consume();
@@ -179,7 +180,8 @@ export class RegionSync {
         if (this.closing) return;
         this.options.logger.debug({ err }, 'regions: the consumer stopped; starting another');
       }
-      if (!this.closing) await new Promise((resolve) => setTimeout(resolve, this.options.syncMs).unref());
+      if (!this.closing)
+        await new Promise((resolve) => setTimeout(resolve, Math.min(this.options.syncMs, 1_000)).unref());
     }
   }
 }
