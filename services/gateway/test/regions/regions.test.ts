@@ -153,6 +153,10 @@ describe('limits across two regions over NATS JetStream', () => {
     expect(admitted).toBeLessThanOrEqual(LIMIT);
     // Its minute and its day (the plan's 10,000 a day, shared 5,000 each).
     expect(sync(eu).status()).toMatchObject({ partitioned: true, sharesInForce: 2 });
+    const metrics = await eu.deps.registry.metrics();
+    expect(metrics).toMatch(/^gateway_region_partitioned\{service="gateway"\} 1$/m);
+    expect(metrics).toMatch(/^gateway_region_shares_in_force\{service="gateway"\} 2$/m);
+    expect(metrics).toMatch(/^gateway_region_sync_lag_seconds\{region="us",service="gateway"\} \d/m);
 
     await nats.restart();
     await vi.waitFor(() => expect([sync(eu).counts.connected, sync(us).counts.connected]).toEqual([true, true]), {
@@ -164,6 +168,7 @@ describe('limits across two regions over NATS JetStream', () => {
     expect(heard(us, id)).toBe(own(eu, id));
     const healed = await eu.admin.inject({ method: 'GET', url: '/admin/regions', headers: auth });
     expect(healed.json()).toMatchObject({ partitioned: false, sharesInForce: 0 });
+    expect(await eu.deps.registry.metrics()).toMatch(/^gateway_region_partitioned\{service="gateway"\} 0$/m);
     expect(await send(eu, key, 5)).toBe(0);
   }, 60_000);
 

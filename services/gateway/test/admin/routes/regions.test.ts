@@ -1,0 +1,13 @@
+import { describe, it } from 'vitest';
+import { auth, expectError } from '../../support/admin.js';
+import { useGateways } from '../../support/helpers.js';
+
+// The view with NATS is tested with a real nats-server in test/regions/regions.test.ts.
+describe('GET /admin/regions', () => {
+  const gateways = useGateways();
+
+  it('answers 404 for a gateway that is one region (NATS_URL unset)', async () => {
+    const gw = await gateways.start();
+    expectError(await gw.admin.inject({ method: 'GET', url: '/admin/regions', headers: auth }), 404, 'not_found');
+  });
+});
