@@ -84,6 +84,8 @@ export class RegionCounts {
   private readonly heard = new Map<string, number>();
   /** Subject-window pairs a share bounded during the current partition, and when last. */
   private readonly shares = new Map<string, number>();
+  /** This process's count of a window when the partition first met it (its share is of what was left then). */
+  private readonly atPartition = new Map<string, number>();
 
   constructor(
     private readonly options: RegionCountsOptions,
@@ -133,15 +135,17 @@ export class RegionCounts {
    */
   adjust(keyId: string, customerId: string | undefined, policy: LimitPolicy, now: number): LimitPolicy {
     const partitioned = this.partitioned(now);
+    if (!partitioned && this.atPartition.size > 0) this.atPartition.clear();
     if (this.remote.size === 0 && !partitioned) return policy;
     let windows: WindowRule[] | null = null;
     const rules = policy.windows;
     for (let w = 0; w < rules.length; w++) {
       const rule = rules[w] as WindowRule;
       const subject = subjectOf(rule, keyId, customerId);
-      let limit = Math.max(0, rule.limit - this.remoteUsed(subject, rule, now));
+      const remote = this.remoteUsed(subject, rule, now);
+      let limit = Math.max(0, rule.limit - remote);
       if (partitioned) {
-        const share = Math.floor(rule.limit * this.shareFraction());
+        const share = this.shareCap(subject, rule, remote, now);
         if (share < limit) {
           limit = share;
           this.shares.set(`${subject}\u0000${rule.name}`, now);
@@ -152,6 +156,24 @@ export class RegionCounts {
       windows[w] = { ...rule, limit };
     }
     return windows ? { ...policy, windows } : policy;
+  }
+
+  /**
+   * The most this region's count of a window may reach while partitioned: what it had when the
+   * partition first met the window, plus its share of what was left then (the limit less its own
+   * count and the other regions' last known). The shares of what was left sum to at most what was
+   * left, whatever each region had taken before, so a partition admits at most the limit plus what
+   * no region had heard of when it began. Its own count is this process's: with several gateways in
+   * a region it is less than the region's, which only lowers the cap.
+   */
+  private shareCap(subject: string, rule: WindowRule, remote: number, now: number): number {
+    const key = entryKey(subject, rule.name, windowSlot(rule, now).id);
+    let before = this.atPartition.get(key);
+    if (before === undefined) {
+      before = this.own.get(key)?.[3] ?? 0;
+      this.atPartition.set(key, before);
+    }
+    return before + Math.floor(this.shareFraction() * Math.max(0, rule.limit - before - remote));
   }
 
   /** Counts what this process admitted: `cost` in every window of the policy. */

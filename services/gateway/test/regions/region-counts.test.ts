@@ -80,13 +80,29 @@ describe('RegionCounts', () => {
     expect(limitOf(eu.adjust('k1', undefined, policy, clock.at))).toBe(80);
     clock.at += 751;
     expect(eu.status()).toMatchObject({ partitioned: true, share: 0.5 });
-    expect(limitOf(eu.adjust('k1', undefined, policy, clock.at))).toBe(50);
+    // Half of what was left (100 − 20 heard, none its own).
+    expect(limitOf(eu.adjust('k1', undefined, policy, clock.at))).toBe(40);
     expect(eu.status().sharesInForce).toBe(1);
     eu.receive(us.snapshot());
     expect(eu.status()).toMatchObject({ partitioned: false, sharesInForce: 0 });
     expect(limitOf(eu.adjust('k1', undefined, policy, clock.at))).toBe(80);
     eu.connected = false;
-    expect(limitOf(eu.adjust('k1', undefined, policy, clock.at))).toBe(50);
+    expect(limitOf(eu.adjust('k1', undefined, policy, clock.at))).toBe(40);
+  });
+
+  it('shares what was left when the partition began, so regions that had taken more are not given more', () => {
+    // Three regions; us had taken half the window when the link went, eu and ap nothing.
+    const clock = { at: start };
+    const eu = table('eu', clock);
+    const window = start / MINUTE_MS;
+    eu.receive({ region: 'us', source: 'us-1', entries: [['k:k1', 'minute', window, 50, start + 2 * MINUTE_MS]] });
+    eu.receive({ region: 'ap', source: 'ap-1', entries: [] });
+    eu.connected = false;
+    // A third of the 50 left: 16, so eu and ap together add at most 32 to us's 50. A third of the
+    // whole window (33 each) would have let the three reach 116.
+    expect(limitOf(eu.adjust('k1', undefined, policy, clock.at))).toBe(16);
+    eu.record('k1', undefined, policy, 10, clock.at);
+    expect(limitOf(eu.adjust('k1', undefined, policy, clock.at))).toBe(16);
   });
 
   it('takes REGION_SHARE for the share when set; a region that has heard no other enforces none', () => {
