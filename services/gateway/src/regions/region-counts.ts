@@ -48,7 +48,7 @@ const entryKey = (subject: string, window: string, windowId: number): string =>
   `${subject}\u0000${window}\u0000${windowId}`;
 
 /** The subject a window counts under: its customer's for a shared window, else the key's. */
-export function subjectOf(rule: WindowRule, keyId: string, customerId: string | undefined): string {
+function subjectOf(rule: WindowRule, keyId: string, customerId: string | undefined): string {
   return rule.scope === 'customer' && customerId !== undefined ? `c:${customerId}` : `k:${keyId}`;
 }
 

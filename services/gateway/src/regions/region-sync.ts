@@ -4,8 +4,8 @@ import type { GatewayMetrics } from '../observability/metrics.js';
 import type { CountsMessage, RegionCounts, RegionsStatus } from './region-counts.js';
 
 /** The stream every region publishes its counts to, and the subjects it holds (one per region and source). */
-export const REGIONS_STREAM = 'GATEWAY_REGIONS';
-export const REGIONS_SUBJECT = 'gateway.regions';
+const REGIONS_STREAM = 'GATEWAY_REGIONS';
+const REGIONS_SUBJECT = 'gateway.regions';
 
 /** Opens a connection to the regions' NATS (external-clients.ts); it rejects while NATS cannot be reached. */
 export type NatsDialer = () => Promise<NatsConnection>;

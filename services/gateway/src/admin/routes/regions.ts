@@ -4,7 +4,7 @@ import { errors } from '../../api/shared.js';
 import { UNAVAILABLE_RETRY_SECONDS } from '../../gate/refuse.js';
 import type { AdminRouteOptions } from '../route-options.js';
 
-export const RegionsSchema = Type.Object(
+const RegionsSchema = Type.Object(
   {
     region: Type.String({ description: 'This gateway’s region (REGION)' }),
     partitioned: Type.Boolean({
