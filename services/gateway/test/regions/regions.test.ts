@@ -127,6 +127,13 @@ describe('limits across two regions over NATS JetStream', () => {
     expect(await send(us, key, 10)).toBe(0);
   });
 
+  it('publishes on its own every REGION_SYNC_MS: the other region learns the count without a step', async () => {
+    const { id, key } = await newKey();
+    expect(await send(eu, key, 30)).toBe(30);
+    await vi.waitFor(() => expect(heard(us, id)).toBe(30), { timeout: 10_000, interval: 20 });
+    expect(await send(us, key, 80)).toBe(70);
+  });
+
   it('enforces shares while the link is cut, ends them when it heals, and counts converge', async () => {
     const { id, key } = await newKey();
     let admitted = (await send(eu, key, 20)) + (await send(us, key, 20));
