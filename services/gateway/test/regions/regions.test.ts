@@ -1,5 +1,7 @@
 import { RedisProcess } from '@animal-store/tests/support/redis.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
+import { createKey } from '../../src/keys/create-key.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import type { RegionSync } from '../../src/regions/region-sync.js';
 import { auth, expectError } from '../support/admin.js';
@@ -33,11 +35,13 @@ beforeAll(async () => {
   ]);
   // One key store, as the regions' MongoDB would be: the key is the same key in both.
   const keyStore = new MemoryKeyStore();
+  const customerStore = new MemoryCustomerStore();
   const region = async (name: string, redis: RedisProcess) =>
     startGateway({
       redisUrl: redis.url,
       upstream: upstream.url,
       keyStore,
+      customerStore,
       now,
       env: {
         NATS_URL: nats.url,
@@ -87,8 +91,10 @@ async function send(gw: TestGateway, key: string, n: number): Promise<number> {
 }
 
 const windowId = Math.floor(at / MINUTE_MS);
-const own = (gw: TestGateway, id: string) => sync(gw).counts.ownCount(`k:${id}`, 'minute', windowId);
-const heard = (gw: TestGateway, id: string) => sync(gw).counts.remoteCount(`k:${id}`, 'minute', windowId);
+/** A key's window (`k:<key>`), or a customer's shared one for a subject given whole (`c:<customer>`). */
+const subject = (id: string) => (id.startsWith('c:') ? id : `k:${id}`);
+const own = (gw: TestGateway, id: string) => sync(gw).counts.ownCount(subject(id), 'minute', windowId);
+const heard = (gw: TestGateway, id: string) => sync(gw).counts.remoteCount(subject(id), 'minute', windowId);
 
 /** One sync interval: both regions publish, and each then holds the other's count. */
 async function exchange(id: string): Promise<void> {
@@ -125,6 +131,30 @@ describe('limits across two regions over NATS JetStream', () => {
     }
     expect(admitted).toBe(LIMIT);
     expect(await send(us, key, 10)).toBe(0);
+  });
+
+  it('shares a customer’s window between its keys in two regions', async () => {
+    const customerId = 'cus_Regions000000001';
+    await eu.deps.customerStore.insert({
+      id: customerId,
+      name: 'Two regions',
+      plan: 'pro',
+      limits: { perMinute: LIMIT },
+      billing: { anchorDay: 1, timeZone: 'UTC' },
+      createdAt: new Date(at).toISOString(),
+    });
+    const keys = [0, 1].map(() => createKey({ plan: 'pro', name: 'regional' }));
+    for (const { record } of keys) await eu.deps.keyStore.insert({ ...record, customerId });
+    const [euKey, usKey] = keys.map(({ key }) => key) as [string, string];
+    let admitted = 0;
+    for (let round = 0; round < 10; round++) {
+      const [a, b] = await Promise.all([send(eu, euKey, 7), send(us, usKey, 7)]);
+      admitted += a + b;
+      await exchange(`c:${customerId}`);
+    }
+    expect(admitted).toBeGreaterThanOrEqual(LIMIT);
+    expect(admitted).toBeLessThanOrEqual(LIMIT + 7);
+    console.info(`regions: a customer's window across two regions admitted ${admitted} of ${LIMIT}`);
   });
 
   it('publishes on its own every REGION_SYNC_MS: the other region learns the count without a step', async () => {
