@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createLogger } from '@animal-store/common/http.js';
 import { createRegistry } from '@animal-store/common/metrics.js';
 import type { FastifyBaseLogger } from 'fastify';
@@ -31,6 +32,7 @@ import { AnonymousLimiter } from './limits/anonymous-limiter.js';
 import { MemoryKeyLimiter } from './limits/engines/memory-key-limiter.js';
 import { RedisKeyLimiter } from './limits/engines/redis-key-limiter.js';
 import { GuardedLimiter, limiterHealthLog } from './limits/guarded-limiter.js';
+import type { KeyLimiter } from './limits/key-limiter.js';
 import { MeteringCloser } from './metering/closer.js';
 import { cloudEvent } from './metering/metering-event.js';
 import { MemoryMeteringStore, type MeteringStore } from './metering/metering-store.js';
@@ -41,6 +43,9 @@ import { PortalAddressLimits } from './portal/address-limits.js';
 import { RedisPortalSessionStore } from './portal/redis-session-store.js';
 import { MemoryPortalSessionStore, type PortalSessionStore } from './portal/session-store.js';
 import type { RedisClient } from './redis/clients.js';
+import { RegionCounts } from './regions/region-counts.js';
+import { type NatsDialer, RegionSync } from './regions/region-sync.js';
+import { RegionalLimiter } from './regions/regional-limiter.js';
 import { type EventBus, LocalEventBus, RedisEventBus, type SubscriptionHooks } from './replicas/event-bus.js';
 import { RedisUsageHistory } from './usage/redis-usage-history.js';
 import { isCustomerId, MemoryUsageHistory, type UsageHistory } from './usage/usage-history.js';
@@ -68,6 +73,8 @@ export interface GatewayClients {
   keyStore?: KeyStore;
   /** As keyStore: one customer store shared by in-process replicas. */
   customerStore?: CustomerStore;
+  /** The regions' NATS (NATS_URL): without it, or without config.regions, the gateway is one region. */
+  nats?: NatsDialer | null;
 }
 
 export interface GatewayDeps {
@@ -111,6 +118,8 @@ export interface GatewayDeps {
   adminAuthFailures: AuthFailures;
   /** One key create at a time per customer, so maxKeys is exact: in Redis (across replicas), or this process's. */
   customerLocks: CustomerLocks;
+  /** The exchange of counts with the other regions (NATS_URL); null: one region, nothing on the hot path. */
+  regions: RegionSync | null;
   now: () => number;
   /** The public listener's logger, also used by collaborators that log on their own (limiter, events). */
   logger: FastifyBaseLogger;
@@ -202,6 +211,25 @@ export async function createDeps(
       metrics.keyStore.observe({ operation, outcome: ok ? 'ok' : 'error' }, seconds),
   });
 
+  const regions =
+    config.regions && clients.nats
+      ? new RegionSync(
+          new RegionCounts(
+            {
+              region: config.regions.region,
+              source: `${config.regions.region}-${randomUUID().slice(0, 8)}`,
+              staleMs: config.regions.staleMs,
+              share: config.regions.share,
+            },
+            now,
+          ),
+          clients.nats,
+          { syncMs: config.regions.syncMs, logger, metrics },
+        )
+      : null;
+  const regional = regions
+    ? (inner: KeyLimiter): KeyLimiter => new RegionalLimiter(inner, regions.counts, now)
+    : (inner: KeyLimiter): KeyLimiter => inner;
   const { credits, history, usageSpool, limiter, shared } = limitsAndUsage(
     config,
     redis,
@@ -210,6 +238,7 @@ export async function createDeps(
       now,
       logger,
       metrics,
+      regional,
     },
   );
   const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
@@ -260,6 +289,7 @@ export async function createDeps(
     webhooks,
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
     ...portalDeps(config, redis, now),
+    regions,
     now,
     backends: backendsOf(config, {
       keyStore,
@@ -301,7 +331,18 @@ function limitsAndUsage(
   config: GatewayConfig,
   redis: RedisClient | null,
   scriptRedis: RedisClient | null,
-  { now, logger, metrics }: { now: () => number; logger: FastifyBaseLogger; metrics: GatewayMetrics },
+  {
+    now,
+    logger,
+    metrics,
+    regional,
+  }: {
+    now: () => number;
+    logger: FastifyBaseLogger;
+    metrics: GatewayMetrics;
+    /** Wraps the primary limiter with the other regions' counts (regions/regional-limiter.ts), or not. */
+    regional: (inner: KeyLimiter) => KeyLimiter;
+  },
 ): Pick<GatewayDeps, 'credits' | 'history' | 'usageSpool' | 'limiter'> & { shared: RedisKeyLimiter | null } {
   // Embedded, the memory limiter spends from the ledger's balances; as Redis's per-replica fallback
   // it is never asked about a request that spends credits (the balances are in Redis: 503).
@@ -339,13 +380,13 @@ function limitsAndUsage(
     shared
       ? {
           kind: 'shared',
-          primary: shared,
+          primary: regional(shared),
           fallback: memoryLimiter,
           mode: config.failureMode,
           hooks: limiterHealthLog(logger, metrics, config.failureMode),
           ...(usageSpool ? { spool: usageSpool } : {}),
         }
-      : { kind: 'memory', primary: memoryLimiter },
+      : { kind: 'memory', primary: regional(memoryLimiter) },
     now,
     history,
   );

@@ -2,8 +2,10 @@ import { SERVER_SELECTION_TIMEOUT_MS } from '@animal-store/common/mongo/options.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { type Db, MongoClient, type MongoClientOptions } from 'mongodb';
+import { connect } from 'nats';
 import type { GatewayConfig } from './config.js';
 import { createRedisClients, type RedisClient } from './redis/clients.js';
+import type { NatsDialer } from './regions/region-sync.js';
 import type { EventBus } from './replicas/event-bus.js';
 
 /** The gateway's connections to the outside: opened by openClients, closed by closeClients. */
@@ -18,6 +20,25 @@ export interface ExternalClients {
   keysDb: Db | null;
   /** The key and customer stores' Redis (the limits' connection), when keys live in Redis (config.keysIn). */
   keysRedis: RedisClient | null;
+  /** Opens the regions' NATS connection (NATS_URL); the region sync dials and redials it. */
+  nats: NatsDialer | null;
+}
+
+/**
+ * The regions' NATS connection. It reconnects for ever (a partition heals) and soon (every sync
+ * interval): while it is away the region enforces shares. The first connect is the region sync's,
+ * retried there, so the gateway starts and serves without NATS.
+ */
+export function natsDialer(url: string, syncMs: number, name: string): NatsDialer {
+  return () =>
+    connect({
+      servers: url,
+      name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: Math.min(2_000, syncMs),
+      pingInterval: Math.max(1_000, 4 * syncMs),
+      timeout: 2_000,
+    });
 }
 
 /**
@@ -53,6 +74,9 @@ export function openClients(config: GatewayConfig): ExternalClients {
     mongoClient,
     keysDb: mongoClient?.db(config.mongoDb) ?? null,
     keysRedis: config.keysIn === 'redis' ? redis : null,
+    nats: config.regions
+      ? natsDialer(config.regions.natsUrl, config.regions.syncMs, `gateway-${config.regions.region}`)
+      : null,
   };
 }
 

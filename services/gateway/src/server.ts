@@ -86,6 +86,7 @@ async function main(): Promise<void> {
       limiterRedis: clients.limiterRedis,
       keysDb: clients.keysDb,
       keysRedis: clients.keysRedis,
+      nats: clients.nats,
     },
     { logStream: logDestination() },
   ).catch((err: unknown) => {

@@ -9,6 +9,7 @@ import { buildApp } from '../../src/app.js';
 import { type GatewayConfig, loadConfig } from '../../src/config.js';
 import type { CustomerStore } from '../../src/customers/customer-store.js';
 import { createDeps, type GatewayDeps } from '../../src/deps.js';
+import { natsDialer } from '../../src/external-clients.js';
 import { createKey } from '../../src/keys/create-key.js';
 import type { KeyStore } from '../../src/keys/key-store.js';
 import type { Limits, Plan } from '../../src/plans/plans.js';
@@ -119,6 +120,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
       ...(options.keyStore ? { keyStore: options.keyStore } : {}),
       ...(options.customerStore ? { customerStore: options.customerStore } : {}),
       ...(options.keysInRedis ? { keysRedis: redis } : {}),
+      // NATS_URL in `env`: the regions' NATS, dialled as server.ts's clients dial it.
+      ...(config.regions
+        ? { nats: natsDialer(config.regions.natsUrl, config.regions.syncMs, `test-${config.regions.region}`) }
+        : {}),
     },
     {
       defaultMetrics: false,
