@@ -27,6 +27,9 @@ import { toKeyRecord } from './keys/keys-file.js';
 import { MemoryKeyStore } from './keys/memory-key-store.js';
 import { MongoKeyStore } from './keys/mongo-key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
+import { type LeakStore, MemoryLeakStore, RedisLeakStore } from './leaks/leak-store.js';
+import { keysReader, PartnerKeys } from './leaks/partner-keys.js';
+import { MemoryReplayGuard, RedisReplayGuard, type ReplayGuard } from './leaks/replay-guard.js';
 import { AnonymousLimiter } from './limits/anonymous-limiter.js';
 import { MemoryKeyLimiter } from './limits/engines/memory-key-limiter.js';
 import { RedisKeyLimiter } from './limits/engines/redis-key-limiter.js';
@@ -105,6 +108,12 @@ export interface GatewayDeps {
   adminAuthFailures: AuthFailures;
   /** One key create at a time per customer, so maxKeys is exact: in Redis (across replicas), or this process's. */
   customerLocks: CustomerLocks;
+  /** Proven leak reports (leaks/): in Redis (every replica's in one list), or this process's memory. */
+  leaks: LeakStore;
+  /** The signatures of the scanner reports already taken: in Redis (a replay to any replica is refused), or memory. */
+  leakReplays: ReplayGuard;
+  /** The scanner's public keys (LEAK_PUBLIC_KEYS), read when first needed; null when none are configured. */
+  partnerKeys: PartnerKeys | null;
   now: () => number;
   /** The public listener's logger, also used by collaborators that log on their own (limiter, events). */
   logger: FastifyBaseLogger;
@@ -235,6 +244,11 @@ export async function createDeps(
     webhooks,
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
     ...portalDeps(config, redis, now),
+    leaks: redis ? new RedisLeakStore(redis, config.redisPrefix) : new MemoryLeakStore(),
+    leakReplays: redis ? new RedisReplayGuard(redis, config.redisPrefix) : new MemoryReplayGuard(now),
+    partnerKeys: config.leaks.publicKeys
+      ? new PartnerKeys(keysReader(config.leaks.publicKeys), config.leaks.publicKeysTtlMs, now)
+      : null,
     now,
     backends: backendsOf(config, {
       keyStore,
