@@ -244,7 +244,7 @@ export async function createDeps(
     webhooks,
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
     ...portalDeps(config, redis, now),
-    leaks: redis ? new RedisLeakStore(redis, config.redisPrefix) : new MemoryLeakStore(),
+    leaks: redis ? new RedisLeakStore(redis, config.redisPrefix) : new MemoryLeakStore(now),
     leakReplays: redis ? new RedisReplayGuard(redis, config.redisPrefix) : new MemoryReplayGuard(now),
     partnerKeys: config.leaks.publicKeys
       ? new PartnerKeys(keysReader(config.leaks.publicKeys), config.leaks.publicKeysTtlMs, now)

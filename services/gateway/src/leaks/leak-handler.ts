@@ -98,6 +98,7 @@ export class LeakHandler {
       if (rotated) {
         leak.leakedSecretEndsAt = rotated.previousKeyExpiresAt;
         if (rotated.record.prefix) leak.successorPrefix = rotated.record.prefix;
+        await this.deps.leaks.keepSuccessor(leak.id, rotated.key, Date.parse(rotated.previousKeyExpiresAt));
         await announceKeyChange(this.deps, 'key-changed', record.id, log);
         audit(this.deps, log, 'rotate', record.id, { previousKeyExpiresAt: rotated.previousKeyExpiresAt });
       } else {

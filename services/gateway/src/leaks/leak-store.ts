@@ -33,12 +33,21 @@ export interface LeakStore {
   add(record: LeakRecord): Promise<void>;
   /** Newest first, at most `limit`. */
   list(limit: number): Promise<LeakRecord[]>;
-  /** The reports of these keys, newest first. */
-  ofKeys(keyIds: readonly string[]): Promise<LeakRecord[]>;
+  /** The reports of a customer's keys, newest first. */
+  ofCustomer(customerId: string): Promise<LeakRecord[]>;
+  /**
+   * Keeps a rotation's new secret until `untilMs` (the leaked secret's end), for the customer to
+   * take once in the portal: the one place the gateway holds a plaintext key, and only that long.
+   */
+  keepSuccessor(leakId: string, key: string, untilMs: number): Promise<void>;
+  /** The kept secret, once: null when it was taken, its time is over, or there never was one. */
+  takeSuccessor(leakId: string): Promise<string | null>;
 }
 
 export class MemoryLeakStore implements LeakStore {
   private readonly records: LeakRecord[] = [];
+  private readonly successors = new Map<string, { key: string; untilMs: number }>();
+  constructor(private readonly now: () => number) {}
 
   async add(record: LeakRecord): Promise<void> {
     this.records.unshift(structuredClone(record));
@@ -49,9 +58,18 @@ export class MemoryLeakStore implements LeakStore {
     return structuredClone(this.records.slice(0, limit));
   }
 
-  async ofKeys(keyIds: readonly string[]): Promise<LeakRecord[]> {
-    const ids = new Set(keyIds);
-    return structuredClone(this.records.filter((r) => ids.has(r.keyId)));
+  async ofCustomer(customerId: string): Promise<LeakRecord[]> {
+    return structuredClone(this.records.filter((r) => r.customerId === customerId));
+  }
+
+  async keepSuccessor(leakId: string, key: string, untilMs: number): Promise<void> {
+    this.successors.set(leakId, { key, untilMs });
+  }
+
+  async takeSuccessor(leakId: string): Promise<string | null> {
+    const kept = this.successors.get(leakId);
+    this.successors.delete(leakId);
+    return kept && kept.untilMs > this.now() ? kept.key : null;
   }
 }
 
@@ -79,8 +97,23 @@ export class RedisLeakStore implements LeakStore {
     return lines.map((line) => JSON.parse(line) as LeakRecord);
   }
 
-  async ofKeys(keyIds: readonly string[]): Promise<LeakRecord[]> {
-    const ids = new Set(keyIds);
-    return (await this.list(LEAKS_KEPT)).filter((r) => ids.has(r.keyId));
+  async ofCustomer(customerId: string): Promise<LeakRecord[]> {
+    return (await this.list(LEAKS_KEPT)).filter((r) => r.customerId === customerId);
+  }
+
+  private successorKey(leakId: string): string {
+    return `${this.key}:successor:${leakId}`;
+  }
+
+  async keepSuccessor(leakId: string, key: string, untilMs: number): Promise<void> {
+    // Redis drops it at the end of the grace, on its own clock: nothing to sweep.
+    await this.redis.set(this.successorKey(leakId), key, 'PXAT', untilMs);
+  }
+
+  async takeSuccessor(leakId: string): Promise<string | null> {
+    // Read and delete at once: two tabs asking together get it once between them.
+    const [[, key] = []] =
+      (await this.redis.multi().get(this.successorKey(leakId)).del(this.successorKey(leakId)).exec()) ?? [];
+    return typeof key === 'string' ? key : null;
   }
 }

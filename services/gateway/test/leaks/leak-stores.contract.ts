@@ -3,9 +3,10 @@ import type { LeakRecord, LeakStore } from '../../src/leaks/leak-store.js';
 import { LEAKS_KEPT } from '../../src/leaks/leak-store.js';
 import type { ReplayGuard } from '../../src/leaks/replay-guard.js';
 
-const leak = (n: number, keyId = `key_${n}`): LeakRecord => ({
+const leak = (n: number, customerId?: string): LeakRecord => ({
   id: `leak_${n}`,
-  keyId,
+  keyId: `key_${n}`,
+  ...(customerId ? { customerId } : {}),
   reporter: 'manual',
   source: 'ticket',
   reportedAt: new Date(1_800_000_000_000 + n * 1000).toISOString(),
@@ -23,13 +24,24 @@ export function leakStoreContract(name: string, make: () => Promise<LeakStore>):
       expect(await store.list(0)).toEqual([]);
     });
 
-    it('finds the reports of given keys only', async () => {
+    it('finds the reports of one customer’s keys only', async () => {
       const store = await make();
-      await store.add(leak(1, 'key_a'));
-      await store.add(leak(2, 'key_b'));
-      await store.add(leak(3, 'key_a'));
-      expect(await store.ofKeys(['key_a'])).toEqual([leak(3, 'key_a'), leak(1, 'key_a')]);
-      expect(await store.ofKeys([])).toEqual([]);
+      await store.add(leak(1, 'cus_a'));
+      await store.add(leak(2, 'cus_b'));
+      await store.add(leak(3, 'cus_a'));
+      await store.add(leak(4));
+      expect(await store.ofCustomer('cus_a')).toEqual([leak(3, 'cus_a'), leak(1, 'cus_a')]);
+      expect(await store.ofCustomer('cus_c')).toEqual([]);
+    });
+
+    it('gives a kept successor secret once, and none once its time is over', async () => {
+      const store = await make();
+      await store.keepSuccessor('leak_1', 'ask_successor', Date.now() + 60_000);
+      await store.keepSuccessor('leak_2', 'ask_gone', Date.now() - 1);
+      expect(await store.takeSuccessor('leak_1')).toBe('ask_successor');
+      expect(await store.takeSuccessor('leak_1')).toBeNull();
+      expect(await store.takeSuccessor('leak_2')).toBeNull();
+      expect(await store.takeSuccessor('leak_3')).toBeNull();
     });
 
     it(`keeps the newest ${LEAKS_KEPT}`, async () => {

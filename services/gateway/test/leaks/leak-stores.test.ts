@@ -8,7 +8,7 @@ import { leakStoreContract, replayGuardContract } from './leak-stores.contract.j
 const redis = useRedisClient();
 const prefix = () => `lk${randomUUID().slice(0, 8)}:`;
 
-leakStoreContract('MemoryLeakStore', async () => new MemoryLeakStore());
+leakStoreContract('MemoryLeakStore', async () => new MemoryLeakStore(Date.now));
 leakStoreContract('RedisLeakStore', async () => new RedisLeakStore(redis(), prefix()));
 replayGuardContract('MemoryReplayGuard', async () => new MemoryReplayGuard(Date.now));
 replayGuardContract('RedisReplayGuard', async () => new RedisReplayGuard(redis(), prefix()));
