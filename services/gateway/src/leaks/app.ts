@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { registerBasePlugins } from '@animal-store/common/base-plugins.js';
 import { ApiError } from '@animal-store/common/errors.js';
 import { serverOptions } from '@animal-store/common/http.js';
@@ -82,8 +83,10 @@ export async function buildLeakApp(config: GatewayConfig, deps: GatewayDeps): Pr
       request.log.warn({ leakReport: 'refused', why: 'malformed' }, 'leak report refused: not GitHub’s shape');
       throw new ApiError(400, 'invalid_request', 'The body must be a JSON array of {token, type, url, source}');
     }
-    // After the signature, so only GitHub's own reports take a place in the window.
-    if (!(await deps.leakReplays.firstSeen(signature, config.leaks.replayWindowMs))) {
+    // After the signature, so only GitHub's own reports take a place in the window. By the body,
+    // not the signature: an ECDSA signature has a twin (s and n - s) that verifies as well.
+    const seen = hash('sha256', body, 'hex');
+    if (!(await deps.leakReplays.firstSeen(seen, config.leaks.replayWindowMs))) {
       request.log.warn({ leakReport: 'refused', why: 'replay' }, 'leak report refused: seen before');
       throw new ApiError(409, 'conflict', 'This report was received before');
     }
@@ -106,7 +109,7 @@ export async function buildLeakApp(config: GatewayConfig, deps: GatewayDeps): Pr
       }
     } catch (err) {
       // Taken again when GitHub retries: what was done stays done, the rest is done then.
-      await deps.leakReplays.forget(signature).catch(() => {});
+      await deps.leakReplays.forget(seen).catch(() => {});
       throw err;
     }
     request.log.info(

@@ -14,7 +14,7 @@ export interface LeaksConfig {
   publicKeysTtlMs: number;
   /** How long a rotated-out leaked secret keeps working (LEAK_GRACE_SECONDS). */
   graceSeconds: number;
-  /** A signature seen again within this long is a replay, refused (LEAK_REPLAY_WINDOW_SECONDS). */
+  /** A report's body seen again within this long is a replay, refused (LEAK_REPLAY_WINDOW_SECONDS). */
   replayWindowMs: number;
   /** LEAK_RESPONSE, and its overrides per plan and per customer (the customer's wins). */
   response: LeakResponse;

@@ -57,6 +57,23 @@ function signed(body: string, key: KeyObject = privateKey): Record<string, strin
   };
 }
 
+/** P-256's group order: (r, n - s) verifies wherever (r, s) does. */
+const ORDER = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
+
+/** The other valid signature of the same body: DER (r, s) rewritten as (r, n - s). */
+function twin(signature: string): string {
+  const der = Buffer.from(signature, 'base64');
+  const rLength = der[3] as number;
+  const r = der.subarray(4, 4 + rLength);
+  const s = BigInt(`0x${der.subarray(6 + rLength).toString('hex')}`);
+  let hex = (ORDER - s).toString(16);
+  if (hex.length % 2) hex = `0${hex}`;
+  // A leading 0 keeps the integer positive when its first bit is set.
+  const bytes = Buffer.from(/^[89a-f]/.test(hex) ? `00${hex}` : hex, 'hex');
+  const body = Buffer.concat([Buffer.from([0x02, r.length]), r, Buffer.from([0x02, bytes.length]), bytes]);
+  return Buffer.concat([Buffer.from([0x30, body.length]), body]).toString('base64');
+}
+
 function report(token: string): string {
   return JSON.stringify([
     {
@@ -244,6 +261,10 @@ describe('the secret-scanning receiver (GitHub partner program)', () => {
       expect(res.statusCode).toBe(409);
       expect(res.json()).toMatchObject({ code: 'conflict', status: 409 });
     }
+    // The signature's twin verifies too: a replay is known by its body, not its signature.
+    const malleated = { ...headers, 'github-public-key-signature': twin(headers['github-public-key-signature'] ?? '') };
+    const again = await onB.inject({ method: 'POST', url: GITHUB_LEAK_PATH, headers: malleated, payload: body });
+    expect(again.statusCode).toBe(409);
     expect(await keyStore.get(id)).toEqual(revoked);
     expect(await a.deps.leaks.list(10)).toHaveLength(1);
     expect(logs).toContainEqual(expect.objectContaining({ leakReport: 'refused', why: 'replay' }));
