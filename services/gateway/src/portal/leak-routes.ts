@@ -2,6 +2,7 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { GatewayDeps } from '../deps.js';
+import { hashApiKey, sameSecret } from '../keys/api-key.js';
 import { signedIn } from './own-keys.js';
 
 type Deps = Pick<GatewayDeps, 'leaks' | 'keyStore' | 'now'>;
@@ -45,6 +46,11 @@ export const portalLeakRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async
     const key = leak ? await deps.leaks.takeSuccessor(leak.id) : null;
     if (!leak || key === null) {
       throw new ApiError(404, 'not_found', 'No new secret to show: it was shown already, or its grace has ended');
+    }
+    // Rotated or revoked again since (the portal, an operator): that secret no longer opens anything.
+    const record = await deps.keyStore.get(leak.keyId);
+    if (!record || record.revokedAt || !sameSecret(record.sha256, hashApiKey(key))) {
+      throw new ApiError(404, 'not_found', 'No new secret to show: the key was rotated or revoked since');
     }
     request.log.info(
       { audit: 'leak.successor-shown', keyId: leak.keyId, leakId: leak.id, actor: { customerId } },

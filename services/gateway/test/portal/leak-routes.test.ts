@@ -86,4 +86,16 @@ describe('a leaked key in the portal', () => {
     const owner = await signIn(gw, customer.id as string);
     expect((await owner.send('POST', `/portal/api/leaks/${reported.id}/successor`)).statusCode).toBe(200);
   });
+
+  it('gives no successor the customer has since rotated away', async () => {
+    clock = Date.now();
+    const gw = await gateways.start({ now });
+    const customer = await adminPost(gw, '/admin/customers', { name: 'Acme', plan: 'pro' });
+    const made = await adminPost(gw, '/admin/keys', { customerId: customer.id, name: 'ci' });
+    const reported = await adminPost(gw, '/admin/leaks', { key: made.key, source: 'log' });
+    const owner = await signIn(gw, customer.id as string);
+    const rotated = await owner.send('POST', `/portal/api/keys/${made.id}/rotate`, { gracePeriodSeconds: 0 });
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    expectError(await owner.send('POST', `/portal/api/leaks/${reported.id}/successor`), 404, 'not_found');
+  });
 });
