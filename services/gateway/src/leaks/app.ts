@@ -5,7 +5,7 @@ import { serverOptions } from '@animal-store/common/http.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
-import { storeUnavailable } from '../api/store-unavailable.js';
+import { storeUnavailable, unavailable } from '../api/store-unavailable.js';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
 import { hashApiKey } from '../keys/api-key.js';
@@ -66,7 +66,18 @@ export async function buildLeakApp(config: GatewayConfig, deps: GatewayDeps): Pr
         `A report must carry the ${KEY_ID_HEADER} and ${SIGNATURE_HEADER} headers`,
       );
     }
-    if (!(await partnerKeys.verify(keyId, signature, body))) {
+    let verified: boolean;
+    try {
+      verified = await partnerKeys.verify(keyId, signature, body);
+    } catch (err) {
+      // The keys document unread (its file, its URL): the scanner retries a 503 later.
+      request.log.error(
+        { err, leakReport: 'refused', why: 'public-keys' },
+        'leak report refused: cannot read the public keys',
+      );
+      throw unavailable('store_unavailable', 'The scanner’s public keys cannot be read now');
+    }
+    if (!verified) {
       request.log.warn(
         { leakReport: 'refused', why: 'signature', keyIdentifier: keyId },
         'leak report refused: bad signature',

@@ -244,6 +244,20 @@ describe('the secret-scanning receiver (GitHub partner program)', () => {
     });
   });
 
+  it('answers 503, changing nothing, while the public keys cannot be read', async () => {
+    const { a, keyStore } = await replicas({ LEAK_PUBLIC_KEYS: join(dir, 'missing.json') });
+    const leaks = await buildLeakApp(a.config, a.deps);
+    leakApps.push(leaks);
+    const { id, key } = await addKey(a.deps, 'free');
+    const before = await keyStore.get(id);
+    const body = report(key);
+    const res = await leaks.inject({ method: 'POST', url: GITHUB_LEAK_PATH, headers: signed(body), payload: body });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toMatchObject({ code: 'store_unavailable', status: 503 });
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(await keyStore.get(id)).toEqual(before);
+  });
+
   it('refuses a replay: the same signed report is taken once, on any replica', async () => {
     const { a, b, keyStore, leaks, logs } = await replicas({ LEAK_RESPONSE: 'revoke' });
     const onB = await buildLeakApp(b.config, b.deps);
