@@ -9,6 +9,7 @@ import { UsageChart } from './charts.js';
 import { CustomerPage, Customers } from './customers.js';
 import { minutesIntoHour, refusedPercent, requestsOf } from './figures.js';
 import { KeyPage, Keys } from './keys.js';
+import { Leaks } from './leaks.js';
 import { api, Card, DataTable, ErrorNote, html, TOKEN, usePolled, useZones, whenIn } from './ui.js';
 import { WebhookPage, Webhooks } from './webhooks.js';
 
@@ -147,7 +148,7 @@ const ITEM_PAGES = { keys: KeyPage, customers: CustomerPage, webhooks: WebhookPa
 
 /**
  * The page for a hash route: #/overview, #/keys, #/keys/<id>, #/customers, #/customers/<id>,
- * #/webhooks, #/webhooks/<id>.
+ * #/webhooks, #/webhooks/<id>, #/leaks.
  */
 function pageFor(route) {
   const item = /^#\/(keys|customers|webhooks)\/(.+)$/.exec(route);
@@ -155,6 +156,7 @@ function pageFor(route) {
   if (route.startsWith('#/keys')) return html`<${Keys} />`;
   if (route.startsWith('#/customers')) return html`<${Customers} />`;
   if (route.startsWith('#/webhooks')) return html`<${Webhooks} />`;
+  if (route.startsWith('#/leaks')) return html`<${Leaks} />`;
   return html`<${Overview} />`;
 }
 
@@ -176,6 +178,7 @@ function App() {
         <a href="#/customers" aria-current=${current('#/customers')}>Customers</a>
         <a href="#/keys" aria-current=${current('#/keys')}>Keys</a>
         <a href="#/webhooks" aria-current=${current('#/webhooks')}>Webhooks</a>
+        <a href="#/leaks" aria-current=${current('#/leaks')}>Leaks</a>
       </nav>
       <button type="button" onClick=${signOut}>Sign out</button>
     </header>

@@ -27,6 +27,7 @@ import type {
   RotatedWebhookSecretSchema,
   WebhookViewSchema,
 } from '@animal-store/gateway/api/webhook-schemas.js';
+import type { LeakListSchema } from '@animal-store/gateway/leaks/schemas.js';
 import type { Static } from 'typebox';
 
 export type KeyView = Static<typeof KeyViewSchema>;
@@ -38,6 +39,7 @@ export type Plans = Static<typeof PlansSchema>;
 export type History = Static<typeof HistorySchema>;
 export type Top = Static<typeof TopSchema>;
 export type BanList = Static<typeof BanListSchema>;
+export type LeakList = Static<typeof LeakListSchema>;
 export type WebhookView = Static<typeof WebhookViewSchema>;
 export type CreatedWebhook = Static<typeof CreatedWebhookSchema>;
 export type RotatedWebhookSecret = Static<typeof RotatedWebhookSecretSchema>;

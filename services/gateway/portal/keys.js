@@ -93,6 +93,42 @@ function KeyCard({ k, portal, onSecret }) {
   <//>`;
 }
 
+/** Minutes and seconds, for the time a leaked secret has left. */
+function left(seconds) {
+  const minutes = Math.floor(seconds / 60);
+  return minutes > 0 ? `${minutes} min ${seconds % 60} s` : `${seconds} s`;
+}
+
+/**
+ * The leaks of the customer's keys (docs/leaks.md): where each was found and what was done; after
+ * a rotation, the successor's prefix, the time the leaked secret has left, and the successor
+ * secret, given once.
+ * @param {{ portal: import('./portal.js').Portal, onSecret: (s: { text: string, key: string }) => void }} props
+ */
+function LeakNotices({ portal, onSecret }) {
+  const [leaks, setLeaks] = useState(/** @type {any[]} */ ([]));
+  const { generation } = portal.keys;
+  useEffect(() => {
+    portal.run(async () => setLeaks((await api('GET', '/portal/api/leaks')).items));
+  }, [generation]);
+  const take = (leak) =>
+    portal.run(async () => {
+      const { key } = await api('POST', `/portal/api/leaks/${encodeURIComponent(leak.id)}/successor`);
+      onSecret({ text: `The new secret of key “${leak.keyName}”: put it in place of the leaked one.`, key });
+    });
+  const current = leaks.filter((l) => l.response !== 'rotate' || (l.secondsLeft ?? 0) > 0);
+  return html`<div id="leaks">${current.map(
+    (l) =>
+      html`<${Notice} data-leak=${l.id}><p><strong>${`Key “${l.keyName}” (${l.keyId}) was found leaked`}</strong>${` in ${l.source}${l.url ? ` (${l.url})` : ''}, reported ${when(l.reportedAt)}.`}</p>${
+        l.response === 'rotate'
+          ? html`<p>${`It has a new secret, starting ${l.successorPrefix ?? 'ask_'}…. The leaked secret keeps working for ${left(l.secondsLeft)} more (until ${when(l.leakedSecretEndsAt)}), and its answers carry a Deprecation header; then it is refused.`}</p><button type="button" class="primary" onClick=${() => take(l)}>Show the new secret (once)</button>`
+          : l.response === 'revoke'
+            ? html`<p>It was revoked at once: create a new key for its clients.</p>`
+            : html`<p>It still works: rotate or revoke it below.</p>`
+      }<//>`,
+  )}</div>`;
+}
+
 /** The form that makes a key; its secret is shown once, above the list. */
 function CreateKey({ portal, onSecret }) {
   const create = (event) => {
@@ -122,6 +158,7 @@ export function KeysPage({ portal }) {
     <h1 id="keys-title">Your keys</h1>
     <p id="keys-room">${items ? `${items.length} of ${portal.session.maxKeys} keys your plan allows.` : ''}</p>
     <${CreateKey} portal=${portal} onSecret=${setSecret} />
+    <${LeakNotices} portal=${portal} onSecret=${setSecret} />
     <${NewSecret} secret=${secret} />
     <div id="keys-list">${(items ?? []).map((k) =>
       // Keyed by the list's reading: each redraw starts the card's fields from the store's answer.

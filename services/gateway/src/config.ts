@@ -12,6 +12,7 @@ import { type OverloadConfig, readOverloadConfig } from '@animal-store/common/ov
 import type { FastifyServerOptions } from 'fastify';
 import { DEFAULT_LEDGER_RETENTION_MS } from './credits/credit-ledger.js';
 import { type KeysFile, keysFileContents } from './keys/keys-file.js';
+import { type LeaksConfig, parseLeaksConfig } from './leaks/config.js';
 import type { FailureMode } from './limits/guarded-limiter.js';
 import type { BanPolicy } from './limits/key-limiter.js';
 import { DEFAULT_PLANS, type PlanBook } from './plans/plans.js';
@@ -107,6 +108,8 @@ export interface GatewayConfig {
   metering: MeteringConfig;
   /** Limits across regions over NATS JetStream (regions/, docs/regions.md); undefined: one region. */
   regions: RegionsConfig | undefined;
+  /** LEAK_*: the secret-scanning receiver and what a leaked key's report does (leaks/, docs/leaks.md). */
+  leaks: LeaksConfig;
 }
 
 /** NATS_URL and the REGION_* settings (docs/regions.md). */
@@ -461,6 +464,7 @@ function listenerSettings(c: GatewayConfig): ListenerSetting[] {
         ]
       : []),
     { portVariable: 'METRICS_PORT', host: c.metricsHost, port: c.metricsPort },
+    ...(c.leaks.port !== undefined ? [{ portVariable: 'LEAK_PORT', host: c.leaks.host, port: c.leaks.port }] : []),
   ];
 }
 
@@ -534,6 +538,7 @@ export function loadConfig(env: Env): GatewayConfig {
     webhooks: parseWebhooksConfig(r),
     metering: parseMetering(r, upstreamTimeoutMs),
     regions: parseRegions(r),
+    leaks: parseLeaksConfig(r),
   };
   r.distinctListeners(listenerSettings(config));
   r.done();

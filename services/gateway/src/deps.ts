@@ -28,6 +28,9 @@ import { toKeyRecord } from './keys/keys-file.js';
 import { MemoryKeyStore } from './keys/memory-key-store.js';
 import { MongoKeyStore } from './keys/mongo-key-store.js';
 import { RedisKeyStore } from './keys/redis-key-store.js';
+import { type LeakStore, MemoryLeakStore, RedisLeakStore } from './leaks/leak-store.js';
+import { keysReader, PartnerKeys } from './leaks/partner-keys.js';
+import { MemoryReplayGuard, RedisReplayGuard, type ReplayGuard } from './leaks/replay-guard.js';
 import { AnonymousLimiter } from './limits/anonymous-limiter.js';
 import { MemoryKeyLimiter } from './limits/engines/memory-key-limiter.js';
 import { RedisKeyLimiter } from './limits/engines/redis-key-limiter.js';
@@ -120,6 +123,12 @@ export interface GatewayDeps {
   customerLocks: CustomerLocks;
   /** The exchange of counts with the other regions (NATS_URL); null: one region, nothing on the hot path. */
   regions: RegionSync | null;
+  /** Proven leak reports (leaks/): in Redis (every replica's in one list), or this process's memory. */
+  leaks: LeakStore;
+  /** The signatures of the scanner reports already taken: in Redis (a replay to any replica is refused), or memory. */
+  leakReplays: ReplayGuard;
+  /** The scanner's public keys (LEAK_PUBLIC_KEYS), read when first needed; null when none are configured. */
+  partnerKeys: PartnerKeys | null;
   now: () => number;
   /** The public listener's logger, also used by collaborators that log on their own (limiter, events). */
   logger: FastifyBaseLogger;
@@ -290,6 +299,11 @@ export async function createDeps(
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
     ...portalDeps(config, redis, now),
     regions,
+    leaks: redis ? new RedisLeakStore(redis, config.redisPrefix) : new MemoryLeakStore(now),
+    leakReplays: redis ? new RedisReplayGuard(redis, config.redisPrefix) : new MemoryReplayGuard(now),
+    partnerKeys: config.leaks.publicKeys
+      ? new PartnerKeys(keysReader(config.leaks.publicKeys), config.leaks.publicKeysTtlMs, now)
+      : null,
     now,
     backends: backendsOf(config, {
       keyStore,

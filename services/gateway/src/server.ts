@@ -17,6 +17,7 @@ const [
   { serve, StartupError },
   { buildAdminApp },
   { buildApp },
+  { buildLeakApp },
   { buildPortalApp },
   { loadConfig, loadMigrationConfig },
   { createDeps },
@@ -33,6 +34,7 @@ const [
   import('@animal-store/common/serve.js'),
   import('./admin/app.js'),
   import('./app.js'),
+  import('./leaks/app.js'),
   import('./portal/app.js'),
   import('./config.js'),
   import('./deps.js'),
@@ -117,6 +119,16 @@ async function main(): Promise<void> {
     });
   } else {
     app.log.warn('admin API off: set ADMIN_TOKEN to enable it');
+  }
+  // Off unless LEAK_PORT is set: the secret-scanning receiver, on a listener of its own (docs/leaks.md).
+  if (config.leaks.port !== undefined) {
+    listeners.push({
+      app: await buildLeakApp(config, deps),
+      host: config.leaks.host,
+      port: config.leaks.port,
+      hostVariable: 'LEAK_HOST',
+      portVariable: 'LEAK_PORT',
+    });
   }
   const metrics = await buildMetricsApp(deps.registry, {
     serviceName: 'gateway',

@@ -12,6 +12,7 @@ import { consoleRoutes } from './console.js';
 import { Idempotency } from './idempotency.js';
 import { registerAdminReference } from './reference.js';
 import { adminRoutes } from './routes/index.js';
+import { leakRoutes } from './routes/leaks.js';
 import { meteringRoutes } from './routes/metering-events.js';
 import { portalSessionRoutes } from './routes/portal-sessions.js';
 
@@ -84,6 +85,7 @@ export async function buildAdminApp(config: GatewayConfig, deps: GatewayDeps): P
   await app.register(adminRoutes, { deps, idempotency });
   await app.register(meteringRoutes, { deps, idempotency, stripeEventName: config.metering.stripeEventName });
   await app.register(portalSessionRoutes, { deps, idempotency, portalUrl: config.portalUrl });
+  await app.register(leakRoutes, { deps, idempotency, leaks: config.leaks });
   // In development the console's files are read on every request: an edit shows on reload.
   await app.register(consoleRoutes, { readEachRequest: !config.production });
   return app;

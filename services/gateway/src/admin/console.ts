@@ -58,6 +58,7 @@ const OWN_FILES: ReadonlyArray<[string, string]> = [
     'customers.js',
     'billing.js',
     'webhooks.js',
+    'leaks.js',
     'charts.js',
     'figures.js',
     'limit-fields.js',

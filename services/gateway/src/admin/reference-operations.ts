@@ -23,6 +23,7 @@ export const ADMIN_TAGS = [
   { name: 'credits', description: 'Prepaid credits: balances, the ledger, top-ups, grants and adjustments' },
   { name: 'billing', description: 'Invoice previews and the metering export for OpenMeter and Stripe' },
   { name: 'portal', description: "Sign-in links to the customers' portal" },
+  { name: 'leaks', description: 'Leaked keys: reports by hand and the list of proven leaks' },
   { name: 'webhooks', description: 'Webhook endpoints and their deliveries' },
 ] as const;
 
@@ -96,6 +97,18 @@ export const ADMIN_OPERATIONS: Readonly<Record<string, OperationWords>> = {
     'bans',
     "Lift a key's ban",
     "Ends the key's ban now, on every replica; nothing else changes.",
+  ),
+  'POST /admin/leaks': row(
+    'reportLeak',
+    'leaks',
+    'Report a leaked key found by hand',
+    'The key or its SHA-256, and where it was found. A live secret is acted on as its customer, plan or LEAK_RESPONSE says (notify, rotate with LEAK_GRACE_SECONDS, revoke); 404 when no key takes it now. docs/leaks.md.',
+  ),
+  'GET /admin/leaks': row(
+    'listLeaks',
+    'leaks',
+    'The proven leaks, newest first',
+    'Reports by the secret-scanning receiver and by hand, with what each did; the newest 1000 are kept. Never a secret or a hash.',
   ),
   'GET /admin/bans': row(
     'listBans',

@@ -10,6 +10,7 @@ import { inFlagWords, type Values } from './flags.js';
 import { printable } from './format.js';
 import { invoice } from './invoice-commands.js';
 import { bans, create, history, list, revoke, rotate, show, top, unban, update, usage } from './key-commands.js';
+import { leaks } from './leak-commands.js';
 import { metering } from './metering-commands.js';
 import { COMMANDS, USAGE, UsageError, usageError } from './usage.js';
 import { webhooks } from './webhook-commands.js';
@@ -66,6 +67,9 @@ async function main(argv: string[]): Promise<void> {
       ledger: { type: 'boolean' },
       previous: { type: 'boolean' },
       'idempotency-key': { type: 'string' },
+      sha256: { type: 'string' },
+      source: { type: 'string' },
+      url: { type: 'string' },
       format: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -83,6 +87,7 @@ async function main(argv: string[]): Promise<void> {
   }
   if (command === 'webhooks') return webhooks(positionals.slice(1), values);
   if (command === 'customers') return customers(positionals.slice(1), values);
+  if (command === 'leaks') return leaks(positionals.slice(1), values);
   if (extra.length > 0) throw usageError(command, `unexpected argument "${extra[0]}"`);
   try {
     await run(command, id, values);

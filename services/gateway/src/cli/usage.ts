@@ -25,6 +25,7 @@ export const COMMANDS: Record<string, string> = {
     'customers create --name NAME --plan PLAN [--per-… N]… [--billing-anchor-day D] [--time-zone TZ] [--external-id X] [--refill N [--refill-every period|day] | --credits-by-hand] | customers list [--name PREFIX] [--plan P] [--external-id X] [--limit N] [--after CURSOR | --all] | customers show ID | customers update ID [--name|--plan|--per-…|--plan-limits|--billing-anchor-day|--time-zone|--external-id|--refill N [--refill-every period|day]|--credits-by-hand|--no-credits|--plan-credits] | customers delete ID [--revoke-keys] | customers usage ID [--granularity hour|day|period] [--period current|previous | --from T --to T] [--csv] | customers credits ID [--ledger [--limit N] [--after CURSOR | --all]] [--add N --reason TEXT [--type topup|grant|adjustment] [--idempotency-key K]] | customers invoice ID [--previous] [--csv]',
   metering: 'metering [--after CURSOR] [--limit N] [--all] [--format cloudevents|stripe-meter-events]',
   webhooks: 'webhooks add URL --events LIST [--description TEXT] | webhooks list | webhooks rm ID | webhooks test ID',
+  leaks: 'leaks report KEY | --sha256 HASH --source TEXT [--url URL] | leaks list [--limit N]',
 };
 
 export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
@@ -102,6 +103,10 @@ export const USAGE = `usage: npm run -s keys -- <command> [options] [--json]
   ${COMMANDS.webhooks}
       Webhook endpoints (Standard Webhooks): add one for a comma-separated list of events (prints
       its signing secret once), list them with their state, remove one, or queue a ping to it.
+  ${COMMANDS.leaks}
+      Leaked keys (docs/leaks.md): report a key found in a ticket or a log (the key, or its
+      SHA-256 with --sha256 so it stays out of the shell history); it is notified, rotated with a
+      grace or revoked as LEAK_RESPONSE says; list the proven leaks newest first (--limit 1–1000).
 
   --json   print JSON (one line) instead of text
   --file   work on an API_KEYS_FILE (hashes only) instead of calling the admin API;

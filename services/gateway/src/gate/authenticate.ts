@@ -1,4 +1,5 @@
 import { ApiError } from '@animal-store/common/errors.js';
+import type { FastifyReply } from 'fastify';
 import { isWellFormedApiKey } from '../keys/api-key.js';
 import type { ResolvedKey } from '../keys/key-resolver.js';
 import { invalidTokenChallenge, parseBearer } from './bearer.js';
@@ -63,4 +64,17 @@ function expiredError({ endsAt, secret }: ResolvedKey): ApiError {
       : `This API key expired at ${when}`,
     secret === 'previous' ? REPLACED : EXPIRED,
   );
+}
+
+/**
+ * A rotated-out secret still in its grace (a rotation, or a leak report that rotated the key):
+ * its answers say so, so the client switches before it stops. `Deprecation` (RFC 9745) dates the
+ * rotation, `Sunset` (RFC 8594) the end of the grace, `Link` names the key whose new secret
+ * replaces this one (the same key id: a rotation keeps the id).
+ */
+export function deprecatedSecret(reply: FastifyReply, { record, endsAt }: ResolvedKey): void {
+  const rotatedAt = Date.parse(record.updatedAt ?? record.createdAt);
+  reply.header('deprecation', `@${Math.floor(rotatedAt / 1000)}`);
+  if (Number.isFinite(endsAt)) reply.header('sunset', new Date(endsAt).toUTCString());
+  reply.header('link', `<urn:animal-store:key:${record.id}>; rel="successor-version"`);
 }

@@ -23,7 +23,7 @@ import { markStage } from '../observability/server-timing.js';
 import { type PlanBook, policyForCustomerKey, policyForKey, type Scope, sameCustomerTerms } from '../plans/plans.js';
 import type { UsageReadLimit } from '../self-service/usage-reads.js';
 import { limiterDecisions } from './apply-decision.js';
-import { MISSING, presentedKey, UNKNOWN, unusableKey } from './authenticate.js';
+import { deprecatedSecret, MISSING, presentedKey, UNKNOWN, unusableKey } from './authenticate.js';
 import { forbidden } from './authorize.js';
 import type { KeylessCharge } from './keyless.js';
 import { chargeAddress, keyStoreUnavailable, refuseKeyless, withinLookup } from './refuse.js';
@@ -168,6 +168,7 @@ export const gate = fp(
         if (refusal !== undefined) return refuseKeyless(keyless, request, reply, refusal, done);
         const record = resolved.record;
         request.apiKey = record;
+        if (resolved.secret === 'previous') deprecatedSecret(reply, resolved);
         // Every later line for this request (refusals, upstream errors, completion) names the key.
         // The request's logger is already its own child: extending its bindings costs far less
         // than a second child per request.

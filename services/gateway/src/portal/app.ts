@@ -11,6 +11,7 @@ import { limitAddresses } from './address-limits.js';
 import { portalCreditRoutes } from './credit-routes.js';
 import { portalInvoiceRoutes } from './invoice-routes.js';
 import { portalKeyRoutes } from './key-routes.js';
+import { portalLeakRoutes } from './leak-routes.js';
 import { portalPages } from './pages.js';
 import { sessionRoutes } from './session-cookie.js';
 import { portalUsageRoutes } from './usage-routes.js';
@@ -53,6 +54,7 @@ export async function buildPortalApp(config: GatewayConfig, deps: GatewayDeps): 
     await sessionRoutes(scope, { store: deps.portalSessions, now: deps.now, portalUrl: config.portalUrl });
     await scope.register(portalUsageRoutes, { deps });
     await scope.register(portalKeyRoutes, { deps });
+    await scope.register(portalLeakRoutes, { deps });
     await scope.register(portalCreditRoutes, { deps });
     await scope.register(portalInvoiceRoutes, { deps });
   });

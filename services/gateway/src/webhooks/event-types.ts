@@ -10,6 +10,7 @@ export const WEBHOOK_EVENTS = [
   'key.updated',
   'key.rotated',
   'key.revoked',
+  'key.leaked',
   'credits.low',
   'credits.exhausted',
   'credits.refilled',

@@ -68,6 +68,12 @@ describe('the console in development (read on every request)', () => {
     expect((await get('/console/key-rules.js')).body).toContain('export const WINDOWS = ');
     expect((await get('/console/vendor/preact.js')).status).toBe(200);
   });
+
+  it('serves the leaks page, which the app routes #/leaks to', async () => {
+    await serve(true);
+    expect((await get('/console/leaks.js')).body).toContain("api('GET', '/admin/leaks?limit=100')");
+    expect((await get('/console/app.js')).body).toContain('href="#/leaks"');
+  });
 });
 
 describe('the console in production (read once, at start)', () => {

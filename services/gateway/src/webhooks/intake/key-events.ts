@@ -15,10 +15,23 @@ const KEY_ACTIONS: Record<AdminAction, WebhookEventType> = {
   rotate: 'key.rotated',
   revoke: 'key.revoked',
   unban: 'key.ban_lifted',
+  leak: 'key.leaked',
 };
 
 /** Audit fields an event may carry: what changed, when something ends; never a secret. */
-const KEY_ACTION_FIELDS = ['changed', 'expiresAt', 'previousKeyExpiresAt'];
+const KEY_ACTION_FIELDS = [
+  'changed',
+  'expiresAt',
+  'previousKeyExpiresAt',
+  // A leak report's (leaks/leak-handler.ts): where it was found and what it did.
+  'leakId',
+  'reporter',
+  'source',
+  'url',
+  'type',
+  'response',
+  'leakedSecretEndsAt',
+];
 
 /** Where the expiry scan finds keys: the key store and API_KEYS_FILE. */
 export interface KeySource {
