@@ -220,35 +220,16 @@ export async function createDeps(
       metrics.keyStore.observe({ operation, outcome: ok ? 'ok' : 'error' }, seconds),
   });
 
-  const regions =
-    config.regions && clients.nats
-      ? new RegionSync(
-          new RegionCounts(
-            {
-              region: config.regions.region,
-              source: `${config.regions.region}-${randomUUID().slice(0, 8)}`,
-              staleMs: config.regions.staleMs,
-              share: config.regions.share,
-            },
-            now,
-          ),
-          clients.nats,
-          { syncMs: config.regions.syncMs, logger, metrics },
-        )
-      : null;
+  const regions = regionSyncFor(config, clients, { now, logger, metrics });
   const regional = regions
     ? (inner: KeyLimiter): KeyLimiter => new RegionalLimiter(inner, regions.counts, now)
     : (inner: KeyLimiter): KeyLimiter => inner;
+  const limits = { now, logger, metrics, regional };
   const { credits, history, usageSpool, limiter, shared } = limitsAndUsage(
     config,
     redis,
     clients.limiterRedis ?? redis,
-    {
-      now,
-      logger,
-      metrics,
-      regional,
-    },
+    limits,
   );
   const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
 
@@ -268,15 +249,7 @@ export async function createDeps(
     { customerResolver, keyResolver, keyStore },
     { now, logger, spool: usageSpool },
   );
-  // A call answered too late to be used spent credits for requests answered without it (a 503).
-  shared?.whenUnanswered((call) => {
-    metrics.limiterLateReplies.inc();
-    if (call.credits > 0) creditRefunds.upstreamFailed(call.owner, call.credits, call.at);
-    logger.warn(
-      { owner: call.owner, decisions: call.decisions, credits: call.credits },
-      'rate limiter: a Redis call answered after its timeout had run; its decisions are taken back and its credits refunded',
-    );
-  });
+  if (shared) refundLateCalls(shared, creditRefunds, { logger, metrics });
   return {
     plans: config.plans,
     logger,
@@ -299,11 +272,7 @@ export async function createDeps(
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
     ...portalDeps(config, redis, now),
     regions,
-    leaks: redis ? new RedisLeakStore(redis, config.redisPrefix) : new MemoryLeakStore(now),
-    leakReplays: redis ? new RedisReplayGuard(redis, config.redisPrefix) : new MemoryReplayGuard(now),
-    partnerKeys: config.leaks.publicKeys
-      ? new PartnerKeys(keysReader(config.leaks.publicKeys), config.leaks.publicKeysTtlMs, now)
-      : null,
+    ...leakDeps(config, redis, now),
     now,
     backends: backendsOf(config, {
       keyStore,
@@ -313,6 +282,52 @@ export async function createDeps(
       redis,
       pubsub: subscriber !== null,
     }),
+  };
+}
+
+/** The exchange of counts with the other regions, when NATS_URL names one (regions/, docs/regions.md). */
+function regionSyncFor(
+  config: GatewayConfig,
+  clients: GatewayClients,
+  { now, logger, metrics }: { now: () => number; logger: FastifyBaseLogger; metrics: GatewayMetrics },
+): RegionSync | null {
+  if (!config.regions || !clients.nats) return null;
+  const { region, staleMs, share, syncMs } = config.regions;
+  const counts = new RegionCounts({ region, source: `${region}-${randomUUID().slice(0, 8)}`, staleMs, share }, now);
+  return new RegionSync(counts, clients.nats, { syncMs, logger, metrics });
+}
+
+/**
+ * A limit call answered too late to be used (RedisKeyLimiter's unanswered) spent credits for
+ * requests answered without it (a 503): they go back as an unserved request's do, and it is logged.
+ */
+function refundLateCalls(
+  shared: RedisKeyLimiter,
+  refunds: CreditRefunds,
+  { logger, metrics }: { logger: FastifyBaseLogger; metrics: GatewayMetrics },
+): void {
+  shared.whenUnanswered((call) => {
+    metrics.limiterLateReplies.inc();
+    if (call.credits > 0) refunds.upstreamFailed(call.owner, call.credits, call.at);
+    logger.warn(
+      { owner: call.owner, decisions: call.decisions, credits: call.credits },
+      'rate limiter: a Redis call answered after its timeout had run; its decisions are taken back and its credits refunded',
+    );
+  });
+}
+
+/** Leak reports, their replay guard and the scanner's public keys (leaks/, docs/leaks.md). */
+function leakDeps(
+  config: GatewayConfig,
+  redis: RedisClient | null,
+  now: () => number,
+): Pick<GatewayDeps, 'leaks' | 'leakReplays' | 'partnerKeys'> {
+  return {
+    leaks: redis ? new RedisLeakStore(redis, config.redisPrefix) : new MemoryLeakStore(now),
+    leakReplays: redis ? new RedisReplayGuard(redis, config.redisPrefix) : new MemoryReplayGuard(now),
+    partnerKeys: config.leaks.publicKeys
+      ? new PartnerKeys(keysReader(config.leaks.publicKeys), config.leaks.publicKeysTtlMs, now)
+      : null,
   };
 }
 

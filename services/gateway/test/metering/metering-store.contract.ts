@@ -92,7 +92,7 @@ export function meteringStoreContract(name: string, make: () => Promise<Metering
     });
 
     // Stripe adds a customer's meter events up: each revision must reach it as its change, never
-    // its new total, or a corrected hour is billed twice (issue 51).
+    // its new total, or a corrected hour is billed twice: as the old total and again as the new.
     it('gives Stripe revision 1 as the hour’s units and each correction, up or down, as its change', async () => {
       const [a, b] = await start();
       const id = subject();
