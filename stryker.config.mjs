@@ -165,6 +165,7 @@ export const areas = {
       `${TEST}/customers/memory-customer-store.test.ts`,
       `${TEST}/customers/redis-customer-store.test.ts`,
       `${TEST}/customers/mongo-customer-store.test.ts`,
+      `${TEST}/customers/customer-resolver-cache.test.ts`,
       `${TEST}/customers/customer-resolver.test.ts`,
       `${TEST}/customers/file-customers.test.ts`,
       `${TEST}/keys/keys-file-customers.test.ts`,

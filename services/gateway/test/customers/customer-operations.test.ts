@@ -46,3 +46,96 @@ describe('credit terms in the customer rules', () => {
     expect(customerChanges(DEFAULT_PLANS, current(), { name: 'Acme Ltd' })).toEqual({ name: 'Acme Ltd' });
   });
 });
+
+describe('a new customer in the customer rules', () => {
+  it('is made as asked, created now, on UTC from day 1 when given no billing, leaving out what it was not given', () => {
+    const made = checkNewCustomer(
+      DEFAULT_PLANS,
+      { name: 'Acme', plan: 'pro', limits: { perMinute: 100 }, externalId: 'crm-1', metadata: { a: 'b' } },
+      NOW,
+    );
+    expect(made).toEqual({
+      id: expect.stringMatching(/^cus_/),
+      name: 'Acme',
+      plan: 'pro',
+      limits: { perMinute: 100 },
+      billing: { anchorDay: 1, timeZone: 'UTC' },
+      externalId: 'crm-1',
+      metadata: { a: 'b' },
+      createdAt: '2026-11-26T10:00:00.000Z',
+    });
+    expect(Object.keys(checkNewCustomer(DEFAULT_PLANS, { name: 'Plain', plan: 'pro' }, NOW)).sort()).toEqual([
+      'billing',
+      'createdAt',
+      'id',
+      'name',
+      'plan',
+    ]);
+  });
+
+  it('fills the billing settings not given from the defaults, under the zone’s own name', () => {
+    const billing = (given: object) =>
+      checkNewCustomer(DEFAULT_PLANS, { name: 'A', plan: 'pro', billing: given }, NOW).billing;
+    expect(billing({ anchorDay: 15 })).toEqual({ anchorDay: 15, timeZone: 'UTC' });
+    expect(billing({ timeZone: 'europe/paris' })).toEqual({ anchorDay: 1, timeZone: 'Europe/Paris' });
+  });
+
+  it.each([
+    ['an unknown plan', { name: 'A', plan: 'platinum' }, 'plan'],
+    ['anchor day 29', { name: 'A', plan: 'pro', billing: { anchorDay: 29 } }, 'billing.anchorDay'],
+  ])('refuses %s as a rule error naming the field', (_case, request, field) => {
+    expect(() => checkNewCustomer(DEFAULT_PLANS, request as never, NOW)).toThrow(CustomerRuleError);
+    expect(() => checkNewCustomer(DEFAULT_PLANS, request as never, NOW)).toThrow(field);
+  });
+});
+
+describe('a change in the customer rules', () => {
+  const own = (): CustomerRecord =>
+    checkNewCustomer(
+      DEFAULT_PLANS,
+      { name: 'Acme', plan: 'pro', limits: { perMinute: 100 }, billing: { anchorDay: 15, timeZone: 'Europe/Paris' } },
+      NOW,
+    );
+  const plain = (): CustomerRecord => checkNewCustomer(DEFAULT_PLANS, { name: 'Plain', plan: 'pro' }, NOW);
+
+  it('changes its own limits only when given or dropped, or on a move to a plan with windows', () => {
+    expect(customerChanges(DEFAULT_PLANS, own(), { limits: { perMinute: 50 } })).toEqual({ limits: { perMinute: 50 } });
+    expect(customerChanges(DEFAULT_PLANS, own(), { limits: null })).toEqual({ limits: null });
+    // None to drop: no change.
+    expect(customerChanges(DEFAULT_PLANS, plain(), { limits: null })).toEqual({});
+    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'business' })).toEqual({ plan: 'business', limits: null });
+    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'pro' })).toEqual({ plan: 'pro' });
+    // Enterprise has no windows of its own: the customer keeps what it was sold.
+    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'enterprise' })).toEqual({ plan: 'enterprise' });
+  });
+
+  it('keeps the billing setting not named, from the customer as it stands', () => {
+    expect(customerChanges(DEFAULT_PLANS, own(), { billing: { timeZone: 'america/new_york' } })).toEqual({
+      billing: { anchorDay: 15, timeZone: 'America/New_York' },
+    });
+    expect(customerChanges(DEFAULT_PLANS, own(), { billing: { anchorDay: 3 } })).toEqual({
+      billing: { anchorDay: 3, timeZone: 'Europe/Paris' },
+    });
+  });
+
+  it('passes externalId and metadata on, set or removed (null)', () => {
+    expect(customerChanges(DEFAULT_PLANS, own(), { externalId: 'crm-2', metadata: { a: 'b' } })).toEqual({
+      externalId: 'crm-2',
+      metadata: { a: 'b' },
+    });
+    expect(customerChanges(DEFAULT_PLANS, own(), { externalId: null, metadata: null })).toEqual({
+      externalId: null,
+      metadata: null,
+    });
+  });
+
+  it.each([
+    ['an unknown plan', { plan: 'platinum' }, 'plan'],
+    ['enterprise with its own limits dropped', { plan: 'enterprise', limits: null }, 'limits'],
+    ['anchor day 0', { billing: { anchorDay: 0 } }, 'billing.anchorDay'],
+    ['an offset for a zone', { billing: { timeZone: '+05:00' } }, 'billing.timeZone'],
+  ])('refuses %s as a rule error naming the field', (_case, update, field) => {
+    expect(() => customerChanges(DEFAULT_PLANS, own(), update as never)).toThrow(CustomerRuleError);
+    expect(() => customerChanges(DEFAULT_PLANS, own(), update as never)).toThrow(field);
+  });
+});

@@ -46,7 +46,13 @@ describe('POST /admin/customers', () => {
     expect(made.limits).toEqual((await call(gw, 'POST', '/admin/keys', { plan: 'pro' })).json().limits);
     expect(made).not.toHaveProperty('ownLimits');
     expect((await call(gw, 'GET', `/admin/customers/${made.id}`)).json()).toEqual(made);
-    expect(logs.filter((l) => l.audit === 'customer.create' && l.customerId === made.id)).toHaveLength(1);
+    expect(logs.filter((l) => l.audit === 'customer.create' && l.customerId === made.id)).toMatchObject([
+      { plan: 'pro', externalId: 'cus_Stripe42' },
+    ]);
+    const plain = await create(gw, { name: 'Plain', plan: 'free' });
+    const [audited] = logs.filter((l) => l.audit === 'customer.create' && l.customerId === plain.id);
+    expect(audited).toMatchObject({ plan: 'free' });
+    expect(audited).not.toHaveProperty('externalId');
   });
 
   it("counts its month from its anchor day at midnight in its zone, stored under the zone's own name", async () => {
@@ -106,7 +112,7 @@ describe('POST /admin/customers', () => {
     const first = await create(gw, { name: 'A', plan: 'pro', externalId: 'crm-1' });
     const clash = await call(gw, 'POST', '/admin/customers', { name: 'B', plan: 'pro', externalId: 'crm-1' });
     expect(clash.statusCode).toBe(409);
-    expect(clash.json().code).toBe('conflict');
+    expect(clash.json()).toMatchObject({ code: 'conflict', message: 'Another customer already has this externalId' });
     expect((await call(gw, 'DELETE', `/admin/customers/${first.id}`)).statusCode).toBe(204);
     await create(gw, { name: 'B', plan: 'pro', externalId: 'crm-1' });
   });
@@ -148,6 +154,19 @@ describe('GET /admin/customers', () => {
     expect(res.json().message).toContain(field);
   });
 
+  it('names the cursor it refuses as after, and pages 50 at a time when given no limit', async () => {
+    const gw = await start();
+    const bad = await call(gw, 'GET', '/admin/customers?after=bm90LWEtY3Vyc29y');
+    expect(bad.json().message).toMatch(/^after: /);
+    for (let i = 0; i < 51; i++) await create(gw, { name: `C${i}`, plan: 'pro' });
+    const first = (await call(gw, 'GET', '/admin/customers')).json();
+    expect(first.items).toHaveLength(50);
+    expect(first.next).not.toBeNull();
+    const rest = (await call(gw, 'GET', `/admin/customers?after=${encodeURIComponent(first.next)}`)).json();
+    expect(rest.items.map((c: { name: string }) => c.name)).toEqual(['C0']);
+    expect(rest.next).toBeNull();
+  });
+
   it('answers 404 for a customer that does not exist', async () => {
     const gw = await start();
     for (const [method, body] of [
@@ -180,11 +199,31 @@ describe('PATCH /admin/customers/:id', () => {
     const moved = (await call(gw, 'PATCH', `/admin/customers/${made.id}`, { plan: 'business' })).json();
     expect(moved.plan).toBe('business');
     expect(moved).not.toHaveProperty('ownLimits');
-    expect(logs.filter((l) => l.audit === 'customer.update').map((l) => l.changed)).toEqual([
-      ['name'],
-      ['billing'],
-      ['plan'],
+    const updates = logs.filter((l) => l.audit === 'customer.update');
+    expect(updates.map((l) => l.changed)).toEqual([['name'], ['billing'], ['plan']]);
+    expect(updates[2]).toMatchObject({ from: 'pro', to: 'business' });
+    for (const l of updates.slice(0, 2)) {
+      expect(l).not.toHaveProperty('from');
+      expect(l).not.toHaveProperty('credits');
+    }
+  });
+
+  it('audits the credit terms as given, and no move for a plan given as it stands', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await start(logs);
+    const made = await create(gw, { name: 'Acme', plan: 'pro' });
+    const terms = { refill: { amount: 20, every: 'day' } };
+    for (const body of [{ credits: terms }, { credits: null }, { plan: 'pro' }]) {
+      const res = await call(gw, 'PATCH', `/admin/customers/${made.id}`, body);
+      expect(res.statusCode, res.body).toBe(200);
+    }
+    const updates = logs.filter((l) => l.audit === 'customer.update');
+    expect(updates).toMatchObject([
+      { changed: ['credits'], credits: terms },
+      { changed: ['credits'], credits: null },
+      { changed: ['plan'] },
     ]);
+    expect(updates[2]).not.toHaveProperty('from');
   });
 
   it("drops a customer's own limits on limits: null, back to its plan's; refuses a change its plan refuses, changing nothing", async () => {
