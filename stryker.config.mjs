@@ -166,6 +166,7 @@ export const areas = {
       `${TEST}/customers/redis-customer-store.test.ts`,
       `${TEST}/customers/mongo-customer-store.test.ts`,
       `${TEST}/customers/customer-resolver.test.ts`,
+      `${TEST}/customers/customer-steps.test.ts`,
       `${TEST}/customers/file-customers.test.ts`,
       `${TEST}/keys/keys-file-customers.test.ts`,
       `${TEST}/admin/routes/customers.test.ts`,

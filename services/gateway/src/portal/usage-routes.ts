@@ -7,12 +7,12 @@ import { iso } from '../api/shared.js';
 import { unavailable } from '../api/store-unavailable.js';
 import { customerOwner } from '../credits/credit-owner.js';
 import { ownerCredits } from '../credits/owner-credits.js';
+import { stepAt } from '../customers/customer-steps.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { limitsFor, maxKeysFor, policyForCustomerKey, scopesFor } from '../plans/plans.js';
-import { stepAt } from '../usage/customer-steps.js';
 import { sumOf } from '../usage/reports.js';
 import { liveKeysOf, ownKey, signedInCustomer } from './own-keys.js';
 

@@ -6,8 +6,6 @@ import { CustomerHistoryQuery, CustomerHistorySchema } from '../../api/customer-
 import { CustomerIdParams } from '../../api/customer-schemas.js';
 import { errors, findCustomer, iso } from '../../api/shared.js';
 import { historyUnavailable } from '../../api/store-unavailable.js';
-import type { CustomerRecord } from '../../customers/customer-store.js';
-import type { Billing } from '../../limits/billing-period.js';
 import {
   type CustomerGranularity,
   localMidnight,
@@ -15,7 +13,9 @@ import {
   stepAt,
   stepSeries,
   stepsOf,
-} from '../../usage/customer-steps.js';
+} from '../../customers/customer-steps.js';
+import type { CustomerRecord } from '../../customers/customer-store.js';
+import type { Billing } from '../../limits/billing-period.js';
 import { sumOf, withRefused } from '../../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage, type UsageHistory } from '../../usage/usage-history.js';
 import type { AdminRouteOptions } from '../route-options.js';
