@@ -36,6 +36,7 @@ export const areas = {
       `${TEST}/plans/plans-file.test.ts`,
       `${TEST}/limits/guarded-limiter.test.ts`,
       `${TEST}/limits/engines/redis-key-limiter.test.ts`,
+      `${TEST}/limits/auth-failures.test.ts`,
     ],
   },
   // Key format, records and stores, keys files, expiry.
