@@ -24,6 +24,7 @@ export const areas = {
     mutate: [
       `${SRC}/limits/**/*.ts`,
       `!${SRC}/limits/policy.ts`,
+      `!${SRC}/limits/portal-address-limits.ts`,
       // The rate-limit headers and the per-address charge moved to gate/ but are the limits' edge.
       `${SRC}/gate/rate-limit-headers.ts`,
       `${SRC}/gate/keyless.ts`,
@@ -158,6 +159,7 @@ export const areas = {
       `${SRC}/customers/**/*.ts`,
       // Its only tests need a MongoDB, as in `keys`.
       ...(process.env.MONGO_URL ? [] : [`!${SRC}/customers/mongo-customer-store.ts`]),
+      `!${SRC}/customers/*portal-session-store.ts`,
       `${SRC}/admin/routes/customers.ts`,
     ],
     testFiles: [
@@ -210,9 +212,14 @@ export const areas = {
   // The customer portal: sign-in and sessions (memory and Redis), CSRF, its key, usage, credit and
   // invoice routes, its own address limits.
   portal: {
-    mutate: [`${SRC}/portal/**/*.ts`, `${SRC}/admin/routes/portal-sessions.ts`],
+    mutate: [
+      `${SRC}/portal/**/*.ts`,
+      `${SRC}/customers/*portal-session-store.ts`,
+      `${SRC}/limits/portal-address-limits.ts`,
+      `${SRC}/admin/routes/portal-sessions.ts`,
+    ],
     testFiles: [
-      `${TEST}/portal/session-stores.test.ts`,
+      `${TEST}/customers/portal-session-stores.test.ts`,
       `${TEST}/portal/sessions.test.ts`,
       `${TEST}/portal/key-routes.test.ts`,
       `${TEST}/portal/max-keys.test.ts`,

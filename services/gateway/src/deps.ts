@@ -16,7 +16,9 @@ import { toCustomerRecord } from './customers/customers-file.js';
 import { FileCustomers } from './customers/file-customers.js';
 import { MemoryCustomerStore } from './customers/memory-customer-store.js';
 import { MongoCustomerStore } from './customers/mongo-customer-store.js';
+import { MemoryPortalSessionStore, type PortalSessionStore } from './customers/portal-session-store.js';
 import { RedisCustomerStore } from './customers/redis-customer-store.js';
+import { RedisPortalSessionStore } from './customers/redis-portal-session-store.js';
 import { type IdempotencyStore, MemoryIdempotencyStore } from './idempotency/idempotency-store.js';
 import { RedisIdempotencyStore } from './idempotency/redis-idempotency-store.js';
 import { KeyResolver } from './keys/key-resolver.js';
@@ -30,6 +32,7 @@ import { type AuthFailures, MemoryAuthFailures } from './limits/auth-failures.js
 import { MemoryKeyLimiter } from './limits/engines/memory-key-limiter.js';
 import { RedisKeyLimiter } from './limits/engines/redis-key-limiter.js';
 import { GuardedLimiter, limiterHealthLog } from './limits/guarded-limiter.js';
+import { PortalAddressLimits } from './limits/portal-address-limits.js';
 import { RedisAuthFailures } from './limits/redis-auth-failures.js';
 import { MeteringCloser } from './metering/closer.js';
 import { cloudEvent } from './metering/metering-event.js';
@@ -37,9 +40,6 @@ import { MemoryMeteringStore, type MeteringStore } from './metering/metering-sto
 import { RedisMeteringStore } from './metering/redis-metering-store.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import type { PlanBook } from './plans/plans.js';
-import { PortalAddressLimits } from './portal/address-limits.js';
-import { RedisPortalSessionStore } from './portal/redis-session-store.js';
-import { MemoryPortalSessionStore, type PortalSessionStore } from './portal/session-store.js';
 import type { RedisClient } from './redis/clients.js';
 import { type EventBus, LocalEventBus, RedisEventBus, type SubscriptionHooks } from './replicas/event-bus.js';
 import { RedisUsageHistory } from './usage/redis-usage-history.js';
