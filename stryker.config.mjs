@@ -179,7 +179,7 @@ export const areas = {
   // Credits: terms and refills, both ledgers, refunds, what a period spent, the admin routes. The
   // Lua of credit-script.ts is a module constant: Stryker mutates no Lua (docs/mutation-testing.md).
   credits: {
-    mutate: [`${SRC}/credits/**/*.ts`, `${SRC}/admin/routes/credits.ts`],
+    mutate: [`${SRC}/credits/**/*.ts`, `${SRC}/billing/credit-owner.ts`, `${SRC}/admin/routes/credits.ts`],
     testFiles: [
       `${TEST}/credits/memory-credit-ledger.test.ts`,
       `${TEST}/credits/redis-credit-ledger.test.ts`,
@@ -201,7 +201,12 @@ export const areas = {
   },
   // An invoice from a price, its CSV, the price of a plan, the admin preview.
   billing: {
-    mutate: [`${SRC}/billing/**/*.ts`, `${SRC}/plans/plan-price.ts`, `${SRC}/admin/routes/invoice-preview.ts`],
+    mutate: [
+      `${SRC}/billing/**/*.ts`,
+      `!${SRC}/billing/credit-owner.ts`,
+      `${SRC}/plans/plan-price.ts`,
+      `${SRC}/admin/routes/invoice-preview.ts`,
+    ],
     testFiles: [
       `${TEST}/billing/invoice.test.ts`,
       `${TEST}/billing/invoice-csv.test.ts`,

@@ -5,7 +5,7 @@ import { CustomerHistoryQuery } from '../api/customer-history-schemas.js';
 import { liveWindows } from '../api/live-windows.js';
 import { iso } from '../api/shared.js';
 import { unavailable } from '../api/store-unavailable.js';
-import { customerOwner } from '../credits/credit-owner.js';
+import { customerOwner } from '../billing/credit-owner.js';
 import { ownerCredits } from '../credits/owner-credits.js';
 import { stepAt } from '../customers/customer-steps.js';
 import type { CustomerRecord } from '../customers/customer-store.js';

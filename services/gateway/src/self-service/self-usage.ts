@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import { liveWindows } from '../api/live-windows.js';
 import { iso } from '../api/shared.js';
 import { unavailable } from '../api/store-unavailable.js';
-import { creditOwnerOf, customerOwner } from '../credits/credit-owner.js';
+import { creditOwnerOf, customerOwner } from '../billing/credit-owner.js';
 import { ownerCredits } from '../credits/owner-credits.js';
 import { stepAt } from '../customers/customer-steps.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
