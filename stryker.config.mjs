@@ -56,6 +56,8 @@ export const areas = {
       `${TEST}/keys/keys-file.test.ts`,
       `${TEST}/keys/file-key-store.test.ts`,
       `${TEST}/keys/key-lifecycle.test.ts`,
+      // A new key and its refusals (key-requests.ts) through the admin API.
+      `${TEST}/admin/routes/keys.test.ts`,
       // Scopes and allowed addresses through the admin API.
       `${TEST}/plans/policies.test.ts`,
     ],
