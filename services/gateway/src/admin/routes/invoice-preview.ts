@@ -5,13 +5,14 @@ import { CustomerIdParams } from '../../api/customer-schemas.js';
 import { InvoicePreviewQuery, InvoicePreviewSchema } from '../../api/invoice-schemas.js';
 import { KeyIdParams } from '../../api/schemas.js';
 import { errors, findCustomer, findLoneKey } from '../../api/shared.js';
+import { historyUnavailable } from '../../api/store-unavailable.js';
 import { type CreditRecord, creditOwnerOf } from '../../billing/credit-owner.js';
 import { type Invoice, InvoiceTooLargeError, invoiceFor } from '../../billing/invoice.js';
 import { creditsSpent } from '../../credits/credits-spent.js';
+import { customerHistory } from '../../customers/customer-history.js';
 import type { GatewayDeps } from '../../deps.js';
 import { DEFAULT_BILLING } from '../../limits/billing-period.js';
 import type { AdminRouteOptions } from '../route-options.js';
-import { customerHistory } from './customer-usage-history.js';
 
 type Deps = Pick<GatewayDeps, 'history' | 'credits' | 'webhooks' | 'plans' | 'now'>;
 
@@ -50,7 +51,7 @@ export async function invoicePreview(
     { id, name, billing },
     { period, granularity: 'period' },
     now,
-    log,
+    (err) => historyUnavailable(err, log),
   );
   const from = Date.parse(history.from);
   const to = Date.parse(history.to);
