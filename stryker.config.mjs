@@ -167,7 +167,7 @@ export const areas = {
       `${SRC}/admin/routes/customers.ts`,
     ],
     testFiles: [
-      `${TEST}/customers/billing-period.test.ts`,
+      `${TEST}/customers/customer-operations.test.ts`,
       `${TEST}/customers/customer-locks.test.ts`,
       `${TEST}/customers/memory-customer-store.test.ts`,
       `${TEST}/customers/redis-customer-store.test.ts`,

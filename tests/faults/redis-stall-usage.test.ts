@@ -157,24 +157,38 @@ describe('usage across a Redis stall under load', () => {
       history: { paying: await admitted(gw, PAYING.id), free: await admitted(gw, FREE.id) },
     };
     console.log(`redis stall (${STALL_MS} ms, one replica): ${JSON.stringify(counts)}`);
-    // Credits are money: never served past the balance, and each 200 paid once.
+    // Credits are money: never served past the balance.
     expect(counts.creditsSpent).toBeLessThanOrEqual(BALANCE);
-    expect(seen.paying.ok, JSON.stringify(counts)).toBe(counts.creditsSpent);
     // While the balance could not be read, the paying key was refused, in the Error shape.
     expect(seen.paying.stall['200'] ?? 0, JSON.stringify(counts)).toBe(0);
     expect(seen.paying.stall['503'], JSON.stringify(counts)).toBeGreaterThan(0);
     // The free key was served through the stall, and each of its 200s reaches the history once
     // the spool is replayed (polled, not waited for).
     expect(seen.free.stall['200'], JSON.stringify(counts)).toBeGreaterThan(0);
+    // Each 200 paid once: a call that ran in the stall but was answered without it (its reply
+    // late) has its credits given back and its counts taken back (RedisKeyLimiter's unanswered),
+    // in the next second's batch.
     await vi.waitFor(
       async () => {
         expect(await admitted(gw, FREE.id)).toBe(seen.free.ok);
         expect(await admitted(gw, PAYING.id)).toBe(seen.paying.ok);
+        expect(BALANCE - (await balance(gw))).toBe(seen.paying.ok);
       },
       { timeout: 20_000, interval: 200 },
     );
-    const replayed = { paying: await admitted(gw, PAYING.id), free: await admitted(gw, FREE.id) };
-    console.log(`redis stall: history after the spool's replay ${JSON.stringify(replayed)}`);
+    const replayed = {
+      paying: await admitted(gw, PAYING.id),
+      free: await admitted(gw, FREE.id),
+      creditsSpent: BALANCE - (await balance(gw)),
+    };
+    // How many calls ran in the stall but came back too late (taken back, refunded): it varies.
+    const lateReplies = gw
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('answered after its timeout had run'));
+    console.log(
+      `redis stall: after the spool's replay ${JSON.stringify(replayed)}, late replies ${lateReplies.length}`,
+    );
   }, 90_000);
 
   it('keeps what a replica served in the stall through its death, written once by its successor', async () => {

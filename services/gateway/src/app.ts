@@ -90,6 +90,9 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   // Every replica closes hours; the store appends each revision once (metering/closer.ts).
   app.addHook('onReady', async () => deps.meteringCloser.start());
   app.addHook('onClose', async () => deps.meteringCloser.stop());
+  // The public app alone exchanges the region's counts: the one listener every gateway has.
+  app.addHook('onReady', async () => deps.regions?.start());
+  app.addHook('onClose', async () => deps.regions?.close());
   await app.register(webhookLifecycle, { webhooks: deps.webhooks });
   return app;
 }

@@ -105,6 +105,54 @@ export interface GatewayConfig {
   webhooks: WebhooksConfig;
   /** The metering export (metering/, docs/metering.md). */
   metering: MeteringConfig;
+  /** Limits across regions over NATS JetStream (regions/, docs/regions.md); undefined: one region. */
+  regions: RegionsConfig | undefined;
+}
+
+/** NATS_URL and the REGION_* settings (docs/regions.md). */
+export interface RegionsConfig {
+  /** REGION: this gateway's region, a NATS subject token. */
+  region: string;
+  natsUrl: string;
+  /** REGION_SYNC_MS: how often this region publishes its counts. */
+  syncMs: number;
+  /** REGION_STALE_MS: a region not heard from for longer is partitioned from this one. */
+  staleMs: number;
+  /** REGION_SHARE: the share of a window enforced while partitioned; null: 1 / the regions seen. */
+  share: number | null;
+}
+
+/**
+ * NATS_URL and REGION_*: unset NATS_URL is one region (the REGION_* settings are then refused, as
+ * settings that would do nothing). REGION is a subject token, so it cannot hold a dot or a space.
+ */
+function parseRegions(r: EnvReader): RegionsConfig | undefined {
+  const natsUrl = r.url('NATS_URL', ['nats:', 'tls:']);
+  const region = r.string('REGION');
+  const names = ['REGION', 'REGION_SYNC_MS', 'REGION_STALE_MS', 'REGION_SHARE'];
+  if (natsUrl === undefined) {
+    const stray = names.filter((name) => r.string(name) !== undefined);
+    r.require(stray.length === 0, `${stray.join(', ')} set, but not NATS_URL: regions share limits through NATS`);
+    return undefined;
+  }
+  r.require(region !== undefined, 'REGION is required with NATS_URL (the name of this gateway’s region)');
+  r.require(
+    region === undefined || /^[A-Za-z0-9_-]{1,32}$/.test(region),
+    `REGION must be 1 to 32 letters, digits, '_' or '-', got "${region}"`,
+  );
+  const syncMs = r.int('REGION_SYNC_MS', 250, 10, 60_000);
+  const staleMs = r.int('REGION_STALE_MS', 3 * syncMs, 1, 600_000);
+  r.require(
+    staleMs > syncMs,
+    `REGION_STALE_MS (${staleMs}) must be more than REGION_SYNC_MS (${syncMs}): a region is heard once per interval`,
+  );
+  const rawShare = r.string('REGION_SHARE');
+  const share = rawShare === undefined ? null : Number(rawShare);
+  r.require(
+    share === null || (/^(0?\.\d+|1(\.0*)?)$/.test(rawShare ?? '') && share > 0 && share <= 1),
+    `REGION_SHARE must be a fraction above 0 and at most 1 (0.5), got "${rawShare}"`,
+  );
+  return { region: region ?? '', natsUrl, syncMs, staleMs, share };
 }
 
 export interface MeteringConfig {
@@ -485,6 +533,7 @@ export function loadConfig(env: Env): GatewayConfig {
     plans,
     webhooks: parseWebhooksConfig(r),
     metering: parseMetering(r, upstreamTimeoutMs),
+    regions: parseRegions(r),
   };
   r.distinctListeners(listenerSettings(config));
   r.done();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createLogger } from '@animal-store/common/http.js';
 import { createRegistry } from '@animal-store/common/metrics.js';
 import type { FastifyBaseLogger } from 'fastify';
@@ -32,6 +33,7 @@ import { type AuthFailures, MemoryAuthFailures } from './limits/auth-failures.js
 import { MemoryKeyLimiter } from './limits/engines/memory-key-limiter.js';
 import { RedisKeyLimiter } from './limits/engines/redis-key-limiter.js';
 import { GuardedLimiter, limiterHealthLog } from './limits/guarded-limiter.js';
+import type { KeyLimiter } from './limits/key-limiter.js';
 import { PortalAddressLimits } from './limits/portal-address-limits.js';
 import { RedisAuthFailures } from './limits/redis-auth-failures.js';
 import { MeteringCloser } from './metering/closer.js';
@@ -41,6 +43,9 @@ import { RedisMeteringStore } from './metering/redis-metering-store.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import type { PlanBook } from './plans/plans.js';
 import type { RedisClient } from './redis/clients.js';
+import { RegionCounts } from './regions/region-counts.js';
+import { type NatsDialer, RegionSync } from './regions/region-sync.js';
+import { RegionalLimiter } from './regions/regional-limiter.js';
 import { type EventBus, LocalEventBus, RedisEventBus, type SubscriptionHooks } from './replicas/event-bus.js';
 import { RedisUsageHistory } from './usage/redis-usage-history.js';
 import { isCustomerId, MemoryUsageHistory, type UsageHistory } from './usage/usage-history.js';
@@ -54,6 +59,12 @@ export interface GatewayClients {
   redis?: RedisClient | null;
   /** A second connection for pub/sub, which blocks a connection for anything else. */
   subscriber?: RedisClient | null;
+  /**
+   * The limit script's connection, with no command timeout (redis/clients.ts): the limiter times
+   * its calls itself and takes back what a call counted whose reply came too late to be used.
+   * Unset: the script shares `redis` and its timeout, and such a reply goes unseen.
+   */
+  limiterRedis?: RedisClient | null;
   /** The key store's MongoDB database. */
   keysDb?: Db | null;
   /** The Redis keys and customers live in when there is no MongoDB (server.ts: config.keysIn). */
@@ -62,6 +73,8 @@ export interface GatewayClients {
   keyStore?: KeyStore;
   /** As keyStore: one customer store shared by in-process replicas. */
   customerStore?: CustomerStore;
+  /** The regions' NATS (NATS_URL): without it, or without config.regions, the gateway is one region. */
+  nats?: NatsDialer | null;
 }
 
 export interface GatewayDeps {
@@ -105,6 +118,8 @@ export interface GatewayDeps {
   adminAuthFailures: AuthFailures;
   /** One key create at a time per customer, so maxKeys is exact: in Redis (across replicas), or this process's. */
   customerLocks: CustomerLocks;
+  /** The exchange of counts with the other regions (NATS_URL); null: one region, nothing on the hot path. */
+  regions: RegionSync | null;
   now: () => number;
   /** The public listener's logger, also used by collaborators that log on their own (limiter, events). */
   logger: FastifyBaseLogger;
@@ -196,7 +211,36 @@ export async function createDeps(
       metrics.keyStore.observe({ operation, outcome: ok ? 'ok' : 'error' }, seconds),
   });
 
-  const { credits, history, usageSpool, limiter } = limitsAndUsage(config, redis, { now, logger, metrics });
+  const regions =
+    config.regions && clients.nats
+      ? new RegionSync(
+          new RegionCounts(
+            {
+              region: config.regions.region,
+              source: `${config.regions.region}-${randomUUID().slice(0, 8)}`,
+              staleMs: config.regions.staleMs,
+              share: config.regions.share,
+            },
+            now,
+          ),
+          clients.nats,
+          { syncMs: config.regions.syncMs, logger, metrics },
+        )
+      : null;
+  const regional = regions
+    ? (inner: KeyLimiter): KeyLimiter => new RegionalLimiter(inner, regions.counts, now)
+    : (inner: KeyLimiter): KeyLimiter => inner;
+  const { credits, history, usageSpool, limiter, shared } = limitsAndUsage(
+    config,
+    redis,
+    clients.limiterRedis ?? redis,
+    {
+      now,
+      logger,
+      metrics,
+      regional,
+    },
+  );
   const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
 
   const subscriber = clients.subscriber ?? null;
@@ -208,6 +252,21 @@ export async function createDeps(
   const customerResolver = new CustomerResolver(customerStore, fileCustomers, {
     maxEntries: config.keyCacheMax,
     ttlMs: config.keyCacheTtlMs,
+  });
+  const creditRefunds = creditRefundsFor(
+    config.plans,
+    credits,
+    { customerResolver, keyResolver, keyStore },
+    { now, logger, spool: usageSpool },
+  );
+  // A call answered too late to be used spent credits for requests answered without it (a 503).
+  shared?.whenUnanswered((call) => {
+    metrics.limiterLateReplies.inc();
+    if (call.credits > 0) creditRefunds.upstreamFailed(call.owner, call.credits, call.at);
+    logger.warn(
+      { owner: call.owner, decisions: call.decisions, credits: call.credits },
+      'rate limiter: a Redis call answered after its timeout had run; its decisions are taken back and its credits refunded',
+    );
   });
   return {
     plans: config.plans,
@@ -222,12 +281,7 @@ export async function createDeps(
     ...createMetering(config, redis, { history, customerStore, keyResolver, keyStore, webhooks, now, logger }),
     limiter,
     credits,
-    creditRefunds: creditRefundsFor(
-      config.plans,
-      credits,
-      { customerResolver, keyResolver, keyStore },
-      { now, logger, spool: usageSpool },
-    ),
+    creditRefunds,
     history,
     usageSpool,
     anonymous,
@@ -235,6 +289,7 @@ export async function createDeps(
     webhooks,
     idempotency: redis ? new RedisIdempotencyStore(redis, config.redisPrefix) : new MemoryIdempotencyStore(now),
     ...portalDeps(config, redis, now),
+    regions,
     now,
     backends: backendsOf(config, {
       keyStore,
@@ -275,8 +330,20 @@ function backendsOf(
 function limitsAndUsage(
   config: GatewayConfig,
   redis: RedisClient | null,
-  { now, logger, metrics }: { now: () => number; logger: FastifyBaseLogger; metrics: GatewayMetrics },
-): Pick<GatewayDeps, 'credits' | 'history' | 'usageSpool' | 'limiter'> {
+  scriptRedis: RedisClient | null,
+  {
+    now,
+    logger,
+    metrics,
+    regional,
+  }: {
+    now: () => number;
+    logger: FastifyBaseLogger;
+    metrics: GatewayMetrics;
+    /** Wraps the primary limiter with the other regions' counts (regions/regional-limiter.ts), or not. */
+    regional: (inner: KeyLimiter) => KeyLimiter;
+  },
+): Pick<GatewayDeps, 'credits' | 'history' | 'usageSpool' | 'limiter'> & { shared: RedisKeyLimiter | null } {
   // Embedded, the memory limiter spends from the ledger's balances; as Redis's per-replica fallback
   // it is never asked about a request that spends credits (the balances are in Redis: 503).
   const memoryCredits = redis ? null : new MemoryCreditLedger(config.creditsLedgerMs);
@@ -298,28 +365,32 @@ function limitsAndUsage(
     : null;
   // The history's batches that cannot be written while Redis is away wait there too.
   if (redisHistory && usageSpool) redisHistory.spoolTo((record) => usageSpool.append(record));
+  const shared = redis
+    ? new RedisKeyLimiter(
+        redis,
+        config.redisPrefix,
+        config.ban,
+        now,
+        redisHistory,
+        config.redisCommandTimeoutMs,
+        scriptRedis ?? redis,
+      )
+    : null;
   const limiter = new GuardedLimiter(
-    redis
+    shared
       ? {
           kind: 'shared',
-          primary: new RedisKeyLimiter(
-            redis,
-            config.redisPrefix,
-            config.ban,
-            now,
-            redisHistory,
-            config.redisCommandTimeoutMs,
-          ),
+          primary: regional(shared),
           fallback: memoryLimiter,
           mode: config.failureMode,
           hooks: limiterHealthLog(logger, metrics, config.failureMode),
           ...(usageSpool ? { spool: usageSpool } : {}),
         }
-      : { kind: 'memory', primary: memoryLimiter },
+      : { kind: 'memory', primary: regional(memoryLimiter) },
     now,
     history,
   );
-  return { credits, history, usageSpool, limiter };
+  return { credits, history, usageSpool, limiter, shared };
 }
 
 /** The refunds of unserved requests' credits, to owners whose credit terms are still on. */

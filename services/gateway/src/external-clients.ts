@@ -2,8 +2,10 @@ import { SERVER_SELECTION_TIMEOUT_MS } from '@animal-store/common/mongo/options.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { type Db, MongoClient, type MongoClientOptions } from 'mongodb';
+import { connect } from 'nats';
 import type { GatewayConfig } from './config.js';
 import { createRedisClients, type RedisClient } from './redis/clients.js';
+import type { NatsDialer } from './regions/region-sync.js';
 import type { EventBus } from './replicas/event-bus.js';
 
 /** The gateway's connections to the outside: opened by openClients, closed by closeClients. */
@@ -11,11 +13,32 @@ export interface ExternalClients {
   redis: RedisClient | null;
   /** A second Redis connection for pub/sub, which blocks a connection for anything else. */
   subscriber: RedisClient | null;
+  /** The limit script's Redis connection, untimed: the limiter times its calls (redis/clients.ts). */
+  limiterRedis: RedisClient | null;
   mongoClient: MongoClient | null;
   /** The key store's database, when MongoDB is configured. */
   keysDb: Db | null;
   /** The key and customer stores' Redis (the limits' connection), when keys live in Redis (config.keysIn). */
   keysRedis: RedisClient | null;
+  /** Opens the regions' NATS connection (NATS_URL); the region sync dials and redials it. */
+  nats: NatsDialer | null;
+}
+
+/**
+ * The regions' NATS connection. It reconnects for ever (a partition heals) and soon (every sync
+ * interval): while it is away the region enforces shares. The first connect is the region sync's,
+ * retried there, so the gateway starts and serves without NATS.
+ */
+export function natsDialer(url: string, syncMs: number, name: string): NatsDialer {
+  return () =>
+    connect({
+      servers: url,
+      name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: Math.min(2_000, syncMs),
+      pingInterval: Math.max(1_000, 4 * syncMs),
+      timeout: 2_000,
+    });
 }
 
 /**
@@ -38,16 +61,22 @@ export const GATEWAY_MONGO_OPTIONS: MongoClientOptions = {
 
 /** Creates every client the config asks for; they connect on their own (Redis) or at first use (MongoDB). */
 export function openClients(config: GatewayConfig): ExternalClients {
-  const { redis = null, subscriber = null } = config.redis
-    ? createRedisClients(config.redis, config.redisCommandTimeoutMs)
-    : {};
+  const {
+    redis = null,
+    subscriber = null,
+    limiter: limiterRedis = null,
+  } = config.redis ? createRedisClients(config.redis, config.redisCommandTimeoutMs) : {};
   const mongoClient = config.mongoUrl ? new MongoClient(config.mongoUrl, GATEWAY_MONGO_OPTIONS) : null;
   return {
     redis,
     subscriber,
+    limiterRedis,
     mongoClient,
     keysDb: mongoClient?.db(config.mongoDb) ?? null,
     keysRedis: config.keysIn === 'redis' ? redis : null,
+    nats: config.regions
+      ? natsDialer(config.regions.natsUrl, config.regions.syncMs, `gateway-${config.regions.region}`)
+      : null,
   };
 }
 
@@ -58,9 +87,9 @@ export function openClients(config: GatewayConfig): ExternalClients {
 export const closeClients = fp(
   async (app: FastifyInstance, opts: { clients: ExternalClients; events: EventBus }) => {
     app.addHook('onClose', async () => {
-      const { redis, subscriber, mongoClient } = opts.clients;
+      const { redis, subscriber, limiterRedis, mongoClient } = opts.clients;
       await opts.events.close();
-      await Promise.allSettled([redis?.quit(), subscriber?.quit(), mongoClient?.close()]);
+      await Promise.allSettled([redis?.quit(), subscriber?.quit(), limiterRedis?.quit(), mongoClient?.close()]);
     });
   },
   { name: 'close-clients' },

@@ -80,7 +80,14 @@ async function main(): Promise<void> {
   // One asynchronous stdout for every listener of this process, flushed by serve() at shutdown.
   const deps = await createDeps(
     config,
-    { redis: clients.redis, subscriber: clients.subscriber, keysDb: clients.keysDb, keysRedis: clients.keysRedis },
+    {
+      redis: clients.redis,
+      subscriber: clients.subscriber,
+      limiterRedis: clients.limiterRedis,
+      keysDb: clients.keysDb,
+      keysRedis: clients.keysRedis,
+      nats: clients.nats,
+    },
     { logStream: logDestination() },
   ).catch((err: unknown) => {
     // A MongoDB lost since the index check shows here.

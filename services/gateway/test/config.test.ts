@@ -533,3 +533,43 @@ describe('loadConfig metering', () => {
     ]);
   });
 });
+
+describe('regions (NATS_URL, REGION_*)', () => {
+  it('is one region with NATS_URL unset, and reads REGION and the REGION_* settings with it', () => {
+    expect(loadConfig({}).regions).toBeUndefined();
+    expect(loadConfig({ NATS_URL: 'nats://nats:4222', REGION: 'eu-west' }).regions).toEqual({
+      region: 'eu-west',
+      natsUrl: 'nats://nats:4222',
+      syncMs: 250,
+      staleMs: 750,
+      share: null,
+    });
+    const set = { NATS_URL: 'tls://n:4222', REGION: 'us', REGION_SYNC_MS: '100', REGION_STALE_MS: '1000' };
+    expect(loadConfig({ ...set, REGION_SHARE: '0.4' }).regions).toMatchObject({
+      syncMs: 100,
+      staleMs: 1000,
+      share: 0.4,
+    });
+  });
+
+  it('lists every problem: no REGION, a REGION that is no subject token, a stale time within one interval, a share out of range', () => {
+    expect(configError({ NATS_URL: 'nats://n:4222' }).message).toMatch(/REGION is required with NATS_URL/);
+    const error = configError({
+      NATS_URL: 'nats://n:4222',
+      REGION: 'eu.west',
+      REGION_SYNC_MS: '500',
+      REGION_STALE_MS: '500',
+      REGION_SHARE: '1.5',
+    });
+    expect(error.message).toMatch(/REGION must be 1 to 32 letters/);
+    expect(error.message).toMatch(/REGION_STALE_MS \(500\) must be more than REGION_SYNC_MS \(500\)/);
+    expect(error.message).toMatch(/REGION_SHARE must be a fraction/);
+    expect(configError({ NATS_URL: 'redis://n:4222', REGION: 'eu' }).message).toMatch(/NATS_URL/);
+  });
+
+  it('refuses REGION_* settings without NATS_URL, which would do nothing', () => {
+    expect(configError({ REGION: 'eu', REGION_SYNC_MS: '100' }).message).toMatch(
+      /REGION, REGION_SYNC_MS set, but not NATS_URL/,
+    );
+  });
+});

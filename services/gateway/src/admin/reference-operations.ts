@@ -18,6 +18,7 @@ export const ADMIN_TAGS = [
   { name: 'usage', description: 'Live windows, usage history and the busiest keys and customers' },
   { name: 'bans', description: 'Keys banned for ignoring their 429s' },
   { name: 'plans', description: 'The plans in force (PLANS_FILE), with their prices and credit terms' },
+  { name: 'regions', description: 'Limits across regions over NATS JetStream: the regions seen, partitions, shares' },
   { name: 'customers', description: 'The accounts above the keys, sharing their windows and credits' },
   { name: 'credits', description: 'Prepaid credits: balances, the ledger, top-ups, grants and adjustments' },
   { name: 'billing', description: 'Invoice previews and the metering export for OpenMeter and Stripe' },
@@ -101,6 +102,12 @@ export const ADMIN_OPERATIONS: Readonly<Record<string, OperationWords>> = {
     'bans',
     'The bans in force, those ending first',
     "Every ban in force is counted; the first `limit` are listed, those that end first, with the key's name and customer.",
+  ),
+  'GET /admin/regions': row(
+    'listRegions',
+    'regions',
+    'The regions this one hears, and the shares it enforces',
+    'Each other region heard since start, its last sync age and whether it is partitioned (not heard for `REGION_STALE_MS`); the share in force. 404 with `NATS_URL` unset, 503 while NATS cannot be reached. docs/regions.md.',
   ),
   'GET /admin/plans': row(
     'listPlans',

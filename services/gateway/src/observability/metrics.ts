@@ -32,9 +32,30 @@ export function createGatewayMetrics(registry: Registry) {
       help: 'Rate-limit calls to Redis that failed (each one answered by the fallback or refused, per failure mode)',
       registers: [registry],
     }),
+    limiterLateReplies: new Counter({
+      name: 'gateway_rate_limit_late_replies_total',
+      help: 'Rate-limit calls that ran in Redis but were answered after the command timeout: their decisions taken back, their credits refunded',
+      registers: [registry],
+    }),
     eventBusSubscribed: new Gauge({
       name: 'gateway_event_bus_subscribed',
       help: "1 while key events from other replicas reach this one (its subscription's own probe comes back), else 0",
+      registers: [registry],
+    }),
+    regionSyncLag: new Gauge({
+      name: 'gateway_region_sync_lag_seconds',
+      help: 'Seconds since the last counts of each other region arrived (regions over NATS; docs/regions.md)',
+      labelNames: ['region'],
+      registers: [registry],
+    }),
+    regionPartitioned: new Gauge({
+      name: 'gateway_region_partitioned',
+      help: '1 while this region enforces shares (NATS away, or a region not heard from for REGION_STALE_MS), else 0',
+      registers: [registry],
+    }),
+    regionSharesInForce: new Gauge({
+      name: 'gateway_region_shares_in_force',
+      help: 'Windows (per key or customer) that a regional share has bounded since the partition began',
       registers: [registry],
     }),
     adminActions: new Counter({

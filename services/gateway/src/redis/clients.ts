@@ -27,6 +27,11 @@ export interface RedisClients {
   redis: RedisClient;
   /** Pub/sub, which blocks a connection for anything else; queues while disconnected. */
   subscriber: RedisClient | null;
+  /**
+   * The limit script's: as `redis`, but with no command timeout, since the limiter times its calls
+   * itself and must see a reply that comes back after it (RedisKeyLimiter's unanswered).
+   */
+  limiter: RedisClient | null;
 }
 
 /** Capped, jittered backoff, so replicas don't stampede a recovering Redis. */
@@ -152,14 +157,15 @@ function connect(target: RedisTarget, options: RedisOptions): RedisClient {
 export function createRedisClients(
   target: RedisTarget,
   commandTimeoutMs: number,
-  { subscriber = true }: { subscriber?: boolean } = {},
+  { subscriber = true, limiter = true }: { subscriber?: boolean; limiter?: boolean } = {},
 ): RedisClients {
   const options = redisOptions(commandTimeoutMs);
   const clients: RedisClients = {
     redis: connect(target, options),
     subscriber: subscriber ? connect(target, { ...options, ...SUBSCRIBER }) : null,
+    limiter: limiter ? connect(target, { ...options, commandTimeout: undefined }) : null,
   };
-  for (const client of [clients.redis, clients.subscriber]) client?.on('error', () => {});
+  for (const client of [clients.redis, clients.subscriber, clients.limiter]) client?.on('error', () => {});
   return clients;
 }
 

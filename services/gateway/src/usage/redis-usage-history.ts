@@ -288,6 +288,13 @@ export class RedisUsageHistory implements UsageHistory {
     counts.units += units;
   }
 
+  /** Written as count's are, with the counts negative (HINCRBY takes them). */
+  uncount(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs = 0, customerId?: string): void {
+    const counts = this.bufferedHour(keyId, hourStart(at, shiftMs), customerId);
+    counts[outcome]--;
+    counts.units -= units;
+  }
+
   upstreamFailed(keyId: string, units: number, admittedAt: number, shiftMs = 0): void {
     const counts = this.bufferedHour(keyId, hourStart(admittedAt, shiftMs));
     counts.upstreamFailed++;
@@ -363,7 +370,8 @@ export class RedisUsageHistory implements UsageHistory {
       const fields: Record<string, number> = {};
       for (const [name, letter] of Object.entries(FIELDS)) {
         const n = counts[name as keyof StoredCounts];
-        if (n > 0) fields[letter] = n;
+        // Below zero: a decision taken back (uncount).
+        if (n !== 0) fields[letter] = n;
       }
       const record: FieldsRecord = {
         kind: 'fields',

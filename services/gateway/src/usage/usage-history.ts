@@ -145,6 +145,19 @@ export interface UsageHistory {
    */
   count(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs?: number, customerId?: string): void;
   /**
+   * A decision counted (as `count` would, or by the limit script) that no client was answered
+   * with: taken back out, so the hour holds the answers given. The shared limiter's call whose
+   * reply came after the command timeout, when the request had been answered without it.
+   */
+  uncount(
+    keyId: string,
+    outcome: HistoryOutcome,
+    units: number,
+    at: number,
+    shiftMs?: number,
+    customerId?: string,
+  ): void;
+  /**
    * An admitted request (counted with `units` at `admittedAt`, in the hour of `shiftMs`) that the
    * upstream then did not serve: reported as upstreamFailed, not admitted, and its units not billed.
    */
@@ -198,6 +211,12 @@ export class MemoryUsageHistory implements UsageHistory {
     counts[outcome]++;
     counts.units += units;
     this.prune(at);
+  }
+
+  uncount(keyId: string, outcome: HistoryOutcome, units: number, at: number, shiftMs = 0, customerId?: string): void {
+    const counts = this.hourOf(slotOf(keyId, customerId), hourStart(at, shiftMs));
+    counts[outcome]--;
+    counts.units -= units;
   }
 
   upstreamFailed(keyId: string, units: number, admittedAt: number, shiftMs = 0): void {

@@ -198,6 +198,31 @@ export function creditLedgerContract(name: string, make: (retentionMs: number) =
       expect(await ledgerSum(ledger, id, closed + 2 * HOUR)).toEqual({ balance: 10, sum: 10 });
     });
 
+    // The spool replays a late refund under its reference: the hour's spend entry is written, so
+    // the refund is an entry of its own, and a replay must add neither credits nor a second entry.
+    it('gives a late refund replayed under its reference once: one refund entry, the balance up once', async () => {
+      const ledger = await start();
+      const id = owner();
+      const hour = at('2026-11-20T10:00:00Z');
+      const closed = hour + HOUR;
+      await ledger.add(id, NO_REFILL, change(10, 'a'), hour);
+      expect(await harness?.spend(id, 7, closed - 1)).toBe(true);
+      // Redis keeps the mark until a time on its own clock: a keepUntil ahead of the real one.
+      const once = { ref: 'late-1', keepUntil: Date.now() + 60_000 };
+      expect(await ledger.refund(id, NO_REFILL, hour, 4, closed, once)).toBe(4);
+      expect(await ledger.refund(id, NO_REFILL, hour, 4, closed + 1, once)).toBe(0);
+      expect(await ledger.balance(id, NO_REFILL, closed + 1)).toMatchObject({ balance: 7, openHour: null });
+      const entries = (await ledger.page(id, { limit: 10 })).items;
+      expect(entries.map(({ type, amount, at: start, end }) => ({ type, amount, at: start, end }))).toEqual([
+        { type: 'refund', amount: 4, at: hour, end: closed },
+        { type: 'spend', amount: -7, at: hour, end: closed },
+        { type: 'topup', amount: 10, at: hour, end: undefined },
+      ]);
+      // Another reference may still give back what the hour holds as spent, and no more.
+      expect(await ledger.refund(id, NO_REFILL, hour, 4, closed + 2, { ...once, ref: 'late-2' })).toBe(3);
+      expect(await ledgerSum(ledger, id, closed + 2)).toEqual({ balance: 10, sum: 10 });
+    });
+
     it('pages newest first behind the cursor it gives, and refuses one it did not', async () => {
       const ledger = await start();
       const id = owner();

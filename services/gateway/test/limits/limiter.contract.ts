@@ -129,6 +129,25 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
       expect(await limiter.banEndsAt(keyId)).toBeGreaterThan(now());
     });
 
+    it('names one end for a ban, however often, however and whenever it is read', async () => {
+      const { limiter, advance } = await start();
+      const keyId = newKeyId();
+      const limits = { perMinute: 1, perDay: 100 };
+      await limiter.consume(keyId, fixed(limits), 1);
+      for (let i = 0; i < BAN.threshold; i++) await limiter.consume(keyId, fixed(limits), 1);
+      const banned = await limiter.consume(keyId, fixed(limits), 1);
+      if (banned.outcome !== 'banned') throw new Error(`expected a ban, got ${banned.outcome}`);
+      const ends = banned.banEndsAt;
+      // A console showing seconds must not see 05:25:59 on one read and 05:26:00 on the next.
+      for (const ms of [0, 1, 499, 1_500]) {
+        await advance(ms);
+        const again = await limiter.consume(keyId, fixed(limits), 1);
+        expect(again).toMatchObject({ outcome: 'banned', banEndsAt: ends });
+        expect(await limiter.banEndsAt(keyId)).toBe(ends);
+        expect((await limiter.usage(keyId, fixed(limits))).banEndsAt).toBe(ends);
+      }
+    });
+
     it('lifting a ban also forgets the refusals counted towards the next one', async () => {
       const { limiter, advance } = await start();
       const keyId = newKeyId();

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { meteringEvents } from '../../src/admin/routes/metering-events.js';
 import type { HourTotals } from '../../src/metering/metering-event.js';
 import { BadCursorError, cursorOf, type MeteringStore } from '../../src/metering/metering-store.js';
 import { HOUR_MS } from '../../src/usage/usage-history.js';
@@ -88,6 +89,51 @@ export function meteringStoreContract(name: string, make: () => Promise<Metering
         delta: 0,
       });
       expect(await b.record(totals(other, 3, { 'GET /v1/pets': 3 }), HOUR)).toEqual({ revision: 1, delta: 3 });
+    });
+
+    // Stripe adds a customer's meter events up: each revision must reach it as its change, never
+    // its new total, or a corrected hour is billed twice (issue 51).
+    it('gives Stripe revision 1 as the hour’s units and each correction, up or down, as its change', async () => {
+      const [a, b] = await start();
+      const id = subject();
+      const stripeId = `cus_Stripe${counter}`;
+      const billed = (units: number, routes: Record<string, number>, hour = HOUR) => ({
+        ...totals(id, units, routes, hour),
+        externalId: stripeId,
+      });
+      const next = HOUR + HOUR_MS;
+      expect(await a.record(billed(5, { 'GET /v1/pets': 5 }), HOUR)).toEqual({ revision: 1, delta: 5 });
+      // The next hour, from the first's end: an hour of its own, with its own revision 1.
+      expect(await b.record(billed(1, { 'GET /v1/pets': 1 }, next), HOUR)).toEqual({ revision: 1, delta: 1 });
+      expect(await b.record(billed(9, { 'GET /v1/pets': 4, 'POST /v1/pets': 5 }), HOUR + 1)).toEqual({
+        revision: 2,
+        delta: 4,
+      });
+      // Units moved between routes only: a revision, but nothing for Stripe to add.
+      expect(await a.record(billed(9, { 'GET /v1/pets': 9 }), HOUR + 2)).toEqual({ revision: 3, delta: 0 });
+      expect(await a.record(billed(2, { 'GET /v1/pets': 2 }), HOUR + 3)).toEqual({ revision: 4, delta: -7 });
+      expect(await b.record(billed(0, {}), HOUR + 4)).toEqual({ revision: 5, delta: -2 });
+      expect(await b.record(billed(3, { 'GET /v1/pets': 3 }), HOUR + 5)).toEqual({ revision: 6, delta: 3 });
+
+      const page = await meteringEvents(b, { format: 'stripe-meter-events', limit: 1000 }, 'api_units');
+      const mine = page.events.flatMap((e) =>
+        'payload' in e && e.payload.stripe_customer_id === stripeId
+          ? [[e.identifier, e.payload.value, e.timestamp]]
+          : [],
+      );
+      const iso = (hour: number) => new Date(hour).toISOString();
+      expect(mine).toEqual([
+        [`${id}/${iso(HOUR)}/1`, '5', HOUR / 1000],
+        [`${id}/${iso(next)}/1`, '1', next / 1000],
+        [`${id}/${iso(HOUR)}/2`, '4', HOUR / 1000],
+        [`${id}/${iso(HOUR)}/4`, '-7', HOUR / 1000],
+        [`${id}/${iso(HOUR)}/5`, '-2', HOUR / 1000],
+        [`${id}/${iso(HOUR)}/6`, '3', HOUR / 1000],
+      ]);
+      // What Stripe bills for each hour, the sum of its events, is the hour's last total.
+      const billedFor = (hour: number) =>
+        mine.filter(([, , ts]) => ts === hour / 1000).reduce((sum, [, value]) => sum + Number(value), 0);
+      expect([billedFor(HOUR), billedFor(next)]).toEqual([3, 1]);
     });
 
     it('skips an hour with nothing to bill, until it had something', async () => {

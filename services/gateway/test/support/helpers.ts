@@ -9,6 +9,7 @@ import { buildApp } from '../../src/app.js';
 import { type GatewayConfig, loadConfig } from '../../src/config.js';
 import type { CustomerStore } from '../../src/customers/customer-store.js';
 import { createDeps, type GatewayDeps } from '../../src/deps.js';
+import { natsDialer } from '../../src/external-clients.js';
 import { createKey } from '../../src/keys/create-key.js';
 import type { KeyStore } from '../../src/keys/key-store.js';
 import type { Limits, Plan } from '../../src/plans/plans.js';
@@ -106,6 +107,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     ? createRedisClients(config.redis, config.redisCommandTimeoutMs, { subscriber: options.pubsub !== false })
     : null;
   const redis = clients ? await connected(clients.redis) : null;
+  const limiterRedis = clients?.limiter ? await connected(clients.limiter) : null;
   // Not connected here: the event bus subscribes on a connection still starting, as in server.ts.
   const subscriber = clients?.subscriber ?? null;
   const logs = options.logs;
@@ -114,9 +116,14 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     {
       redis,
       subscriber,
+      limiterRedis,
       ...(options.keyStore ? { keyStore: options.keyStore } : {}),
       ...(options.customerStore ? { customerStore: options.customerStore } : {}),
       ...(options.keysInRedis ? { keysRedis: redis } : {}),
+      // NATS_URL in `env`: the regions' NATS, dialled as server.ts's clients dial it.
+      ...(config.regions
+        ? { nats: natsDialer(config.regions.natsUrl, config.regions.syncMs, `test-${config.regions.region}`) }
+        : {}),
     },
     {
       defaultMetrics: false,
@@ -185,6 +192,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
       await deps.events.close();
       subscriber?.disconnect();
       redis?.disconnect();
+      limiterRedis?.disconnect();
     },
   };
   return gateway;

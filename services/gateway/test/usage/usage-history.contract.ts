@@ -79,6 +79,27 @@ export function usageHistoryContract(name: string, make: (retentionMs: number) =
       ]);
     });
 
+    it('takes a decision back out of the hour it was counted in: for a key, and a key of a customer', async () => {
+      const { history, now } = await start();
+      const [key, customer] = [newKeyId(), newCustomerId()];
+      const hour = now() - (now() % HOUR_MS);
+      history.count(key, 'admitted', 3, hour + 5);
+      history.count(key, 'admitted', 2, hour + 6);
+      history.count(key, 'limited', 0, hour + 7);
+      history.count(key, 'admitted', 4, hour + 8, 0, customer);
+      // Flushed between: a decision is taken back after it was written, as the limiter learns late.
+      await history.flush();
+      history.uncount(key, 'admitted', 2, hour + 6);
+      history.uncount(key, 'limited', 0, hour + 7);
+      history.uncount(key, 'admitted', 4, hour + 8, 0, customer);
+      await history.flush();
+      const empty = { limited: 0, banned: 0, outOfCredits: 0, forbidden: 0, upstreamFailed: 0 };
+      expect(await history.hours(key, hour, hour + HOUR_MS)).toEqual([{ hour, ...empty, admitted: 1, units: 3 }]);
+      expect(await history.hours(key, hour, hour + HOUR_MS, customer)).toEqual([
+        { hour, ...empty, admitted: 1, units: 3 },
+      ]);
+    });
+
     it('keeps served units by route in the hour of their admission, beside the counts and apart from them', async () => {
       const { history, now } = await start();
       const customer = newCustomerId();

@@ -11,6 +11,7 @@ import { keyRotateRoutes } from './key-rotate.js';
 import { keyUsageRoutes } from './key-usage.js';
 import { keyRoutes } from './keys.js';
 import { planRoutes } from './plans.js';
+import { regionRoutes } from './regions.js';
 import { usageRoutes } from './usage.js';
 import { webhookDeliveryRoutes } from './webhook-deliveries.js';
 import { webhookRoutes } from './webhooks.js';
@@ -29,6 +30,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
   await app.register(keyBanRoutes, opts);
   await app.register(banRoutes, opts);
   await app.register(planRoutes, opts);
+  await app.register(regionRoutes, opts);
   await app.register(webhookRoutes, opts);
   await app.register(webhookDeliveryRoutes, opts);
   await app.register(customerRoutes, opts);

@@ -79,6 +79,18 @@ end
 `;
 
 /**
+ * A ban's ms left at `now`, from the end its key holds: every reader then names the same end. A
+ * key written as '1' (before bans kept their end), or an end this replica's clock is already past
+ * while Redis still holds it, falls back to Redis's PTTL.
+ */
+const BAN_LEFT = `local function banLeft(value, key, now)
+  local ends = tonumber(value)
+  if ends and ends > now then return ends - now end
+  return redis.call('PTTL', key)
+end
+`;
+
+/**
  * The decision: each request in turn, admitted while every window has room for its cost; a
  * refusal counts toward a ban while its Retry-After runs, and the one past the threshold bans.
  */
@@ -90,7 +102,7 @@ local banned = false
 local refused = false
 if v[1] then
   banned = true
-  banTtl = redis.call('PTTL', KEYS[nw + 1])
+  banTtl = banLeft(v[1], KEYS[nw + 1], now)
 end
 -- The refusals that count toward a ban: read on the batch's first one that counts.
 local pending, last, added = nil, 0, {}
@@ -236,7 +248,8 @@ end
  */
 const BAN = `if startedAt > 0 then
   banTtl = tonumber(ARGV[5])
-  redis.call('SET', KEYS[nw + 1], '1', 'PX', ARGV[5])
+  -- The ban's end itself, so every read of it names the same instant (a PTTL read drifts by ms).
+  redis.call('SET', KEYS[nw + 1], string.format('%d', now + banTtl), 'PX', ARGV[5])
   redis.call('DEL', KEYS[nw + 2])
 elseif pending then
   for ends, count in pairs(added) do
@@ -385,6 +398,7 @@ export const LIMIT_SCRIPT = [
   DEADLINE,
   READ_WINDOWS,
   CREDITS_READ,
+  BAN_LEFT,
   DECIDE,
   TAKE,
   BAN,
@@ -400,7 +414,7 @@ export const LIMIT_SCRIPT = [
  * ms until capacity starts to come back (-1 when it holds nothing), then ban ms left, the refusals
  * that count toward a ban now.
  */
-export const USAGE_SCRIPT = `
+export const USAGE_SCRIPT = `${BAN_LEFT}
 local nw = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
 local result = {}
@@ -432,7 +446,7 @@ for w = 1, nw do
 end
 -- A customer's windows are read without a key: no ban, no refusals.
 if not KEYS[nw + 1] then return result end
-result[#result + 1] = redis.call('PTTL', KEYS[nw + 1])
+result[#result + 1] = banLeft(redis.call('GET', KEYS[nw + 1]), KEYS[nw + 1], now)
 local pending = 0
 local h = redis.call('HGETALL', KEYS[nw + 2])
 for i = 1, #h, 2 do

@@ -3,7 +3,7 @@ import { refillPeriod } from '../../credits/credit-terms.js';
 import { creditKeys } from '../../credits/redis-credit-ledger.js';
 import type { RedisClient } from '../../redis/clients.js';
 import type { RedisUsageHistory } from '../../usage/redis-usage-history.js';
-import { DAY_MS } from '../../usage/usage-history.js';
+import { DAY_MS, type HistoryOutcome } from '../../usage/usage-history.js';
 import type {
   BanList,
   BanPolicy,
@@ -51,6 +51,18 @@ class LateCallError extends Error {
   }
 }
 
+/** A limit-script call that ran, answered after its requests were answered without it. */
+export interface UnansweredCall {
+  /** Whose balance and hours: the key's customer, or the key standing for itself. */
+  owner: string;
+  /** The requests it decided, each taken back out of the history. */
+  decisions: number;
+  /** The credits its admissions spent, to give back (0: none, or the policy spends none). */
+  credits: number;
+  /** The call's `now`: the hour its counts and spending were in. */
+  at: number;
+}
+
 interface Waiter extends Waiting {
   reject(err: unknown): void;
 }
@@ -94,8 +106,10 @@ export class RedisKeyLimiter implements KeyLimiter {
   private readonly ban: BanPolicy;
   /** Requests not yet sent, by key. */
   private pending = new Map<string, Batch>();
-  /** Keys whose script call is out; their pending batch goes when it is back. */
-  private readonly inFlight = new Set<string>();
+  /** Keys whose script call is out, each with its call's token; their pending batch goes when it is back. */
+  private readonly inFlight = new Map<string, object>();
+  /** Told of each call that ran but was answered too late to be used (unanswered): refunds, the log. */
+  private onUnanswered: ((call: UnansweredCall) => void) | null = null;
   private flushScheduled = false;
   private lingered = 0;
   private readonly banIndex: RedisBanIndex;
@@ -113,16 +127,24 @@ export class RedisKeyLimiter implements KeyLimiter {
     /** Where the script also counts each batch, per hour; null keeps no history. */
     private readonly history: RedisUsageHistory | null = null,
     /**
-     * The Redis command timeout (REDIS_COMMAND_TIMEOUT_MS): after it the guarded limiter answers
-     * without this call, so a call reaching Redis later must not count (LIMIT_SCRIPT's DEADLINE).
-     * Undefined: no deadline.
+     * The Redis command timeout (REDIS_COMMAND_TIMEOUT_MS): this limiter times its own calls by it
+     * (then the guarded limiter answers without the call), and a call reaching Redis later must not
+     * count (LIMIT_SCRIPT's DEADLINE). `redis` should then have no timeout of its own (the
+     * limiter's connection, redis/clients.ts): ioredis drops a reply that comes back after its
+     * timeout, and the limiter has to see it to take back what the call counted (unanswered).
+     * Undefined: no deadline and no timer.
      */
     private readonly commandTimeoutMs?: number,
+    /**
+     * The connection the limit script goes on: without a timeout of its own (see commandTimeoutMs),
+     * so only the script, timed here; every other command (bans, usage reads) keeps `redis`'s.
+     */
+    private readonly scriptRedis: RedisClient = redis,
   ) {
     this.ban = { ...ban };
     this.banIndex = new RedisBanIndex(redis, `${prefix}bans`, now);
-    if (typeof (redis as Partial<Redis>).gatewayLimit !== 'function') {
-      redis.defineCommand('gatewayLimit', { lua: LIMIT_SCRIPT });
+    if (typeof (scriptRedis as Partial<Redis>).gatewayLimit !== 'function') {
+      scriptRedis.defineCommand('gatewayLimit', { lua: LIMIT_SCRIPT });
     }
     if (typeof (redis as Partial<Redis>).gatewayUsage !== 'function') {
       redis.defineCommand('gatewayUsage', { lua: USAGE_SCRIPT });
@@ -159,6 +181,15 @@ export class RedisKeyLimiter implements KeyLimiter {
     return rule.kind === 'calendar' ? `${name}:${rule.calendar.start(rule.name, now) / 60_000}` : name;
   }
 
+  /**
+   * Who is told of a call that ran while its requests were answered without it (its reply came
+   * after the command timeout), once its counts are taken back: the deps refund the credits it
+   * spent (CreditRefunds, built after the limiter) and log it.
+   */
+  whenUnanswered(listener: (call: UnansweredCall) => void): void {
+    this.onUnanswered = listener;
+  }
+
   consume(keyId: string, policy: LimitPolicy, cost: number, customerId?: string): Promise<Decision> {
     return new Promise<Decision>((resolve, reject) => {
       const batch = this.pending.get(keyId);
@@ -188,7 +219,8 @@ export class RedisKeyLimiter implements KeyLimiter {
     // keys active a flush holds about one key per request (a CPU profile over 100,000 keys: one
     // script call per request, and its socket write 13 % of the busy time). A Cluster client has
     // no one socket to cork, and sends each script call on its own (redis/clients.ts says why).
-    const socket = this.pending.size > 1 && !this.redis.isCluster ? (this.redis as Redis).stream : undefined;
+    const socket =
+      this.pending.size > 1 && !this.scriptRedis.isCluster ? (this.scriptRedis as Redis).stream : undefined;
     socket?.cork();
     try {
       for (const [keyId, batch] of this.pending) {
@@ -240,16 +272,29 @@ export class RedisKeyLimiter implements KeyLimiter {
     // The real clock, not `now` (a test's clock may be anywhere): the deadline is about waiting.
     const sentAt = Date.now();
     keysAndArgs.push(this.deadline(sentAt));
-    this.inFlight.add(keyId);
+    const token = {};
+    this.inFlight.set(keyId, token);
     let call: Promise<ScriptResult>;
     try {
-      call = this.redis.gatewayLimit(numKeys, ...keysAndArgs);
+      call = this.scriptRedis.gatewayLimit(numKeys, ...keysAndArgs);
     } catch (err) {
       // A call that throws instead of rejecting must not leave the key marked in flight forever.
       call = Promise.reject(err);
     }
+    // Timed here, not by ioredis (which would drop a late reply unseen): one timer a call either way.
+    let timedOut = false;
+    const timer =
+      this.commandTimeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            // ioredis's own message, so the error is told apart as it was (redis/errors.ts).
+            this.failCall(keyId, token, waiters, new Error('Command timed out'));
+          }, this.commandTimeoutMs);
     call.then(
       async (reply) => {
+        clearTimeout(timer);
+        if (timedOut) return this.unanswered(keyId, batch, reply, now, sentAt);
         // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
         try {
           const late = reply[0] === 'late';
@@ -268,15 +313,58 @@ export class RedisKeyLimiter implements KeyLimiter {
         this.sendNext(keyId);
       },
       (err: unknown) => {
-        // Those who waited behind a failed call fail with it, at once: they would otherwise
-        // wait out a second timeout before the failure mode answers them.
-        const behind = this.pending.get(keyId);
-        this.pending.delete(keyId);
-        this.inFlight.delete(keyId);
-        for (const waiter of waiters) waiter.reject(err);
-        for (const waiter of behind?.waiters ?? []) waiter.reject(err);
+        clearTimeout(timer);
+        if (!timedOut) this.failCall(keyId, token, waiters, err);
       },
     );
+  }
+
+  /**
+   * A call failed or timed out. Those who waited behind it fail with it, at once: they would
+   * otherwise wait out a second timeout before the failure mode answers them.
+   */
+  private failCall(keyId: string, token: object, waiters: readonly Waiter[], err: unknown): void {
+    if (this.inFlight.get(keyId) === token) {
+      const behind = this.pending.get(keyId);
+      this.pending.delete(keyId);
+      this.inFlight.delete(keyId);
+      for (const waiter of behind?.waiters ?? []) waiter.reject(err);
+    }
+    for (const waiter of waiters) waiter.reject(err);
+  }
+
+  /**
+   * A call's reply that came back after its requests were answered without it (the guarded
+   * limiter's failure mode: served by the fallback, which counted them in the spool, or refused
+   * with 503). One that reached Redis past its deadline did nothing. One that ran before it (Redis
+   * stopped after running it, or the reply waited on the way back) counted decisions no client saw:
+   * they are taken back out of the history, and the credits its admissions spent go back, so the
+   * history holds the answers clients got, once, and no one pays for a 503. Its windows keep what it
+   * took (limits only stricter for the rest of the window) and a ban it started stays in force.
+   */
+  private async unanswered(keyId: string, batch: Batch, reply: ScriptResult, now: number, sentAt: number) {
+    const late = reply[0] === 'late';
+    this.observeClock(Number(reply[reply.length - 1]), sentAt, late);
+    if (late) return;
+    const { policy, customerId, waiters } = batch;
+    const result = batchResult(reply, policy.windows.length, policy.credits !== undefined);
+    let spent = 0;
+    waiters.forEach((waiter, i) => {
+      const outcome = historyOutcome(result.outcomes[i], waiter.cost);
+      const units = outcome === 'admitted' ? waiter.cost : 0;
+      spent += units;
+      // Where the script counted it: the key's hour (in its customer's slot) and the customer's.
+      this.history?.uncount(keyId, outcome, units, now, policy.hourShiftMs, customerId);
+      if (customerId !== undefined) this.history?.uncount(customerId, outcome, units, now, policy.hourShiftMs);
+    });
+    this.onUnanswered?.({
+      owner: customerId ?? keyId,
+      decisions: waiters.length,
+      credits: policy.credits ? spent : 0,
+      at: now,
+    });
+    if (result.banStartedAt > 0)
+      await this.banIndex.started(keyId, this.keyName(keyId, 'ban', customerId), now + result.banTtlMs);
   }
 
   /** Redis's time past which a call sent at `sentAt` does nothing (0: none, the clocks not known yet). */
@@ -317,7 +405,11 @@ export class RedisKeyLimiter implements KeyLimiter {
   }
 
   async banEndsAt(keyId: string, customerId?: string): Promise<number | null> {
-    const ttl = await this.redis.pttl(this.keyName(keyId, 'ban', customerId));
+    // The end the ban's key holds (see BAN_LEFT), so every read names the same instant.
+    const name = this.keyName(keyId, 'ban', customerId);
+    const ends = Number(await this.redis.get(name));
+    if (ends > this.now()) return ends;
+    const ttl = await this.redis.pttl(name);
     return ttl > 0 ? this.now() + ttl : null;
   }
 
@@ -362,7 +454,8 @@ export class RedisKeyLimiter implements KeyLimiter {
     const banTtl = Number(reply[2 * rules.length]);
     return {
       windows,
-      banEndsAt: banTtl > 0 ? read + banTtl : null,
+      // Ms left at the script's `now`: now + that is the end the ban's key holds.
+      banEndsAt: banTtl > 0 ? now + banTtl : null,
       refusals: Number(reply[2 * rules.length + 1]),
     };
   }
@@ -375,6 +468,13 @@ export class RedisKeyLimiter implements KeyLimiter {
     const reply = await this.readWindows('', customerId, rules, now, false);
     return this.windowUsage(rules, reply, now, this.now());
   }
+}
+
+/** A request's outcome letter in the script's reply as the history counts it (LIMIT_SCRIPT's HISTORY). */
+function historyOutcome(letter: string | undefined, cost: number): HistoryOutcome {
+  if (letter === 'C') return 'outOfCredits';
+  if (cost === 0) return 'forbidden';
+  return letter === 'A' ? 'admitted' : letter === 'B' ? 'banned' : 'limited';
 }
 
 /** The script's reply as a BatchResult (see LIMIT_SCRIPT for its layout). */

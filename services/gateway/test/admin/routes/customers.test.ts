@@ -187,6 +187,29 @@ describe('PATCH /admin/customers/:id', () => {
     ]);
   });
 
+  it("drops a customer's own limits on limits: null, back to its plan's; refuses a change its plan refuses, changing nothing", async () => {
+    const gw = await start();
+    const plain = await create(gw, { name: 'Plain', plan: 'pro' });
+    const made = await create(gw, { name: 'Acme', plan: 'pro', limits: { perMinute: 1000 } });
+    for (const [body, field] of [
+      [{ limits: { perMinute: 10, perSecond: 50 } }, 'perSecond'],
+      [{ plan: 'platinum' }, 'plan'],
+    ] as const) {
+      const res = await call(gw, 'PATCH', `/admin/customers/${made.id}`, body);
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().message).toContain(field);
+    }
+    expect((await call(gw, 'GET', `/admin/customers/${made.id}`)).json()).toMatchObject({
+      plan: 'pro',
+      ownLimits: { perMinute: 1000 },
+      limits: { perMinute: 1000 },
+    });
+    const dropped = await call(gw, 'PATCH', `/admin/customers/${made.id}`, { limits: null });
+    expect(dropped.statusCode, dropped.body).toBe(200);
+    expect(dropped.json()).not.toHaveProperty('ownLimits');
+    expect(dropped.json().limits).toEqual(plain.limits);
+  });
+
   // A billing change names only what it changes: a new zone keeps the anchor day, and a new day the zone.
   it('keeps a customer anchored on the 15th on the 15th when only its time zone changes, and its zone when only the day does', async () => {
     const gw = await start();
@@ -263,6 +286,24 @@ describe("a customer's keys", () => {
     expect(atPlan.statusCode, atPlan.body).toBe(201);
     const overPlan = await call(gw, 'POST', '/admin/keys', { customerId: plain.id, limits: { perDay: planned + 1 } });
     expect(overPlan.statusCode, overPlan.body).toBe(400);
+  });
+
+  // Joining brings the key's own limits along: they meet the same rule as if given with the move.
+  it("join a customer by PATCH with own limits at the customer's, and are refused one above, left alone", async () => {
+    const gw = await start();
+    const customer = await create(gw, { name: 'A', plan: 'pro', limits: { perMinute: 300 } });
+    const lone = async (perMinute: number) =>
+      (await call(gw, 'POST', '/admin/keys', { plan: 'pro', limits: { perMinute } })).json();
+    const [at, above] = [await lone(300), await lone(301)];
+    const joined = await call(gw, 'PATCH', `/admin/keys/${at.id}`, { customerId: customer.id });
+    expect(joined.statusCode, joined.body).toBe(200);
+    expect(joined.json()).toMatchObject({ customerId: customer.id, limits: { perMinute: 300 } });
+    const refused = await call(gw, 'PATCH', `/admin/keys/${above.id}`, { customerId: customer.id });
+    expect(refused.statusCode, refused.body).toBe(400);
+    expect(refused.json().message).toContain('limits.perMinute (301) cannot exceed');
+    const after = (await call(gw, 'GET', `/admin/keys/${above.id}`)).json();
+    expect(after).not.toHaveProperty('customerId');
+    expect(after.limits.perMinute).toBe(301);
   });
 
   it("move between customers by PATCH, taking the new customer's plan, audited", async () => {

@@ -1,0 +1,187 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { DeliverPolicy, type JetStreamClient, type NatsConnection, nanos, StorageType } from 'nats';
+import type { GatewayMetrics } from '../observability/metrics.js';
+import type { CountsMessage, RegionCounts, RegionsStatus } from './region-counts.js';
+
+/** The stream every region publishes its counts to, and the subjects it holds (one per region and source). */
+const REGIONS_STREAM = 'GATEWAY_REGIONS';
+const REGIONS_SUBJECT = 'gateway.regions';
+
+/** Opens a connection to the regions' NATS (external-clients.ts); it rejects while NATS cannot be reached. */
+export type NatsDialer = () => Promise<NatsConnection>;
+
+/**
+ * Each source's last message is all it knows (every message carries all its live counts), so the
+ * stream keeps one per subject, and none older than the longest rolling window needs.
+ */
+const STREAM_MAX_AGE_MS = 2 * 60 * 60_000;
+
+/**
+ * The exchange of counts between regions over NATS JetStream: every REGION_SYNC_MS this process
+ * publishes its live counts to its own subject of the stream, and an ordered consumer of the
+ * stream feeds the other regions' into `counts`. Nothing on the request path waits for it: while
+ * NATS is away publishing pauses, the other regions go unheard, and the limiter enforces shares.
+ */
+export class RegionSync {
+  private nc: NatsConnection | null = null;
+  private js: JetStreamClient | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private closing = false;
+  private publishing: Promise<void> | null = null;
+  private readonly listeners = new Set<(message: CountsMessage) => void>();
+
+  constructor(
+    readonly counts: RegionCounts,
+    private readonly dial: NatsDialer,
+    private readonly options: { syncMs: number; logger: FastifyBaseLogger; metrics: GatewayMetrics },
+  ) {}
+
+  get subject(): string {
+    return `${REGIONS_SUBJECT}.${this.counts.region}.${this.counts.source}`;
+  }
+
+  /** Connects (retrying every interval until NATS answers), then publishes every interval. */
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.tick(), this.options.syncMs);
+    this.timer.unref();
+    void this.connect();
+  }
+
+  /** Called with every message of another region once it is counted (tests wait on it). */
+  onCounts(listener: (message: CountsMessage) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  status(): RegionsStatus {
+    const status = this.counts.status();
+    const { metrics } = this.options;
+    metrics.regionSharesInForce.set(status.sharesInForce);
+    metrics.regionPartitioned.set(status.partitioned ? 1 : 0);
+    for (const view of status.regions) metrics.regionSyncLag.set({ region: view.region }, view.lastSyncAgeMs / 1000);
+    return status;
+  }
+
+  /** Publishes this process's counts now (the interval does it on its own; tests call it to step). */
+  publish(): Promise<void> {
+    this.publishing ??= this.send().finally(() => {
+      this.publishing = null;
+    });
+    return this.publishing;
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.timer);
+    await this.publishing?.catch(() => {});
+    const nc = this.nc;
+    this.nc = null;
+    this.counts.connected = false;
+    await nc?.close().catch(() => {});
+  }
+
+  private async tick(): Promise<void> {
+    this.status();
+    if (!this.counts.connected) return;
+    await this.publish().catch((err: unknown) => this.options.logger.debug({ err }, 'regions: a publish failed'));
+  }
+
+  private async send(): Promise<void> {
+    const js = this.js;
+    if (!js || !this.counts.connected) return;
+    await js.publish(this.subject, JSON.stringify(this.counts.snapshot()), {
+      timeout: Math.max(1_000, 4 * this.options.syncMs),
+    });
+  }
+
+  private async connect(): Promise<void> {
+    while (!this.closing) {
+      try {
+        const nc = await this.dial();
+        if (this.closing) {
+          await nc.close();
+          return;
+        }
+        this.nc = nc;
+        await this.ensureStream(nc);
+        this.js = nc.jetstream();
+        this.counts.connected = true;
+        this.options.logger.info({ subject: this.subject }, 'regions: connected to NATS');
+        void this.watch(nc);
+        await this.consume(nc);
+        return;
+      } catch (err) {
+        this.options.logger.warn({ err }, 'regions: NATS cannot be reached; enforcing shares until it can');
+        this.counts.connected = false;
+        const nc = this.nc;
+        this.nc = null;
+        await nc?.close().catch(() => {});
+        await new Promise((resolve) => setTimeout(resolve, Math.min(this.options.syncMs, 1_000)).unref());
+      }
+    }
+  }
+
+  /** Keeps `connected` with the connection's state; a connection that closes for good is redialled. */
+  private async watch(nc: NatsConnection): Promise<void> {
+    void nc.closed().then(() => {
+      if (this.closing || this.nc !== nc) return;
+      this.counts.connected = false;
+      this.nc = null;
+      void this.connect();
+    });
+    for await (const event of nc.status()) {
+      if (event.type === 'disconnect') this.counts.connected = false;
+      else if (event.type === 'reconnect') this.counts.connected = true;
+    }
+  }
+
+  private async ensureStream(nc: NatsConnection): Promise<void> {
+    const jsm = await nc.jetstreamManager();
+    const config = {
+      name: REGIONS_STREAM,
+      subjects: [`${REGIONS_SUBJECT}.>`],
+      max_msgs_per_subject: 1,
+      max_age: nanos(STREAM_MAX_AGE_MS),
+      storage: StorageType.File,
+    };
+    try {
+      await jsm.streams.info(REGIONS_STREAM);
+    } catch {
+      await jsm.streams.add(config);
+    }
+  }
+
+  /**
+   * Feeds the other regions' messages into the counts, from each source's last one on: an ordered
+   * consumer restarts itself after a gap; when its iteration ends (NATS restarted) a new one starts.
+   */
+  private async consume(nc: NatsConnection): Promise<void> {
+    while (!this.closing && this.nc === nc) {
+      try {
+        const consumer = await nc.jetstream().consumers.get(REGIONS_STREAM, {
+          // One subject, not a list: nats-server 2.9 (Debian's) knows no filter_subjects.
+          filterSubjects: `${REGIONS_SUBJECT}.>`,
+          deliver_policy: DeliverPolicy.LastPerSubject,
+        });
+        const messages = await consumer.consume();
+        for await (const m of messages) {
+          let message: CountsMessage;
+          try {
+            message = m.json<CountsMessage>();
+          } catch {
+            continue;
+          }
+          if (typeof message?.region !== 'string' || !Array.isArray(message.entries)) continue;
+          this.counts.receive(message);
+          if (message.region !== this.counts.region) for (const listener of this.listeners) listener(message);
+        }
+      } catch (err) {
+        if (this.closing) return;
+        this.options.logger.debug({ err }, 'regions: the consumer stopped; starting another');
+      }
+      if (!this.closing)
+        await new Promise((resolve) => setTimeout(resolve, Math.min(this.options.syncMs, 1_000)).unref());
+    }
+  }
+}
