@@ -24,6 +24,7 @@ export const areas = {
     mutate: [
       `${SRC}/limits/**/*.ts`,
       `!${SRC}/limits/policy.ts`,
+      `!${SRC}/limits/portal-address-limits.ts`,
       // The rate-limit headers and the per-address charge moved to gate/ but are the limits' edge.
       `${SRC}/gate/rate-limit-headers.ts`,
       `${SRC}/gate/keyless.ts`,
@@ -36,6 +37,7 @@ export const areas = {
       `${TEST}/plans/plans-file.test.ts`,
       `${TEST}/limits/guarded-limiter.test.ts`,
       `${TEST}/limits/engines/redis-key-limiter.test.ts`,
+      `${TEST}/limits/auth-failures.test.ts`,
     ],
   },
   // Key format, records and stores, keys files, expiry.
@@ -54,6 +56,8 @@ export const areas = {
       `${TEST}/keys/keys-file.test.ts`,
       `${TEST}/keys/file-key-store.test.ts`,
       `${TEST}/keys/key-lifecycle.test.ts`,
+      // A new key and its refusals (key-requests.ts) through the admin API.
+      `${TEST}/admin/routes/keys.test.ts`,
       // Scopes and allowed addresses through the admin API.
       `${TEST}/plans/policies.test.ts`,
     ],
@@ -157,6 +161,9 @@ export const areas = {
       `${SRC}/customers/**/*.ts`,
       // Its only tests need a MongoDB, as in `keys`.
       ...(process.env.MONGO_URL ? [] : [`!${SRC}/customers/mongo-customer-store.ts`]),
+      `!${SRC}/customers/*portal-session-store.ts`,
+      // The customer history's use case is read through the admin and portal routes, in no area yet.
+      `!${SRC}/customers/customer-history.ts`,
       `${SRC}/admin/routes/customers.ts`,
     ],
     testFiles: [
@@ -167,6 +174,7 @@ export const areas = {
       `${TEST}/customers/mongo-customer-store.test.ts`,
       `${TEST}/customers/customer-resolver-cache.test.ts`,
       `${TEST}/customers/customer-resolver.test.ts`,
+      `${TEST}/customers/customer-steps.test.ts`,
       `${TEST}/customers/file-customers.test.ts`,
       `${TEST}/keys/keys-file-customers.test.ts`,
       `${TEST}/admin/routes/customers.test.ts`,
@@ -176,7 +184,7 @@ export const areas = {
   // Credits: terms and refills, both ledgers, refunds, what a period spent, the admin routes. The
   // Lua of credit-script.ts is a module constant: Stryker mutates no Lua (docs/mutation-testing.md).
   credits: {
-    mutate: [`${SRC}/credits/**/*.ts`, `${SRC}/admin/routes/credits.ts`],
+    mutate: [`${SRC}/credits/**/*.ts`, `${SRC}/billing/credit-owner.ts`, `${SRC}/admin/routes/credits.ts`],
     testFiles: [
       `${TEST}/credits/memory-credit-ledger.test.ts`,
       `${TEST}/credits/redis-credit-ledger.test.ts`,
@@ -198,7 +206,12 @@ export const areas = {
   },
   // An invoice from a price, its CSV, the price of a plan, the admin preview.
   billing: {
-    mutate: [`${SRC}/billing/**/*.ts`, `${SRC}/plans/plan-price.ts`, `${SRC}/admin/routes/invoice-preview.ts`],
+    mutate: [
+      `${SRC}/billing/**/*.ts`,
+      `!${SRC}/billing/credit-owner.ts`,
+      `${SRC}/plans/plan-price.ts`,
+      `${SRC}/admin/routes/invoice-preview.ts`,
+    ],
     testFiles: [
       `${TEST}/billing/invoice.test.ts`,
       `${TEST}/billing/invoice-csv.test.ts`,
@@ -209,9 +222,14 @@ export const areas = {
   // The customer portal: sign-in and sessions (memory and Redis), CSRF, its key, usage, credit and
   // invoice routes, its own address limits.
   portal: {
-    mutate: [`${SRC}/portal/**/*.ts`, `${SRC}/admin/routes/portal-sessions.ts`],
+    mutate: [
+      `${SRC}/portal/**/*.ts`,
+      `${SRC}/customers/*portal-session-store.ts`,
+      `${SRC}/limits/portal-address-limits.ts`,
+      `${SRC}/admin/routes/portal-sessions.ts`,
+    ],
     testFiles: [
-      `${TEST}/portal/session-stores.test.ts`,
+      `${TEST}/customers/portal-session-stores.test.ts`,
       `${TEST}/portal/sessions.test.ts`,
       `${TEST}/portal/key-routes.test.ts`,
       `${TEST}/portal/max-keys.test.ts`,

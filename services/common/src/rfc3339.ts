@@ -1,3 +1,5 @@
+import { ApiError, clipped } from './errors.js';
+
 /** RFC 3339 date-time: a full date, a full time, and a zone (Z or an offset). */
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
 /** An RFC 3339 full-date alone. */
@@ -35,4 +37,17 @@ export function readRfc3339(text: string, dates = false): Rfc3339 {
   if (!real) return { problem: 'calendar' };
   const ms = Date.parse(dateTime ? text.replace(' ', 'T').toUpperCase() : `${text}T00:00:00Z`);
   return Number.isNaN(ms) ? { problem: 'format' } : { ms };
+}
+
+/** An instant from the query: RFC 3339 date-time or a date (midnight UTC), one that exists. */
+export function instant(text: string, name: string): number {
+  const read = readRfc3339(text, true);
+  if (read.problem === undefined) return read.ms;
+  throw new ApiError(
+    400,
+    'invalid_request',
+    read.problem === 'calendar'
+      ? `${name} is not a real date and time: "${clipped(text)}"`
+      : `${name} must be an RFC 3339 date-time or a date (YYYY-MM-DD), not "${clipped(text)}"`,
+  );
 }

@@ -3,7 +3,7 @@ import type { onRequestAsyncHookHandler } from 'fastify';
 import { BEARER_CHALLENGE, invalidTokenChallenge, parseBearer } from '../gate/bearer.js';
 import { sameSecret } from '../keys/api-key.js';
 import { addressKey } from '../limits/anonymous-limiter.js';
-import type { AuthFailures } from './auth-failures.js';
+import type { AuthFailures } from '../limits/auth-failures.js';
 
 const WRONG_TOKEN = invalidTokenChallenge('The admin token is not valid');
 const UNAUTHORIZED = 'Send the admin token as "Authorization: Bearer <ADMIN_TOKEN>"';
@@ -14,7 +14,7 @@ const ADMIN_AUTH_WINDOW_MS = 60_000;
 
 /**
  * The admin API's bearer check with a limit on guessing: after ADMIN_AUTH_FAILURES wrong tokens
- * from one address within a window (counted across replicas: auth-failures.ts), each further
+ * from one address within a window (counted across replicas: limits/auth-failures.ts), each further
  * wrong one gets 429 admin_rate_limited with Retry-After until the window ends. The right token
  * is never refused for failures, as the public gate never refuses a valid key for its address's
  * guesses: the operator behind the same address (a shared NAT, a port-forward, a colleague's typo)

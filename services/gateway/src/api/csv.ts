@@ -1,5 +1,3 @@
-import { ApiError, clipped } from '@animal-store/common/errors.js';
-import { readRfc3339 } from '@animal-store/common/rfc3339.js';
 import type { FastifyReply } from 'fastify';
 import { invoiceCsv } from '../billing/invoice-csv.js';
 import { type Counts, toCsv } from '../usage/reports.js';
@@ -7,19 +5,6 @@ import { type Counts, toCsv } from '../usage/reports.js';
 /*
  * What the admin routes and the portal share to read a history query and answer in CSV.
  */
-
-/** An instant from the query: RFC 3339 date-time or a date (midnight UTC), one that exists. */
-export function instant(text: string, name: string): number {
-  const read = readRfc3339(text, true);
-  if (read.problem === undefined) return read.ms;
-  throw new ApiError(
-    400,
-    'invalid_request',
-    read.problem === 'calendar'
-      ? `${name} is not a real date and time: "${clipped(text)}"`
-      : `${name} must be an RFC 3339 date-time or a date (YYYY-MM-DD), not "${clipped(text)}"`,
-  );
-}
 
 /** Whether a history request asks for CSV: `format=csv`, or no format and an Accept naming text/csv. */
 export function wantsCsv(format: string | undefined, accept: string | undefined): boolean {

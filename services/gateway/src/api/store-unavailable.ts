@@ -1,7 +1,9 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import { mongoFailure } from '@animal-store/common/mongo/errors.js';
-import { UNAVAILABLE_RETRY_SECONDS } from '../gate/refuse.js';
 import { isRedisUnreachable } from '../redis/errors.js';
+
+/** Seconds a client is told to wait when the limiter, the key store or an admin store is unavailable. */
+export const UNAVAILABLE_RETRY_SECONDS = 5;
 
 const RETRY_AFTER = { 'retry-after': String(UNAVAILABLE_RETRY_SECONDS) };
 

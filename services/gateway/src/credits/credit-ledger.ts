@@ -14,6 +14,24 @@ export type CreditEntryType = 'grant' | 'topup' | 'adjustment' | 'refill' | 'spe
 const CHANGE_TYPES = ['grant', 'topup', 'adjustment'] as const;
 export type CreditChangeType = (typeof CHANGE_TYPES)[number];
 
+/** What one limiter call (or an admin read or change) did to a credit balance. */
+export interface CreditBatch {
+  before: number;
+  after: number;
+  refilled: number;
+  /**
+   * Set on the one call that found the balance unable to pay, since credits last came back: the
+   * balance then and the cost it could not cover (absent: the balance reached 0). That call alone
+   * announces `credits.exhausted`, whichever replica made it (credit-script.ts, `x`).
+   */
+  exhausted?: { balance: number; cost?: number };
+  /**
+   * The balance just after its last top-up, grant or upward adjustment (absent: none yet): what
+   * `credits.low` measures a balance without a refill against.
+   */
+  raisedTo?: number;
+}
+
 /** One ledger entry; `amount` is signed (a spend is negative). Times are epoch ms. */
 export interface CreditEntry {
   /** Ordered as the ledger is: a later entry has a later id. */

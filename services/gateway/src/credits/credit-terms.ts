@@ -1,5 +1,3 @@
-import type { Calendar } from '../limits/calendar.js';
-
 /** How often a balance is refilled: each billing period (from the anchor day) or each day, in its calendar. */
 export type RefillEvery = 'period' | 'day';
 const REFILL_EVERY: readonly RefillEvery[] = ['period', 'day'];
@@ -18,7 +16,7 @@ export const PLAN_CREDITS = 'plan';
 
 /**
  * What a change may give for credit terms: terms of its own, `null` (none, even if its plan has
- * some; stored as null) or `'plan'` (its own dropped, so its plan's apply again; credit-owner.ts).
+ * some; stored as null) or `'plan'` (its own dropped, so its plan's apply again; billing/credit-owner.ts).
  */
 export type CreditTermsChange = CreditTerms | null | typeof PLAN_CREDITS;
 
@@ -47,10 +45,34 @@ export function storedCreditTerms(terms: CreditTerms): CreditTerms {
   return terms.refill ? { refill: { amount: terms.refill.amount, every: terms.refill.every } } : {};
 }
 
+/** What a refill asks of the owner's calendar (a Calendar, limits/calendar.ts): its day's or month's bounds. */
+export interface RefillCalendar {
+  start(name: 'day' | 'month', now: number): number;
+  end(name: 'day' | 'month', now: number): number;
+}
+
 /** The terms a limit policy carries: the refill, in the calendar of the owner of the balance. */
 export interface CreditRule {
   refill: { amount: number; every: RefillEvery } | null;
-  calendar: Calendar;
+  calendar: RefillCalendar;
+}
+
+/**
+ * Whose balance it is: a customer, or a key without one (it stands for itself). Every reader and
+ * writer of a balance (the admin routes, the portal, GET /v1/usage, the invoice) goes through one
+ * of these (billing/credit-owner.ts makes them), so a customer's and a lone key's credits follow
+ * the same code.
+ */
+export interface CreditOwner<Ref = unknown> {
+  kind: 'customer' | 'key';
+  /** The balance's id in the ledger and the limiter: the customer's id, or the key's. */
+  id: string;
+  /** The terms in force (the owner's own, else its plan's); undefined: it spends no credits. */
+  terms: CreditTerms | undefined;
+  /** Whose calendar a refill every `period` or `day` follows: the customer's billing, UTC for a key. */
+  rule: CreditRule;
+  /** Who the credit webhooks name (the key itself, or the customer and its plan): handed on, not read. */
+  ref: Ref;
 }
 
 /**

@@ -1,7 +1,7 @@
-import type { GatewayDeps } from '../deps.js';
 import { MAX_PAGE_SIZE } from '../paging/page.js';
-import type { CreditOwner } from './credit-owner.js';
-import { announceCredits } from './owner-credits.js';
+import type { CreditLedger } from './credit-ledger.js';
+import type { CreditOwner } from './credit-terms.js';
+import { announceCredits, type CreditAnnouncer } from './owner-credits.js';
 
 /**
  * The credits an owner's requests (a customer's keys') spent in [from, to), both on whole UTC
@@ -14,9 +14,9 @@ import { announceCredits } from './owner-credits.js';
  * reading newest first stops at the first of either before `from`: a period costs the pages
  * written since it began, not the whole ledger.
  */
-export async function creditsSpent(
-  deps: Pick<GatewayDeps, 'credits' | 'webhooks'>,
-  owner: CreditOwner,
+export async function creditsSpent<Ref>(
+  deps: { credits: CreditLedger; webhooks: CreditAnnouncer<Ref> },
+  owner: CreditOwner<Ref>,
   from: number,
   to: number,
   now: number,

@@ -1,8 +1,8 @@
-import type { CreditBatch } from '../limits/key-limiter.js';
 import { BadCursorError, type Page, type PageRequest } from '../paging/page.js';
 import {
   type CreditAddResult,
   type CreditBalance,
+  type CreditBatch,
   type CreditChange,
   type CreditEntry,
   type CreditLedger,

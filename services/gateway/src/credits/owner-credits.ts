@@ -1,11 +1,7 @@
 import { ApiError } from '@animal-store/common/errors.js';
-import { iso } from '../api/shared.js';
-import type { GatewayDeps } from '../deps.js';
-import type { CreditBatch } from '../limits/key-limiter.js';
 import { BadCursorError, DEFAULT_PAGE_SIZE } from '../paging/page.js';
-import { type CreditEntry, HOUR_MS } from './credit-ledger.js';
-import type { CreditOwner } from './credit-owner.js';
-import { refillPeriod } from './credit-terms.js';
+import { type CreditBatch, type CreditEntry, type CreditLedger, HOUR_MS } from './credit-ledger.js';
+import { type CreditOwner, refillPeriod } from './credit-terms.js';
 
 /*
  * A balance's credits as every reader shows them: the admin API (a customer's, a lone key's),
@@ -13,7 +9,19 @@ import { refillPeriod } from './credit-terms.js';
  * ledger's entries, and so a refill a read applies is announced whichever of them made the read.
  */
 
-type Deps = Pick<GatewayDeps, 'credits' | 'webhooks' | 'now'>;
+/** Who hears what a read did to a balance (the gateway's Webhooks): `ref` is the owner's. */
+export interface CreditAnnouncer<Ref> {
+  onCredits(ref: Ref, batch: CreditBatch, refillAmount: number | null): void;
+}
+
+/** What a read of a balance needs: the ledger, who hears of a refill it applied, the clock. */
+interface Deps<Ref> {
+  credits: CreditLedger;
+  webhooks: CreditAnnouncer<Ref>;
+  now(): number;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
 
 const openHourView = (open: { start: number; spent: number } | null) =>
   open ? { start: iso(open.start), end: iso(open.start + HOUR_MS), spent: open.spent } : null;
@@ -26,7 +34,11 @@ function entryView({ end, at, ...rest }: CreditEntry) {
  * Announces what a read or change did to the balance: a refill it applied, a threshold an
  * adjustment crossed; the same events as the limiter's, named by the customer (or the lone key).
  */
-export function announceCredits(deps: Pick<GatewayDeps, 'webhooks'>, owner: CreditOwner, batch: CreditBatch): void {
+export function announceCredits<Ref>(
+  deps: { webhooks: CreditAnnouncer<Ref> },
+  owner: CreditOwner<Ref>,
+  batch: CreditBatch,
+): void {
   deps.webhooks.onCredits(owner.ref, batch, owner.terms?.refill?.amount ?? null);
 }
 
@@ -34,7 +46,7 @@ export function announceCredits(deps: Pick<GatewayDeps, 'webhooks'>, owner: Cred
  * The balance now (a refill due is applied, and announced), this hour's spend so far, and when
  * the next refill is due (null without credit terms or without a refill in them).
  */
-export async function ownerCredits(deps: Deps, owner: CreditOwner) {
+export async function ownerCredits<Ref>(deps: Deps<Ref>, owner: CreditOwner<Ref>) {
   const now = deps.now();
   const { balance, openHour, refilled } = await deps.credits.balance(owner.id, owner.rule, now);
   announceCredits(deps, owner, { before: balance, after: balance, refilled });
@@ -47,7 +59,7 @@ export async function ownerCredits(deps: Deps, owner: CreditOwner) {
  * since that closes a past hour's spend into the ledger the page then shows. A cursor the ledger
  * did not give out is refused with 400.
  */
-export async function ownerLedger(deps: Deps, owner: CreditOwner, limit?: number, after?: string) {
+export async function ownerLedger<Ref>(deps: Deps<Ref>, owner: CreditOwner<Ref>, limit?: number, after?: string) {
   const { balance, openHour } = await ownerCredits(deps, owner);
   try {
     const page = await deps.credits.page(owner.id, {

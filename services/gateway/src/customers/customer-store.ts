@@ -19,7 +19,7 @@ export interface CustomerRecord {
   metadata?: Record<string, string>;
   /**
    * Its keys spend credits from its balance on these terms (credits/credit-terms.ts); null: none,
-   * even if its plan has some; absent: its plan's (credits/credit-owner.ts).
+   * even if its plan has some; absent: its plan's (billing/credit-owner.ts).
    */
   credits?: CreditTerms | null;
   createdAt: string;

@@ -2,6 +2,7 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Counter } from 'prom-client';
 import './access-fields.js';
+import { UNAVAILABLE_RETRY_SECONDS } from '../api/store-unavailable.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import type { GuardedDecision } from '../limits/guarded-limiter.js';
 import { emptyWindows } from '../limits/key-limiter.js';
@@ -9,7 +10,6 @@ import { type LimitPolicy, ruleEnd, type WindowRule } from '../limits/policy.js'
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import { setBannedHeaders, setRateLimitHeaders } from './rate-limit-headers.js';
-import { UNAVAILABLE_RETRY_SECONDS } from './refuse.js';
 
 export interface DecisionOptions {
   metrics: GatewayMetrics;

@@ -1,13 +1,12 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import { mongoFailure } from '@animal-store/common/mongo/errors.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { UNAVAILABLE_RETRY_SECONDS } from '../api/store-unavailable.js';
 import type { KeyRefusal } from './authenticate.js';
 import { BEARER_CHALLENGE, invalidTokenChallenge } from './bearer.js';
 import type { KeylessCharge, KeylessReason } from './keyless.js';
 import { setExhaustedAnonymousHeaders } from './rate-limit-headers.js';
 
-/** Seconds a client is told to wait when the limiter or the key store is unavailable. */
-export const UNAVAILABLE_RETRY_SECONDS = 5;
 const INVALID = invalidTokenChallenge('The API key is not valid');
 
 type Done = (err?: Error) => void;

@@ -22,7 +22,7 @@ export interface KeyRecord {
   customerId?: string;
   /**
    * A key standing for itself spends credits from its own balance on these terms; null: none,
-   * even if its plan has some; absent: its plan's (credits/credit-owner.ts). Unused while the key
+   * even if its plan has some; absent: its plan's (billing/credit-owner.ts). Unused while the key
    * belongs to a customer, whose terms and balance its requests spend.
    */
   credits?: CreditTerms | null;

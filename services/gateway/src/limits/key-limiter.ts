@@ -1,6 +1,10 @@
+import type { CreditBatch } from '../credits/credit-ledger.js';
 import { refillPeriod } from '../credits/credit-terms.js';
 import type { LimitPolicy, WindowName, WindowRule, WindowScope } from './policy.js';
 import { freshResetMs, windowSeconds } from './policy.js';
+
+// What a call did to a balance is the ledger's notion; the engines and webhooks name it here.
+export type { CreditBatch };
 
 /** One window's state after a decision; `resetAt` is epoch milliseconds. */
 export interface WindowState {
@@ -167,24 +171,6 @@ export interface BatchResult {
    * as [index, count, index, count, …]; else null.
    */
   buckets: Array<number[] | null>;
-}
-
-/** What one limiter call (or an admin read or change) did to a credit balance. */
-export interface CreditBatch {
-  before: number;
-  after: number;
-  refilled: number;
-  /**
-   * Set on the one call that found the balance unable to pay, since credits last came back: the
-   * balance then and the cost it could not cover (absent: the balance reached 0). That call alone
-   * announces `credits.exhausted`, whichever replica made it (credit-script.ts, `x`).
-   */
-  exhausted?: { balance: number; cost?: number };
-  /**
-   * The balance just after its last top-up, grant or upward adjustment (absent: none yet): what
-   * `credits.low` measures a balance without a refill against.
-   */
-  raisedTo?: number;
 }
 
 /** How long a request out of credits waits for the next refill, when that refill covers its cost. */

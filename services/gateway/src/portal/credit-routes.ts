@@ -2,7 +2,7 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { CreditLedgerQuery } from '../api/credit-schemas.js';
-import { customerOwner } from '../credits/credit-owner.js';
+import { customerOwner } from '../billing/credit-owner.js';
 import { ownerLedger } from '../credits/owner-credits.js';
 import type { GatewayDeps } from '../deps.js';
 import { signedInCustomer } from './own-keys.js';

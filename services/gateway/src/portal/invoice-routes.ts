@@ -1,10 +1,11 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { invoicePreview } from '../admin/routes/invoice-preview.js';
 import { sendInvoiceCsv, wantsCsv } from '../api/csv.js';
 import { InvoicePreviewQuery, InvoicePreviewSchema } from '../api/invoice-schemas.js';
 import { errors } from '../api/shared.js';
+import { historyUnavailable } from '../api/store-unavailable.js';
+import { invoicePreview } from '../billing/invoice-preview.js';
 import type { GatewayDeps } from '../deps.js';
 import { ownCustomer, signedInCustomer } from './own-keys.js';
 
@@ -45,7 +46,7 @@ export const portalInvoiceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
         deps,
         { kind: 'customer', record: customer },
         request.query.period ?? 'current',
-        request.log,
+        (err) => historyUnavailable(err, request.log),
       );
       return wantsCsv(request.query.format, request.headers.accept) ? sendInvoiceCsv(reply, preview) : preview;
     },

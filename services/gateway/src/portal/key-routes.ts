@@ -1,12 +1,12 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { applying, newKey } from '../admin/routes/keys.js';
 import { audit } from '../api/audit.js';
 import { KeyViewSchema, NameSchema, RotateKeySchema } from '../api/schemas.js';
 import { createdKey, keyView } from '../api/shared.js';
 import type { GatewayDeps } from '../deps.js';
 import { insertOnce, rotateKey, updateKey } from '../keys/key-operations.js';
+import { applying, newKey } from '../keys/key-requests.js';
 import { maxKeysFor, SCOPES, type Scope, scopesFor } from '../plans/plans.js';
 import { announceKeyChange } from '../replicas/key-sync.js';
 import { liveKeysOf, ownCustomer, ownKey, signedIn } from './own-keys.js';
@@ -57,7 +57,7 @@ function withinPlan(deps: Pick<GatewayDeps, 'plans'>, plan: string, scopes: read
 /**
  * The signed-in customer's keys: list, create (up to its plan's maxKeys), rotate with a grace
  * period, revoke, narrow scopes and allowed addresses. Each change runs the admin API's rules
- * (keys/key-operations.ts, the admin key routes' newKey), is announced to the replicas, audited
+ * (keys/key-operations.ts, keys/key-requests.ts newKey), is announced to the replicas, audited
  * with the customer as actor and sent to the webhook endpoints as the admin's are.
  */
 export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {

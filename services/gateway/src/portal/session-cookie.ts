@@ -1,18 +1,17 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  newSecret,
+  PORTAL_ENTRY,
+  type PortalSession,
+  type PortalSessionStore,
+  type SessionGone,
+} from '../customers/portal-session-store.js';
 import { sameSecret } from '../keys/api-key.js';
-import { newSecret, type PortalSession, type PortalSessionStore, type SessionGone } from './session-store.js';
 
-/** How long a sign-in link works: minutes, as the operator's application sends its user on at once. */
-export const LINK_TTL_MS = 5 * 60_000;
 /** How long a session lasts from sign-in; it ends sooner on sign-out. */
 export const SESSION_TTL_MS = 60 * 60_000;
-/**
- * Where a sign-in link points: `<PORTAL_URL>/portal/enter?token=<secret>`. In the query, which
- * the access log never writes (common/access-log.ts), rather than the path, which it does.
- */
-export const PORTAL_ENTRY = '/portal/enter';
 const COOKIE = 'portal_session';
 /** The header every state-changing request carries, with the session's CSRF token. */
 const CSRF_HEADER = 'x-csrf-token';

@@ -1,18 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { customerHistory } from '../admin/routes/customer-usage-history.js';
 import { CustomerHistoryQuery } from '../api/customer-history-schemas.js';
 import { liveWindows } from '../api/live-windows.js';
 import { iso } from '../api/shared.js';
-import { unavailable } from '../api/store-unavailable.js';
-import { customerOwner } from '../credits/credit-owner.js';
+import { historyUnavailable, unavailable } from '../api/store-unavailable.js';
+import { customerOwner } from '../billing/credit-owner.js';
 import { ownerCredits } from '../credits/owner-credits.js';
+import { customerHistory } from '../customers/customer-history.js';
+import { stepAt } from '../customers/customer-steps.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { limitsFor, maxKeysFor, policyForCustomerKey, scopesFor } from '../plans/plans.js';
-import { stepAt } from '../usage/customer-steps.js';
 import { sumOf } from '../usage/reports.js';
 import { liveKeysOf, ownKey, signedInCustomer } from './own-keys.js';
 
@@ -117,6 +117,13 @@ export const portalUsageRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asyn
     const customer = await signedInCustomer(deps, request);
     const { keyId, ...query } = request.query;
     if (keyId !== undefined) await ownKey(deps, request, keyId);
-    return customerHistory(deps.history, customer, query, deps.now(), request.log, keyId);
+    return customerHistory(
+      deps.history,
+      customer,
+      query,
+      deps.now(),
+      (err) => historyUnavailable(err, request.log),
+      keyId,
+    );
   });
 };

@@ -2,8 +2,9 @@ import type { Static } from 'typebox';
 import { liveWindows } from '../api/live-windows.js';
 import { iso } from '../api/shared.js';
 import { unavailable } from '../api/store-unavailable.js';
-import { creditOwnerOf, customerOwner } from '../credits/credit-owner.js';
+import { creditOwnerOf, customerOwner } from '../billing/credit-owner.js';
 import { ownerCredits } from '../credits/owner-credits.js';
+import { stepAt } from '../customers/customer-steps.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
 import type { KeyRecord } from '../keys/key-store.js';
@@ -11,7 +12,6 @@ import { DEFAULT_BILLING } from '../limits/billing-period.js';
 import { calendarFor } from '../limits/calendar.js';
 import type { KeyUsage } from '../limits/key-limiter.js';
 import { policyForCustomerKey, policyForKey } from '../plans/plans.js';
-import { stepAt } from '../usage/customer-steps.js';
 import { sumOf } from '../usage/reports.js';
 import type { SelfUsageSchema } from './usage-schema.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { customerOwner } from '../../src/billing/credit-owner.js';
 import { HOUR_MS } from '../../src/credits/credit-ledger.js';
-import { customerOwner } from '../../src/credits/credit-owner.js';
 import { creditsSpent } from '../../src/credits/credits-spent.js';
 import { MemoryCreditLedger } from '../../src/credits/memory-credit-ledger.js';
 import type { CustomerRecord } from '../../src/customers/customer-store.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LINK_TTL_MS, SESSION_TTL_MS } from '../../src/portal/session-cookie.js';
+import { LINK_TTL_MS } from '../../src/customers/portal-session-store.js';
+import { SESSION_TTL_MS } from '../../src/portal/session-cookie.js';
 import { expectError } from '../support/admin.js';
 import { startGateway, type TestGateway, useGateways } from '../support/helpers.js';
 import { admin, adminPost, linkPath, sessionCookie, signIn } from './support.js';

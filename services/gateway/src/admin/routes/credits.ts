@@ -13,8 +13,9 @@ import {
 import { CustomerIdParams } from '../../api/customer-schemas.js';
 import { KeyIdParams } from '../../api/schemas.js';
 import { errors, findCustomer, findLoneKey, idempotentErrors, iso } from '../../api/shared.js';
+import { type CreditRecord, creditOwnerOf } from '../../billing/credit-owner.js';
 import type { CreditChange } from '../../credits/credit-ledger.js';
-import { type CreditOwner, type CreditRecord, creditOwnerOf } from '../../credits/credit-owner.js';
+import type { CreditOwner } from '../../credits/credit-terms.js';
 import { announceCredits, ownerCredits, ownerLedger } from '../../credits/owner-credits.js';
 import type { GatewayDeps } from '../../deps.js';
 import type { AdminRouteOptions } from '../route-options.js';

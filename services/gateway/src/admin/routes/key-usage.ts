@@ -1,7 +1,8 @@
 import { ApiError } from '@animal-store/common/errors.js';
+import { instant } from '@animal-store/common/rfc3339.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
-import { instant, sendCsv, wantsCsv } from '../../api/csv.js';
+import { sendCsv, wantsCsv } from '../../api/csv.js';
 import { liveWindows } from '../../api/live-windows.js';
 import { HistoryQuery, HistorySchema, KeyIdParams, UsageSchema } from '../../api/schemas.js';
 import { errors, findKey, iso } from '../../api/shared.js';

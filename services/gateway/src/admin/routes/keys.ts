@@ -20,28 +20,16 @@ import {
   keyView,
   managedInFile,
 } from '../../api/shared.js';
-import { KeyOwnershipError, keyOwnership } from '../../customers/key-ownership.js';
+import { keyOwnership } from '../../customers/key-ownership.js';
 import type { GatewayDeps } from '../../deps.js';
-import { createKey } from '../../keys/create-key.js';
-import { checkNewKey, insertOnce, KeyRuleError, type KeyUpdate, updateKey } from '../../keys/key-operations.js';
+import { insertOnce, type KeyUpdate, updateKey } from '../../keys/key-operations.js';
 import { type ListedKey, pageOfKeys } from '../../keys/key-pages.js';
+import { applying, newKey } from '../../keys/key-requests.js';
 import type { KeyRecord } from '../../keys/key-store.js';
 import { BadCursorError, DEFAULT_PAGE_SIZE, type Page } from '../../paging/page.js';
 import type { Plan } from '../../plans/plans.js';
 import { announceKeyChange } from '../../replicas/key-sync.js';
 import type { AdminRouteOptions } from '../route-options.js';
-
-/** Runs a key operation (keys/key-operations.ts), answering what its rules refuse with a 400. */
-export async function applying<T>(operation: () => Promise<T>): Promise<T> {
-  try {
-    return await operation();
-  } catch (err) {
-    if (err instanceof KeyRuleError || err instanceof KeyOwnershipError) {
-      throw new ApiError(400, 'invalid_request', err.message);
-    }
-    throw err;
-  }
-}
 
 const CHANGEABLE = ['plan', 'limits', 'scopes', 'allowedCidrs', 'name', 'expiresAt', 'customerId', 'credits'] as const;
 
@@ -71,19 +59,6 @@ async function withOwner(
     ...(body.customerId !== undefined ? { customerId: body.customerId } : {}),
     ...(plan !== undefined && plan !== current.plan ? { plan: plan as Plan } : {}),
   };
-}
-
-/** A new key's record: of the customer it names (on its plan), or on the plan it names. */
-export async function newKey(
-  deps: Pick<GatewayDeps, 'plans' | 'customerStore'>,
-  body: Static<typeof CreateKeySchema>,
-  now: number,
-): Promise<{ key: string; record: KeyRecord }> {
-  const { plan, customerId } = await keyOwnership(deps.plans, deps.customerStore, null, body);
-  if (plan === undefined) throw new KeyRuleError('plan is required (or customerId, for its plan)');
-  const made = createKey(checkNewKey(deps.plans, { ...body, plan }, now), new Date(now));
-  if (customerId !== undefined) made.record.customerId = customerId;
-  return made;
 }
 
 /** Keys: create, list, show, update and revoke (rotate: key-rotate.ts). */

@@ -3,8 +3,7 @@ import { Type } from 'typebox';
 import { audit } from '../../api/audit.js';
 import { CustomerIdParams } from '../../api/customer-schemas.js';
 import { errors, findCustomer, iso } from '../../api/shared.js';
-import { LINK_TTL_MS, PORTAL_ENTRY } from '../../portal/session-cookie.js';
-import { newSecret } from '../../portal/session-store.js';
+import { LINK_TTL_MS, newSecret, PORTAL_ENTRY } from '../../customers/portal-session-store.js';
 import type { AdminRouteOptions } from '../route-options.js';
 
 const PortalSessionSchema = Type.Object({

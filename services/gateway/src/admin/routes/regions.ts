@@ -1,7 +1,7 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import { errors } from '../../api/shared.js';
-import { UNAVAILABLE_RETRY_SECONDS } from '../../gate/refuse.js';
+import { UNAVAILABLE_RETRY_SECONDS } from '../../api/store-unavailable.js';
 import type { AdminRouteOptions } from '../route-options.js';
 
 const RegionsSchema = Type.Object(

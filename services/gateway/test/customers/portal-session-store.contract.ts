@@ -4,7 +4,7 @@ import {
   type PortalSessionStore,
   type SessionTiming,
   TRACE_LINGER_MS,
-} from '../../src/portal/session-store.js';
+} from '../../src/customers/portal-session-store.js';
 
 const MINUTE = 60_000;
 /** The idle time every store is made with here. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AuthFailures } from '../../src/admin/auth-failures.js';
+import type { AuthFailures } from '../../src/limits/auth-failures.js';
 
 const WINDOW_MS = 60_000;
 

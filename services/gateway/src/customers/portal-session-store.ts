@@ -6,6 +6,14 @@ import { createHash, randomBytes } from 'node:crypto';
  * (a dump, a replica) cannot sign in with what it finds.
  */
 
+/** How long a sign-in link works: minutes, as the operator's application sends its user on at once. */
+export const LINK_TTL_MS = 5 * 60_000;
+/**
+ * Where a sign-in link points: `<PORTAL_URL>/portal/enter?token=<secret>`. In the query, which
+ * the access log never writes (common/access-log.ts), rather than the path, which it does.
+ */
+export const PORTAL_ENTRY = '/portal/enter';
+
 /** What a session is: whose, its CSRF token, when it ends at the latest (epoch ms). */
 export interface PortalSession {
   customerId: string;

@@ -11,7 +11,7 @@ import {
   secretName,
   TRACE_LINGER_MS,
   type Trace,
-} from './session-store.js';
+} from './portal-session-store.js';
 
 /**
  * A session's read and its activity in one step. KEYS: the session; ARGV: now on the gateway's

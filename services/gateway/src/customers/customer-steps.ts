@@ -1,7 +1,14 @@
 import { type Billing, billingPeriod, dayPeriod, startOfLocalDay } from '../limits/billing-period.js';
 import { calendarFor } from '../limits/calendar.js';
-import { type Counts, withRefused } from './reports.js';
-import { addCounts, emptyCounts, HOUR_MS, type HourUsage, hourStart, type UsageCounts } from './usage-history.js';
+import { type Counts, withRefused } from '../usage/reports.js';
+import {
+  addCounts,
+  emptyCounts,
+  HOUR_MS,
+  type HourUsage,
+  hourStart,
+  type UsageCounts,
+} from '../usage/usage-history.js';
 
 /*
  * A customer's history in the steps of its own calendar: its hours, its local days (23, 24 or 25

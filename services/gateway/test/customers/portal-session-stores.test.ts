@@ -1,9 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
-import { RedisPortalSessionStore } from '../../src/portal/redis-session-store.js';
-import { MemoryPortalSessionStore, newSecret, secretName, TRACE_LINGER_MS } from '../../src/portal/session-store.js';
+import {
+  MemoryPortalSessionStore,
+  newSecret,
+  secretName,
+  TRACE_LINGER_MS,
+} from '../../src/customers/portal-session-store.js';
+import { RedisPortalSessionStore } from '../../src/customers/redis-portal-session-store.js';
 import { useRedisClient } from '../support/helpers.js';
-import { IDLE_MS, portalSessionStoreContract } from './session-store.contract.js';
+import { IDLE_MS, portalSessionStoreContract } from './portal-session-store.contract.js';
 
 const redis = useRedisClient();
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { onHours, stepAt, stepSeries, stepsOf } from '../../src/usage/customer-steps.js';
+import { onHours, stepAt, stepSeries, stepsOf } from '../../src/customers/customer-steps.js';
 import { HOUR_MS } from '../../src/usage/usage-history.js';
 
-/** A customer's calendar steps and the hours summed into them (usage/customer-steps.ts). */
+/** A customer's calendar steps and the hours summed into them (customers/customer-steps.ts). */
 
 const at = (text: string) => Date.parse(text);
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { freePort } from '@animal-store/tests/support/runtime.js';
 import { expect, it } from 'vitest';
-import { MemoryAuthFailures } from '../../src/admin/auth-failures.js';
-import { RedisAuthFailures } from '../../src/admin/redis-auth-failures.js';
+import { MemoryAuthFailures } from '../../src/limits/auth-failures.js';
+import { RedisAuthFailures } from '../../src/limits/redis-auth-failures.js';
 import { redisClient, useRedisClient } from '../support/helpers.js';
 import { authFailuresContract } from './auth-failures.contract.js';
 
