@@ -10,6 +10,7 @@ import type {
   CustomerViewSchema,
 } from '@animal-store/gateway/api/customer-schemas.js';
 import type { InvoicePreviewSchema } from '@animal-store/gateway/api/invoice-schemas.js';
+import type { LeakListSchema } from '@animal-store/gateway/api/leak-schemas.js';
 import type {
   BanListSchema,
   CreatedKeySchema,
@@ -27,7 +28,6 @@ import type {
   RotatedWebhookSecretSchema,
   WebhookViewSchema,
 } from '@animal-store/gateway/api/webhook-schemas.js';
-import type { LeakListSchema } from '@animal-store/gateway/leaks/schemas.js';
 import type { Static } from 'typebox';
 
 export type KeyView = Static<typeof KeyViewSchema>;

@@ -34,7 +34,7 @@ const [
   import('@animal-store/common/serve.js'),
   import('./admin/app.js'),
   import('./app.js'),
-  import('./leaks/app.js'),
+  import('./leak-receiver/app.js'),
   import('./portal/app.js'),
   import('./config.js'),
   import('./deps.js'),

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { LeakListSchema, LeakSchema } from '../leaks/schemas.js';
+import type { LeakListSchema, LeakSchema } from '../api/leak-schemas.js';
 import { AdminClient } from './admin-client.js';
 import type { Values } from './flags.js';
 import { jsonLine, printable, table, when } from './format.js';

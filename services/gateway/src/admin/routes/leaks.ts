@@ -1,15 +1,15 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { type LeakDeps, LeakHandler } from '../../api/leak-handler.js';
+import { LeakListQuery, LeakListSchema, LeakReportSchema, LeakSchema } from '../../api/leak-schemas.js';
 import { errors } from '../../api/shared.js';
 import { hashApiKey } from '../../keys/api-key.js';
 import type { LeaksConfig } from '../../leaks/config.js';
-import { type LeakDeps, LeakHandler } from '../../leaks/leak-handler.js';
-import { LeakListQuery, LeakListSchema, LeakReportSchema, LeakSchema } from '../../leaks/schemas.js';
 import type { AdminRouteOptions } from '../route-options.js';
 
 /**
  * Leaks reported by hand (a key found in a ticket or a log), acted on as the receiver's are
- * (leaks/leak-handler.ts), and the list of proven leaks, whoever reported them.
+ * (api/leak-handler.ts), and the list of proven leaks, whoever reported them.
  */
 export const leakRoutes: FastifyPluginAsyncTypebox<
   AdminRouteOptions<keyof LeakDeps> & {

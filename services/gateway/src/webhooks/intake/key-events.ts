@@ -23,7 +23,7 @@ const KEY_ACTION_FIELDS = [
   'changed',
   'expiresAt',
   'previousKeyExpiresAt',
-  // A leak report's (leaks/leak-handler.ts): where it was found and what it did.
+  // A leak report's (api/leak-handler.ts): where it was found and what it did.
   'leakId',
   'reporter',
   'source',

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { audit } from '../api/audit.js';
 import type { GatewayDeps } from '../deps.js';
 import { sameSecret } from '../keys/api-key.js';
 import { rotateKey } from '../keys/key-operations.js';
 import type { KeyRecord } from '../keys/key-store.js';
+import type { LeakResponse, LeaksConfig } from '../leaks/config.js';
+import type { LeakRecord } from '../leaks/leak-store.js';
 import { announceKeyChange } from '../replicas/key-sync.js';
-import type { LeakResponse, LeaksConfig } from './config.js';
-import type { LeakRecord } from './leak-store.js';
+import { audit } from './audit.js';
 
 /** A report to act on: the leaked secret's hash, and where it was found. */
 export interface LeakReport {

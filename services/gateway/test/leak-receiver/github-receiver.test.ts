@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { generateApiKey } from '../../src/keys/api-key.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
-import { buildLeakApp, GITHUB_LEAK_PATH } from '../../src/leaks/app.js';
+import { buildLeakApp, GITHUB_LEAK_PATH } from '../../src/leak-receiver/app.js';
 import { addKey, bearer, type TestGateway, useGateways } from '../support/helpers.js';
 
 /**

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Timestamp } from '../api/schemas.js';
+import { Timestamp } from './schemas.js';
 
 /** A proven leak as the admin API and the console show it: never a secret or a hash. */
 export const LeakSchema = Type.Object(

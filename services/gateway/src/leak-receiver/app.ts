@@ -5,11 +5,11 @@ import { serverOptions } from '@animal-store/common/http.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
+import { LeakHandler } from '../api/leak-handler.js';
 import { storeUnavailable, unavailable } from '../api/store-unavailable.js';
 import type { GatewayConfig } from '../config.js';
 import type { GatewayDeps } from '../deps.js';
 import { hashApiKey } from '../keys/api-key.js';
-import { LeakHandler } from './leak-handler.js';
 
 /** Where GitHub's secret scanning partner program posts its matches (docs/leaks.md). */
 export const GITHUB_LEAK_PATH = '/github/secret-scanning';
