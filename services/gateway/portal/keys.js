@@ -121,7 +121,7 @@ function LeakNotices({ portal, onSecret }) {
     (l) =>
       html`<${Notice} data-leak=${l.id}><p><strong>${`Key “${l.keyName}” (${l.keyId}) was found leaked`}</strong>${` in ${l.source}${l.url ? ` (${l.url})` : ''}, reported ${when(l.reportedAt)}.`}</p>${
         l.response === 'rotate'
-          ? html`<p>${`It has a new secret, starting ${l.successorPrefix ?? 'ask_'}…. The leaked secret keeps working for ${left(l.secondsLeft)} more (until ${when(l.leakedSecretEndsAt)}), and its answers carry a Deprecation header; then it is refused.`}</p><button type="button" class="primary" onClick=${() => take(l)}>Show the new secret (once)</button>`
+          ? html`<p>${`It has a new secret (it starts ${l.successorPrefix ?? 'ask_'}…). The leaked secret keeps working for ${left(l.secondsLeft)} more (until ${when(l.leakedSecretEndsAt)}), and its answers carry a Deprecation header; then it is refused.`}</p><button type="button" class="primary" onClick=${() => take(l)}>Show the new secret (once)</button>`
           : l.response === 'revoke'
             ? html`<p>It was revoked at once: create a new key for its clients.</p>`
             : html`<p>It still works: rotate or revoke it below.</p>`
