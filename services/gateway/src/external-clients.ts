@@ -65,7 +65,7 @@ export function openClients(config: GatewayConfig): ExternalClients {
     redis = null,
     subscriber = null,
     limiter: limiterRedis = null,
-  } = config.redis ? createRedisClients(config.redis, config.redisCommandTimeoutMs) : {};
+  } = config.redis ? createRedisClients(config.redis, config.redisCommandTimeoutMs, { limiter: true }) : {};
   const mongoClient = config.mongoUrl ? new MongoClient(config.mongoUrl, GATEWAY_MONGO_OPTIONS) : null;
   return {
     redis,

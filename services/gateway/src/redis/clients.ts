@@ -29,7 +29,8 @@ export interface RedisClients {
   subscriber: RedisClient | null;
   /**
    * The limit script's: as `redis`, but with no command timeout, since the limiter times its calls
-   * itself and must see a reply that comes back after it (RedisKeyLimiter's unanswered).
+   * itself and must see a reply that comes back after it (RedisKeyLimiter's unanswered). Made when
+   * asked (`limiter: true`: the gateway's clients), so a caller that needs none leaves no connection open.
    */
   limiter: RedisClient | null;
 }
@@ -157,7 +158,7 @@ function connect(target: RedisTarget, options: RedisOptions): RedisClient {
 export function createRedisClients(
   target: RedisTarget,
   commandTimeoutMs: number,
-  { subscriber = true, limiter = true }: { subscriber?: boolean; limiter?: boolean } = {},
+  { subscriber = true, limiter = false }: { subscriber?: boolean; limiter?: boolean } = {},
 ): RedisClients {
   const options = redisOptions(commandTimeoutMs);
   const clients: RedisClients = {

@@ -104,7 +104,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     ...options.env,
   });
   const clients = config.redis
-    ? createRedisClients(config.redis, config.redisCommandTimeoutMs, { subscriber: options.pubsub !== false })
+    ? createRedisClients(config.redis, config.redisCommandTimeoutMs, {
+        subscriber: options.pubsub !== false,
+        limiter: true,
+      })
     : null;
   const redis = clients ? await connected(clients.redis) : null;
   const limiterRedis = clients?.limiter ? await connected(clients.limiter) : null;
