@@ -242,8 +242,9 @@ describe('metrics', () => {
     await g.listen();
     const { key } = await addKey(g.deps, 'pro');
     expect((await fetch(`${g.url}/v1/pets`, { headers: bearer(key) })).status).toBe(200);
-    // The gateway's own connection drops; the shared Redis stays up for everyone else.
+    // The gateway's own connections drop (the limit script's too); the shared Redis stays up for everyone else.
     g.redis?.disconnect();
+    g.limiterRedis?.disconnect();
     const res = await fetch(`${g.url}/v1/pets`, { headers: bearer(key) });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-ratelimit-limit')).toBe('300');

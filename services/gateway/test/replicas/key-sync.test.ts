@@ -10,6 +10,7 @@ import {
   bearer,
   connected,
   redisClient,
+  redisReady,
   startEchoUpstream,
   startGateway,
   type TestGateway,
@@ -294,7 +295,7 @@ describe('two gateway replicas sharing one Redis', () => {
     // Back on Redis and, with pub/sub, subscribed again (no request failed meanwhile, so the
     // limiter goes straight back to Redis).
     for (const gw of [a, b]) {
-      await vi.waitFor(() => expect(gw.redis?.status).toBe('ready'), { timeout: 10_000 });
+      await vi.waitFor(() => expect(redisReady(gw)).toBe(true), { timeout: 10_000 });
       if (path.pubsub) await vi.waitFor(async () => expect(await subscribedGauge(gw)).toBe(1), { timeout: 10_000 });
     }
     const { id, key } = await banOnBoth(a, b);
@@ -664,7 +665,7 @@ describe("a replica's poll of the key store, on a fake clock (REVOCATION_POLL_MS
       expect(warnings()[0]).toMatchObject({ level: 40, err: { message: expect.any(String) } });
 
       await own.restart();
-      for (const gw of [a, b]) await vi.waitFor(() => expect(gw.redis?.status).toBe('ready'), { timeout: 10_000 });
+      for (const gw of [a, b]) await vi.waitFor(() => expect(redisReady(gw)).toBe(true), { timeout: 10_000 });
       const lift = await a.admin.inject({
         method: 'DELETE',
         url: `/admin/keys/${id}/ban`,

@@ -39,6 +39,8 @@ export interface TestGateway {
   redis: RedisClient | null;
   /** The pub/sub connection, when there is one. */
   subscriber: RedisClient | null;
+  /** The limit script's own connection (redis/clients.ts): a test of Redis going away drops it too. */
+  limiterRedis: RedisClient | null;
   /** Base URL once `listen()` was called. */
   url: string;
   listen(): Promise<string>;
@@ -75,6 +77,10 @@ export function redisClient(url: string, commandTimeoutMs = 250): Redis {
   client.on('error', () => {});
   return client;
 }
+
+/** Whether every Redis connection of a test gateway is back (after a restart): commands and the limit script's. */
+export const redisReady = (gw: TestGateway): boolean =>
+  gw.redis?.status === 'ready' && (gw.limiterRedis === null || gw.limiterRedis.status === 'ready');
 
 /** Waits until an ioredis client is connected (its offline queue is off, so commands before that fail). */
 export async function connected<C extends RedisClient>(client: C): Promise<C> {
@@ -181,6 +187,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     deps,
     config,
     redis,
+    limiterRedis,
     subscriber,
     url: '',
     async listen() {
