@@ -33,11 +33,17 @@ function queryInstant(text: string, name: 'from' | 'to', billing: Billing): numb
 }
 
 /**
- * The steps [from, to) a query asks for, in the customer's calendar. A `to` inside a step
- * includes it (`to=2026-11-30T23:59:59Z` keeps the 30th in an export); a range reaching
- * past now ends with the step that holds now. `period` is the customer's billing period.
+ * The steps [from, to) a query asks for, in a calendar: the customer's, or UTC with the 1st for a
+ * key's own history (DEFAULT_BILLING). A `to` inside a step includes it
+ * (`to=2026-11-30T23:59:59Z` keeps the 30th in an export); a range reaching past now ends with the
+ * step that holds now. `period` is the calendar's billing period.
  */
-function customerRange(query: CustomerHistoryRequest, now: number, granularity: CustomerGranularity, billing: Billing) {
+export function historyRange(
+  query: CustomerHistoryRequest,
+  now: number,
+  granularity: CustomerGranularity,
+  billing: Billing,
+): { from: number; to: number } {
   const step = (at: number) => stepAt(granularity, billing, at);
   const current = step(now).end;
   if (query.period !== undefined) {
@@ -92,7 +98,7 @@ export async function customerHistory(
   const retentionDays = Math.round(history.retentionMs / DAY_MS);
   const granularity = query.granularity ?? 'hour';
   const billing = customer.billing;
-  const { from, to } = customerRange(query, now, granularity, billing);
+  const { from, to } = historyRange(query, now, granularity, billing);
   const oldest = oldestWholeStep(granularity, billing, now, history.retentionMs);
   if (from < oldest) {
     throw new ApiError(

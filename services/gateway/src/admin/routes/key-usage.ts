@@ -1,12 +1,12 @@
 import { ApiError } from '@animal-store/common/errors.js';
-import { instant } from '@animal-store/common/rfc3339.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Static } from 'typebox';
 import { sendCsv, wantsCsv } from '../../api/csv.js';
 import { liveWindows } from '../../api/live-windows.js';
 import { HistoryQuery, HistorySchema, KeyIdParams, UsageSchema } from '../../api/schemas.js';
 import { errors, findKey, iso } from '../../api/shared.js';
 import { historyUnavailable, unavailable } from '../../api/store-unavailable.js';
+import { historyRange } from '../../customers/customer-history.js';
+import { DEFAULT_BILLING } from '../../limits/billing-period.js';
 import type { KeyUsage } from '../../limits/key-limiter.js';
 import { limitsFor, policyForCustomerKey, policyForKey } from '../../plans/plans.js';
 import { series, sumOf, withRefused } from '../../usage/reports.js';
@@ -15,51 +15,8 @@ import type { AdminRouteOptions } from '../route-options.js';
 
 type Granularity = 'hour' | 'day';
 
-type HistoryRange = Pick<Static<typeof HistoryQuery>, 'from' | 'to' | 'period'>;
-
 /** The start of the step (hour or day) holding `ms`. */
 const stepStart = (ms: number, step: number) => ms - (((ms % step) + step) % step);
-
-/**
- * The steps [from, to) a history query asks for. `from` and `to` are instants, or dates naming
- * whole UTC days: `to=2026-11-30` includes the 30th. `period` is a calendar month in UTC, the one
- * the month quota counts (`current`: so far; `previous`: all of it). A range reaching past now ends
- * with the step that holds now, so "this month so far" is one request on any day of it.
- */
-function historyRange(query: HistoryRange, now: number, step: number): { from: number; to: number } {
-  const current = stepStart(now, step) + step;
-  if (query.period !== undefined) {
-    if (query.from !== undefined || query.to !== undefined) {
-      throw new ApiError(
-        400,
-        'invalid_request',
-        'period names the range itself: give period, or from and to, not both',
-      );
-    }
-    const today = new Date(now);
-    const monthStart = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1);
-    if (query.period === 'current') return { from: monthStart, to: current };
-    return { from: Date.UTC(today.getUTCFullYear(), today.getUTCMonth() - 1, 1), to: monthStart };
-  }
-  let to = current;
-  if (query.to !== undefined) {
-    const end = instant(query.to, 'to') + (/^\d{4}-\d{2}-\d{2}$/.test(query.to) ? DAY_MS : 0);
-    to = Math.min(stepStart(end + step - 1, step), current);
-  }
-  const from =
-    query.from === undefined
-      ? to - (step === HOUR_MS ? 24 * HOUR_MS : 30 * DAY_MS)
-      : stepStart(instant(query.from, 'from'), step);
-  if (from >= current) {
-    throw new ApiError(
-      400,
-      'invalid_request',
-      `from must not be after the current ${step === HOUR_MS ? 'hour' : 'day'}`,
-    );
-  }
-  if (from >= to) throw new ApiError(400, 'invalid_request', 'from must be before to');
-  return { from, to };
-}
 
 /**
  * A key's live usage as the shared limiter counts it: every window, its ban, its refusals; for a
@@ -119,7 +76,8 @@ const usageHistory: FastifyPluginAsyncTypebox<
       const granularity: Granularity = request.query.granularity ?? 'hour';
       const step = granularity === 'hour' ? HOUR_MS : DAY_MS;
       const now = deps.now();
-      const { from, to } = historyRange(request.query, now, step);
+      // A key's own history is in UTC hours and days, its period the UTC calendar month.
+      const { from, to } = historyRange(request.query, now, granularity, DEFAULT_BILLING);
       const oldest = stepStart(now - history.retentionMs, step);
       if (from < oldest) {
         throw new ApiError(
