@@ -228,7 +228,7 @@ export async function createDeps(
   const { credits, history, usageSpool, limiter, shared } = limitsAndUsage(
     config,
     redis,
-    clients.limiterRedis ?? redis,
+    clients.limiterRedis ?? null,
     limits,
   );
   const anonymous = new AnonymousLimiter(config.anonPerMinute, redis, config.redisPrefix, now);
@@ -359,6 +359,7 @@ function backendsOf(
 function limitsAndUsage(
   config: GatewayConfig,
   redis: RedisClient | null,
+  /** The limit script's own connection (GatewayClients.limiterRedis); null: it shares `redis`. */
   scriptRedis: RedisClient | null,
   {
     now,
