@@ -1,5 +1,6 @@
 // Validates docker-compose.yml and the staging and embedded overrides (alone and merged) against the Compose
 // Specification JSON schema, as shipped by the dclint package, and asserts the stack's invariants.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -282,5 +283,49 @@ describe(`${BASE} + ${STAGING}`, () => {
     expect(environment(merged.services.gateway!).LOG_LEVEL).toBe('debug');
     expect(environment(merged.services.gateway!).RATE_LIMIT_FAILURE_MODE).toBe('closed');
     expect(environment(merged.services.pets!).LOG_LEVEL).toBe('debug');
+  });
+});
+
+const REGIONS_FILE = 'deploy/compose/regions.yml';
+
+describe(`${BASE} + ${REGIONS_FILE}`, () => {
+  const regions = load(REGIONS_FILE);
+  const stack = merge(base, regions) as ComposeFile;
+
+  it('is valid alone and merged, as a project of its own', () => {
+    expectValid(REGIONS_FILE, regions);
+    expectValid('regions merged', stack);
+    expect(stack.name).toBe('animal-store-regions');
+  });
+
+  it('runs two regions, each gateway on its own Redis and its own NATS, both on the one MongoDB', () => {
+    const gateways = { eu: stack.services.gateway, us: stack.services['gateway-us'] };
+    const env = Object.fromEntries(Object.entries(gateways).map(([r, s]) => [r, environment(s ?? {})]));
+    expect([env.eu?.REGION, env.us?.REGION]).toEqual(['eu', 'us']);
+    expect([env.eu?.NATS_URL, env.us?.NATS_URL]).toEqual(['nats://nats-eu:4222', 'nats://nats-us:4222']);
+    expect([env.eu?.REDIS_URL, env.us?.REDIS_URL]).toEqual(['redis://redis:6379/0', 'redis://redis-us:6379/0']);
+    expect(env.us?.MONGO_URL).toBe(env.eu?.MONGO_URL);
+    for (const [region, service] of Object.entries(gateways)) {
+      expect(Object.keys(service?.depends_on ?? {}), region).toContain(`nats-${region}`);
+    }
+    // Region us publishes its admin API on the host's loopback only, as eu does.
+    const ports = (stack.services['gateway-us']?.ports ?? []).map(parsePort);
+    expect(ports.filter((p) => p.target === '8081').map((p) => p.hostIp)).toEqual(['127.0.0.1']);
+  });
+
+  it('joins the regions’ NATS servers as a supercluster, each with JetStream, in files nats-server accepts', () => {
+    for (const [region, other] of [
+      ['eu', 'us'],
+      ['us', 'eu'],
+    ]) {
+      const file = `deploy/compose/regions/nats-${region}.conf`;
+      const text = readFileSync(join(repoRoot, file), 'utf8');
+      expect(text).toMatch(/^jetstream \{/m);
+      expect(text).toContain(`{ name: ${other}, url: "nats://nats-${other}:7222" }`);
+      // nats-server -t reads the file as the server would, and refuses what it would refuse.
+      const checked = spawnSync('nats-server', ['-t', '-c', join(repoRoot, file)], { encoding: 'utf8' });
+      expect(checked.error, 'nats-server must be on PATH (apt-get install nats-server)').toBeUndefined();
+      expect(`${checked.stdout}${checked.stderr}`, file).toContain('is valid');
+    }
   });
 });

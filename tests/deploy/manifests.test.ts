@@ -1,7 +1,7 @@
 // Renders every kustomize overlay under deploy/k8s/overlays, validates each object against the
 // Kubernetes OpenAPI schemas shipped by kubernetes-models (offline), and asserts the deployment
 // invariants operators rely on (probes, restricted pods, secrets by reference, network isolation).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -615,5 +615,50 @@ describe.runIf(overlays.includes('production'))('plans as data (component plans-
     expect(text, 'the ConfigMap holds the file PLANS_FILE names').toBeDefined();
     const book = parsePlansFile(text as string, 'plans.json', false);
     expect(book, JSON.stringify(book)).not.toBeInstanceOf(Array);
+  });
+});
+
+describe.runIf(overlays.includes('production'))('regions over NATS JetStream (component regions)', () => {
+  it('runs a NATS cluster of three with JetStream beside the gateway, which starts on it in its region', () => {
+    const objects = renderWithComponent('production', 'regions', 'animal-store');
+    for (const object of objects) {
+      const Model = modelFor(object.apiVersion, object.kind);
+      if (Model) new Model(object).validate();
+    }
+    const nats = one(objects, 'StatefulSet', 'nats') as K8sObject & { spec?: { replicas?: number } };
+    expect(nats.spec?.replicas).toBe(3);
+    const env = Object.fromEntries(
+      (podSpec(one(objects, 'Deployment', 'gateway')).containers[0]?.env ?? []).flatMap((e) =>
+        e.value === undefined ? [] : [[e.name, e.value]],
+      ),
+    );
+    expect([env.NATS_URL, env.REGION]).toEqual(['nats://nats:4222', 'eu']);
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      ADMIN_TOKEN: 'x'.repeat(32),
+      REDIS_URL: 'redis://redis:6379',
+      MONGO_URL: 'mongodb://m:27017',
+      NATS_URL: env.NATS_URL,
+      REGION: env.REGION,
+    });
+    expect(config.regions).toMatchObject({ natsUrl: 'nats://nats:4222', region: 'eu' });
+
+    // The config the pods mount, as nats-server reads it (server_name from the pod's name).
+    const volume = podSpec(nats).volumes?.find((v) => v.name === 'config');
+    const configMap = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === volume?.configMap?.name);
+    const text = configMap?.data?.['nats.conf'];
+    expect(text, 'the mounted ConfigMap holds nats.conf').toMatch(/^gateway \{/m);
+    const dir = mkdtempSync(join(tmpdir(), 'nats-conf-'));
+    try {
+      writeFileSync(join(dir, 'nats.conf'), text as string);
+      const checked = spawnSync('nats-server', ['-t', '-c', join(dir, 'nats.conf')], {
+        encoding: 'utf8',
+        env: { ...process.env, POD_NAME: 'nats-0' },
+      });
+      expect(checked.error, 'nats-server must be on PATH (apt-get install nats-server)').toBeUndefined();
+      expect(`${checked.stdout}${checked.stderr}`).toContain('is valid');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

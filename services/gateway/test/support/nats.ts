@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, MissingPrerequisite, which } from '@animal-store/tests/support/runtime.js';
@@ -11,6 +11,8 @@ export class NatsProcess {
   private constructor(
     readonly port: number,
     private readonly storeDir: string,
+    /** A configuration file to run instead of the command-line flags. */
+    private readonly configFile?: string,
   ) {}
 
   get url(): string {
@@ -26,6 +28,22 @@ export class NatsProcess {
     return nats;
   }
 
+  /**
+   * A nats-server on a configuration of its own: `render` is given the server's store directory
+   * and must listen for clients on `port`.
+   */
+  static async fromConfig(port: number, render: (storeDir: string) => string): Promise<NatsProcess> {
+    if (!which('nats-server')) {
+      throw new MissingPrerequisite('nats-server is not on PATH: install it (apt-get install nats-server)');
+    }
+    const storeDir = await mkdtemp(join(tmpdir(), 'nats-'));
+    const configFile = join(storeDir, 'nats.conf');
+    await writeFile(configFile, render(storeDir));
+    const nats = new NatsProcess(port, storeDir, configFile);
+    await nats.restart();
+    return nats;
+  }
+
   get running(): boolean {
     return this.child !== undefined && this.child.exitCode === null;
   }
@@ -33,9 +51,10 @@ export class NatsProcess {
   /** Starts (again) on the same port and store: the stream and its messages are still there. */
   async restart(): Promise<void> {
     if (this.running) throw new Error('nats-server is already running');
-    const child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const args = this.configFile
+      ? ['-c', this.configFile]
+      : ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir];
+    const child = spawn('nats-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let output = '';
     await new Promise<void>((resolve, reject) => {
