@@ -146,6 +146,19 @@ export function printTraffic(t) {
 }
 
 /** bench/credits-cost.mjs's results: the two sets side by side per load, and their ratio. */
+export function printRegions(r) {
+  out(
+    `\nregions on the hot path: NATS_URL unset (twice) and set, ${r.keys} keys under Zipf traffic; load average ${r.loadAverage.start} → ${r.loadAverage.end}`,
+  );
+  for (const [load, sets] of Object.entries(r.loads)) {
+    printLoad(load === 'saturation' ? 'at saturation' : `at ${load} req/s (open loop)`, sets);
+    const x = r.ratios[load];
+    out(
+      `  CPU per request (process + Redis) ÷ one region's: regions ${x.regionsCpu}, the same build again ${x.controlCpu}`,
+    );
+  }
+}
+
 export function printCredits(c) {
   out(
     `\ncredits on the hot path: ${c.customers} customers spending credits against ${c.customers} without, one gateway; load average ${c.loadAverage.start} → ${c.loadAverage.end}`,

@@ -1,6 +1,7 @@
 // npm run bench [-- --out FILE] [--plot FILE.svg] [--rounds N] [--duration SECONDS] [--redis cluster|sentinel]
 // npm run bench -- --only traffic [--traffic-keys N] [--traffic-customers N] [--zipf S] [--seed N]
 //                  [--post-share F] [--rates R1,R2] [--credit-customers N]   (only the sections below)
+// npm run bench -- --only regions [--traffic-keys N] [--rates R1,R2]   (NATS_URL set against unset)
 // npm run bench -- --from FILE.json --plot FILE.svg     (draws a saved run, runs nothing)
 // npm run bench -- --against REF [--quick]   (also the gateway of commit REF, in the same rounds;
 //                                             --quick: only GET/POST and CPU per request)
@@ -44,7 +45,8 @@ import {
 } from './processes.mjs';
 import { commandsPerRequest } from './redis-commands.mjs';
 import { startTopology } from './redis-topology.mjs';
-import { printCredits, printExtras, printRatios, printTable, printTraffic } from './report.mjs';
+import { regionsCost } from './regions-cost.mjs';
+import { printCredits, printExtras, printRatios, printRegions, printTable, printTraffic } from './report.mjs';
 import { cannon, interleave, ratioByRound } from './rounds.mjs';
 import { SUBJECTS, startSubjects } from './subjects.mjs';
 import { productionTraffic } from './traffic.mjs';
@@ -71,7 +73,9 @@ const { values: args } = parseArgs({
     'credit-customers': { type: 'string', default: '1000' },
   },
 });
-if (args.only !== undefined && args.only !== 'traffic') throw new Error('--only takes one value: traffic');
+if (args.only !== undefined && !['traffic', 'regions'].includes(args.only)) {
+  throw new Error('--only takes one value: traffic or regions');
+}
 const load = {
   connections: Number(args.connections),
   warmup: Number(args.warmup),
@@ -374,6 +378,12 @@ async function main() {
   const trafficRun = { subjects, startGateway, redis, admin, dir, opts: trafficOpts, loadAverage };
   if (args.only === 'traffic') {
     await trafficSections(trafficRun, results);
+    await finish(results, admin);
+    return;
+  }
+  if (args.only === 'regions') {
+    results.regions = await regionsCost(trafficRun);
+    printRegions(results.regions);
     await finish(results, admin);
     return;
   }

@@ -202,7 +202,7 @@ function stageSummary(values) {
 }
 
 /** The traffic's keys (a keys file for the gateways, a key map for the peer) and its customers. */
-function writeTrafficKeys(dir, keyCount, customerCount) {
+export function writeTrafficKeys(dir, keyCount, customerCount) {
   const authorizations = [];
   const entries = [];
   for (let i = 0; i < keyCount; i++) {
