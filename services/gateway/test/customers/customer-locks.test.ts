@@ -51,6 +51,27 @@ function customerLocksContract(name: string, make: () => CustomerLocks): void {
       expect(await Promise.all(runs)).toEqual([0, 1, 2]);
     });
 
+    it('holds a work that comes while the second in line runs, after the first has finished', async () => {
+      const locks = make();
+      const [first, second, third] = [step(), step(), step()];
+      const run = (s: ReturnType<typeof step>) =>
+        locks.run('cus_a', async () => {
+          s.started = true;
+          await s.done;
+        });
+      const runs = [run(first), run(second)];
+      await started(first);
+      first.finish();
+      await started(second);
+      runs.push(run(third));
+      await settle();
+      expect(third.started).toBe(false);
+      second.finish();
+      await started(third);
+      third.finish();
+      await Promise.all(runs);
+    });
+
     it('does not hold one customer’s work behind another’s', async () => {
       const locks = make();
       const a = step();
