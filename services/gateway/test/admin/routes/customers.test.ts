@@ -107,6 +107,23 @@ describe('POST /admin/customers', () => {
     expect((await call(gw, 'GET', '/admin/customers')).json().items).toEqual([]);
   });
 
+  // Those that find the first still pending make its write again: the store says the id is taken, and it is the same customer.
+  it('makes one customer of 20 creates at once under one Idempotency-Key, each answered 201 with it', async () => {
+    const logs: Record<string, unknown>[] = [];
+    // On Redis, whose round trips let the others claim the key while the first still writes.
+    const gw = await gateways.start({ logs, env: { LOG_LEVEL: 'info', REDIS_COMMAND_TIMEOUT_MS: '2000' } });
+    const headers = { ...admin, 'idempotency-key': 'create-acme-once' };
+    const payload = { name: 'Acme', plan: 'pro', externalId: 'crm-once' };
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => gw.admin.inject({ method: 'POST', url: '/admin/customers', headers, payload })),
+    );
+    expect(answers.map((a) => a.statusCode)).toEqual(Array(20).fill(201));
+    expect(answers.some((a) => a.headers['idempotent-replayed'] === 'true')).toBe(true);
+    const [made] = (await call(gw, 'GET', '/admin/customers')).json().items;
+    expect(answers.map((a) => a.json().id)).toEqual(Array(20).fill(made.id));
+    expect(logs.filter((l) => l.audit === 'customer.create')).toHaveLength(1);
+  });
+
   it('refuses a second live customer with the same externalId (409); a deleted one frees it', async () => {
     const gw = await start();
     const first = await create(gw, { name: 'A', plan: 'pro', externalId: 'crm-1' });
