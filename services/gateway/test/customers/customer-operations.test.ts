@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PLAN_CREDITS } from '../../src/credits/credit-terms.js';
 import { CustomerRuleError, checkNewCustomer, customerChanges } from '../../src/customers/customer-operations.js';
 import type { CustomerRecord } from '../../src/customers/customer-store.js';
+import { KeyOwnershipError, keyOwnership } from '../../src/customers/key-ownership.js';
 import { DEFAULT_PLANS } from '../../src/plans/plans.js';
 
 /*
@@ -137,5 +138,58 @@ describe('a change in the customer rules', () => {
   ])('refuses %s as a rule error naming the field', (_case, update, field) => {
     expect(() => customerChanges(DEFAULT_PLANS, own(), update as never)).toThrow(CustomerRuleError);
     expect(() => customerChanges(DEFAULT_PLANS, own(), update as never)).toThrow(field);
+  });
+});
+
+describe('which customer a key belongs to, and so its plan (keyOwnership)', () => {
+  const acme = {
+    ...checkNewCustomer(DEFAULT_PLANS, { name: 'Acme', plan: 'business', limits: { perMinute: 300 } }, NOW),
+    id: 'cus_acme',
+  };
+  const customers = { get: async (id: string) => (id === acme.id ? structuredClone(acme) : null) };
+  const own = (current: Parameters<typeof keyOwnership>[2], request: Parameters<typeof keyOwnership>[3]) =>
+    keyOwnership(DEFAULT_PLANS, customers, current, request);
+
+  it("puts a key of a customer on the customer's plan, and a lone key on the plan asked or the one it has", async () => {
+    expect(await own(null, { customerId: 'cus_acme' })).toEqual({ plan: 'business', customerId: 'cus_acme' });
+    expect(await own({ plan: 'free', customerId: 'cus_acme' }, {})).toEqual({
+      plan: 'business',
+      customerId: 'cus_acme',
+    });
+    expect(await own(null, { plan: 'pro' })).toEqual({ plan: 'pro', customerId: undefined });
+    expect(await own({ plan: 'free' }, {})).toEqual({ plan: 'free', customerId: undefined });
+    // Leaving its customer: on the plan asked, or the one it has.
+    expect(await own({ plan: 'business', customerId: 'cus_acme' }, { customerId: null })).toEqual({
+      plan: 'business',
+      customerId: undefined,
+    });
+    expect(await own({ plan: 'business', customerId: 'cus_acme' }, { customerId: null, plan: 'pro' })).toEqual({
+      plan: 'pro',
+      customerId: undefined,
+    });
+  });
+
+  it("weighs the key's limits as they will be: those given, else those it has, none once dropped", async () => {
+    const loose = { plan: 'business', limits: { perMinute: 301 } };
+    await expect(own(loose, { customerId: 'cus_acme' })).rejects.toThrow(
+      "limits.perMinute (301) cannot exceed customer cus_acme's 300: a key's own limits can only be tighter",
+    );
+    await expect(own(loose, { customerId: 'cus_acme', limits: { perMinute: 300 } })).resolves.toMatchObject({
+      customerId: 'cus_acme',
+    });
+    await expect(own(loose, { customerId: 'cus_acme', limits: null })).resolves.toMatchObject({
+      customerId: 'cus_acme',
+    });
+  });
+
+  it('refuses an unknown customer, naming at most 64 characters of it, and a plan that is not its own', async () => {
+    const long = `cus_${'x'.repeat(100)}`;
+    await expect(own(null, { customerId: long })).rejects.toThrow(
+      new KeyOwnershipError(`customerId: no customer ${JSON.stringify(long.slice(0, 64))}`),
+    );
+    await expect(own(null, { customerId: 'cus_acme', plan: 'pro' })).rejects.toThrow(
+      "plan: keys of customer cus_acme are on its plan (business); leave plan out or change the customer's",
+    );
+    await expect(own(null, { customerId: 'cus_acme', plan: 'business' })).resolves.toMatchObject({ plan: 'business' });
   });
 });
