@@ -1,5 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import type { CustomerChanges, CustomerRecord } from '../../../src/customers/customer-store.js';
+import { MemoryCustomerStore } from '../../../src/customers/memory-customer-store.js';
 import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../../support/helpers.js';
 
 /*
@@ -408,5 +410,37 @@ describe("a customer's keys", () => {
     expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key) })).statusCode).toBe(401);
     expect(logs.filter((l) => l.audit === 'revoke' && l.keyId === key.id)).toHaveLength(1);
     expect(logs.filter((l) => l.audit === 'customer.delete')).toMatchObject([{ revokedKeys: 1 }]);
+  });
+});
+
+/** A store in which another replica deletes the customer just before this one writes to it. */
+class RacedStore extends MemoryCustomerStore {
+  raced = false;
+  override async update(id: string, changes: CustomerChanges, at: Date): Promise<CustomerRecord | null> {
+    if (this.raced) await super.delete(id, at);
+    return super.update(id, changes, at);
+  }
+  override async delete(id: string, at: Date): Promise<boolean> {
+    if (this.raced) await super.delete(id, at);
+    return super.delete(id, at);
+  }
+}
+
+describe('a customer another replica deletes meanwhile', () => {
+  it('is answered 404 to a change, and 204 to a deletion, auditing neither (the other replica did)', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const customerStore = new RacedStore();
+    const gw = await gateways.start({ redisUrl: null, logs, customerStore, env: { LOG_LEVEL: 'info' } });
+    for (const method of ['PATCH', 'DELETE']) {
+      const made = await create(gw, { name: 'Acme', plan: 'pro' });
+      customerStore.raced = true;
+      const res = await call(gw, method, `/admin/customers/${made.id}`, method === 'PATCH' ? { name: 'B' } : undefined);
+      customerStore.raced = false;
+      if (method === 'PATCH') {
+        expect(res.statusCode, res.body).toBe(404);
+        expect(res.json()).toEqual({ code: 'not_found', status: 404, message: `No customer with id ${made.id}` });
+      } else expect(res.statusCode, res.body).toBe(204);
+    }
+    expect(logs.filter((l) => l.audit === 'customer.update' || l.audit === 'customer.delete')).toEqual([]);
   });
 });
