@@ -30,9 +30,9 @@ describe('RedisCustomerStore in Redis', () => {
     };
     await store.insert({ ...record, externalId: 'crm-1', createdAt });
     const contents = async () => ({
-      created: await redis().zrange(`${base}:created`, 0, -1),
-      name: await redis().zrange(`${base}:name`, 0, -1),
-      changed: await redis().zrange(`${base}:changed`, 0, -1, 'WITHSCORES'),
+      created: await redis().zrange(`${base}:created`, '0', '-1'),
+      name: await redis().zrange(`${base}:name`, '0', '-1'),
+      changed: await redis().zrange(`${base}:changed`, '0', '-1', 'WITHSCORES'),
       unique: await redis().hgetall(`${base}:unique`),
     });
     expect(await contents()).toEqual({
