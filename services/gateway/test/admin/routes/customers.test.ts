@@ -388,6 +388,9 @@ describe("a customer's keys", () => {
     const gw = await start();
     const customer = await create(gw, { name: 'A', plan: 'free' });
     const key = (await call(gw, 'POST', '/admin/keys', { customerId: customer.id })).json();
+    // A change that names no plan asks nothing of its keys.
+    const renamed = await call(gw, 'PATCH', `/admin/customers/${customer.id}`, { name: 'B' });
+    expect(renamed.statusCode, renamed.body).toBe(200);
     await call(gw, 'PATCH', `/admin/customers/${customer.id}`, { plan: 'pro' });
     expect((await call(gw, 'GET', `/admin/keys/${key.id}`)).json().plan).toBe('pro');
   });
@@ -442,5 +445,20 @@ describe('a customer another replica deletes meanwhile', () => {
       } else expect(res.statusCode, res.body).toBe(204);
     }
     expect(logs.filter((l) => l.audit === 'customer.update' || l.audit === 'customer.delete')).toEqual([]);
+  });
+});
+
+describe('customers while their store is away', () => {
+  it('are answered 503 store_unavailable, not taken for a conflict, on create and list', async () => {
+    const gw = await gateways.start({ keysInRedis: true });
+    gw.redis?.disconnect();
+    for (const [method, url, body] of [
+      ['POST', '/admin/customers', { name: 'Acme', plan: 'pro', externalId: 'crm-away' }],
+      ['GET', '/admin/customers?name=acme', undefined],
+    ] as const) {
+      const res = await call(gw, method, url, body);
+      expect(res.statusCode, `${method} ${res.body}`).toBe(503);
+      expect(res.json()).toMatchObject({ code: 'store_unavailable', status: 503 });
+    }
   });
 });
