@@ -41,10 +41,12 @@ describe('credit terms in the customer rules', () => {
 
   it("changes the terms only when asked: new ones, none (null), or its plan's ('plan')", () => {
     const day = { refill: { amount: 20, every: 'day' as const } };
-    expect(customerChanges(DEFAULT_PLANS, current(), { credits: day })).toEqual({ credits: day });
-    expect(customerChanges(DEFAULT_PLANS, current(), { credits: null })).toEqual({ credits: null });
-    expect(customerChanges(DEFAULT_PLANS, current(), { credits: PLAN_CREDITS })).toEqual({ credits: PLAN_CREDITS });
-    expect(customerChanges(DEFAULT_PLANS, current(), { name: 'Acme Ltd' })).toEqual({ name: 'Acme Ltd' });
+    expect(customerChanges(DEFAULT_PLANS, current(), { credits: day })).toStrictEqual({ credits: day });
+    expect(customerChanges(DEFAULT_PLANS, current(), { credits: null })).toStrictEqual({ credits: null });
+    expect(customerChanges(DEFAULT_PLANS, current(), { credits: PLAN_CREDITS })).toStrictEqual({
+      credits: PLAN_CREDITS,
+    });
+    expect(customerChanges(DEFAULT_PLANS, current(), { name: 'Acme Ltd' })).toStrictEqual({ name: 'Acme Ltd' });
   });
 });
 
@@ -100,31 +102,45 @@ describe('a change in the customer rules', () => {
   const plain = (): CustomerRecord => checkNewCustomer(DEFAULT_PLANS, { name: 'Plain', plan: 'pro' }, NOW);
 
   it('changes its own limits only when given or dropped, or on a move to a plan with windows', () => {
-    expect(customerChanges(DEFAULT_PLANS, own(), { limits: { perMinute: 50 } })).toEqual({ limits: { perMinute: 50 } });
-    expect(customerChanges(DEFAULT_PLANS, own(), { limits: null })).toEqual({ limits: null });
+    expect(customerChanges(DEFAULT_PLANS, own(), { limits: { perMinute: 50 } })).toStrictEqual({
+      limits: { perMinute: 50 },
+    });
+    expect(customerChanges(DEFAULT_PLANS, own(), { limits: null })).toStrictEqual({ limits: null });
     // None to drop: no change.
-    expect(customerChanges(DEFAULT_PLANS, plain(), { limits: null })).toEqual({});
-    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'business' })).toEqual({ plan: 'business', limits: null });
-    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'pro' })).toEqual({ plan: 'pro' });
+    expect(customerChanges(DEFAULT_PLANS, plain(), { limits: null })).toStrictEqual({});
+    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'business' })).toStrictEqual({
+      plan: 'business',
+      limits: null,
+    });
+    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'pro' })).toStrictEqual({ plan: 'pro' });
     // Enterprise has no windows of its own: the customer keeps what it was sold.
-    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'enterprise' })).toEqual({ plan: 'enterprise' });
+    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'enterprise' })).toStrictEqual({ plan: 'enterprise' });
   });
 
   it('keeps the billing setting not named, from the customer as it stands', () => {
-    expect(customerChanges(DEFAULT_PLANS, own(), { billing: { timeZone: 'america/new_york' } })).toEqual({
+    expect(customerChanges(DEFAULT_PLANS, own(), { billing: { timeZone: 'america/new_york' } })).toStrictEqual({
       billing: { anchorDay: 15, timeZone: 'America/New_York' },
     });
-    expect(customerChanges(DEFAULT_PLANS, own(), { billing: { anchorDay: 3 } })).toEqual({
+    expect(customerChanges(DEFAULT_PLANS, own(), { billing: { anchorDay: 3 } })).toStrictEqual({
       billing: { anchorDay: 3, timeZone: 'Europe/Paris' },
     });
   });
 
+  // A field it does not change is absent, not undefined: the change names only what it changes.
+  it('names only what it changes', () => {
+    expect(Object.keys(customerChanges(DEFAULT_PLANS, own(), { metadata: { a: 'b' } }))).toEqual(['metadata']);
+    expect(Object.keys(customerChanges(DEFAULT_PLANS, own(), { name: 'B', externalId: 'x' })).sort()).toEqual([
+      'externalId',
+      'name',
+    ]);
+  });
+
   it('passes externalId and metadata on, set or removed (null)', () => {
-    expect(customerChanges(DEFAULT_PLANS, own(), { externalId: 'crm-2', metadata: { a: 'b' } })).toEqual({
+    expect(customerChanges(DEFAULT_PLANS, own(), { externalId: 'crm-2', metadata: { a: 'b' } })).toStrictEqual({
       externalId: 'crm-2',
       metadata: { a: 'b' },
     });
-    expect(customerChanges(DEFAULT_PLANS, own(), { externalId: null, metadata: null })).toEqual({
+    expect(customerChanges(DEFAULT_PLANS, own(), { externalId: null, metadata: null })).toStrictEqual({
       externalId: null,
       metadata: null,
     });
