@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { RedisCustomerStore } from '../../src/customers/redis-customer-store.js';
 import { RedisKeyStore } from '../../src/keys/redis-key-store.js';
-import { useRedisClient } from '../support/helpers.js';
+import { connected, useRedisClient } from '../support/helpers.js';
 import { customerStoreContract } from './customer-store.contract.js';
 
 const redis = useRedisClient();
@@ -57,5 +57,16 @@ describe('RedisCustomerStore in Redis', () => {
       changed: ['cus_redis', String(deletedAt.getTime())],
       unique: {},
     });
+  });
+
+  it('says it is Redis, and its ping fails while its Redis cannot be reached', async () => {
+    const prefix = `cs${randomUUID().slice(0, 8)}:`;
+    const away = await connected(redis().duplicate());
+    away.on('error', () => {});
+    const store = new RedisCustomerStore(away, prefix);
+    expect(store.kind).toBe('redis');
+    await store.ping();
+    away.disconnect();
+    await expect(store.ping()).rejects.toThrow();
   });
 });
