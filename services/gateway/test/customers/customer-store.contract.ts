@@ -227,6 +227,15 @@ export function customerStoreContract(name: string, make: () => Promise<Customer
       expect(await store.update(b.id, { externalId: 'mine' }, new Date())).not.toBeNull();
     });
 
+    it('changes customers without an externalId beside others without one: having none is no clash', async () => {
+      const store = await fresh();
+      const [a, b] = [customer(), customer()];
+      await store.insert(a);
+      await store.insert(b);
+      expect(await store.update(b.id, { name: 'B2' }, new Date())).toMatchObject({ id: b.id, name: 'B2' });
+      expect(await store.update(a.id, { externalId: null }, new Date())).not.toHaveProperty('externalId');
+    });
+
     it('deletes once; a deleted customer is gone from get, list and update, but reported as changed', async () => {
       const store = await fresh();
       const record = customer();
