@@ -30,8 +30,12 @@ async function settle(rounds = 20): Promise<void> {
 const started = (s: { started: boolean }) => vi.waitFor(() => expect(s.started).toBe(true), { interval: 5 });
 
 /** What every CustomerLocks must do; `make` gives one on fresh state. */
-function customerLocksContract(name: string, make: () => CustomerLocks): void {
+function customerLocksContract(name: string, kind: CustomerLocks['kind'], make: () => CustomerLocks): void {
   describe(`${name} (CustomerLocks contract)`, () => {
+    it(`says where it holds its locks (${kind})`, () => {
+      expect(make().kind).toBe(kind);
+    });
+
     it('runs one work at a time for a customer, in turn, and answers each its own result', async () => {
       const locks = make();
       const steps = [step(), step(), step()];
@@ -49,6 +53,27 @@ function customerLocksContract(name: string, make: () => CustomerLocks): void {
         s.finish();
       }
       expect(await Promise.all(runs)).toEqual([0, 1, 2]);
+    });
+
+    it('holds a work that comes while the second in line runs, after the first has finished', async () => {
+      const locks = make();
+      const [first, second, third] = [step(), step(), step()];
+      const run = (s: ReturnType<typeof step>) =>
+        locks.run('cus_a', async () => {
+          s.started = true;
+          await s.done;
+        });
+      const runs = [run(first), run(second)];
+      await started(first);
+      first.finish();
+      await started(second);
+      runs.push(run(third));
+      await settle();
+      expect(third.started).toBe(false);
+      second.finish();
+      await started(third);
+      third.finish();
+      await Promise.all(runs);
     });
 
     it('does not hold one customer’s work behind another’s', async () => {
@@ -76,8 +101,12 @@ function customerLocksContract(name: string, make: () => CustomerLocks): void {
   });
 }
 
-customerLocksContract('MemoryCustomerLocks', () => new MemoryCustomerLocks());
-customerLocksContract('RedisCustomerLocks', () => new RedisCustomerLocks(redis(), `cl${randomUUID().slice(0, 8)}:`));
+customerLocksContract('MemoryCustomerLocks', 'memory', () => new MemoryCustomerLocks());
+customerLocksContract(
+  'RedisCustomerLocks',
+  'redis',
+  () => new RedisCustomerLocks(redis(), `cl${randomUUID().slice(0, 8)}:`),
+);
 
 describe('RedisCustomerLocks across replicas', () => {
   it('holds a customer’s work on one replica while another replica’s runs', async () => {
@@ -176,5 +205,20 @@ describe('RedisCustomerLocks when a replica dies or waits too long', () => {
     holder.finish();
     await held;
     expect(await new RedisCustomerLocks(redis(), prefix, { waitMs: 50 }).run('cus_a', async () => 'next')).toBe('next');
+  });
+
+  // Its wait is its own: a lock that would end on its own 2 s later is not waited for past 50 ms.
+  it('gives up within the wait it was given, though the lock it waits for ends on its own later', async () => {
+    const prefix = `cl${randomUUID().slice(0, 8)}:`;
+    await redis().set(`${prefix}lock:customer:cus_a`, 'a-replica-that-died', 'PX', 2_000);
+    let ran = false;
+    const refused = await new RedisCustomerLocks(redis(), prefix, { waitMs: 50 })
+      .run('cus_a', async () => {
+        ran = true;
+      })
+      .catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(ran).toBe(false);
+    expect(await redis().get(`${prefix}lock:customer:cus_a`)).toBe('a-replica-that-died');
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PLAN_CREDITS } from '../../src/credits/credit-terms.js';
 import { CustomerRuleError, checkNewCustomer, customerChanges } from '../../src/customers/customer-operations.js';
 import type { CustomerRecord } from '../../src/customers/customer-store.js';
+import { KeyOwnershipError, keyOwnership } from '../../src/customers/key-ownership.js';
 import { DEFAULT_PLANS } from '../../src/plans/plans.js';
 
 /*
@@ -40,10 +41,12 @@ describe('credit terms in the customer rules', () => {
 
   it("changes the terms only when asked: new ones, none (null), or its plan's ('plan')", () => {
     const day = { refill: { amount: 20, every: 'day' as const } };
-    expect(customerChanges(DEFAULT_PLANS, current(), { credits: day })).toEqual({ credits: day });
-    expect(customerChanges(DEFAULT_PLANS, current(), { credits: null })).toEqual({ credits: null });
-    expect(customerChanges(DEFAULT_PLANS, current(), { credits: PLAN_CREDITS })).toEqual({ credits: PLAN_CREDITS });
-    expect(customerChanges(DEFAULT_PLANS, current(), { name: 'Acme Ltd' })).toEqual({ name: 'Acme Ltd' });
+    expect(customerChanges(DEFAULT_PLANS, current(), { credits: day })).toStrictEqual({ credits: day });
+    expect(customerChanges(DEFAULT_PLANS, current(), { credits: null })).toStrictEqual({ credits: null });
+    expect(customerChanges(DEFAULT_PLANS, current(), { credits: PLAN_CREDITS })).toStrictEqual({
+      credits: PLAN_CREDITS,
+    });
+    expect(customerChanges(DEFAULT_PLANS, current(), { name: 'Acme Ltd' })).toStrictEqual({ name: 'Acme Ltd' });
   });
 });
 
@@ -99,31 +102,45 @@ describe('a change in the customer rules', () => {
   const plain = (): CustomerRecord => checkNewCustomer(DEFAULT_PLANS, { name: 'Plain', plan: 'pro' }, NOW);
 
   it('changes its own limits only when given or dropped, or on a move to a plan with windows', () => {
-    expect(customerChanges(DEFAULT_PLANS, own(), { limits: { perMinute: 50 } })).toEqual({ limits: { perMinute: 50 } });
-    expect(customerChanges(DEFAULT_PLANS, own(), { limits: null })).toEqual({ limits: null });
+    expect(customerChanges(DEFAULT_PLANS, own(), { limits: { perMinute: 50 } })).toStrictEqual({
+      limits: { perMinute: 50 },
+    });
+    expect(customerChanges(DEFAULT_PLANS, own(), { limits: null })).toStrictEqual({ limits: null });
     // None to drop: no change.
-    expect(customerChanges(DEFAULT_PLANS, plain(), { limits: null })).toEqual({});
-    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'business' })).toEqual({ plan: 'business', limits: null });
-    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'pro' })).toEqual({ plan: 'pro' });
+    expect(customerChanges(DEFAULT_PLANS, plain(), { limits: null })).toStrictEqual({});
+    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'business' })).toStrictEqual({
+      plan: 'business',
+      limits: null,
+    });
+    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'pro' })).toStrictEqual({ plan: 'pro' });
     // Enterprise has no windows of its own: the customer keeps what it was sold.
-    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'enterprise' })).toEqual({ plan: 'enterprise' });
+    expect(customerChanges(DEFAULT_PLANS, own(), { plan: 'enterprise' })).toStrictEqual({ plan: 'enterprise' });
   });
 
   it('keeps the billing setting not named, from the customer as it stands', () => {
-    expect(customerChanges(DEFAULT_PLANS, own(), { billing: { timeZone: 'america/new_york' } })).toEqual({
+    expect(customerChanges(DEFAULT_PLANS, own(), { billing: { timeZone: 'america/new_york' } })).toStrictEqual({
       billing: { anchorDay: 15, timeZone: 'America/New_York' },
     });
-    expect(customerChanges(DEFAULT_PLANS, own(), { billing: { anchorDay: 3 } })).toEqual({
+    expect(customerChanges(DEFAULT_PLANS, own(), { billing: { anchorDay: 3 } })).toStrictEqual({
       billing: { anchorDay: 3, timeZone: 'Europe/Paris' },
     });
   });
 
+  // A field it does not change is absent, not undefined: the change names only what it changes.
+  it('names only what it changes', () => {
+    expect(Object.keys(customerChanges(DEFAULT_PLANS, own(), { metadata: { a: 'b' } }))).toEqual(['metadata']);
+    expect(Object.keys(customerChanges(DEFAULT_PLANS, own(), { name: 'B', externalId: 'x' })).sort()).toEqual([
+      'externalId',
+      'name',
+    ]);
+  });
+
   it('passes externalId and metadata on, set or removed (null)', () => {
-    expect(customerChanges(DEFAULT_PLANS, own(), { externalId: 'crm-2', metadata: { a: 'b' } })).toEqual({
+    expect(customerChanges(DEFAULT_PLANS, own(), { externalId: 'crm-2', metadata: { a: 'b' } })).toStrictEqual({
       externalId: 'crm-2',
       metadata: { a: 'b' },
     });
-    expect(customerChanges(DEFAULT_PLANS, own(), { externalId: null, metadata: null })).toEqual({
+    expect(customerChanges(DEFAULT_PLANS, own(), { externalId: null, metadata: null })).toStrictEqual({
       externalId: null,
       metadata: null,
     });
@@ -137,5 +154,58 @@ describe('a change in the customer rules', () => {
   ])('refuses %s as a rule error naming the field', (_case, update, field) => {
     expect(() => customerChanges(DEFAULT_PLANS, own(), update as never)).toThrow(CustomerRuleError);
     expect(() => customerChanges(DEFAULT_PLANS, own(), update as never)).toThrow(field);
+  });
+});
+
+describe('which customer a key belongs to, and so its plan (keyOwnership)', () => {
+  const acme = {
+    ...checkNewCustomer(DEFAULT_PLANS, { name: 'Acme', plan: 'business', limits: { perMinute: 300 } }, NOW),
+    id: 'cus_acme',
+  };
+  const customers = { get: async (id: string) => (id === acme.id ? structuredClone(acme) : null) };
+  const own = (current: Parameters<typeof keyOwnership>[2], request: Parameters<typeof keyOwnership>[3]) =>
+    keyOwnership(DEFAULT_PLANS, customers, current, request);
+
+  it("puts a key of a customer on the customer's plan, and a lone key on the plan asked or the one it has", async () => {
+    expect(await own(null, { customerId: 'cus_acme' })).toEqual({ plan: 'business', customerId: 'cus_acme' });
+    expect(await own({ plan: 'free', customerId: 'cus_acme' }, {})).toEqual({
+      plan: 'business',
+      customerId: 'cus_acme',
+    });
+    expect(await own(null, { plan: 'pro' })).toEqual({ plan: 'pro', customerId: undefined });
+    expect(await own({ plan: 'free' }, {})).toEqual({ plan: 'free', customerId: undefined });
+    // Leaving its customer: on the plan asked, or the one it has.
+    expect(await own({ plan: 'business', customerId: 'cus_acme' }, { customerId: null })).toEqual({
+      plan: 'business',
+      customerId: undefined,
+    });
+    expect(await own({ plan: 'business', customerId: 'cus_acme' }, { customerId: null, plan: 'pro' })).toEqual({
+      plan: 'pro',
+      customerId: undefined,
+    });
+  });
+
+  it("weighs the key's limits as they will be: those given, else those it has, none once dropped", async () => {
+    const loose = { plan: 'business', limits: { perMinute: 301 } };
+    await expect(own(loose, { customerId: 'cus_acme' })).rejects.toThrow(
+      "limits.perMinute (301) cannot exceed customer cus_acme's 300: a key's own limits can only be tighter",
+    );
+    await expect(own(loose, { customerId: 'cus_acme', limits: { perMinute: 300 } })).resolves.toMatchObject({
+      customerId: 'cus_acme',
+    });
+    await expect(own(loose, { customerId: 'cus_acme', limits: null })).resolves.toMatchObject({
+      customerId: 'cus_acme',
+    });
+  });
+
+  it('refuses an unknown customer, naming at most 64 characters of it, and a plan that is not its own', async () => {
+    const long = `cus_${'x'.repeat(100)}`;
+    await expect(own(null, { customerId: long })).rejects.toThrow(
+      new KeyOwnershipError(`customerId: no customer ${JSON.stringify(long.slice(0, 64))}`),
+    );
+    await expect(own(null, { customerId: 'cus_acme', plan: 'pro' })).rejects.toThrow(
+      "plan: keys of customer cus_acme are on its plan (business); leave plan out or change the customer's",
+    );
+    await expect(own(null, { customerId: 'cus_acme', plan: 'business' })).resolves.toMatchObject({ plan: 'business' });
   });
 });

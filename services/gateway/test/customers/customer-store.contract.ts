@@ -70,10 +70,16 @@ export function customerStoreContract(name: string, make: () => Promise<Customer
       const store = await fresh();
       const first = customer({ externalId: 'crm-1' });
       await store.insert(first);
-      await expect(store.insert(customer({ id: first.id }))).rejects.toMatchObject({ field: 'id' });
+      await expect(store.insert(customer({ id: first.id }))).rejects.toMatchObject({
+        field: 'id',
+        message: 'a customer with this id already exists',
+      });
       const clash = store.insert(customer({ externalId: 'crm-1' }));
       await expect(clash).rejects.toBeInstanceOf(DuplicateCustomerError);
-      await expect(store.insert(customer({ externalId: 'crm-1' }))).rejects.toMatchObject({ field: 'externalId' });
+      await expect(store.insert(customer({ externalId: 'crm-1' }))).rejects.toMatchObject({
+        field: 'externalId',
+        message: 'another customer already has this externalId',
+      });
       // Once deleted, the business may give the id to a new customer.
       expect(await store.delete(first.id, new Date())).toBe(true);
       await store.insert(customer({ externalId: 'crm-1' }));
@@ -181,6 +187,14 @@ export function customerStoreContract(name: string, make: () => Promise<Customer
       expect(await store.get(record.id)).toEqual(expected);
       expect((await all(store, 5, { name: 'renamed' })).map((r) => r.id)).toEqual([record.id]);
       expect(await all(store, 5, { name: 'acme' })).toEqual([]);
+      // New limits, billing settings and externalId replace the old; what is not named stays.
+      const later = new Date('2026-11-21T10:00:00.000Z');
+      const billing = { anchorDay: 15, timeZone: 'Europe/Paris' };
+      const again = { ...expected, limits: { perDay: 10 }, billing, externalId: 'x-2', updatedAt: later.toISOString() };
+      expect(await store.update(record.id, { limits: { perDay: 10 }, billing, externalId: 'x-2' }, later)).toEqual(
+        again,
+      );
+      expect(await store.get(record.id)).toEqual(again);
     });
 
     it('keeps credits set to null (none), and removes them on "plan" (its plan’s apply)', async () => {
@@ -211,6 +225,15 @@ export function customerStoreContract(name: string, make: () => Promise<Customer
       expect(await store.get(b.id)).toEqual(b);
       // Its own externalId again is no conflict.
       expect(await store.update(b.id, { externalId: 'mine' }, new Date())).not.toBeNull();
+    });
+
+    it('changes customers without an externalId beside others without one: having none is no clash', async () => {
+      const store = await fresh();
+      const [a, b] = [customer(), customer()];
+      await store.insert(a);
+      await store.insert(b);
+      expect(await store.update(b.id, { name: 'B2' }, new Date())).toMatchObject({ id: b.id, name: 'B2' });
+      expect(await store.update(a.id, { externalId: null }, new Date())).not.toHaveProperty('externalId');
     });
 
     it('deletes once; a deleted customer is gone from get, list and update, but reported as changed', async () => {

@@ -54,4 +54,35 @@ describe('FileCustomers', () => {
     expect(layer.declares('cus_file')).toBe(true);
     expect(await layer.changedSince(new Date(0))).toEqual([]);
   });
+
+  it("passes what is not the file's to the store, its kind and failures included", async () => {
+    class DownStore extends MemoryCustomerStore {
+      override async ping(): Promise<void> {
+        throw new Error('store down');
+      }
+    }
+    const store = new DownStore();
+    const layer = new FileCustomers(store, [filed('cus_file', '2026-11-01T00:00:00.000Z', { externalId: 'ext-file' })]);
+    expect(layer.kind).toBe('memory');
+    await expect(layer.ping()).rejects.toThrow('store down');
+    await expect(
+      layer.insert(filed('cus_other', '2026-11-02T00:00:00.000Z', { externalId: 'ext-file' })),
+    ).rejects.toMatchObject({
+      field: 'externalId',
+    });
+    await layer.insert(filed('cus_stored', '2026-11-03T00:00:00.000Z', { externalId: 'ext-stored' }));
+    expect(layer.declares('cus_stored')).toBe(false);
+    expect((await layer.update('cus_stored', { name: 'Renamed' }, new Date('2026-11-04T00:00:00.000Z')))?.name).toBe(
+      'Renamed',
+    );
+    expect(await layer.changedSince(new Date(0))).toEqual([
+      { id: 'cus_stored', updatedAt: '2026-11-04T00:00:00.000Z' },
+    ]);
+    expect(await layer.delete('cus_stored', new Date('2026-11-05T00:00:00.000Z'))).toBe(true);
+    expect(await layer.get('cus_stored')).toBeNull();
+    // A listed file customer is a copy too.
+    const [listed] = (await layer.list({}, { limit: 5 })).items;
+    (listed as CustomerRecord).name = 'changed';
+    expect((await layer.list({}, { limit: 5 })).items.map((c) => c.name)).toEqual(['cus_file']);
+  });
 });

@@ -170,3 +170,128 @@ describe('writing a keys file with customers', () => {
     expect(await readFile(path, 'utf8')).toBe(before);
   });
 });
+
+describe("a keys file's customer, field by field at its bounds", () => {
+  const one = (entry: unknown) => problems({ keys: [], customers: [entry] });
+  const at = (message: string) => [`keys.json: customer 0${message}`];
+  const x = (n: number, c = 'x') => c.repeat(n);
+  const labels = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`l${i}`, 'v']));
+
+  it.each([
+    ['an id of 64 characters', { id: x(64) }],
+    ['a name of 100 characters', { name: x(100) }],
+    ['an externalId of 128 visible characters, ! and ~ included', { externalId: `!${x(126)}~` }],
+    ['no credits (null)', { credits: null }],
+    ['50 metadata labels', { metadata: labels(50) }],
+    ['a metadata name of 40 of its characters', { metadata: { [`Az09_.:-${x(32)}`]: 'v' } }],
+    ['a metadata value of 500 characters', { metadata: { n: x(500) } }],
+  ])('takes %s', (_case, fields) => {
+    expect(one({ ...ACME, ...fields })).toEqual([]);
+  });
+
+  it.each([
+    ['an array', [], ' is not an object'],
+    ['a string', 'cus_acme', ' is not an object'],
+    ['a numeric id', { id: 5 }, ': id must be 1–64 characters'],
+    ['an empty id', { id: '' }, ': id must be 1–64 characters'],
+    ['an id of 65 characters', { id: x(65) }, ': id must be 1–64 characters'],
+    ['a numeric name', { name: 5 }, ': name must be plain text of 1–100 characters'],
+    ['an empty name', { name: '' }, ': name must be plain text of 1–100 characters'],
+    ['a name of 101 characters', { name: x(101) }, ': name must be plain text of 1–100 characters'],
+    ['a bell in the name', { name: 'A\u0007' }, ': name must be plain text of 1–100 characters'],
+    ['billing as null', { billing: null }, ': billing must be { anchorDay, timeZone }'],
+    ['billing as a string', { billing: 'monthly' }, ': billing must be { anchorDay, timeZone }'],
+    [
+      'anchor day 29',
+      { billing: { anchorDay: 29 } },
+      ': billing.anchorDay must be a whole number from 1 to 28 (every month has those days)',
+    ],
+    ['a numeric externalId', { externalId: 5 }, ': externalId must be 1–128 visible ASCII characters'],
+    ['an empty externalId', { externalId: '' }, ': externalId must be 1–128 visible ASCII characters'],
+    ['an externalId of 129', { externalId: x(129) }, ': externalId must be 1–128 visible ASCII characters'],
+    ['a space inside externalId', { externalId: 'a b' }, ': externalId must be 1–128 visible ASCII characters'],
+    ['a DEL ending externalId', { externalId: 'ab\u007f' }, ': externalId must be 1–128 visible ASCII characters'],
+    ['credits as a string', { credits: 'lots' }, ': credits must be an object'],
+    ['metadata as null', { metadata: null }, ': metadata must be an object of strings'],
+    ['metadata as an array', { metadata: ['a'] }, ': metadata must be an object of strings'],
+    ['metadata as a string', { metadata: 'a' }, ': metadata must be an object of strings'],
+    ['51 metadata labels', { metadata: labels(51) }, ': metadata holds at most 50 labels'],
+    ['an empty metadata name', { metadata: { '': 'v' } }, ': metadata name "" must be 1–40 of A-Z a-z 0-9 _ . : -'],
+    [
+      'a metadata name of 41',
+      { metadata: { [x(41)]: 'v' } },
+      `: metadata name "${x(41)}" must be 1–40 of A-Z a-z 0-9 _ . : -`,
+    ],
+    [
+      'a long metadata name, shown cut',
+      { metadata: { [x(60)]: 'v' } },
+      `: metadata name "${x(50)}" must be 1–40 of A-Z a-z 0-9 _ . : -`,
+    ],
+    [
+      'a space in a metadata name',
+      { metadata: { 'a b': 'v' } },
+      ': metadata name "a b" must be 1–40 of A-Z a-z 0-9 _ . : -',
+    ],
+    ['a numeric metadata value', { metadata: { n: 5 } }, ': metadata.n must be plain text of up to 500 characters'],
+    ['a metadata value of 501', { metadata: { n: x(501) } }, ': metadata.n must be plain text of up to 500 characters'],
+    [
+      'a bell in a metadata value',
+      { metadata: { n: 'a\u0007' } },
+      ': metadata.n must be plain text of up to 500 characters',
+    ],
+  ])('refuses %s, in words naming the entry', (_case, entry, message) => {
+    expect(one(Array.isArray(entry) || typeof entry !== 'object' ? entry : { ...ACME, ...entry })).toEqual(at(message));
+  });
+
+  it('refuses customers that are not an array, and counts no duplicate among ids and externalIds that are not text', () => {
+    expect(problems({ keys: [], customers: { cus_acme: ACME } })).toEqual(['keys.json: customers must be an array']);
+    expect(
+      problems({
+        keys: [],
+        customers: [
+          { ...ACME, id: 7 },
+          { ...ACME, id: 7, externalId: 'e' },
+        ],
+      }),
+    ).toEqual([
+      'keys.json: customer 0: id must be 1–64 characters',
+      'keys.json: customer 1: id must be 1–64 characters',
+    ]);
+    expect(
+      problems({
+        keys: [],
+        customers: [
+          { ...ACME, externalId: 7 },
+          { ...ACME, id: 'cus_two', externalId: 7 },
+        ],
+      }),
+    ).toEqual([
+      'keys.json: customer 0: externalId must be 1–128 visible ASCII characters',
+      'keys.json: customer 1: externalId must be 1–128 visible ASCII characters',
+    ]);
+  });
+
+  it('keeps what it read: billing filled from the defaults, credit terms as stored, copies of limits and labels', () => {
+    const entries = [
+      {
+        ...ACME,
+        id: 'cus_zone',
+        billing: { timeZone: 'europe/paris' },
+        credits: { refill: { amount: 5, every: 'day', x: 1 } },
+      },
+      { ...ACME, id: 'cus_day', billing: { anchorDay: 15 }, credits: null, metadata: { crm: '7' } },
+      { id: 'cus_bare', name: 'Bare', plan: 'free' },
+    ];
+    const read = parseKeysFile(JSON.stringify({ keys: [], customers: entries }), 'keys.json', DEFAULT_PLANS);
+    expect(read.customers).toStrictEqual([
+      {
+        ...ACME,
+        id: 'cus_zone',
+        billing: { anchorDay: 1, timeZone: 'Europe/Paris' },
+        credits: { refill: { amount: 5, every: 'day' } },
+      },
+      { ...ACME, id: 'cus_day', billing: { anchorDay: 15, timeZone: 'UTC' }, credits: null, metadata: { crm: '7' } },
+      { id: 'cus_bare', name: 'Bare', plan: 'free' },
+    ]);
+  });
+});

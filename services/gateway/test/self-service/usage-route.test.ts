@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.js';
 import { USAGE_READS_PER_MINUTE } from '../../src/self-service/usage-reads.js';
 import { expectError } from '../support/admin.js';
 import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../support/helpers.js';
@@ -373,5 +374,62 @@ describe('GET /v1/usage', () => {
     expectError(await usage(gw, key.key as string, '192.0.2.1'), 403, 'ip_not_allowed');
     expect((await usage(gw, key.key as string, '10.1.2.3')).statusCode).toBe(200);
     expectError(await gw.app.inject({ url: '/v1/usage' }), 401, 'missing_api_key');
+  });
+
+  /** A plans file whose plan refills its lone keys' credits: what a key that lost its customer would fall back to. */
+  function creditedPlans(): string {
+    const plans = join(mkdtempSync(join(tmpdir(), 'usage-plans-')), 'plans.json');
+    writeFileSync(
+      plans,
+      JSON.stringify({
+        plans: { metered: { windows: { minute: 100 }, credits: { refill: { amount: 40, every: 'day' } } } },
+      }),
+    );
+    return plans;
+  }
+
+  // Another replica deleted the customer; the revocation of its keys has not landed yet.
+  it('answers a key whose customer is gone its own windows, with no customer and no balance of its own', async () => {
+    const customerStore = new MemoryCustomerStore();
+    const gw = await gateways.start({ redisUrl: null, customerStore, env: { PLANS_FILE: creditedPlans() } });
+    const customer = await post(gw, '/admin/customers', { name: 'Gone', plan: 'metered' });
+    const key = await post(gw, '/admin/keys', { customerId: customer.id });
+    expect(await customerStore.delete(customer.id as string, new Date())).toBe(true);
+    const res = await usage(gw, key.key as string);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().customer).toBeUndefined();
+    expect(res.json().key).not.toHaveProperty('credits');
+    expect(res.json().key.calendar).toMatchObject({ timeZone: 'UTC', anchorDay: 1 });
+  });
+
+  // The windows were read under the customer the gate admitted the request with: the body names that one.
+  it('answers the customer as this replica holds it, until a change to it reaches the replica', async () => {
+    const customerStore = new MemoryCustomerStore();
+    const gw = await gateways.start({ redisUrl: null, customerStore });
+    const customer = await post(gw, '/admin/customers', { name: 'Acme', plan: 'pro' });
+    const key = await post(gw, '/admin/keys', { customerId: customer.id });
+    expect((await usage(gw, key.key as string)).json().customer.name).toBe('Acme');
+    // Changed by another replica whose announcement this one has not had.
+    await customerStore.update(customer.id as string, { name: 'Acme Renamed' }, new Date());
+    expect((await usage(gw, key.key as string)).json().customer.name).toBe('Acme');
+  });
+
+  // A replica whose clock runs ahead writes an hour this one has not reached: not billed here yet.
+  it('sums the period up to the hour holding now, as the admin history does, not hours written ahead of it', async () => {
+    const at = Date.parse('2026-11-26T10:00:00.000Z');
+    let now = at;
+    const gw = await gateways.start({ redisUrl: null, now: () => now });
+    const key = await post(gw, '/admin/keys', { plan: 'pro' });
+    await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) });
+    now = at + 2 * 3_600_000;
+    await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key as string) });
+    now = at;
+    const res = await usage(gw, key.key as string);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().key.billingPeriod).toEqual({
+      start: '2026-11-01T00:00:00.000Z',
+      end: '2026-12-01T00:00:00.000Z',
+      units: 1,
+    });
   });
 });

@@ -1,5 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import type { CustomerChanges, CustomerRecord } from '../../../src/customers/customer-store.js';
+import { MemoryCustomerStore } from '../../../src/customers/memory-customer-store.js';
 import { ADMIN_TOKEN, bearer, type TestGateway, useGateways } from '../../support/helpers.js';
 
 /*
@@ -105,6 +107,24 @@ describe('POST /admin/customers', () => {
     expect(res.json()).toMatchObject({ code: 'invalid_request', status: 400 });
     expect(res.json().message).toContain(field);
     expect((await call(gw, 'GET', '/admin/customers')).json().items).toEqual([]);
+  });
+
+  // Those that find the first still pending make its write again: the store says the id is taken, and it is the same customer.
+  it('makes one customer of 20 creates at once under one Idempotency-Key, each answered 201 with it', async () => {
+    const logs: Record<string, unknown>[] = [];
+    // On Redis, whose round trips let the others claim the key while the first still writes.
+    const gw = await gateways.start({ logs, env: { LOG_LEVEL: 'info', REDIS_COMMAND_TIMEOUT_MS: '2000' } });
+    const headers = { ...admin, 'idempotency-key': 'create-acme-once' };
+    const payload = { name: 'Acme', plan: 'pro', externalId: 'crm-once' };
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => gw.admin.inject({ method: 'POST', url: '/admin/customers', headers, payload })),
+    );
+    expect(answers.map((a) => a.statusCode)).toEqual(Array(20).fill(201));
+    expect(answers.some((a) => a.headers['idempotent-replayed'] === 'true')).toBe(true);
+    const [made] = (await call(gw, 'GET', '/admin/customers')).json().items;
+    expect(answers.map((a) => a.json().id)).toEqual(Array(20).fill(made.id));
+    // customer.create, or customer.created in the audit vocabulary of events.
+    expect(logs.filter((l) => /^customer\.create/.test(String(l.audit)))).toHaveLength(1);
   });
 
   it('refuses a second live customer with the same externalId (409); a deleted one frees it', async () => {
@@ -369,6 +389,9 @@ describe("a customer's keys", () => {
     const gw = await start();
     const customer = await create(gw, { name: 'A', plan: 'free' });
     const key = (await call(gw, 'POST', '/admin/keys', { customerId: customer.id })).json();
+    // A change that names no plan asks nothing of its keys.
+    const renamed = await call(gw, 'PATCH', `/admin/customers/${customer.id}`, { name: 'B' });
+    expect(renamed.statusCode, renamed.body).toBe(200);
     await call(gw, 'PATCH', `/admin/customers/${customer.id}`, { plan: 'pro' });
     expect((await call(gw, 'GET', `/admin/keys/${key.id}`)).json().plan).toBe('pro');
   });
@@ -391,5 +414,60 @@ describe("a customer's keys", () => {
     expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key) })).statusCode).toBe(401);
     expect(logs.filter((l) => l.audit === 'key.revoked' && l.keyId === key.id)).toHaveLength(1);
     expect(logs.filter((l) => l.audit === 'customer.deleted')).toMatchObject([{ revokedKeys: 1 }]);
+  });
+});
+
+/** A store in which another replica deletes the customer just before this one writes to it. */
+class RacedStore extends MemoryCustomerStore {
+  raced = false;
+  override async update(id: string, changes: CustomerChanges, at: Date): Promise<CustomerRecord | null> {
+    if (this.raced) await super.delete(id, at);
+    return super.update(id, changes, at);
+  }
+  override async delete(id: string, at: Date): Promise<boolean> {
+    if (this.raced) await super.delete(id, at);
+    return super.delete(id, at);
+  }
+}
+
+describe('a customer another replica deletes meanwhile', () => {
+  it('is answered 404 to a change, and 204 to a deletion, auditing neither (the other replica did)', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const customerStore = new RacedStore();
+    const gw = await gateways.start({ redisUrl: null, logs, customerStore, env: { LOG_LEVEL: 'info' } });
+    for (const method of ['PATCH', 'DELETE']) {
+      const made = await create(gw, { name: 'Acme', plan: 'pro' });
+      customerStore.raced = true;
+      const res = await call(gw, method, `/admin/customers/${made.id}`, method === 'PATCH' ? { name: 'B' } : undefined);
+      customerStore.raced = false;
+      if (method === 'PATCH') {
+        expect(res.statusCode, res.body).toBe(404);
+        expect(res.json()).toEqual({ code: 'not_found', status: 404, message: `No customer with id ${made.id}` });
+      } else expect(res.statusCode, res.body).toBe(204);
+    }
+    expect(logs.filter((l) => /^customer\.(update|delete)/.test(String(l.audit)))).toEqual([]);
+    // The lines it would have written are there for a change that lands.
+    const kept = await create(gw, { name: 'Kept', plan: 'pro' });
+    expect((await call(gw, 'PATCH', `/admin/customers/${kept.id}`, { name: 'C' })).statusCode).toBe(200);
+    expect((await call(gw, 'DELETE', `/admin/customers/${kept.id}`)).statusCode).toBe(204);
+    expect(logs.filter((l) => /^customer\.(update|delete)/.test(String(l.audit))).map((l) => l.customerId)).toEqual([
+      kept.id,
+      kept.id,
+    ]);
+  });
+});
+
+describe('customers while their store is away', () => {
+  it('are answered 503 store_unavailable, not taken for a conflict, on create and list', async () => {
+    const gw = await gateways.start({ keysInRedis: true });
+    gw.redis?.disconnect();
+    for (const [method, url, body] of [
+      ['POST', '/admin/customers', { name: 'Acme', plan: 'pro', externalId: 'crm-away' }],
+      ['GET', '/admin/customers?name=acme', undefined],
+    ] as const) {
+      const res = await call(gw, method, url, body);
+      expect(res.statusCode, `${method} ${res.body}`).toBe(503);
+      expect(res.json()).toMatchObject({ code: 'store_unavailable', status: 503 });
+    }
   });
 });

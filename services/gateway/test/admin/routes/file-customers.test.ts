@@ -122,6 +122,26 @@ describe('customers from API_KEYS_FILE', () => {
     expectError(taken, 409, 'conflict');
   });
 
+  it('without billing in the file are billed from day 1 in UTC, created when the gateway loaded the file', async () => {
+    const bare = join(dir, 'bare.json');
+    await writeFile(bare, JSON.stringify({ keys: [], customers: [{ id: 'cus_bare', name: 'Bare', plan: 'free' }] }));
+    const loadedAt = Date.parse('2026-11-26T10:00:00.000Z');
+    let now = loadedAt;
+    const gw = await gateways.start({ redisUrl: null, now: () => now, env: { API_KEYS_FILE: bare } });
+    now += 60_000;
+    const shown = await gw.admin.inject({ url: '/admin/customers/cus_bare', headers: auth });
+    expect(shown.statusCode, shown.body).toBe(200);
+    expect(shown.json()).toStrictEqual({
+      id: 'cus_bare',
+      name: 'Bare',
+      plan: 'free',
+      limits: expect.any(Object),
+      billing: { anchorDay: 1, timeZone: 'UTC' },
+      currentPeriod: { start: '2026-11-01T00:00:00.000Z', end: '2026-12-01T00:00:00.000Z' },
+      createdAt: new Date(loadedAt).toISOString(),
+    });
+  });
+
   it('stop the gateway from starting when a key names a customer the file lacks, every problem listed', async () => {
     const bad = join(dir, 'bad.json');
     await writeFile(
