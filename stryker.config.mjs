@@ -186,6 +186,7 @@ export const areas = {
   credits: {
     mutate: [`${SRC}/credits/**/*.ts`, `${SRC}/billing/credit-owner.ts`, `${SRC}/admin/routes/credits.ts`],
     testFiles: [
+      `${TEST}/credits/credit-terms.test.ts`,
       `${TEST}/credits/memory-credit-ledger.test.ts`,
       `${TEST}/credits/redis-credit-ledger.test.ts`,
       `${TEST}/credits/credits-spent.test.ts`,
