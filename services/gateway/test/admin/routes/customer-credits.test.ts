@@ -97,7 +97,7 @@ describe('credits terms and changes, refused with 400, 404 and 409', () => {
     const refused = async (body: object, status: number, message: string, customer = id) => {
       const res = await post(body, customer);
       expect(res.statusCode, res.body).toBe(status);
-      expect(res.json().message).toBe(message);
+      expect(res.json()).toEqual({ code: status === 400 ? 'invalid_request' : 'conflict', status, message });
     };
     await refused({ amount: 0, reason: 'x' }, 400, 'body.amount must not be 0');
     const positive = 'body.amount must be positive for a topup; take credits away with type adjustment';
@@ -114,6 +114,19 @@ describe('credits terms and changes, refused with 400, 404 and 409', () => {
     await refused({ amount: 5, reason: 'x' }, 409, none, plain.id);
     expect((await post({ amount: 5, reason: 'x' }, 'cus_nobody')).statusCode).toBe(404);
     expect((await call('GET', '/admin/customers/cus_nobody/credits')).statusCode).toBe(404);
+    // An id no customer could have is refused before any store is asked.
+    const long = 'c'.repeat(65);
+    for (const [method, url] of [
+      ['GET', `/admin/customers/${long}/credits`],
+      ['GET', `/admin/customers/${long}/credits/ledger`],
+      ['POST', `/admin/customers/${long}/credits`],
+      ['GET', `/admin/keys/${long}/credits`],
+      ['GET', `/admin/keys/${long}/credits/ledger`],
+      ['POST', `/admin/keys/${long}/credits`],
+    ] as const) {
+      const res = await call(method, url, method === 'POST' ? { amount: 5, reason: 'x' } : undefined);
+      expect(res.statusCode, `${method} ${url}`).toBe(400);
+    }
     const badCursor = await call('GET', `/admin/customers/${id}/credits/ledger?after=nonsense`);
     expect(badCursor.statusCode).toBe(400);
     expect(badCursor.json().message).toMatch(/^after: ./);
