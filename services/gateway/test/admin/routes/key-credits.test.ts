@@ -83,6 +83,18 @@ describe('a lone key: terms, refills and refusals', () => {
     const balance = (await call('GET', `/admin/keys/${id}/credits`)).json();
     expect(balance).toMatchObject({ balance: 1, credits: { refill: { amount: 2, every: 'day' } } });
     expect(balance.nextRefillAt).toBe(new Date(tomorrow + 86_400_000).toISOString());
+    // The hour being spent: its bounds, and its spend so far (not yet a ledger entry).
+    const hour = { start: new Date(tomorrow).toISOString(), end: new Date(tomorrow + 3_600_000).toISOString() };
+    expect(balance.openHour).toEqual({ ...hour, spent: 1 });
+    // Yesterday's hour closed into a spend entry with its end; a refill has none.
+    const { items } = (await call('GET', `/admin/keys/${id}/credits/ledger`)).json();
+    expect(items.map((e: object) => Object.keys(e).sort().join())).toEqual([
+      'amount,at,id,period,type',
+      'amount,at,end,id,type',
+      'amount,at,id,period,type',
+    ]);
+    const spend = items[1];
+    expect(Date.parse(spend.end) - Date.parse(spend.at)).toBe(3_600_000);
 
     const off = await call('PATCH', `/admin/keys/${id}`, { credits: null });
     expect(off.json().credits).toBeUndefined();
