@@ -117,118 +117,7 @@ function send(gateways: TestGateway[], keys: string[], count: number) {
 
 const flushRefunds = (gateways: TestGateway[]) => Promise.all(gateways.map((gw) => gw.deps.creditRefunds.flush()));
 
-describe('credits of requests the upstream never served', () => {
-  it('come back on two replicas: N requests all answered 503 leave the balance where it started', async () => {
-    const gateways = await replicas(2);
-    const { id, keys } = await customerWith(gateways[0] as TestGateway, 100);
-    const answers = await send(gateways, keys, 30);
-    expect(answers.map((r) => r.statusCode)).toEqual(Array(30).fill(503));
-    // Spent in the limiter's call, before pets answered: 10 writes of 3 and 20 reads of 1.
-    expect((await credits(gateways[1] as TestGateway, id)).balance).toBe(50);
-    await flushRefunds(gateways);
-    const after = await credits(gateways[0] as TestGateway, id);
-    expect(after).toMatchObject({ balance: 100, spent: 0 });
-    // Written again (a second flush, the other replica's): nothing more comes back.
-    await flushRefunds(gateways);
-    expect((await credits(gateways[1] as TestGateway, id)).balance).toBe(100);
-  });
-
-  it('leaves the served requests paid for, and comes back within about a second without being asked', async () => {
-    const gateways = await replicas(2);
-    const { id, keys } = await customerWith(gateways[0] as TestGateway, 100);
-    serving = true;
-    expect((await send(gateways, keys, 3)).map((r) => r.statusCode)).toEqual([200, 200, 200]);
-    serving = false;
-    expect((await send(gateways, keys, 12)).map((r) => r.statusCode)).toEqual(Array(12).fill(503));
-    // Served: a write of 3 and two reads. The replicas' own timers write the refunds.
-    await vi.waitFor(async () => expect((await credits(gateways[1] as TestGateway, id)).balance).toBe(95), {
-      timeout: 10_000,
-      interval: 50,
-    });
-  });
-
-  it('come back in the embedded mode too (no Redis: the memory ledger)', async () => {
-    const gw = await startGateway({ upstream: petsUrl, env: { PLANS_FILE: join(dir, 'plans.json') } });
-    open.push(gw);
-    const { id, keys } = await customerWith(gw, 20);
-    expect((await send([gw], keys, 6)).map((r) => r.statusCode)).toEqual(Array(6).fill(503));
-    expect((await credits(gw, id)).balance).toBe(10);
-    await flushRefunds([gw]);
-    expect(await credits(gw, id)).toMatchObject({ balance: 20, spent: 0 });
-  });
-
-  it('come back to a lone key standing for itself, on two replicas', async () => {
-    const gateways = await replicas(2);
-    const gw = gateways[0] as TestGateway;
-    const made = await call(gw, 'POST', '/admin/keys', { plan: 'metered', name: 'solo' });
-    expect(made.statusCode, made.body).toBe(201);
-    const { id, key } = made.json() as { id: string; key: string };
-    expect((await call(gw, 'PATCH', `/admin/keys/${id}`, { credits: {} })).statusCode).toBe(200);
-    const topUp = await call(gw, 'POST', `/admin/keys/${id}/credits`, { amount: 30, reason: 'test' });
-    expect(topUp.statusCode, topUp.body).toBe(201);
-    expect((await send(gateways, [key], 9)).map((r) => r.statusCode)).toEqual(Array(9).fill(503));
-    const balance = async () =>
-      (await call(gateways[1] as TestGateway, 'GET', `/admin/keys/${id}/credits`)).json().balance;
-    // Three writes of 3 and six reads of 1.
-    expect(await balance()).toBe(15);
-    await flushRefunds(gateways);
-    expect(await balance()).toBe(30);
-  });
-
-  it('come back to a lone key from API_KEYS_FILE after each failure, its history unbilled', async () => {
-    const key = generateApiKey();
-    const file = join(dir, `keys-${Math.random().toString(36).slice(2, 8)}.json`);
-    writeFileSync(
-      file,
-      JSON.stringify([{ id: 'key_filesolo', name: 'solo', plan: 'metered', sha256: hashApiKey(key), credits: {} }]),
-    );
-    const prefix = `rf${Math.random().toString(36).slice(2, 8)}:`;
-    const env = { PLANS_FILE: join(dir, 'plans.json'), API_KEYS_FILE: file };
-    const gw = await startGateway({ redisUrl: redis.url, upstream: petsUrl, prefix, env });
-    open.push(gw);
-    const topUp = await call(gw, 'POST', '/admin/keys/key_filesolo/credits', { amount: 30, reason: 'test' });
-    expect(topUp.statusCode, topUp.body).toBe(201);
-    const balance = async () => (await call(gw, 'GET', '/admin/keys/key_filesolo/credits')).json().balance;
-    // One failure at a time, a write (3) and a read (1) in turn: spent in the limiter's call, then back.
-    for (let i = 0; i < 4; i++) {
-      const answers = await send([gw], [key], 1 + (i % 2));
-      expect(answers.map((r) => r.statusCode)).toEqual(Array(answers.length).fill(503));
-      expect(await balance()).toBeLessThan(30);
-      await flushRefunds([gw]);
-      expect(await balance()).toBe(30);
-    }
-    const history = await call(gw, 'GET', '/admin/keys/key_filesolo/usage/history');
-    expect(history.json().totals).toMatchObject({ admitted: 0, units: 0, upstreamFailed: 6 });
-  });
-
-  it('gives nothing back to a customer whose credits were turned off since, and says so in the log', async () => {
-    const logs: Record<string, unknown>[] = [];
-    const gw = await startGateway({
-      redisUrl: redis.url,
-      upstream: petsUrl,
-      env: { PLANS_FILE: join(dir, 'plans.json') },
-      logs,
-    });
-    open.push(gw);
-    const { id, keys } = await customerWith(gw, 100);
-    expect((await send([gw], keys, 6)).map((r) => r.statusCode)).toEqual(Array(6).fill(503));
-    const off = await call(gw, 'PATCH', `/admin/customers/${id}`, { credits: null });
-    expect(off.statusCode, off.body).toBe(200);
-    await flushRefunds([gw]);
-    const on = await call(gw, 'PATCH', `/admin/customers/${id}`, { credits: {} });
-    expect(on.statusCode, on.body).toBe(200);
-    // Two writes of 3 and four reads of 1, still spent.
-    expect((await credits(gw, id)).balance).toBe(90);
-    expect(logs.filter((l) => l.customerId === id && l.level === 40)).toEqual([
-      expect.objectContaining({
-        units: 10,
-        reason: 'its credits are turned off since',
-        msg: expect.stringContaining(id),
-      }),
-    ]);
-  });
-});
-
+// The class alone first: a mutant it kills never waits for the gateways below.
 describe('CreditRefunds', () => {
   const HOUR = 3_600_000;
   const rule = { refill: null, calendar: UTC_CALENDAR };
@@ -377,5 +266,117 @@ describe('CreditRefunds', () => {
     await refunds.flush();
     expect(errors).toHaveLength(1);
     expect(ledger.writes).toEqual([]);
+  });
+});
+
+describe('credits of requests the upstream never served', () => {
+  it('come back on two replicas: N requests all answered 503 leave the balance where it started', async () => {
+    const gateways = await replicas(2);
+    const { id, keys } = await customerWith(gateways[0] as TestGateway, 100);
+    const answers = await send(gateways, keys, 30);
+    expect(answers.map((r) => r.statusCode)).toEqual(Array(30).fill(503));
+    // Spent in the limiter's call, before pets answered: 10 writes of 3 and 20 reads of 1.
+    expect((await credits(gateways[1] as TestGateway, id)).balance).toBe(50);
+    await flushRefunds(gateways);
+    const after = await credits(gateways[0] as TestGateway, id);
+    expect(after).toMatchObject({ balance: 100, spent: 0 });
+    // Written again (a second flush, the other replica's): nothing more comes back.
+    await flushRefunds(gateways);
+    expect((await credits(gateways[1] as TestGateway, id)).balance).toBe(100);
+  });
+
+  it('leaves the served requests paid for, and comes back within about a second without being asked', async () => {
+    const gateways = await replicas(2);
+    const { id, keys } = await customerWith(gateways[0] as TestGateway, 100);
+    serving = true;
+    expect((await send(gateways, keys, 3)).map((r) => r.statusCode)).toEqual([200, 200, 200]);
+    serving = false;
+    expect((await send(gateways, keys, 12)).map((r) => r.statusCode)).toEqual(Array(12).fill(503));
+    // Served: a write of 3 and two reads. The replicas' own timers write the refunds.
+    await vi.waitFor(async () => expect((await credits(gateways[1] as TestGateway, id)).balance).toBe(95), {
+      timeout: 10_000,
+      interval: 50,
+    });
+  });
+
+  it('come back in the embedded mode too (no Redis: the memory ledger)', async () => {
+    const gw = await startGateway({ upstream: petsUrl, env: { PLANS_FILE: join(dir, 'plans.json') } });
+    open.push(gw);
+    const { id, keys } = await customerWith(gw, 20);
+    expect((await send([gw], keys, 6)).map((r) => r.statusCode)).toEqual(Array(6).fill(503));
+    expect((await credits(gw, id)).balance).toBe(10);
+    await flushRefunds([gw]);
+    expect(await credits(gw, id)).toMatchObject({ balance: 20, spent: 0 });
+  });
+
+  it('come back to a lone key standing for itself, on two replicas', async () => {
+    const gateways = await replicas(2);
+    const gw = gateways[0] as TestGateway;
+    const made = await call(gw, 'POST', '/admin/keys', { plan: 'metered', name: 'solo' });
+    expect(made.statusCode, made.body).toBe(201);
+    const { id, key } = made.json() as { id: string; key: string };
+    expect((await call(gw, 'PATCH', `/admin/keys/${id}`, { credits: {} })).statusCode).toBe(200);
+    const topUp = await call(gw, 'POST', `/admin/keys/${id}/credits`, { amount: 30, reason: 'test' });
+    expect(topUp.statusCode, topUp.body).toBe(201);
+    expect((await send(gateways, [key], 9)).map((r) => r.statusCode)).toEqual(Array(9).fill(503));
+    const balance = async () =>
+      (await call(gateways[1] as TestGateway, 'GET', `/admin/keys/${id}/credits`)).json().balance;
+    // Three writes of 3 and six reads of 1.
+    expect(await balance()).toBe(15);
+    await flushRefunds(gateways);
+    expect(await balance()).toBe(30);
+  });
+
+  it('come back to a lone key from API_KEYS_FILE after each failure, its history unbilled', async () => {
+    const key = generateApiKey();
+    const file = join(dir, `keys-${Math.random().toString(36).slice(2, 8)}.json`);
+    writeFileSync(
+      file,
+      JSON.stringify([{ id: 'key_filesolo', name: 'solo', plan: 'metered', sha256: hashApiKey(key), credits: {} }]),
+    );
+    const prefix = `rf${Math.random().toString(36).slice(2, 8)}:`;
+    const env = { PLANS_FILE: join(dir, 'plans.json'), API_KEYS_FILE: file };
+    const gw = await startGateway({ redisUrl: redis.url, upstream: petsUrl, prefix, env });
+    open.push(gw);
+    const topUp = await call(gw, 'POST', '/admin/keys/key_filesolo/credits', { amount: 30, reason: 'test' });
+    expect(topUp.statusCode, topUp.body).toBe(201);
+    const balance = async () => (await call(gw, 'GET', '/admin/keys/key_filesolo/credits')).json().balance;
+    // One failure at a time, a write (3) and a read (1) in turn: spent in the limiter's call, then back.
+    for (let i = 0; i < 4; i++) {
+      const answers = await send([gw], [key], 1 + (i % 2));
+      expect(answers.map((r) => r.statusCode)).toEqual(Array(answers.length).fill(503));
+      expect(await balance()).toBeLessThan(30);
+      await flushRefunds([gw]);
+      expect(await balance()).toBe(30);
+    }
+    const history = await call(gw, 'GET', '/admin/keys/key_filesolo/usage/history');
+    expect(history.json().totals).toMatchObject({ admitted: 0, units: 0, upstreamFailed: 6 });
+  });
+
+  it('gives nothing back to a customer whose credits were turned off since, and says so in the log', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await startGateway({
+      redisUrl: redis.url,
+      upstream: petsUrl,
+      env: { PLANS_FILE: join(dir, 'plans.json') },
+      logs,
+    });
+    open.push(gw);
+    const { id, keys } = await customerWith(gw, 100);
+    expect((await send([gw], keys, 6)).map((r) => r.statusCode)).toEqual(Array(6).fill(503));
+    const off = await call(gw, 'PATCH', `/admin/customers/${id}`, { credits: null });
+    expect(off.statusCode, off.body).toBe(200);
+    await flushRefunds([gw]);
+    const on = await call(gw, 'PATCH', `/admin/customers/${id}`, { credits: {} });
+    expect(on.statusCode, on.body).toBe(200);
+    // Two writes of 3 and four reads of 1, still spent.
+    expect((await credits(gw, id)).balance).toBe(90);
+    expect(logs.filter((l) => l.customerId === id && l.level === 40)).toEqual([
+      expect.objectContaining({
+        units: 10,
+        reason: 'its credits are turned off since',
+        msg: expect.stringContaining(id),
+      }),
+    ]);
   });
 });
