@@ -190,13 +190,15 @@ export const areas = {
   credits: {
     mutate: [`${SRC}/credits/**/*.ts`, `${SRC}/billing/credit-owner.ts`, `${SRC}/admin/routes/credits.ts`],
     testFiles: [
+      `${TEST}/credits/credit-terms.test.ts`,
       `${TEST}/credits/memory-credit-ledger.test.ts`,
       `${TEST}/credits/redis-credit-ledger.test.ts`,
       `${TEST}/credits/credits-spent.test.ts`,
-      `${TEST}/credits/credit-refunds.test.ts`,
-      `${TEST}/credits/credit-defaults.test.ts`,
+      // The routes' own before the suites that only pass through them (a top-up, a balance read).
       `${TEST}/admin/routes/customer-credits.test.ts`,
       `${TEST}/admin/routes/key-credits.test.ts`,
+      `${TEST}/credits/credit-refunds.test.ts`,
+      `${TEST}/credits/credit-defaults.test.ts`,
     ],
   },
   // The metering export: the closer of each hour, its revisions, both stores, CloudEvents and Stripe.

@@ -29,6 +29,7 @@ export async function creditsSpent<Ref>(
   do {
     const page = await deps.credits.page(owner.id, {
       limit: MAX_PAGE_SIZE,
+      // Stryker disable next-line ConditionalExpression: both ledgers read `after: undefined` as no cursor
       ...(after !== undefined ? { after } : {}),
     });
     for (const entry of page.items) {

@@ -14,6 +14,8 @@ const FLUSH_MS = 1_000;
 export class WriteBehind<V> {
   private pending = new Map<string, V>();
   private timer: NodeJS.Timeout | null = null;
+  /** The writes under way, a timer's among them, settled either way: a flush waits for them too. */
+  private writing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly write: (batch: ReadonlyMap<string, V>) => Promise<unknown>,
@@ -37,15 +39,27 @@ export class WriteBehind<V> {
     }
   }
 
-  /** Writes what waits now (with nothing waiting, no write); settles as the write does. */
+  /**
+   * Writes what waits now (with nothing waiting, no write); settles as the write does, and not
+   * before the writes already under way have (the timer's may have taken the batch just before):
+   * once it resolves, every value set before the call has been written or has failed.
+   */
   async flush(): Promise<void> {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    if (this.pending.size === 0) return;
+    const earlier = this.writing;
+    if (this.pending.size === 0) return earlier;
     const batch = this.pending;
     this.pending = new Map();
-    await this.write(batch);
+    const written = this.write(batch);
+    const settled = written.then(
+      () => {},
+      () => {},
+    );
+    this.writing = Promise.all([earlier, settled]).then(() => {});
+    await earlier;
+    await written;
   }
 }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CreditChange, CreditEntry, CreditLedger } from '../../src/credits/credit-ledger.js';
-import type { CreditRule } from '../../src/credits/credit-terms.js';
+import { type CreditChange, type CreditEntry, type CreditLedger, ENTRY_ID } from '../../src/credits/credit-ledger.js';
+import { type CreditRule, MAX_CREDITS } from '../../src/credits/credit-terms.js';
 import { calendarFor, UTC_CALENDAR } from '../../src/limits/calendar.js';
 import { BadCursorError } from '../../src/paging/page.js';
 
@@ -106,6 +106,57 @@ export function creditLedgerContract(name: string, make: (retentionMs: number) =
       expect((await ledger.page(id, { limit: 10 })).items.map((e) => e.amount)).toEqual([-10, 10]);
     });
 
+    // What a change says to the credit events (credits.low, credits.exhausted): the balance after
+    // its last raise, and whether it is the change that took the balance to 0.
+    it('answers each change with the balance after its last raise, and marks the one that took it to 0', async () => {
+      const ledger = await start();
+      const id = owner();
+      const now = at('2026-11-20T10:00:00Z');
+      const made = async (amount: number, ref: string, type: CreditChange['type'] = 'topup') => {
+        const result = await ledger.add(id, NO_REFILL, change(amount, ref, type), now);
+        expect(result.outcome === 'short' ? '' : result.entryId).toMatch(/^\d+-\d+$/);
+        const { entryId: _, ...rest } = result as { entryId?: string };
+        return rest;
+      };
+      expect(await made(10, 'a')).toEqual({ outcome: 'added', balance: 10, refilled: 0, raisedTo: 10 });
+      expect(await made(-4, 'b', 'adjustment')).toEqual({ outcome: 'added', balance: 6, refilled: 0, raisedTo: 10 });
+      // A change of nothing raises nothing (the admin API refuses it; the ledger still takes it).
+      expect(await made(0, 'c', 'grant')).toEqual({ outcome: 'added', balance: 6, refilled: 0, raisedTo: 10 });
+      expect(await made(-6, 'd', 'adjustment')).toEqual({
+        outcome: 'added',
+        balance: 0,
+        refilled: 0,
+        exhausted: true,
+        raisedTo: 10,
+      });
+      expect(await made(3, 'e', 'grant')).toEqual({ outcome: 'added', balance: 3, refilled: 0, raisedTo: 3 });
+      expect(await made(-3, 'f', 'adjustment')).toMatchObject({ balance: 0, exhausted: true });
+      // Spent to 0 by the limiter, which marked it: a later change announces nothing more.
+      await made(2, 'g');
+      expect(await harness?.spend(id, 2, now)).toBe(true);
+      expect(await made(0, 'h', 'grant')).toEqual({ outcome: 'added', balance: 0, refilled: 0, raisedTo: 2 });
+      // A balance raised only by refills has no raise to measure against.
+      const refilledOnly = owner();
+      const down = await ledger.add(refilledOnly, MONTHLY, change(-100, 'down', 'adjustment'), now);
+      expect(down).toEqual({ outcome: 'added', entryId: expect.any(String), balance: 400, refilled: 500 });
+    });
+
+    it('takes the largest change exactly, and as many of them as given', async () => {
+      const ledger = await start();
+      const id = owner();
+      const now = at('2026-11-20T10:00:00Z');
+      await ledger.add(id, NO_REFILL, change(MAX_CREDITS, 'a'), now);
+      await ledger.add(id, NO_REFILL, change(MAX_CREDITS, 'b', 'grant'), now);
+      expect(await ledger.add(id, NO_REFILL, change(-1, 'c', 'adjustment'), now)).toMatchObject({
+        balance: 2 * MAX_CREDITS - 1,
+      });
+      expect(await ledger.add(id, NO_REFILL, change(-2 * MAX_CREDITS, 'd', 'adjustment'), now)).toMatchObject({
+        outcome: 'short',
+        balance: 2 * MAX_CREDITS - 1,
+      });
+      expect((await ledger.page(id, { limit: 10 })).items.map((e) => e.amount)).toEqual([-1, MAX_CREDITS, MAX_CREDITS]);
+    });
+
     it('refills up to the amount once per billing period, from the anchor day in its zone', async () => {
       const ledger = await start();
       const id = owner();
@@ -131,6 +182,14 @@ export function creditLedgerContract(name: string, make: (retentionMs: number) =
         [200, `period:${at('2026-12-14T23:00:00Z')}`],
         [500, `period:${at('2026-11-14T23:00:00Z')}`],
       ]);
+      // Each entry carries its own fields only: a refill no reason, no ref, no end.
+      expect(refills[0]).toStrictEqual({
+        id: expect.stringMatching(ENTRY_ID),
+        type: 'refill',
+        amount: 200,
+        at: at('2026-12-14T23:00:00Z'),
+        period: `period:${at('2026-12-14T23:00:00Z')}`,
+      });
     });
 
     it('gives nothing back for an hour in which nothing was spent: a refund creates no credit', async () => {
@@ -235,6 +294,11 @@ export function creditLedgerContract(name: string, make: (retentionMs: number) =
       const last = await ledger.page(id, { limit: 2, after: second.next as string });
       expect(last).toMatchObject({ next: null });
       expect(last.items.map((e) => e.amount)).toEqual([1]);
+      // A last page as full as asked still says it is the last.
+      const full = await ledger.page(id, { limit: 3, after: first.next as string });
+      expect(full.items.map((e) => e.amount)).toEqual([3, 2, 1]);
+      expect(full.next).toBeNull();
+      expect((await ledger.page(id, { limit: 5 })).next).toBeNull();
       await expect(ledger.page(id, { limit: 2, after: 'nonsense' })).rejects.toThrow(BadCursorError);
       expect(await ledger.page(owner(), { limit: 2 })).toEqual({ items: [], next: null });
     });
@@ -273,6 +337,42 @@ export function creditLedgerContract(name: string, make: (retentionMs: number) =
       expect((await ledger.page(id, { limit: 10 })).items).toEqual([
         expect.objectContaining({ type: 'opening', amount: 22, id: first.items[0]?.id }),
       ]);
+    });
+
+    it('keeps an entry written exactly the retention ago, and trims it the millisecond after', async () => {
+      const ledger = await start(RETENTION_MS);
+      const id = owner();
+      await ledger.add(id, NO_REFILL, change(4, 'edge'), Date.now());
+      const [entry] = (await ledger.page(id, { limit: 1 })).items;
+      // Its id's millisecond is when it was written (the Redis clock's, or the memory ledger's now).
+      const written = Number((entry as CreditEntry).id.split('-')[0]);
+      await ledger.balance(id, NO_REFILL, written + RETENTION_MS);
+      expect((await ledger.page(id, { limit: 5 })).items).toEqual([entry]);
+      await ledger.balance(id, NO_REFILL, written + RETENTION_MS + 1);
+      expect((await ledger.page(id, { limit: 5 })).items).toEqual([
+        { id: (entry as CreditEntry).id, type: 'opening', amount: 4, at: written },
+      ]);
+      // The trimmed entry's reference goes with it: only ever retried within a day, it may be used again.
+      expect(await ledger.add(id, NO_REFILL, change(4, 'edge'), written + RETENTION_MS + 1)).toMatchObject({
+        outcome: 'added',
+        balance: 8,
+      });
+    });
+
+    it('trims at most a thousand entries a call: a long-unread ledger over a few', async () => {
+      const ledger = await start(RETENTION_MS);
+      const id = owner();
+      const t0 = Date.now();
+      await Promise.all(Array.from({ length: 1002 }, (_, i) => ledger.add(id, NO_REFILL, change(1, `r${i}`), t0)));
+      const later = t0 + RETENTION_MS + HOUR;
+      expect((await ledger.balance(id, NO_REFILL, later)).balance).toBe(1002);
+      expect((await ledger.page(id, { limit: 5 })).items.map((e) => [e.type, e.amount])).toEqual([
+        ['topup', 1],
+        ['topup', 1],
+        ['opening', 1000],
+      ]);
+      await ledger.balance(id, NO_REFILL, later);
+      expect((await ledger.page(id, { limit: 5 })).items.map((e) => [e.type, e.amount])).toEqual([['opening', 1002]]);
     });
 
     it('keeps the balance the ledger’s sum when trims run among concurrent spends', async () => {

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { MongoNetworkError } from 'mongodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { RefundOnce } from '../../src/credits/credit-ledger.js';
 import { CreditRefunds } from '../../src/credits/credit-refunds.js';
 import type { CreditRule } from '../../src/credits/credit-terms.js';
 import { MemoryCreditLedger } from '../../src/credits/memory-credit-ledger.js';
@@ -12,6 +14,7 @@ import { MemoryCustomerStore } from '../../src/customers/memory-customer-store.j
 import { generateApiKey, hashApiKey } from '../../src/keys/api-key.js';
 import { MemoryKeyStore } from '../../src/keys/memory-key-store.js';
 import { UTC_CALENDAR } from '../../src/limits/calendar.js';
+import type { RefundRecord } from '../../src/usage/usage-spool.js';
 import { ADMIN_TOKEN, bearer, startGateway, type TestGateway } from '../support/helpers.js';
 
 /*
@@ -113,6 +116,158 @@ function send(gateways: TestGateway[], keys: string[], count: number) {
 }
 
 const flushRefunds = (gateways: TestGateway[]) => Promise.all(gateways.map((gw) => gw.deps.creditRefunds.flush()));
+
+// The class alone first: a mutant it kills never waits for the gateways below.
+describe('CreditRefunds', () => {
+  const HOUR = 3_600_000;
+  const rule = { refill: null, calendar: UTC_CALENDAR };
+
+  /** The memory ledger, counting the refund writes it is sent. */
+  class CountedLedger extends MemoryCreditLedger {
+    writes: Array<[string, number, number]> = [];
+    override async refund(owner: string, r: CreditRule, hour: number, units: number, now: number) {
+      this.writes.push([owner, hour, units]);
+      return super.refund(owner, r, hour, units, now);
+    }
+  }
+
+  it('writes one refund per owner and hour for a batch of failures, and each failure once', async () => {
+    const ledger = new CountedLedger();
+    const now = Date.parse('2026-11-20T10:30:00Z');
+    for (const owner of ['cus_a', 'cus_b']) ledger.spend(ledger.state(owner, rule, now).held, 50);
+    const refunds = new CreditRefunds({
+      ledger,
+      ruleOf: async () => ({ rule }),
+      now: () => now,
+      onError: () => {},
+      onDropped: () => {},
+    });
+    for (let i = 0; i < 40; i++) refunds.upstreamFailed(i % 2 === 0 ? 'cus_a' : 'cus_b', 1, now - i * 1000);
+    await refunds.flush();
+    await refunds.flush();
+    const hour = now - (now % HOUR);
+    expect(ledger.writes.sort()).toEqual([
+      ['cus_a', hour, 20],
+      ['cus_b', hour, 20],
+    ]);
+    expect((await ledger.balance('cus_a', rule, now)).openHour?.spent).toBe(30);
+  });
+
+  /** A memory ledger that fails its refunds with `failure` while it is set, as a Redis away does. */
+  class AwayLedger extends MemoryCreditLedger {
+    failure: Error | undefined;
+    writes: Array<[string, number, number, RefundOnce | undefined]> = [];
+    override async refund(owner: string, r: CreditRule, hour: number, units: number, now: number, once?: RefundOnce) {
+      if (this.failure) throw this.failure;
+      this.writes.push([owner, hour, units, once]);
+      return super.refund(owner, r, hour, units, now, once);
+    }
+  }
+
+  function spooling(ledger: AwayLedger, ruleOf = async (_owner: string) => ({ rule })) {
+    const records: RefundRecord[] = [];
+    const spooled: number[] = [];
+    const errors: unknown[] = [];
+    const now = Date.parse('2026-11-20T10:30:00Z');
+    const refunds = new CreditRefunds({
+      ledger,
+      ruleOf,
+      now: () => now,
+      onError: (err) => errors.push(err),
+      onDropped: () => {},
+      spool: { append: (record) => records.push(record), spooled: (count) => spooled.push(count) },
+    });
+    return { refunds, records, spooled, errors, now, hour: now - (now % HOUR) };
+  }
+
+  it('spools the refunds a store away could not write, each under a reference of its own, and replays each once', async () => {
+    const ledger = new AwayLedger();
+    const run = spooling(ledger, async (owner) => {
+      if (owner === 'cus_mongo') throw new MongoNetworkError('the key store is away');
+      return { rule };
+    });
+    for (const owner of ['cus_a', 'cus_b']) ledger.spend(ledger.state(owner, rule, run.now).held, 10);
+    ledger.failure = new Error('Connection is closed.');
+    run.refunds.upstreamFailed('cus_a', 3, run.now);
+    run.refunds.upstreamFailed('cus_b', 2, run.now - 60_000);
+    run.refunds.upstreamFailed('cus_mongo', 1, run.now);
+    await run.refunds.flush();
+    expect(run.errors).toEqual([]);
+    expect(run.spooled).toEqual([3]);
+    expect([...run.records].sort((a, b) => a.owner.localeCompare(b.owner))).toEqual([
+      { kind: 'refund', owner: 'cus_a', hour: run.hour, units: 3, ref: expect.any(String) },
+      { kind: 'refund', owner: 'cus_b', hour: run.hour, units: 2, ref: expect.any(String) },
+      { kind: 'refund', owner: 'cus_mongo', hour: run.hour, units: 1, ref: expect.any(String) },
+    ]);
+    expect(new Set(run.records.map((r) => r.ref)).size).toBe(3);
+
+    // While the store is still away the replay rejects, so the spool keeps the records.
+    const given = run.records.filter((r) => r.owner !== 'cus_mongo');
+    await expect(run.refunds.replay(given)).rejects.toThrow('Connection is closed.');
+    await expect(run.refunds.replay(run.records.filter((r) => r.owner === 'cus_mongo'))).rejects.toThrow(
+      MongoNetworkError,
+    );
+    ledger.failure = undefined;
+    await run.refunds.replay(given);
+    await run.refunds.replay(given);
+    // Each under its reference, kept a week: the second replay gives nothing more.
+    const keepUntil = run.now + 7 * 86_400_000;
+    expect(ledger.writes.map(([owner, , units, once]) => [owner, units, once?.keepUntil])).toEqual([
+      ...given.map((r) => [r.owner, r.units, keepUntil]),
+      ...given.map((r) => [r.owner, r.units, keepUntil]),
+    ]);
+    expect(ledger.writes.map(([, , , once]) => once?.ref)).toEqual([...given, ...given].map((r) => r.ref));
+    expect((await ledger.balance('cus_a', rule, run.now)).openHour?.spent).toBe(7);
+    expect((await ledger.balance('cus_b', rule, run.now)).openHour?.spent).toBe(8);
+  });
+
+  it('logs a failure that is not a store away, spools nothing, and replays the rest of a segment past it', async () => {
+    const ledger = new AwayLedger();
+    const run = spooling(ledger);
+    ledger.spend(ledger.state('cus_a', rule, run.now).held, 10);
+    ledger.failure = new Error('ERR something else');
+    run.refunds.upstreamFailed('cus_a', 3, run.now);
+    await run.refunds.flush();
+    expect(run.errors).toEqual([ledger.failure]);
+    expect(run.records).toEqual([]);
+    expect(run.spooled).toEqual([]);
+
+    // A replay: a record the ledger refuses is logged, and the next one still given back.
+    let calls = 0;
+    const flaky = spooling(ledger, async () => {
+      calls++;
+      if (calls === 1) throw new Error('ERR not a store away');
+      return { rule };
+    });
+    ledger.failure = undefined;
+    const records: RefundRecord[] = [
+      { kind: 'refund', owner: 'cus_a', hour: run.hour, units: 1, ref: 'r1' },
+      { kind: 'refund', owner: 'cus_a', hour: run.hour, units: 2, ref: 'r2' },
+    ];
+    await flaky.refunds.replay(records);
+    expect(flaky.errors).toMatchObject([{ message: 'ERR not a store away' }]);
+    expect((await ledger.balance('cus_a', rule, run.now)).openHour?.spent).toBe(8);
+  });
+
+  it('reports a write that fails and does not send it again', async () => {
+    const errors: unknown[] = [];
+    const ledger = new CountedLedger();
+    const refunds = new CreditRefunds({
+      ledger,
+      ruleOf: async () => {
+        throw new Error('store away');
+      },
+      now: () => 0,
+      onError: (err) => errors.push(err),
+      onDropped: () => {},
+    });
+    refunds.upstreamFailed('cus_a', 1, 0);
+    await refunds.flush();
+    await refunds.flush();
+    expect(errors).toHaveLength(1);
+    expect(ledger.writes).toEqual([]);
+  });
+});
 
 describe('credits of requests the upstream never served', () => {
   it('come back on two replicas: N requests all answered 503 leave the balance where it started', async () => {
@@ -223,60 +378,5 @@ describe('credits of requests the upstream never served', () => {
         msg: expect.stringContaining(id),
       }),
     ]);
-  });
-});
-
-describe('CreditRefunds', () => {
-  const HOUR = 3_600_000;
-  const rule = { refill: null, calendar: UTC_CALENDAR };
-
-  /** The memory ledger, counting the refund writes it is sent. */
-  class CountedLedger extends MemoryCreditLedger {
-    writes: Array<[string, number, number]> = [];
-    override async refund(owner: string, r: CreditRule, hour: number, units: number, now: number) {
-      this.writes.push([owner, hour, units]);
-      return super.refund(owner, r, hour, units, now);
-    }
-  }
-
-  it('writes one refund per owner and hour for a batch of failures, and each failure once', async () => {
-    const ledger = new CountedLedger();
-    const now = Date.parse('2026-11-20T10:30:00Z');
-    for (const owner of ['cus_a', 'cus_b']) ledger.spend(ledger.state(owner, rule, now).held, 50);
-    const refunds = new CreditRefunds({
-      ledger,
-      ruleOf: async () => ({ rule }),
-      now: () => now,
-      onError: () => {},
-      onDropped: () => {},
-    });
-    for (let i = 0; i < 40; i++) refunds.upstreamFailed(i % 2 === 0 ? 'cus_a' : 'cus_b', 1, now - i * 1000);
-    await refunds.flush();
-    await refunds.flush();
-    const hour = now - (now % HOUR);
-    expect(ledger.writes.sort()).toEqual([
-      ['cus_a', hour, 20],
-      ['cus_b', hour, 20],
-    ]);
-    expect((await ledger.balance('cus_a', rule, now)).openHour?.spent).toBe(30);
-  });
-
-  it('reports a write that fails and does not send it again', async () => {
-    const errors: unknown[] = [];
-    const ledger = new CountedLedger();
-    const refunds = new CreditRefunds({
-      ledger,
-      ruleOf: async () => {
-        throw new Error('store away');
-      },
-      now: () => 0,
-      onError: (err) => errors.push(err),
-      onDropped: () => {},
-    });
-    refunds.upstreamFailed('cus_a', 1, 0);
-    await refunds.flush();
-    await refunds.flush();
-    expect(errors).toHaveLength(1);
-    expect(ledger.writes).toEqual([]);
   });
 });

@@ -37,6 +37,7 @@ function spentHourly(start: number, hours: number) {
   const deps = {
     credits: ledger,
     webhooks: { onCredits: (...args: unknown[]) => announced.push(args) },
+    announced,
   } as unknown as Pick<GatewayDeps, 'credits' | 'webhooks'>;
   const sum = (from: number, to: number) =>
     spends.filter(([hour]) => hour >= from && hour < to).reduce((t, [, amount]) => t + amount, 0);
@@ -56,6 +57,9 @@ describe('creditsSpent', () => {
     // The open hour (the last) is in March's sum, not yet an entry.
     const lastHour = (699 % 5) + 1;
     expect(await creditsSpent(deps, owner, last, last + HOUR_MS, now)).toBe(lastHour);
+    // A range ending where the open hour starts leaves it out.
+    const before = (698 % 5) + 1;
+    expect(await creditsSpent(deps, owner, last - HOUR_MS, last, now)).toBe(before);
   });
 
   it('closes a past hour still open into its entry, and counts it once', async () => {
@@ -65,6 +69,20 @@ describe('creditsSpent', () => {
     expect(await creditsSpent(deps, owner, at('2026-03-01T00:00:00Z'), at('2026-04-01T00:00:00Z'), now)).toBe(3);
     expect(await creditsSpent(deps, owner, at('2026-04-01T00:00:00Z'), now + HOUR_MS, now)).toBe(0);
     expect(await creditsSpent(deps, owner, last, last + HOUR_MS, now)).toBe(2);
+  });
+
+  it('announces the refill its read of the balance applied, as every reader does', async () => {
+    const { deps, last } = spentHourly(at('2026-03-31T22:00:00Z'), 1);
+    const refilling = customerOwner(DEFAULT_PLANS, { ...customer, credits: { refill: { amount: 50, every: 'day' } } });
+    const now = last + 60_000;
+    // The harness spent 1 from an empty balance (-1): the day's refill of 50 adds 51.
+    expect(await creditsSpent(deps, refilling, last, last + HOUR_MS, now)).toBe(1);
+    expect(await creditsSpent(deps, refilling, last, last + HOUR_MS, now)).toBe(1);
+    const announced = (deps as unknown as { announced: unknown[] }).announced;
+    expect(announced).toEqual([
+      [refilling.ref, { before: 50, after: 50, refilled: 51 }, 50],
+      [refilling.ref, { before: 50, after: 50, refilled: 0 }, 50],
+    ]);
   });
 
   it('counts credits given back for unserved requests out of their hour, across a period boundary', async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
-import { afterAll, beforeAll } from 'vitest';
-import { RedisCreditLedger } from '../../src/credits/redis-credit-ledger.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { creditKeys, RedisCreditLedger } from '../../src/credits/redis-credit-ledger.js';
 import { UTC_CALENDAR } from '../../src/limits/calendar.js';
 import { RedisKeyLimiter } from '../../src/limits/engines/redis-key-limiter.js';
 import { policyFor, withCredits } from '../../src/limits/policy.js';
@@ -32,4 +32,23 @@ creditLedgerContract('redis', async (retentionMs) => {
     },
     cleanup: async () => client.disconnect(),
   };
+});
+
+describe('redis ledger: a page it cannot read', () => {
+  // A page is one transaction: a command of it that fails fails the page, rather than showing a
+  // ledger with entries or its opening missing.
+  it.each([
+    ['the ledger', 1],
+    ['the balance’s state', 0],
+  ] as const)('rejects with the error when %s is not what the ledger wrote', async (_label, which) => {
+    const client = await connected(redisClient(redis.url, 2_000));
+    try {
+      const prefix = `t${randomUUID().slice(0, 8)}:`;
+      await client.set(creditKeys(prefix, 'cus_broken')[which], 'not a stream nor a hash');
+      const ledger = new RedisCreditLedger(client, prefix);
+      await expect(ledger.page('cus_broken', { limit: 5 })).rejects.toThrow(/WRONGTYPE/);
+    } finally {
+      client.disconnect();
+    }
+  });
 });

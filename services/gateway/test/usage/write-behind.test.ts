@@ -73,6 +73,35 @@ describe('WriteBehind', () => {
     expect(writes).toHaveLength(2);
   });
 
+  // A caller's flush (a test's, the shutdown's) must not return while the timer's write of the
+  // values it set is still under way: they are not yet written.
+  it('flush() resolves only once a write the timer started is done', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let finish = () => {};
+    const done: string[] = [];
+    const batch = new WriteBehind<number>(
+      (pending) =>
+        new Promise<void>((resolve) => {
+          finish = () => {
+            done.push(...pending.keys());
+            resolve();
+          };
+        }),
+      () => {},
+    );
+    batch.set('a', 1);
+    await vi.advanceTimersByTimeAsync(1_000);
+    let flushed = false;
+    const flush = batch.flush().then(() => {
+      flushed = true;
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(flushed).toBe(false);
+    finish();
+    await flush;
+    expect(done).toEqual(['a']);
+  });
+
   it('a failed write rejects flush() for its caller, goes to onError when the timer wrote, and is not retried', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const { batch, add, writes, errors, state, nextError } = sums();

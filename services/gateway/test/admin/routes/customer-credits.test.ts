@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { type AdminCall, adminCaller, creditReplicas, pets } from '../../support/admin.js';
 import { type TestGateway, useGateways } from '../../support/helpers.js';
 import { testClock } from '../../support/test-clock.js';
+import { startReceiver } from '../../support/webhook-receiver.js';
 
 /**
  * A customer's credits through the admin API and the gate: top-ups once per Idempotency-Key, the
@@ -93,19 +94,101 @@ describe('credits terms and changes, refused with 400, 404 and 409', () => {
     const call = adminCaller(gw as TestGateway);
     const { id } = await customerWithKey(call, {});
     const post = (body: object, customer = id) => call('POST', `/admin/customers/${customer}/credits`, body);
-    expect((await post({ amount: 0, reason: 'x' })).statusCode).toBe(400);
-    expect((await post({ amount: -5, reason: 'x' })).statusCode).toBe(400);
+    const refused = async (body: object, status: number, message: string, customer = id) => {
+      const res = await post(body, customer);
+      expect(res.statusCode, res.body).toBe(status);
+      expect(res.json()).toEqual({ code: status === 400 ? 'invalid_request' : 'conflict', status, message });
+    };
+    await refused({ amount: 0, reason: 'x' }, 400, 'body.amount must not be 0');
+    const positive = 'body.amount must be positive for a topup; take credits away with type adjustment';
+    await refused({ amount: -5, reason: 'x' }, 400, positive);
+    await refused({ amount: -5, reason: 'x', type: 'grant' }, 400, positive.replace('topup', 'grant'));
     expect((await post({ amount: 5, reason: 'x' })).statusCode).toBe(201);
-    const below = await post({ amount: -6, reason: 'x', type: 'adjustment' });
-    expect(below.statusCode).toBe(409);
-    expect(below.json().message).toContain('below zero');
+    const below = 'The balance is 5: an adjustment of -6 would take it below zero';
+    await refused({ amount: -6, reason: 'x', type: 'adjustment' }, 409, below);
     expect((await post({ amount: -5, reason: 'refund', type: 'adjustment' })).statusCode).toBe(201);
+    expect((await call('GET', `/admin/customers/${id}/credits`)).json()).toMatchObject({ balance: 0 });
     const plain = await customerWithKey(call, {});
     await call('PATCH', `/admin/customers/${plain.id}`, { credits: null });
-    expect((await post({ amount: 5, reason: 'x' }, plain.id)).statusCode).toBe(409);
+    const none = `Customer ${plain.id} spends no credits: give it credits terms first (PATCH /admin/customers/${plain.id} {"credits": {}})`;
+    await refused({ amount: 5, reason: 'x' }, 409, none, plain.id);
     expect((await post({ amount: 5, reason: 'x' }, 'cus_nobody')).statusCode).toBe(404);
     expect((await call('GET', '/admin/customers/cus_nobody/credits')).statusCode).toBe(404);
-    expect((await call('GET', `/admin/customers/${id}/credits/ledger?after=nonsense`)).statusCode).toBe(400);
+    // An id no customer could have is refused before any store is asked.
+    const long = 'c'.repeat(65);
+    for (const [method, url] of [
+      ['GET', `/admin/customers/${long}/credits`],
+      ['GET', `/admin/customers/${long}/credits/ledger`],
+      ['POST', `/admin/customers/${long}/credits`],
+      ['GET', `/admin/keys/${long}/credits`],
+      ['GET', `/admin/keys/${long}/credits/ledger`],
+      ['POST', `/admin/keys/${long}/credits`],
+    ] as const) {
+      const res = await call(method, url, method === 'POST' ? { amount: 5, reason: 'x' } : undefined);
+      expect(res.statusCode, `${method} ${url}`).toBe(400);
+    }
+    const badCursor = await call('GET', `/admin/customers/${id}/credits/ledger?after=nonsense`);
+    expect(badCursor.statusCode).toBe(400);
+    expect(badCursor.json().message).toMatch(/^after: ./);
+  });
+});
+
+const LOCAL_HOOKS = { WEBHOOKS_ALLOW_INSECURE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true' };
+
+describe('changes by hand: what each answers, logs and announces', () => {
+  it('makes each change under a reference of its own, audits it, and sends the events it crosses', async () => {
+    const clock = testClock();
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ redisUrl: null, env: LOCAL_HOOKS, now: clock.now, logs });
+    const call = adminCaller(gw);
+    const hook = await startReceiver();
+    try {
+      const events = ['credits.low', 'credits.exhausted', 'credits.refilled'];
+      expect((await call('POST', '/admin/webhooks', { url: hook.url, events })).statusCode).toBe(201);
+      const { id } = await customerWithKey(call, {});
+      const post = async (amount: number, type: string) => {
+        const res = await call('POST', `/admin/customers/${id}/credits`, { amount, reason: 'by hand', type });
+        expect(res.statusCode, res.body).toBe(201);
+        return res.json();
+      };
+      expect(await post(10, 'topup')).toEqual({
+        ref: expect.stringMatching(/^crd_[\w-]{16}$/),
+        customerId: id,
+        type: 'topup',
+        amount: 10,
+        reason: 'by hand',
+        at: new Date(clock.now()).toISOString(),
+      });
+      // From 10 after the top-up: 80 % used (the default warning) at 2, exhausted at 0; a change
+      // refused, or one that raises the balance, crosses nothing.
+      const made = [await post(-8, 'adjustment'), await post(-1, 'adjustment'), await post(-1, 'adjustment')];
+      expect(
+        (await call('POST', `/admin/customers/${id}/credits`, { amount: -1, reason: 'x', type: 'adjustment' }))
+          .statusCode,
+      ).toBe(409);
+      made.push(await post(4, 'grant'));
+      await hook.until(2);
+      expect(hook.events().map((e) => [e.type, e.data.customerId, e.data.threshold, e.data.balance])).toEqual([
+        ['credits.low', id, 80, 2],
+        ['credits.exhausted', id, undefined, 0],
+      ]);
+      const { items } = (await call('GET', `/admin/customers/${id}/credits/ledger`)).json();
+      expect(items.map((e: { amount: number }) => e.amount)).toEqual([4, -1, -1, -8, 10]);
+      expect(new Set(items.map((e: { ref: string }) => e.ref)).size).toBe(5);
+      expect(items.slice(0, 4).map((e: { ref: string }) => e.ref)).toEqual(made.reverse().map((m) => m.ref));
+      const audits = logs.filter((l) => l.audit === 'customer.credits');
+      expect(audits.map(({ customerId, type, amount, ref }) => ({ customerId, type, amount, ref }))).toEqual(
+        [...items].reverse().map((e: { type: string; amount: number; ref: string }) => ({
+          customerId: id,
+          type: e.type,
+          amount: e.amount,
+          ref: e.ref,
+        })),
+      );
+      expect(hook.events()).toHaveLength(2);
+    } finally {
+      await hook.close();
+    }
   });
 });
 

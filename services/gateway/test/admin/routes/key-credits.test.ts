@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { type AdminCall, adminCaller, creditReplicas, pets } from '../../support/admin.js';
 import { type TestGateway, useGateways } from '../../support/helpers.js';
 import { testClock } from '../../support/test-clock.js';
+import { startReceiver } from '../../support/webhook-receiver.js';
 
 /**
  * A lone key's credits (a key without a customer stands for itself): its terms set with PATCH
@@ -82,6 +83,18 @@ describe('a lone key: terms, refills and refusals', () => {
     const balance = (await call('GET', `/admin/keys/${id}/credits`)).json();
     expect(balance).toMatchObject({ balance: 1, credits: { refill: { amount: 2, every: 'day' } } });
     expect(balance.nextRefillAt).toBe(new Date(tomorrow + 86_400_000).toISOString());
+    // The hour being spent: its bounds, and its spend so far (not yet a ledger entry).
+    const hour = { start: new Date(tomorrow).toISOString(), end: new Date(tomorrow + 3_600_000).toISOString() };
+    expect(balance.openHour).toEqual({ ...hour, spent: 1 });
+    // Yesterday's hour closed into a spend entry with its end; a refill has none.
+    const { items } = (await call('GET', `/admin/keys/${id}/credits/ledger`)).json();
+    expect(items.map((e: object) => Object.keys(e).sort().join())).toEqual([
+      'amount,at,id,period,type',
+      'amount,at,end,id,type',
+      'amount,at,id,period,type',
+    ]);
+    const spend = items[1];
+    expect(Date.parse(spend.end) - Date.parse(spend.at)).toBe(3_600_000);
 
     const off = await call('PATCH', `/admin/keys/${id}`, { credits: null });
     expect(off.json().credits).toBeUndefined();
@@ -90,7 +103,9 @@ describe('a lone key: terms, refills and refusals', () => {
     expect((await call('GET', `/admin/keys/${id}/credits`)).json()).toMatchObject({ credits: null, balance: 1 });
     const refused = await call('POST', `/admin/keys/${id}/credits`, { amount: 5, reason: 'x' });
     expect(refused.statusCode).toBe(409);
-    expect(refused.json().message).toContain(`PATCH /admin/keys/${id}`);
+    expect(refused.json().message).toBe(
+      `Key ${id} spends no credits: give it credits terms first (PATCH /admin/keys/${id} {"credits": {}})`,
+    );
   });
 
   it('answers 409 for a key of a customer, pointing to its customer’s credits; 404 for an unknown key', async () => {
@@ -107,7 +122,7 @@ describe('a lone key: terms, refills and refusals', () => {
       expect(res.statusCode, url).toBe(409);
       expect(res.json()).toMatchObject({
         code: 'conflict',
-        message: expect.stringContaining(`/admin/customers/${customer.id}/credits`),
+        message: `Key ${key.id} belongs to customer ${customer.id} and spends its credits: see /admin/customers/${customer.id}/credits`,
       });
     }
     const patched = await call('PATCH', `/admin/keys/${key.id}`, { credits: {} });
@@ -115,5 +130,35 @@ describe('a lone key: terms, refills and refusals', () => {
     expect(patched.json().message).toContain(`belongs to customer ${customer.id}`);
     expect((await call('GET', '/admin/keys/ask_nobody/credits')).statusCode).toBe(404);
     expect((await call('POST', '/admin/keys/ask_nobody/credits', { amount: 5, reason: 'x' })).statusCode).toBe(404);
+  });
+});
+
+describe('a lone key: what a read and a change announce and log', () => {
+  it('announces the refill a read applied, naming the key, and audits a change under the key', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const env = { WEBHOOKS_ALLOW_INSECURE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true' };
+    const gw = await gateways.start({ redisUrl: null, env, logs });
+    const call = adminCaller(gw);
+    const hook = await startReceiver();
+    try {
+      const events = ['credits.low', 'credits.exhausted', 'credits.refilled'];
+      expect((await call('POST', '/admin/webhooks', { url: hook.url, events })).statusCode).toBe(201);
+      const { id } = await loneKey(call, { refill: { amount: 4, every: 'day' } });
+      // The first read of the balance applies the day's refill: announced as the limiter's would be.
+      expect((await call('GET', `/admin/keys/${id}/credits`)).json()).toMatchObject({ balance: 4 });
+      await hook.until(1);
+      expect(hook.events().map((e) => [e.type, e.data.keyId, e.data.balance])).toEqual([['credits.refilled', id, 4]]);
+      const made = await call('POST', `/admin/keys/${id}/credits`, { amount: 3, reason: 'gift', type: 'grant' });
+      expect(made.statusCode, made.body).toBe(201);
+      expect(made.json()).toMatchObject({ keyId: id, type: 'grant', amount: 3 });
+      expect(logs.filter((l) => l.audit === 'key.credits')).toMatchObject([
+        { keyId: id, type: 'grant', amount: 3, ref: made.json().ref },
+      ]);
+      const ledger = (await call('GET', `/admin/keys/${id}/credits/ledger?limit=1`)).json();
+      expect(ledger).toMatchObject({ id, balance: 7, next: expect.any(String) });
+      expect(ledger.items).toEqual([{ ...made.json(), id: expect.any(String), keyId: undefined }]);
+    } finally {
+      await hook.close();
+    }
   });
 });
