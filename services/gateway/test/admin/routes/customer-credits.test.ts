@@ -176,7 +176,7 @@ describe('changes by hand: what each answers, logs and announces', () => {
       expect(items.map((e: { amount: number }) => e.amount)).toEqual([4, -1, -1, -8, 10]);
       expect(new Set(items.map((e: { ref: string }) => e.ref)).size).toBe(5);
       expect(items.slice(0, 4).map((e: { ref: string }) => e.ref)).toEqual(made.reverse().map((m) => m.ref));
-      const audits = logs.filter((l) => l.audit === 'customer.credits');
+      const audits = logs.filter((l) => l.audit === 'credits.adjusted');
       expect(audits.map(({ customerId, type, amount, ref }) => ({ customerId, type, amount, ref }))).toEqual(
         [...items].reverse().map((e: { type: string; amount: number; ref: string }) => ({
           customerId: id,

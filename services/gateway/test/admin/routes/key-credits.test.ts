@@ -151,7 +151,7 @@ describe('a lone key: what a read and a change announce and log', () => {
       const made = await call('POST', `/admin/keys/${id}/credits`, { amount: 3, reason: 'gift', type: 'grant' });
       expect(made.statusCode, made.body).toBe(201);
       expect(made.json()).toMatchObject({ keyId: id, type: 'grant', amount: 3 });
-      expect(logs.filter((l) => l.audit === 'key.credits')).toMatchObject([
+      expect(logs.filter((l) => l.audit === 'credits.adjusted')).toMatchObject([
         { keyId: id, type: 'grant', amount: 3, ref: made.json().ref },
       ]);
       const ledger = (await call('GET', `/admin/keys/${id}/credits/ledger?limit=1`)).json();
