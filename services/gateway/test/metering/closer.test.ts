@@ -77,7 +77,8 @@ describe('a closing pass', () => {
     t.keys.set('key_plain', { id: 'key_plain', customerId: 'cus_plain' });
     t.keys.set('key_lone', { id: 'key_lone' });
     t.use('key_striped', 3, H + 1);
-    t.use('key_plain', 1, H + 2);
+    // The same totals as key_lone's: each subject's hour is its own.
+    t.use('key_plain', 2, H + 2);
     t.use('key_lone', 2, H + 3);
     // A key the key store does not know (gone from API_KEYS_FILE): its hours are nobody's to bill.
     t.use('key_gone', 4, H + 4);
@@ -227,6 +228,23 @@ describe('the closer’s turns', () => {
     await vi.advanceTimersByTimeAsync(60 * 60_000);
     expect(t.recorded).toEqual([]);
     expect(t.warn).toHaveBeenCalledTimes(1);
+    // Started again, it turns again.
+    closer.start();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(brief(t.recorded)).toEqual([['key_a', H, 1, 1, 1, { unattributed: 1 }]]);
+    await closer.stop();
+  });
+
+  it('does not keep the process alive: its timer is unref’d', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const closer = setup().closer();
+    const before = timers();
+    closer.start();
+    expect(timers()).toBe(before);
+    await closer.stop();
+    const held = setInterval(() => undefined, 60_000);
+    expect(timers()).toBe(before + 1);
+    clearInterval(held);
   });
 
   it('waits on stop() for the pass under way, and stops after a failed one', async () => {
