@@ -431,3 +431,17 @@ describe('an invoice preview at the edges', () => {
     );
   });
 });
+
+describe('the invoice preview’s reference', () => {
+  it('documents the preview and its errors for customers and lone keys in GET /admin/openapi.json', async () => {
+    const gw = await gateways.start({ redisUrl: null });
+    const res = await gw.admin.inject({ method: 'GET', url: '/admin/openapi.json', headers: admin });
+    expect(res.statusCode, res.body).toBe(200);
+    for (const path of ['/admin/customers/{id}/invoice-preview', '/admin/keys/{id}/invoice-preview']) {
+      const { responses } = res.json().paths[path].get;
+      const preview = responses['200'].content['application/json'].schema;
+      expect(preview.required, path).toEqual(expect.arrayContaining(['id', 'period', 'from', 'to', 'units']));
+      expect(responses['409'].content['application/json'].schema, path).toEqual({ $ref: '#/components/schemas/Error' });
+    }
+  });
+});
