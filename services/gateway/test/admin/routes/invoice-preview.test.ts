@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MemoryCustomerStore } from '../../../src/customers/memory-customer-store.js';
 import { MemoryKeyStore } from '../../../src/keys/memory-key-store.js';
 import { expectError } from '../../support/admin.js';
@@ -429,6 +429,19 @@ describe('an invoice preview at the edges', () => {
     expect(refused.json().message).toBe(
       'the total is 9007199254740992 minor units, beyond 2^53 − 1: it cannot be shown exactly',
     );
+  });
+});
+
+describe('the invoice preview without its usage history', () => {
+  it('answers 503 for a customer and a lone key when the history cannot be read', async () => {
+    const [gw] = await replicas(false, Date.now);
+    if (!gw) throw new Error('no gateway');
+    const customer = await customerWithKey(gw, 'metered');
+    const lone = await loneKey(gw, 'metered');
+    vi.spyOn(gw.deps.history, 'hours').mockRejectedValue(new Error('history away'));
+    for (const url of [`/admin/customers/${customer.id}/invoice-preview`, `/admin/keys/${lone.id}/invoice-preview`]) {
+      expectError(await call(gw, 'GET', url), 503, 'rate_limiter_unavailable');
+    }
   });
 });
 
