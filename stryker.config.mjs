@@ -206,6 +206,7 @@ export const areas = {
     mutate: [`${SRC}/metering/**/*.ts`, `${SRC}/admin/routes/metering-events.ts`],
     testFiles: [
       `${TEST}/metering/split-by-route.test.ts`,
+      `${TEST}/metering/closer.test.ts`,
       `${TEST}/metering/metering-stores.test.ts`,
       `${TEST}/metering/metering-events.test.ts`,
     ],

@@ -78,4 +78,19 @@ describe('invoiceFor', () => {
     const price: PlanPrice = { currency: 'EUR', base: 0, includedUnits: 0, unitPrice: 2 ** 40, per: 1 };
     expect(() => invoiceFor(price, 2 ** 20, null)).toThrow(InvoiceTooLargeError);
   });
+
+  it('carries 2^53 − 1 minor units exactly, and names the amount one past it', () => {
+    const max = Number.MAX_SAFE_INTEGER;
+    const price: PlanPrice = { currency: 'EUR', base: 0, includedUnits: 0, unitPrice: max, per: 1 };
+    expect(invoiceFor(price, 1, null).total).toBe(max);
+    expect(() => invoiceFor(price, 2, null)).toThrow(
+      new InvoiceTooLargeError(
+        `the overage is ${2n * BigInt(max)} minor units, beyond 2^53 − 1: it cannot be shown exactly`,
+      ),
+    );
+    expect(() => invoiceFor({ ...price, base: 1 }, 1, null)).toThrow(/^the total is 9007199254740992 minor units/);
+    // Units billed by whole blocks of 2^52: two blocks are 2^53 units, one past what a number carries.
+    const blocks: PlanPrice = { currency: 'EUR', base: 0, includedUnits: 0, unitPrice: 0, per: 2 ** 52 };
+    expect(() => invoiceFor(blocks, 2 ** 52 + 1, null)).toThrow(/^the billed overage units is 9007199254740992 minor/);
+  });
 });

@@ -495,3 +495,17 @@ describe('the metering export on Redis', () => {
     }
   });
 });
+
+describe('the metering export’s reference', () => {
+  it('documents its page, in either format, and its errors in GET /admin/openapi.json', async () => {
+    const [a] = await replicas(false, Date.now);
+    const res = await call(a, 'GET', '/admin/openapi.json');
+    expect(res.statusCode, res.body).toBe(200);
+    const { responses } = res.json().paths['/admin/metering/events'].get;
+    const page = responses['200'].content['application/json'].schema;
+    expect(page.required).toEqual(['events', 'next']);
+    const formats = page.properties.events.anyOf as Array<{ items: { required: string[] } }>;
+    expect(formats.map((f) => f.items.required[0])).toEqual(['specversion', 'event_name']);
+    expect(responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+  });
+});

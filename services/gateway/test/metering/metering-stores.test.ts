@@ -5,7 +5,7 @@ import { meteringEvents } from '../../src/admin/routes/metering-events.js';
 import { cloudEvent, type MeteringRecord, stripeMeterEvent } from '../../src/metering/metering-event.js';
 import { BadCursorError, cursorOf, MemoryMeteringStore, positionOf } from '../../src/metering/metering-store.js';
 import { RedisMeteringStore } from '../../src/metering/redis-metering-store.js';
-import { DAY_MS } from '../../src/usage/usage-history.js';
+import { DAY_MS, HOUR_MS } from '../../src/usage/usage-history.js';
 import { connected, redisClient } from '../support/helpers.js';
 import { meteringStoreContract } from './metering-store.contract.js';
 
@@ -83,5 +83,28 @@ describe('a record as the export gives it', () => {
       { stripe_customer_id: 'cus_Stripe2', value: '3' },
     ]);
     expect((await meteringEvents(store, {}, 'api_units')).events).toHaveLength(3);
+  });
+
+  it('gives 100 events a page unless asked, a bad cursor as a 400 and any other failure as it is', async () => {
+    const store = new MemoryMeteringStore();
+    for (let i = 0; i < 101; i++) {
+      await store.record({ subject: 'key_many', hour: record.hour + i * HOUR_MS, units: 1, routes: {} }, 0);
+    }
+    const first = await meteringEvents(store, {}, 'api_units');
+    expect(first.events).toHaveLength(100);
+    const rest = await meteringEvents(store, { after: first.next ?? '' }, 'api_units');
+    const last = new Date(record.hour + 100 * HOUR_MS).toISOString();
+    expect(rest.events.map((e) => ('id' in e ? e.id : e))).toEqual([`key_many/${last}/1`]);
+    await expect(meteringEvents(store, { after: 'nope' }, 'api_units')).rejects.toMatchObject({
+      name: 'ApiError',
+      statusCode: 400,
+      code: 'invalid_request',
+      message: 'after is not a cursor this export gave: "nope"',
+    });
+    const away = Object.assign(Object.create(store) as MemoryMeteringStore, {
+      read: () => Promise.reject(new Error('store away')),
+    });
+    await expect(meteringEvents(away, {}, 'api_units')).rejects.toThrow(new Error('store away'));
+    await expect(meteringEvents(away, {}, 'api_units')).rejects.not.toHaveProperty('statusCode');
   });
 });

@@ -23,4 +23,18 @@ describe('splitByRoute', () => {
     expect(routes).toEqual({ 'POST /v1/pets': 8 });
     expect(sum(splitByRoute(0, { 'GET /v1/pets': 2 }))).toBe(0);
   });
+
+  it('takes the excess off the smallest routes first whatever their order, a route at its last unit gone', () => {
+    expect(splitByRoute(6, { a: 1, b: 5, c: 3 })).toEqual({ b: 5, c: 1 });
+    expect(splitByRoute(6, { b: 5, c: 3, a: 1 })).toEqual({ b: 5, c: 1 });
+    expect(splitByRoute(5, { a: 2, b: 5 })).toEqual({ b: 5 });
+    expect(splitByRoute(0, { a: 2, b: 5 })).toEqual({});
+  });
+
+  it('counts a route at 0 or below as nothing, and leaves it out', () => {
+    expect(splitByRoute(3, { a: 3, b: 0 })).toEqual({ a: 3 });
+    expect(splitByRoute(3, { a: 3, b: -2 })).toEqual({ a: 3 });
+    expect(splitByRoute(1, { a: 3, b: -2 })).toEqual({ a: 1 });
+    expect(splitByRoute(4, { a: 3, b: -2 })).toEqual({ a: 3, [UNATTRIBUTED_ROUTE]: 1 });
+  });
 });

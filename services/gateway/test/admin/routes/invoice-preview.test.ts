@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MemoryCustomerStore } from '../../../src/customers/memory-customer-store.js';
 import { MemoryKeyStore } from '../../../src/keys/memory-key-store.js';
 import { expectError } from '../../support/admin.js';
@@ -429,5 +429,32 @@ describe('an invoice preview at the edges', () => {
     expect(refused.json().message).toBe(
       'the total is 9007199254740992 minor units, beyond 2^53 − 1: it cannot be shown exactly',
     );
+  });
+});
+
+describe('the invoice preview without its usage history', () => {
+  it('answers 503 for a customer and a lone key when the history cannot be read', async () => {
+    const [gw] = await replicas(false, Date.now);
+    if (!gw) throw new Error('no gateway');
+    const customer = await customerWithKey(gw, 'metered');
+    const lone = await loneKey(gw, 'metered');
+    vi.spyOn(gw.deps.history, 'hours').mockRejectedValue(new Error('history away'));
+    for (const url of [`/admin/customers/${customer.id}/invoice-preview`, `/admin/keys/${lone.id}/invoice-preview`]) {
+      expectError(await call(gw, 'GET', url), 503, 'rate_limiter_unavailable');
+    }
+  });
+});
+
+describe('the invoice preview’s reference', () => {
+  it('documents the preview and its errors for customers and lone keys in GET /admin/openapi.json', async () => {
+    const gw = await gateways.start({ redisUrl: null });
+    const res = await gw.admin.inject({ method: 'GET', url: '/admin/openapi.json', headers: admin });
+    expect(res.statusCode, res.body).toBe(200);
+    for (const path of ['/admin/customers/{id}/invoice-preview', '/admin/keys/{id}/invoice-preview']) {
+      const { responses } = res.json().paths[path].get;
+      const preview = responses['200'].content['application/json'].schema;
+      expect(preview.required, path).toEqual(expect.arrayContaining(['id', 'period', 'from', 'to', 'units']));
+      expect(responses['409'].content['application/json'].schema, path).toEqual({ $ref: '#/components/schemas/Error' });
+    }
   });
 });
