@@ -236,6 +236,7 @@ export const areas = {
       `${TEST}/portal/key-rules.test.ts`,
       `${TEST}/portal/max-keys.test.ts`,
       `${TEST}/portal/usage-routes.test.ts`,
+      `${TEST}/portal/account-reads.test.ts`,
       `${TEST}/portal/credit-routes.test.ts`,
       `${TEST}/portal/invoice-routes.test.ts`,
       `${TEST}/portal/protection.test.ts`,
