@@ -240,6 +240,7 @@ export const areas = {
       `${TEST}/portal/credit-routes.test.ts`,
       `${TEST}/portal/invoice-routes.test.ts`,
       `${TEST}/portal/protection.test.ts`,
+      `${TEST}/portal/address-limit-edges.test.ts`,
       // The leaked-key notice, a customer's keys from API_KEYS_FILE, HSTS and the pages' files.
       `${TEST}/portal/leak-routes.test.ts`,
       `${TEST}/portal/file-keys.test.ts`,
