@@ -246,6 +246,7 @@ export const areas = {
       `${TEST}/portal/file-keys.test.ts`,
       `${TEST}/portal/hsts.test.ts`,
       `${TEST}/portal/pages.test.ts`,
+      `${TEST}/portal/portal-headers.test.ts`,
     ],
   },
   // GET /v1/usage: what a key's holder reads of its own usage, and the read limit per key.
