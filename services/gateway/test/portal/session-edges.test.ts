@@ -96,6 +96,25 @@ describe('the CSRF token', () => {
   });
 });
 
+describe('a path spelt with percent-escapes', () => {
+  // The router matches `/portal/%61pi/…` to `/portal/api/…`: the session and token checks must too.
+  it('is the same route to the session check: 401 without a session, 403 without the token, served with both', async () => {
+    const gw = await gateways.start({ redisUrl: null });
+    const browser = await signIn(gw, await customer(gw));
+    const signOut = '/portal/%61pi/sign-out';
+    expectError(await gw.portal.inject({ method: 'POST', url: signOut }), 401, 'unauthorized');
+    expectError(
+      await gw.portal.inject({ method: 'POST', url: signOut, headers: { cookie: browser.cookie } }),
+      403,
+      'forbidden',
+    );
+    const session = await gw.portal.inject({ url: '/portal/%61pi/session', headers: { cookie: browser.cookie } });
+    expect(session.statusCode, session.body).toBe(200);
+    expect((await browser.send('POST', signOut)).statusCode).toBe(204);
+    expectError(await browser.get('/portal/api/session'), 401, 'unauthorized');
+  });
+});
+
 describe('a session’s lines and times', () => {
   it('audits a sign-out with its customer, and the admin’s link with its end', async () => {
     const logs: Record<string, unknown>[] = [];
