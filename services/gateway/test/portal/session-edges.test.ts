@@ -130,6 +130,13 @@ describe('a session’s lines and times', () => {
     expect(logs.filter((l) => l.audit === 'customer.portal-session')).toEqual([
       expect.objectContaining({ customerId: id, expiresAt: '2026-11-26T10:05:00.000Z' }),
     ]);
+    // An id no customer could have is refused by its shape, before any store is asked.
+    const long = await gw.admin.inject({
+      method: 'POST',
+      url: `/admin/customers/${'c'.repeat(65)}/portal-sessions`,
+      headers: admin,
+    });
+    expectError(long, 400, 'invalid_request');
     now += 60_000;
     const entered = await gw.portal.inject({ url: linkPath(link.json().url) });
     const cookie = sessionCookie(entered);
