@@ -17,7 +17,8 @@ afterEach(() => {
 describe('a refused address is told how long to wait', () => {
   it('in whole seconds rounded up, in Retry-After, RateLimit and the message, for each window', async () => {
     vi.useFakeTimers({ toFake: ['Date'], now: T0 });
-    const gw = await startGateway({ env: { PORTAL_PER_MINUTE: '2', PORTAL_SIGN_IN_PER_MINUTE: '1' } });
+    const logs: Record<string, unknown>[] = [];
+    const gw = await startGateway({ env: { PORTAL_PER_MINUTE: '2', PORTAL_SIGN_IN_PER_MINUTE: '1' }, logs });
     try {
       for (let i = 0; i < 2; i++) expect((await gw.portal.inject({ url: '/portal' })).statusCode).toBe(200);
       vi.setSystemTime(T0 + 30_400);
@@ -37,6 +38,13 @@ describe('a refused address is told how long to wait', () => {
       expect(signIn.headers['retry-after']).toBe('1');
       expect(signIn.headers.ratelimit).toBe('"portal-sign-in";r=0;t=1');
       expect(signIn.json().message).toBe('Too many sign-in attempts from this address; retry in 1 s');
+      // The same address refused by its other window too: one line per address and window.
+      expectError(await gw.portal.inject({ url: '/portal', ...other }), 429, 'rate_limit_exceeded');
+      expect(logs.filter((l) => l.audit === 'portal.limited').map((l) => [l.window, l.msg])).toEqual([
+        ['portal', 'portal: portal limit reached'],
+        ['portal-sign-in', 'portal: portal-sign-in limit reached'],
+        ['portal', 'portal: portal limit reached'],
+      ]);
     } finally {
       await gw.close();
     }

@@ -49,8 +49,10 @@ describe('the session cookie’s Secure flag', () => {
 
 describe('a refused sign-in link', () => {
   it('says, as plain text, that it expired or was used, with no cookie: unknown, empty, or given twice', async () => {
-    const gw = await gateways.start();
-    const { url } = await adminPost(gw, `/admin/customers/${await customer(gw)}/portal-sessions`);
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({ logs });
+    const id = await customer(gw);
+    const { url } = await adminPost(gw, `/admin/customers/${id}/portal-sessions`);
     const token = new URL(url as string).searchParams.get('token') as string;
     for (const path of [
       `/portal/enter?token=${'A'.repeat(43)}`,
@@ -67,6 +69,10 @@ describe('a refused sign-in link', () => {
     }
     // The link given twice in one query was not used up by it.
     expect((await gw.portal.inject({ url: linkPath(url as string) })).statusCode).toBe(303);
+    expect(logs.filter((l) => typeof l.audit === 'string' && l.audit.startsWith('portal.')).map((l) => l.msg)).toEqual([
+      ...Array(3).fill('portal: a sign-in link that is unknown, used or expired'),
+      `portal: ${id} signed in`,
+    ]);
   });
 });
 
@@ -83,11 +89,12 @@ describe('the CSRF token', () => {
     // No OPTIONS route: the router's 405, not the token check's 403.
     const options = await gw.portal.inject({ method: 'OPTIONS', url: '/portal/api/keys', headers: { cookie } });
     expect(options.statusCode).toBe(405);
-    expectError(
-      await gw.portal.inject({ method: 'POST', url: '/portal/api/sign-out', headers: { cookie } }),
-      403,
-      'forbidden',
-    );
+    const noToken = await gw.portal.inject({ method: 'POST', url: '/portal/api/sign-out', headers: { cookie } });
+    expectError(noToken, 403, 'forbidden');
+    expect(noToken.json().message).toBe("Send the session's CSRF token in x-csrf-token");
+    const noSession = await gw.portal.inject({ url: '/portal/api/keys' });
+    expectError(noSession, 401, 'unauthorized');
+    expect(noSession.json().message).toBe('Not signed in, or the session has ended: sign in again');
     const refused = logs.filter((l) => l.audit === 'portal.csrf-refused');
     expect(refused).toEqual([expect.objectContaining({ customerId: id, level: 40 })]);
     expect(refused[0]?.msg).toBe('portal: a request without its CSRF token');
