@@ -345,8 +345,8 @@ describe('a create while Redis is frozen', () => {
       expect(listed.map((s) => s.id)).toEqual([id]);
       // The endpoint's deliveries are signed with the secret the caller was given.
       expect((await stack.call('POST', `/admin/webhooks/${id}/test`, {})).status).toBe(202);
-      await stack.auditLogged('webhook-test');
-      expect(stack.audits('webhook-create').map((a) => a.webhookId)).toEqual([id]);
+      await stack.auditLogged('webhook.tested');
+      expect(stack.audits('webhook.created').map((a) => a.webhookId)).toEqual([id]);
       await hook.until(1);
       const [delivery] = hook.received;
       expect(
@@ -386,7 +386,7 @@ describe('a create while Redis is frozen', () => {
     ).items;
     expect(listed.filter((k) => k.name === 'retried').map((k) => k.id)).toEqual([created.id]);
     expect((await stack.call('DELETE', `/admin/keys/${created.id}`)).status).toBe(204);
-    await stack.auditLogged('revoke');
-    expect(stack.audits('create').map((a) => a.keyId)).toEqual([created.id]);
+    await stack.auditLogged('key.revoked');
+    expect(stack.audits('key.created').map((a) => a.keyId)).toEqual([created.id]);
   });
 });

@@ -43,12 +43,18 @@ export async function moveKeysToPlan(
     const moved = await updateKey(deps.plans, deps.keyStore, key, { plan: customer.plan }, deps.now());
     if (!moved) continue; // revoked meanwhile
     await announceKeyChange(deps, 'key-changed', key.id, log);
-    audit(deps, log, 'update', key.id, {
-      changed: ['plan'],
-      from: key.plan,
-      to: customer.plan,
-      customerId: customer.id,
-    });
+    audit(
+      deps,
+      log,
+      'key.updated',
+      { keyId: key.id },
+      {
+        changed: ['plan'],
+        from: key.plan,
+        to: customer.plan,
+        customerId: customer.id,
+      },
+    );
   }
 }
 
@@ -77,7 +83,7 @@ export async function revokeKeysOf(
     if (!(await deps.keyStore.revoke(key.id, at))) continue;
     revoked++;
     await announceKeyChange(deps, 'key-revoked', key.id, log);
-    audit(deps, log, 'revoke', key.id, { customerId });
+    audit(deps, log, 'key.revoked', { keyId: key.id }, { customerId });
   }
   return revoked;
 }

@@ -100,7 +100,13 @@ export class LeakHandler {
         if (rotated.record.prefix) leak.successorPrefix = rotated.record.prefix;
         await this.deps.leaks.keepSuccessor(leak.id, rotated.key, Date.parse(rotated.previousKeyExpiresAt));
         await announceKeyChange(this.deps, 'key-changed', record.id, log);
-        audit(this.deps, log, 'rotate', record.id, { previousKeyExpiresAt: rotated.previousKeyExpiresAt });
+        audit(
+          this.deps,
+          log,
+          'key.rotated',
+          { keyId: record.id },
+          { previousKeyExpiresAt: rotated.previousKeyExpiresAt },
+        );
       } else {
         // Rotated or revoked meanwhile by someone else: what they did stands.
         leak.response = 'notify';
@@ -108,19 +114,25 @@ export class LeakHandler {
     } else if (response === 'revoke') {
       if (await this.deps.keyStore.revoke(record.id, new Date(at))) {
         await announceKeyChange(this.deps, 'key-revoked', record.id, log);
-        audit(this.deps, log, 'revoke', record.id);
+        audit(this.deps, log, 'key.revoked', { keyId: record.id });
       }
     }
     await this.deps.leaks.add(leak);
-    audit(this.deps, log, 'leak', record.id, {
-      leakId: leak.id,
-      reporter: leak.reporter,
-      source: leak.source,
-      ...(leak.url !== undefined ? { url: leak.url } : {}),
-      response: leak.response,
-      ...(report.type !== undefined ? { type: report.type } : {}),
-      ...(leak.leakedSecretEndsAt ? { leakedSecretEndsAt: leak.leakedSecretEndsAt } : {}),
-    });
+    audit(
+      this.deps,
+      log,
+      'key.leaked',
+      { keyId: record.id },
+      {
+        leakId: leak.id,
+        reporter: leak.reporter,
+        source: leak.source,
+        ...(leak.url !== undefined ? { url: leak.url } : {}),
+        response: leak.response,
+        ...(report.type !== undefined ? { type: report.type } : {}),
+        ...(leak.leakedSecretEndsAt ? { leakedSecretEndsAt: leak.leakedSecretEndsAt } : {}),
+      },
+    );
     return { label: 'true_positive', leak };
   }
 }

@@ -82,7 +82,7 @@ export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async 
       await insertOnce(deps.keyStore, made.record);
       return made;
     });
-    audit(deps, request.log, 'create', record.id, { plan: record.plan, customerId }, { customerId });
+    audit(deps, request.log, 'key.created', { keyId: record.id }, { plan: record.plan, customerId }, { customerId });
     return reply.code(201).send(createdKey(deps, record, key));
   });
 
@@ -102,7 +102,14 @@ export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async 
       if (!rotated) throw new ApiError(409, 'conflict', `Key ${current.id} changed meanwhile; try again`);
       await announceKeyChange(deps, 'key-changed', current.id, request.log);
       const ends = rotated.previousKeyExpiresAt;
-      audit(deps, request.log, 'rotate', current.id, { previousKeyExpiresAt: ends }, { customerId: signedIn(request) });
+      audit(
+        deps,
+        request.log,
+        'key.rotated',
+        { keyId: current.id },
+        { previousKeyExpiresAt: ends },
+        { customerId: signedIn(request) },
+      );
       return { id: current.id, key: rotated.key, previousKeyExpiresAt: ends };
     },
   );
@@ -117,7 +124,7 @@ export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async 
       const updated = await applying(() => updateKey(deps.plans, deps.keyStore, current, request.body, deps.now()));
       if (!updated) throw new ApiError(409, 'conflict', `Key ${current.id} was revoked`);
       await announceKeyChange(deps, 'key-changed', updated.id, request.log);
-      audit(deps, request.log, 'update', updated.id, { changed }, { customerId: signedIn(request) });
+      audit(deps, request.log, 'key.updated', { keyId: updated.id }, { changed }, { customerId: signedIn(request) });
       return keyView(deps, updated, 'store');
     },
   );
@@ -126,7 +133,7 @@ export const portalKeyRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async 
     const current = await ownKey(deps, request, request.params.id, 'revoke');
     if (await deps.keyStore.revoke(current.id, new Date(deps.now()))) {
       await announceKeyChange(deps, 'key-revoked', current.id, request.log);
-      audit(deps, request.log, 'revoke', current.id, {}, { customerId: signedIn(request) });
+      audit(deps, request.log, 'key.revoked', { keyId: current.id }, {}, { customerId: signedIn(request) });
     }
     return reply.code(204).send();
   });

@@ -53,7 +53,7 @@ export const portalLeakRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async
       throw new ApiError(404, 'not_found', 'No new secret to show: the key was rotated or revoked since');
     }
     request.log.info(
-      { audit: 'leak.successor-shown', keyId: leak.keyId, leakId: leak.id, actor: { customerId } },
+      { audit: 'leak.successor_shown', keyId: leak.keyId, leakId: leak.id, actor: { customerId } },
       `portal: leak.successor-shown ${leak.keyId} by ${customerId}`,
     );
     return { keyId: leak.keyId, key };

@@ -93,7 +93,7 @@ export async function sessionRoutes(
     const token = request.query.token;
     const customerId = typeof token === 'string' && token !== '' ? await store.takeLink(token) : null;
     if (customerId === null) {
-      request.log.warn({ audit: 'portal.link-refused' }, 'portal: a sign-in link that is unknown, used or expired');
+      request.log.warn({ audit: 'portal.link_refused' }, 'portal: a sign-in link that is unknown, used or expired');
       return reply
         .code(404)
         .type('text/plain; charset=utf-8')
@@ -102,7 +102,7 @@ export async function sessionRoutes(
     const secret = newSecret();
     const expiresAt = now() + SESSION_TTL_MS;
     await store.putSession(secret, { customerId, csrfToken: newSecret(), expiresAt });
-    request.log.info({ audit: 'portal.sign-in', customerId }, `portal: ${customerId} signed in`);
+    request.log.info({ audit: 'portal.signed_in', customerId }, `portal: ${customerId} signed in`);
     setSessionCookie(reply, secret, SESSION_TTL_MS / 1000, secure(request, opts));
     return reply.code(303).header('location', '/portal').send();
   });
@@ -129,7 +129,7 @@ export async function sessionRoutes(
     const token = request.headers[CSRF_HEADER];
     if (typeof token !== 'string' || !sameSecret(token, session.csrfToken)) {
       request.log.warn(
-        { audit: 'portal.csrf-refused', customerId: session.customerId },
+        { audit: 'portal.csrf_refused', customerId: session.customerId },
         'portal: a request without its CSRF token',
       );
       throw new ApiError(403, 'forbidden', `Send the session's CSRF token in ${CSRF_HEADER}`);
@@ -140,7 +140,7 @@ export async function sessionRoutes(
     const session = request.portalSession as NonNullable<FastifyRequest['portalSession']>;
     await store.endSession(session.secret);
     request.log.info(
-      { audit: 'portal.sign-out', customerId: session.customerId },
+      { audit: 'portal.signed_out', customerId: session.customerId },
       `portal: ${session.customerId} signed out`,
     );
     setSessionCookie(reply, '', 0, secure(request, opts));

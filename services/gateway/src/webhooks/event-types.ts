@@ -1,16 +1,32 @@
+/**
+ * Changes made to a key by hand (the admin API, the portal, a leak report): each is audited under
+ * its own name (api/audit.ts) and sent as the event of that name, with the key as it is now.
+ */
+export const KEY_CHANGES = [
+  'key.created',
+  'key.updated',
+  'key.rotated',
+  'key.revoked',
+  'key.ban_lifted',
+  'key.leaked',
+] as const;
+
+export type KeyChange = (typeof KEY_CHANGES)[number];
+
+/** Changes made to a customer through the admin API: audited and sent under one name, as a key's are. */
+export const CUSTOMER_CHANGES = ['customer.created', 'customer.updated', 'customer.deleted'] as const;
+
+export type CustomerChange = (typeof CUSTOMER_CHANGES)[number];
+
 /** What a subscription may listen to; the payload never holds a secret. */
 export const WEBHOOK_EVENTS = [
   'key.quota.warning',
   'key.quota.exhausted',
   'key.banned',
-  'key.ban_lifted',
   'key.expiring',
   'key.expired',
-  'key.created',
-  'key.updated',
-  'key.rotated',
-  'key.revoked',
-  'key.leaked',
+  ...KEY_CHANGES,
+  ...CUSTOMER_CHANGES,
   'credits.low',
   'credits.exhausted',
   'credits.refilled',
@@ -38,6 +54,13 @@ export interface KeyRef {
 export interface CustomerRef {
   customerId: string;
   plan: string;
+}
+
+/** What a customer event says of its customer: the customer as it is after the change (or was, deleted). */
+export interface CustomerEventRef extends CustomerRef {
+  name: string;
+  /** The id the business knows it by, when it has one. */
+  externalId?: string;
 }
 
 /** For the quota events: the window that crossed, in the units the key's headers report. */

@@ -1,5 +1,4 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { AdminAction } from '../keys/admin-actions.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import type { CreditBatch, WindowState } from '../limits/key-limiter.js';
 import type { CloudEvent } from '../metering/metering-event.js';
@@ -9,7 +8,7 @@ import { Delivery } from './delivery/deliver.js';
 import type { DeliveryJob, DeliveryQueue } from './delivery/delivery-queue.js';
 import type { WebhookMetrics } from './delivery/metrics.js';
 import type { WebhookSender } from './delivery/send.js';
-import type { CustomerRef } from './event-types.js';
+import type { CustomerChange, CustomerEventRef, CustomerRef, KeyChange } from './event-types.js';
 import { FanOut } from './fan-out.js';
 import { KeyEvents, type KeySource } from './intake/key-events.js';
 import { Scheduling } from './scheduling.js';
@@ -79,9 +78,14 @@ export class Webhooks {
     this.intake.onBanned(record, banEndsAt);
   }
 
-  /** After an audited admin change to a key: the matching event, with the key as it is now. */
-  keyAction(action: AdminAction, keyId: string, fields: Record<string, unknown>): void {
-    this.intake.keyAction(action, keyId, fields);
+  /** After an audited change to a key (api/audit.ts): the event of the same name, with the key as it is now. */
+  keyChanged(type: KeyChange, keyId: string, fields: Record<string, unknown>): void {
+    this.intake.keyChanged(type, keyId, fields);
+  }
+
+  /** After an audited change to a customer: the event of the same name. */
+  customerChanged(type: CustomerChange, customer: CustomerEventRef, fields: Record<string, unknown>): void {
+    this.intake.customerChanged(type, customer, fields);
   }
 
   /** The expiry notices due now, each sent once whichever replica's scan finds it first. */

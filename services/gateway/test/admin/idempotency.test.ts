@@ -13,20 +13,20 @@ const gateways = useGateways();
 const admin = bearer(ADMIN_TOKEN);
 
 const CREATES = [
-  ['POST /admin/keys', '/admin/keys', { plan: 'free', name: 'acme' }, { plan: 'pro' }, 'create'],
+  ['POST /admin/keys', '/admin/keys', { plan: 'free', name: 'acme' }, { plan: 'pro' }, 'key.created'],
   [
     'POST /admin/webhooks',
     '/admin/webhooks',
     { url: 'http://127.0.0.1:9/hook', events: ['key.banned'] },
     { url: 'http://127.0.0.1:9/other', events: ['key.banned'] },
-    'webhook-create',
+    'webhook.created',
   ],
   [
     'POST /admin/customers',
     '/admin/customers',
     { name: 'Acme', plan: 'pro' },
     { name: 'Acme', plan: 'free' },
-    'customer.create',
+    'customer.created',
   ],
 ] as const;
 
@@ -146,7 +146,7 @@ describe.each(LIMITERS)('Idempotency-Key, %s', (_label, options) => {
     for (const secret of [created.key, rotated.key]) {
       expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(secret) })).statusCode).toBe(200);
     }
-    expect(logs.filter((l) => l.audit === 'rotate')).toHaveLength(1);
+    expect(logs.filter((l) => l.audit === 'key.rotated')).toHaveLength(1);
     expect((await post(gw, url, { gracePeriodSeconds: 60 }, key)).statusCode).toBe(422);
   });
 

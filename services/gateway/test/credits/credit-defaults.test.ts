@@ -110,7 +110,7 @@ describe('back to the plan’s terms ("credits": "plan")', () => {
       ['refill', 3],
       ['topup', 1],
     ]);
-    expect(logs.filter((l) => l.audit === 'customer.update')).toMatchObject([
+    expect(logs.filter((l) => l.audit === 'customer.updated')).toMatchObject([
       { changed: ['credits'], credits: 'plan' },
     ]);
 
@@ -148,7 +148,7 @@ describe('back to the plan’s terms ("credits": "plan")', () => {
       credits: PLANS.plans.metered.credits,
       balance: 0,
     });
-    expect(logs.filter((l) => l.audit === 'update' && l.keyId === lone.id)).toMatchObject([
+    expect(logs.filter((l) => l.audit === 'key.updated' && l.keyId === lone.id)).toMatchObject([
       { changed: ['credits'], credits: {} },
       { changed: ['credits'], credits: 'plan' },
     ]);

@@ -499,18 +499,18 @@ describe('audit', () => {
 
     const audits = logs.filter((l) => l.audit);
     expect(audits.map((l) => [l.audit, l.keyId, l.level])).toEqual([
-      ['create', created.id, 30],
-      ['update', created.id, 30],
-      ['rotate', created.id, 30],
-      ['unban', created.id, 30],
-      ['revoke', created.id, 30],
+      ['key.created', created.id, 30],
+      ['key.updated', created.id, 30],
+      ['key.rotated', created.id, 30],
+      ['key.ban_lifted', created.id, 30],
+      ['key.revoked', created.id, 30],
     ]);
     expect(audits[1]).toMatchObject({ changed: ['plan', 'name'], from: 'free', to: 'pro' });
     const all = JSON.stringify(logs);
     for (const secret of [created.key, rotated.key, ADMIN_TOKEN]) expect(all).not.toContain(secret);
 
     const metrics = await gw.deps.registry.metrics();
-    for (const action of ['create', 'update', 'rotate', 'unban', 'revoke']) {
+    for (const action of ['key.created', 'key.updated', 'key.rotated', 'key.ban_lifted', 'key.revoked']) {
       expect(metrics).toMatch(new RegExp(`gateway_admin_actions_total\\{action="${action}"[^}]*\\} 1\\n`));
     }
   });

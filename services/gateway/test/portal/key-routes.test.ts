@@ -67,10 +67,10 @@ describe('a customer’s keys in the portal', () => {
       for (const e of hook.events()) expect(e.data).toMatchObject({ keyId: key.id, customerId: customer.id });
       const audited = logs.filter((l) => l.keyId === key.id && typeof l.audit === 'string');
       expect(audited.map((l) => [l.audit, l.actor])).toEqual([
-        ['create', { customerId: customer.id }],
-        ['rotate', { customerId: customer.id }],
-        ['update', { customerId: customer.id }],
-        ['revoke', { customerId: customer.id }],
+        ['key.created', { customerId: customer.id }],
+        ['key.rotated', { customerId: customer.id }],
+        ['key.updated', { customerId: customer.id }],
+        ['key.revoked', { customerId: customer.id }],
       ]);
     } finally {
       await hook.close();

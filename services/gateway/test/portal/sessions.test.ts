@@ -98,8 +98,8 @@ describe('the sign-in link', () => {
     expect((await gw.portal.inject({ url: '/portal/enter' })).statusCode).toBe(404);
     expect(logs.some((l) => l.path === '/portal/enter' && l.status === 303)).toBe(true);
     expect(JSON.stringify(logs)).not.toContain(secret);
-    expect(logs.filter((l) => l.audit === 'portal.link-refused')).toHaveLength(2);
-    expect(logs.filter((l) => l.audit === 'portal.sign-in')).toEqual([expect.objectContaining({ customerId: id })]);
+    expect(logs.filter((l) => l.audit === 'portal.link_refused')).toHaveLength(2);
+    expect(logs.filter((l) => l.audit === 'portal.signed_in')).toEqual([expect.objectContaining({ customerId: id })]);
   });
 
   it('is refused tampered with, and gives one session to many visits at once', async () => {

@@ -137,7 +137,7 @@ describe('an attempt at a delivery', () => {
     expect(p.warned).toEqual([
       {
         fields: {
-          audit: 'webhook-failing',
+          audit: 'webhook.failing',
           webhookId: 'wh_d',
           url: p.subscription.url,
           eventId: 'msg_d',

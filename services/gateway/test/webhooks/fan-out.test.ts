@@ -192,7 +192,7 @@ describe('key events', () => {
     const parts = await fanOutParts();
     await parts.store.put(subscription('wh_k', ['key.updated', 'key.revoked', 'key.rotated', 'key.banned']));
     const events = new KeyEvents(parts.fanOut, keys(record('key_k')), [80], parts.logger, parts.clock.now);
-    events.keyAction('update', 'key_k', {
+    events.keyChanged('key.updated', 'key_k', {
       changed: ['name'],
       expiresAt: '2027-01-01T00:00:00.000Z',
       previousKeyExpiresAt: '2026-11-27T00:00:00.000Z',
@@ -209,7 +209,7 @@ describe('key events', () => {
       previousKeyExpiresAt: '2026-11-27T00:00:00.000Z',
     });
     // A key no store has (gone since): named by its id alone.
-    events.keyAction('revoke', 'key_gone', {});
+    events.keyChanged('key.revoked', 'key_gone', {});
     await parts.delivered(2);
     expect(parts.jobs[1]?.event).toMatchObject({
       type: 'key.revoked',
@@ -231,7 +231,7 @@ describe('key events', () => {
       },
       expiringBetween: async () => [],
     };
-    new KeyEvents(parts.fanOut, failing, [80], parts.logger, parts.clock.now).keyAction('rotate', 'key_r', {});
+    new KeyEvents(parts.fanOut, failing, [80], parts.logger, parts.clock.now).keyChanged('key.rotated', 'key_r', {});
     await vi.waitFor(() => expect(parts.lines).toHaveLength(1), { interval: 5 });
     expect(parts.lines[0]).toEqual({
       msg: 'webhooks: event not sent',

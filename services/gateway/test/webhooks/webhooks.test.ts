@@ -239,7 +239,7 @@ describe.each([
       },
       { timeout: 10_000, interval: 50 },
     );
-    expect(logs.find((l) => l.audit === 'webhook-failing')).toMatchObject({ level: 40, webhookId: id });
+    expect(logs.find((l) => l.audit === 'webhook.failing')).toMatchObject({ level: 40, webhookId: id });
     const metrics = await gw.deps.registry.getSingleMetricAsString('gateway_webhook_endpoints_failing_total');
     expect(metrics).toMatch(/^gateway_webhook_endpoints_failing_total(\{[^}]*\})? 1$/m);
     const deliveries = await gw.admin.inject({ url: `/admin/webhooks/${id}/deliveries`, headers: admin });
@@ -269,6 +269,52 @@ describe.each([
     }
     expect(hook.events().map((e) => e.type)).toEqual(['key.updated', 'key.rotated', 'key.ban_lifted', 'key.revoked']);
     expect(hook.events()[0]?.data).toEqual({ keyId: id, plan: 'pro', name: 'test-free', changed: ['plan'] });
+  });
+
+  it('sends customer changes: created, updated, deleted, each once, under its audit name', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const gw = await gateways.start({
+      logs,
+      env: { ...LOCAL, LOG_LEVEL: 'info' },
+      ...(withRedis ? {} : { redisUrl: null }),
+    });
+    const hook = await receiver();
+    await subscribe(gw, hook.url, ['customer.created', 'customer.updated', 'customer.deleted']);
+    const made = await gw.admin.inject({
+      method: 'POST',
+      url: '/admin/customers',
+      headers: admin,
+      payload: { name: 'Acme', plan: 'free', externalId: 'cus_stripe_1' },
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    const { id } = made.json() as { id: string };
+    await hook.until(1);
+    for (const [method, payload] of [
+      ['PATCH', { plan: 'pro', name: 'Acme Ltd' }],
+      ['DELETE', undefined],
+    ] as const) {
+      const res = await gw.admin.inject({
+        method,
+        url: `/admin/customers/${id}`,
+        headers: admin,
+        ...(payload ? { payload } : {}),
+      });
+      expect(res.statusCode, res.body).toBeLessThan(300);
+      await hook.until(hook.received.length + 1);
+    }
+    await drained(gw);
+    const base = { customerId: id, externalId: 'cus_stripe_1' };
+    expect(hook.events().map((e) => [e.type, e.data])).toEqual([
+      ['customer.created', { ...base, plan: 'free', name: 'Acme' }],
+      [
+        'customer.updated',
+        { ...base, plan: 'pro', name: 'Acme Ltd', changed: ['plan', 'name'], from: 'free', to: 'pro' },
+      ],
+      ['customer.deleted', { ...base, plan: 'pro', name: 'Acme Ltd', revokedKeys: 0 }],
+    ]);
+    // The audit lines carry the events' names: one vocabulary for both.
+    const audited = logs.filter((l) => l.customerId === id && typeof l.audit === 'string').map((l) => l.audit);
+    expect(audited).toEqual(['customer.created', 'customer.updated', 'customer.deleted']);
   });
 
   it('signs with the old secret too while a rotation’s grace lasts, then with the new one alone', async () => {
@@ -541,7 +587,7 @@ describe.each([
       { timeout: 10_000, interval: 50 },
     );
     // What the operator is told, once per exhaustion.
-    const line = logs.find((l) => l.audit === 'webhook-failing');
+    const line = logs.find((l) => l.audit === 'webhook.failing');
     expect(line).toMatchObject({
       level: 40,
       webhookId: id,
@@ -652,9 +698,9 @@ describe('admin API: what each webhook change leaves in the audit log', () => {
     await hook.until(1);
     await gw.admin.inject({ method: 'DELETE', url: `/admin/webhooks/${id}`, headers: admin });
 
-    const audit = logs.filter((l) => typeof l.audit === 'string' && String(l.audit).startsWith('webhook-'));
+    const audit = logs.filter((l) => typeof l.audit === 'string' && String(l.audit).startsWith('webhook.'));
     expect(audit.map((l) => [l.audit, l.webhookId, l.level, l.msg])).toEqual(
-      ['webhook-create', 'webhook-update', 'webhook-rotate', 'webhook-test', 'webhook-delete'].map((action) => [
+      ['webhook.created', 'webhook.updated', 'webhook.rotated', 'webhook.tested', 'webhook.deleted'].map((action) => [
         action,
         id,
         30,
@@ -669,7 +715,13 @@ describe('admin API: what each webhook change leaves in the audit log', () => {
     expect(text).not.toContain(secret);
     expect(text).not.toContain(newSecret);
     const counted = await gw.deps.registry.getSingleMetricAsString('gateway_admin_actions_total');
-    for (const action of ['webhook-create', 'webhook-update', 'webhook-rotate', 'webhook-test', 'webhook-delete']) {
+    for (const action of [
+      'webhook.created',
+      'webhook.updated',
+      'webhook.rotated',
+      'webhook.tested',
+      'webhook.deleted',
+    ]) {
       expect(counted).toMatch(new RegExp(`^gateway_admin_actions_total\\{action="${action}"[^}]*\\} 1$`, 'm'));
     }
   });

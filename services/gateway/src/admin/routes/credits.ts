@@ -27,8 +27,8 @@ type Deps = Pick<
 
 /** How an owner is named where it is found, changed and audited. */
 const NAMES = {
-  customer: { noun: 'Customer', field: 'customerId', patch: 'customers', audit: 'customer.credits' },
-  key: { noun: 'Key', field: 'keyId', patch: 'keys', audit: 'key.credits' },
+  customer: { noun: 'Customer', field: 'customerId', patch: 'customers' },
+  key: { noun: 'Key', field: 'keyId', patch: 'keys' },
 } as const;
 
 /**
@@ -143,11 +143,17 @@ function creditRoutes(
             }
           },
           made: ({ of, change }) =>
-            audit(deps, request.log, NAMES[of.kind].audit, of.record.id, {
-              type: change.type,
-              amount: change.amount,
-              ref: change.ref,
-            }),
+            audit(
+              deps,
+              request.log,
+              'credits.adjusted',
+              of.kind === 'customer' ? { customer: of.record } : { keyId: of.record.id },
+              {
+                type: change.type,
+                amount: change.amount,
+                ref: change.ref,
+              },
+            ),
         }),
     );
   };

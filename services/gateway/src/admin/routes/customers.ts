@@ -1,6 +1,6 @@
 import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { audit } from '../../api/audit.js';
 import {
   CreateCustomerSchema,
@@ -47,6 +47,16 @@ async function insertOnce(store: CustomerStore, record: CustomerRecord): Promise
   }
 }
 
+/** What an update's audit line and its event say: the fields given, the plan it moved from and to. */
+function updateFields(current: CustomerRecord, body: Static<typeof UpdateCustomerSchema>): Record<string, unknown> {
+  return {
+    changed: Object.keys(body).filter((field) => body[field as keyof typeof body] !== undefined),
+    ...(body.plan !== undefined && body.plan !== current.plan ? { from: current.plan, to: body.plan } : {}),
+    // The terms as given: its own, null (none) or 'plan' (its own dropped, its plan's in force).
+    ...(body.credits !== undefined ? { credits: body.credits } : {}),
+  };
+}
+
 /** Customers: the accounts above the keys. Create, list (paged, filtered), show, update, delete. */
 export const customerRoutes: FastifyPluginAsyncTypebox<
   AdminRouteOptions<
@@ -74,10 +84,16 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
         },
         apply: (record) => answering(() => insertOnce(store, record)),
         made: (record) =>
-          audit(deps, request.log, 'customer.create', record.id, {
-            plan: record.plan,
-            ...(record.externalId !== undefined ? { externalId: record.externalId } : {}),
-          }),
+          audit(
+            deps,
+            request.log,
+            'customer.created',
+            { customer: record },
+            {
+              plan: record.plan,
+              ...(record.externalId !== undefined ? { externalId: record.externalId } : {}),
+            },
+          ),
       }),
   );
 
@@ -118,13 +134,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
       const updated = await answering(() => store.update(current.id, changes, new Date(deps.now())));
       // Deleted between the read and the write.
       if (!updated) throw new ApiError(404, 'not_found', `No customer with id ${clipped(current.id)}`);
-      const body = request.body;
-      audit(deps, request.log, 'customer.update', updated.id, {
-        changed: Object.keys(body).filter((field) => body[field as keyof typeof body] !== undefined),
-        ...(body.plan !== undefined && body.plan !== current.plan ? { from: current.plan, to: body.plan } : {}),
-        // The terms as given: its own, null (none) or 'plan' (its own dropped, its plan's in force).
-        ...(body.credits !== undefined ? { credits: body.credits } : {}),
-      });
+      audit(deps, request.log, 'customer.updated', { customer: updated }, updateFields(current, request.body));
       await announceCustomerChange(deps, updated.id, request.log);
       if (updated.plan !== current.plan) await moveKeysToPlan(deps, updated, followers, request.log);
       return customerView(deps, updated);
@@ -149,7 +159,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<
       const at = new Date(deps.now());
       const revoked = await revokeKeysOf(deps, customer.id, request.query.revokeKeys === true, at, request.log);
       if (await store.delete(customer.id, at)) {
-        audit(deps, request.log, 'customer.delete', customer.id, { revokedKeys: revoked });
+        audit(deps, request.log, 'customer.deleted', { customer }, { revokedKeys: revoked });
         await announceCustomerChange(deps, customer.id, request.log);
       }
       return reply.code(204).send(null);

@@ -24,7 +24,7 @@ export const keyBanRoutes: FastifyPluginAsyncTypebox<
       await deps.events.publish({ type: 'ban-lifted', id: record.id }).catch((err) => {
         request.log.warn({ err }, 'ban-lift event not published');
       });
-      audit(deps, request.log, 'unban', record.id);
+      audit(deps, request.log, 'key.ban_lifted', { keyId: record.id });
       return reply.code(204).send(null);
     },
   );

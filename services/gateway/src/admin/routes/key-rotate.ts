@@ -52,7 +52,7 @@ export const keyRotateRoutes: FastifyPluginAsyncTypebox<
           await announceKeyChange(deps, 'key-changed', id, request.log);
         },
         made: ({ id, rotation }) =>
-          audit(deps, request.log, 'rotate', id, { previousKeyExpiresAt: rotation.previousExpiresAt }),
+          audit(deps, request.log, 'key.rotated', { keyId: id }, { previousKeyExpiresAt: rotation.previousExpiresAt }),
       }),
   );
 };

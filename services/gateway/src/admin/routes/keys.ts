@@ -79,11 +79,17 @@ export const keyRoutes: FastifyPluginAsyncTypebox<
         },
         apply: (record) => insertOnce(deps.keyStore, record),
         made: (record) =>
-          audit(deps, request.log, 'create', record.id, {
-            plan: record.plan,
-            ...(record.customerId ? { customerId: record.customerId } : {}),
-            ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
-          }),
+          audit(
+            deps,
+            request.log,
+            'key.created',
+            { keyId: record.id },
+            {
+              plan: record.plan,
+              ...(record.customerId ? { customerId: record.customerId } : {}),
+              ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
+            },
+          ),
       }),
   );
 
@@ -129,15 +135,21 @@ export const keyRoutes: FastifyPluginAsyncTypebox<
       // Revoked between the read and the write.
       if (!updated) throw new ApiError(409, 'conflict', `Key ${current.id} was revoked`);
       await announceKeyChange(deps, 'key-changed', updated.id, request.log);
-      audit(deps, request.log, 'update', updated.id, {
-        changed: fields,
-        ...(updated.plan !== current.plan ? { from: current.plan, to: updated.plan } : {}),
-        ...(updated.customerId !== current.customerId
-          ? { fromCustomer: current.customerId ?? null, toCustomer: updated.customerId ?? null }
-          : {}),
-        // The terms as given: its own, null (none) or 'plan' (its own dropped, its plan's in force).
-        ...(body.credits !== undefined ? { credits: body.credits } : {}),
-      });
+      audit(
+        deps,
+        request.log,
+        'key.updated',
+        { keyId: updated.id },
+        {
+          changed: fields,
+          ...(updated.plan !== current.plan ? { from: current.plan, to: updated.plan } : {}),
+          ...(updated.customerId !== current.customerId
+            ? { fromCustomer: current.customerId ?? null, toCustomer: updated.customerId ?? null }
+            : {}),
+          // The terms as given: its own, null (none) or 'plan' (its own dropped, its plan's in force).
+          ...(body.credits !== undefined ? { credits: body.credits } : {}),
+        },
+      );
       return keyView(deps, updated, 'store');
     },
   );
@@ -151,7 +163,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<
       if (!record.revokedAt) {
         await deps.keyStore.revoke(record.id, new Date(deps.now()));
         await announceKeyChange(deps, 'key-revoked', record.id, request.log);
-        audit(deps, request.log, 'revoke', record.id);
+        audit(deps, request.log, 'key.revoked', { keyId: record.id });
       }
       return reply.code(204).send(null);
     },

@@ -27,7 +27,7 @@ export const portalSessionRoutes: FastifyPluginAsyncTypebox<
       const secret = newSecret();
       const expiresAt = deps.now() + LINK_TTL_MS;
       await deps.portalSessions.putLink(secret, customer.id, expiresAt);
-      audit(deps, request.log, 'customer.portal-session', customer.id, { expiresAt: iso(expiresAt) });
+      audit(deps, request.log, 'portal_session.created', { customer }, { expiresAt: iso(expiresAt) });
       return reply.code(201).send({ url: `${portalUrl}${PORTAL_ENTRY}?token=${secret}`, expiresAt: iso(expiresAt) });
     },
   );

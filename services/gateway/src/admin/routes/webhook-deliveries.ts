@@ -25,7 +25,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<
       const eventId = await webhooks.ping(subscription, QUEUE_WAIT_MS, (queued) =>
         within(QUEUE_WAIT_MS, 'The webhook delivery queue', queued),
       );
-      audit(deps, request.log, 'webhook-test', subscription.id, { eventId });
+      audit(deps, request.log, 'webhook.tested', { webhookId: subscription.id }, { eventId });
       return reply.code(202).send({ id: subscription.id, eventId });
     },
   );

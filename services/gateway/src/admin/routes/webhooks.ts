@@ -75,10 +75,16 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'webhook
           await webhooks.store.remove(subscription.id);
         },
         made: (subscription) =>
-          audit(deps, request.log, 'webhook-create', subscription.id, {
-            url: subscription.url,
-            events: subscription.events,
-          }),
+          audit(
+            deps,
+            request.log,
+            'webhook.created',
+            { webhookId: subscription.id },
+            {
+              url: subscription.url,
+              events: subscription.events,
+            },
+          ),
       }),
   );
 
@@ -101,7 +107,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'webhook
       const url = body.url === undefined ? undefined : await checkedUrl(body.url);
       const updated = changedSubscription(current, { ...body, url }, deps.now());
       await webhooks.store.put(updated);
-      audit(deps, request.log, 'webhook-update', updated.id, { changed: Object.keys(body) });
+      audit(deps, request.log, 'webhook.updated', { webhookId: updated.id }, { changed: Object.keys(body) });
       return view(updated);
     },
   );
@@ -114,7 +120,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'webhook
       if (!(await webhooks.store.remove(request.params.id))) {
         throw new ApiError(404, 'not_found', `No webhook with id ${clipped(request.params.id)}`);
       }
-      audit(deps, request.log, 'webhook-delete', request.params.id);
+      audit(deps, request.log, 'webhook.deleted', { webhookId: request.params.id });
       return reply.code(204).send(null);
     },
   );
@@ -127,7 +133,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions<'webhook
       const rotated = rotatedSubscription(current, deps.now());
       const previousSecretExpiresAt = rotated.previousSecret!.expiresAt;
       await webhooks.store.put(rotated);
-      audit(deps, request.log, 'webhook-rotate', rotated.id, { previousSecretExpiresAt });
+      audit(deps, request.log, 'webhook.rotated', { webhookId: rotated.id }, { previousSecretExpiresAt });
       return { id: rotated.id, secret: rotated.secret, previousSecretExpiresAt };
     },
   );

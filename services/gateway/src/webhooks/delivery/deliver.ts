@@ -87,7 +87,7 @@ export class Delivery {
     metrics.endpointsFailing.inc();
     logger.warn(
       {
-        audit: 'webhook-failing',
+        audit: 'webhook.failing',
         webhookId: subscription.id,
         url: subscription.url,
         eventId: job.eventId,

@@ -1,25 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { AdminAction } from '../../keys/admin-actions.js';
 import type { KeyRecord } from '../../keys/key-store.js';
 import type { CreditBatch, WindowState } from '../../limits/key-limiter.js';
-import type { CustomerRef, KeyRef, WebhookEventType } from '../event-types.js';
+import type { CustomerChange, CustomerEventRef, CustomerRef, KeyChange, KeyRef } from '../event-types.js';
 import type { FanOut } from '../fan-out.js';
 import { creditCrossings } from './credit-crossings.js';
 import { expiryNotice, noticeWindow } from './expiry-notices.js';
 import { quotaCrossings } from './quota-crossings.js';
 
-/** Key changes made through the admin API (api/audit.ts), as the events they send. */
-const KEY_ACTIONS: Record<AdminAction, WebhookEventType> = {
-  create: 'key.created',
-  update: 'key.updated',
-  rotate: 'key.rotated',
-  revoke: 'key.revoked',
-  unban: 'key.ban_lifted',
-  leak: 'key.leaked',
-};
-
-/** Audit fields an event may carry: what changed, when something ends; never a secret. */
-const KEY_ACTION_FIELDS = [
+/** Audit fields a key event may carry: what changed, when something ends; never a secret. */
+const KEY_CHANGE_FIELDS = [
   'changed',
   'expiresAt',
   'previousKeyExpiresAt',
@@ -32,6 +21,13 @@ const KEY_ACTION_FIELDS = [
   'response',
   'leakedSecretEndsAt',
 ];
+
+/** Audit fields a customer event may carry: what changed, the plan it moved from and to, the keys revoked with it. */
+const CUSTOMER_CHANGE_FIELDS = ['changed', 'from', 'to', 'revokedKeys'];
+
+function picked(fields: Record<string, unknown>, names: readonly string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields).filter(([k]) => names.includes(k)));
+}
 
 /** Where the expiry scan finds keys: the key store and API_KEYS_FILE. */
 export interface KeySource {
@@ -94,14 +90,18 @@ export class KeyEvents {
     void this.fanOut.emit('key.banned', keyRef(record), { bannedUntil: new Date(banEndsAt).toISOString() });
   }
 
-  /** After an audited admin change to a key: the matching event, with the key as it is now. */
-  keyAction(action: AdminAction, keyId: string, fields: Record<string, unknown>): void {
-    const type = KEY_ACTIONS[action];
-    const extra = Object.fromEntries(Object.entries(fields).filter(([k]) => KEY_ACTION_FIELDS.includes(k)));
+  /** After an audited change to a key: the event of the same name, with the key as it is now. */
+  keyChanged(type: KeyChange, keyId: string, fields: Record<string, unknown>): void {
+    const extra = picked(fields, KEY_CHANGE_FIELDS);
     void this.keys
       .get(keyId)
       .then((record) => this.fanOut.emit(type, record ? keyRef(record) : { keyId, plan: '', name: '' }, extra))
       .catch((err) => this.logger.warn({ err, keyId, event: type }, 'webhooks: event not sent'));
+  }
+
+  /** After an audited change to a customer: the event of the same name, with the customer as the change left it. */
+  customerChanged(type: CustomerChange, customer: CustomerEventRef, fields: Record<string, unknown>): void {
+    void this.fanOut.emit(type, customer, picked(fields, CUSTOMER_CHANGE_FIELDS));
   }
 
   /** The expiry notices due now, each sent once whichever replica's scan finds it first. */

@@ -46,11 +46,11 @@ describe('POST /admin/customers', () => {
     expect(made.limits).toEqual((await call(gw, 'POST', '/admin/keys', { plan: 'pro' })).json().limits);
     expect(made).not.toHaveProperty('ownLimits');
     expect((await call(gw, 'GET', `/admin/customers/${made.id}`)).json()).toEqual(made);
-    expect(logs.filter((l) => l.audit === 'customer.create' && l.customerId === made.id)).toMatchObject([
+    expect(logs.filter((l) => l.audit === 'customer.created' && l.customerId === made.id)).toMatchObject([
       { plan: 'pro', externalId: 'cus_Stripe42' },
     ]);
     const plain = await create(gw, { name: 'Plain', plan: 'free' });
-    const [audited] = logs.filter((l) => l.audit === 'customer.create' && l.customerId === plain.id);
+    const [audited] = logs.filter((l) => l.audit === 'customer.created' && l.customerId === plain.id);
     expect(audited).toMatchObject({ plan: 'free' });
     expect(audited).not.toHaveProperty('externalId');
   });
@@ -199,7 +199,7 @@ describe('PATCH /admin/customers/:id', () => {
     const moved = (await call(gw, 'PATCH', `/admin/customers/${made.id}`, { plan: 'business' })).json();
     expect(moved.plan).toBe('business');
     expect(moved).not.toHaveProperty('ownLimits');
-    const updates = logs.filter((l) => l.audit === 'customer.update');
+    const updates = logs.filter((l) => l.audit === 'customer.updated');
     expect(updates.map((l) => l.changed)).toEqual([['name'], ['billing'], ['plan']]);
     expect(updates[2]).toMatchObject({ from: 'pro', to: 'business' });
     for (const l of updates.slice(0, 2)) {
@@ -217,7 +217,7 @@ describe('PATCH /admin/customers/:id', () => {
       const res = await call(gw, 'PATCH', `/admin/customers/${made.id}`, body);
       expect(res.statusCode, res.body).toBe(200);
     }
-    const updates = logs.filter((l) => l.audit === 'customer.update');
+    const updates = logs.filter((l) => l.audit === 'customer.updated');
     expect(updates).toMatchObject([
       { changed: ['credits'], credits: terms },
       { changed: ['credits'], credits: null },
@@ -357,7 +357,7 @@ describe("a customer's keys", () => {
     const alone = (await call(gw, 'PATCH', `/admin/keys/${key.id}`, { customerId: null })).json();
     expect(alone).not.toHaveProperty('customerId');
     expect(alone.plan).toBe('business');
-    expect(logs.filter((l) => l.audit === 'update' && l.keyId === key.id)).toMatchObject([
+    expect(logs.filter((l) => l.audit === 'key.updated' && l.keyId === key.id)).toMatchObject([
       { fromCustomer: a.id, toCustomer: b.id, from: 'pro', to: 'business' },
       { fromCustomer: b.id, toCustomer: null },
     ]);
@@ -389,7 +389,7 @@ describe("a customer's keys", () => {
     expect((await call(gw, 'GET', `/admin/customers/${customer.id}`)).statusCode).toBe(404);
     expect((await call(gw, 'GET', `/admin/keys/${key.id}`)).json().revokedAt).toBeDefined();
     expect((await gw.app.inject({ url: '/v1/pets', headers: bearer(key.key) })).statusCode).toBe(401);
-    expect(logs.filter((l) => l.audit === 'revoke' && l.keyId === key.id)).toHaveLength(1);
-    expect(logs.filter((l) => l.audit === 'customer.delete')).toMatchObject([{ revokedKeys: 1 }]);
+    expect(logs.filter((l) => l.audit === 'key.revoked' && l.keyId === key.id)).toHaveLength(1);
+    expect(logs.filter((l) => l.audit === 'customer.deleted')).toMatchObject([{ revokedKeys: 1 }]);
   });
 });
