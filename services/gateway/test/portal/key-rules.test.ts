@@ -85,22 +85,22 @@ describe('a customer’s key changes as the operator reads them', () => {
         changed,
       })),
     ).toEqual([
-      { audit: 'create', plan: 'pro', customerId: customer.id, previousKeyExpiresAt: undefined, changed: undefined },
+      { audit: 'key.created', plan: 'pro', customerId: customer.id, previousKeyExpiresAt: undefined, changed: undefined },
       {
-        audit: 'rotate',
+        audit: 'key.rotated',
         plan: undefined,
         customerId: undefined,
         previousKeyExpiresAt: bare.json().previousKeyExpiresAt,
         changed: undefined,
       },
       {
-        audit: 'rotate',
+        audit: 'key.rotated',
         plan: undefined,
         customerId: undefined,
         previousKeyExpiresAt: short.json().previousKeyExpiresAt,
         changed: undefined,
       },
-      { audit: 'update', plan: undefined, customerId: undefined, previousKeyExpiresAt: undefined, changed: ['scopes'] },
+      { audit: 'key.updated', plan: undefined, customerId: undefined, previousKeyExpiresAt: undefined, changed: ['scopes'] },
     ]);
   });
 

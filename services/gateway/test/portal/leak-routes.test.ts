@@ -155,7 +155,7 @@ describe('a leaked key in the portal', () => {
     const after = await owner.send('POST', `/portal/api/leaks/${reported.id}/successor`);
     expectError(after, 404, 'not_found');
     expect(after.json().message).toBe('No new secret to show: the key was rotated or revoked since');
-    expect(logs.filter((l) => l.audit === 'leak.successor-shown')).toEqual([]);
+    expect(logs.filter((l) => l.audit === 'leak.successor_shown')).toEqual([]);
   });
 
   it('audits the successor shown, with the key, the leak and the customer', async () => {
@@ -168,7 +168,7 @@ describe('a leaked key in the portal', () => {
     const owner = await signIn(gw, customer.id as string);
     const shown = await owner.send('POST', `/portal/api/leaks/${reported.id}/successor`);
     expect(shown.json()).toEqual({ keyId: made.id, key: expect.stringMatching(/^ask_/) });
-    expect(logs.filter((l) => l.audit === 'leak.successor-shown')).toEqual([
+    expect(logs.filter((l) => l.audit === 'leak.successor_shown')).toEqual([
       expect.objectContaining({
         keyId: made.id,
         leakId: reported.id,

@@ -95,7 +95,7 @@ describe('the CSRF token', () => {
     const noSession = await gw.portal.inject({ url: '/portal/api/keys' });
     expectError(noSession, 401, 'unauthorized');
     expect(noSession.json().message).toBe('Not signed in, or the session has ended: sign in again');
-    const refused = logs.filter((l) => l.audit === 'portal.csrf-refused');
+    const refused = logs.filter((l) => l.audit === 'portal.csrf_refused');
     expect(refused).toEqual([expect.objectContaining({ customerId: id, level: 40 })]);
     expect(refused[0]?.msg).toBe('portal: a request without its CSRF token');
     // The session was not ended by the refused sign-out.
@@ -134,7 +134,7 @@ describe('a session’s lines and times', () => {
       headers: admin,
     });
     expect(link.json().expiresAt).toBe('2026-11-26T10:05:00.000Z');
-    expect(logs.filter((l) => l.audit === 'customer.portal-session')).toEqual([
+    expect(logs.filter((l) => l.audit === 'portal_session.created')).toEqual([
       expect.objectContaining({ customerId: id, expiresAt: '2026-11-26T10:05:00.000Z' }),
     ]);
     // An id no customer could have is refused by its shape, before any store is asked.
@@ -155,7 +155,7 @@ describe('a session’s lines and times', () => {
       headers: { cookie, 'x-csrf-token': session.csrfToken },
     });
     expect(out.statusCode).toBe(204);
-    const signedOut = logs.filter((l) => l.audit === 'portal.sign-out');
+    const signedOut = logs.filter((l) => l.audit === 'portal.signed_out');
     expect(signedOut).toEqual([expect.objectContaining({ customerId: id })]);
     expect(signedOut[0]?.msg).toBe(`portal: ${id} signed out`);
   });
