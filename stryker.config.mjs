@@ -106,6 +106,9 @@ export const areas = {
       `${SRC}/usage/reports.ts`,
       `${SRC}/admin/routes/usage.ts`,
       `${SRC}/admin/routes/key-usage.ts`,
+      // A subject's history (a customer's or a key's) and its one route.
+      `${SRC}/customers/subject-history.ts`,
+      `${SRC}/admin/routes/usage-history.ts`,
     ],
     testFiles: [
       // What is built from the hours (unit), the stores' contract (memory and Redis), then the
@@ -114,6 +117,7 @@ export const areas = {
       `${TEST}/usage/write-behind.test.ts`,
       `${TEST}/usage/usage-history-stores.test.ts`,
       `${TEST}/usage/usage-history.test.ts`,
+      `${TEST}/admin/routes/customer-usage-history.test.ts`,
       `${TEST}/limits/guarded-limiter.test.ts`,
     ],
   },
@@ -162,8 +166,8 @@ export const areas = {
       // Its only tests need a MongoDB, as in `keys`.
       ...(process.env.MONGO_URL ? [] : [`!${SRC}/customers/mongo-customer-store.ts`]),
       `!${SRC}/customers/*portal-session-store.ts`,
-      // The customer history's use case is read through the admin and portal routes, in no area yet.
-      `!${SRC}/customers/customer-history.ts`,
+      // A subject's history is the `history` area's.
+      `!${SRC}/customers/subject-history.ts`,
       `${SRC}/admin/routes/customers.ts`,
     ],
     testFiles: [

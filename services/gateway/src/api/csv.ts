@@ -11,20 +11,12 @@ export function wantsCsv(format: string | undefined, accept: string | undefined)
   return format === 'csv' || (format === undefined && /\btext\/csv\b/.test(accept ?? ''));
 }
 
-/**
- * Sends a history as a CSV file for billing, named for its subject, first hour and step; `withEnd`
- * adds each row's end (a customer's days and periods differ in length).
- */
+/** Sends a history as a CSV file for billing, named for its subject, first hour and step. */
 export function sendCsv(
   reply: FastifyReply,
-  body: { id: string; from: string; granularity: string; series: Array<{ start: string; end?: string } & Counts> },
-  withEnd = false,
+  body: { id: string; from: string; granularity: string; series: Array<{ start: string; end: string } & Counts> },
 ): FastifyReply {
-  return sendCsvFile(
-    reply,
-    `usage-${body.id}-${body.from.slice(0, 13)}-${body.granularity}.csv`,
-    toCsv(body.series, withEnd),
-  );
+  return sendCsvFile(reply, `usage-${body.id}-${body.from.slice(0, 13)}-${body.granularity}.csv`, toCsv(body.series));
 }
 
 /** Sends CSV text as a file download under `file` (characters unsafe in the header replaced). */

@@ -254,30 +254,6 @@ export const CountFields = {
   /** Admitted, then not served: the pets service answered 502, 503 or 504. Counted against the limit, not billed. */
   upstreamFailed: Type.Integer(),
 };
-const CountsSchema = Type.Object(CountFields);
-
-export const HistoryQuery = Type.Object(
-  {
-    from: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    to: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    /** The calendar month in UTC (the month quota's): `current` so far, or the whole `previous` one. */
-    period: Type.Optional(Type.Union([Type.Literal('current'), Type.Literal('previous')])),
-    granularity: Type.Optional(Type.Union([Type.Literal('hour'), Type.Literal('day')])),
-    format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')])),
-  },
-  { additionalProperties: false },
-);
-
-export const HistorySchema = Type.Object({
-  id: Type.String(),
-  granularity: Type.Union([Type.Literal('hour'), Type.Literal('day')]),
-  from: Timestamp,
-  to: Timestamp,
-  retentionDays: Type.Integer(),
-  totals: CountsSchema,
-  /** Every hour (or day) of [from, to), empty ones included, oldest first. */
-  series: Type.Array(Type.Object({ start: Timestamp, ...CountFields })),
-});
 
 export const TopQuery = Type.Object(
   {

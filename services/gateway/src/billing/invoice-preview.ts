@@ -2,7 +2,7 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { CreditLedger } from '../credits/credit-ledger.js';
 import { creditsSpent } from '../credits/credits-spent.js';
 import type { CreditAnnouncer } from '../credits/owner-credits.js';
-import { customerHistory } from '../customers/customer-history.js';
+import { subjectHistory } from '../customers/subject-history.js';
 import type { KeyRecord } from '../keys/key-store.js';
 import { DEFAULT_BILLING } from '../limits/billing-period.js';
 import type { PlanBook } from '../plans/plans.js';
@@ -51,7 +51,7 @@ export async function invoicePreview(
   }
   const now = deps.now();
   const billing = of.kind === 'customer' ? of.record.billing : DEFAULT_BILLING;
-  const history = await customerHistory(
+  const history = await subjectHistory(
     deps.history,
     { id, name, billing },
     { period, granularity: 'period' },

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
-import type { CustomerHistorySchema } from '../api/customer-history-schemas.js';
 import type { CustomerViewSchema } from '../api/customer-schemas.js';
 import { customerView } from '../api/customer-view.js';
+import type { HistorySchema } from '../api/history-schemas.js';
 import { type CustomerRequest, CustomerRuleError, type CustomerUpdate } from '../customers/customer-operations.js';
 import { toCsv } from '../usage/reports.js';
 import { AdminApiError, AdminClient } from './admin-client.js';
@@ -17,7 +17,7 @@ import { usageError } from './usage.js';
 /* `keys customers create|list|show|update|delete`: customers through the admin API. */
 
 type CustomerView = Static<typeof CustomerViewSchema>;
-type CustomerHistory = Static<typeof CustomerHistorySchema>;
+type CustomerHistory = Static<typeof HistorySchema>;
 
 const customerPath = (id: string) => `/admin/customers/${encodeURIComponent(id)}`;
 
@@ -174,7 +174,7 @@ async function usage(admin: AdminClient, id: string, values: Values): Promise<vo
     .request<CustomerHistory>('GET', `${customerPath(id)}/usage/history?${query}`)
     .catch(refused);
   if (values.csv) {
-    process.stdout.write(toCsv(found.series, true));
+    process.stdout.write(toCsv(found.series));
     return;
   }
   print(values, found, historyTable(found));

@@ -1,14 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { CustomerHistoryQuery } from '../api/customer-history-schemas.js';
+import { HistoryQuery as AdminHistoryQuery } from '../api/history-schemas.js';
 import { liveWindows } from '../api/live-windows.js';
 import { iso } from '../api/shared.js';
 import { historyUnavailable, unavailable } from '../api/store-unavailable.js';
 import { customerOwner } from '../billing/credit-owner.js';
 import { ownerCredits } from '../credits/owner-credits.js';
-import { customerHistory } from '../customers/customer-history.js';
 import { stepAt } from '../customers/customer-steps.js';
 import type { CustomerRecord } from '../customers/customer-store.js';
+import { subjectHistory } from '../customers/subject-history.js';
 import type { GatewayDeps } from '../deps.js';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import type { KeyRecord } from '../keys/key-store.js';
@@ -23,7 +23,7 @@ type Deps = Pick<
 
 const HistoryQuery = Type.Object(
   {
-    ...Type.Omit(CustomerHistoryQuery, ['format']).properties,
+    ...Type.Omit(AdminHistoryQuery, ['format']).properties,
     /** One of the customer's keys instead of all of them. */
     keyId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   },
@@ -81,7 +81,7 @@ async function quotasNow(deps: Deps, customer: CustomerRecord, log: { error(obj:
 /**
  * What the signed-in customer reads: who it is (and the session's CSRF token, for the page's
  * changes), its quotas now (with its credits, when it has credit terms), and its usage over time by hour, local day or billing period, for all
- * its keys or one of them; the history is the admin route's (customerHistory).
+ * its keys or one of them; the history is the admin route's (subjectHistory).
  */
 export const portalUsageRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.get('/portal/api/session', async (request) => {
@@ -117,13 +117,13 @@ export const portalUsageRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asyn
     const customer = await signedInCustomer(deps, request);
     const { keyId, ...query } = request.query;
     if (keyId !== undefined) await ownKey(deps, request, keyId);
-    return customerHistory(
+    return subjectHistory(
       deps.history,
       customer,
       query,
       deps.now(),
       (err) => historyUnavailable(err, request.log),
-      keyId,
+      keyId === undefined ? { id: customer.id } : { id: keyId, customerId: customer.id },
     );
   });
 };

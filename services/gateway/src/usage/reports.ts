@@ -55,13 +55,11 @@ const CSV_COLUMNS = [
 ] as const;
 
 /**
- * The series as CSV, one row per step, for billing. Steps of unequal length (a customer's local
- * days and billing periods) also say where each ends.
+ * The series as CSV, one row per step, for billing; each row says where it ends, as steps differ
+ * in length (local days of 23 to 25 hours, billing periods).
  */
-export function toCsv(rows: Array<{ start: string; end?: string } & Counts>, withEnd = false): string {
-  const columns: ReadonlyArray<keyof (typeof rows)[number]> = withEnd
-    ? ['start', 'end', ...CSV_COLUMNS.slice(1)]
-    : CSV_COLUMNS;
+export function toCsv(rows: Array<{ start: string; end: string } & Counts>): string {
+  const columns: ReadonlyArray<keyof (typeof rows)[number]> = ['start', 'end', ...CSV_COLUMNS.slice(1)];
   const lines = [columns.join(',')];
   for (const row of rows) lines.push(columns.map((column) => row[column]).join(','));
   return `${lines.join('\n')}\n`;

@@ -41,13 +41,21 @@ describe('a series of steps', () => {
 
   it('is written as CSV with a header, one line per step and a final newline', () => {
     const rows = [
-      { start: '2026-11-30T00:00:00.000Z', ...refusedToo({ admitted: 1, limited: 2, banned: 3, forbidden: 4 }) },
-      { start: '2026-12-01T00:00:00.000Z', ...refusedToo({ units: 5, upstreamFailed: 6 }) },
+      {
+        start: '2026-11-30T00:00:00.000Z',
+        end: '2026-12-01T00:00:00.000Z',
+        ...refusedToo({ admitted: 1, limited: 2, banned: 3, forbidden: 4 }),
+      },
+      {
+        start: '2026-12-01T00:00:00.000Z',
+        end: '2026-12-02T00:00:00.000Z',
+        ...refusedToo({ units: 5, upstreamFailed: 6 }),
+      },
     ];
     expect(toCsv(rows)).toBe(
-      'start,admitted,limited,banned,refused,forbidden,units,upstreamFailed,outOfCredits\n' +
-        '2026-11-30T00:00:00.000Z,1,2,3,5,4,0,0,0\n' +
-        '2026-12-01T00:00:00.000Z,0,0,0,0,0,5,6,0\n',
+      'start,end,admitted,limited,banned,refused,forbidden,units,upstreamFailed,outOfCredits\n' +
+        '2026-11-30T00:00:00.000Z,2026-12-01T00:00:00.000Z,1,2,3,5,4,0,0,0\n' +
+        '2026-12-01T00:00:00.000Z,2026-12-02T00:00:00.000Z,0,0,0,0,0,5,6,0\n',
     );
   });
 });

@@ -105,7 +105,11 @@ describe('usage history through two replicas on one Redis', () => {
     expect(body.granularity).toBe('hour');
     expect(body.series).toHaveLength(24);
     // All of it in this hour.
-    expect(body.series.at(-1)).toEqual({ start: new Date(clock.hour).toISOString(), ...body.totals });
+    expect(body.series.at(-1)).toEqual({
+      start: new Date(clock.hour).toISOString(),
+      end: new Date(clock.hour + HOUR_MS).toISOString(),
+      ...body.totals,
+    });
     // The same answer from the other replica: the history is shared, not per process.
     expect((await admin(b, `/admin/keys/${id}/usage/history`)).json().totals).toEqual(body.totals);
   });
@@ -181,7 +185,9 @@ describe('usage history through two replicas on one Redis', () => {
     expect(history.totals).toEqual(counts({ admitted: 5, units: 5, upstreamFailed: 5 }));
     expect(history.series.at(-1)).toMatchObject({ admitted: 5, units: 5, upstreamFailed: 5 });
     const csv = await admin(served, `/admin/keys/${record.id}/usage/history?format=csv`);
-    expect(csv.body.split('\n').at(-2)).toBe(`${new Date(clock.hour).toISOString()},5,0,0,0,0,5,5,0`);
+    expect(csv.body.split('\n').at(-2)).toBe(
+      `${new Date(clock.hour).toISOString()},${new Date(clock.hour + HOUR_MS).toISOString()},5,0,0,0,0,5,5,0`,
+    );
     const top = (await admin(served, '/admin/usage?sort=upstreamFailed')).json();
     expect(top.keys).toEqual([expect.objectContaining({ id: record.id, admitted: 5, units: 5, upstreamFailed: 5 })]);
     expect(top.totals).toMatchObject({ admitted: 5, units: 5, upstreamFailed: 5 });
@@ -227,8 +233,10 @@ describe('usage history through two replicas on one Redis', () => {
       const history = (await admin(a, `/admin/keys/${record.id}/usage/history`)).json();
       expect(history.totals).toEqual(counts({ admitted: 3, units: 3, limited: 2, refused: 2, outOfCredits: 2 }));
       const csv = (await admin(a, `/admin/keys/${record.id}/usage/history?format=csv`)).body.split('\n');
-      expect(csv[0]).toBe('start,admitted,limited,banned,refused,forbidden,units,upstreamFailed,outOfCredits');
-      expect(csv.at(-2)).toBe(`${new Date(clock.hour).toISOString()},3,2,0,2,0,3,0,2`);
+      expect(csv[0]).toBe('start,end,admitted,limited,banned,refused,forbidden,units,upstreamFailed,outOfCredits');
+      expect(csv.at(-2)).toBe(
+        `${new Date(clock.hour).toISOString()},${new Date(clock.hour + HOUR_MS).toISOString()},3,2,0,2,0,3,0,2`,
+      );
       const top = (await admin(a, '/admin/usage')).json();
       expect(top.keys).toEqual([expect.objectContaining({ id: record.id, refused: 2, outOfCredits: 2 })]);
       expect(top.totals).toMatchObject({ refused: 2, outOfCredits: 2 });
@@ -273,10 +281,10 @@ describe('usage history through two replicas on one Redis', () => {
       expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
       expect(res.headers['content-disposition']).toMatch(/^attachment; filename="usage-[\w.:-]+\.csv"$/);
       expect(res.body.trim().split('\n')).toEqual([
-        'start,admitted,limited,banned,refused,forbidden,units,upstreamFailed,outOfCredits',
-        `${new Date(clock.hour - 2 * HOUR_MS).toISOString()},0,0,0,0,0,0,0,0`,
-        `${new Date(clock.hour - HOUR_MS).toISOString()},0,0,0,0,0,0,0,0`,
-        `${new Date(clock.hour).toISOString()},2,1,0,1,0,2,0,0`,
+        'start,end,admitted,limited,banned,refused,forbidden,units,upstreamFailed,outOfCredits',
+        `${hourIso(clock.hour - 2 * HOUR_MS)},${hourIso(clock.hour - HOUR_MS)},0,0,0,0,0,0,0,0`,
+        `${hourIso(clock.hour - HOUR_MS)},${hourIso(clock.hour)},0,0,0,0,0,0,0,0`,
+        `${hourIso(clock.hour)},${hourIso(clock.hour + HOUR_MS)},2,1,0,1,0,2,0,0`,
       ]);
     }
   });
@@ -559,6 +567,9 @@ describe('top keys (GET /admin/usage)', () => {
 });
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** An instant as the history writes it. */
+const hourIso = (ms: number) => new Date(ms).toISOString();
+
 /** [start, admitted] of the steps of a series that admitted anything. */
 const busy = (series: Array<{ start: string; admitted: number }>) =>
   series.filter((step) => step.admitted > 0).map((step) => [step.start, step.admitted]);
@@ -635,7 +646,7 @@ describe('a `to` inside an hour or a day', () => {
       expect(days.totals.admitted).toBe(3);
     }
     const csv = (await history(`granularity=day&to=${iso(at(23, 59, 59))}&format=csv`)).body;
-    expect(csv.trim().split('\n').at(-1)).toBe(`${iso(at(0))},3,0,0,0,0,3,0,0`);
+    expect(csv.trim().split('\n').at(-1)).toBe(`${iso(at(0))},${iso(at(24))},3,0,0,0,0,3,0,0`);
 
     const hours = (await history(`from=${iso(at(10))}&to=${iso(at(13, 30))}`)).json();
     expect(hours.to).toBe(iso(at(14)));
@@ -687,8 +698,8 @@ describe.each(['America/New_York', 'Pacific/Chatham'])('with the gateway in TZ=%
         [iso(at(20)), 2],
       ]);
       const csv = (await admin(a, `${url}?from=${iso(at(0))}&to=${iso(at(24))}&format=csv`)).body;
-      expect(csv).toContain(`\n${iso(at(3))},1,0,0,0,0,1,0,0\n`);
-      expect(csv).toContain(`\n${iso(at(20))},2,0,0,0,0,2,0,0\n`);
+      expect(csv).toContain(`\n${iso(at(3))},${iso(at(4))},1,0,0,0,0,1,0,0\n`);
+      expect(csv).toContain(`\n${iso(at(20))},${iso(at(21))},2,0,0,0,0,2,0,0\n`);
       const days = (await admin(a, `${url}?granularity=day&from=${iso(at(0))}&to=${iso(at(48))}`)).json();
       expect(days.series.map((d: { start: string; admitted: number }) => [d.start, d.admitted])).toEqual([
         [iso(at(0)), 3],

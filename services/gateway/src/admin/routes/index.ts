@@ -3,7 +3,6 @@ import type { AdminRouteOptions } from '../route-options.js';
 import { banRoutes } from './bans.js';
 import { customerCreditRoutes, keyCreditRoutes } from './credits.js';
 import { customerUsageRoutes } from './customer-usage.js';
-import { customerUsageHistoryRoutes } from './customer-usage-history.js';
 import { customerRoutes } from './customers.js';
 import { customerInvoicePreviewRoutes, keyInvoicePreviewRoutes } from './invoice-preview.js';
 import { keyBanRoutes } from './key-ban.js';
@@ -13,6 +12,7 @@ import { keyRoutes } from './keys.js';
 import { planRoutes } from './plans.js';
 import { regionRoutes } from './regions.js';
 import { usageRoutes } from './usage.js';
+import { customerUsageHistoryRoutes, keyUsageHistoryRoutes } from './usage-history.js';
 import { webhookDeliveryRoutes } from './webhook-deliveries.js';
 import { webhookRoutes } from './webhooks.js';
 
@@ -26,6 +26,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminRouteOptions> = async (
   await app.register(keyRoutes, opts);
   await app.register(keyRotateRoutes, opts);
   await app.register(keyUsageRoutes, opts);
+  await app.register(keyUsageHistoryRoutes, opts);
   await app.register(usageRoutes, opts);
   await app.register(keyBanRoutes, opts);
   await app.register(banRoutes, opts);

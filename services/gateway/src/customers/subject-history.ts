@@ -4,10 +4,9 @@ import type { Billing } from '../limits/billing-period.js';
 import { sumOf, withRefused } from '../usage/reports.js';
 import { DAY_MS, HOUR_MS, type HourUsage, type UsageHistory } from '../usage/usage-history.js';
 import { type CustomerGranularity, localMidnight, onHours, stepAt, stepSeries, stepsOf } from './customer-steps.js';
-import type { CustomerRecord } from './customer-store.js';
 
-/** What a history query asks: a range (instants, or dates of the customer's calendar) or a period, and its steps. */
-export interface CustomerHistoryRequest {
+/** What a history query asks: a range (instants, or dates of the subject's calendar) or a period, and its steps. */
+export interface HistoryRequest {
   from?: string;
   to?: string;
   period?: 'current' | 'previous';
@@ -38,8 +37,8 @@ function queryInstant(text: string, name: 'from' | 'to', billing: Billing): numb
  * (`to=2026-11-30T23:59:59Z` keeps the 30th in an export); a range reaching past now ends with the
  * step that holds now. `period` is the calendar's billing period.
  */
-export function historyRange(
-  query: CustomerHistoryRequest,
+function historyRange(
+  query: HistoryRequest,
   now: number,
   granularity: CustomerGranularity,
   billing: Billing,
@@ -81,23 +80,32 @@ function oldestWholeStep(granularity: CustomerGranularity, billing: Billing, now
 }
 
 /**
- * A customer's usage over time in its own calendar, or (keyId) one of its keys' within the same
- * steps: what the admin route and the portal answer. Throws the query's 400s; a history it cannot
- * read goes to `unavailable` (the listener's 503).
- * The invoice preview also reads a lone key's periods here, as a subject with the key's id and
- * DEFAULT_BILLING (its own hours by UTC month, as its history route reads them).
+ * Who is billed and limited, as its history is read: a customer, in its own calendar, or a key
+ * (alone, or one of a customer's) in the UTC calendar with the 1st (DEFAULT_BILLING).
  */
-export async function customerHistory(
+export interface HistorySubject {
+  id: string;
+  name: string;
+  billing: Billing;
+}
+
+/**
+ * A subject's usage over time in its calendar: what the admin routes (a customer's, a key's), the
+ * portal and the invoice preview answer. `hoursOf` names whose hours are summed: the subject's own
+ * by default, or one key's (with the customer it counts under) within the subject's steps. Throws
+ * the query's 400s; a history it cannot read goes to `unavailable` (the listener's 503).
+ */
+export async function subjectHistory(
   history: UsageHistory,
-  customer: Pick<CustomerRecord, 'id' | 'name' | 'billing'>,
-  query: CustomerHistoryRequest,
+  subject: HistorySubject,
+  query: HistoryRequest,
   now: number,
   unavailable: (err: unknown) => never,
-  keyId?: string,
+  hoursOf: { id: string; customerId?: string } = { id: subject.id },
 ) {
   const retentionDays = Math.round(history.retentionMs / DAY_MS);
   const granularity = query.granularity ?? 'hour';
-  const billing = customer.billing;
+  const billing = subject.billing;
   const { from, to } = historyRange(query, now, granularity, billing);
   const oldest = oldestWholeStep(granularity, billing, now, history.retentionMs);
   if (from < oldest) {
@@ -113,20 +121,18 @@ export async function customerHistory(
     throw new ApiError(
       409,
       'conflict',
-      `Customer ${customer.id}'s billing.timeZone ${billing.timeZone} changes its clocks by less than an hour, so some of its days start within an hour of its history: ask for granularity=hour, or give the customer a zone whose clocks change by whole hours`,
+      `Customer ${subject.id}'s billing.timeZone ${billing.timeZone} changes its clocks by less than an hour, so some of its days start within an hour of its history: ask for granularity=hour, or give the customer a zone whose clocks change by whole hours`,
     );
   }
   let hours: HourUsage[];
   try {
-    hours = await (keyId === undefined
-      ? history.hours(customer.id, from, to)
-      : history.hours(keyId, from, to, customer.id));
+    hours = await history.hours(hoursOf.id, from, to, hoursOf.customerId);
   } catch (err) {
     unavailable(err);
   }
   return {
-    id: customer.id,
-    name: customer.name,
+    id: subject.id,
+    name: subject.name,
     granularity,
     billing,
     from: iso(from),
