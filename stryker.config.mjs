@@ -238,12 +238,22 @@ export const areas = {
     testFiles: [
       `${TEST}/customers/portal-session-stores.test.ts`,
       `${TEST}/portal/sessions.test.ts`,
+      `${TEST}/portal/session-edges.test.ts`,
       `${TEST}/portal/key-routes.test.ts`,
+      `${TEST}/portal/key-rules.test.ts`,
       `${TEST}/portal/max-keys.test.ts`,
       `${TEST}/portal/usage-routes.test.ts`,
+      `${TEST}/portal/account-reads.test.ts`,
       `${TEST}/portal/credit-routes.test.ts`,
       `${TEST}/portal/invoice-routes.test.ts`,
       `${TEST}/portal/protection.test.ts`,
+      `${TEST}/portal/address-limit-edges.test.ts`,
+      // The leaked-key notice, a customer's keys from API_KEYS_FILE, HSTS and the pages' files.
+      `${TEST}/portal/leak-routes.test.ts`,
+      `${TEST}/portal/file-keys.test.ts`,
+      `${TEST}/portal/hsts.test.ts`,
+      `${TEST}/portal/pages.test.ts`,
+      `${TEST}/portal/portal-headers.test.ts`,
     ],
   },
   // GET /v1/usage: what a key's holder reads of its own usage, and the read limit per key.

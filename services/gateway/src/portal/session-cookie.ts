@@ -108,7 +108,8 @@ export async function sessionRoutes(
   });
 
   app.addHook('onRequest', async (request) => {
-    if (!request.url.startsWith('/portal/api/')) return;
+    // The route the router matched, not the raw URL: `/portal/%61pi/sign-out` is the sign-out route.
+    if (!(request.routeOptions.url ?? request.url).startsWith('/portal/api/')) return;
     const session = await sessionOf(request, store);
     if (!session || 'refused' in session) {
       // A cookie that names no session is observable, as an event on the request log, not an

@@ -54,6 +54,25 @@ export function portalSessionStoreContract(
       expect(taken.filter((c) => c === null)).toHaveLength(19);
     });
 
+    it('keeps each link apart: a second link leaves the first to be taken', async () => {
+      const store = await fresh().store;
+      const [a, b] = [newSecret(), newSecret()];
+      await store.putLink(a, 'cus_a', later());
+      await store.putLink(b, 'cus_b', later());
+      expect(await store.takeLink(a)).toBe('cus_a');
+      expect(await store.takeLink(b)).toBe('cus_b');
+    });
+
+    // A link's end at the millisecond is the memory store's test alone: Redis ends a link by its own clock.
+    it('gives no session at the very millisecond of its end', async () => {
+      const { clock, store: made } = fresh();
+      const store = await made;
+      const session = newSecret();
+      await store.putSession(session, { customerId: 'cus_a', csrfToken: 'c', expiresAt: clock.now() });
+      expect(await store.getSession(session)).toBeNull();
+      expect(await store.whyGone(session)).toBe('expired');
+    });
+
     it('gives no link or session past its end', async () => {
       const { clock, store: made } = fresh();
       const store = await made;
@@ -122,6 +141,21 @@ export function portalSessionStoreContract(
       // …and not a millisecond more, though the last use was a moment ago.
       clock.advance(1);
       expect(await store.getSession(secret)).toBeNull();
+    });
+
+    it('never moves an idle end back: a use read on an earlier clock (a slower request) keeps the later end', async () => {
+      const { clock, store: made } = fresh();
+      const store = await made;
+      const secret = newSecret();
+      await store.putSession(secret, { customerId: 'cus_a', csrfToken: 'c', expiresAt: clock.now() + 60 * MINUTE });
+      clock.advance(10 * MINUTE);
+      expect(await store.getSession(secret)).not.toBeNull();
+      // A request that read the clock 5 minutes earlier arrives now: its idle end would be sooner.
+      clock.advance(-5 * MINUTE);
+      expect(await store.getSession(secret)).not.toBeNull();
+      // Still live 10 + 15 minutes from sign-in, not 5 + 15.
+      clock.advance(5 * MINUTE + IDLE_MS - 1);
+      expect(await store.getSession(secret)).not.toBeNull();
     });
 
     it('answers many uses at once alike, keeps the idle end from them, and nothing after sign-out', async () => {

@@ -17,6 +17,17 @@ portalSessionStoreContract('RedisPortalSessionStore', async (timing) => {
   return new RedisPortalSessionStore(redis(), `ps${randomUUID().slice(0, 8)}:`, timing);
 });
 
+it('memory gives no link at the very millisecond of its end, and gives it a millisecond before', async () => {
+  const now = Date.now();
+  const store = new MemoryPortalSessionStore({ now: () => now, idleMs: IDLE_MS });
+  const [ended, live] = [newSecret(), newSecret()];
+  // The ended link last: a put sweeps what has ended before it.
+  await store.putLink(live, 'cus_b', now + 1);
+  await store.putLink(ended, 'cus_a', now);
+  expect(await store.takeLink(ended)).toBeNull();
+  expect(await store.takeLink(live)).toBe('cus_b');
+});
+
 it('Redis keeps only a hash of the secret, expiring when the link does', async () => {
   const prefix = `ps${randomUUID().slice(0, 8)}:`;
   const store = new RedisPortalSessionStore(redis(), prefix, { now: Date.now, idleMs: IDLE_MS });

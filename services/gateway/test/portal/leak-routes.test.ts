@@ -98,4 +98,83 @@ describe('a leaked key in the portal', () => {
     expect(rotated.statusCode, rotated.body).toBe(200);
     expectError(await owner.send('POST', `/portal/api/leaks/${reported.id}/successor`), 404, 'not_found');
   });
+
+  it('shows a report’s url, and no successor or time left for a leak answered by notice or revocation', async () => {
+    clock = Date.now();
+    const gw = await gateways.start({ now, env: { LEAK_RESPONSE: 'notify', LEAK_RESPONSE_PLANS: 'free=revoke' } });
+    const customer = await adminPost(gw, '/admin/customers', { name: 'Acme', plan: 'pro' });
+    const small = await adminPost(gw, '/admin/customers', { name: 'Small', plan: 'free' });
+    const told = await adminPost(gw, '/admin/keys', { customerId: customer.id, name: 'told' });
+    const gone = await adminPost(gw, '/admin/keys', { customerId: small.id, name: 'gone' });
+    const url = 'https://github.com/acme/app/blob/main/.env';
+    const notified = await adminPost(gw, '/admin/leaks', { key: told.key, source: 'scanner', url });
+    const revoked = await adminPost(gw, '/admin/leaks', { key: gone.key, source: 'ticket' });
+    const browser = await signIn(gw, customer.id as string);
+    const items = async (b: Awaited<ReturnType<typeof signIn>>) =>
+      (await b.get('/portal/api/leaks')).json().items as Record<string, unknown>[];
+    expect(await items(browser)).toEqual([
+      {
+        id: notified.id,
+        keyId: told.id,
+        keyName: 'told',
+        reportedAt: notified.reportedAt,
+        source: 'scanner',
+        url,
+        response: 'notify',
+      },
+    ]);
+    expect(await items(await signIn(gw, small.id as string))).toEqual([
+      {
+        id: revoked.id,
+        keyId: gone.id,
+        keyName: 'gone',
+        reportedAt: revoked.reportedAt,
+        source: 'ticket',
+        response: 'revoke',
+      },
+    ]);
+    const none = await browser.send('POST', `/portal/api/leaks/${notified.id}/successor`);
+    expectError(none, 404, 'not_found');
+    expect(none.json().message).toBe('No new secret to show: it was shown already, or its grace has ended');
+  });
+
+  it('counts the time left up to the next whole second, and gives no successor of a key revoked since', async () => {
+    const logs: Record<string, unknown>[] = [];
+    clock = Date.now();
+    const gw = await gateways.start({ now, logs });
+    const customer = await adminPost(gw, '/admin/customers', { name: 'Acme', plan: 'pro' });
+    const made = await adminPost(gw, '/admin/keys', { customerId: customer.id, name: 'ci' });
+    const reported = await adminPost(gw, '/admin/leaks', { key: made.key, source: 'log' });
+    const owner = await signIn(gw, customer.id as string);
+    clock += 600_400;
+    const [item] = (await owner.get('/portal/api/leaks')).json().items;
+    const endsAt = Date.parse(item.leakedSecretEndsAt);
+    expect(item.secondsLeft).toBe(Math.ceil((endsAt - clock) / 1000));
+    expect((endsAt - clock) % 1000).not.toBe(0);
+    expect((await owner.send('DELETE', `/portal/api/keys/${made.id}`)).statusCode).toBe(204);
+    const after = await owner.send('POST', `/portal/api/leaks/${reported.id}/successor`);
+    expectError(after, 404, 'not_found');
+    expect(after.json().message).toBe('No new secret to show: the key was rotated or revoked since');
+    expect(logs.filter((l) => l.audit === 'leak.successor_shown')).toEqual([]);
+  });
+
+  it('audits the successor shown, with the key, the leak and the customer', async () => {
+    const logs: Record<string, unknown>[] = [];
+    clock = Date.now();
+    const gw = await gateways.start({ now, logs });
+    const customer = await adminPost(gw, '/admin/customers', { name: 'Acme', plan: 'pro' });
+    const made = await adminPost(gw, '/admin/keys', { customerId: customer.id, name: 'ci' });
+    const reported = await adminPost(gw, '/admin/leaks', { key: made.key, source: 'log' });
+    const owner = await signIn(gw, customer.id as string);
+    const shown = await owner.send('POST', `/portal/api/leaks/${reported.id}/successor`);
+    expect(shown.json()).toEqual({ keyId: made.id, key: expect.stringMatching(/^ask_/) });
+    expect(logs.filter((l) => l.audit === 'leak.successor_shown')).toEqual([
+      expect.objectContaining({
+        keyId: made.id,
+        leakId: reported.id,
+        actor: { customerId: customer.id },
+        msg: `portal: leak.successor-shown ${made.id} by ${customer.id}`,
+      }),
+    ]);
+  });
 });
