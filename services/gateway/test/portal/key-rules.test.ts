@@ -85,7 +85,13 @@ describe('a customer’s key changes as the operator reads them', () => {
         changed,
       })),
     ).toEqual([
-      { audit: 'key.created', plan: 'pro', customerId: customer.id, previousKeyExpiresAt: undefined, changed: undefined },
+      {
+        audit: 'key.created',
+        plan: 'pro',
+        customerId: customer.id,
+        previousKeyExpiresAt: undefined,
+        changed: undefined,
+      },
       {
         audit: 'key.rotated',
         plan: undefined,
@@ -100,7 +106,13 @@ describe('a customer’s key changes as the operator reads them', () => {
         previousKeyExpiresAt: short.json().previousKeyExpiresAt,
         changed: undefined,
       },
-      { audit: 'key.updated', plan: undefined, customerId: undefined, previousKeyExpiresAt: undefined, changed: ['scopes'] },
+      {
+        audit: 'key.updated',
+        plan: undefined,
+        customerId: undefined,
+        previousKeyExpiresAt: undefined,
+        changed: ['scopes'],
+      },
     ]);
   });
 
