@@ -1,13 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
-import {
-  CUSTOMER_CHANGES,
-  type CustomerChange,
-  type CustomerEventRef,
-  KEY_CHANGES,
-  type KeyChange,
-} from '../webhooks/event-types.js';
+import { CUSTOMER_CHANGES, type CustomerChange, KEY_CHANGES, type KeyChange } from '../webhooks/event-types.js';
+import type { EventCustomer } from '../webhooks/intake/key-events.js';
 
 /** Changes to a webhook endpoint: audited, never events (an endpoint is not told of itself). */
 type WebhookChange = 'webhook.created' | 'webhook.updated' | 'webhook.rotated' | 'webhook.deleted' | 'webhook.tested';
@@ -21,11 +15,8 @@ type WebhookChange = 'webhook.created' | 'webhook.updated' | 'webhook.rotated' |
  */
 export type AuditAction = KeyChange | CustomerChange | WebhookChange | 'credits.adjusted' | 'portal_session.created';
 
-/** A customer as its audit line and its event name it. */
-type AuditedCustomer = Pick<CustomerRecord, 'id' | 'name' | 'plan' | 'externalId'>;
-
 /** What a change is about; the audit line names it by this field (a customer by `customerId`). */
-type Subject = { keyId: string } | { customer: AuditedCustomer } | { webhookId: string };
+type Subject = { keyId: string } | { customer: EventCustomer } | { webhookId: string };
 
 /** A key change a customer made in the portal, not an operator: the line names the customer as actor. */
 type Actor = { customerId: string };
@@ -48,14 +39,14 @@ export function audit(
   deps: Deps,
   log: FastifyBaseLogger,
   action: CustomerChange | 'portal_session.created',
-  subject: { customer: AuditedCustomer },
+  subject: { customer: EventCustomer },
   fields?: Record<string, unknown>,
 ): void;
 export function audit(
   deps: Deps,
   log: FastifyBaseLogger,
   action: 'credits.adjusted',
-  subject: { keyId: string } | { customer: AuditedCustomer },
+  subject: { keyId: string } | { customer: EventCustomer },
   fields?: Record<string, unknown>,
 ): void;
 export function audit(
@@ -80,7 +71,7 @@ export function audit(
   else log.info({ audit: action, ...named, ...fields }, `admin: ${action} ${id}`);
   if ('keyId' in subject && isKeyChange(action)) deps.webhooks.keyChanged(action, subject.keyId, fields);
   if ('customer' in subject && isCustomerChange(action)) {
-    deps.webhooks.customerChanged(action, customerRef(subject.customer), fields);
+    deps.webhooks.customerChanged(action, subject.customer, fields);
   }
 }
 
@@ -90,13 +81,4 @@ function isKeyChange(action: AuditAction): action is KeyChange {
 
 function isCustomerChange(action: AuditAction): action is CustomerChange {
   return (CUSTOMER_CHANGES as readonly string[]).includes(action);
-}
-
-function customerRef(customer: AuditedCustomer): CustomerEventRef {
-  return {
-    customerId: customer.id,
-    plan: customer.plan,
-    name: customer.name,
-    ...(customer.externalId !== undefined ? { externalId: customer.externalId } : {}),
-  };
 }

@@ -8,9 +8,9 @@ import { Delivery } from './delivery/deliver.js';
 import type { DeliveryJob, DeliveryQueue } from './delivery/delivery-queue.js';
 import type { WebhookMetrics } from './delivery/metrics.js';
 import type { WebhookSender } from './delivery/send.js';
-import type { CustomerChange, CustomerEventRef, CustomerRef, KeyChange } from './event-types.js';
+import type { CustomerChange, CustomerRef, KeyChange } from './event-types.js';
 import { FanOut } from './fan-out.js';
-import { KeyEvents, type KeySource } from './intake/key-events.js';
+import { type EventCustomer, KeyEvents, type KeySource } from './intake/key-events.js';
 import { Scheduling } from './scheduling.js';
 import type { Subscription, WebhookStore } from './subscriptions/webhook-store.js';
 
@@ -84,7 +84,7 @@ export class Webhooks {
   }
 
   /** After an audited change to a customer: the event of the same name. */
-  customerChanged(type: CustomerChange, customer: CustomerEventRef, fields: Record<string, unknown>): void {
+  customerChanged(type: CustomerChange, customer: EventCustomer, fields: Record<string, unknown>): void {
     this.intake.customerChanged(type, customer, fields);
   }
 

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { CustomerRecord } from '../../customers/customer-store.js';
 import type { KeyRecord } from '../../keys/key-store.js';
 import type { CreditBatch, WindowState } from '../../limits/key-limiter.js';
 import type { CustomerChange, CustomerEventRef, CustomerRef, KeyChange, KeyRef } from '../event-types.js';
@@ -6,6 +7,9 @@ import type { FanOut } from '../fan-out.js';
 import { creditCrossings } from './credit-crossings.js';
 import { expiryNotice, noticeWindow } from './expiry-notices.js';
 import { quotaCrossings } from './quota-crossings.js';
+
+/** The customer a customer event is about, as the change left it. */
+export type EventCustomer = Pick<CustomerRecord, 'id' | 'name' | 'plan' | 'externalId'>;
 
 /** Audit fields a key event may carry: what changed, when something ends; never a secret. */
 const KEY_CHANGE_FIELDS = [
@@ -100,8 +104,8 @@ export class KeyEvents {
   }
 
   /** After an audited change to a customer: the event of the same name, with the customer as the change left it. */
-  customerChanged(type: CustomerChange, customer: CustomerEventRef, fields: Record<string, unknown>): void {
-    void this.fanOut.emit(type, customer, picked(fields, CUSTOMER_CHANGE_FIELDS));
+  customerChanged(type: CustomerChange, customer: EventCustomer, fields: Record<string, unknown>): void {
+    void this.fanOut.emit(type, customerRef(customer), picked(fields, CUSTOMER_CHANGE_FIELDS));
   }
 
   /** The expiry notices due now, each sent once whichever replica's scan finds it first. */
@@ -129,5 +133,15 @@ function keyRef(record: KeyRecord): KeyRef {
     plan: record.plan,
     name: record.name,
     ...(record.customerId !== undefined ? { customerId: record.customerId } : {}),
+  };
+}
+
+/** What a customer event names of its customer, as keyRef does of a key. */
+function customerRef(customer: EventCustomer): CustomerEventRef {
+  return {
+    customerId: customer.id,
+    plan: customer.plan,
+    name: customer.name,
+    ...(customer.externalId !== undefined ? { externalId: customer.externalId } : {}),
   };
 }
