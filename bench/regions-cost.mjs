@@ -4,31 +4,29 @@
 // set (its own nats-server with JetStream, REGION_SYNC_MS at its default, no other region), all
 // under the same seeded Zipf traffic over many keys in interleaved rounds. Regions publish every
 // live count each interval, so many keys are the case that costs.
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, waitFor } from './processes.mjs';
+import { freePort, start, waitFor } from './processes.mjs';
 import { roundsOf, writeTrafficKeys, zipfRequests } from './traffic.mjs';
 import { trafficPlan } from './zipf.mjs';
 
-/** A nats-server with JetStream on a free port, stopped when the bench exits. */
+/** A nats-server with JetStream on a free port, stopped with the bench's other processes. */
 async function startNats() {
   const port = await freePort();
   const monitor = await freePort();
   const store = mkdtempSync(join(tmpdir(), 'bench-nats-'));
-  const child = spawn(
-    'nats-server',
-    ['-js', '-a', '127.0.0.1', '-p', String(port), '-m', String(monitor), '-sd', store],
-    {
-      stdio: 'ignore',
-    },
-  );
-  child.on('error', (err) => {
-    process.stderr.write(`bench: cannot start nats-server (${err.message}): apt-get install nats-server\n`);
-    process.exit(2);
-  });
-  process.on('exit', () => child.kill('SIGTERM'));
+  start('nats-server', 'nats-server', [
+    '-js',
+    '-a',
+    '127.0.0.1',
+    '-p',
+    String(port),
+    '-m',
+    String(monitor),
+    '-sd',
+    store,
+  ]);
   await waitFor(`http://127.0.0.1:${monitor}/healthz?js-enabled-only=true`);
   return `nats://127.0.0.1:${port}`;
 }
