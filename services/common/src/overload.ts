@@ -31,6 +31,22 @@ export function readOverloadConfig(read: EnvReader): OverloadConfig {
   };
 }
 
+/**
+ * How late a repeating timer of `intervalMs` fired last: the event loop's delay over the last
+ * interval, measured where a delay histogram has nothing to say.
+ */
+function timerLag(intervalMs: number): { last(): number; stop(): void } {
+  let due = Date.now() + intervalMs;
+  let last = 0;
+  const timer = setInterval(() => {
+    const now = Date.now();
+    last = Math.max(0, now - due);
+    due = now + intervalMs;
+  }, intervalMs);
+  timer.unref();
+  return { last: () => last, stop: () => clearInterval(timer) };
+}
+
 /** Route config for what must answer under load: liveness (metrics have a listener of their own). */
 export const neverShed = { pressureHandler: () => undefined };
 
@@ -56,6 +72,8 @@ export const loadShedding = fp(
     app.addHook('onReady', async () => {
       delayCountsFrom = Date.now() + 2 * sampleInterval;
     });
+    const lag = timerLag(sampleInterval);
+    app.addHook('onClose', async () => lag.stop());
     await app.register(underPressure, {
       maxEventLoopDelay: opts.maxEventLoopDelayMs,
       maxHeapUsedBytes: opts.maxHeapUsedBytes,
@@ -64,9 +82,17 @@ export const loadShedding = fp(
       // resolved one lets the request through.
       pressureHandler: async (request, reply, type, value) => {
         const now = Date.now();
-        if (type === 'eventLoopDelay' && now < delayCountsFrom) return;
+        if (type === 'eventLoopDelay') {
+          if (now < delayCountsFrom) return;
+          // Infinity: under-pressure's word for an interval its histogram holds no sample of. The
+          // histogram's first tick after a reset only starts it, so any stall longer than what is
+          // left of an interval (~500 ms) gives that, far under a threshold of seconds: the timer's
+          // lag says how long the stall was.
+          if (!Number.isFinite(value) && lag.last() <= opts.maxEventLoopDelayMs) return;
+        }
         if (now > episodeEndsAt) {
-          request.log.warn({ type, value }, 'overloaded: shedding requests with 503 until load drops');
+          const measured = Number.isFinite(value) ? value : `no sample; a timer ${lag.last()} ms late`;
+          request.log.warn({ type, value: measured }, 'overloaded: shedding requests with 503 until load drops');
         }
         episodeEndsAt = now + 10_000;
         opts.onShed?.(request, reply, OVERLOAD_RETRY_SECONDS);
