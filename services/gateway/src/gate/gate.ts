@@ -20,7 +20,7 @@ import type { KeyRecord } from '../keys/key-store.js';
 import './access-fields.js';
 import type { LimitPolicy } from '../limits/policy.js';
 import { markStage } from '../observability/server-timing.js';
-import { type PlanBook, policyForCustomerKey, policyForKey, type Scope, sameCustomerTerms } from '../plans/plans.js';
+import { type PlanBook, policyForKey, type Scope, sameCustomerTerms } from '../plans/plans.js';
 import type { UsageReadLimit } from '../self-service/usage-reads.js';
 import { limiterDecisions } from './apply-decision.js';
 import { deprecatedSecret, MISSING, presentedKey, UNKNOWN, unusableKey } from './authenticate.js';
@@ -85,9 +85,7 @@ function policiesOf(plans: PlanBook): (record: KeyRecord, customer: CustomerReco
       return held.policy;
     }
     // A key whose customer is gone (deleted: its keys are being revoked) keeps its own plan.
-    const policy = customer
-      ? policyForCustomerKey(plans, customer, record.limits)
-      : policyForKey(plans, record.plan, record.limits, record.credits);
+    const policy = policyForKey(plans, record, customer);
     policies.set(record, { customer, policy });
     return policy;
   };

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { CreditTerms } from '../credits/credit-terms.js';
-import type { Billing } from '../limits/billing-period.js';
-import { calendarFor, UTC_CALENDAR } from '../limits/calendar.js';
+import { type Billing, DEFAULT_BILLING } from '../limits/billing-period.js';
+import { calendarFor } from '../limits/calendar.js';
 import {
   ALGORITHMS,
   type Algorithm,
@@ -98,28 +98,6 @@ export function limitsFor(book: PlanBook, plan: Plan, custom?: Limits): Limits {
   return custom ? { ...windows, ...custom } : windows;
 }
 
-/**
- * What the limiter enforces for a key of this plan with these limits of its own. Throws for a key
- * nothing limits: its plan is not in force and it has no limits of its own, or its plan has no
- * windows and neither does it. Such a key fails its requests (500, logged) until an operator
- * moves it to a plan in force: serving it unlimited would be worse. `credits`: the key's own
- * credit terms (it stands for itself), over its plan's; a refill `period` is a UTC month.
- */
-export function policyForKey(book: PlanBook, plan: Plan, custom?: Limits, credits?: CreditTerms | null): LimitPolicy {
-  const definition = book.plans.get(plan);
-  const limits = limitsFor(book, plan, custom);
-  if (Object.keys(limits).length === 0) {
-    throw new Error(
-      definition
-        ? `keys of the ${plan} plan carry their own limits, and this one has none`
-        : `the key's plan ${plan} is not in force (${book.source}): move it to one that is (keys update ID --plan P)`,
-    );
-  }
-  const policy = policyFor(limits, definition?.algorithm ?? 'fixed', book.shadow || (definition?.shadow ?? false));
-  const terms = creditTermsIn(book, plan, credits);
-  return terms ? withCredits(policy, terms, UTC_CALENDAR) : policy;
-}
-
 /** What a key's customer bought: the plan and limits its keys share, and its billing calendar. */
 export interface CustomerTerms {
   plan: Plan;
@@ -130,7 +108,7 @@ export interface CustomerTerms {
 }
 
 /**
- * Whether two customers' terms make the same policy (policyForCustomerKey reads these and nothing
+ * Whether two customers' terms make the same policy (policyForKey reads these and nothing
  * else of a customer), compared by value: a record fetched again unchanged keeps its policy, and
  * any change of what it bought, however soon after the last one, does not.
  */
@@ -143,27 +121,60 @@ export function sameCustomerTerms(a: CustomerTerms, b: CustomerTerms): boolean {
   );
 }
 
+/** What a key holds of its own terms (a KeyRecord has them): its plan, limits and credit terms. */
+export interface KeyTerms {
+  plan: Plan;
+  limits?: Limits | undefined;
+  credits?: CreditTerms | null | undefined;
+}
+
 /**
- * What the limiter enforces for a key of a customer: the customer's windows (its plan's, with
- * its own limits over them), shared by all its keys, and the key's own limits as windows of the
- * key; calendar windows in the customer's billing calendar. A customer's plan not in force (or
- * without windows, and no limits of its own) leaves only the key's own; throws, as policyForKey,
- * when nothing limits the key at all.
+ * What the limiter enforces for a key: the windows and credits of the subject it is limited and
+ * billed as, its customer or, standing alone, the key itself (its plan, with its own limits over
+ * them, and its own credit terms, in UTC); for a key of a customer, the key's own limits as
+ * windows of the key besides. Throws for a key nothing limits: the subject's plan is not in force,
+ * or has no windows, and no limits are given. Such a key fails its requests (500, logged) until an
+ * operator moves it, or its customer, to a plan in force: serving it unlimited would be worse.
  */
-export function policyForCustomerKey(book: PlanBook, customer: CustomerTerms, own?: Limits): LimitPolicy {
-  const definition = book.plans.get(customer.plan);
-  const shared = limitsFor(book, customer.plan, customer.limits);
+export function policyForKey(book: PlanBook, key: KeyTerms, customer?: CustomerTerms | null): LimitPolicy {
+  const subject: CustomerTerms = customer ?? {
+    plan: key.plan,
+    limits: key.limits,
+    billing: DEFAULT_BILLING,
+    credits: key.credits,
+  };
+  const own = customer ? key.limits : undefined;
+  const definition = book.plans.get(subject.plan);
+  const shared = limitsFor(book, subject.plan, subject.limits);
   if (Object.keys(shared).length === 0 && (!own || Object.keys(own).length === 0)) {
-    throw new Error(
-      definition
-        ? `customer's ${customer.plan} plan has no windows, and neither the customer nor the key has limits of its own`
-        : `the customer's plan ${customer.plan} is not in force (${book.source}): move the customer to one that is`,
-    );
+    throw new Error(unlimitedMessage(book, subject.plan, definition !== undefined, customer ? 'customer' : 'key'));
   }
+  const algorithm = definition?.algorithm ?? 'fixed';
   const shadow = book.shadow || (definition?.shadow ?? false);
-  const policy = customerPolicyFor(shared, own, definition?.algorithm ?? 'fixed', shadow, customer.billing);
-  const terms = creditTermsIn(book, customer.plan, customer.credits);
-  return terms ? withCredits(policy, terms, calendarFor(customer.billing)) : policy;
+  // The windows of a key standing alone are the key's (its Redis keys name it); a customer's are
+  // the customer's, which each of its keys counts against.
+  const policy = customer
+    ? customerPolicyFor(shared, own, algorithm, shadow, subject.billing)
+    : policyFor(shared, algorithm, shadow);
+  const terms = creditTermsIn(book, subject.plan, subject.credits);
+  return terms ? withCredits(policy, terms, calendarFor(subject.billing)) : policy;
+}
+
+/** A customer's windows and credits alone: what any of its keys without limits of its own counts against. */
+export function policyForCustomer(book: PlanBook, customer: CustomerTerms): LimitPolicy {
+  return policyForKey(book, { plan: customer.plan }, customer);
+}
+
+/** Why nothing limits a subject, and what an operator does about it. */
+function unlimitedMessage(book: PlanBook, plan: Plan, inForce: boolean, subject: 'key' | 'customer'): string {
+  if (subject === 'key') {
+    return inForce
+      ? `keys of the ${plan} plan carry their own limits, and this one has none`
+      : `the key's plan ${plan} is not in force (${book.source}): move it to one that is (keys update ID --plan P)`;
+  }
+  return inForce
+    ? `customer's ${plan} plan has no windows, and neither the customer nor the key has limits of its own`
+    : `the customer's plan ${plan} is not in force (${book.source}): move the customer to one that is`;
 }
 
 /** The scopes a key has: its own, else its plan's. */

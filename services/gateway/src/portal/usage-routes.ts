@@ -12,7 +12,7 @@ import { subjectHistory } from '../customers/subject-history.js';
 import type { GatewayDeps } from '../deps.js';
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from '../keys/key-operations.js';
 import type { KeyRecord } from '../keys/key-store.js';
-import { limitsFor, maxKeysFor, policyForCustomerKey, scopesFor } from '../plans/plans.js';
+import { limitsFor, maxKeysFor, policyForCustomer, policyForKey, scopesFor } from '../plans/plans.js';
 import { sumOf } from '../usage/reports.js';
 import { liveKeysOf, ownKey, signedInCustomer } from './own-keys.js';
 
@@ -40,7 +40,7 @@ async function keysOwnWindows(deps: Deps, customer: CustomerRecord, live: readon
   const own = live.filter((k) => k.limits !== undefined && Object.keys(k.limits).length > 0);
   return Promise.all(
     own.map(async (record) => {
-      const policy = policyForCustomerKey(deps.plans, customer, record.limits);
+      const policy = policyForKey(deps.plans, record, customer);
       const usage = await deps.limiter.usage(record.id, policy, customer.id);
       return { id: record.id, name: record.name, windows: liveWindows(policy, usage.windows, 'key') };
     }),
@@ -63,8 +63,8 @@ async function quotasNow(deps: Deps, customer: CustomerRecord, log: { error(obj:
       Object.keys(limits).length === 0
         ? {}
         : liveWindows(
-            policyForCustomerKey(deps.plans, customer),
-            await deps.limiter.customerUsage(customer.id, policyForCustomerKey(deps.plans, customer)),
+            policyForCustomer(deps.plans, customer),
+            await deps.limiter.customerUsage(customer.id, policyForCustomer(deps.plans, customer)),
             'customer',
           );
     return {

@@ -11,7 +11,7 @@ import type { KeyRecord } from '../keys/key-store.js';
 import { DEFAULT_BILLING } from '../limits/billing-period.js';
 import { calendarFor } from '../limits/calendar.js';
 import type { KeyUsage } from '../limits/key-limiter.js';
-import { policyForCustomerKey, policyForKey } from '../plans/plans.js';
+import { policyForKey } from '../plans/plans.js';
 import { sumOf } from '../usage/reports.js';
 import type { SelfUsageSchema } from './usage-schema.js';
 
@@ -44,9 +44,7 @@ export async function selfUsage(
   log: { error(obj: object, msg: string): void },
 ): Promise<SelfUsage> {
   const now = deps.now();
-  const policy = customer
-    ? policyForCustomerKey(deps.plans, customer, record.limits)
-    : policyForKey(deps.plans, record.plan, record.limits, record.credits);
+  const policy = policyForKey(deps.plans, record, customer);
   const billing = customer?.billing ?? DEFAULT_BILLING;
   // Stryker disable next-line StringLiteral: stepAt reads every name but 'hour' and 'day' as the period
   const period = stepAt('period', billing, now);

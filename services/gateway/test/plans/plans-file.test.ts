@@ -6,6 +6,7 @@ import {
   maxKeysFor,
   type PlanBook,
   planProblem,
+  policyForCustomer,
   policyForKey,
   scopesFor,
   scopesProblem,
@@ -117,11 +118,11 @@ describe('a plans file that is read', () => {
 
   it('puts a shadow plan’s keys, or every key under RATE_LIMIT_SHADOW, in shadow mode with the plan’s algorithm', () => {
     const content = { plans: { trial: { windows: { minute: 5 }, shadow: true }, free: { windows: { minute: 5 } } } };
-    expect(policyForKey(book(content), 'trial').shadow).toBe(true);
-    expect(policyForKey(book(content), 'free').shadow).toBe(false);
-    expect(policyForKey(book(content, true), 'free').shadow).toBe(true);
+    expect(policyForKey(book(content), { plan: 'trial' }).shadow).toBe(true);
+    expect(policyForKey(book(content), { plan: 'free' }).shadow).toBe(false);
+    expect(policyForKey(book(content, true), { plan: 'free' }).shadow).toBe(true);
     const sliding = book({ plans: { s: { windows: { minute: 5 }, algorithm: 'sliding' } } });
-    expect(policyForKey(sliding, 's').windows.map((w) => w.kind)).toEqual(['sliding']);
+    expect(policyForKey(sliding, { plan: 's' }).windows.map((w) => w.kind)).toEqual(['sliding']);
   });
 });
 
@@ -377,15 +378,44 @@ describe('plan and limits checks shared by the admin API, the CLI and the keys f
   });
 
   it('refuses to limit a key that nothing limits, saying why', () => {
-    expect(() => policyForKey(DEFAULT_PLANS, 'enterprise')).toThrow(
+    expect(() => policyForKey(DEFAULT_PLANS, { plan: 'enterprise' })).toThrow(
       'keys of the enterprise plan carry their own limits, and this one has none',
     );
-    expect(() => policyForKey(DEFAULT_PLANS, 'gold')).toThrow(
+    expect(() => policyForKey(DEFAULT_PLANS, { plan: 'gold' })).toThrow(
       `the key's plan gold is not in force (${DEFAULT_PLANS.source}): move it to one that is (keys update ID --plan P)`,
     );
-    expect(policyForKey(DEFAULT_PLANS, 'gold', { perDay: 5 }).windows.map((w) => [w.name, w.limit])).toEqual([
-      ['day', 5],
-    ]);
+    expect(
+      policyForKey(DEFAULT_PLANS, { plan: 'gold', limits: { perDay: 5 } }).windows.map((w) => [w.name, w.limit]),
+    ).toEqual([['day', 5]]);
+  });
+
+  it('limits a key of a customer by the customer’s terms, not the key’s plan, and says why when nothing does', () => {
+    const customer = { plan: 'gold', billing: { anchorDay: 15, timeZone: 'Europe/Paris' } };
+    // The key's own plan (free, 60 a minute) is not what limits it: its customer's is.
+    expect(() => policyForKey(DEFAULT_PLANS, { plan: 'free' }, customer)).toThrow(
+      `the customer's plan gold is not in force (${DEFAULT_PLANS.source}): move the customer to one that is`,
+    );
+    expect(() => policyForKey(DEFAULT_PLANS, { plan: 'free' }, { ...customer, plan: 'enterprise' })).toThrow(
+      "customer's enterprise plan has no windows, and neither the customer nor the key has limits of its own",
+    );
+    const own = policyForKey(DEFAULT_PLANS, { plan: 'free', limits: { perDay: 5 } }, customer);
+    expect(own.windows.map((w) => [w.name, w.limit, w.scope])).toEqual([['day', 5, 'key']]);
+    const shared = policyForKey(
+      DEFAULT_PLANS,
+      { plan: 'free', limits: { perMinute: 7 } },
+      { ...customer, plan: 'pro' },
+    );
+    expect(shared.windows.map((w) => [w.name, w.scope])).toEqual(
+      policyForCustomer(DEFAULT_PLANS, { ...customer, plan: 'pro' }).windows.flatMap((w) =>
+        w.name === 'minute'
+          ? [
+              ['minute', 'key'],
+              [w.name, w.scope],
+            ]
+          : [[w.name, w.scope]],
+      ),
+    );
+    expect(shared.windows.filter((w) => w.scope === 'customer').length).toBeGreaterThan(0);
   });
 });
 
@@ -408,11 +438,11 @@ describe('a key’s limits and scopes from its plan and its own', () => {
   });
 
   it('are limited as the plan counts: its algorithm and its shadow mode', () => {
-    const policy = policyForKey(plans, 'slide', { perMinute: 20 });
+    const policy = policyForKey(plans, { plan: 'slide', limits: { perMinute: 20 } });
     expect(policy.windows.map((w) => [w.name, w.limit, w.kind])).toEqual([['minute', 20, 'sliding']]);
     expect(policy.shadow).toBe(true);
-    expect(policyForKey(plans, 'free').shadow).toBe(false);
-    const orphan = policyForKey(plans, 'gone', { perHour: 7 });
+    expect(policyForKey(plans, { plan: 'free' }).shadow).toBe(false);
+    const orphan = policyForKey(plans, { plan: 'gone', limits: { perHour: 7 } });
     expect(orphan.windows.map((w) => w.kind)).toEqual(['fixed']);
     expect(orphan.shadow).toBe(false);
   });

@@ -4,7 +4,7 @@ import { liveWindows } from '../../api/live-windows.js';
 import { errors, findCustomer } from '../../api/shared.js';
 import { unavailable } from '../../api/store-unavailable.js';
 import type { WindowUsage } from '../../limits/key-limiter.js';
-import { limitsFor, policyForCustomerKey } from '../../plans/plans.js';
+import { limitsFor, policyForCustomer } from '../../plans/plans.js';
 import type { AdminRouteOptions } from '../route-options.js';
 
 /**
@@ -24,7 +24,7 @@ export const customerUsageRoutes: FastifyPluginAsyncTypebox<
       const body = { id: customer.id, plan: customer.plan, limits, billing: customer.billing, windows: {} };
       // A customer whose plan has no windows (and that has no limits of its own) shares none.
       if (Object.keys(limits).length === 0) return body;
-      const policy = policyForCustomerKey(deps.plans, customer);
+      const policy = policyForCustomer(deps.plans, customer);
       let usage: WindowUsage[];
       try {
         usage = await deps.limiter.customerUsage(customer.id, policy);

@@ -4,7 +4,7 @@ import { KeyIdParams, UsageSchema } from '../../api/schemas.js';
 import { errors, findKey, iso } from '../../api/shared.js';
 import { unavailable } from '../../api/store-unavailable.js';
 import type { KeyUsage } from '../../limits/key-limiter.js';
-import { limitsFor, policyForCustomerKey, policyForKey } from '../../plans/plans.js';
+import { limitsFor, policyForKey } from '../../plans/plans.js';
 import type { AdminRouteOptions } from '../route-options.js';
 
 /**
@@ -21,9 +21,7 @@ const liveUsage: FastifyPluginAsyncTypebox<
       const { record } = await findKey(deps, request.params.id);
       const limits = limitsFor(deps.plans, record.plan, record.limits);
       const customer = record.customerId === undefined ? null : await deps.customerStore.get(record.customerId);
-      const policy = customer
-        ? policyForCustomerKey(deps.plans, customer, record.limits)
-        : policyForKey(deps.plans, record.plan, record.limits, record.credits);
+      const policy = policyForKey(deps.plans, record, customer);
       let usage: KeyUsage;
       try {
         usage = await deps.limiter.usage(record.id, policy, record.customerId);
