@@ -415,7 +415,13 @@ local banState = {key = KEYS[nw + 1], pending = KEYS[nw + 2], held = banHeld,
 local decision = decide(windows, costs, banState, credits, now)
 local fresh = take(windows, decision.taken)
 local banTtl = ban(decision, banState, now)
-history(decision, costs, fresh, ARGV[8], ARGV[9], KEYS[nw + 3], KEYS[nw + 4])
+-- The history's hashes follow pending, the credit keys (with credits) them: a customer's day hash
+-- only when the count leaves two (a key of its own has one, and its balance's hash is no history).
+local customerHash = nil
+local historyHashes = #KEYS - nw - 2
+if creditPeriod then historyHashes = historyHashes - 2 end
+if historyHashes == 2 then customerHash = KEYS[nw + 4] end
+history(decision, costs, fresh, ARGV[8], ARGV[9], KEYS[nw + 3], customerHash)
 if credits then creditsWrite(credits, decision.taken, KEYS[#KEYS - 1]) end
 return reply(windows, decision, banTtl, credits, now, redisNow)
 `;
