@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'v
 import { RedisCreditLedger } from '../../../src/credits/redis-credit-ledger.js';
 import { DEFAULT_BILLING } from '../../../src/limits/billing-period.js';
 import { calendarFor, UTC_CALENDAR } from '../../../src/limits/calendar.js';
-import { LIMIT_SCRIPT } from '../../../src/limits/engines/limit-script.js';
+import { LIMIT_SCRIPT_PARTS } from '../../../src/limits/engines/limit-script.js';
 import { RedisKeyLimiter } from '../../../src/limits/engines/redis-key-limiter.js';
 import { customerPolicyFor, policyFor, withCredits } from '../../../src/limits/policy.js';
 import { RedisUsageHistory } from '../../../src/usage/redis-usage-history.js';
@@ -200,7 +200,13 @@ describe('two replicas on one Redis', () => {
       graceMs: 0,
       minRetryAfterMs: 0,
     });
-    const sha = createHash('sha1').update(LIMIT_SCRIPT).digest('hex');
+    // The parts' definitions in the order they are called, then the body that wires them.
+    const { DEADLINE, READ_WINDOWS, CREDITS_READ, BAN_LEFT, DECIDE, TAKE, BAN, HISTORY, CREDITS_WRITE, REPLY, MAIN } =
+      LIMIT_SCRIPT_PARTS;
+    const parts = [DEADLINE, READ_WINDOWS, CREDITS_READ, BAN_LEFT, DECIDE, TAKE, BAN, HISTORY, CREDITS_WRITE, REPLY];
+    const sha = createHash('sha1')
+      .update(parts.join('') + MAIN)
+      .digest('hex');
     // No script cached: what the decision below leaves is the text it sent.
     await client.script('FLUSH');
     expect(await client.script('EXISTS', sha)).toEqual([0]);
