@@ -206,10 +206,11 @@ export class MemoryKeyLimiter implements KeyLimiter {
   }
 
   /**
-   * decide(windows, cost, banState, credit, now) -> decision: the request admitted while every
-   * window has room for its cost (and the balance, with credits); a refusal counts toward a ban
-   * while its Retry-After runs, and the one past the threshold bans. Reads the pending refusals
-   * (their passed steps dropped) when this refusal counts; the credit's mark goes into `credit`.
+   * decide(windows, cost, banState, credit, now) -> decision: one request (consume decides one at a
+   * time, where the script's decide takes a batch's costs), admitted while every window has room
+   * for its cost (and the balance, with credits); a refusal counts toward a ban while its
+   * Retry-After runs, and the one past the threshold bans. Reads the pending refusals (their
+   * passed steps dropped) when this refusal counts; the credit's mark goes into `credit`.
    */
   private decide(windows: Windows, cost: number, banState: BanState, credit: CreditState | null, now: number): Decided {
     const { rules, counters, used } = windows;
