@@ -36,6 +36,7 @@ export const areas = {
       `${TEST}/limits/engines/memory-key-limiter.test.ts`,
       `${TEST}/plans/plans-file.test.ts`,
       `${TEST}/limits/guarded-limiter.test.ts`,
+      `${TEST}/limits/engines/limit-script-parts.test.ts`,
       `${TEST}/limits/engines/redis-key-limiter.test.ts`,
       `${TEST}/limits/auth-failures.test.ts`,
     ],

@@ -1,87 +1,103 @@
 import { CREDIT_STATE } from '../../credits/credit-script.js';
 import { PENDING_BUCKET_MS } from '../key-limiter.js';
 
+/*
+ * The limit script's parts. Each defines Lua functions and runs nothing: a function reads only its
+ * arguments (and Redis), and hands back what it found, so a part can be run on its own (the parts'
+ * tests evaluate one with a few lines that call it). MAIN, last, parses ARGV and wires them.
+ */
+
 /**
- * The call's deadline (the last ARGV, taken off first; 0: none), in Redis's clock: a call that
- * reaches Redis after it (a stall: Redis answers what it was sent meanwhile once it resumes)
- * does nothing and answers 'late', since the gateway has answered its requests without it by then.
- * Redis's time (ms) is also the reply's last element, for the gateway's estimate of the clocks.
+ * deadlinePassed(deadline) -> redisNow, late. `deadline`: Redis's clock in ms past which the call
+ * does nothing (0: none). `redisNow`: Redis's time (ms), the reply's last element, for the
+ * gateway's estimate of the clocks; `late`: whether the call reached Redis after its deadline (a
+ * stall: Redis answers what it was sent meanwhile once it resumes), when the gateway has answered
+ * its requests without it.
  */
 const DEADLINE = `
-local deadline = tonumber(table.remove(ARGV))
-local clock = redis.call('TIME')
-local redisNow = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-if deadline > 0 and redisNow > deadline then return {'late', redisNow} end
+local function deadlinePassed(deadline)
+  local clock = redis.call('TIME')
+  local redisNow = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  return redisNow, deadline > 0 and redisNow > deadline
+end
 `;
 
 /**
- * The windows: the arguments, what each window holds before the batch, and resetOf, when one
- * starts to give capacity back.
+ * readWindows(keys, args, nw, now) -> windows, banHeld. `keys`, `args`: the script's KEYS and ARGV
+ * (window w's key at keys[w], the ban's at keys[nw + 1]; its kind, limit, a, b from args[6 + 4w]).
+ * `windows`: n, keys and per window (arrays by w) kind, limit, a, b, used (what it holds before the
+ * batch), and for sliding windows cur (the bucket now), from (the oldest bucket it sees), low (its
+ * oldest live bucket, nil: none), live (its hash as read); ttl, the PTTLs read so far. A sliding
+ * window's stale buckets are deleted here. `banHeld`: the ban key's value (false: none), read in
+ * the same MGET as the counters.
+ *
+ * resetOf(windows, w, now) -> ms until window w starts to give capacity back (a fixed window's
+ * PTTL read once, into windows.ttl).
  */
 const READ_WINDOWS = `
-local nw = tonumber(ARGV[1])
-local now = tonumber(ARGV[2])
-local step = ${PENDING_BUCKET_MS}
-local kind, limit, pa, pb, used = {}, {}, {}, {}, {}
-local counters = {KEYS[nw + 1]}
-for w = 1, nw do
-  local p = 6 + 4 * w
-  kind[w] = ARGV[p]
-  limit[w] = tonumber(ARGV[p + 1])
-  pa[w] = tonumber(ARGV[p + 2])
-  -- Parsed only where read (tonumber is glibc's strtod: some 700 instructions each).
-  if kind[w] == 's' then pb[w] = tonumber(ARGV[p + 3]) end
-  if kind[w] ~= 's' and kind[w] ~= 'h' then counters[#counters + 1] = KEYS[w] end
-end
-local v = redis.call('MGET', unpack(counters))
-local f = 1
-local cur, from, low, live = {}, {}, {}, {}
-for w = 1, nw do
-  if kind[w] == 's' then
-    cur[w] = math.floor(now / pa[w])
-    from[w] = cur[w] - pb[w]
-    local h = redis.call('HGETALL', KEYS[w])
-    local sum, stale, l = 0, {}, {}
-    for i = 1, #h, 2 do
-      local idx = tonumber(h[i])
-      if idx < from[w] then
-        stale[#stale + 1] = h[i]
-      else
-        sum = sum + tonumber(h[i + 1])
-        l[#l + 1] = idx
-        if not low[w] or idx < low[w] then low[w] = idx end
+local function readWindows(keys, args, nw, now)
+  local kind, limit, a, b, used = {}, {}, {}, {}, {}
+  local counters = {keys[nw + 1]}
+  for w = 1, nw do
+    local p = 6 + 4 * w
+    kind[w] = args[p]
+    limit[w] = tonumber(args[p + 1])
+    a[w] = tonumber(args[p + 2])
+    -- Parsed only where read (tonumber is glibc's strtod: some 700 instructions each).
+    if kind[w] == 's' then b[w] = tonumber(args[p + 3]) end
+    if kind[w] ~= 's' and kind[w] ~= 'h' then counters[#counters + 1] = keys[w] end
+  end
+  local v = redis.call('MGET', unpack(counters))
+  local f = 1
+  local cur, from, low, live = {}, {}, {}, {}
+  for w = 1, nw do
+    if kind[w] == 's' then
+      cur[w] = math.floor(now / a[w])
+      from[w] = cur[w] - b[w]
+      local h = redis.call('HGETALL', keys[w])
+      local sum, stale = 0, {}
+      for i = 1, #h, 2 do
+        local idx = tonumber(h[i])
+        if idx < from[w] then
+          stale[#stale + 1] = h[i]
+        else
+          sum = sum + tonumber(h[i + 1])
+          if not low[w] or idx < low[w] then low[w] = idx end
+        end
       end
+      if #stale > 0 then redis.call('HDEL', keys[w], unpack(stale)) end
+      used[w] = sum
+      live[w] = h
+    elseif kind[w] == 'h' then
+      used[w] = tonumber(redis.call('HGET', keys[w], 'd') or '0')
+    else
+      f = f + 1
+      used[w] = tonumber(v[f] or '0')
     end
-    if #stale > 0 then redis.call('HDEL', KEYS[w], unpack(stale)) end
-    used[w] = sum
-    live[w] = h
-  elseif kind[w] == 'h' then
-    used[w] = tonumber(redis.call('HGET', KEYS[w], 'd') or '0')
-  else
-    f = f + 1
-    used[w] = tonumber(v[f] or '0')
   end
+  return {n = nw, keys = keys, kind = kind, limit = limit, a = a, b = b, used = used,
+    cur = cur, from = from, low = low, live = live, ttl = {}}, v[1]
 end
-local ttl = {}
-local taken = 0
-local function resetOf(w)
-  if kind[w] == 'c' or kind[w] == 'h' then return pa[w] - now end
-  if kind[w] == 's' then
-    local oldest = low[w]
-    if not oldest then oldest = cur[w] end
-    return (oldest + pb[w] + 1) * pa[w] - now
+local function resetOf(windows, w, now)
+  local kind, a = windows.kind[w], windows.a[w]
+  if kind == 'c' or kind == 'h' then return a - now end
+  if kind == 's' then
+    local oldest = windows.low[w]
+    if not oldest then oldest = windows.cur[w] end
+    return (oldest + windows.b[w] + 1) * a - now
   end
-  if used[w] == 0 then return pa[w] end
-  if not ttl[w] then ttl[w] = redis.call('PTTL', KEYS[w]) end
-  if ttl[w] < 0 then return pa[w] end
+  if windows.used[w] == 0 then return a end
+  local ttl = windows.ttl
+  if not ttl[w] then ttl[w] = redis.call('PTTL', windows.keys[w]) end
+  if ttl[w] < 0 then return a end
   return ttl[w]
 end
 `;
 
 /**
- * A ban's ms left at `now`, from the end its key holds: every reader then names the same end. A
- * key written as '1' (before bans kept their end), or an end this replica's clock is already past
- * while Redis still holds it, falls back to Redis's PTTL.
+ * banLeft(value, key, now) -> a ban's ms left at `now`, from the end its key holds (`value`):
+ * every reader then names the same end. A key written as '1' (before bans kept their end), or an
+ * end this replica's clock is already past while Redis still holds it, falls back to Redis's PTTL.
  */
 const BAN_LEFT = `local function banLeft(value, key, now)
   local ends = tonumber(value)
@@ -91,110 +107,125 @@ end
 `;
 
 /**
- * The decision: each request in turn, admitted while every window has room for its cost; a
- * refusal counts toward a ban while its Retry-After runs, and the one past the threshold bans.
+ * decide(windows, costs, banState, credits, now) -> decision. Each request in turn (`costs`, one
+ * number per request), admitted while every window has room for its cost (and the balance, when
+ * `credits`); a refusal counts toward a ban while its Retry-After runs, and the one past the
+ * threshold bans. `banState`: key, pending (the keys), held (the ban key's value), and the ban's
+ * arguments as ARGV holds them, strings: threshold, window, ms, grace, shortest. `decision`: out
+ * (a letter per request: A, L, B, C), taken (the units admitted), refused (whether a window
+ * refused one), banTtl (ms left of a ban in force before the batch), startedAt (1 + the index of
+ * the refusal that started a ban, or 0), pending (the refusals that count toward a ban, nil when
+ * none was read), last (their latest step) and added (this batch's, by step; nil with pending).
+ * Reads the pending hash, deleting its passed steps; the credit marks go into `credits`
+ * (creditsShort).
+ *
+ * readPending(key, now) -> pending, last: the refusals that count toward a ban now, the steps
+ * passed deleted, and the latest step.
  */
-const DECIDE = `local first = 10 + 4 * nw
-local n = #ARGV - first + 1
-local out = {}
-local banTtl, startedAt = 0, 0
-local banned = false
-local refused = false
-if v[1] then
-  banned = true
-  banTtl = banLeft(v[1], KEYS[nw + 1], now)
-end
--- The refusals that count toward a ban: read on the batch's first one that counts.
-local pending, last, added = nil, 0, {}
-local function readPending()
-  pending = 0
-  local h = redis.call('HGETALL', KEYS[nw + 2])
+const DECIDE = `local function readPending(key, now)
+  local pending, last = 0, 0
+  local h = redis.call('HGETALL', key)
   local gone = {}
   for i = 1, #h, 2 do
     local ends = tonumber(h[i])
-    if ends * step > now then
+    if ends * ${PENDING_BUCKET_MS} > now then
       pending = pending + tonumber(h[i + 1])
       if ends > last then last = ends end
     else
       gone[#gone + 1] = h[i]
     end
   end
-  if #gone > 0 then redis.call('HDEL', KEYS[nw + 2], unpack(gone)) end
+  if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
+  return pending, last
 end
--- The ban's arguments, parsed on the batch's first refusal: an admitted batch needs none.
-local threshold, cap, grace, shortest = nil, nil, nil, nil
-for i = 1, n do
-  local c = tonumber(ARGV[first + i - 1])
-  local fits = not banned
-  -- A request of cost 0 (one its key may not make, asked only for the headers) takes nothing and
-  -- is refused nothing: it never counts toward a ban.
-  if fits and c > 0 then
-    for w = 1, nw do
-      if used[w] + taken + c > limit[w] then fits = false break end
-    end
+local function decide(windows, costs, banState, credits, now)
+  local nw, used, limit = windows.n, windows.used, windows.limit
+  local out = {}
+  local taken, banTtl, startedAt = 0, 0, 0
+  local banned, refused = false, false
+  if banState.held then
+    banned = true
+    banTtl = banLeft(banState.held, banState.key, now)
   end
-  if banned then
-    out[i] = 'B'
-  elseif fits and not creditsCover(c) then
-    -- Out of credits: refused, taking nothing, and counting toward no ban.
-    out[i] = 'L'
-    short[i] = true
-    creditsShort(c)
-  elseif fits then
-    taken = taken + c
-    out[i] = 'A'
-  else
-    refused = true
-    out[i] = 'L'
-    if not threshold then
-      threshold, cap, grace, shortest = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
-    end
-    if threshold >= 0 then
-      -- What this refusal is told to wait, at least (settleBatch tells it no less).
-      local wait = shortest
+  -- The refusals that count toward a ban: read on the batch's first one that counts.
+  local pending, last, added = nil, 0, nil
+  -- The ban's arguments, parsed on the batch's first refusal: an admitted batch needs none.
+  local threshold, cap, grace, shortest = nil, nil, nil, nil
+  for i = 1, #costs do
+    local c = costs[i]
+    local fits = not banned
+    -- A request of cost 0 (one its key may not make, asked only for the headers) takes nothing and
+    -- is refused nothing: it never counts toward a ban.
+    if fits and c > 0 then
       for w = 1, nw do
-        if used[w] + taken + c > limit[w] then wait = math.max(wait, resetOf(w)) end
+        if used[w] + taken + c > limit[w] then fits = false break end
       end
-      local ends = math.floor((now + math.min(wait, cap) - grace) / step)
-      if ends * step > now then
-        if not pending then readPending() end
-        pending = pending + 1
-        added[ends] = (added[ends] or 0) + 1
-        if pending > threshold then
-          banned = true
-          startedAt = i
-          out[i] = 'B'
+    end
+    if banned then
+      out[i] = 'B'
+    elseif fits and not creditsCover(credits, taken, c) then
+      -- Out of credits: refused, taking nothing, and counting toward no ban.
+      out[i] = 'C'
+      creditsShort(credits, taken, c)
+    elseif fits then
+      taken = taken + c
+      out[i] = 'A'
+    else
+      refused = true
+      out[i] = 'L'
+      if not threshold then
+        threshold, cap = tonumber(banState.threshold), tonumber(banState.window)
+        grace, shortest = tonumber(banState.grace), tonumber(banState.shortest)
+      end
+      if threshold >= 0 then
+        -- What this refusal is told to wait, at least (settleBatch tells it no less).
+        local wait = shortest
+        for w = 1, nw do
+          if used[w] + taken + c > limit[w] then wait = math.max(wait, resetOf(windows, w, now)) end
+        end
+        local ends = math.floor((now + math.min(wait, cap) - grace) / ${PENDING_BUCKET_MS})
+        if ends * ${PENDING_BUCKET_MS} > now then
+          if not pending then
+            pending, last = readPending(banState.pending, now)
+            added = {}
+          end
+          pending = pending + 1
+          added[ends] = (added[ends] or 0) + 1
+          if pending > threshold then
+            banned = true
+            startedAt = i
+            out[i] = 'B'
+          end
         end
       end
     end
   end
+  return {out = out, taken = taken, refused = refused, banTtl = banTtl, startedAt = startedAt,
+    pending = pending, last = last, added = added}
 end
 `;
 
 /**
- * The credit balance, for a policy with credits (the last ARGV is then 'credits', after the refill
- * amount and period; the last two KEYS are the balance's hash and ledger stream, credit-script.ts):
- * read, a past hour's spend closed and a refill due applied. creditsCover(c): whether the balance
- * has room for a request of cost c once the batch's admitted requests are taken from it.
- * creditsShort(c): the mark of a request it cannot cover.
+ * The credit balance, for a policy with credits (credit-script.ts). readCredits(hash, stream, now,
+ * amount, period) -> credits: the balance read, a past hour's spend closed and a refill due
+ * applied (`amount`, `period`: the refill's), with `before`, the balance before the batch.
+ * creditsCover(credits, taken, c): whether the balance (none: nil) has room for a request of cost
+ * c once the batch's admitted units (`taken`) are taken from it. creditsShort(credits, taken, c):
+ * the mark of a request it cannot cover, in `credits`.
  */
 const CREDITS_READ = `${CREDIT_STATE}
-local credits = nil
-local short = {}
-if ARGV[#ARGV] == 'credits' then
-  table.remove(ARGV)
-  local period = table.remove(ARGV)
-  local amount = tonumber(table.remove(ARGV))
-  credits = creditsRead(KEYS[#KEYS - 1], KEYS[#KEYS], now, amount, period)
+local function readCredits(hash, stream, now, amount, period)
+  local credits = creditsRead(hash, stream, now, amount, period)
   credits.before = credits.b
+  return credits
 end
-local function creditsCover(c)
+local function creditsCover(credits, taken, c)
   return credits == nil or c == 0 or credits.b - taken >= c
 end
 -- A request of cost c the balance cannot cover marks it exhausted (creditsExhaust): as a spend to 0
 -- when this batch's admitted requests took it there (as one call per request would have), else as
 -- this refusal.
-local function creditsShort(c)
+local function creditsShort(credits, taken, c)
   local left = credits.b - taken
   if taken > 0 and left == 0 then c = 0 end
   creditsExhaust(credits, left, c)
@@ -202,68 +233,83 @@ end
 `;
 
 /**
- * The credit balance: the admitted units spent from it into the open hour; the requests it could
- * not cover answered C (the history counted them as out of credits, `c`); a spend that leaves 0 marks it
- * exhausted (creditsExhaust), in the same HSET.
+ * creditsWrite(credits, taken, hash): the admitted units (`taken`) spent from the balance into the
+ * open hour; a spend that leaves 0 marks it exhausted (creditsExhaust), in the same HSET. `credits`
+ * is left as written, for the reply.
  */
-const CREDITS_WRITE = `if credits then
-  for i in pairs(short) do out[i] = 'C' end
+const CREDITS_WRITE = `local function creditsWrite(credits, taken, hash)
   if taken > 0 then
     credits.b = credits.b - taken
     credits.u = credits.u + taken
     credits.dirty = true
     if credits.b == 0 then creditsExhaust(credits, 0, 0) end
   end
-  if credits.dirty then creditsSave(KEYS[#KEYS - 1], credits) end
+  if credits.dirty then creditsSave(hash, credits) end
 end
 `;
 
 /**
- * The windows: the admitted units taken from each, a new counter given its expiry. `fresh`: the
- * history hashes that got a new field here (a day window's `d`), whose expiry HISTORY sets.
+ * take(windows, taken) -> fresh: the admitted units taken from each window, a new counter given
+ * its expiry (windows.ttl and windows.low then as the windows stand after it). `fresh`: the
+ * history hashes that got a new field here (a day window's `d`), whose expiry history sets; nil:
+ * none.
  */
-const TAKE = `local fresh = nil
-if taken > 0 then
-  for w = 1, nw do
+const TAKE = `local function take(windows, taken)
+  local fresh = nil
+  if taken == 0 then return fresh end
+  local keys, kind, a, b, cur, low = windows.keys, windows.kind, windows.a, windows.b, windows.cur, windows.low
+  for w = 1, windows.n do
     if kind[w] == 's' then
-      redis.call('HINCRBY', KEYS[w], cur[w], taken)
-      redis.call('PEXPIRE', KEYS[w], (pb[w] + 1) * pa[w])
+      redis.call('HINCRBY', keys[w], cur[w], taken)
+      redis.call('PEXPIRE', keys[w], (b[w] + 1) * a[w])
       if not low[w] then low[w] = cur[w] end
     elseif kind[w] == 'h' then
-      -- Its expiry is the history's, set below when the field is new.
-      if redis.call('HINCRBY', KEYS[w], 'd', taken) == taken then
+      -- Its expiry is the history's, set there when the field is new.
+      if redis.call('HINCRBY', keys[w], 'd', taken) == taken then
         fresh = fresh or {}
-        fresh[KEYS[w]] = true
+        fresh[keys[w]] = true
       end
-    elseif redis.call('INCRBY', KEYS[w], taken) == taken then
-      if kind[w] == 'f' then redis.call('PEXPIRE', KEYS[w], pa[w]) else redis.call('PEXPIREAT', KEYS[w], pa[w]) end
-      ttl[w] = pa[w]
+    elseif redis.call('INCRBY', keys[w], taken) == taken then
+      if kind[w] == 'f' then redis.call('PEXPIRE', keys[w], a[w]) else redis.call('PEXPIREAT', keys[w], a[w]) end
+      windows.ttl[w] = a[w]
     end
   end
+  return fresh
 end
 `;
 
 /**
- * The ban: started, clearing the pending refusals, or the refusals of this batch kept.
+ * ban(decision, banState, now) -> banTtl: the ban started (its end written, the pending refusals
+ * cleared), or this batch's refusals (decision.added) kept in the pending hash, which lives until
+ * its last step. `banTtl`: the ban's ms left after the batch (0: none).
  */
-const BAN = `if startedAt > 0 then
-  banTtl = tonumber(ARGV[5])
-  -- The ban's end itself, so every read of it names the same instant (a PTTL read drifts by ms).
-  redis.call('SET', KEYS[nw + 1], string.format('%d', now + banTtl), 'PX', ARGV[5])
-  redis.call('DEL', KEYS[nw + 2])
-elseif pending then
-  for ends, count in pairs(added) do
-    redis.call('HINCRBY', KEYS[nw + 2], string.format('%d', ends), count)
-    if ends > last then last = ends end
+const BAN = `local function ban(decision, banState, now)
+  if decision.startedAt > 0 then
+    local banTtl = tonumber(banState.ms)
+    -- The ban's end itself, so every read of it names the same instant (a PTTL read drifts by ms).
+    redis.call('SET', banState.key, string.format('%d', now + banTtl), 'PX', banState.ms)
+    redis.call('DEL', banState.pending)
+    return banTtl
   end
-  -- Gone with its last step, whichever replica reads it next.
-  redis.call('PEXPIRE', KEYS[nw + 2], string.format('%d', last * step - now))
+  if decision.pending then
+    local last = decision.last
+    for ends, count in pairs(decision.added) do
+      redis.call('HINCRBY', banState.pending, string.format('%d', ends), count)
+      if ends > last then last = ends end
+    end
+    -- Gone with its last step, whichever replica reads it next.
+    redis.call('PEXPIRE', banState.pending, string.format('%d', last * ${PENDING_BUCKET_MS} - now))
+  end
+  return decision.banTtl
 end
 `;
 
 /**
- * The usage history: the batch's outcomes and units in the key's hour, and for a key of a
- * customer in the customer's hour too (the same hour, day and expiry).
+ * history(decision, costs, fresh, hour, expireAt, keyHash, customerHash): the batch's outcomes and
+ * units in the key's hour (`hour`, the field's prefix, '' for no history) of its day hash
+ * (`keyHash`), and for a key of a customer in the customer's (`customerHash`, nil: none; the same
+ * hour, day and expiry). A request of cost 0 counts as forbidden (`f`), one out of credits as `c`.
+ * `fresh`: the hashes take gave a new field. `expireAt`: when the hashes expire (epoch ms).
  *
  * A hash's expiry is set when this call gives it a new field (HINCRBY answers the increment
  * itself), not on every call: one command less for nearly every decision. That is exact because
@@ -275,65 +321,109 @@ end
  * and with its expiry. What still moves it: a retention changed in the configuration applies to
  * today's hash from its next new field (the next hour's first decision) instead of its next call.
  */
-const HISTORY = `local hour = ARGV[8]
-if hour ~= '' then
+const HISTORY = `local function history(decision, costs, fresh, hour, expireAt, keyHash, customerHash)
+  if hour == '' then return end
+  local out, taken = decision.out, decision.taken
   local counts = {a = 0, l = 0, b = 0, c = 0, f = 0}
-  for i = 1, n do
+  for i = 1, #costs do
     local o = 'f'
-    if short[i] then o = 'c' elseif tonumber(ARGV[first + i - 1]) > 0 then o = string.lower(out[i]) end
+    if costs[i] > 0 then o = string.lower(out[i]) end
     counts[o] = counts[o] + 1
   end
-  for _, h in ipairs({KEYS[nw + 3], KEYS[nw + 4]}) do
+  local hashes = 1
+  if customerHash then hashes = 2 end
+  for k = 1, hashes do
+    local h = keyHash
+    if k == 2 then h = customerHash end
     local new = fresh and fresh[h]
     for letter, count in pairs(counts) do
       if count > 0 and redis.call('HINCRBY', h, hour .. letter, count) == count then new = true end
     end
     if taken > 0 and redis.call('HINCRBY', h, hour .. 'u', taken) == taken then new = true end
-    if new then redis.call('PEXPIREAT', h, ARGV[9]) end
+    if new then redis.call('PEXPIREAT', h, expireAt) end
   end
 end
 `;
 
 /**
- * The reply (see LIMIT_SCRIPT).
+ * reply(windows, decision, banTtl, credits, now, redisNow) -> the script's reply (see LIMIT_SCRIPT).
  */
-const REPLY = `local result = {table.concat(out), banTtl, startedAt}
-for w = 1, nw do result[#result + 1] = used[w] end
-for w = 1, nw do result[#result + 1] = resetOf(w) end
-for w = 1, nw do
-  local text = ''
-  if kind[w] == 's' and refused then
-    local counts = {}
-    local h = live[w]
-    for i = 1, #h, 2 do
-      local idx = tonumber(h[i])
-      if idx >= from[w] then counts[idx] = tonumber(h[i + 1]) end
+const REPLY = `local function reply(windows, decision, banTtl, credits, now, redisNow)
+  local nw, taken = windows.n, decision.taken
+  local result = {table.concat(decision.out), banTtl, decision.startedAt}
+  for w = 1, nw do result[#result + 1] = windows.used[w] end
+  for w = 1, nw do result[#result + 1] = resetOf(windows, w, now) end
+  for w = 1, nw do
+    local text = ''
+    if windows.kind[w] == 's' and decision.refused then
+      local counts = {}
+      local h, from, cur = windows.live[w], windows.from[w], windows.cur[w]
+      for i = 1, #h, 2 do
+        local idx = tonumber(h[i])
+        if idx >= from then counts[idx] = tonumber(h[i + 1]) end
+      end
+      if taken > 0 then counts[cur] = (counts[cur] or 0) + taken end
+      local order = {}
+      for idx in pairs(counts) do order[#order + 1] = idx end
+      table.sort(order)
+      local parts = {}
+      for _, idx in ipairs(order) do parts[#parts + 1] = string.format('%d:%d', idx, counts[idx]) end
+      text = table.concat(parts, ',')
     end
-    if taken > 0 then counts[cur[w]] = (counts[cur[w]] or 0) + taken end
-    local order = {}
-    for idx in pairs(counts) do order[#order + 1] = idx end
-    table.sort(order)
-    local parts = {}
-    for _, idx in ipairs(order) do parts[#parts + 1] = string.format('%d:%d', idx, counts[idx]) end
-    text = table.concat(parts, ',')
+    result[#result + 1] = text
   end
-  result[#result + 1] = text
-end
-if credits then
-  result[#result + 1] = credits.before
-  result[#result + 1] = credits.b
-  result[#result + 1] = credits.refilled
-  if credits.ex then
-    result[#result + 1] = credits.ex[1]
-    result[#result + 1] = credits.ex[2]
-  else
-    result[#result + 1] = -1
-    result[#result + 1] = 0
+  if credits then
+    result[#result + 1] = credits.before
+    result[#result + 1] = credits.b
+    result[#result + 1] = credits.refilled
+    if credits.ex then
+      result[#result + 1] = credits.ex[1]
+      result[#result + 1] = credits.ex[2]
+    else
+      result[#result + 1] = -1
+      result[#result + 1] = 0
+    end
+    result[#result + 1] = credits.m
   end
-  result[#result + 1] = credits.m
+  result[#result + 1] = redisNow
+  return result
 end
-result[#result + 1] = redisNow
-return result
+`;
+
+/**
+ * The script's body: ARGV parsed once into named values (the deadline and the credit terms taken
+ * off its end), then the parts in order, each handed what it reads.
+ */
+const MAIN = `local deadline = tonumber(table.remove(ARGV))
+local redisNow, late = deadlinePassed(deadline)
+if late then return {'late', redisNow} end
+local creditAmount, creditPeriod = nil, nil
+if ARGV[#ARGV] == 'credits' then
+  table.remove(ARGV)
+  creditPeriod = table.remove(ARGV)
+  creditAmount = tonumber(table.remove(ARGV))
+end
+local nw = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+local costs = {}
+for i = 10 + 4 * nw, #ARGV do costs[#costs + 1] = tonumber(ARGV[i]) end
+local windows, banHeld = readWindows(KEYS, ARGV, nw, now)
+local credits = nil
+if creditPeriod then credits = readCredits(KEYS[#KEYS - 1], KEYS[#KEYS], now, creditAmount, creditPeriod) end
+local banState = {key = KEYS[nw + 1], pending = KEYS[nw + 2], held = banHeld,
+  threshold = ARGV[3], window = ARGV[4], ms = ARGV[5], grace = ARGV[6], shortest = ARGV[7]}
+local decision = decide(windows, costs, banState, credits, now)
+local fresh = take(windows, decision.taken)
+local banTtl = ban(decision, banState, now)
+-- The history's hashes follow pending, the credit keys (with credits) them: a customer's day hash
+-- only when the count leaves two (a key of its own has one, and its balance's hash is no history).
+local customerHash = nil
+local historyHashes = #KEYS - nw - 2
+if creditPeriod then historyHashes = historyHashes - 2 end
+if historyHashes == 2 then customerHash = KEYS[nw + 4] end
+history(decision, costs, fresh, ARGV[8], ARGV[9], KEYS[nw + 3], customerHash)
+if credits then creditsWrite(credits, decision.taken, KEYS[#KEYS - 1]) end
+return reply(windows, decision, banTtl, credits, now, redisNow)
 `;
 /**
  * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
@@ -381,7 +471,9 @@ return result
  * Deadline (DEADLINE): the last ARGV, Redis's clock in ms past which the call does nothing and
  * returns {'late', Redis's time}; every other reply ends with Redis's time.
  *
- * Credits (CREDITS_READ): a request the windows admit but the balance cannot cover is answered C,
+ * Credits (CREDITS_READ): with credits, the ARGV before the deadline are the refill amount, its
+ * period and 'credits', and the last two KEYS the balance's hash and ledger stream
+ * (credit-script.ts). A request the windows admit but the balance cannot cover is answered C,
  * takes nothing and counts toward no ban; the reply then ends with the balance before the batch
  * (a refill due applied), after it, what the refill added, and when this call is the one that
  * found the balance unable to pay (credit-script.ts, `x`) the balance then and the cost refused (0:
@@ -389,10 +481,11 @@ return result
  * which `credits.low` measures a balance without a refill against. That mark costs the refusal branch nothing once set (`x` is
  * read in the HMGET every call makes) and one HSET on the first refusal after credits came back.
  *
- * Composed of its parts, in order, each reading the locals the parts before it set: the deadline,
- * the windows read, the credit balance read, the decision, the windows taken from, the ban, the history, the
- * credit balance spent, the reply. The text is the
- * same as one template would be (a test holds that this composition is the script Redis runs).
+ * Composed of its parts, each a Lua function (or a few) with named inputs and outputs that reads
+ * nothing another part set: the deadline, the windows read, the credit balance read, the ban's
+ * time left, the decision, the windows taken from, the ban, the history, the credit balance spent,
+ * the reply; then MAIN, which parses ARGV once and hands each part what it reads. A test holds that
+ * this composition is the script Redis runs; limit-script-parts.test.ts runs each part on its own.
  */
 export const LIMIT_SCRIPT = [
   DEADLINE,
@@ -405,7 +498,27 @@ export const LIMIT_SCRIPT = [
   HISTORY,
   CREDITS_WRITE,
   REPLY,
+  MAIN,
 ].join('');
+
+/**
+ * The parts, by name, for their tests: each is only definitions, so the text of a part (after
+ * those whose functions it calls, in LIMIT_SCRIPT's order) plus a few lines that call it is a
+ * script of its own.
+ */
+export const LIMIT_SCRIPT_PARTS = {
+  DEADLINE,
+  READ_WINDOWS,
+  CREDITS_READ,
+  BAN_LEFT,
+  DECIDE,
+  TAKE,
+  BAN,
+  HISTORY,
+  CREDITS_WRITE,
+  REPLY,
+  MAIN,
+} as const;
 
 /**
  * Reads without writing. KEYS: the policy's window keys, then ban, pending (both left out to read

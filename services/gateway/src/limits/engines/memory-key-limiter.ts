@@ -40,6 +40,43 @@ interface Counter {
   buckets?: Map<number, number>;
 }
 
+/** What a request reads of its credit balance (MemoryCreditLedger.state). */
+type CreditState = ReturnType<MemoryCreditLedger['state']>;
+
+/** readWindows' windows: each one's rule, counter name, counter (undefined: none; take sets a new one) and count before. */
+interface Windows {
+  rules: readonly WindowRule[];
+  keys: readonly string[];
+  counters: Array<Counter | undefined>;
+  used: number[];
+}
+
+/** What decide and ban read of the key's ban: whose it is, the ban in force (undefined: none), shadow mode. */
+interface BanState {
+  keyId: string;
+  owner: string;
+  held: Counter | undefined;
+  /** A shadow policy's refusals count toward no ban (the script's threshold -1). */
+  shadow: boolean;
+}
+
+/** decide's decision, as the script's: the outcome letter, what ban and creditsWrite then write. */
+interface Decided {
+  outcome: 'A' | 'L' | 'B' | 'C';
+  /** The units admitted (0: none). */
+  taken: number;
+  /** Ms left of a ban in force before the request. */
+  banTtl: number;
+  /** 1 when this request started a ban, else 0. */
+  startedAt: number;
+  /** The refusals that count toward a ban (passed steps dropped), read when this refusal counts. */
+  pending?: Counter;
+  /** The step this refusal counts until, with pending. */
+  added?: number;
+  /** What a request refused for credits announces (credits.exhausted), once. */
+  exhausted?: CreditBatch['exhausted'];
+}
+
 /**
  * The same decision as the Redis limit script (limit-script.ts), in one process: the embedded
  * default and the per-replica fallback while Redis is unreachable. Time comes from `now` so tests
@@ -52,7 +89,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
   private lastSweep = 0;
 
   constructor(
-    private readonly ban: BanPolicy,
+    private readonly banPolicy: BanPolicy,
     private readonly now: () => number = Date.now,
     private readonly maxCounters = 200_000,
     /** The balances a policy with credits spends from; without, credits are not spent (the fallback's case). */
@@ -88,8 +125,56 @@ export class MemoryKeyLimiter implements KeyLimiter {
       const now = this.now();
       this.sweep(now);
       const waiter: Waiting = { cost, resolve };
-      settleBatch(policy, [waiter], this.decide(keyId, customerId, policy, cost, now), this.ban, now);
+      settleBatch(policy, [waiter], this.limit(keyId, customerId, policy, cost, now), this.banPolicy, now);
     });
+  }
+
+  /**
+   * One request decided by the limit script's steps (limit-script.ts), each a method of the same
+   * name taking and handing back what the script's part does: readWindows, the credits read,
+   * decide, take, ban, creditsWrite, reply. The history is counted outside it (guarded-limiter.ts).
+   */
+  private limit(keyId: string, customerId: string | undefined, policy: LimitPolicy, cost: number, now: number) {
+    const owner = ownerOf(keyId, customerId);
+    const keys = policy.windows.map((rule) => counterKey(keyId, customerId, rule, now));
+    const windows = this.readWindows(keys, policy.windows, now);
+    const credit = policy.credits && this.credits ? this.credits.state(customerId ?? keyId, policy.credits, now) : null;
+    const before = credit?.held.balance ?? 0;
+    const banState: BanState = { keyId, owner, held: this.read(`${owner}:ban`, now), shadow: policy.shadow };
+    const decision = this.decide(windows, cost, banState, credit, now);
+    this.take(windows, decision.taken, now);
+    const banTtl = this.ban(decision, banState, now);
+    const exhausted = credit ? this.creditsWrite(credit, decision.taken) : undefined;
+    return this.reply(
+      windows,
+      decision,
+      banTtl,
+      credit && { credit, before, exhausted: decision.exhausted ?? exhausted },
+      now,
+    );
+  }
+
+  /**
+   * readWindows(keys, rules, now) -> windows: each window's counter (undefined: none) and what it
+   * holds before the request; a sliding window's stale buckets dropped.
+   */
+  private readWindows(keys: readonly string[], rules: readonly WindowRule[], now: number): Windows {
+    const counters: Array<Counter | undefined> = [];
+    const used: number[] = [];
+    for (let w = 0; w < rules.length; w++) {
+      const rule = rules[w] as WindowRule;
+      const key = keys[w] as string;
+      if (rule.kind === 'sliding') {
+        const slid = this.slide(key, rule, now);
+        counters.push(slid.counter);
+        used.push(slid.used);
+      } else {
+        const counter = this.read(key, now);
+        counters.push(counter);
+        used.push(counter?.count ?? 0);
+      }
+    }
+    return { rules, keys, counters, used };
   }
 
   /** A sliding window's live buckets (stale ones dropped) and their sum. */
@@ -110,7 +195,8 @@ export class MemoryKeyLimiter implements KeyLimiter {
     return { counter, used, from };
   }
 
-  private resetMs(rule: WindowRule, counter: Counter | undefined, now: number): number {
+  /** resetOf(rule, counter, now): ms until a window starts to give capacity back. */
+  private resetOf(rule: WindowRule, counter: Counter | undefined, now: number): number {
     if (rule.kind === 'calendar') return ruleEnd(rule, now) - now;
     if (rule.kind === 'fixed') return counter ? counter.expiresAt - now : rule.lengthMs;
     const current = Math.floor(now / rule.bucketMs);
@@ -119,98 +205,42 @@ export class MemoryKeyLimiter implements KeyLimiter {
     return (oldest + rule.lengthMs / rule.bucketMs + 1) * rule.bucketMs - now;
   }
 
-  private decide(
-    keyId: string,
-    customerId: string | undefined,
-    policy: LimitPolicy,
-    cost: number,
-    now: number,
-  ): BatchResult {
-    const rules = policy.windows;
-    const counters: Array<Counter | undefined> = [];
-    const used: number[] = [];
-    const keys = rules.map((rule) => counterKey(keyId, customerId, rule, now));
-    const owner = ownerOf(keyId, customerId);
-    for (let w = 0; w < rules.length; w++) {
-      const rule = rules[w] as WindowRule;
-      const key = keys[w] as string;
-      if (rule.kind === 'sliding') {
-        const slid = this.slide(key, rule, now);
-        counters.push(slid.counter);
-        used.push(slid.used);
-      } else {
-        const counter = this.read(key, now);
-        counters.push(counter);
-        used.push(counter?.count ?? 0);
-      }
-    }
-    const credit = policy.credits && this.credits ? this.credits.state(customerId ?? keyId, policy.credits, now) : null;
-    const before = credit?.held.balance ?? 0;
-    let exhausted: CreditBatch['exhausted'];
-    const result = (outcome: 'A' | 'L' | 'B' | 'C', banTtlMs = 0, banStartedAt = 0): BatchResult => ({
-      outcomes: outcome,
-      ...(credit
-        ? {
-            credits: {
-              before,
-              after: credit.held.balance,
-              refilled: credit.refilled,
-              ...(exhausted ? { exhausted } : {}),
-              ...(credit.held.raisedTo > 0 ? { raisedTo: credit.held.raisedTo } : {}),
-            },
-          }
-        : {}),
-      banTtlMs,
-      banStartedAt,
-      used,
-      resetMs: rules.map((rule, w) => this.resetMs(rule, counters[w], now)),
-      buckets: rules.map((rule, w) => {
-        const buckets = counters[w]?.buckets;
-        if (outcome === 'A' || rule.kind !== 'sliding' || !buckets) return null;
-        return [...buckets.entries()].sort(([a], [b]) => a - b).flat();
-      }),
-    });
-
-    const ban = this.read(`${owner}:ban`, now);
-    if (ban) return result('B', ban.expiresAt - now);
+  /**
+   * decide(windows, cost, banState, credit, now) -> decision: one request (consume decides one at a
+   * time, where the script's decide takes a batch's costs), admitted while every window has room
+   * for its cost (and the balance, with credits); a refusal counts toward a ban while its
+   * Retry-After runs, and the one past the threshold bans. Reads the pending refusals (their
+   * passed steps dropped) when this refusal counts; the credit's mark goes into `credit`.
+   */
+  private decide(windows: Windows, cost: number, banState: BanState, credit: CreditState | null, now: number): Decided {
+    const { rules, counters, used } = windows;
+    if (banState.held) return { outcome: 'B', taken: 0, banTtl: banState.held.expiresAt - now, startedAt: 0 };
     if (cost === 0 || rules.every((rule, w) => (used[w] as number) + cost <= rule.limit)) {
       // Out of credits: refused, taking nothing, and counting toward no ban.
-      if (credit && cost > before) {
-        exhausted = this.credits?.exhaust(credit.held, before, cost);
-        return result('C');
+      if (credit && cost > credit.held.balance) {
+        const exhausted = this.credits?.exhaust(credit.held, credit.held.balance, cost);
+        return { outcome: 'C', taken: 0, banTtl: 0, startedAt: 0, exhausted };
       }
-      if (credit && cost > 0) exhausted = this.credits?.spend(credit.held, cost);
-      if (cost > 0) {
-        rules.forEach((rule, w) => {
-          counters[w] = this.take(keys[w] as string, rule, counters[w], cost, now);
-        });
-      }
-      return result('A');
+      return { outcome: 'A', taken: cost, banTtl: 0, startedAt: 0 };
     }
-    if (policy.shadow) return result('L');
+    const refused: Decided = { outcome: 'L', taken: 0, banTtl: 0, startedAt: 0 };
+    if (banState.shadow) return refused;
     // What this refusal is told to wait, at least (settleBatch tells it no less): the windows that
     // refused it, not one it would have filled exactly.
-    let wait = this.ban.minRetryAfterMs;
+    let wait = this.banPolicy.minRetryAfterMs;
     rules.forEach((rule, w) => {
-      if ((used[w] as number) + cost > rule.limit) wait = Math.max(wait, this.resetMs(rule, counters[w], now));
+      if ((used[w] as number) + cost > rule.limit) wait = Math.max(wait, this.resetOf(rule, counters[w], now));
     });
-    const until = pendingUntil(this.ban, now, wait);
-    if (until * PENDING_BUCKET_MS <= now) return result('L');
-    const pending = this.pending(owner, now);
-    pending.buckets?.set(until, (pending.buckets.get(until) ?? 0) + 1);
-    pending.count++;
-    pending.expiresAt = Math.max(pending.expiresAt, until * PENDING_BUCKET_MS);
-    if (pending.count > this.ban.threshold) {
-      this.counters.delete(`${owner}:pending`);
-      this.counters.set(`${owner}:ban`, { count: 1, expiresAt: now + this.ban.durationMs });
-      this.banned.set(keyId, { endsAt: now + this.ban.durationMs, owner });
-      return result('B', this.ban.durationMs, 1);
-    }
-    return result('L');
+    const until = pendingUntil(this.banPolicy, now, wait);
+    if (until * PENDING_BUCKET_MS <= now) return refused;
+    const pending = this.readPending(banState.owner, now);
+    if (pending.count + 1 > this.banPolicy.threshold)
+      return { ...refused, outcome: 'B', startedAt: 1, pending, added: until };
+    return { ...refused, pending, added: until };
   }
 
-  /** The key's refusals that count toward a ban now (BanPolicy), those whose time has passed dropped. */
-  private pending(owner: string, now: number): Counter {
+  /** readPending(owner, now): the key's refusals that count toward a ban now, those whose time has passed dropped. */
+  private readPending(owner: string, now: number): Counter {
     const key = `${owner}:pending`;
     let pending = this.read(key, now);
     if (!pending) {
@@ -225,7 +255,15 @@ export class MemoryKeyLimiter implements KeyLimiter {
     return pending;
   }
 
-  private take(key: string, rule: WindowRule, counter: Counter | undefined, cost: number, now: number): Counter {
+  /** take(windows, taken, now): the admitted units taken from each window, a new counter given its expiry. */
+  private take(windows: Windows, taken: number, now: number): void {
+    if (taken === 0) return;
+    windows.rules.forEach((rule, w) => {
+      windows.counters[w] = this.takeFrom(windows.keys[w] as string, rule, windows.counters[w], taken, now);
+    });
+  }
+
+  private takeFrom(key: string, rule: WindowRule, counter: Counter | undefined, cost: number, now: number): Counter {
     if (rule.kind === 'sliding') {
       const index = Math.floor(now / rule.bucketMs);
       const c = counter ?? { count: 0, expiresAt: 0, buckets: new Map<number, number>() };
@@ -243,6 +281,67 @@ export class MemoryKeyLimiter implements KeyLimiter {
     const fresh = { count: cost, expiresAt };
     this.counters.set(key, fresh);
     return fresh;
+  }
+
+  /**
+   * ban(decision, banState, now) -> banTtl: the ban started, clearing the pending refusals, or this
+   * refusal kept in them until its step. `banTtl`: the ban's ms left after the request (0: none).
+   */
+  private ban(decision: Decided, banState: BanState, now: number): number {
+    const { pending, added } = decision;
+    if (decision.startedAt > 0) {
+      const { owner, keyId } = banState;
+      this.counters.delete(`${owner}:pending`);
+      this.counters.set(`${owner}:ban`, { count: 1, expiresAt: now + this.banPolicy.durationMs });
+      this.banned.set(keyId, { endsAt: now + this.banPolicy.durationMs, owner });
+      return this.banPolicy.durationMs;
+    }
+    if (pending && added !== undefined) {
+      pending.buckets?.set(added, (pending.buckets.get(added) ?? 0) + 1);
+      pending.count++;
+      pending.expiresAt = Math.max(pending.expiresAt, added * PENDING_BUCKET_MS);
+    }
+    return decision.banTtl;
+  }
+
+  /** creditsWrite(credit, taken) -> the exhaustion a spend to 0 announces: the admitted units spent. */
+  private creditsWrite(credit: CreditState, taken: number): CreditBatch['exhausted'] {
+    return taken > 0 ? this.credits?.spend(credit.held, taken) : undefined;
+  }
+
+  /** reply(windows, decision, banTtl, credits, now) -> the BatchResult the Redis limiter reads from the script's reply. */
+  private reply(
+    windows: Windows,
+    decision: Decided,
+    banTtl: number,
+    credits: { credit: CreditState; before: number; exhausted: CreditBatch['exhausted'] } | null,
+    now: number,
+  ): BatchResult {
+    const { rules, counters, used } = windows;
+    const { outcome } = decision;
+    return {
+      outcomes: outcome,
+      ...(credits
+        ? {
+            credits: {
+              before: credits.before,
+              after: credits.credit.held.balance,
+              refilled: credits.credit.refilled,
+              ...(credits.exhausted ? { exhausted: credits.exhausted } : {}),
+              ...(credits.credit.held.raisedTo > 0 ? { raisedTo: credits.credit.held.raisedTo } : {}),
+            },
+          }
+        : {}),
+      banTtlMs: banTtl,
+      banStartedAt: decision.startedAt,
+      used,
+      resetMs: rules.map((rule, w) => this.resetOf(rule, counters[w], now)),
+      buckets: rules.map((rule, w) => {
+        const buckets = counters[w]?.buckets;
+        if (outcome === 'A' || rule.kind !== 'sliding' || !buckets) return null;
+        return [...buckets.entries()].sort(([a], [b]) => a - b).flat();
+      }),
+    };
   }
 
   async liftBan(keyId: string, customerId?: string): Promise<void> {
@@ -274,7 +373,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
       return { name, scope, used: c?.count ?? 0, resetAt: c ? c.expiresAt : null };
     }
     const { counter, used } = this.slide(key, rule, now);
-    return { name, scope, used, resetAt: used > 0 ? now + this.resetMs(rule, counter, now) : null };
+    return { name, scope, used, resetAt: used > 0 ? now + this.resetOf(rule, counter, now) : null };
   }
 
   async usage(keyId: string, policy: LimitPolicy, customerId?: string): Promise<KeyUsage> {
@@ -283,7 +382,7 @@ export class MemoryKeyLimiter implements KeyLimiter {
     return {
       windows: policy.windows.map((rule) => this.windowUsage(counterKey(keyId, customerId, rule, now), rule, now)),
       banEndsAt: this.read(`${owner}:ban`, now)?.expiresAt ?? null,
-      refusals: this.read(`${owner}:pending`, now) ? this.pending(owner, now).count : 0,
+      refusals: this.read(`${owner}:pending`, now) ? this.readPending(owner, now).count : 0,
     };
   }
 

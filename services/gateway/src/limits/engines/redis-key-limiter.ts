@@ -267,7 +267,7 @@ export class RedisKeyLimiter implements KeyLimiter {
     );
     for (const rule of rules) keysAndArgs.push(...windowArgs(rule, now, this.history !== null));
     for (const waiter of waiters) keysAndArgs.push(waiter.cost);
-    // The script's credits part takes these three off the end (limit-script.ts CREDITS_READ).
+    // The script takes these three off the end (limit-script.ts MAIN).
     if (policy.credits) keysAndArgs.push(policy.credits.refill?.amount ?? 0, credits?.name ?? '', 'credits');
     // The real clock, not `now` (a test's clock may be anywhere): the deadline is about waiting.
     const sentAt = Date.now();

@@ -4,8 +4,8 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { RedisCreditLedger } from '../../../src/credits/redis-credit-ledger.js';
 import { DEFAULT_BILLING } from '../../../src/limits/billing-period.js';
-import { calendarFor } from '../../../src/limits/calendar.js';
-import { LIMIT_SCRIPT } from '../../../src/limits/engines/limit-script.js';
+import { calendarFor, UTC_CALENDAR } from '../../../src/limits/calendar.js';
+import { LIMIT_SCRIPT_PARTS } from '../../../src/limits/engines/limit-script.js';
 import { RedisKeyLimiter } from '../../../src/limits/engines/redis-key-limiter.js';
 import { customerPolicyFor, policyFor, withCredits } from '../../../src/limits/policy.js';
 import { RedisUsageHistory } from '../../../src/usage/redis-usage-history.js';
@@ -200,7 +200,13 @@ describe('two replicas on one Redis', () => {
       graceMs: 0,
       minRetryAfterMs: 0,
     });
-    const sha = createHash('sha1').update(LIMIT_SCRIPT).digest('hex');
+    // The parts' definitions in the order they are called, then the body that wires them.
+    const { DEADLINE, READ_WINDOWS, CREDITS_READ, BAN_LEFT, DECIDE, TAKE, BAN, HISTORY, CREDITS_WRITE, REPLY, MAIN } =
+      LIMIT_SCRIPT_PARTS;
+    const parts = [DEADLINE, READ_WINDOWS, CREDITS_READ, BAN_LEFT, DECIDE, TAKE, BAN, HISTORY, CREDITS_WRITE, REPLY];
+    const sha = createHash('sha1')
+      .update(parts.join('') + MAIN)
+      .digest('hex');
     // No script cached: what the decision below leaves is the text it sent.
     await client.script('FLUSH');
     expect(await client.script('EXISTS', sha)).toEqual([0]);
@@ -449,7 +455,7 @@ describe('the usage history’s day hash in Redis', () => {
     // Retention after the end of the hash's UTC day.
     const expiresAt = () => (Math.floor(clock.at / DAY_MS) + 1) * DAY_MS + RETENTION_MS;
     const hash = (keyId: string) => history.dayKey(keyId, Math.floor(clock.at / DAY_MS));
-    return { admin, clock, limiter, noExpiry, expiresAt, hash };
+    return { admin, clock, limiter, noExpiry, expiresAt, hash, prefix };
   };
 
   it('is given its expiry with its first fields; a decision in an hour it already counts sets none', async () => {
@@ -488,6 +494,21 @@ describe('the usage history’s day hash in Redis', () => {
     expect((await limiter.consume(b, shared, 1, customer)).outcome).toBe('admitted');
     expect(await admin.pexpiretime(hash(customer))).toBe(expiresAt());
     expect(await admin.hget(hash(customer), 'd')).toBe('2');
+  });
+
+  it('counts a key of its own with credits in its day hash alone: its balance gets no fields and no expiry', async () => {
+    const { admin, clock, limiter, expiresAt, hash, prefix } = await start();
+    const keyId = `key_${randomUUID().slice(0, 8)}`;
+    const own = withCredits(policy, {}, UTC_CALENDAR);
+    const rule = own.credits as NonNullable<typeof own.credits>;
+    const ledger = new RedisCreditLedger(admin, prefix);
+    await ledger.add(keyId, rule, { type: 'grant', amount: 5, reason: 'test', ref: 'r', at: clock.at }, clock.at);
+    expect((await limiter.consume(keyId, own, 2)).outcome).toBe('admitted');
+    const balance = limiter.keyName(keyId, 'credits');
+    expect(Object.keys(await admin.hgetall(balance)).sort()).toEqual(['b', 'h', 'i:r', 'm', 'r', 'u']);
+    expect(await admin.pttl(balance)).toBe(-1);
+    expect(await admin.hgetall(hash(keyId))).toEqual({ d: '2', '10a': '1', '10u': '2' });
+    expect(await admin.pexpiretime(hash(keyId))).toBe(expiresAt());
   });
 });
 
