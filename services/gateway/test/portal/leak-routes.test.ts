@@ -87,6 +87,27 @@ describe('a leaked key in the portal', () => {
     expect((await owner.send('POST', `/portal/api/leaks/${reported.id}/successor`)).statusCode).toBe(200);
   });
 
+  it('gives each leak its own successor when a customer has two', async () => {
+    clock = Date.now();
+    const gw = await gateways.start({ now });
+    const customer = await adminPost(gw, '/admin/customers', { name: 'Acme', plan: 'pro' });
+    const first = await adminPost(gw, '/admin/keys', { customerId: customer.id, name: 'ci' });
+    const second = await adminPost(gw, '/admin/keys', { customerId: customer.id, name: 'web' });
+    const firstLeak = await adminPost(gw, '/admin/leaks', { key: first.key, source: 'log' });
+    const secondLeak = await adminPost(gw, '/admin/leaks', { key: second.key, source: 'log' });
+    const owner = await signIn(gw, customer.id as string);
+    // The later report first: a lookup that took whichever leak came first would answer the other key.
+    for (const [leak, key] of [
+      [secondLeak, second],
+      [firstLeak, first],
+    ] as const) {
+      const shown = await owner.send('POST', `/portal/api/leaks/${leak.id}/successor`);
+      expect(shown.statusCode, shown.body).toBe(200);
+      expect(shown.json().keyId).toBe(key.id);
+      expect(await pets(gw, shown.json().key as string)).toBe(200);
+    }
+  });
+
   it('gives no successor the customer has since rotated away', async () => {
     clock = Date.now();
     const gw = await gateways.start({ now });
