@@ -30,6 +30,7 @@ return {persisted, #stray}
 `;
 
 const SCAN_COUNT = 1_000;
+const IN_FLIGHT = 100;
 
 /** What the repair logs to: the gateway's logger. */
 export interface RepairLog {
@@ -70,9 +71,9 @@ async function ready(client: RedisClient, signal: AbortSignal | undefined): Prom
 }
 
 /**
- * Undoes what the limit script's usage history once wrote into the balance hash of a key without a
- * customer (it took that hash for a customer's day hash): the hour fields, and the expiry they
- * brought, which deleted a balance left idle past the history's retention. Every master's balance
+ * Takes off balance hashes the usage history's hour fields and the expiry that came with them (a
+ * limit script that took a lone key's balance hash for a customer's day hash wrote both), since
+ * that expiry deletes a balance left idle past the history's retention. Every master's balance
  * hashes (`${prefix}{owner}:credits`) are scanned, each repaired in one script of its own key
  * (a Cluster routes it), then the marker is set. Repairing is idempotent, so replicas starting
  * together both run it harmlessly; one that fails or is stopped sets no marker and the next start
@@ -110,12 +111,15 @@ export async function repairBalanceExpiry(
         );
         cursor = next;
         const balances = keys.filter((k) => balanceKey.test(k));
-        const replies = await Promise.all(balances.map((key) => redis.creditBalanceRepair(key)));
-        for (const [persisted, fields] of replies) {
-          counts.scanned += 1;
-          if (persisted === 1 || fields > 0) counts.repaired += 1;
-          counts.expiries += persisted;
-          counts.fields += fields;
+        // A hundred scripts at a time, so the request path's commands are not queued behind a page's.
+        for (let i = 0; i < balances.length; i += IN_FLIGHT) {
+          const batch = balances.slice(i, i + IN_FLIGHT);
+          for (const [persisted, fields] of await Promise.all(batch.map((key) => redis.creditBalanceRepair(key)))) {
+            counts.scanned += 1;
+            if (persisted === 1 || fields > 0) counts.repaired += 1;
+            counts.expiries += persisted;
+            counts.fields += fields;
+          }
         }
       } while (cursor !== '0');
     }

@@ -75,6 +75,10 @@ describe('balance expiry repair', () => {
     const history = `${prefix}{key_broken}:usage:20261203`;
     await redis.hset(history, { '13a': '5', '13u': '9' });
     await redis.pexpire(history, DAY_MS);
+    // Matches the SCAN's glob, yet is no balance's name.
+    const lookalike = `${prefix}{key_broken}:usage:{20261203}:credits`;
+    await redis.hset(lookalike, { '13a': '5' });
+    await redis.pexpire(lookalike, DAY_MS);
     const foreign = creditKeys(other, 'key_broken')[0];
     await redis.hset(foreign, { b: '1', '13a': '5' });
     await redis.pexpire(foreign, DAY_MS);
@@ -90,6 +94,8 @@ describe('balance expiry repair', () => {
     expect(await redis.xlen(ledger)).toBe(1);
     expect(await redis.hgetall(history)).toEqual({ '13a': '5', '13u': '9' });
     expect(await redis.pttl(history)).toBeGreaterThan(0);
+    expect(await redis.hgetall(lookalike)).toEqual({ '13a': '5' });
+    expect(await redis.pttl(lookalike)).toBeGreaterThan(0);
     expect(await redis.hgetall(foreign)).toEqual({ b: '1', '13a': '5' });
     expect(await redis.pttl(foreign)).toBeGreaterThan(0);
     expect(await redis.exists(`${prefix}${BALANCE_REPAIR_MARKER}`)).toBe(1);
@@ -199,8 +205,6 @@ describe('the gateway in Redis mode', () => {
     const broken = await brokenBalance(prefix, 'key_gateway');
     const gw = await startGateway({ redisUrl: server.url, prefix });
     try {
-      // Ready, not yet listening: nothing has run.
-      expect(await redis.pttl(broken)).toBeGreaterThan(0);
       await gw.listen();
       await vi.waitFor(async () => expect(await redis.pttl(broken)).toBe(-1), { timeout: 5_000, interval: 20 });
       expect(await redis.hgetall(broken)).toEqual(LEGIT);
