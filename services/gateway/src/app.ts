@@ -93,6 +93,9 @@ export async function buildApp(config: GatewayConfig, deps: GatewayDeps): Promis
   // The public app alone exchanges the region's counts: the one listener every gateway has.
   app.addHook('onReady', async () => deps.regions?.start());
   app.addHook('onClose', async () => deps.regions?.close());
+  // In the background once listening, never holding up readiness; a scan still going stops at close.
+  app.addHook('onListen', async () => deps.balanceRepair?.start());
+  app.addHook('onClose', async () => deps.balanceRepair?.stop());
   await app.register(webhookLifecycle, { webhooks: deps.webhooks });
   return app;
 }

@@ -6,6 +6,7 @@ import type { Db } from 'mongodb';
 import type { Registry } from 'prom-client';
 import { type CreditRecord, creditOwnerOf } from './billing/credit-owner.js';
 import type { GatewayConfig } from './config.js';
+import { BalanceExpiryRepair } from './credits/balance-expiry-repair.js';
 import type { CreditLedger } from './credits/credit-ledger.js';
 import { CreditRefunds } from './credits/credit-refunds.js';
 import { MemoryCreditLedger } from './credits/memory-credit-ledger.js';
@@ -94,6 +95,11 @@ export interface GatewayDeps {
   limiter: GuardedLimiter;
   /** Credit balances and their ledgers: in Redis beside the limits (the limit script spends them), or memory. */
   credits: CreditLedger;
+  /**
+   * With Redis, the start-up repair of balances the usage history once gave an expiry and hour
+   * fields (credits/balance-expiry-repair.ts; app.ts runs it after listening); null in memory.
+   */
+  balanceRepair: BalanceExpiryRepair | null;
   /** Gives back, in batches, the credits of admitted requests the upstream never served (the proxy feeds it). */
   creditRefunds: CreditRefunds;
   /** Each key's decisions per hour: in Redis beside the limits, or this process's memory. */
@@ -225,7 +231,7 @@ export async function createDeps(
     ? (inner: KeyLimiter): KeyLimiter => new RegionalLimiter(inner, regions.counts, now)
     : (inner: KeyLimiter): KeyLimiter => inner;
   const limits = { now, logger, metrics, regional };
-  const { credits, history, usageSpool, limiter, shared } = limitsAndUsage(
+  const { credits, balanceRepair, history, usageSpool, limiter, shared } = limitsAndUsage(
     config,
     redis,
     clients.limiterRedis ?? null,
@@ -263,6 +269,7 @@ export async function createDeps(
     ...createMetering(config, redis, { history, customerStore, keyResolver, keyStore, webhooks, now, logger }),
     limiter,
     credits,
+    balanceRepair,
     creditRefunds,
     history,
     usageSpool,
@@ -373,12 +380,15 @@ function limitsAndUsage(
     /** Wraps the primary limiter with the other regions' counts (regions/regional-limiter.ts), or not. */
     regional: (inner: KeyLimiter) => KeyLimiter;
   },
-): Pick<GatewayDeps, 'credits' | 'history' | 'usageSpool' | 'limiter'> & { shared: RedisKeyLimiter | null } {
+): Pick<GatewayDeps, 'credits' | 'balanceRepair' | 'history' | 'usageSpool' | 'limiter'> & {
+  shared: RedisKeyLimiter | null;
+} {
   // Embedded, the memory limiter spends from the ledger's balances; as Redis's per-replica fallback
   // it is never asked about a request that spends credits (the balances are in Redis: 503).
   const memoryCredits = redis ? null : new MemoryCreditLedger(config.creditsLedgerMs);
   const credits: CreditLedger =
     memoryCredits ?? new RedisCreditLedger(redis as RedisClient, config.redisPrefix, config.creditsLedgerMs);
+  const balanceRepair = redis ? new BalanceExpiryRepair(redis, config.redisPrefix, logger) : null;
   const memoryLimiter = new MemoryKeyLimiter(config.ban, now, undefined, memoryCredits);
   const redisHistory = redis
     ? new RedisUsageHistory(redis, config.redisPrefix, config.usageHistoryMs, (err) =>
@@ -420,7 +430,7 @@ function limitsAndUsage(
     now,
     history,
   );
-  return { credits, history, usageSpool, limiter, shared };
+  return { credits, balanceRepair, history, usageSpool, limiter, shared };
 }
 
 /** The refunds of unserved requests' credits, to owners whose credit terms are still on. */
