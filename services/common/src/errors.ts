@@ -1,4 +1,5 @@
-import { type Static, Type } from 'typebox';
+import type { Static } from 'typebox';
+import type { ErrorSchema } from './error-schema.js';
 
 /** Every error code the API answers with; clients switch on these, so the set only grows. */
 export type ErrorCode =
@@ -29,24 +30,6 @@ export type ErrorCode =
   | 'idempotency_key_reused'
   | 'internal_error';
 
-// Open (no additionalProperties: false): it describes responses, and a field added later must not
-// break a client that validates strictly. Serializers still send only these three.
-export const ErrorSchema = Type.Object(
-  {
-    code: Type.String({ description: 'Machine-readable error code.', examples: ['invalid_request'] }),
-    message: Type.String({
-      description: 'Human-readable description of the error.',
-      examples: ['body.name is required'],
-    }),
-    status: Type.Integer({
-      minimum: 400,
-      maximum: 599,
-      description: 'The HTTP status code of the response.',
-      examples: [400],
-    }),
-  },
-  { $id: 'Error' },
-);
 export type ErrorBody = Static<typeof ErrorSchema>;
 
 /** An error whose status, code and message are safe to show to the client as they are. */

@@ -1,5 +1,5 @@
-import { ErrorSchema } from '@animal-store/common/errors.js';
-import { PLAIN_TEXT } from '@animal-store/common/validation.js';
+import { ErrorSchema } from '@animal-store/common/error-schema.js';
+import { PLAIN_TEXT } from '@animal-store/common/plain-text.js';
 import { type Static, Type } from 'typebox';
 
 const PET_STATUSES = ['available', 'pending', 'sold'] as const;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ErrorSchema } from '@animal-store/common/errors.js';
+import { ErrorSchema } from '@animal-store/common/error-schema.js';
 import fastifyStatic from '@fastify/static';
 import swagger from '@fastify/swagger';
 import type { FastifyInstance, FastifySchema } from 'fastify';

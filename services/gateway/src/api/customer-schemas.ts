@@ -1,4 +1,4 @@
-import { PLAIN_TEXT } from '@animal-store/common/validation.js';
+import { PLAIN_TEXT } from '@animal-store/common/plain-text.js';
 import { Type } from 'typebox';
 import { MAX_ANCHOR_DAY } from '../limits/billing-period.js';
 import { perName } from '../limits/windows.js';

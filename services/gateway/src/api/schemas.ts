@@ -1,4 +1,4 @@
-import { PLAIN_TEXT } from '@animal-store/common/validation.js';
+import { PLAIN_TEXT } from '@animal-store/common/plain-text.js';
 import { Type } from 'typebox';
 import { MAX_CREDITS, PLAN_CREDITS } from '../credits/credit-terms.js';
 import { MAX_GRACE_SECONDS } from '../keys/key-operations.js';

@@ -1,4 +1,4 @@
-import { ApiError, clipped, ErrorSchema } from '@animal-store/common/errors.js';
+import { ApiError, clipped } from '@animal-store/common/errors.js';
 import type { Static } from 'typebox';
 import type { CustomerRecord } from '../customers/customer-store.js';
 import type { GatewayDeps } from '../deps.js';
@@ -8,10 +8,6 @@ import type { Subscription } from '../webhooks/subscriptions/webhook-store.js';
 import type { CreatedKeySchema, KeyViewSchema } from './schemas.js';
 
 export type Source = 'store' | 'file';
-
-export const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 503: ErrorSchema };
-/** A route that takes an Idempotency-Key: also 422 for a key reused with another body. */
-export const idempotentErrors = { ...errors, 422: ErrorSchema };
 
 export function iso(ms: number): string {
   return new Date(ms).toISOString();

@@ -1,4 +1,4 @@
-import { PLAIN_TEXT } from '@animal-store/common/validation.js';
+import { PLAIN_TEXT } from '@animal-store/common/plain-text.js';
 import { Type } from 'typebox';
 import { WEBHOOK_EVENTS, type WebhookEventType } from '../webhooks/event-types.js';
 

@@ -1,4 +1,4 @@
-import { isPlainText, PLAIN_TEXT_RULE } from '@animal-store/common/validation.js';
+import { isPlainText, PLAIN_TEXT_RULE } from '@animal-store/common/plain-text.js';
 import { type CreditTerms, type CreditTermsChange, MAX_CREDITS, PLAN_CREDITS } from '../credits/credit-terms.js';
 import {
   checkedExpiry,

@@ -1,4 +1,4 @@
-import { isPlainText, isUnsafeCodePoint } from '@animal-store/common/validation.js';
+import { isPlainText, isUnsafeCodePoint } from '@animal-store/common/plain-text.js';
 
 /* Plain text for people: aligned columns, and key: value blocks, every cell made printable. */
 

@@ -1,4 +1,4 @@
-import { isPlainText } from '@animal-store/common/validation.js';
+import { isPlainText } from '@animal-store/common/plain-text.js';
 import { type CreditTerms, creditTermsProblem, storedCreditTerms } from '../credits/credit-terms.js';
 import { type Billing, billingProblem, DEFAULT_BILLING, ianaTimeZone } from '../limits/billing-period.js';
 import { type Limits, type Plan, type PlanBook, planProblem } from '../plans/plans.js';

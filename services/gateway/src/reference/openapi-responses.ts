@@ -1,4 +1,5 @@
-import { type ErrorBody, type ErrorCode, ErrorSchema } from '@animal-store/common/errors.js';
+import { ErrorSchema } from '@animal-store/common/error-schema.js';
+import type { ErrorBody, ErrorCode } from '@animal-store/common/errors.js';
 import type { RATE_LIMIT_HEADER_NAMES } from '../gate/rate-limit-headers.js';
 import { UPSTREAM_FAILURES } from '../proxy/upstream-failure.js';
 

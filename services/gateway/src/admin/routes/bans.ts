@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { errors } from '../../api/error-responses.js';
 import { BanListQuery, BanListSchema } from '../../api/schemas.js';
-import { errors, iso } from '../../api/shared.js';
+import { iso } from '../../api/shared.js';
 import { unavailable } from '../../api/store-unavailable.js';
 import type { BanList } from '../../limits/key-limiter.js';
 import type { AdminRouteOptions } from '../route-options.js';

@@ -11,8 +11,9 @@ import {
   CreditLedgerQuery,
 } from '../../api/credit-schemas.js';
 import { CustomerIdParams } from '../../api/customer-schemas.js';
+import { errors, idempotentErrors } from '../../api/error-responses.js';
 import { KeyIdParams } from '../../api/schemas.js';
-import { errors, findCustomer, findLoneKey, idempotentErrors, iso } from '../../api/shared.js';
+import { findCustomer, findLoneKey, iso } from '../../api/shared.js';
 import { type CreditRecord, creditOwnerOf } from '../../billing/credit-owner.js';
 import type { CreditChange } from '../../credits/credit-ledger.js';
 import type { CreditOwner } from '../../credits/credit-terms.js';

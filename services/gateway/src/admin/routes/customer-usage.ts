@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { CustomerIdParams, CustomerUsageSchema } from '../../api/customer-schemas.js';
+import { errors } from '../../api/error-responses.js';
 import { liveWindows } from '../../api/live-windows.js';
-import { errors, findCustomer } from '../../api/shared.js';
+import { findCustomer } from '../../api/shared.js';
 import { unavailable } from '../../api/store-unavailable.js';
 import type { WindowUsage } from '../../limits/key-limiter.js';
 import { limitsFor, policyForCustomer } from '../../plans/plans.js';

@@ -12,7 +12,8 @@ import {
   UpdateCustomerSchema,
 } from '../../api/customer-schemas.js';
 import { customerView } from '../../api/customer-view.js';
-import { errors, findCustomer, idempotentErrors } from '../../api/shared.js';
+import { errors, idempotentErrors } from '../../api/error-responses.js';
+import { findCustomer } from '../../api/shared.js';
 import { CustomerRuleError, checkNewCustomer, customerChanges } from '../../customers/customer-operations.js';
 import { type CustomerRecord, type CustomerStore, DuplicateCustomerError } from '../../customers/customer-store.js';
 import { FileCustomerError, FileCustomers } from '../../customers/file-customers.js';

@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { sendInvoiceCsv, wantsCsv } from '../../api/csv.js';
 import { CustomerIdParams } from '../../api/customer-schemas.js';
+import { errors } from '../../api/error-responses.js';
 import { InvoicePreviewQuery, InvoicePreviewSchema } from '../../api/invoice-schemas.js';
 import { KeyIdParams } from '../../api/schemas.js';
-import { errors, findCustomer, findLoneKey } from '../../api/shared.js';
+import { findCustomer, findLoneKey } from '../../api/shared.js';
 import { historyUnavailable } from '../../api/store-unavailable.js';
 import type { CreditRecord } from '../../billing/credit-owner.js';
 import { type InvoicePreviewDeps, invoicePreview } from '../../billing/invoice-preview.js';

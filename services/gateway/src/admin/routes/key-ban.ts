@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { audit } from '../../api/audit.js';
+import { errors } from '../../api/error-responses.js';
 import { KeyIdParams } from '../../api/schemas.js';
-import { errors, findKey } from '../../api/shared.js';
+import { findKey } from '../../api/shared.js';
 import { unavailable } from '../../api/store-unavailable.js';
 import type { AdminRouteOptions } from '../route-options.js';
 

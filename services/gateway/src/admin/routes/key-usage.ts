@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { errors } from '../../api/error-responses.js';
 import { liveWindows } from '../../api/live-windows.js';
 import { KeyIdParams, UsageSchema } from '../../api/schemas.js';
-import { errors, findKey, iso } from '../../api/shared.js';
+import { findKey, iso } from '../../api/shared.js';
 import { unavailable } from '../../api/store-unavailable.js';
 import type { KeyUsage } from '../../limits/key-limiter.js';
 import { limitsFor, policyForKey } from '../../plans/plans.js';

@@ -2,6 +2,7 @@ import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { type Static, Type } from 'typebox';
 import { audit } from '../../api/audit.js';
+import { errors, idempotentErrors } from '../../api/error-responses.js';
 import {
   CreatedKeySchema,
   CreateKeySchema,
@@ -11,15 +12,7 @@ import {
   KeyViewSchema,
   UpdateKeySchema,
 } from '../../api/schemas.js';
-import {
-  createdKey,
-  errors,
-  findKey,
-  findLiveStoreKey,
-  idempotentErrors,
-  keyView,
-  managedInFile,
-} from '../../api/shared.js';
+import { createdKey, findKey, findLiveStoreKey, keyView, managedInFile } from '../../api/shared.js';
 import { keyOwnership } from '../../customers/key-ownership.js';
 import type { GatewayDeps } from '../../deps.js';
 import { insertOnce, type KeyUpdate, updateKey } from '../../keys/key-operations.js';

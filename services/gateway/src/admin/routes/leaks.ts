@@ -1,8 +1,8 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { errors } from '../../api/error-responses.js';
 import { type LeakDeps, LeakHandler } from '../../api/leak-handler.js';
 import { LeakListQuery, LeakListSchema, LeakReportSchema, LeakSchema } from '../../api/leak-schemas.js';
-import { errors } from '../../api/shared.js';
 import { hashApiKey } from '../../keys/api-key.js';
 import type { LeaksConfig } from '../../leaks/config.js';
 import type { AdminRouteOptions } from '../route-options.js';

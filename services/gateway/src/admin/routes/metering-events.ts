@@ -1,7 +1,7 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { errors } from '../../api/error-responses.js';
 import { MeteringEventsPage, MeteringEventsQuery } from '../../api/metering-schemas.js';
-import { errors } from '../../api/shared.js';
 import { cloudEvent, type StripeMeterEvent, stripeMeterEvent } from '../../metering/metering-event.js';
 import { BadCursorError, type MeteringStore } from '../../metering/metering-store.js';
 import type { AdminRouteOptions } from '../route-options.js';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { errors } from '../../api/error-responses.js';
 import { PlansSchema } from '../../api/schemas.js';
-import { errors } from '../../api/shared.js';
 import { billableText } from '../../plans/billable.js';
 import { LIMIT_FIELDS, WINDOW_NAMES } from '../../plans/plans.js';
 import type { AdminRouteOptions } from '../route-options.js';

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { audit } from '../../api/audit.js';
 import { CustomerIdParams } from '../../api/customer-schemas.js';
-import { errors, findCustomer, iso } from '../../api/shared.js';
+import { errors } from '../../api/error-responses.js';
+import { findCustomer, iso } from '../../api/shared.js';
 import { LINK_TTL_MS, newSecret, PORTAL_ENTRY } from '../../customers/portal-session-store.js';
 import type { AdminRouteOptions } from '../route-options.js';
 

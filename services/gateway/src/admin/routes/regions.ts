@@ -1,6 +1,6 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
-import { errors } from '../../api/shared.js';
+import { errors } from '../../api/error-responses.js';
 import { UNAVAILABLE_RETRY_SECONDS } from '../../api/store-unavailable.js';
 import type { AdminRouteOptions } from '../route-options.js';
 

@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { sendCsv, wantsCsv } from '../../api/csv.js';
 import { CustomerIdParams } from '../../api/customer-schemas.js';
+import { errors } from '../../api/error-responses.js';
 import { HistoryQuery, HistorySchema } from '../../api/history-schemas.js';
 import { KeyIdParams } from '../../api/schemas.js';
-import { errors, findCustomer, findKey } from '../../api/shared.js';
+import { findCustomer, findKey } from '../../api/shared.js';
 import { historyUnavailable } from '../../api/store-unavailable.js';
 import { type HistorySubject, subjectHistory } from '../../customers/subject-history.js';
 import type { GatewayDeps } from '../../deps.js';

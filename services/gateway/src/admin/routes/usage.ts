@@ -1,7 +1,8 @@
 import { ApiError } from '@animal-store/common/errors.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { errors } from '../../api/error-responses.js';
 import { TopQuery, TopSchema } from '../../api/schemas.js';
-import { errors, iso } from '../../api/shared.js';
+import { iso } from '../../api/shared.js';
 import { historyUnavailable } from '../../api/store-unavailable.js';
 import type { CustomerStore } from '../../customers/customer-store.js';
 import { type Counts, hoursOfKeys, series, topCustomers, topKeys } from '../../usage/reports.js';

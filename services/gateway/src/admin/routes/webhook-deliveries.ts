@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { audit } from '../../api/audit.js';
-import { errors, findWebhook } from '../../api/shared.js';
+import { errors } from '../../api/error-responses.js';
+import { findWebhook } from '../../api/shared.js';
 import { within } from '../../api/store-unavailable.js';
 import { DeliveryAttemptsSchema, PingSchema, WebhookIdParams } from '../../api/webhook-schemas.js';
 import type { AdminRouteOptions } from '../route-options.js';

@@ -3,7 +3,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
 import { Type } from 'typebox';
 import { audit } from '../../api/audit.js';
-import { errors, findWebhook, idempotentErrors } from '../../api/shared.js';
+import { errors, idempotentErrors } from '../../api/error-responses.js';
+import { findWebhook } from '../../api/shared.js';
 import {
   CreatedWebhookSchema,
   CreateWebhookSchema,
