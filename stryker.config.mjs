@@ -255,6 +255,8 @@ export const areas = {
       `${TEST}/portal/hsts.test.ts`,
       `${TEST}/portal/pages.test.ts`,
       `${TEST}/portal/portal-headers.test.ts`,
+      // What the route schemas refuse, each row a route's.
+      `${TEST}/portal/hostile-requests.test.ts`,
     ],
   },
   // GET /v1/usage: what a key's holder reads of its own usage, and the read limit per key.
