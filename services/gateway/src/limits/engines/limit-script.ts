@@ -426,6 +426,25 @@ if credits then creditsWrite(credits, decision.taken, KEYS[#KEYS - 1]) end
 return reply(windows, decision, banTtl, credits, now, redisNow)
 `;
 /**
+ * The limit script's parts in order (LIMIT_SCRIPT is their text joined). Each but MAIN only defines
+ * functions, so for its tests a part's text (after those whose functions it calls) plus a few lines
+ * that call it is a script of its own.
+ */
+export const LIMIT_SCRIPT_PARTS = {
+  DEADLINE,
+  READ_WINDOWS,
+  CREDITS_READ,
+  BAN_LEFT,
+  DECIDE,
+  TAKE,
+  BAN,
+  HISTORY,
+  CREDITS_WRITE,
+  REPLY,
+  MAIN,
+} as const;
+
+/**
  * Decides n requests of one key at once, atomically and exactly as n single decisions in a row
  * would: every window of the policy, the refusal count and the ban in one script. A request is
  * admitted only while every window has room for its cost, and takes its cost from each; a refused
@@ -487,38 +506,7 @@ return reply(windows, decision, banTtl, credits, now, redisNow)
  * the reply; then MAIN, which parses ARGV once and hands each part what it reads. A test holds that
  * this composition is the script Redis runs; limit-script-parts.test.ts runs each part on its own.
  */
-export const LIMIT_SCRIPT = [
-  DEADLINE,
-  READ_WINDOWS,
-  CREDITS_READ,
-  BAN_LEFT,
-  DECIDE,
-  TAKE,
-  BAN,
-  HISTORY,
-  CREDITS_WRITE,
-  REPLY,
-  MAIN,
-].join('');
-
-/**
- * The parts, by name, for their tests: each is only definitions, so the text of a part (after
- * those whose functions it calls, in LIMIT_SCRIPT's order) plus a few lines that call it is a
- * script of its own.
- */
-export const LIMIT_SCRIPT_PARTS = {
-  DEADLINE,
-  READ_WINDOWS,
-  CREDITS_READ,
-  BAN_LEFT,
-  DECIDE,
-  TAKE,
-  BAN,
-  HISTORY,
-  CREDITS_WRITE,
-  REPLY,
-  MAIN,
-} as const;
+export const LIMIT_SCRIPT = Object.values(LIMIT_SCRIPT_PARTS).join('');
 
 /**
  * Reads without writing. KEYS: the policy's window keys, then ban, pending (both left out to read

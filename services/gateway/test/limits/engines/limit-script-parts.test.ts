@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { startRedis, type TestRedis } from '@animal-store/tests/support/redis.js';
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LIMIT_SCRIPT_PARTS } from '../../../src/limits/engines/limit-script.js';
 import { PENDING_BUCKET_MS } from '../../../src/limits/key-limiter.js';
-import { connected, redisClient } from '../../support/helpers.js';
+import { useRedisClient } from '../../support/helpers.js';
 
 /*
  * Each part of the limit script on its own: a script made of the part's definitions (after those
@@ -17,17 +16,12 @@ import { connected, redisClient } from '../../support/helpers.js';
 const { DEADLINE, READ_WINDOWS, CREDITS_READ, BAN_LEFT, DECIDE, TAKE, BAN, HISTORY, CREDITS_WRITE, REPLY } =
   LIMIT_SCRIPT_PARTS;
 
-let redis: TestRedis;
+const redisOf = useRedisClient();
 let client: Redis;
 /** This test's keys: each test has a prefix of its own, its keys deleted when it ends. */
 let p: string;
-beforeAll(async () => {
-  redis = await startRedis();
-  client = await connected(redisClient(redis.url, 2_000));
-});
-afterAll(async () => {
-  client?.disconnect();
-  await redis?.stop();
+beforeAll(() => {
+  client = redisOf();
 });
 beforeEach(() => {
   p = `t${randomUUID().slice(0, 8)}:`;
