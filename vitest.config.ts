@@ -32,10 +32,7 @@ for (const file of ZONED) if (!existsSync(file)) throw new Error(`vitest.config.
  * worker for everything: the whole run then waits on each suite's child processes, Redis servers
  * and browsers in turn, though most of that time is spent waiting, not computing.
  */
-// Not tests/dev: `npm start` (whose build finds dist/ up to date) and `npm install --dry-run` take
-// free ports and temporary state of their own, and spend most of their ~130 s waiting on child
-// processes: side by side, that waiting costs the run nothing.
-const ALONE = ['tests/faults/**/*.test.ts', 'tests/integration/**/*.test.ts'];
+const ALONE = ['tests/faults/**/*.test.ts', 'tests/dev/**/*.test.ts', 'tests/integration/**/*.test.ts'];
 /**
  * Workers for the other suites. Three on this project's 2-core CI machines: most suites wait on
  * sockets and child processes, so a third worker fills the cores the other two leave idle.
