@@ -18,6 +18,7 @@ import type {
 import { settleBatch } from '../key-limiter.js';
 import type { LimitPolicy, WindowRule } from '../policy.js';
 import { ruleEnd } from '../policy.js';
+import { CallTimeouts } from './call-timeouts.js';
 import { LIMIT_SCRIPT, USAGE_SCRIPT } from './limit-script.js';
 import { RedisBanIndex } from './redis-ban-index.js';
 
@@ -112,6 +113,10 @@ export class RedisKeyLimiter implements KeyLimiter {
   private onUnanswered: ((call: UnansweredCall) => void) | null = null;
   private flushScheduled = false;
   private lingered = 0;
+  /** Whether the script connection's socket is corked until the next tick (corkForThisTick). */
+  private corked = false;
+  /** Times the script calls, one timer for all (undefined: no command timeout, no timer). */
+  private readonly timeouts: CallTimeouts | undefined;
   private readonly banIndex: RedisBanIndex;
   /**
    * Redis's clock less this process's (ms), an upper bound: a reply's Redis time less when its call
@@ -143,6 +148,7 @@ export class RedisKeyLimiter implements KeyLimiter {
   ) {
     this.ban = { ...ban };
     this.banIndex = new RedisBanIndex(redis, `${prefix}bans`, now);
+    this.timeouts = commandTimeoutMs === undefined ? undefined : new CallTimeouts(commandTimeoutMs);
     if (typeof (scriptRedis as Partial<Redis>).gatewayLimit !== 'function') {
       scriptRedis.defineCommand('gatewayLimit', { lua: LIMIT_SCRIPT });
     }
@@ -215,23 +221,32 @@ export class RedisKeyLimiter implements KeyLimiter {
     }
     this.lingered = 0;
     this.flushScheduled = false;
-    // One write for every key's call: each would otherwise be a syscall of its own, and with many
-    // keys active a flush holds about one key per request (a CPU profile over 100,000 keys: one
-    // script call per request, and its socket write 13 % of the busy time). A Cluster client has
-    // no one socket to cork, and sends each script call on its own (redis/clients.ts says why).
-    const socket =
-      this.pending.size > 1 && !this.scriptRedis.isCluster ? (this.scriptRedis as Redis).stream : undefined;
-    socket?.cork();
-    try {
-      for (const [keyId, batch] of this.pending) {
-        if (this.inFlight.has(keyId)) continue;
-        this.pending.delete(keyId);
-        this.decide(keyId, batch);
-      }
-    } finally {
-      socket?.uncork();
+    for (const [keyId, batch] of this.pending) {
+      if (this.inFlight.has(keyId)) continue;
+      this.pending.delete(keyId);
+      this.decide(keyId, batch);
     }
   };
+
+  /**
+   * Every script call this tick sends goes in one write: the flush's calls, and the next calls of
+   * keys whose replies came in one read (sendNext). Each would otherwise be a syscall of its own,
+   * and with many keys active a flush holds about one key per request (a CPU profile over 100,000
+   * keys: one script call per request, and its socket write 13 % of the busy time). Uncorked on
+   * the next tick, after the promise callbacks that run sendNext. A Cluster client has no one
+   * socket to cork, and sends each script call on its own (redis/clients.ts says why).
+   */
+  private corkForThisTick(): void {
+    if (this.corked || this.scriptRedis.isCluster) return;
+    const socket = (this.scriptRedis as Redis).stream;
+    if (!socket) return;
+    socket.cork();
+    this.corked = true;
+    process.nextTick(() => {
+      this.corked = false;
+      socket.uncork();
+    });
+  }
 
   private decide(keyId: string, batch: Batch): void {
     const { policy, customerId, waiters } = batch;
@@ -274,6 +289,7 @@ export class RedisKeyLimiter implements KeyLimiter {
     keysAndArgs.push(this.deadline(sentAt));
     const token = {};
     this.inFlight.set(keyId, token);
+    this.corkForThisTick();
     let call: Promise<ScriptResult>;
     try {
       call = this.scriptRedis.gatewayLimit(numKeys, ...keysAndArgs);
@@ -281,19 +297,16 @@ export class RedisKeyLimiter implements KeyLimiter {
       // A call that throws instead of rejecting must not leave the key marked in flight forever.
       call = Promise.reject(err);
     }
-    // Timed here, not by ioredis (which would drop a late reply unseen): one timer a call either way.
+    // Timed here, not by ioredis (which would drop a late reply unseen).
     let timedOut = false;
-    const timer =
-      this.commandTimeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            timedOut = true;
-            // ioredis's own message, so the error is told apart as it was (redis/errors.ts).
-            this.failCall(keyId, token, waiters, new Error('Command timed out'));
-          }, this.commandTimeoutMs);
+    const timing = this.timeouts?.start(() => {
+      timedOut = true;
+      // ioredis's own message, so the error is told apart as it was (redis/errors.ts).
+      this.failCall(keyId, token, waiters, new Error('Command timed out'));
+    });
     call.then(
       async (reply) => {
-        clearTimeout(timer);
+        timing?.settle();
         if (timedOut) return this.unanswered(keyId, batch, reply, now, sentAt);
         // resolve() is a no-op once settled, so the catch-all below cannot double-answer.
         try {
@@ -313,7 +326,7 @@ export class RedisKeyLimiter implements KeyLimiter {
         this.sendNext(keyId);
       },
       (err: unknown) => {
-        clearTimeout(timer);
+        timing?.settle();
         if (!timedOut) this.failCall(keyId, token, waiters, err);
       },
     );
