@@ -48,6 +48,11 @@ export default defineConfig({
   test: {
     environment: 'node',
     pool: 'forks',
+    // A worker's files share its modules: each fork imports fastify, TypeBox, ioredis and the
+    // gateway once, not once per file. Measured on the 2-core machine: the side-by-side files
+    // 436 s -> 282 s, the same 3,453 tests passing. The services keep no module state (clients
+    // are handed in), and a test restores what it changes of process.env and the timers.
+    isolate: false,
     testTimeout: 20_000,
     hookTimeout: 60_000,
     reporters: ['default', './tests/support/summary-reporter.ts'],

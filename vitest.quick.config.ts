@@ -14,7 +14,6 @@ export default mergeConfig(
       include: ['services/*/test/**/*.test.ts'],
       exclude: [...configDefaults.exclude, 'services/gateway/test/cli/**', 'services/gateway/test/replicas/**'],
       maxWorkers: 3,
-      isolate: false,
     },
   }),
 );
