@@ -96,9 +96,13 @@ const subject = (id: string) => (id.startsWith('c:') ? id : `k:${id}`);
 const own = (gw: TestGateway, id: string) => sync(gw).counts.ownCount(subject(id), 'minute', windowId);
 const heard = (gw: TestGateway, id: string) => sync(gw).counts.remoteCount(subject(id), 'minute', windowId);
 
-/** One sync interval: both regions publish, and each then holds the other's count. */
+/**
+ * One sync interval: both regions publish, and each then holds the other's count. A publish is
+ * tried again until JetStream takes it, as the interval's would be: just after a NATS restart the
+ * connection is back before the stream is (a publish timed out there on a loaded machine).
+ */
 async function exchange(id: string): Promise<void> {
-  await Promise.all([sync(eu).publish(), sync(us).publish()]);
+  await vi.waitFor(() => Promise.all([sync(eu).publish(), sync(us).publish()]), { timeout: 20_000, interval: 100 });
   await vi.waitFor(() => expect([heard(eu, id), heard(us, id)]).toEqual([own(us, id), own(eu, id)]), {
     timeout: 10_000,
     interval: 10,
