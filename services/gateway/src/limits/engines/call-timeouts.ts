@@ -14,8 +14,9 @@ interface Entry extends TimedCall {
  * so the calls are a queue in expiry order: one timer waits for the first unsettled one, and
  * when it fires every call past its time times out and the timer waits for the next. With
  * thousands of calls a second that is about one timer per timeout period, where a timer per
- * call was a setTimeout and a clearTimeout on every decision (a CPU profile over 100,000 keys
- * put the limiter's timers among its costs).
+ * call was a setTimeout and a clearTimeout on every decision. Measured with this and one write
+ * per tick (bench:many-keys-redis, 20,000 keys at 2,000 req/s, runs alternating with the build
+ * before, a busy host): gateway CPU per request 251–290 µs before, 199–217 after.
  */
 export class CallTimeouts {
   private readonly queue: Entry[] = [];
