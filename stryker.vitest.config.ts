@@ -57,9 +57,9 @@ export default defineConfig({
     // the history area timed one out at 10 s under a load average of 13.
     testTimeout: 20_000,
     hookTimeout: 20_000,
-    // Every mutant is a fresh vitest run over the files that cover it. Isolated, each file pays
-    // for its own worker and imports (about a second); shared, the whole set pays once. These
-    // files pass either way, and Stryker switches mutants at run time, not at import.
-    projects: [{ ...suites, test: { ...suites.test, isolate: false } }],
+    // Every mutant is a fresh vitest run over the files that cover it. The suites share their
+    // worker's modules as in `npm test` (isolate off in vitest.config.ts): the set pays for its
+    // imports once, not a second a file. Stryker switches mutants at run time, not at import.
+    projects: [suites],
   },
 });
