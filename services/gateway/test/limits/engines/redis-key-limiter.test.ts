@@ -353,6 +353,62 @@ describe('one replica’s calls for a key', () => {
     ]);
   });
 
+  /** Counts the writes the client's socket makes (each a syscall): corked calls go as one. */
+  const countWrites = (client: Redis) => {
+    const socket = client.stream as unknown as {
+      _write: (...a: unknown[]) => void;
+      _writev?: (...a: unknown[]) => void;
+    };
+    const counter = { writes: 0 };
+    const write = socket._write.bind(socket);
+    const writev = socket._writev?.bind(socket);
+    socket._write = (...a) => {
+      counter.writes++;
+      write(...a);
+    };
+    if (writev) {
+      socket._writev = (...a) => {
+        counter.writes++;
+        writev(...a);
+      };
+    }
+    return counter;
+  };
+
+  it('sends every key’s call of a flush in one write, each decided on its own', async () => {
+    const { client, limiter } = await start();
+    const policy = policyFor({ perMinute: 2, perDay: 1_000 });
+    // The script loaded first: an EVALSHA Redis does not know yet is sent again as EVAL.
+    await limiter.consume(`key_${randomUUID()}`, policy, 1);
+    const keys = Array.from({ length: 50 }, () => `key_${randomUUID()}`);
+    const counter = countWrites(client);
+    const decisions = await Promise.all(keys.flatMap((k) => [1, 2, 3].map(() => limiter.consume(k, policy, 1))));
+    expect(counter.writes).toBe(1);
+    const outcomes = decisions.map((d) => d.outcome);
+    expect(outcomes).toEqual(keys.flatMap(() => ['admitted', 'admitted', 'limited']));
+  });
+
+  it('sends the next calls of keys whose replies came back together in one write, not one each', async () => {
+    const { client, limiter } = await start();
+    const policy = policyFor({ perMinute: 2, perDay: 1_000 });
+    await limiter.consume(`key_${randomUUID()}`, policy, 1);
+    const keys = Array.from({ length: 50 }, () => `key_${randomUUID()}`);
+    const first = keys.map((k) => limiter.consume(k, policy, 1));
+    // Sent once the flush's turns have passed: every key's first call is out, so these wait behind
+    // it and go, as each key's next call, when its reply is back.
+    for (let i = 0; i < 4; i++) await turn();
+    const counter = countWrites(client);
+    const next = keys.flatMap((k) => [limiter.consume(k, policy, 1), limiter.consume(k, policy, 1)]);
+    const decisions = await Promise.all([...first, ...next]);
+    expect(decisions.map((d) => d.outcome)).toEqual([
+      ...keys.map(() => 'admitted'),
+      ...keys.flatMap(() => ['admitted', 'limited']),
+    ]);
+    // 50 calls: one write per batch of replies read together (one read, on loopback), not 50.
+    expect(counter.writes).toBeGreaterThanOrEqual(1);
+    expect(counter.writes).toBeLessThanOrEqual(5);
+  });
+
   it('fails every request of a key whose call fails, those waiting behind it too, then sends the next anew', async () => {
     const { client, limiter } = await start();
     const keyId = `key_${randomUUID()}`;
