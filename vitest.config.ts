@@ -55,6 +55,10 @@ export default defineConfig({
     isolate: false,
     testTimeout: 20_000,
     hookTimeout: 60_000,
+    // expect.poll waits on an event (a page rendered, a queue drained), not on a deadline. Its 1 s
+    // default failed a console test in CI: 100 rows not yet drawn with three workers and Chromium
+    // sharing two cores. A test's own timeout still bounds every poll.
+    expect: { poll: { timeout: 10_000 } },
     reporters: ['default', './tests/support/summary-reporter.ts'],
     projects: [
       {
