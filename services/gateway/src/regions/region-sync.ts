@@ -39,6 +39,11 @@ export class RegionSync {
     return `${REGIONS_SUBJECT}.${this.counts.region}.${this.counts.source}`;
   }
 
+  /** Where this region's gateways publish (a region's name has no dot). */
+  private get ownRegionSubjects(): string {
+    return `${REGIONS_SUBJECT}.${this.counts.region}.`;
+  }
+
   /** Connects (retrying every interval until NATS answers), then publishes every interval. */
   start(): void {
     if (this.timer) return;
@@ -160,7 +165,13 @@ export class RegionSync {
     for await (const m of nc.subscribe(`${REGIONS_SUBJECT}.>`)) this.take(m);
   }
 
-  private take(m: { json<T>(): T }): void {
+  /**
+   * A message of another region into the counts. The region's own (its gateways' counts are in
+   * its Redis) is known by its subject and never parsed: each gateway's own message holds all its
+   * live counts, about 70 bytes each, and both feeds bring it every interval.
+   */
+  private take(m: { subject: string; json<T>(): T }): void {
+    if (m.subject.startsWith(this.ownRegionSubjects)) return;
     let message: CountsMessage;
     try {
       message = m.json<CountsMessage>();
