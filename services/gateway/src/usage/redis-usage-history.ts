@@ -1,7 +1,7 @@
 import type { Redis, Result } from 'ioredis';
 import type { RedisClient } from '../redis/clients.js';
 import { isRedisUnreachable } from '../redis/errors.js';
-import { FENCE_LUA, FencedWrites } from '../redis/fenced-writes.js';
+import { FENCE_LUA, type Fence, FencedWrites } from '../redis/fenced-writes.js';
 import {
   DAY_MS,
   daysTouched,
@@ -364,7 +364,7 @@ export class RedisUsageHistory implements UsageHistory {
    * Redis Cluster the keys are in many slots.
    */
   private writeCounts(batch: ReadonlyMap<string, StoredCounts>): Promise<unknown> {
-    const writes: Promise<unknown>[] = [];
+    const records: FieldsRecord[] = [];
     for (const [id, counts] of batch) {
       const [keyId, hourText, customerId] = id.split('\n') as [string, string, string];
       const fields: Record<string, number> = {};
@@ -380,9 +380,9 @@ export class RedisUsageHistory implements UsageHistory {
         hour: Number(hourText),
         fields,
       };
-      writes.push(this.writeFields(record));
+      records.push(record);
     }
-    return Promise.all(writes);
+    return this.writeAll(records);
   }
 
   /** Writes buffered served units by route (see served), one fenced script per hash as writeCounts. */
@@ -398,27 +398,43 @@ export class RedisUsageHistory implements UsageHistory {
       }
       record.fields[`|${route}`] = (record.fields[`|${route}`] ?? 0) + units;
     }
-    return Promise.all([...byHour.values()].map((record) => this.writeFields(record)));
+    return this.writeAll([...byHour.values()]);
   }
 
   /**
-   * One hour's fields into its day's hash, fenced: when Redis cannot be reached the write has not
-   * landed and never will (the fence has closed when this learns of it), so the record goes to the
-   * spool, which writes it once Redis answers; without a spool it is lost, and logged (onError).
+   * Hours' fields into their days' hashes, one fenced script per hash under the fences of one
+   * batch (FencedWrites.fenceAll): when Redis cannot be reached a write has not landed and never
+   * will (its fence has closed when this learns of it), so its record goes to the spool, which
+   * writes it once Redis answers; without a spool it is lost, and logged (onError).
    */
-  private async writeFields(record: FieldsRecord): Promise<void> {
-    if (Object.keys(record.fields).length === 0) return;
-    const { day, name } = hourName(record.hour);
-    const key = this.dayKey(record.id, day, record.customerId);
-    const args = Object.entries(record.fields).flatMap(([suffix, n]) => [`${name}${suffix}`, n]);
+  private async writeAll(records: readonly FieldsRecord[]): Promise<void> {
+    const writes = records
+      .filter((record) => Object.keys(record.fields).length > 0)
+      .map((record) => {
+        const { day, name } = hourName(record.hour);
+        const args = Object.entries(record.fields).flatMap(([suffix, n]) => [`${name}${suffix}`, n]);
+        return { record, key: this.dayKey(record.id, day, record.customerId), args };
+      });
+    let fences: Fence[];
     try {
-      await this.fences.run(key, (deadline) =>
-        this.redis.gatewayHashAdd(key, deadline, this.expiry(record.hour), ...args),
-      );
+      fences = await this.fences.fenceAll(writes.map((w) => w.key));
     } catch (err) {
       if (!this.spool || !isRedisUnreachable(err)) throw err;
-      this.spool(record);
+      for (const { record } of writes) this.spool(record);
+      return;
     }
+    await Promise.all(
+      writes.map(async ({ record, key, args }, i) => {
+        try {
+          await this.fences.within(fences[i] as Fence, (deadline) =>
+            this.redis.gatewayHashAdd(key, deadline, this.expiry(record.hour), ...args),
+          );
+        } catch (err) {
+          if (!this.spool || !isRedisUnreachable(err)) throw err;
+          this.spool?.(record);
+        }
+      }),
+    );
   }
 
   /**
