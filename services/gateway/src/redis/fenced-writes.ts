@@ -66,9 +66,6 @@ return redis.call(ARGV[2], KEYS[1], unpack(ARGV, 3))
  */
 const FENCE_MARGIN_MS = 5;
 
-/** Writes that share one clock sample in fenceAll: a hundred scripts run in about 2 ms (20 µs each) of a window of REDIS_COMMAND_TIMEOUT_MS (250 by default). */
-const FENCE_SHARED_BY = 100;
-
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     gatewayServerTime(key: string): Result<[string, string], Context>;
@@ -139,28 +136,7 @@ export class FencedWrites {
    * closed, so whoever answers it (a 503) answers it when the write can no longer apply.
    */
   async run<T>(key: string, write: (deadlineUs: number) => Promise<T>): Promise<T> {
-    return this.within(await this.fence(key), write);
-  }
-
-  /**
-   * Fences for a batch of writes, in the order of `keys`. A server that is not a Cluster has one
-   * clock, so one sample serves FENCE_SHARED_BY keys: the usage history writes a hash per key and
-   * hour each second, and with many keys in use a sample per hash was a second script call per
-   * request (npm run bench:profile -- --keys 100000: 3.0 EVALSHA per request, 1.0 of them TIME).
-   * Each group's writes are sent together as soon as its sample is back, so the last of them
-   * reaches Redis well within its window. A Cluster's keys are sampled each on its own, on the
-   * clock of the node that runs its write.
-   */
-  async fenceAll(keys: readonly string[]): Promise<Fence[]> {
-    if (this.redis.isCluster) return Promise.all(keys.map((key) => this.fence(key)));
-    const groups: Promise<Fence>[] = [];
-    for (let i = 0; i < keys.length; i += FENCE_SHARED_BY) groups.push(this.fence(keys[i] as string));
-    const fences = await Promise.all(groups);
-    return keys.map((_, i) => fences[Math.floor(i / FENCE_SHARED_BY)] as Fence);
-  }
-
-  /** Runs `write` under `fence` (from fence or fenceAll), failing as run does. */
-  async within<T>(fence: Fence, write: (deadlineUs: number) => Promise<T>): Promise<T> {
+    const fence = await this.fence(key);
     try {
       return await write(fence.deadlineUs);
     } catch (err) {

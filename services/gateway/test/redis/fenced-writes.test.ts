@@ -63,30 +63,3 @@ return redis.call('SET', KEYS[1], 'written')`;
   await redis().eval(script, 1, key, (await serverMicros()) + 60_000_000);
   expect(await redis().get(key)).toBe('written');
 });
-
-it('fences a batch with one clock sample per hundred keys, each a window ahead, in the keys’ order', async () => {
-  const fences = new FencedWrites(redis());
-  const keys = Array.from({ length: 250 }, (_, i) => `fw${randomUUID()}:${i}`);
-  const before = await serverMicros();
-  const batch = await fences.fenceAll(keys);
-  expect(batch).toHaveLength(250);
-  // One Redis (not a Cluster), one clock: keys 0–99 share a sample, 100–199 the next, 200–249 a third.
-  expect(new Set(batch).size).toBe(3);
-  expect(batch[99]).toBe(batch[0]);
-  expect(batch[100]).not.toBe(batch[99]);
-  expect(batch[249]).toBe(batch[200]);
-  for (const fence of batch) expect(fence.deadlineUs).toBeGreaterThanOrEqual(before + WINDOW_MS * 1e3);
-  expect(await fences.fenceAll([])).toEqual([]);
-  // A write under one of them applies as under its own fence.
-  const key = keys[150] as string;
-  await fences.within(batch[150] as (typeof batch)[number], (deadline) =>
-    redis().eval(
-      `${FENCE_LUA}\nlocal late = fenceRefusal(ARGV[1]) if late then return late end\nreturn redis.call('SET', KEYS[1], 'w')`,
-      1,
-      key,
-      deadline,
-    ),
-  );
-  expect(await redis().get(key)).toBe('w');
-  await redis().del(key);
-});

@@ -121,6 +121,35 @@ describe('the Redis history’s writes', () => {
     client.disconnect();
   });
 
+  it('writes 250 keys’ hours in 3 script calls, each hash whole with its expiry', async () => {
+    const { client, history, hash, prefix, day } = await harness();
+    const keys = Array.from({ length: 250 }, (_, i) => `key_many${i}`);
+    for (const [i, key] of keys.entries()) {
+      history.count(key, 'admitted', i + 1, start());
+      history.served(key, 'GET /v1/pets', i + 1, start());
+    }
+    // EVAL counts too: a script Redis has not cached yet is sent whole.
+    const calls = async () => {
+      const stats = await client.info('commandstats');
+      return ['evalsha', 'eval'].reduce(
+        (n, c) => n + Number(new RegExp(`cmdstat_${c}:calls=(\\d+)`).exec(stats)?.[1] ?? 0),
+        0,
+      );
+    };
+    const before = await calls();
+    await history.flush();
+    // The counts' 250 hashes and the routes' 250, a hundred a call, each call after its clock
+    // sample (one EVALSHA too): 3 + 3 writes and 6 samples. A call per hash was 500 and 500.
+    expect((await calls()) - before).toBe(12);
+    for (const [i, key] of keys.entries()) {
+      expect(await hash(key)).toEqual({ '10a': '1', '10u': String(i + 1), '10|GET /v1/pets': String(i + 1) });
+    }
+    const ttl = await client.pttl(history.dayKey(keys[249] as string, day));
+    expect(ttl).toBeGreaterThan(0);
+    expect(prefix).not.toBe('');
+    client.disconnect();
+  });
+
   it('reads only the fields it writes: a field of another kind in a day’s hash is no hour', async () => {
     const { client, history, day } = await harness();
     await client.hset(history.dayKey('key_odd', day), { '10a': '2', '11z': '5', note: '7', xa: '1' });
