@@ -45,24 +45,31 @@ return 1
 `;
 
 /**
- * A write-behind batch's counts into day hashes, fenced (redis/fenced-writes.ts), all or none:
- * KEYS the hashes; ARGV the fence's deadline, then per hash its expiry, its number of field and
- * count pairs, and the pairs. A call that failed never lands later, so what it carried can be
- * spooled and written once (usage-spool.ts).
+ * A write-behind batch's counts into day hashes, fenced (redis/fenced-writes.ts): KEYS the hashes;
+ * ARGV the fence's deadline, then per hash its expiry, its number of field and count pairs, and
+ * the pairs. A call refused by its fence wrote nothing and never lands later, so what it carried
+ * can be spooled and written once (usage-spool.ts). A hash that cannot take its counts (another
+ * type under its name) does not stop the others: the reply is its error, the first if several.
  */
 const HASH_ADD_SCRIPT = `${FENCE_LUA}
 local late = fenceRefusal(ARGV[1])
 if late then return late end
-local a = 2
+local a, failed = 2, nil
 for k = 1, #KEYS do
   local expireAt, fields = ARGV[a], tonumber(ARGV[a + 1])
   a = a + 2
+  local wrote = true
   for _ = 1, fields do
-    redis.call('HINCRBY', KEYS[k], ARGV[a], ARGV[a + 1])
+    local reply = redis.pcall('HINCRBY', KEYS[k], ARGV[a], ARGV[a + 1])
+    if type(reply) == 'table' and reply.err then
+      wrote = false
+      failed = failed or reply
+    end
     a = a + 2
   end
-  redis.call('PEXPIREAT', KEYS[k], expireAt)
+  if wrote then redis.call('PEXPIREAT', KEYS[k], expireAt) end
 end
+if failed then return failed end
 return 1
 `;
 

@@ -150,6 +150,21 @@ describe('the Redis history’s writes', () => {
     client.disconnect();
   });
 
+  it('writes the other hashes of a call when one cannot take its counts, and says which failed', async () => {
+    const { client, history, hash, errors, day } = await harness();
+    // Something else under the second key's hash name: HINCRBY fails there (WRONGTYPE).
+    await client.set(history.dayKey('key_b', day), 'not a hash', 'PX', 60_000);
+    for (const key of ['key_a', 'key_b', 'key_c']) history.count(key, 'admitted', 2, start());
+    await history.flush().catch((err: unknown) => errors.push(err));
+    expect(String(errors[0])).toMatch(/WRONGTYPE/);
+    expect(await hash('key_a')).toEqual({ '10a': '1', '10u': '2' });
+    expect(await hash('key_c')).toEqual({ '10a': '1', '10u': '2' });
+    // Its expiry is left as it was: the script sets none on a key it could not write.
+    expect(await client.get(history.dayKey('key_b', day))).toBe('not a hash');
+    expect(await client.pttl(history.dayKey('key_b', day))).toBeLessThanOrEqual(60_000);
+    client.disconnect();
+  });
+
   it('reads only the fields it writes: a field of another kind in a day’s hash is no hour', async () => {
     const { client, history, day } = await harness();
     await client.hset(history.dayKey('key_odd', day), { '10a': '2', '11z': '5', note: '7', xa: '1' });
