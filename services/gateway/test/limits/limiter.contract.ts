@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { CreditLedger } from '../../src/credits/credit-ledger.js';
-import type { BanPolicy, Decision, KeyLimiter } from '../../src/limits/key-limiter.js';
+import { type BanPolicy, type Decision, type KeyLimiter, PENDING_BUCKET_MS } from '../../src/limits/key-limiter.js';
 import { type LimitPolicy, type Limits, periodEnd, policyFor } from '../../src/limits/policy.js';
 import { type FleetClient, fleets, runFleet, type TimedAnswer } from '../support/clients.js';
 import { creditsContract } from './credits.contract.js';
@@ -603,20 +603,25 @@ export function limiterContract(name: string, make: (ban: BanPolicy) => Promise<
     });
 
     it('counts a refusal toward a ban until its Retry-After, less the grace, has passed', async () => {
-      const { limiter, advance } = await start({ ...BAN, graceMs: 500 });
+      const { limiter, advance, now } = await start({ ...BAN, graceMs: 500 });
       const keyId = newKeyId();
       const policy = fixed({ perMinute: 1, perDay: 100 });
       await limiter.consume(keyId, policy, 1);
       await advance(50_000);
+      const refusedAt = now();
       const refused = await limiter.consume(keyId, policy, 1);
       if (refused.outcome !== 'limited') throw new Error(refused.outcome);
       expect(refused.retryAfterMs).toBeGreaterThan(9_000);
       expect(refused.retryAfterMs).toBeLessThan(11_000);
       expect((await limiter.usage(keyId, policy)).refusals).toBe(1);
-      // It counts in steps of 100 ms, rounded down: until the last step before its end.
-      await advance(refused.retryAfterMs - 500 - 100);
+      // It counts in steps of PENDING_BUCKET_MS on the clock, rounded down: until the step that
+      // holds its end. Checked 90 ms before that step ends (a step early would be gone), not at
+      // Retry-After less the grace less a step: that left from 0 to 100 ms, and a Redis TTL a
+      // busy CI let run 1 ms past it went.
+      const ends = Math.floor((refusedAt + refused.retryAfterMs - 500) / PENDING_BUCKET_MS) * PENDING_BUCKET_MS;
+      await advance(ends - 90 - now());
       expect((await limiter.usage(keyId, policy)).refusals).toBe(1);
-      await advance(100);
+      await advance(90);
       expect((await limiter.usage(keyId, policy)).refusals).toBe(0);
     });
 
