@@ -28,6 +28,8 @@ export class RegionSync {
   private timer: NodeJS.Timeout | undefined;
   private closing = false;
   private publishing: Promise<void> | null = null;
+  /** The stream consumer's messages, stopped before the connection closes (see close). */
+  private messages: { stop(): void } | null = null;
 
   constructor(
     readonly counts: RegionCounts,
@@ -73,6 +75,9 @@ export class RegionSync {
     this.closing = true;
     clearInterval(this.timer);
     await this.publishing?.catch(() => {});
+    // A consumer still pulling when its connection closes has nats.js print "aborting
+    // resetPending - connection is closed" to stderr, outside the logs: it is stopped first.
+    this.messages?.stop();
     const nc = this.nc;
     this.nc = null;
     this.counts.connected = false;
@@ -199,6 +204,7 @@ export class RegionSync {
         // stream's region was cut: its heartbeat is half of it and its retries wait about it. At
         // nats.js's 30 s default it was deaf for 32 s after a heal (npm run bench:regions).
         const messages = await consumer.consume({ expires: Math.max(1_000, 2 * this.options.syncMs) });
+        this.messages = messages;
         for await (const m of messages) this.take(m);
       } catch (err) {
         if (this.closing) return;
